@@ -1,0 +1,136 @@
+// Context: one device, its memory pools, its pipelines and its queue. Everything starts here.
+//
+// A Context and the objects made from it (tensors, sequences) are not thread-safe: use one
+// context per thread, or serialise calls. Tensors and sequences keep the context's device alive,
+// so they may outlive the Context object itself.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/device.hpp"
+#include "rill/export.hpp"
+#include "rill/sequence.hpp"
+#include "rill/status.hpp"
+#include "rill/tensor.hpp"
+
+// Vulkan handles without including Vulkan headers (the typedefs are compatible with vulkan_core.h).
+struct VkInstance_T;
+struct VkPhysicalDevice_T;
+struct VkDevice_T;
+struct VkQueue_T;
+
+namespace rill {
+
+namespace detail {
+class ContextImpl;
+}
+
+// A device the application already owns. rill records into its queue and never destroys it.
+// The device must have been created with the features rill reports as needed (none beyond
+// Vulkan 1.1 core for the foundation kernels; f16 kernels need storageBuffer16BitAccess).
+struct ExternalVulkan {
+  VkInstance_T* instance = nullptr;
+  VkPhysicalDevice_T* physical_device = nullptr;
+  VkDevice_T* device = nullptr;
+  VkQueue_T* queue = nullptr;  // must support compute
+  uint32_t queue_family_index = 0;
+  uint32_t api_version = 0;  // the apiVersion the instance was created with
+};
+
+enum class MessageSeverity { kInfo, kWarning, kError };
+
+struct ContextOptions {
+  DeviceSelector device;
+  // Khronos validation layer; also switched on by RILL_VALIDATION=1.
+  bool validation = false;
+  bool synchronization_validation = true;  // only with validation
+  // Receives validation-layer messages (warnings and errors). Default: rill's log.
+  std::function<void(MessageSeverity, std::string_view)> on_validation_message;
+  // Where to persist the VkPipelineCache. Empty: in memory only. Loaded at creation (a bad or
+  // foreign file is ignored with a warning), written atomically by save_pipeline_cache() and
+  // when the context is destroyed.
+  std::string pipeline_cache_path;
+  // Kernel variant to prefer over the per-device choice ("gpu", "cpu"); also RILL_KERNEL_VARIANT.
+  std::string kernel_variant;
+  // Size of each memory block that tensors are sub-allocated from (clamped to device limits).
+  uint64_t memory_block_bytes = 64ull << 20;
+  // Use an application-owned device instead of creating one.
+  const ExternalVulkan* external = nullptr;
+};
+
+struct MemoryStats {
+  uint64_t blocks = 0;              // VkDeviceMemory objects held
+  uint64_t reserved_bytes = 0;      // their total size
+  uint64_t used_bytes = 0;          // bytes of live sub-allocations (after alignment)
+  uint64_t peak_used_bytes = 0;
+  uint64_t live_allocations = 0;
+  uint64_t device_memory_allocations = 0;  // vkAllocateMemory calls so far
+};
+
+struct PipelineStats {
+  uint64_t pipelines_created = 0;
+  uint64_t lookups = 0;            // dispatch-time lookups of an existing pipeline
+  uint64_t driver_cache_hits = 0;  // creation served from the VkPipelineCache (creation feedback)
+  double creation_ms_total = 0.0;
+  double creation_ms_max = 0.0;
+  bool cache_loaded = false;         // a pipeline-cache file was read and accepted
+  std::string cache_rejected_reason; // why a cache file was ignored; empty when none was
+};
+
+class RILL_API Context {
+ public:
+  static Result<Context> create(const ContextOptions& options = {});
+
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();
+
+  const DeviceInfo& device() const;
+  const std::string& selection_reason() const;
+
+  // A tensor of `shape` (every dimension >= 1). Contents are undefined until written.
+  Result<Tensor> tensor(DType dtype, std::vector<int64_t> shape, std::string name = {},
+                        MemoryPool pool = MemoryPool::kActivations);
+
+  // Synchronous copies between host and tensor. They wait for submitted work that uses the
+  // tensor. `bytes` must be exactly tensor.size_bytes().
+  Status upload(const Tensor& tensor, std::span<const uint8_t> bytes);
+  Status download(const Tensor& tensor, std::span<uint8_t> bytes);
+  // Float convenience: converts to and from f16 for f16 tensors; needs an f32 or f16 tensor.
+  Status upload_floats(const Tensor& tensor, std::span<const float> values);
+  Result<std::vector<float>> download_floats(const Tensor& tensor);
+
+  // A recorder of dispatches and copies; see sequence.hpp.
+  Result<Sequence> sequence(const SequenceOptions& options = {});
+
+  // Names of the kernels embedded in this build, and the variant this device would get.
+  std::vector<std::string> kernel_names() const;
+  Result<std::string> kernel_variant(std::string_view kernel) const;
+
+  Status save_pipeline_cache();
+  Status wait_idle();
+  bool device_lost() const;
+
+  MemoryStats memory_stats() const;
+  PipelineStats pipeline_stats() const;
+
+  detail::ContextImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Context(std::shared_ptr<detail::ContextImpl> impl);
+  std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+// Log sink for warnings and diagnostics from rill (default: stderr). Not for errors: those are
+// returned as Status.
+RILL_API void set_log_callback(std::function<void(MessageSeverity, std::string_view)> callback);
+
+}  // namespace rill

@@ -1,0 +1,78 @@
+// What rill knows about a Vulkan device: identity, capabilities and the quirks that apply to it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/export.hpp"
+#include "rill/status.hpp"
+
+namespace rill {
+
+// Ranked in this order when rill picks a device by itself.
+enum class DeviceType { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
+RILL_API const char* device_type_name(DeviceType type);
+
+struct DeviceCaps {
+  uint32_t api_version = 0;  // VK_MAKE_API_VERSION encoded
+  uint32_t subgroup_size = 0;
+  uint32_t min_subgroup_size = 0;  // equal to subgroup_size without subgroup size control
+  uint32_t max_subgroup_size = 0;
+  bool subgroup_size_control = false;
+  bool storage_buffer_16bit = false;  // f16 tensors can be bound
+  bool float16_arithmetic = false;
+  bool storage_buffer_8bit = false;
+  bool int8_arithmetic = false;
+  uint32_t shared_memory_bytes = 0;
+  bool unified_memory = false;  // device-local memory is host-visible and mapped directly
+  bool timestamps = false;      // compute queue supports timestamp queries
+  double timestamp_period_ns = 0.0;
+  uint32_t timestamp_valid_bits = 0;
+  bool pipeline_creation_feedback = false;
+  bool debug_utils = false;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_allocation_bytes = 0;
+  uint32_t max_push_constants_bytes = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  uint64_t device_local_bytes = 0;  // size of the largest device-local heap
+};
+
+struct DeviceInfo {
+  uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
+  std::string name;
+  DeviceType type = DeviceType::kOther;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t driver_id = 0;  // VkDriverId, 0 when unknown
+  std::string driver_name;
+  std::string driver_info;
+  uint32_t driver_version = 0;
+  DeviceCaps caps;
+  std::vector<std::string> quirks;  // names of the quirks-table entries that apply
+  bool usable = true;               // false: rill cannot run on it (see unusable_reason)
+  std::string unusable_reason;
+};
+
+// Which device to use. An explicit index or name here wins over the RILL_DEVICE environment
+// variable, which wins over rill's own ranking (discrete, integrated, virtual, CPU).
+struct DeviceSelector {
+  int index = -1;           // -1: not set
+  std::string name;         // case-insensitive substring of the device name; empty: not set
+  bool use_environment = true;  // read RILL_DEVICE (an index or a name substring)
+};
+
+struct DeviceListing {
+  std::vector<DeviceInfo> devices;
+  int chosen = -1;     // index into devices
+  std::string reason;  // why that one, in words
+};
+
+// Enumerates the devices of a fresh instance and says which one `selector` would pick.
+RILL_API Result<DeviceListing> list_devices(const DeviceSelector& selector = {});
+
+}  // namespace rill

@@ -1,0 +1,10 @@
+// rill C++ API umbrella header.
+#pragma once
+
+#include "rill/context.hpp"
+#include "rill/device.hpp"
+#include "rill/half.hpp"
+#include "rill/sequence.hpp"
+#include "rill/status.hpp"
+#include "rill/tensor.hpp"
+#include "rill/version.hpp"

@@ -1,0 +1,122 @@
+// Sequence: records dispatches, copies, uploads and downloads into one command buffer, inserts
+// the barriers itself from what each kernel reads and writes, and can be replayed many times.
+//
+//   auto seq = ctx.sequence().value();
+//   seq.dispatch({.kernel = "util/saxpy", .bindings = {&x, &y}, .push = push_bytes(p),
+//                 .groups = {n_groups, 1, 1}});
+//   seq.run(1000);  // records once, submits 1000 times
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/export.hpp"
+#include "rill/status.hpp"
+#include "rill/tensor.hpp"
+
+namespace rill {
+
+namespace detail {
+class SequenceImpl;
+}
+
+struct SequenceOptions {
+  bool timestamps = false;  // per-dispatch GPU timestamps (needs device support)
+  std::string label;        // debug label of the whole sequence
+};
+
+// A specialization constant set by the name it has in the shader.
+struct SpecValue {
+  std::string name;
+  uint32_t bits = 0;  // the 32-bit value (use spec_float for floats)
+};
+RILL_API SpecValue spec_uint(std::string name, uint32_t value);
+RILL_API SpecValue spec_int(std::string name, int32_t value);
+RILL_API SpecValue spec_float(std::string name, float value);
+
+struct Dispatch {
+  std::string_view kernel;                // registry name, e.g. "util/fill"
+  std::vector<const Tensor*> bindings;    // in binding order (binding 0, 1, ...)
+  std::vector<uint8_t> push;              // push-constant bytes; size must match the shader
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<SpecValue> spec;            // overrides of specialization-constant defaults
+  std::string_view variant;               // force a variant; empty: the device's choice
+  std::string_view label;                 // debug label and timing name; default: kernel name
+};
+
+// Bytes of a trivially copyable struct, for Dispatch::push.
+template <typename T>
+std::vector<uint8_t> push_bytes(const T& value) {
+  std::vector<uint8_t> out(sizeof(T));
+  std::memcpy(out.data(), &value, sizeof(T));
+  return out;
+}
+
+// Where a download's bytes are found after the sequence has run.
+struct DownloadId {
+  uint32_t index = 0;
+};
+
+struct DispatchTiming {
+  std::string label;
+  std::string kernel;
+  std::string variant;
+  std::array<uint32_t, 3> groups{};
+  double gpu_ms = 0.0;
+};
+
+struct SequenceStats {
+  uint32_t dispatches = 0;
+  uint32_t barriers = 0;  // barriers rill inserted (the trailing one included)
+  uint32_t copies = 0;
+  uint64_t submissions = 0;
+};
+
+class RILL_API Sequence {
+ public:
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+  ~Sequence();
+
+  // Recording. Each call validates its arguments against the kernel registry and the tensors and
+  // returns InvalidArgument (recording nothing) when they do not match.
+  Status dispatch(const Dispatch& dispatch);
+  Status copy(const Tensor& src, const Tensor& dst);  // same size in bytes
+  Status fill_zero(const Tensor& dst);
+  // The bytes are captured now; the copy to the tensor runs with the sequence, every replay.
+  Status upload(const Tensor& dst, std::span<const uint8_t> bytes);
+  // The tensor's bytes as they are at this point of the sequence, readable after wait().
+  Result<DownloadId> download(const Tensor& src);
+
+  // Ends recording (done by the first submit if not called).
+  Status finish();
+  // Submits the recorded work `times` times in a row, without waiting.
+  Status submit(uint32_t times = 1);
+  // Waits for every submission of this sequence.
+  Status wait();
+  // submit(times) then wait().
+  Status run(uint32_t times = 1);
+
+  Status read(DownloadId id, std::span<uint8_t> bytes) const;
+  Result<std::vector<float>> read_floats(DownloadId id) const;  // f32 or f16 source
+
+  // GPU time of each dispatch in the last completed submission; needs timestamps.
+  Result<std::vector<DispatchTiming>> timings() const;
+  SequenceStats stats() const;
+
+  detail::SequenceImpl& impl() const { return *impl_; }
+  explicit Sequence(std::unique_ptr<detail::SequenceImpl> impl);
+
+ private:
+  std::unique_ptr<detail::SequenceImpl> impl_;
+};
+
+}  // namespace rill

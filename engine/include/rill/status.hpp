@@ -1,0 +1,105 @@
+// Status and Result<T>: how every fallible rill call reports failure. No exceptions cross the API.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "rill/export.hpp"
+
+namespace rill {
+
+// Codes follow the usual canonical set so that callers can branch on the kind of failure.
+enum class StatusCode : int {
+  kOk = 0,
+  kInvalidArgument = 1,     // the caller passed something wrong (shape, binding, option)
+  kNotFound = 2,            // a named thing (device, shader, file) does not exist
+  kResourceExhausted = 3,   // out of device or host memory, or a pool is full
+  kFailedPrecondition = 4,  // the object is in the wrong state for the call
+  kUnavailable = 5,         // no Vulkan driver / device / feature needed for the call
+  kDeviceLost = 6,          // the device was lost; sticky for the context
+  kDataLoss = 7,            // a file is corrupt or truncated
+  kOutOfRange = 8,          // a size or index past a device limit
+  kInternal = 9,            // a bug in rill or the driver
+  kUnimplemented = 10,      // valid request that this build or device cannot do
+};
+
+RILL_API const char* status_code_name(StatusCode code);
+
+class [[nodiscard]] RILL_API Status {
+ public:
+  Status() = default;  // OK
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status ok() { return Status(); }
+
+  bool is_ok() const { return code_ == StatusCode::kOk; }
+  explicit operator bool() const { return is_ok(); }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "InvalidArgument: <message>", or "OK".
+  std::string to_string() const;
+
+  // Prefixes context to the message ("while loading x: <message>"); keeps the code.
+  Status with_context(std::string_view context) const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+RILL_API Status invalid_argument(std::string message);
+RILL_API Status not_found(std::string message);
+RILL_API Status resource_exhausted(std::string message);
+RILL_API Status failed_precondition(std::string message);
+RILL_API Status unavailable(std::string message);
+RILL_API Status data_loss(std::string message);
+RILL_API Status out_of_range(std::string message);
+RILL_API Status internal_error(std::string message);
+RILL_API Status unimplemented(std::string message);
+
+// Result<T> holds a T or a non-OK Status.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+    if (status_.is_ok()) status_ = Status(StatusCode::kInternal, "Result built from an OK status");
+  }
+
+  bool is_ok() const { return value_.has_value(); }
+  explicit operator bool() const { return is_ok(); }
+  const Status& status() const { return status_; }
+
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace rill
+
+#define RILL_CONCAT_INNER_(a, b) a##b
+#define RILL_CONCAT_(a, b) RILL_CONCAT_INNER_(a, b)
+
+// Returns the status from the enclosing function when `expr` is not OK.
+#define RILL_RETURN_IF_ERROR(expr)              \
+  do {                                          \
+    ::rill::Status rill_status_ = (expr);       \
+    if (!rill_status_.is_ok()) return rill_status_; \
+  } while (0)
+
+// `RILL_ASSIGN_OR_RETURN(auto x, make_x());` unwraps a Result or returns its status.
+#define RILL_ASSIGN_OR_RETURN(lhs, expr) \
+  RILL_ASSIGN_OR_RETURN_IMPL_(RILL_CONCAT_(rill_result_, __LINE__), lhs, expr)
+#define RILL_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.is_ok()) return tmp.status();            \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,50 @@
+// Tensor: a typed, shaped buffer in device memory, sub-allocated from the context's pools.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rill/export.hpp"
+
+namespace rill {
+
+enum class DType { kF32, kF16, kI32, kU32, kU8 };
+RILL_API const char* dtype_name(DType dtype);
+RILL_API uint32_t dtype_size(DType dtype);
+
+// Weights live for the whole program; activations are short-lived scratch. They come from
+// separate blocks so that churn in one does not fragment the other.
+enum class MemoryPool { kWeights, kActivations };
+
+namespace detail {
+struct TensorStorage;
+}
+
+class RILL_API Tensor {
+ public:
+  Tensor() = default;  // empty; valid() is false
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  ~Tensor();
+
+  bool valid() const { return storage_ != nullptr; }
+  DType dtype() const;
+  const std::vector<int64_t>& shape() const;
+  uint64_t element_count() const;
+  uint64_t size_bytes() const;
+  const std::string& name() const;
+  std::string describe() const;  // "name f16[4, 7]"
+
+  // Internal: shared so that a recorded sequence keeps what it binds alive.
+  const std::shared_ptr<detail::TensorStorage>& storage() const { return storage_; }
+  explicit Tensor(std::shared_ptr<detail::TensorStorage> storage) : storage_(std::move(storage)) {}
+
+ private:
+  std::shared_ptr<detail::TensorStorage> storage_;
+};
+
+}  // namespace rill

@@ -1,0 +1,102 @@
+// The C API: converts between C structs and rill's C++ types, and C++ Status into a status code
+// plus a thread-local message. Nothing thrown or aborted escapes.
+#include "rill/rill.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "rill/context.hpp"
+#include "rill/version.hpp"
+
+struct rill_context {
+  rill::Context context;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+rill_status fail(rill_status code, std::string message) {
+  g_last_error = std::move(message);
+  return code;
+}
+
+rill_status from_status(const rill::Status& s) {
+  if (s.is_ok()) return RILL_OK;
+  return fail(static_cast<rill_status>(s.code()), s.message());
+}
+
+void copy_text(char* dst, size_t capacity, const std::string& src) {
+  const size_t n = std::min(capacity - 1, src.size());
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+extern "C" {
+
+void rill_context_options_init(rill_context_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->device_index = -1;
+}
+
+rill_status rill_context_create(const rill_context_options* options, rill_context** out) {
+  if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_context_create: out is NULL");
+  *out = nullptr;
+  rill::ContextOptions opts;
+  if (options != nullptr) {
+    if (options->struct_size != sizeof(rill_context_options))
+      return fail(RILL_INVALID_ARGUMENT, "rill_context_create: options were not set up with rill_context_options_init");
+    opts.device.index = options->device_index;
+    if (options->device_name) opts.device.name = options->device_name;
+    opts.validation = options->validation != 0;
+    if (options->pipeline_cache_path) opts.pipeline_cache_path = options->pipeline_cache_path;
+  }
+  try {
+    auto context = rill::Context::create(opts);
+    if (!context.is_ok()) return from_status(context.status());
+    *out = new rill_context{std::move(context).value()};
+  } catch (const std::bad_alloc&) {
+    return fail(RILL_RESOURCE_EXHAUSTED, "rill_context_create: out of host memory");
+  } catch (...) {
+    return fail(RILL_INTERNAL, "rill_context_create: unexpected exception");
+  }
+  return RILL_OK;
+}
+
+void rill_context_destroy(rill_context* context) { delete context; }
+
+rill_status rill_context_device_info(const rill_context* context, rill_device_info* out) {
+  if (context == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: NULL argument");
+  const rill::DeviceInfo& d = context->context.device();
+  std::memset(out, 0, sizeof(*out));
+  copy_text(out->name, sizeof out->name, d.name);
+  copy_text(out->driver_name, sizeof out->driver_name, d.driver_name);
+  out->type = static_cast<rill_device_type>(d.type);
+  out->vendor_id = d.vendor_id;
+  out->device_id = d.device_id;
+  out->api_version = d.caps.api_version;
+  out->subgroup_size = d.caps.subgroup_size;
+  out->shared_memory_bytes = d.caps.shared_memory_bytes;
+  out->device_local_bytes = d.caps.device_local_bytes;
+  out->max_storage_buffer_range = d.caps.max_storage_buffer_range;
+  out->unified_memory = d.caps.unified_memory;
+  out->timestamps = d.caps.timestamps;
+  out->storage_buffer_16bit = d.caps.storage_buffer_16bit;
+  out->float16_arithmetic = d.caps.float16_arithmetic;
+  return RILL_OK;
+}
+
+const char* rill_last_error(void) { return g_last_error.c_str(); }
+
+const char* rill_status_name(rill_status status) {
+  return rill::status_code_name(static_cast<rill::StatusCode>(status));
+}
+
+const char* rill_version(void) { return RILL_VERSION_STRING; }
+
+}  // extern "C"

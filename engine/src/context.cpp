@@ -1,0 +1,234 @@
+// rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
+#include "context_impl.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/checked_math.hpp"
+#include "core/log.hpp"
+#include "rill/half.hpp"
+
+namespace rill {
+namespace detail {
+
+ContextImpl::~ContextImpl() {
+  if (submissions) submissions->drain();
+  if (pipelines) {
+    Status s = pipelines->save();
+    if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+  }
+  pipelines.reset();
+  if (transfer_pool != VK_NULL_HANDLE) device->fn().vkDestroyCommandPool(device->handle(), transfer_pool, nullptr);
+  submissions.reset();
+  allocator.reset();
+  device.reset();
+  instance.reset();
+}
+
+Status ContextImpl::wait_for(const TensorStorage& storage) {
+  if (storage.last_use > submissions->completed()) return submissions->wait(storage.last_use);
+  return Status::ok();
+}
+
+TensorStorage::~TensorStorage() {
+  if (!allocation || !context) return;
+  ContextImpl* ctx = context.get();
+  vk::Allocation a = allocation;
+  ctx->submissions->retire(last_use, [ctx, a] { ctx->allocator->release(a); });
+}
+
+}  // namespace detail
+
+namespace {
+
+bool env_true(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0);
+}
+
+Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char* what) {
+  if (!t.valid()) return invalid_argument(std::string(what) + ": the tensor is empty");
+  if (t.storage()->context.get() != &ctx)
+    return invalid_argument(std::string(what) + ": tensor '" + t.name() + "' belongs to another context");
+  return ctx.check_usable();
+}
+
+}  // namespace
+
+Context::Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+Context::~Context() = default;
+
+Result<Context> Context::create(const ContextOptions& options) {
+  auto impl = std::make_shared<detail::ContextImpl>();
+  std::vector<vk::PhysicalDevice> devices;
+  int chosen = -1;
+  if (options.external != nullptr) {
+    const ExternalVulkan& ext = *options.external;
+    if (!ext.instance || !ext.physical_device || !ext.device || !ext.queue)
+      return invalid_argument("ExternalVulkan needs instance, physical_device, device and queue");
+    RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::wrap(ext.instance, ext.api_version));
+    devices.push_back(vk::describe_physical_device(ext.physical_device, 0, impl->instance->api_version()));
+    chosen = 0;
+    impl->selection_reason = "the application supplied the device";
+    RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::wrap(devices[0], ext.device, ext.queue, ext.queue_family_index));
+  } else {
+    vk::InstanceConfig config;
+    config.validation = options.validation || env_true("RILL_VALIDATION");
+    config.synchronization_validation = options.synchronization_validation;
+    config.on_message = options.on_validation_message;
+    RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::create(config));
+    RILL_ASSIGN_OR_RETURN(devices, vk::enumerate_physical_devices(impl->instance->handle(), impl->instance->api_version()));
+    RILL_ASSIGN_OR_RETURN(chosen, vk::choose_device(devices, options.device, impl->selection_reason));
+    RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::create(devices[size_t(chosen)]));
+  }
+  vk::Device& device = *impl->device;
+  impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes);
+  impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults);
+  impl->pipelines = std::make_unique<vk::PipelineManager>(device, impl->faults, options.pipeline_cache_path,
+                                                          options.kernel_variant);
+  RILL_RETURN_IF_ERROR(impl->pipelines->init());
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pool_info.queueFamilyIndex = device.queue_family();
+  RILL_DEVICE_RETURN_IF_ERROR(device, device.fn().vkCreateCommandPool(device.handle(), &pool_info, nullptr, &impl->transfer_pool));
+  return Context(std::move(impl));
+}
+
+const DeviceInfo& Context::device() const { return impl_->device->info(); }
+const std::string& Context::selection_reason() const { return impl_->selection_reason; }
+bool Context::device_lost() const { return impl_->device->lost(); }
+MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
+PipelineStats Context::pipeline_stats() const { return impl_->pipelines->stats(); }
+Status Context::save_pipeline_cache() { return impl_->pipelines->save(); }
+
+Status Context::wait_idle() {
+  RILL_RETURN_IF_ERROR(impl_->check_usable());
+  return impl_->submissions->wait_all();
+}
+
+std::vector<std::string> Context::kernel_names() const {
+  std::vector<std::string> names;
+  for (const auto& s : vk::shader_registry())
+    if (names.empty() || names.back() != s.kernel) names.emplace_back(s.kernel);
+  return names;
+}
+
+Result<std::string> Context::kernel_variant(std::string_view kernel) const {
+  RILL_ASSIGN_OR_RETURN(const vk::ShaderInfo* shader, impl_->pipelines->resolve(kernel));
+  return std::string(shader->variant.empty() ? "default" : shader->variant);
+}
+
+Result<Tensor> Context::tensor(DType dtype, std::vector<int64_t> shape, std::string name, MemoryPool pool) {
+  RILL_RETURN_IF_ERROR(impl_->check_usable());
+  if (shape.empty()) return invalid_argument("tensor '" + name + "': shape must have at least one dimension");
+  uint64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 1) return invalid_argument("tensor '" + name + "': every dimension must be >= 1");
+    auto product = checked_mul(elements, static_cast<uint64_t>(d));
+    if (!product) return out_of_range("tensor '" + name + "': element count overflows");
+    elements = *product;
+  }
+  auto bytes = checked_mul(elements, dtype_size(dtype));
+  if (!bytes) return out_of_range("tensor '" + name + "': byte size overflows");
+  auto storage = std::make_shared<detail::TensorStorage>();
+  storage->pool = pool == MemoryPool::kWeights ? vk::PoolKind::kWeights : vk::PoolKind::kActivations;
+  auto allocation = impl_->allocator->allocate(*bytes, storage->pool);
+  if (!allocation.is_ok()) return allocation.status().with_context("tensor '" + name + "'");
+  storage->context = impl_;
+  storage->allocation = allocation.value();
+  storage->dtype = dtype;
+  storage->shape = std::move(shape);
+  storage->elements = elements;
+  storage->bytes = *bytes;
+  storage->name = std::move(name);
+  return Tensor(std::move(storage));
+}
+
+Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
+  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));
+  const detail::TensorStorage& t = *tensor.storage();
+  if (bytes.size() != t.bytes)
+    return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
+                            " bytes, the tensor has " + std::to_string(t.bytes));
+  RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+  if (uint8_t* dst = t.allocation.mapped()) {
+    std::memcpy(dst, bytes.data(), bytes.size());
+    return Status::ok();
+  }
+  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
+  std::memcpy(staging.mapped(), bytes.data(), bytes.size());
+  const auto& fn = impl_->device->fn();
+  Status s = impl_->run_once([&](VkCommandBuffer cb) {
+    VkBufferCopy region{staging.offset, t.offset(), t.bytes};
+    fn.vkCmdCopyBuffer(cb, staging.block->buffer, t.buffer(), 1, &region);
+    // Copy -> later compute or transfer work of other submissions.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                            &barrier, 0, nullptr, 0, nullptr);
+  });
+  impl_->allocator->release(staging);
+  return s;
+}
+
+Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
+  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download"));
+  const detail::TensorStorage& t = *tensor.storage();
+  if (bytes.size() != t.bytes)
+    return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
+                            " bytes, the tensor has " + std::to_string(t.bytes));
+  RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+  if (const uint8_t* src = t.allocation.mapped()) {
+    std::memcpy(bytes.data(), src, bytes.size());
+    return Status::ok();
+  }
+  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
+  const auto& fn = impl_->device->fn();
+  Status s = impl_->run_once([&](VkCommandBuffer cb) {
+    VkBufferCopy region{t.offset(), staging.offset, t.bytes};
+    fn.vkCmdCopyBuffer(cb, t.buffer(), staging.block->buffer, 1, &region);
+    // Copy -> host read of the staging memory after the fence.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                            VK_ACCESS_HOST_READ_BIT};
+    fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier,
+                            0, nullptr, 0, nullptr);
+  });
+  if (s.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
+  impl_->allocator->release(staging);
+  return s;
+}
+
+Status Context::upload_floats(const Tensor& tensor, std::span<const float> values) {
+  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload_floats"));
+  if (values.size() != tensor.element_count())
+    return invalid_argument("upload_floats to " + tensor.describe() + ": got " + std::to_string(values.size()) +
+                            " values for " + std::to_string(tensor.element_count()) + " elements");
+  if (tensor.dtype() == DType::kF32)
+    return upload(tensor, {reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
+  if (tensor.dtype() != DType::kF16)
+    return invalid_argument("upload_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
+  std::vector<uint16_t> halves(values.size());
+  for (size_t i = 0; i < values.size(); ++i) halves[i] = float_to_half(values[i]);
+  return upload(tensor, {reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2});
+}
+
+Result<std::vector<float>> Context::download_floats(const Tensor& tensor) {
+  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download_floats"));
+  std::vector<float> out(tensor.element_count());
+  if (tensor.dtype() == DType::kF32) {
+    RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4}));
+    return out;
+  }
+  if (tensor.dtype() != DType::kF16)
+    return invalid_argument("download_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
+  std::vector<uint16_t> halves(out.size());
+  RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(halves.data()), halves.size() * 2}));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(halves[i]);
+  return out;
+}
+
+}  // namespace rill

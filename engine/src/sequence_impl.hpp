@@ -1,0 +1,82 @@
+// Internal state of a Sequence: one command buffer, the descriptor sets and staging memory it
+// uses, the hazard tracker that places barriers, and optional timestamp queries.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context_impl.hpp"
+#include "rill/sequence.hpp"
+
+namespace rill::detail {
+
+// Accesses since the last barrier; a new access that conflicts with one of them needs a barrier.
+class HazardTracker {
+ public:
+  struct Access {
+    VkBuffer buffer;
+    uint64_t offset, size;
+    bool write;
+    VkPipelineStageFlags stage;
+  };
+  // Returns the source stages to wait for (0: no barrier needed) before `next`.
+  VkPipelineStageFlags conflicts(const std::vector<Access>& next) const;
+  void barrier() { pending_.clear(); }
+  void add(const std::vector<Access>& accesses) { pending_.insert(pending_.end(), accesses.begin(), accesses.end()); }
+
+ private:
+  std::vector<Access> pending_;
+};
+
+class SequenceImpl {
+ public:
+  SequenceImpl(std::shared_ptr<ContextImpl> context, SequenceOptions opts)
+      : ctx(std::move(context)), options(std::move(opts)) {}
+  ~SequenceImpl();
+
+  Status begin();
+  Status record_dispatch(const Dispatch& d);
+  enum class Transfer { kCopy, kUpload, kDownload, kZero };
+  // kCopy: src -> dst; kUpload: bytes -> dst; kDownload: src -> new staging; kZero: dst = 0.
+  Status record_transfer(Transfer kind, const Tensor* src, const Tensor* dst, std::span<const uint8_t> bytes,
+                         DownloadId* download);
+  Status finish();
+  Status submit(uint32_t times);
+  Status wait();
+
+  static constexpr uint32_t kQueriesPerPool = 256;  // timestamp queries per query pool
+
+  std::shared_ptr<ContextImpl> ctx;
+  SequenceOptions options;
+  enum class State { kRecording, kFinished, kBroken } state = State::kRecording;
+  Status broken;  // why recording stopped (a failed call after commands were recorded)
+
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools;
+  uint32_t sets_left_in_pool = 0;
+  std::vector<VkQueryPool> query_pools;
+  uint32_t queries_used = 0;  // in the last query pool
+  std::vector<vk::Allocation> staging;
+  struct Download {
+    vk::Allocation staging;
+    uint64_t bytes;
+    DType dtype;
+  };
+  std::vector<Download> downloads;
+  std::vector<std::shared_ptr<TensorStorage>> referenced;
+  std::vector<DispatchTiming> timed;  // one per timestamped dispatch, in order
+  HazardTracker hazards;
+  SequenceStats stats;
+  uint64_t last_serial = 0;
+  uint64_t timings_serial = 0;
+
+ private:
+  Status ensure_descriptor_pool();
+  Status insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses, VkPipelineStageFlags dst_stage);
+  Result<uint32_t> next_timestamp_pair(VkQueryPool* pool);
+  void reference(const std::shared_ptr<TensorStorage>& t);
+};
+
+}  // namespace rill::detail

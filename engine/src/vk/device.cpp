@@ -1,0 +1,117 @@
+// Logical device creation with the optional features rill uses, and the device-lost latch.
+#include "vk/device.hpp"
+
+#include <vector>
+
+namespace rill::vk {
+
+Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
+  if (!physical.info.usable)
+    return unavailable("device " + physical.info.name + " is not usable: " + physical.info.unusable_reason);
+  const DeviceCaps& caps = physical.info.caps;
+  std::unique_ptr<Device> dev(new Device());
+  dev->physical_ = physical;
+  dev->queue_family_ = physical.compute_queue_family;
+
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(physical.handle, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> available(ext_count);
+  vkEnumerateDeviceExtensionProperties(physical.handle, nullptr, &ext_count, available.data());
+  auto has = [&](const char* name) {
+    for (const auto& e : available)
+      if (std::string_view(e.extensionName) == name) return true;
+    return false;
+  };
+  const bool v12 = caps.api_version >= VK_API_VERSION_1_2;
+  const bool v13 = caps.api_version >= VK_API_VERSION_1_3;
+  std::vector<const char*> extensions;
+  if (!v12 && has(VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (!v12 && has(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (!v13 && has(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME))
+    extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
+  if (!v13 && caps.subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  // Portability drivers (MoltenVK) require their subset extension to be enabled.
+  if (has("VK_KHR_portability_subset")) extensions.push_back("VK_KHR_portability_subset");
+
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16i8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  storage16.storageBuffer16BitAccess = caps.storage_buffer_16bit;
+  storage8.storageBuffer8BitAccess = caps.storage_buffer_8bit;
+  f16i8.shaderFloat16 = caps.float16_arithmetic;
+  f16i8.shaderInt8 = caps.int8_arithmetic;
+  size_control.subgroupSizeControl = caps.subgroup_size_control;
+  size_control.computeFullSubgroups = caps.subgroup_size_control;
+  features2.pNext = &storage16;
+  void** tail = &storage16.pNext;
+  if (caps.storage_buffer_8bit) {
+    *tail = &storage8;
+    tail = &storage8.pNext;
+  }
+  if (caps.float16_arithmetic || caps.int8_arithmetic) {
+    *tail = &f16i8;
+    tail = &f16i8.pNext;
+  }
+  if (caps.subgroup_size_control) *tail = &size_control;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = dev->queue_family_;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.pNext = &features2;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue_info;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  RILL_VK_RETURN_IF_ERROR(vkCreateDevice(physical.handle, &info, nullptr, &dev->device_));
+  dev->owned_ = true;
+  dev->load();
+  dev->table_.vkGetDeviceQueue(dev->device_, dev->queue_family_, 0, &dev->queue_);
+  return dev;
+}
+
+Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkDevice device,
+                                             VkQueue queue, uint32_t queue_family) {
+  if (device == VK_NULL_HANDLE || queue == VK_NULL_HANDLE)
+    return invalid_argument("external VkDevice and VkQueue must not be null");
+  std::unique_ptr<Device> dev(new Device());
+  dev->physical_ = physical;
+  dev->physical_.compute_queue_family = queue_family;
+  dev->device_ = device;
+  dev->queue_ = queue;
+  dev->queue_family_ = queue_family;
+  dev->owned_ = false;
+  dev->load();
+  return dev;
+}
+
+void Device::load() {
+  volkLoadDeviceTable(&table_, device_);
+  vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
+  quirks_ = quirk_flags_for(physical_.info);
+}
+
+Device::~Device() {
+  if (owned_ && device_ != VK_NULL_HANDLE) table_.vkDestroyDevice(device_, nullptr);
+}
+
+Status Device::check(VkResult result, std::string_view what) {
+  if (result == VK_ERROR_DEVICE_LOST && !lost_) {
+    lost_ = true;
+    lost_at_ = std::string(what);
+  }
+  return status_from_result(result, what);
+}
+
+Status Device::lost_status() const {
+  return Status(StatusCode::kDeviceLost,
+                "the device was lost earlier (at " + lost_at_ + "); create a new context");
+}
+
+}  // namespace rill::vk

@@ -1,0 +1,198 @@
+// First-fit sub-allocation with coalescing free lists, one list per block.
+#include "vk/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "core/checked_math.hpp"
+
+namespace rill::vk {
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+Allocator::Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes)
+    : device_(device), faults_(faults) {
+  const uint64_t max_alloc = max_allocation_bytes();
+  block_bytes_ = std::clamp<uint64_t>(block_bytes, 1ull << 20, max_alloc);
+  block_bytes_ = align_up(block_bytes_, kAlignment);
+  device_mapped_ = device.info().caps.unified_memory;
+}
+
+Allocator::~Allocator() {
+  for (auto& b : blocks_) destroy_block(b.get());
+}
+
+uint64_t Allocator::max_allocation_bytes() const {
+  const uint64_t m = device_.info().caps.max_allocation_bytes;
+  return m != 0 ? m : (1ull << 30);  // Vulkan guarantees at least 1 GiB
+}
+
+int Allocator::memory_type_for(uint32_t type_bits, PoolKind pool) const {
+  const auto& mem = device_.memory_properties();
+  VkMemoryPropertyFlags required = 0, preferred = 0;
+  if (pool == PoolKind::kStaging) {
+    required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;  // downloads read it back
+  } else if (device_mapped_) {
+    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  } else {
+    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  }
+  int fallback = -1;
+  for (uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
+    if (!(type_bits & (1u << t))) continue;
+    const VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
+    if ((f & required) != required) continue;
+    if ((f & preferred) == preferred) return static_cast<int>(t);
+    if (fallback < 0) fallback = static_cast<int>(t);
+  }
+  return fallback;
+}
+
+Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
+  const auto& fn = device_.fn();
+  auto block = std::make_unique<MemoryBlock>();
+  block->size = size;
+  block->pool = pool;
+  block->dedicated = dedicated;
+
+  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  buffer_info.size = size;
+  buffer_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkDevice dev = device_.handle();
+  VkResult r = faults_.run([&] { return fn.vkCreateBuffer(dev, &buffer_info, nullptr, &block->buffer); });
+  if (r != VK_SUCCESS) return device_.check(r, "vkCreateBuffer (" + mib(size) + " block)");
+
+  VkMemoryRequirements req{};
+  fn.vkGetBufferMemoryRequirements(dev, block->buffer, &req);
+  const int type = memory_type_for(req.memoryTypeBits, pool);
+  if (type < 0) {
+    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
+    return unavailable("no suitable memory type for a " + mib(size) + " buffer");
+  }
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = static_cast<uint32_t>(type);
+  r = faults_.run([&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &block->memory); });
+  if (r != VK_SUCCESS) {
+    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
+    return device_.check(r, "vkAllocateMemory (" + mib(req.size) + ")");
+  }
+  ++stats_.device_memory_allocations;
+  r = fn.vkBindBufferMemory(dev, block->buffer, block->memory, 0);
+  const bool host_visible =
+      device_.memory_properties().memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  void* mapped = nullptr;
+  if (r == VK_SUCCESS && host_visible)
+    r = faults_.run([&] { return fn.vkMapMemory(dev, block->memory, 0, VK_WHOLE_SIZE, 0, &mapped); });
+  if (r != VK_SUCCESS) {
+    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
+    fn.vkFreeMemory(dev, block->memory, nullptr);
+    return device_.check(r, "binding or mapping a memory block");
+  }
+  block->mapped = static_cast<uint8_t*>(mapped);
+  block->free[0] = size;
+  ++stats_.blocks;
+  stats_.reserved_bytes += size;
+  blocks_.push_back(std::move(block));
+  return blocks_.back().get();
+}
+
+void Allocator::destroy_block(MemoryBlock* block) {
+  const auto& fn = device_.fn();
+  if (block->mapped) fn.vkUnmapMemory(device_.handle(), block->memory);
+  fn.vkDestroyBuffer(device_.handle(), block->buffer, nullptr);
+  fn.vkFreeMemory(device_.handle(), block->memory, nullptr);
+  --stats_.blocks;
+  stats_.reserved_bytes -= block->size;
+}
+
+Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
+  if (bytes == 0) return invalid_argument("cannot allocate 0 bytes");
+  const auto aligned = checked_align_up(bytes, kAlignment);
+  if (!aligned || *aligned > max_allocation_bytes())
+    return out_of_range("an allocation of " + std::to_string(bytes) + " bytes exceeds the device's " +
+                        "maxMemoryAllocationSize of " + std::to_string(max_allocation_bytes()) + " bytes");
+  const uint64_t size = *aligned;
+
+  MemoryBlock* block = nullptr;
+  uint64_t offset = 0;
+  if (size <= block_bytes_ / 2) {
+    for (auto& b : blocks_) {
+      if (b->pool != pool || b->dedicated) continue;
+      for (auto& [off, len] : b->free) {
+        if (len >= size) {
+          block = b.get();
+          offset = off;
+          break;
+        }
+      }
+      if (block) break;
+    }
+    if (!block) {
+      RILL_ASSIGN_OR_RETURN(block, new_block(block_bytes_, pool, false));
+    }
+  } else {
+    RILL_ASSIGN_OR_RETURN(block, new_block(size, pool, true));
+  }
+  // Carve [offset, offset + size) out of the free range that starts at offset.
+  auto it = block->free.find(offset);
+  const uint64_t range = it->second;
+  block->free.erase(it);
+  if (range > size) block->free[offset + size] = range - size;
+  block->used += size;
+  stats_.used_bytes += size;
+  stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, stats_.used_bytes);
+  ++stats_.live_allocations;
+  return Allocation{block, offset, size};
+}
+
+void Allocator::release(const Allocation& a) {
+  if (!a.block) return;
+  MemoryBlock* block = a.block;
+  block->used -= a.size;
+  stats_.used_bytes -= a.size;
+  --stats_.live_allocations;
+  // Insert and merge with neighbours.
+  auto [it, inserted] = block->free.emplace(a.offset, a.size);
+  (void)inserted;
+  auto next = std::next(it);
+  if (next != block->free.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    block->free.erase(next);
+  }
+  if (it != block->free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      block->free.erase(it);
+    }
+  }
+  if (block->used != 0) return;
+  // Dedicated blocks go at once; an empty shared block goes unless it is its pool's last one.
+  bool keep = !block->dedicated;
+  if (keep) {
+    int shared_in_pool = 0;
+    for (auto& b : blocks_)
+      if (b->pool == block->pool && !b->dedicated) ++shared_in_pool;
+    keep = shared_in_pool == 1;
+  }
+  if (keep) return;
+  destroy_block(block);
+  blocks_.erase(std::find_if(blocks_.begin(), blocks_.end(), [&](auto& b) { return b.get() == block; }));
+}
+
+MemoryStats Allocator::stats() const { return stats_; }
+
+}  // namespace rill::vk

@@ -1,0 +1,70 @@
+// Device memory: tensors are sub-allocated from large blocks (one VkDeviceMemory and one VkBuffer
+// spanning it), with separate blocks for long-lived weights, short-lived activations and host
+// staging. On unified memory the device blocks are host-visible and stay mapped, so uploads and
+// downloads are plain memcpy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/tensor.hpp"
+#include "vk/device.hpp"
+#include "vk/faults.hpp"
+
+namespace rill::vk {
+
+enum class PoolKind { kWeights, kActivations, kStaging };
+
+struct MemoryBlock {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t size = 0;
+  uint8_t* mapped = nullptr;  // host pointer when host-visible
+  PoolKind pool = PoolKind::kActivations;
+  bool dedicated = false;              // holds exactly one allocation
+  std::map<uint64_t, uint64_t> free;   // offset -> size of each free range
+  uint64_t used = 0;
+};
+
+struct Allocation {
+  MemoryBlock* block = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = 0;  // reserved (aligned) size
+  explicit operator bool() const { return block != nullptr; }
+  uint8_t* mapped() const { return block && block->mapped ? block->mapped + offset : nullptr; }
+};
+
+class Allocator {
+ public:
+  Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes);
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Largest single allocation the device allows, and the alignment of every offset.
+  uint64_t max_allocation_bytes() const;
+  static constexpr uint64_t kAlignment = 256;  // >= every device's minStorageBufferOffsetAlignment
+
+  Result<Allocation> allocate(uint64_t bytes, PoolKind pool);
+  void release(const Allocation& allocation);
+
+  bool device_pools_mapped() const { return device_mapped_; }
+  MemoryStats stats() const;
+
+ private:
+  Result<MemoryBlock*> new_block(uint64_t size, PoolKind pool, bool dedicated);
+  void destroy_block(MemoryBlock* block);
+  int memory_type_for(uint32_t type_bits, PoolKind pool) const;
+
+  Device& device_;
+  FaultInjector& faults_;
+  uint64_t block_bytes_;
+  bool device_mapped_ = false;
+  std::vector<std::unique_ptr<MemoryBlock>> blocks_;
+  MemoryStats stats_;
+};
+
+}  // namespace rill::vk

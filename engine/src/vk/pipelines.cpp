@@ -1,0 +1,254 @@
+// Pipeline manager implementation.
+#include "vk/pipelines.hpp"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "core/file_io.hpp"
+#include "core/log.hpp"
+#include "vk/pipeline_cache_file.hpp"
+
+namespace rill::vk {
+namespace {
+
+constexpr uint64_t kMaxCacheFileBytes = 256ull << 20;
+
+PipelineCacheIdentity identity_of(const Device& device) {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(device.physical(), &props);
+  PipelineCacheIdentity id;
+  id.vendor_id = props.vendorID;
+  id.device_id = props.deviceID;
+  id.driver_version = props.driverVersion;
+  std::memcpy(id.uuid, props.pipelineCacheUUID, 16);
+  return id;
+}
+
+std::string spec_names(const ShaderInfo& shader) {
+  std::string s;
+  for (const auto& sc : shader.spec_constants) s += (s.empty() ? "" : ", ") + std::string(sc.name);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+PipelineManager::PipelineManager(Device& device, FaultInjector& faults, std::string cache_path,
+                                 std::string variant_override)
+    : device_(device), faults_(faults), cache_path_(std::move(cache_path)),
+      variant_override_(std::move(variant_override)) {
+  if (variant_override_.empty()) {
+    if (const char* env = std::getenv("RILL_KERNEL_VARIANT")) variant_override_ = env;
+  }
+}
+
+PipelineManager::~PipelineManager() {
+  const auto& fn = device_.fn();
+  VkDevice dev = device_.handle();
+  for (auto& [key, p] : pipelines_) fn.vkDestroyPipeline(dev, p.pipeline, nullptr);
+  for (auto& [shader, l] : layouts_) {
+    fn.vkDestroyPipelineLayout(dev, l.layout, nullptr);
+    fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
+    fn.vkDestroyShaderModule(dev, l.module, nullptr);
+  }
+  if (cache_ != VK_NULL_HANDLE) fn.vkDestroyPipelineCache(dev, cache_, nullptr);
+}
+
+Status PipelineManager::init() {
+  std::vector<uint8_t> initial;
+  if (!cache_path_.empty()) {
+    auto file = read_file(cache_path_, kMaxCacheFileBytes);
+    if (file.is_ok()) {
+      auto payload = decode_pipeline_cache(identity_of(device_), file.value());
+      if (payload.is_ok()) {
+        initial = std::move(payload).value();
+        stats_.cache_loaded = true;
+      } else {
+        stats_.cache_rejected_reason = payload.status().message();
+        log_warning("ignoring pipeline cache '" + cache_path_ + "': " + payload.status().message());
+      }
+    } else if (file.status().code() != StatusCode::kNotFound) {
+      stats_.cache_rejected_reason = file.status().message();
+      log_warning("ignoring pipeline cache '" + cache_path_ + "': " + file.status().message());
+    }
+  }
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  info.initialDataSize = initial.size();
+  info.pInitialData = initial.empty() ? nullptr : initial.data();
+  VkDevice dev = device_.handle();
+  VkResult r = faults_.run([&] { return device_.fn().vkCreatePipelineCache(dev, &info, nullptr, &cache_); });
+  if (r != VK_SUCCESS && !initial.empty()) {
+    // The driver refused data that passed our checks: start empty rather than fail.
+    stats_.cache_loaded = false;
+    stats_.cache_rejected_reason = std::string("the driver rejected the cache data: ") + result_name(r);
+    info.initialDataSize = 0;
+    info.pInitialData = nullptr;
+    r = faults_.run([&] { return device_.fn().vkCreatePipelineCache(dev, &info, nullptr, &cache_); });
+  }
+  if (r != VK_SUCCESS) return device_.check(r, "vkCreatePipelineCache");
+  return Status::ok();
+}
+
+Result<const ShaderInfo*> PipelineManager::resolve(std::string_view kernel, std::string_view variant) const {
+  const ShaderInfo* by_variant[4] = {};  // explicit, override, device preference, default
+  const std::string_view preferred = device_.quirks().prefer_cpu_kernels ? "cpu" : "gpu";
+  const ShaderInfo* any = nullptr;
+  std::string known;
+  for (const ShaderInfo& s : shader_registry()) {
+    if (s.kernel != kernel) continue;
+    if (!any) any = &s;
+    known += (known.empty() ? "" : ", ") + std::string(s.variant.empty() ? "default" : s.variant);
+    if (!variant.empty() && s.variant == variant) by_variant[0] = &s;
+    if (!variant_override_.empty() && s.variant == variant_override_) by_variant[1] = &s;
+    if (s.variant == preferred) by_variant[2] = &s;
+    if (s.variant.empty()) by_variant[3] = &s;
+  }
+  if (!any) return not_found("no kernel named '" + std::string(kernel) + "' in the registry");
+  if (!variant.empty()) {
+    if (!by_variant[0])
+      return not_found("kernel '" + std::string(kernel) + "' has no variant '" + std::string(variant) +
+                       "' (it has: " + known + ")");
+    return by_variant[0];
+  }
+  for (int i = 1; i < 4; ++i)
+    if (by_variant[i]) return by_variant[i];
+  return any;
+}
+
+Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& shader) {
+  auto it = layouts_.find(&shader);
+  if (it != layouts_.end()) return &it->second;
+  const auto& fn = device_.fn();
+  VkDevice dev = device_.handle();
+  Layout l;
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (const BindingInfo& b : shader.bindings) {
+    VkDescriptorSetLayoutBinding lb{};
+    lb.binding = b.binding;
+    lb.descriptorType = b.kind == DescriptorKind::kStorageBuffer ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                                 : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    lb.descriptorCount = 1;
+    lb.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    bindings.push_back(lb);
+  }
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.bindingCount = static_cast<uint32_t>(bindings.size());
+  set_info.pBindings = bindings.data();
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, shader.push_constant_bytes};
+  VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = shader.spirv.size_bytes();
+  module_info.pCode = shader.spirv.data();
+
+  VkResult r = faults_.run([&] { return fn.vkCreateShaderModule(dev, &module_info, nullptr, &l.module); });
+  if (r == VK_SUCCESS)
+    r = faults_.run([&] { return fn.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &l.set_layout); });
+  if (r == VK_SUCCESS) {
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &l.set_layout;
+    layout_info.pushConstantRangeCount = shader.push_constant_bytes > 0 ? 1 : 0;
+    layout_info.pPushConstantRanges = &range;
+    r = faults_.run([&] { return fn.vkCreatePipelineLayout(dev, &layout_info, nullptr, &l.layout); });
+  }
+  if (r != VK_SUCCESS) {
+    fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
+    fn.vkDestroyShaderModule(dev, l.module, nullptr);
+    return device_.check(r, "creating the layout of kernel " + std::string(shader.kernel));
+  }
+  return &layouts_.emplace(&shader, l).first->second;
+}
+
+Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const SpecValue> spec) {
+  if (device_.lost()) return device_.lost_status();
+  // Full specialization vector in id order: defaults, then the caller's values by name.
+  std::vector<uint32_t> values;
+  for (const auto& sc : shader.spec_constants) values.push_back(sc.default_bits);
+  for (const SpecValue& v : spec) {
+    bool found = false;
+    for (size_t i = 0; i < shader.spec_constants.size(); ++i) {
+      if (shader.spec_constants[i].name != v.name) continue;
+      if (shader.spec_constants[i].type == SpecType::kBool && v.bits > 1)
+        return invalid_argument("specialization constant '" + v.name + "' of kernel " +
+                                std::string(shader.kernel) + " is a bool; got " + std::to_string(v.bits));
+      values[i] = v.bits;
+      found = true;
+    }
+    if (!found)
+      return invalid_argument("kernel " + std::string(shader.kernel) + " has no specialization constant '" +
+                              v.name + "' (it has: " + spec_names(shader) + ")");
+  }
+  // Effective workgroup size against the device limits.
+  std::array<uint32_t, 3> local{shader.local_size[0], shader.local_size[1], shader.local_size[2]};
+  for (int d = 0; d < 3; ++d)
+    for (size_t i = 0; i < shader.spec_constants.size(); ++i)
+      if (shader.local_size_spec_id[d] >= 0 && shader.spec_constants[i].id == uint32_t(shader.local_size_spec_id[d]))
+        local[d] = values[i];
+  const DeviceCaps& caps = device_.info().caps;
+  const uint64_t invocations = uint64_t(local[0]) * local[1] * local[2];
+  for (int d = 0; d < 3; ++d) {
+    if (local[d] == 0 || local[d] > caps.max_workgroup_size[d])
+      return invalid_argument("kernel " + std::string(shader.kernel) + ": workgroup size " + std::to_string(local[d]) +
+                              " in dimension " + std::to_string(d) + " is outside 1.." +
+                              std::to_string(caps.max_workgroup_size[d]));
+  }
+  if (invocations > caps.max_workgroup_invocations)
+    return invalid_argument("kernel " + std::string(shader.kernel) + ": workgroup of " + std::to_string(invocations) +
+                            " invocations exceeds the device limit of " + std::to_string(caps.max_workgroup_invocations));
+
+  auto key = std::make_pair(&shader, values);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) {
+    ++stats_.lookups;
+    return it->second;
+  }
+  RILL_ASSIGN_OR_RETURN(Layout * layout, layout_for(shader));
+
+  std::vector<VkSpecializationMapEntry> entries;
+  for (size_t i = 0; i < shader.spec_constants.size(); ++i)
+    entries.push_back({shader.spec_constants[i].id, static_cast<uint32_t>(i * 4), 4});
+  VkSpecializationInfo spec_info{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = layout->module;
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec_info;
+  info.layout = layout->layout;
+  VkPipelineCreationFeedback feedback{};
+  VkPipelineCreationFeedbackCreateInfo feedback_info{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
+  feedback_info.pPipelineCreationFeedback = &feedback;
+  if (caps.pipeline_creation_feedback) info.pNext = &feedback_info;
+
+  Pipeline p;
+  p.layout = layout->layout;
+  p.set_layout = layout->set_layout;
+  p.local_size = local;
+  const auto start = std::chrono::steady_clock::now();
+  VkDevice dev = device_.handle();
+  VkResult r = faults_.run(
+      [&] { return device_.fn().vkCreateComputePipelines(dev, cache_, 1, &info, nullptr, &p.pipeline); });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (r != VK_SUCCESS) return device_.check(r, "vkCreateComputePipelines (" + std::string(shader.kernel) + ")");
+  ++stats_.pipelines_created;
+  stats_.creation_ms_total += ms;
+  stats_.creation_ms_max = std::max(stats_.creation_ms_max, ms);
+  if ((feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+      (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+    ++stats_.driver_cache_hits;
+  pipelines_.emplace(std::move(key), p);
+  return p;
+}
+
+Status PipelineManager::save() const {
+  if (cache_path_.empty() || cache_ == VK_NULL_HANDLE) return Status::ok();
+  const auto& fn = device_.fn();
+  size_t size = 0;
+  RILL_VK_RETURN_IF_ERROR(fn.vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr));
+  std::vector<uint8_t> data(size);
+  VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_, &size, data.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return status_from_result(r, "vkGetPipelineCacheData");
+  data.resize(size);
+  return write_file_atomic(cache_path_, encode_pipeline_cache(identity_of(device_), data))
+      .with_context("saving the pipeline cache");
+}
+
+}  // namespace rill::vk

@@ -1,0 +1,67 @@
+// The pipeline manager: resolves a kernel name to the variant this device should run, creates
+// compute pipelines lazily per (shader, specialization constants) through a VkPipelineCache that
+// can be persisted, and validates specialization values against the registry.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/sequence.hpp"
+#include "vk/device.hpp"
+#include "vk/faults.hpp"
+#include "vk/shader_registry.hpp"
+
+namespace rill::vk {
+
+struct Pipeline {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  std::array<uint32_t, 3> local_size{1, 1, 1};
+};
+
+class PipelineManager {
+ public:
+  PipelineManager(Device& device, FaultInjector& faults, std::string cache_path, std::string variant_override);
+  ~PipelineManager();
+  PipelineManager(const PipelineManager&) = delete;
+  PipelineManager& operator=(const PipelineManager&) = delete;
+
+  // Creates the VkPipelineCache, seeded from the cache file when it is valid for this device.
+  Status init();
+
+  // The shader that runs `kernel` here: `variant` if given, else the context override, else the
+  // device's preference (quirks), else the default variant.
+  Result<const ShaderInfo*> resolve(std::string_view kernel, std::string_view variant = {}) const;
+
+  // The pipeline for `shader` with `spec` applied (created on first use).
+  Result<Pipeline> get(const ShaderInfo& shader, std::span<const SpecValue> spec);
+
+  Status save() const;  // to the cache path, atomically; no-op without a path
+  PipelineStats stats() const { return stats_; }
+
+ private:
+  struct Layout {
+    VkShaderModule module = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+  };
+  Result<Layout*> layout_for(const ShaderInfo& shader);
+
+  Device& device_;
+  FaultInjector& faults_;
+  std::string cache_path_;
+  std::string variant_override_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::map<const ShaderInfo*, Layout> layouts_;
+  std::map<std::pair<const ShaderInfo*, std::vector<uint32_t>>, Pipeline> pipelines_;
+  PipelineStats stats_;
+};
+
+}  // namespace rill::vk

@@ -1,0 +1,50 @@
+// Quirks table. Add an entry with the vendor/driver it applies to and the reason; never a silent
+// special case elsewhere in the engine.
+#include "vk/quirks.hpp"
+
+#include "vk/vk_common.hpp"
+
+namespace rill::vk {
+namespace {
+
+constexpr uint32_t kVendorArm = 0x13B5;       // Mali
+constexpr uint32_t kVendorQualcomm = 0x5143;  // Adreno
+constexpr uint32_t kVendorImgTec = 0x1010;    // PowerVR
+
+const Quirk kQuirks[] = {
+    {"cpu-driver", 0, 0, true, {.prefer_cpu_kernels = true},
+     "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
+    {"mobile-watchdog-arm", kVendorArm, 0, false, {.short_dispatches = true},
+     "Mali drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+    {"mobile-watchdog-qualcomm", kVendorQualcomm, 0, false, {.short_dispatches = true},
+     "Adreno drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+    {"mobile-watchdog-imgtec", kVendorImgTec, 0, false, {.short_dispatches = true},
+     "PowerVR drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+};
+
+bool matches(const Quirk& q, const DeviceInfo& info) {
+  if (q.cpu_device_only && info.type != DeviceType::kCpu) return false;
+  if (q.vendor_id != 0 && q.vendor_id != info.vendor_id) return false;
+  if (q.driver_id != 0 && q.driver_id != info.driver_id) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<const Quirk*> quirks_for(const DeviceInfo& info) {
+  std::vector<const Quirk*> out;
+  for (const Quirk& q : kQuirks)
+    if (matches(q, info)) out.push_back(&q);
+  return out;
+}
+
+QuirkFlags quirk_flags_for(const DeviceInfo& info) {
+  QuirkFlags f;
+  for (const Quirk* q : quirks_for(info)) {
+    f.prefer_cpu_kernels |= q->flags.prefer_cpu_kernels;
+    f.short_dispatches |= q->flags.short_dispatches;
+  }
+  return f;
+}
+
+}  // namespace rill::vk

@@ -1,0 +1,34 @@
+// The per-device quirks table: driver behaviours rill works around or tunes for, keyed by vendor,
+// device and driver (ncnn-style). Each entry says why it exists.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "rill/device.hpp"
+
+namespace rill::vk {
+
+struct QuirkFlags {
+  // A CPU driver (lavapipe, SwiftShader): barriers and shared memory are expensive, wide
+  // register tiles are cheap, so kernels prefer their "cpu" variants.
+  bool prefer_cpu_kernels = false;
+  // The driver's watchdog kills long dispatches and reports VK_ERROR_DEVICE_LOST; long serial
+  // work must be split into dispatches of bounded length.
+  bool short_dispatches = false;
+};
+
+struct Quirk {
+  std::string_view name;
+  uint32_t vendor_id;  // 0: any
+  uint32_t driver_id;  // VkDriverId, 0: any
+  bool cpu_device_only;
+  QuirkFlags flags;
+  std::string_view why;
+};
+
+// The entries that match `info`, and their flags merged.
+std::vector<const Quirk*> quirks_for(const DeviceInfo& info);
+QuirkFlags quirk_flags_for(const DeviceInfo& info);
+
+}  // namespace rill::vk

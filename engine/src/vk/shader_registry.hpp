@@ -1,0 +1,44 @@
+// The kernel registry: every shader in shaders/ compiled to SPIR-V at build time, with the
+// interface read from the SPIR-V itself by tools/spirv_embed (never typed by hand).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace rill::vk {
+
+enum class BindingAccess : uint8_t { kReadWrite, kReadOnly, kWriteOnly };
+enum class DescriptorKind : uint8_t { kStorageBuffer, kUniformBuffer };
+enum class SpecType : uint8_t { kBool, kInt32, kUint32, kFloat32 };
+
+struct BindingInfo {
+  uint32_t set;
+  uint32_t binding;
+  DescriptorKind kind;
+  BindingAccess access;
+  std::string_view name;  // the block's instance name in GLSL
+};
+
+struct SpecConstantInfo {
+  uint32_t id;
+  SpecType type;
+  uint32_t default_bits;
+  std::string_view name;
+};
+
+struct ShaderInfo {
+  std::string_view kernel;   // "util/fill"
+  std::string_view variant;  // "" (default), "gpu" or "cpu"
+  std::span<const uint32_t> spirv;
+  std::span<const BindingInfo> bindings;  // sorted by binding
+  uint32_t push_constant_bytes;
+  std::span<const SpecConstantInfo> spec_constants;
+  uint32_t local_size[3];        // as compiled (defaults)
+  int32_t local_size_spec_id[3]; // spec id that sets each dimension, -1 if fixed
+};
+
+// All embedded shaders (generated source).
+std::span<const ShaderInfo> shader_registry();
+
+}  // namespace rill::vk

@@ -1,0 +1,93 @@
+// Fence-per-submission tracking (works on Vulkan 1.1 drivers without timeline semaphores).
+#include "vk/submissions.hpp"
+
+namespace rill::vk {
+
+Submissions::~Submissions() {
+  drain();
+  for (VkFence f : free_fences_) device_.fn().vkDestroyFence(device_.handle(), f, nullptr);
+}
+
+void Submissions::drain() {
+  device_.fn().vkDeviceWaitIdle(device_.handle());  // on a lost device this returns at once
+  for (auto& f : in_flight_) free_fences_.push_back(f.fence);
+  in_flight_.clear();
+  completed_ = last_submitted_;
+  while (!retirees_.empty()) run_retirees();
+}
+
+Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_buffers) {
+  if (device_.lost()) return device_.lost_status();
+  const auto& fn = device_.fn();
+  VkFence fence = VK_NULL_HANDLE;
+  if (!free_fences_.empty()) {
+    fence = free_fences_.back();
+    free_fences_.pop_back();
+  } else {
+    VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult r = faults_.run([&] { return fn.vkCreateFence(device_.handle(), &info, nullptr, &fence); });
+    if (r != VK_SUCCESS) return device_.check(r, "vkCreateFence");
+  }
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
+  submit.pCommandBuffers = command_buffers.data();
+  VkResult r = fn.vkQueueSubmit(device_.queue(), 1, &submit, fence);
+  if (r != VK_SUCCESS) {
+    free_fences_.push_back(fence);
+    return device_.check(r, "vkQueueSubmit");
+  }
+  in_flight_.push_back({++last_submitted_, fence});
+  return last_submitted_;
+}
+
+Status Submissions::poll() {
+  const auto& fn = device_.fn();
+  while (!in_flight_.empty()) {
+    VkResult r = fn.vkGetFenceStatus(device_.handle(), in_flight_.front().fence);
+    if (r == VK_NOT_READY) break;
+    if (r != VK_SUCCESS) return device_.check(r, "vkGetFenceStatus");
+    VkFence fence = in_flight_.front().fence;
+    completed_ = in_flight_.front().serial;
+    in_flight_.pop_front();
+    fn.vkResetFences(device_.handle(), 1, &fence);
+    free_fences_.push_back(fence);
+  }
+  run_retirees();
+  return Status::ok();
+}
+
+Status Submissions::wait(uint64_t serial) {
+  if (device_.lost()) return device_.lost_status();
+  const auto& fn = device_.fn();
+  while (completed_ < serial && !in_flight_.empty()) {
+    VkFence fence = in_flight_.front().fence;
+    VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
+    RILL_RETURN_IF_ERROR(poll());
+  }
+  return poll();
+}
+
+void Submissions::retire(uint64_t serial, std::function<void()> fn) {
+  if (serial <= completed_) {
+    fn();
+    return;
+  }
+  retirees_.emplace_back(serial, std::move(fn));
+}
+
+void Submissions::run_retirees() {
+  // Collect first: a retiree may queue another retiree.
+  std::vector<std::function<void()>> ready;
+  for (auto it = retirees_.begin(); it != retirees_.end();) {
+    if (it->first <= completed_) {
+      ready.push_back(std::move(it->second));
+      it = retirees_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& fn : ready) fn();
+}
+
+}  // namespace rill::vk

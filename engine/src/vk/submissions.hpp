@@ -1,0 +1,54 @@
+// Queue submissions, each tagged with a serial and a fence, and the retire queue: work that must
+// wait until the GPU is done with a resource (freeing memory, destroying command buffers) is
+// queued with the serial of the last submission that used it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "vk/device.hpp"
+#include "vk/faults.hpp"
+
+namespace rill::vk {
+
+class Submissions {
+ public:
+  Submissions(Device& device, FaultInjector& faults) : device_(device), faults_(faults) {}
+  ~Submissions();  // waits for the device and runs every retiree
+  Submissions(const Submissions&) = delete;
+  Submissions& operator=(const Submissions&) = delete;
+
+  // Submits the command buffers (in order, as one batch); returns the batch's serial.
+  Result<uint64_t> submit(std::span<const VkCommandBuffer> command_buffers);
+  Status wait(uint64_t serial);
+  Status wait_all() { return wait(last_submitted_); }
+  // Collects finished submissions and runs their retirees; cheap, never blocks.
+  Status poll();
+
+  uint64_t completed() const { return completed_; }
+  uint64_t last_submitted() const { return last_submitted_; }
+  // Runs `fn` once the submission `serial` has completed (at once if it has).
+  void retire(uint64_t serial, std::function<void()> fn);
+  // Runs every pending retiree after waiting for the device (teardown, device loss).
+  void drain();
+
+ private:
+  struct InFlight {
+    uint64_t serial;
+    VkFence fence;
+  };
+  void run_retirees();
+
+  Device& device_;
+  FaultInjector& faults_;
+  uint64_t last_submitted_ = 0;
+  uint64_t completed_ = 0;
+  std::deque<InFlight> in_flight_;
+  std::vector<VkFence> free_fences_;
+  std::deque<std::pair<uint64_t, std::function<void()>>> retirees_;
+};
+
+}  // namespace rill::vk

@@ -1,0 +1,21 @@
+// Shared GLSL for rill kernels. Storage type and arithmetic type are separate so that f16 storage
+// with f32 accumulation is one define (RILL_STORAGE_F16) in the kernel that wants it.
+#ifndef RILL_COMMON_GLSL
+#define RILL_COMMON_GLSL
+
+#ifdef RILL_STORAGE_F16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define sfloat float16_t
+#else
+#define sfloat float
+#endif
+#define afloat float
+
+// Flat index of this invocation over a 1-D or 2-D grid of workgroups (x fastest). Kernels that
+// cover more than 65535 groups in x spread them over y.
+uint rill_global_index() {
+  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+}
+
+#endif  // RILL_COMMON_GLSL

@@ -1,0 +1,20 @@
+// y[i] = a * x[i] + y[i] for i < n; one element per invocation (GPU-friendly). x, y: [n] f32.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint n;
+  float a;
+} p;
+
+void main() {
+  const uint i = rill_global_index();
+  if (i >= p.n) return;
+  y[i] = p.a * x[i] + y[i];
+}

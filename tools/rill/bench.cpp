@@ -1,0 +1,142 @@
+// `rill bench`: engine-overhead benchmarks, printed as JSON records.
+//   dispatch: host cost of recording, GPU+host cost per dispatch with and without barriers,
+//             and the submit-to-completion round trip.
+//   pipeline: pipeline creation cold, from a warm pipeline-cache file, and cached lookups.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "commands.hpp"
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct FillPush {
+  uint32_t n;
+  float value;
+};
+
+rill::Dispatch fill(const rill::Tensor& t, float value, std::vector<rill::SpecValue> spec = {}) {
+  return {.kernel = "util/fill", .bindings = {&t}, .push = rill::push_bytes(FillPush{1, value}),
+          .groups = {1, 1, 1}, .spec = std::move(spec)};
+}
+
+bool check(const rill::Status& s) {
+  if (s.is_ok()) return true;
+  std::fprintf(stderr, "rill bench: %s\n", s.to_string().c_str());
+  return false;
+}
+
+bool bench_dispatch(rill::Context& c, bool quick, nlohmann::json& out) {
+  const uint32_t count = quick ? 200 : 1000;
+  const int reps = quick ? 3 : 7;
+  auto shared = c.tensor(rill::DType::kF32, {1}, "shared");
+  if (!check(shared.status())) return false;
+  std::vector<rill::Tensor> distinct;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto t = c.tensor(rill::DType::kF32, {1});
+    if (!check(t.status())) return false;
+    distinct.push_back(std::move(t).value());
+  }
+  for (bool dependent : {false, true}) {
+    std::vector<double> record_ms, run_ms;
+    uint32_t barriers = 0;
+    for (int r = 0; r < reps; ++r) {
+      auto seq = c.sequence();
+      if (!check(seq.status())) return false;
+      auto t0 = Clock::now();
+      for (uint32_t i = 0; i < count; ++i)
+        if (!check(seq->dispatch(fill(dependent ? shared.value() : distinct[i], float(i))))) return false;
+      if (!check(seq->finish())) return false;
+      record_ms.push_back(ms_since(t0));
+      t0 = Clock::now();
+      if (!check(seq->run())) return false;
+      run_ms.push_back(ms_since(t0));
+      barriers = seq->stats().barriers;
+    }
+    out.push_back({{"op", "dispatch"}, {"variant", dependent ? "dependent (barrier each)" : "independent"},
+                   {"shape", {{"dispatches", count}}}, {"barriers", barriers},
+                   {"record_us_per_dispatch", 1e3 * median(record_ms) / count},
+                   {"run_us_per_dispatch", 1e3 * median(run_ms) / count}});
+  }
+  // Round trip: one tiny dispatch, submitted and waited for, many times (replay, no re-recording).
+  auto seq = c.sequence();
+  if (!check(seq.status()) || !check(seq->dispatch(fill(shared.value(), 1.0f))) || !check(seq->run())) return false;
+  std::vector<double> trip;
+  for (uint32_t i = 0; i < (quick ? 50u : 300u); ++i) {
+    auto t0 = Clock::now();
+    if (!check(seq->run())) return false;
+    trip.push_back(ms_since(t0));
+  }
+  out.push_back({{"op", "submit"}, {"variant", "round trip, 1 dispatch"}, {"shape", {{"dispatches", 1}}},
+                 {"median_ms", median(trip)}});
+  return true;
+}
+
+bool bench_pipeline(bool quick, nlohmann::json& out) {
+  const auto path = std::filesystem::temp_directory_path() / "rill-bench-pipeline-cache.bin";
+  std::filesystem::remove(path);
+  const uint32_t variants = quick ? 8 : 32;
+  double cold_ms = 0, warm_ms = 0, lookup_us = 0;
+  uint64_t warm_hits = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    rill::ContextOptions options;
+    options.pipeline_cache_path = path.string();
+    auto ctx = rill::Context::create(options);
+    if (!check(ctx.status())) return false;
+    auto t = ctx->tensor(rill::DType::kF32, {1});
+    if (!check(t.status())) return false;
+    auto seq = ctx->sequence();
+    if (!check(seq.status())) return false;
+    // Distinct workgroup sizes -> distinct pipelines.
+    for (uint32_t v = 0; v < variants; ++v)
+      if (!check(seq->dispatch(fill(t.value(), 0.0f, {rill::spec_uint("WG_SIZE", 32 + v)})))) return false;
+    const auto stats = ctx->pipeline_stats();
+    (pass == 0 ? cold_ms : warm_ms) = stats.creation_ms_total / variants;
+    if (pass == 1) warm_hits = stats.driver_cache_hits;
+    // Lookups of existing pipelines.
+    const auto t0 = Clock::now();
+    for (uint32_t v = 0; v < variants * 10; ++v)
+      if (!check(seq->dispatch(fill(t.value(), 0.0f, {rill::spec_uint("WG_SIZE", 32 + v % variants)})))) return false;
+    lookup_us = 1e3 * ms_since(t0) / (variants * 10);
+    if (!check(seq->run()) || !check(ctx->save_pipeline_cache())) return false;
+  }
+  std::filesystem::remove(path);
+  out.push_back({{"op", "pipeline"}, {"variant", "create, cold cache"}, {"shape", {{"pipelines", variants}}},
+                 {"median_ms", cold_ms}});
+  out.push_back({{"op", "pipeline"}, {"variant", "create, from cache file"}, {"shape", {{"pipelines", variants}}},
+                 {"median_ms", warm_ms}, {"driver_cache_hits", warm_hits}});
+  out.push_back({{"op", "pipeline"}, {"variant", "record with existing pipeline"}, {"shape", {{"dispatches", variants * 10}}},
+                 {"record_us_per_dispatch", lookup_us}});
+  return true;
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& args) {
+  nlohmann::json records = nlohmann::json::array();
+  auto ctx = rill::Context::create();
+  if (!check(ctx.status())) return 1;
+  const bool all = args.ops.empty();
+  auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
+  bool ok = true;
+  if (wants("dispatch")) ok = ok && bench_dispatch(ctx.value(), args.quick, records);
+  if (wants("pipeline")) ok = ok && bench_pipeline(args.quick, records);
+  nlohmann::json doc = {{"device", ctx->device().name}, {"records", records}};
+  std::printf("%s\n", doc.dump(2).c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace rill_cli

@@ -1,0 +1,78 @@
+// `rill info`: devices, the choice and its reason, capabilities and quirks (text or JSON).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+namespace {
+
+std::string version_text(uint32_t v) {
+  return std::to_string(v >> 22) + "." + std::to_string((v >> 12) & 0x3ff) + "." + std::to_string(v & 0xfff);
+}
+
+nlohmann::json device_json(const rill::DeviceInfo& d) {
+  const rill::DeviceCaps& c = d.caps;
+  nlohmann::json j = {
+      {"index", d.index}, {"name", d.name}, {"type", rill::device_type_name(d.type)},
+      {"vendor_id", d.vendor_id}, {"device_id", d.device_id}, {"driver_name", d.driver_name},
+      {"driver_info", d.driver_info}, {"api_version", version_text(c.api_version)},
+      {"usable", d.usable}, {"quirks", d.quirks},
+      {"caps", {{"subgroup_size", c.subgroup_size}, {"min_subgroup_size", c.min_subgroup_size},
+                {"max_subgroup_size", c.max_subgroup_size}, {"subgroup_size_control", c.subgroup_size_control},
+                {"storage_buffer_16bit", c.storage_buffer_16bit}, {"float16_arithmetic", c.float16_arithmetic},
+                {"storage_buffer_8bit", c.storage_buffer_8bit}, {"int8_arithmetic", c.int8_arithmetic},
+                {"shared_memory_bytes", c.shared_memory_bytes}, {"unified_memory", c.unified_memory},
+                {"timestamps", c.timestamps}, {"timestamp_period_ns", c.timestamp_period_ns},
+                {"pipeline_creation_feedback", c.pipeline_creation_feedback},
+                {"max_workgroup_size", c.max_workgroup_size}, {"max_workgroup_invocations", c.max_workgroup_invocations},
+                {"max_workgroup_count", c.max_workgroup_count}, {"max_storage_buffer_range", c.max_storage_buffer_range},
+                {"max_allocation_bytes", c.max_allocation_bytes}, {"max_push_constants_bytes", c.max_push_constants_bytes},
+                {"device_local_bytes", c.device_local_bytes}}}};
+  if (!d.usable) j["unusable_reason"] = d.unusable_reason;
+  return j;
+}
+
+}  // namespace
+
+int run_info(const InfoArgs& args) {
+  auto listing = rill::list_devices();
+  if (!listing.is_ok()) {
+    std::fprintf(stderr, "rill info: %s\n", listing.status().to_string().c_str());
+    return 1;
+  }
+  const rill::DeviceListing& l = listing.value();
+  if (args.json) {
+    nlohmann::json j = {{"version", RILL_VERSION_STRING}, {"chosen", l.chosen}, {"reason", l.reason},
+                        {"devices", nlohmann::json::array()}};
+    for (const auto& d : l.devices) j["devices"].push_back(device_json(d));
+    std::printf("%s\n", j.dump(2).c_str());
+    return l.chosen >= 0 ? 0 : 1;
+  }
+  std::printf("rill %s\n", RILL_VERSION_STRING);
+  for (size_t i = 0; i < l.devices.size(); ++i) {
+    const auto& d = l.devices[i];
+    const auto& c = d.caps;
+    std::printf("%s device %u: %s (%s)%s\n", int(i) == l.chosen ? "*" : " ", d.index, d.name.c_str(),
+                rill::device_type_name(d.type), d.usable ? "" : (" - unusable: " + d.unusable_reason).c_str());
+    std::printf("    driver %s %s, Vulkan %s, vendor 0x%04x device 0x%04x\n", d.driver_name.c_str(),
+                d.driver_info.c_str(), version_text(c.api_version).c_str(), d.vendor_id, d.device_id);
+    std::printf("    subgroup %u (%u..%u), shared memory %u B, max workgroup %u invocations\n", c.subgroup_size,
+                c.min_subgroup_size, c.max_subgroup_size, c.shared_memory_bytes, c.max_workgroup_invocations);
+    std::printf("    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s\n", c.storage_buffer_16bit ? "yes" : "no",
+                c.float16_arithmetic ? "yes" : "no", c.storage_buffer_8bit ? "yes" : "no", c.int8_arithmetic ? "yes" : "no");
+    std::printf("    memory %.0f MiB device-local%s, max allocation %.0f MiB, max storage range %.0f MiB\n",
+                c.device_local_bytes / 1048576.0, c.unified_memory ? " (unified, mapped directly)" : "",
+                c.max_allocation_bytes / 1048576.0, c.max_storage_buffer_range / 1048576.0);
+    std::printf("    timestamps %s, pipeline creation feedback %s\n", c.timestamps ? "yes" : "no",
+                c.pipeline_creation_feedback ? "yes" : "no");
+    std::string quirks;
+    for (const auto& q : d.quirks) quirks += (quirks.empty() ? "" : ", ") + q;
+    std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());
+  }
+  std::printf("chosen: %s\n", l.reason.c_str());
+  return l.chosen >= 0 ? 0 : 1;
+}
+
+}  // namespace rill_cli

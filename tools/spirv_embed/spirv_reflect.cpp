@@ -1,0 +1,269 @@
+// SPIR-V reflection by walking the instruction stream once (opcodes from the SPIR-V 1.6 spec).
+#include "spirv_reflect.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace spirv_embed {
+namespace {
+
+enum Op : uint32_t {
+  kOpName = 5, kOpMemberName = 6, kOpEntryPoint = 15, kOpExecutionMode = 16,
+  kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeMatrix = 24,
+  kOpTypeArray = 28, kOpTypeRuntimeArray = 29, kOpTypeStruct = 30, kOpTypePointer = 32,
+  kOpConstant = 43, kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49, kOpSpecConstant = 50,
+  kOpSpecConstantComposite = 51, kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
+  kOpExecutionModeId = 331,
+};
+enum Decoration : uint32_t {
+  kSpecId = 1, kBlock = 2, kBufferBlock = 3, kMatrixStride = 7, kArrayStride = 6, kBuiltIn = 11,
+  kNonWritable = 24, kNonReadable = 25, kBinding = 33, kDescriptorSet = 34, kOffset = 35,
+};
+enum StorageClass : uint32_t { kUniformConstant = 0, kUniform = 2, kPushConstant = 9, kStorageBuffer = 12 };
+constexpr uint32_t kExecModeLocalSize = 17, kExecModeLocalSizeId = 38, kBuiltInWorkgroupSize = 25;
+
+struct Type {
+  uint32_t op = 0;
+  std::vector<uint32_t> operands;  // words after the result id
+};
+
+std::string read_string(const uint32_t* words, size_t count) {
+  std::string s;
+  for (size_t i = 0; i < count; ++i) {
+    for (int b = 0; b < 4; ++b) {
+      char c = static_cast<char>((words[i] >> (8 * b)) & 0xff);
+      if (c == 0) return s;
+      s.push_back(c);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& error) {
+  if (words.size() < 5 || words[0] != 0x07230203u) {
+    error = "not a SPIR-V module (bad magic or too short)";
+    return false;
+  }
+  std::map<uint32_t, std::string> names;
+  std::map<uint32_t, Type> types;
+  std::map<uint32_t, uint32_t> constants;  // id -> value (32-bit scalars)
+  std::map<uint32_t, std::map<uint32_t, uint32_t>> decorations;  // id -> decoration -> value
+  std::map<uint32_t, std::map<uint32_t, std::map<uint32_t, uint32_t>>> member_decorations;
+  struct SpecDecl { uint32_t type, id; uint32_t value; bool is_bool; };
+  std::vector<SpecDecl> specs;
+  struct Var { uint32_t pointer_type, id, storage_class; };
+  std::vector<Var> vars;
+  std::map<uint32_t, std::vector<uint32_t>> composites;  // spec-constant composites by id
+  std::vector<uint32_t> local_size_ids;
+  int entry_points = 0;
+
+  size_t pos = 5;
+  while (pos < words.size()) {
+    const uint32_t count = words[pos] >> 16;
+    const uint32_t op = words[pos] & 0xffffu;
+    if (count == 0 || pos + count > words.size()) {
+      error = "truncated instruction at word " + std::to_string(pos);
+      return false;
+    }
+    const uint32_t* w = &words[pos];
+    switch (op) {
+      case kOpName:
+        if (count >= 3) names[w[1]] = read_string(w + 2, count - 2);
+        break;
+      case kOpEntryPoint:
+        ++entry_points;
+        if (w[1] != 5) {  // ExecutionModel GLCompute
+          error = "entry point is not a compute shader";
+          return false;
+        }
+        break;
+      case kOpExecutionMode:
+        if (count >= 6 && w[2] == kExecModeLocalSize) {
+          for (int i = 0; i < 3; ++i) out.local_size[i] = w[3 + i];
+        }
+        break;
+      case kOpExecutionModeId:
+        if (count >= 6 && w[2] == kExecModeLocalSizeId) local_size_ids = {w[3], w[4], w[5]};
+        break;
+      case kOpTypeBool: case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeMatrix:
+      case kOpTypeArray: case kOpTypeRuntimeArray: case kOpTypeStruct: case kOpTypePointer: {
+        Type t;
+        t.op = op;
+        t.operands.assign(w + 2, w + count);
+        types[w[1]] = t;
+        break;
+      }
+      case kOpConstant:
+        if (count >= 4) constants[w[2]] = w[3];
+        break;
+      case kOpSpecConstantTrue: case kOpSpecConstantFalse:
+        specs.push_back({w[1], w[2], op == kOpSpecConstantTrue ? 1u : 0u, true});
+        constants[w[2]] = op == kOpSpecConstantTrue ? 1u : 0u;
+        break;
+      case kOpSpecConstant:
+        if (count != 4) {
+          error = "64-bit specialization constants are not supported";
+          return false;
+        }
+        specs.push_back({w[1], w[2], w[3], false});
+        constants[w[2]] = w[3];
+        break;
+      case kOpSpecConstantComposite:
+        composites[w[2]].assign(w + 3, w + count);
+        break;
+      case kOpVariable:
+        if (count >= 4) vars.push_back({w[1], w[2], w[3]});
+        break;
+      case kOpDecorate:
+        if (count >= 3) decorations[w[1]][w[2]] = count >= 4 ? w[3] : 1u;
+        break;
+      case kOpMemberDecorate:
+        if (count >= 4) member_decorations[w[1]][w[2]][w[3]] = count >= 5 ? w[4] : 1u;
+        break;
+      default:
+        break;
+    }
+    pos += count;
+  }
+  if (entry_points != 1) {
+    error = "expected exactly one entry point, found " + std::to_string(entry_points);
+    return false;
+  }
+
+  auto has = [&](uint32_t id, uint32_t deco) {
+    auto it = decorations.find(id);
+    return it != decorations.end() && it->second.count(deco) != 0;
+  };
+  auto deco_value = [&](uint32_t id, uint32_t deco) { return decorations[id][deco]; };
+
+  // Byte size of a type as laid out by explicit Offset / ArrayStride decorations.
+  std::set<uint32_t> visiting;
+  auto type_size = [&](auto&& self, uint32_t id) -> uint64_t {
+    auto it = types.find(id);
+    if (it == types.end() || !visiting.insert(id).second) return 0;
+    const Type& t = it->second;
+    uint64_t size = 0;
+    switch (t.op) {
+      case kOpTypeBool: size = 4; break;
+      case kOpTypeInt: case kOpTypeFloat: size = t.operands[0] / 8; break;
+      case kOpTypeVector: size = self(self, t.operands[0]) * t.operands[1]; break;
+      case kOpTypeMatrix: size = uint64_t(deco_value(id, kMatrixStride)) * t.operands[1]; break;
+      case kOpTypeArray: size = uint64_t(deco_value(id, kArrayStride)) * constants[t.operands[1]]; break;
+      case kOpTypeStruct: {
+        auto& md = member_decorations[id];
+        for (size_t m = 0; m < t.operands.size(); ++m) {
+          uint64_t end = md[uint32_t(m)][kOffset] + self(self, t.operands[m]);
+          size = std::max(size, end);
+        }
+        break;
+      }
+      default: size = 0;
+    }
+    visiting.erase(id);
+    return size;
+  };
+
+  // Workgroup size: the BuiltIn WorkgroupSize composite overrides the LocalSize mode.
+  std::vector<uint32_t> size_ids = local_size_ids;
+  for (const auto& [id, parts] : composites) {
+    if (parts.size() == 3 && has(id, kBuiltIn) && deco_value(id, kBuiltIn) == kBuiltInWorkgroupSize)
+      size_ids = parts;
+  }
+  for (size_t i = 0; i < size_ids.size() && i < 3; ++i) {
+    uint32_t id = size_ids[i];
+    if (constants.count(id)) out.local_size[i] = constants[id];
+    if (has(id, kSpecId)) out.local_size_spec_id[i] = int32_t(deco_value(id, kSpecId));
+  }
+
+  for (const SpecDecl& s : specs) {
+    if (!has(s.id, kSpecId)) continue;  // a spec-constant op result, not settable
+    SpecConstant sc;
+    sc.id = deco_value(s.id, kSpecId);
+    sc.default_bits = s.value;
+    sc.name = names.count(s.id) ? names[s.id] : "";
+    if (s.is_bool) {
+      sc.type = "kBool";
+    } else {
+      const Type& t = types[s.type];
+      if (t.op == kOpTypeFloat && t.operands[0] == 32) sc.type = "kFloat32";
+      else if (t.op == kOpTypeInt && t.operands[0] == 32) sc.type = t.operands[1] ? "kInt32" : "kUint32";
+      else {
+        error = "unsupported specialization-constant type for '" + sc.name + "'";
+        return false;
+      }
+    }
+    // glslang declares a second, unnamed constant with the same SpecId for local_size_x_id.
+    auto same = std::find_if(out.spec_constants.begin(), out.spec_constants.end(),
+                             [&](const SpecConstant& o) { return o.id == sc.id; });
+    if (same != out.spec_constants.end()) {
+      if (same->name.empty() && !sc.name.empty()) *same = sc;  // the declared one has the real default
+      continue;
+    }
+    out.spec_constants.push_back(sc);
+  }
+  for (SpecConstant& sc : out.spec_constants)
+    if (sc.name.empty()) sc.name = "spec" + std::to_string(sc.id);
+  // A workgroup dimension set by a spec constant defaults to that constant's declared default.
+  for (int d = 0; d < 3; ++d)
+    for (const SpecConstant& sc : out.spec_constants)
+      if (out.local_size_spec_id[d] >= 0 && sc.id == uint32_t(out.local_size_spec_id[d])) out.local_size[d] = sc.default_bits;
+  std::sort(out.spec_constants.begin(), out.spec_constants.end(),
+            [](const SpecConstant& a, const SpecConstant& b) { return a.id < b.id; });
+
+  for (const Var& v : vars) {
+    auto pt = types.find(v.pointer_type);
+    if (pt == types.end() || pt->second.op != kOpTypePointer) continue;
+    const uint32_t pointee = pt->second.operands[1];
+    if (v.storage_class == kPushConstant) {
+      out.push_constant_bytes = uint32_t(type_size(type_size, pointee));
+      continue;
+    }
+    if (v.storage_class == kUniformConstant) {
+      error = "variable '" + names[v.id] + "' is an image or sampler; rill binds buffers only";
+      return false;
+    }
+    if (v.storage_class != kUniform && v.storage_class != kStorageBuffer) continue;
+    Binding b;
+    b.set = deco_value(v.id, kDescriptorSet);
+    b.binding = deco_value(v.id, kBinding);
+    b.storage = v.storage_class == kStorageBuffer || has(pointee, kBufferBlock);
+    b.name = names[v.id];
+    if (b.name.empty()) b.name = names[pointee];
+    // readonly/writeonly sit on the variable or on every member of the block.
+    b.non_writable = has(v.id, kNonWritable);
+    b.non_readable = has(v.id, kNonReadable);
+    auto& members = member_decorations[pointee];
+    const size_t member_count = types[pointee].operands.size();
+    if (member_count > 0) {
+      bool all_nw = true, all_nr = true;
+      for (size_t m = 0; m < member_count; ++m) {
+        all_nw = all_nw && members[uint32_t(m)].count(kNonWritable);
+        all_nr = all_nr && members[uint32_t(m)].count(kNonReadable);
+      }
+      b.non_writable = b.non_writable || all_nw;
+      b.non_readable = b.non_readable || all_nr;
+    }
+    out.bindings.push_back(b);
+  }
+  std::sort(out.bindings.begin(), out.bindings.end(), [](const Binding& a, const Binding& b) {
+    return a.set != b.set ? a.set < b.set : a.binding < b.binding;
+  });
+  for (size_t i = 0; i < out.bindings.size(); ++i) {
+    if (out.bindings[i].set != 0) {
+      error = "binding '" + out.bindings[i].name + "' uses descriptor set " +
+              std::to_string(out.bindings[i].set) + "; rill kernels use set 0 only";
+      return false;
+    }
+    if (out.bindings[i].binding != i) {
+      error = "bindings must be numbered 0..N-1 without gaps; found " +
+              std::to_string(out.bindings[i].binding) + " at position " + std::to_string(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace spirv_embed

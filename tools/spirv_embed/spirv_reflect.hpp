@@ -1,0 +1,36 @@
+// Minimal SPIR-V reflection for compute shaders: descriptor bindings with their access,
+// push-constant block size, specialization constants and the workgroup size.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spirv_embed {
+
+struct Binding {
+  uint32_t set = 0, binding = 0;
+  bool storage = true;  // storage buffer (else uniform buffer)
+  bool non_writable = false, non_readable = false;
+  std::string name;
+};
+
+struct SpecConstant {
+  uint32_t id = 0;
+  std::string type;  // "kBool", "kInt32", "kUint32", "kFloat32"
+  uint32_t default_bits = 0;
+  std::string name;
+};
+
+struct Reflection {
+  std::vector<Binding> bindings;
+  uint32_t push_constant_bytes = 0;
+  std::vector<SpecConstant> spec_constants;
+  uint32_t local_size[3] = {1, 1, 1};
+  int32_t local_size_spec_id[3] = {-1, -1, -1};
+};
+
+// Returns false and sets `error` when the module is malformed or uses what rill cannot bind.
+bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& error);
+
+}  // namespace spirv_embed
