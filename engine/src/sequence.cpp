@@ -16,6 +16,20 @@ constexpr VkPipelineStageFlags kWorkStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BI
 constexpr VkAccessFlags kAllWorkAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 
+// The access bits of `stages` (compute and transfer only), as the barrier rules require.
+VkAccessFlags writes_of(VkPipelineStageFlags stages) {
+  VkAccessFlags a = 0;
+  if (stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT) a |= VK_ACCESS_SHADER_WRITE_BIT;
+  if (stages & VK_PIPELINE_STAGE_TRANSFER_BIT) a |= VK_ACCESS_TRANSFER_WRITE_BIT;
+  return a;
+}
+VkAccessFlags reads_and_writes_of(VkPipelineStageFlags stages) {
+  VkAccessFlags a = writes_of(stages);
+  if (stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT) a |= VK_ACCESS_SHADER_READ_BIT;
+  if (stages & VK_PIPELINE_STAGE_TRANSFER_BIT) a |= VK_ACCESS_TRANSFER_READ_BIT;
+  return a;
+}
+
 bool overlaps(const HazardTracker::Access& a, const HazardTracker::Access& b) {
   return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
 }
@@ -118,11 +132,10 @@ void SequenceImpl::reference(const std::shared_ptr<TensorStorage>& t) {
 Status SequenceImpl::insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses,
                                               VkPipelineStageFlags dst_stage) {
   const VkPipelineStageFlags src = hazards.conflicts(accesses);
-  if (src == 0) return Status::ok();
+  if (src == 0 || !auto_barriers) return Status::ok();
   // Earlier dispatches/copies in this sequence -> this one, which touches what they wrote (or
   // writes what they read).
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
-                          VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kAllWorkAccess};
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, writes_of(src), reads_and_writes_of(dst_stage)};
   ctx->device->fn().vkCmdPipelineBarrier(cb, src, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   hazards.barrier();
   ++stats.barriers;

@@ -68,6 +68,7 @@ class SequenceImpl {
   std::vector<std::shared_ptr<TensorStorage>> referenced;
   std::vector<DispatchTiming> timed;  // one per timestamped dispatch, in order
   HazardTracker hazards;
+  bool auto_barriers = true;  // tests turn this off to prove the validation layer catches hazards
   SequenceStats stats;
   uint64_t last_serial = 0;
   uint64_t timings_serial = 0;

@@ -1,0 +1,52 @@
+// Test harness for GPU tests: contexts with the Khronos validation layer (synchronization
+// validation on) whose messages are captured, and GPU_TEST_CASE, which fails a test on any
+// validation message, including those printed while its contexts are destroyed.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "rill/rill.hpp"
+
+namespace rill_test {
+
+// Messages from the validation layer since the last clear.
+std::vector<std::string> validation_messages();
+void clear_validation_messages();
+
+rill::ContextOptions validated_options();
+// A context with validation; REQUIREs that creation succeeds.
+rill::Context make_context(rill::ContextOptions options = validated_options());
+
+struct Fill {
+  uint32_t n;
+  float value;
+};
+struct Saxpy {
+  uint32_t n;
+  float a;
+};
+// Dispatch helpers for the util kernels, sized for their default workgroups.
+rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value);
+rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint32_t n, float a,
+                              std::string_view variant = {});
+
+std::string temp_path(const std::string& name);
+
+}  // namespace rill_test
+
+#define RILL_TEST_CONCAT_INNER(a, b) a##b
+#define RILL_TEST_CONCAT(a, b) RILL_TEST_CONCAT_INNER(a, b)
+#define GPU_TEST_CASE_IMPL(fn, name, tags)                                      \
+  static void fn();                                                             \
+  TEST_CASE(name, tags) {                                                       \
+    rill_test::clear_validation_messages();                                     \
+    fn();                                                                       \
+    const auto messages = rill_test::validation_messages();                     \
+    for (const auto& m : messages) UNSCOPED_INFO(m);                            \
+    CHECK(messages.empty());                                                    \
+  }                                                                             \
+  static void fn()
+#define GPU_TEST_CASE(name, tags) GPU_TEST_CASE_IMPL(RILL_TEST_CONCAT(gpu_test_body_, __LINE__), name, tags)

@@ -1,0 +1,109 @@
+// Core: Status/Result, checked arithmetic, f16 conversion, atomic file writes, VkResult mapping.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include "core/checked_math.hpp"
+#include "core/file_io.hpp"
+#include "rill/half.hpp"
+#include "rill/status.hpp"
+#include "vk/vk_common.hpp"
+
+namespace {
+
+rill::Result<int> parse_positive(int v) {
+  if (v <= 0) return rill::invalid_argument("not positive: " + std::to_string(v));
+  return v;
+}
+
+rill::Status use_macros(int v, int* out) {
+  RILL_ASSIGN_OR_RETURN(int x, parse_positive(v));
+  RILL_RETURN_IF_ERROR(x > 100 ? rill::out_of_range("too big") : rill::Status::ok());
+  *out = x;
+  return rill::Status::ok();
+}
+
+std::string tmp(const std::string& name) { return "/tmp/rill-core-" + std::to_string(::getpid()) + "-" + name; }
+
+}  // namespace
+
+TEST_CASE("Status carries code and message; macros propagate the first error", "[core]") {
+  int out = 0;
+  CHECK(use_macros(5, &out).is_ok());
+  CHECK(out == 5);
+  rill::Status s = use_macros(-1, &out);
+  CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.to_string() == "InvalidArgument: not positive: -1");
+  CHECK(use_macros(500, &out).code() == rill::StatusCode::kOutOfRange);
+  CHECK(s.with_context("loading").message() == "loading: not positive: -1");
+  rill::Result<int> bad = rill::Status::ok();  // an OK status is not a value
+  CHECK(!bad.is_ok());
+  CHECK(bad.status().code() == rill::StatusCode::kInternal);
+}
+
+TEST_CASE("checked arithmetic detects overflow", "[core]") {
+  CHECK(rill::checked_mul(1ull << 32, 1ull << 31).value() == 1ull << 63);
+  CHECK_FALSE(rill::checked_mul(1ull << 32, 1ull << 32).has_value());
+  CHECK_FALSE(rill::checked_add(~0ull, 1).has_value());
+  CHECK(rill::checked_align_up(257, 256).value() == 512);
+  CHECK_FALSE(rill::checked_align_up(~0ull - 3, 256).has_value());
+}
+
+TEST_CASE("f16 conversion round-trips every half value and rounds to nearest even", "[core]") {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = rill::half_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      CHECK(std::isnan(rill::half_to_float(rill::float_to_half(f))));
+      continue;
+    }
+    INFO("half bits " << h);
+    REQUIRE(rill::float_to_half(f) == h);
+  }
+  CHECK(rill::float_to_half(65504.0f) == 0x7bff);
+  CHECK(rill::float_to_half(65520.0f) == 0x7c00);            // halfway to the next: ties to even -> Inf
+  CHECK(rill::float_to_half(1.0f + 1.0f / 2048.0f) == 0x3c00);  // tie, even mantissa stays
+  CHECK(rill::float_to_half(1.0f + 3.0f / 2048.0f) == 0x3c02);  // tie, odd mantissa rounds up
+  CHECK(rill::float_to_half(std::ldexp(1.0f, -25)) == 0x0000);  // half the smallest subnormal: even
+  CHECK(rill::float_to_half(std::ldexp(1.5f, -25)) == 0x0001);
+  CHECK(rill::float_to_half(-0.0f) == 0x8000);
+}
+
+TEST_CASE("atomic writes replace files whole and leave no temporary behind", "[core]") {
+  const std::string path = tmp("atomic.bin");
+  std::vector<uint8_t> first(1000, 1), second(10, 2);
+  REQUIRE(rill::write_file_atomic(path, first).is_ok());
+  REQUIRE(rill::write_file_atomic(path, second).is_ok());
+  auto back = rill::read_file(path, 1 << 20);
+  REQUIRE(back.is_ok());
+  CHECK(back.value() == second);
+  for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+    CHECK(e.path().string().find(path + ".tmp") == std::string::npos);
+  // A failed write (missing directory) reports an error and touches nothing.
+  CHECK(rill::write_file_atomic("/nonexistent-dir/x.bin", first).code() == rill::StatusCode::kUnavailable);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("read_file refuses missing, oversized and non-regular files", "[core]") {
+  const std::string path = tmp("big.bin");
+  REQUIRE(rill::write_file_atomic(path, std::vector<uint8_t>(100, 7)).is_ok());
+  CHECK(rill::read_file(path, 99).status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(rill::read_file(path, 100).is_ok());
+  CHECK(rill::read_file(path + ".missing", 100).status().code() == rill::StatusCode::kNotFound);
+  CHECK(rill::read_file("/tmp", 100).status().code() == rill::StatusCode::kInvalidArgument);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("every VkResult maps to a status with its name", "[core]") {
+  using rill::StatusCode;
+  CHECK(rill::vk::status_from_result(VK_SUCCESS, "x").is_ok());
+  CHECK(rill::vk::status_from_result(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory").code() == StatusCode::kResourceExhausted);
+  CHECK(rill::vk::status_from_result(VK_ERROR_OUT_OF_HOST_MEMORY, "x").code() == StatusCode::kResourceExhausted);
+  CHECK(rill::vk::status_from_result(VK_ERROR_DEVICE_LOST, "x").code() == StatusCode::kDeviceLost);
+  CHECK(rill::vk::status_from_result(VK_ERROR_INCOMPATIBLE_DRIVER, "x").code() == StatusCode::kUnavailable);
+  CHECK(rill::vk::status_from_result(VK_ERROR_UNKNOWN, "x").code() == StatusCode::kInternal);
+  const auto s = rill::vk::status_from_result(VK_ERROR_FRAGMENTED_POOL, "vkAllocateDescriptorSets");
+  CHECK(s.message() == "vkAllocateDescriptorSets returned VK_ERROR_FRAGMENTED_POOL");
+}

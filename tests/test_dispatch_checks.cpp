@@ -1,0 +1,88 @@
+// A dispatch that does not match its kernel is refused with InvalidArgument (or NotFound for
+// names), records nothing, and leaves the sequence usable.
+#include "gpu_test.hpp"
+
+namespace {
+
+struct Fixture {
+  rill::Context ctx = rill_test::make_context();
+  rill::Tensor x = std::move(ctx.tensor(rill::DType::kF32, {100}, "x")).value();
+  rill::Tensor y = std::move(ctx.tensor(rill::DType::kF32, {100}, "y")).value();
+  rill::Sequence seq = std::move(ctx.sequence()).value();
+};
+
+}  // namespace
+
+GPU_TEST_CASE("bad dispatches are refused with a message naming the problem", "[dispatch][gpu]") {
+  Fixture f;
+  using rill::StatusCode;
+  auto expect = [&](rill::Dispatch d, StatusCode code, const char* text) {
+    const rill::Status s = f.seq.dispatch(d);
+    INFO(s.to_string());
+    CHECK(s.code() == code);
+    CHECK(s.message().find(text) != std::string::npos);
+  };
+  const auto good = rill_test::saxpy_dispatch(f.x, f.y, 100, 2.0f);
+  auto d = good;
+  d.kernel = "util/no_such_kernel";
+  expect(d, StatusCode::kNotFound, "no kernel named");
+  d = good;
+  d.bindings = {&f.x};
+  expect(d, StatusCode::kInvalidArgument, "has 2 bindings");
+  d = good;
+  d.bindings = {&f.x, nullptr};
+  expect(d, StatusCode::kInvalidArgument, "binding 1");
+  d = good;
+  d.push.pop_back();
+  expect(d, StatusCode::kInvalidArgument, "8 bytes of push constants");
+  d = good;
+  d.spec = {rill::spec_uint("NOPE", 1)};
+  expect(d, StatusCode::kInvalidArgument, "no specialization constant 'NOPE'");
+  d = good;
+  d.spec = {rill::spec_uint("WG_SIZE", 100000)};
+  expect(d, StatusCode::kInvalidArgument, "workgroup size");
+  d = good;
+  d.groups = {0, 1, 1};
+  expect(d, StatusCode::kInvalidArgument, "workgroup count 0");
+  d = good;
+  d.groups = {1, 1, f.ctx.device().caps.max_workgroup_count[2] + 1};
+  expect(d, StatusCode::kInvalidArgument, "dimension 2");
+  d = good;
+  d.variant = "fpga";
+  expect(d, StatusCode::kNotFound, "no variant 'fpga'");
+  CHECK(f.seq.stats().dispatches == 0);
+
+  // The sequence is intact: a good dispatch after the bad ones runs correctly.
+  REQUIRE(f.ctx.upload_floats(f.x, std::vector<float>(100, 1.0f)).is_ok());
+  REQUIRE(f.ctx.upload_floats(f.y, std::vector<float>(100, 1.0f)).is_ok());
+  REQUIRE(f.seq.dispatch(good).is_ok());
+  REQUIRE(f.seq.run().is_ok());
+  CHECK(f.ctx.download_floats(f.y).value()[99] == 3.0f);
+}
+
+GPU_TEST_CASE("tensors from another context cannot be bound", "[dispatch][gpu]") {
+  Fixture f;
+  auto other = rill_test::make_context();
+  auto foreign = other.tensor(rill::DType::kF32, {100});
+  REQUIRE(foreign.is_ok());
+  const rill::Status s = f.seq.dispatch(rill_test::saxpy_dispatch(*foreign, f.y, 100, 1.0f));
+  CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("another context") != std::string::npos);
+}
+
+GPU_TEST_CASE("submission and read-back are checked against the sequence's state", "[dispatch][gpu]") {
+  Fixture f;
+  REQUIRE(f.seq.dispatch(rill_test::fill_dispatch(f.x, 100, 1.0f)).is_ok());
+  auto id = f.seq.download(f.x);
+  REQUIRE(id.is_ok());
+  std::vector<uint8_t> bytes(400);
+  CHECK(f.seq.read(*id, bytes).code() == rill::StatusCode::kFailedPrecondition);  // not submitted
+  CHECK(f.seq.submit(0).code() == rill::StatusCode::kInvalidArgument);
+  REQUIRE(f.seq.run().is_ok());
+  CHECK(f.seq.read(*id, bytes).is_ok());
+  CHECK(f.seq.read(rill::DownloadId{5}, bytes).code() == rill::StatusCode::kInvalidArgument);
+  std::vector<uint8_t> small(3);
+  CHECK(f.seq.read(*id, small).code() == rill::StatusCode::kInvalidArgument);
+  CHECK(f.seq.dispatch(rill_test::fill_dispatch(f.x, 100, 1.0f)).code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(f.seq.timings().status().code() == rill::StatusCode::kFailedPrecondition);  // made without timestamps
+}

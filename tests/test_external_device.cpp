@@ -1,0 +1,73 @@
+// An application that owns its Vulkan device hands it to rill; rill runs on it and leaves it alive.
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "vk/instance.hpp"
+
+GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it", "[external][gpu]") {
+  REQUIRE(rill::vk::load_vulkan().is_ok());
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ii{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ii.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  REQUIRE(vkCreateInstance(&ii, nullptr, &instance) == VK_SUCCESS);
+  volkLoadInstanceOnly(instance);
+  uint32_t count = 1;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkResult r = vkEnumeratePhysicalDevices(instance, &count, &physical);
+  REQUIRE((r == VK_SUCCESS || r == VK_INCOMPLETE));
+  REQUIRE(count >= 1);
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> props(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
+  uint32_t family = 0;
+  while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  REQUIRE(family < families);
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  VkDevice device = VK_NULL_HANDLE;
+  REQUIRE(vkCreateDevice(physical, &di, nullptr, &device) == VK_SUCCESS);
+  VolkDeviceTable table;
+  volkLoadDeviceTable(&table, device);
+  VkQueue queue = VK_NULL_HANDLE;
+  table.vkGetDeviceQueue(device, family, 0, &queue);
+
+  {
+    rill::ExternalVulkan ext{instance, physical, device, queue, family, VK_API_VERSION_1_1};
+    rill::ContextOptions options;
+    options.external = &ext;
+    auto ctx = rill_test::make_context(options);
+    CHECK(ctx.selection_reason() == "the application supplied the device");
+    const uint32_t n = 513;
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    REQUIRE(ctx.upload_floats(*x, std::vector<float>(n, 2.0f)).is_ok());
+    REQUIRE(ctx.upload_floats(*y, std::vector<float>(n, 1.0f)).is_ok());
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 4.0f)).is_ok());
+    REQUIRE(seq->run().is_ok());
+    CHECK(ctx.download_floats(*y).value()[n - 1] == 9.0f);
+  }
+  // The device is still the application's: using it works.
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = 256;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  CHECK(table.vkCreateBuffer(device, &bi, nullptr, &buffer) == VK_SUCCESS);
+  table.vkDestroyBuffer(device, buffer, nullptr);
+  table.vkDestroyDevice(device, nullptr);
+  vkDestroyInstance(instance, nullptr);
+
+  rill::ExternalVulkan incomplete{};
+  rill::ContextOptions bad;
+  bad.external = &incomplete;
+  CHECK(rill::Context::create(bad).status().code() == rill::StatusCode::kInvalidArgument);
+}

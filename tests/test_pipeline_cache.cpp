@@ -1,0 +1,106 @@
+// Pipeline cache persistence: save and reload; truncated, corrupt, foreign and garbage files are
+// rejected with a reason and the context carries on.
+#include <filesystem>
+#include <fstream>
+
+#include "core/file_io.hpp"
+#include "gpu_test.hpp"
+#include "vk/pipeline_cache_file.hpp"
+
+namespace {
+
+void run_fill(rill::Context& ctx) {
+  auto t = ctx.tensor(rill::DType::kF32, {300});
+  REQUIRE(t.is_ok());
+  auto seq = ctx.sequence();
+  REQUIRE(seq.is_ok());
+  REQUIRE(seq->dispatch(rill_test::fill_dispatch(*t, 300, 4.0f)).is_ok());
+  REQUIRE(seq->run().is_ok());
+  auto v = ctx.download_floats(*t);
+  REQUIRE(v.is_ok());
+  CHECK(v.value()[299] == 4.0f);
+}
+
+rill::ContextOptions with_cache(const std::string& path) {
+  auto o = rill_test::validated_options();
+  o.pipeline_cache_path = path;
+  return o;
+}
+
+std::vector<uint8_t> read_all(const std::string& path) { return rill::read_file(path, 1 << 30).value(); }
+
+void write_all(const std::string& path, const std::vector<uint8_t>& bytes) {
+  REQUIRE(rill::write_file_atomic(path, bytes).is_ok());
+}
+
+}  // namespace
+
+GPU_TEST_CASE("a saved pipeline cache is loaded by the next context", "[pipeline-cache][gpu]") {
+  const std::string path = rill_test::temp_path("cache-ok.bin");
+  {
+    auto ctx = rill_test::make_context(with_cache(path));
+    CHECK_FALSE(ctx.pipeline_stats().cache_loaded);
+    CHECK(ctx.pipeline_stats().cache_rejected_reason.empty());  // a missing file is not an error
+    run_fill(ctx);
+    CHECK(ctx.pipeline_stats().pipelines_created == 1);
+    REQUIRE(ctx.save_pipeline_cache().is_ok());
+  }
+  REQUIRE(std::filesystem::exists(path));
+  auto ctx = rill_test::make_context(with_cache(path));
+  CHECK(ctx.pipeline_stats().cache_loaded);
+  CHECK(ctx.pipeline_stats().cache_rejected_reason.empty());
+  run_fill(ctx);
+  std::filesystem::remove(path);
+}
+
+GPU_TEST_CASE("truncated, corrupt, foreign and garbage cache files are rejected safely", "[pipeline-cache][gpu]") {
+  const std::string path = rill_test::temp_path("cache-bad.bin");
+  {
+    auto ctx = rill_test::make_context(with_cache(path));
+    run_fill(ctx);
+  }  // saved on destruction
+  const std::vector<uint8_t> good = read_all(path);
+  REQUIRE(good.size() > 64);
+
+  struct Case {
+    const char* what;
+    std::vector<uint8_t> bytes;
+    const char* reason;
+  };
+  std::vector<uint8_t> truncated(good.begin(), good.begin() + long(good.size() / 2));
+  std::vector<uint8_t> corrupt = good;
+  corrupt[corrupt.size() - 5] ^= 0xff;
+  std::vector<uint8_t> foreign = good;
+  foreign[12] ^= 0x01;  // vendor id in rill's header
+  std::vector<uint8_t> garbage(4096, 0xab);
+  const Case cases[] = {{"truncated", truncated, "truncated"},
+                        {"corrupt", corrupt, "checksum"},
+                        {"foreign", foreign, "another device"},
+                        {"garbage", garbage, "bad magic"},
+                        {"empty", {}, "truncated"}};
+  for (const Case& c : cases) {
+    INFO(c.what);
+    write_all(path, c.bytes);
+    auto ctx = rill_test::make_context(with_cache(path));
+    CHECK_FALSE(ctx.pipeline_stats().cache_loaded);
+    CHECK(ctx.pipeline_stats().cache_rejected_reason.find(c.reason) != std::string::npos);
+    run_fill(ctx);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cache payloads whose driver header disagrees are rejected", "[pipeline-cache]") {
+  rill::vk::PipelineCacheIdentity id;
+  id.vendor_id = 0x10de;
+  id.device_id = 0x2335;
+  std::vector<uint8_t> payload(64, 0);
+  const uint32_t header[4] = {32, 1, 0x10de, 0x2335};
+  std::memcpy(payload.data(), header, sizeof header);
+  CHECK(rill::vk::decode_pipeline_cache(id, rill::vk::encode_pipeline_cache(id, payload)).is_ok());
+  payload[8] = 0x02;  // driver header now names another vendor
+  auto bad = rill::vk::decode_pipeline_cache(id, rill::vk::encode_pipeline_cache(id, payload));
+  CHECK(bad.status().code() == rill::StatusCode::kFailedPrecondition);
+  std::vector<uint8_t> tiny(8, 0);
+  CHECK(rill::vk::decode_pipeline_cache(id, rill::vk::encode_pipeline_cache(id, tiny)).status().code() ==
+        rill::StatusCode::kDataLoss);
+}

@@ -1,0 +1,54 @@
+// The kernel registry is read from the SPIR-V: bindings with access, push constants, spec
+// constants and workgroup size must match what the GLSL declares.
+#include <catch2/catch.hpp>
+
+#include "../tools/spirv_embed/spirv_reflect.hpp"
+#include "vk/shader_registry.hpp"
+
+namespace {
+
+const rill::vk::ShaderInfo* find(std::string_view kernel, std::string_view variant = "") {
+  for (const auto& s : rill::vk::shader_registry())
+    if (s.kernel == kernel && s.variant == variant) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("registry reflects fill: one write-only binding, 8 push bytes, WG_SIZE", "[registry]") {
+  const auto* fill = find("util/fill");
+  REQUIRE(fill != nullptr);
+  REQUIRE(fill->bindings.size() == 1);
+  CHECK(fill->bindings[0].access == rill::vk::BindingAccess::kWriteOnly);
+  CHECK(fill->push_constant_bytes == 8);
+  REQUIRE(fill->spec_constants.size() == 1);
+  CHECK(fill->spec_constants[0].name == "WG_SIZE");
+  CHECK(fill->spec_constants[0].default_bits == 256);
+  CHECK(fill->local_size[0] == 256);
+  CHECK(fill->local_size_spec_id[0] == 0);
+  CHECK(fill->spirv.size() > 5);
+  CHECK(fill->spirv[0] == 0x07230203u);
+}
+
+TEST_CASE("registry reflects saxpy and its cpu variant", "[registry]") {
+  const auto* gpu = find("util/saxpy");
+  const auto* cpu = find("util/saxpy", "cpu");
+  REQUIRE(gpu != nullptr);
+  REQUIRE(cpu != nullptr);
+  REQUIRE(gpu->bindings.size() == 2);
+  CHECK(gpu->bindings[0].access == rill::vk::BindingAccess::kReadOnly);
+  CHECK(gpu->bindings[1].access == rill::vk::BindingAccess::kReadWrite);
+  REQUIRE(cpu->spec_constants.size() == 2);
+  CHECK(cpu->spec_constants[1].name == "PER_THREAD");
+  CHECK(cpu->spec_constants[1].default_bits == 16);
+}
+
+TEST_CASE("reflection rejects what is not a compute module", "[registry]") {
+  spirv_embed::Reflection r;
+  std::string error;
+  CHECK_FALSE(spirv_embed::reflect({1, 2, 3}, r, error));
+  CHECK(error.find("magic") != std::string::npos);
+  // A valid header whose first instruction claims more words than the module has.
+  CHECK_FALSE(spirv_embed::reflect({0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, r, error));
+  CHECK(error.find("truncated") != std::string::npos);
+}

@@ -1,0 +1,167 @@
+// The recorder: barriers only where a hazard exists, replay without re-recording, lifetimes that
+// survive the application dropping handles, kernel variants, timestamps.
+#include <cmath>
+
+#include "context_impl.hpp"
+#include "gpu_test.hpp"
+
+GPU_TEST_CASE("independent dispatches get no barrier; dependent ones get one each", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  const uint32_t n = 1000;
+  auto a = ctx.tensor(rill::DType::kF32, {n});
+  auto b = ctx.tensor(rill::DType::kF32, {n});
+  auto c = ctx.tensor(rill::DType::kF32, {n});
+  {
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*a, n, 1.0f)).is_ok());
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*b, n, 2.0f)).is_ok());
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*c, n, 3.0f)).is_ok());
+    REQUIRE(seq->run().is_ok());
+    CHECK(seq->stats().barriers == 1);  // only the trailing one
+  }
+  {
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*a, n, 1.0f)).is_ok());    // write a
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*b, n, 2.0f)).is_ok());    // write b: independent
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*a, *b, n, 3.0f)).is_ok());  // read a, b: RAW
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*a, n, 9.0f)).is_ok());    // write a after read: WAR
+    REQUIRE(seq->dispatch(rill_test::fill_dispatch(*c, n, 5.0f)).is_ok());    // c: independent of all
+    REQUIRE(seq->run().is_ok());
+    CHECK(seq->stats().barriers == 3);
+    CHECK(ctx.download_floats(*b).value()[n - 1] == 5.0f);
+    CHECK(ctx.download_floats(*a).value()[0] == 9.0f);
+  }
+}
+
+GPU_TEST_CASE("a recorded sequence replays N times without re-recording", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (uint32_t n : {1u, 7u, 255u, 257u, 10007u}) {
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    std::vector<float> xs(n);
+    for (uint32_t i = 0; i < n; ++i) xs[i] = float(i % 13) * 0.25f;
+    REQUIRE(ctx.upload_floats(*x, xs).is_ok());
+    REQUIRE(ctx.upload_floats(*y, std::vector<float>(n, 1.0f)).is_ok());
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 0.5f)).is_ok());
+    REQUIRE(seq->run(10).is_ok());
+    REQUIRE(seq->submit(5).is_ok());
+    REQUIRE(seq->submit(5).is_ok());
+    REQUIRE(seq->wait().is_ok());
+    CHECK(seq->stats().submissions == 20);
+    CHECK(seq->stats().dispatches == 1);
+    auto out = ctx.download_floats(*y);
+    for (uint32_t i = 0; i < n; ++i) REQUIRE(out.value()[i] == Approx(1.0f + 20 * 0.5f * xs[i]));
+  }
+}
+
+GPU_TEST_CASE("a sequence keeps its tensors and device alive after the app drops them", "[sequence][gpu]") {
+  std::optional<rill::Sequence> seq;
+  rill::DownloadId id;
+  {
+    auto ctx = rill_test::make_context();
+    auto t = ctx.tensor(rill::DType::kF32, {64});
+    auto s = ctx.sequence();
+    REQUIRE(s->dispatch(rill_test::fill_dispatch(*t, 64, 6.0f)).is_ok());
+    id = s->download(*t).value();
+    seq.emplace(std::move(s).value());
+  }  // Context and Tensor objects are gone; the sequence still owns what it needs.
+  REQUIRE(seq->run(3).is_ok());
+  auto v = seq->read_floats(id);
+  REQUIRE(v.is_ok());
+  CHECK(v.value()[63] == 6.0f);
+}
+
+GPU_TEST_CASE("tensor memory is released only after the GPU is done with it", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto keep = ctx.tensor(rill::DType::kF32, {1 << 16});
+  std::optional<rill::Sequence> seq;
+  {
+    auto t = ctx.tensor(rill::DType::kF32, {1 << 16});
+    auto s = ctx.sequence();
+    REQUIRE(s->dispatch(rill_test::fill_dispatch(*t, 1 << 16, 1.0f)).is_ok());
+    REQUIRE(s->submit(20).is_ok());  // still running (or queued) when t and the sequence go
+    seq.emplace(std::move(s).value());
+  }
+  const uint64_t live = ctx.memory_stats().live_allocations;
+  CHECK(live >= 2);  // t's memory is still held for the in-flight sequence
+  seq.reset();
+  REQUIRE(ctx.wait_idle().is_ok());
+  CHECK(ctx.memory_stats().live_allocations == 1);  // only `keep`
+}
+
+GPU_TEST_CASE("the device's kernel variant is chosen, and forced variants agree", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto chosen = ctx.kernel_variant("util/saxpy");
+  REQUIRE(chosen.is_ok());
+  CHECK(chosen.value() == (ctx.device().type == rill::DeviceType::kCpu ? "cpu" : "default"));
+  const uint32_t n = 5003;
+  std::vector<float> xs(n);
+  for (uint32_t i = 0; i < n; ++i) xs[i] = std::cos(float(i));
+  std::vector<std::vector<float>> results;
+  for (std::string_view variant : {"", "cpu"}) {
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    REQUIRE(ctx.upload_floats(*x, xs).is_ok());
+    REQUIRE(ctx.upload_floats(*y, xs).is_ok());
+    auto seq = ctx.sequence();
+    auto d = rill_test::saxpy_dispatch(*x, *y, n, 2.0f);
+    if (!variant.empty()) d.variant = variant;
+    REQUIRE(seq->dispatch(d).is_ok());
+    REQUIRE(seq->run().is_ok());
+    results.push_back(ctx.download_floats(*y).value());
+  }
+  CHECK(results[0] == results[1]);
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(results[0][i] == 3.0f * xs[i]);
+
+  auto forced = rill_test::validated_options();
+  forced.kernel_variant = "cpu";
+  auto ctx2 = rill_test::make_context(forced);
+  CHECK(ctx2.kernel_variant("util/saxpy").value() == "cpu");
+  CHECK(ctx2.kernel_variant("util/fill").value() == "default");  // no cpu variant: falls back
+  CHECK(ctx2.kernel_variant("util/missing").status().code() == rill::StatusCode::kNotFound);
+}
+
+GPU_TEST_CASE("timestamps give one non-negative time per dispatch, with names", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  if (!ctx.device().caps.timestamps) {
+    CHECK(ctx.sequence({.timestamps = true}).status().code() == rill::StatusCode::kUnavailable);
+    return;
+  }
+  const uint32_t n = 1 << 16;
+  auto a = ctx.tensor(rill::DType::kF32, {n});
+  auto b = ctx.tensor(rill::DType::kF32, {n});
+  auto seq = ctx.sequence({.timestamps = true, .label = "timed"});
+  REQUIRE(seq.is_ok());
+  // More dispatches than one query pool holds.
+  const uint32_t count = 140;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto d = i % 2 ? rill_test::saxpy_dispatch(*a, *b, n, 1.0f) : rill_test::fill_dispatch(*a, n, 1.0f);
+    d.label = i % 2 ? "axpy" : "fill";
+    REQUIRE(seq->dispatch(d).is_ok());
+  }
+  REQUIRE(seq->run(2).is_ok());
+  auto timings = seq->timings();
+  REQUIRE(timings.is_ok());
+  REQUIRE(timings->size() == count);
+  for (uint32_t i = 0; i < count; ++i) {
+    CHECK(timings.value()[i].gpu_ms >= 0.0);
+    CHECK(timings.value()[i].gpu_ms < 10000.0);
+    CHECK(timings.value()[i].label == (i % 2 ? "axpy" : "fill"));
+  }
+}
+
+GPU_TEST_CASE("device loss is sticky: every later call reports it", "[sequence][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto t = ctx.tensor(rill::DType::kF32, {8});
+  REQUIRE(t.is_ok());
+  // Simulate what a driver reports on a GPU reset, through the same latch real calls use.
+  const rill::Status lost = ctx.impl().device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  CHECK(lost.code() == rill::StatusCode::kDeviceLost);
+  CHECK(ctx.device_lost());
+  CHECK(ctx.tensor(rill::DType::kF32, {8}).status().code() == rill::StatusCode::kDeviceLost);
+  CHECK(ctx.sequence().status().code() == rill::StatusCode::kDeviceLost);
+  CHECK(ctx.upload_floats(*t, std::vector<float>(8)).code() == rill::StatusCode::kDeviceLost);
+  CHECK(ctx.wait_idle().code() == rill::StatusCode::kDeviceLost);
+  CHECK(ctx.wait_idle().message().find("vkQueueSubmit") != std::string::npos);
+}
