@@ -47,13 +47,21 @@ VkPipelineStageFlags HazardTracker::conflicts(const std::vector<Access>& next) c
 SequenceImpl::~SequenceImpl() {
   if (!ctx) return;
   ContextImpl* c = ctx.get();
+  // End an unfinished recording first: the Khronos validation layer (1.3.239) leaks its state for
+  // a command buffer that is destroyed while still recording.
+  if (state == State::kRecording && cb != VK_NULL_HANDLE) {
+    if (c->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb);
+    c->device->fn().vkEndCommandBuffer(cb);
+  }
   // The GPU may still run this sequence: its objects go when its last submission has finished.
-  c->submissions->retire(last_serial, [c, pool = pool, dpools = descriptor_pools, qpools = query_pools,
+  c->submissions->retire(last_serial, [c, pool = pool, cmd = cb, dpools = descriptor_pools, qpools = query_pools,
                                        staging = staging, downloads = downloads] {
     const auto& fn = c->device->fn();
     VkDevice dev = c->device->handle();
     for (VkQueryPool q : qpools) fn.vkDestroyQueryPool(dev, q, nullptr);
     for (VkDescriptorPool p : dpools) fn.vkDestroyDescriptorPool(dev, p, nullptr);
+    // Freed explicitly before its pool: the validation layer (1.3.239) leaks otherwise.
+    if (cmd != VK_NULL_HANDLE) fn.vkFreeCommandBuffers(dev, pool, 1, &cmd);
     if (pool != VK_NULL_HANDLE) fn.vkDestroyCommandPool(dev, pool, nullptr);
     for (const auto& a : staging) c->allocator->release(a);
     for (const auto& d : downloads) c->allocator->release(d.staging);

@@ -11,7 +11,10 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install ${RILL_BUILD_DIR} --prefix ${prefix})
 run(${CMAKE_COMMAND} -S ${RILL_CONSUMER_DIR} -B ${RILL_WORK_DIR}/build -G ${RILL_GENERATOR}
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    # Same sanitizer flags as the library under test, so an ASan build links and runs.
+    "-DCMAKE_C_FLAGS=${RILL_CONSUMER_FLAGS}" "-DCMAKE_CXX_FLAGS=${RILL_CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${RILL_CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${RILL_WORK_DIR}/build)
 run(${RILL_WORK_DIR}/build/consumer_cpp)
 run(${RILL_WORK_DIR}/build/consumer_c)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One-command set-up for a fresh Debian 12 machine: installs what is missing (and nothing when
+# everything is there), builds, then runs the main job or every test.
+#
+#   tools/quickstart.sh run    # build (release) and run: rill info, then the demo
+#   tools/quickstart.sh test   # build (release and ASan+UBSan) and run every test
+#
+# RILL_SKIP_ASAN=1 skips the sanitizer build in `test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+if [[ "$mode" != "run" && "$mode" != "test" ]]; then
+  echo "usage: tools/quickstart.sh run|test" >&2
+  exit 2
+fi
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
+  mesa-vulkan-drivers vulkan-validationlayers
+  catch2 nlohmann-json3-dev libcli11-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "== installing: ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build() {  # preset
+  echo "== building ($1)"
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1"
+}
+
+if [[ "$mode" == "run" ]]; then
+  build release
+  echo "== rill info"
+  build/release/bin/rill info
+  echo "== rill demo"
+  build/release/bin/rill demo
+  exit 0
+fi
+
+start=$SECONDS
+build release
+echo "== tests (release)"
+ctest --preset release
+if [[ "${RILL_SKIP_ASAN:-0}" != "1" ]]; then
+  build asan
+  echo "== tests (ASan + UBSan)"
+  ctest --preset asan
+fi
+echo "== all tests passed in $((SECONDS - start)) s"
