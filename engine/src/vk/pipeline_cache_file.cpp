@@ -22,9 +22,8 @@ uint64_t fnv1a(std::span<const uint8_t> bytes) {
 }
 
 template <typename T>
-void put(std::vector<uint8_t>& out, const T& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
+void put(std::vector<uint8_t>& out, size_t offset, const T& v) {
+  std::memcpy(out.data() + offset, &v, sizeof(T));
 }
 
 template <typename T>
@@ -37,17 +36,16 @@ T get(std::span<const uint8_t> in, size_t offset) {
 }  // namespace
 
 std::vector<uint8_t> encode_pipeline_cache(const PipelineCacheIdentity& id, std::span<const uint8_t> payload) {
-  std::vector<uint8_t> out;
-  out.reserve(kHeaderBytes + payload.size());
-  out.insert(out.end(), kMagic, kMagic + 8);
-  put(out, kFormatVersion);
-  put(out, id.vendor_id);
-  put(out, id.device_id);
-  put(out, id.driver_version);
-  out.insert(out.end(), id.uuid, id.uuid + 16);
-  put(out, static_cast<uint64_t>(payload.size()));
-  put(out, fnv1a(payload));
-  out.insert(out.end(), payload.begin(), payload.end());
+  std::vector<uint8_t> out(kHeaderBytes + payload.size());
+  std::memcpy(out.data(), kMagic, 8);
+  put(out, 8, kFormatVersion);
+  put(out, 12, id.vendor_id);
+  put(out, 16, id.device_id);
+  put(out, 20, id.driver_version);
+  std::memcpy(out.data() + 24, id.uuid, 16);
+  put(out, 40, static_cast<uint64_t>(payload.size()));
+  put(out, 48, fnv1a(payload));
+  if (!payload.empty()) std::memcpy(out.data() + kHeaderBytes, payload.data(), payload.size());
   return out;
 }
 
