@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "core/checked_math.hpp"
+#include "core/file_io.hpp"
+#include "profile/peaks_cache.hpp"
 #include "core/log.hpp"
 #include "rill/half.hpp"
 
@@ -13,6 +15,10 @@ namespace detail {
 
 ContextImpl::~ContextImpl() {
   if (submissions) submissions->drain();
+  if (profiler.enabled() && device) {
+    Status s = write_profile();
+    if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+  }
   if (pipelines) {
     Status s = pipelines->save();
     if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
@@ -23,6 +29,17 @@ ContextImpl::~ContextImpl() {
   allocator.reset();
   device.reset();
   instance.reset();
+}
+
+Status ContextImpl::write_profile() {
+  if (!profiler.enabled()) return failed_precondition("profiling is off (set ContextOptions::profile_path or RILL_PROFILE)");
+  auto peaks = read_cached_peaks(device->info(), {});
+  const DevicePeaks* p = peaks.is_ok() ? &peaks.value() : nullptr;
+  const std::string trace = chrome_trace_json(profiler.events(), device->info().name, p);
+  RILL_RETURN_IF_ERROR(write_file_atomic(profiler.path(), {reinterpret_cast<const uint8_t*>(trace.data()), trace.size()}));
+  std::string summary = format_profile_summary(summarize_profile(profiler.events(), p), p);
+  if (!p) summary += "(no cached device peaks: run `rill bench --op peaks` once for roofline shares)\n";
+  return write_file_atomic(profiler.path() + ".summary.txt", {reinterpret_cast<const uint8_t*>(summary.data()), summary.size()});
 }
 
 Status ContextImpl::wait_for(const TensorStorage& storage) {
@@ -84,10 +101,17 @@ Result<Context> Context::create(const ContextOptions& options) {
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::create(devices[size_t(chosen)]));
   }
   vk::Device& device = *impl->device;
+  if (!options.profile_path.empty()) {
+    impl->profiler.enable(options.profile_path);
+  } else if (const char* env = std::getenv("RILL_PROFILE"); env != nullptr && *env != '\0') {
+    impl->profiler.enable(env);
+  }
+  if (impl->profiler.enabled() && !device.info().caps.timestamps)
+    log_warning("profiling " + device.info().name + ", which has no timestamp queries: only host times are recorded");
   impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes);
-  impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults);
-  impl->pipelines = std::make_unique<vk::PipelineManager>(device, impl->faults, options.pipeline_cache_path,
-                                                          options.kernel_variant);
+  impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults, impl->profiler);
+  impl->pipelines = std::make_unique<vk::PipelineManager>(device, impl->faults, impl->profiler,
+                                                          options.pipeline_cache_path, options.kernel_variant);
   RILL_RETURN_IF_ERROR(impl->pipelines->init());
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
@@ -102,6 +126,9 @@ bool Context::device_lost() const { return impl_->device->lost(); }
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 PipelineStats Context::pipeline_stats() const { return impl_->pipelines->stats(); }
 Status Context::save_pipeline_cache() { return impl_->pipelines->save(); }
+bool Context::profiling() const { return impl_->profiler.enabled(); }
+std::vector<ProfileEvent> Context::profile_events() const { return impl_->profiler.events(); }
+Status Context::write_profile() { return impl_->write_profile(); }
 
 Status Context::wait_idle() {
   RILL_RETURN_IF_ERROR(impl_->check_usable());
@@ -153,8 +180,10 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
     return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));
   RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+  const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
   if (uint8_t* dst = t.allocation.mapped()) {
     std::memcpy(dst, bytes.data(), bytes.size());
+    impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
     return Status::ok();
   }
   RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
@@ -172,6 +201,7 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
                             &barrier, 0, nullptr, 0, nullptr);
   });
   impl_->allocator->release(staging);
+  impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
   return s;
 }
 
@@ -182,8 +212,10 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
     return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));
   RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+  const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
   if (const uint8_t* src = t.allocation.mapped()) {
     std::memcpy(bytes.data(), src, bytes.size());
+    impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
     return Status::ok();
   }
   RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
@@ -199,6 +231,7 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
   });
   if (s.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
   impl_->allocator->release(staging);
+  impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "profile/profiler.hpp"
 #include "rill/context.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
@@ -21,6 +22,8 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
  public:
   ~ContextImpl();
 
+  Profiler profiler;  // first: every layer below may report to it
+  uint64_t query_pools_created = 0;
   std::unique_ptr<vk::Instance> instance;
   std::unique_ptr<vk::Device> device;
   vk::FaultInjector faults;
@@ -36,6 +39,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   Status check_usable() const { return device->lost() ? device->lost_status() : Status::ok(); }
   // Waits until the GPU no longer uses the tensor.
   Status wait_for(const TensorStorage& storage);
+  Status write_profile();
 };
 
 }  // namespace rill::detail

@@ -122,6 +122,7 @@ Result<uint32_t> SequenceImpl::next_timestamp_pair(VkQueryPool* out) {
     VkResult r = ctx->faults.run([&] { return fn.vkCreateQueryPool(dev, &info, nullptr, &q); });
     if (r != VK_SUCCESS) return ctx->device->check(r, "vkCreateQueryPool");
     query_pools.push_back(q);
+    ++ctx->query_pools_created;
     queries_used = 0;
     // Reset inside the command buffer so that every replay starts from reset queries.
     fn.vkCmdResetQueryPool(cb, q, 0, kQueriesPerPool);
@@ -238,7 +239,8 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   fn.vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
   if (timed_dispatch) {
     fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);
-    timed.push_back({label, kernel, std::string(shader->variant.empty() ? "default" : shader->variant), d.groups, 0.0});
+    timed.push_back({label, kernel, std::string(shader->variant.empty() ? "default" : shader->variant), d.groups,
+                     d.flops, d.bytes, 0.0, 0.0});
   }
   if (labels) vkCmdEndDebugUtilsLabelEXT(cb);
   hazards.add(accesses);
@@ -336,8 +338,10 @@ Status SequenceImpl::submit(uint32_t times) {
   RILL_RETURN_IF_ERROR(ctx->check_usable());
   RILL_RETURN_IF_ERROR(finish());
   std::vector<VkCommandBuffer> batch(times, cb);
+  submit_us = ctx->profiler.now_us();
   RILL_ASSIGN_OR_RETURN(uint64_t serial, ctx->submissions->submit(batch));
   last_serial = serial;
+  submitted_times = times;
   for (auto& t : referenced) t->last_use = std::max(t->last_use, serial);
   stats.submissions += times;
   return Status::ok();
@@ -346,7 +350,53 @@ Status SequenceImpl::submit(uint32_t times) {
 Status SequenceImpl::wait() {
   RILL_RETURN_IF_ERROR(ctx->submissions->wait(last_serial));
   timings_serial = last_serial;
+  if (ctx->profiler.enabled() && options.timestamps && !timed.empty() && profiled_serial != last_serial) {
+    profiled_serial = last_serial;
+    RILL_ASSIGN_OR_RETURN(std::vector<DispatchTiming> timings, read_timings());
+    // GPU times are placed on the host clock from the submit (an approximation: the device clock
+    // is not calibrated against the host's).
+    for (const DispatchTiming& t : timings) {
+      ProfileEvent e;
+      e.track = ProfileEvent::Track::kGpu;
+      e.name = t.label;
+      e.category = "dispatch";
+      e.start_us = submit_us + t.start_ms * 1e3;
+      e.duration_us = t.gpu_ms * 1e3;
+      e.kernel = t.kernel;
+      e.variant = t.variant;
+      for (int i = 0; i < 3; ++i) e.groups[i] = t.groups[size_t(i)];
+      e.flops = t.flops;
+      e.bytes = t.bytes;
+      e.replays = submitted_times;
+      ctx->profiler.add(std::move(e));
+    }
+  }
   return Status::ok();
+}
+
+Result<std::vector<DispatchTiming>> SequenceImpl::read_timings() const {
+  const auto& fn = ctx->device->fn();
+  const DeviceCaps& caps = ctx->device->info().caps;
+  const uint64_t mask = caps.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << caps.timestamp_valid_bits) - 1);
+  std::vector<DispatchTiming> out = timed;
+  std::vector<uint64_t> ticks(2 * out.size());
+  size_t done = 0;
+  for (VkQueryPool q : query_pools) {
+    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(kQueriesPerPool, ticks.size() - done));
+    if (n == 0) break;
+    VkResult r = fn.vkGetQueryPoolResults(ctx->device->handle(), q, 0, n, n * sizeof(uint64_t), ticks.data() + done,
+                                          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) return ctx->device->check(r, "vkGetQueryPoolResults");
+    done += n;
+  }
+  const double ns_per_tick = caps.timestamp_period_ns;
+  const uint64_t first = out.empty() ? 0 : ticks[0] & mask;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint64_t begin = ticks[2 * i] & mask, end = ticks[2 * i + 1] & mask;
+    out[i].gpu_ms = static_cast<double>((end - begin) & mask) * ns_per_tick * 1e-6;
+    out[i].start_ms = static_cast<double>((begin - first) & mask) * ns_per_tick * 1e-6;
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -368,9 +418,13 @@ Sequence::~Sequence() = default;
 
 Result<Sequence> Context::sequence(const SequenceOptions& options) {
   RILL_RETURN_IF_ERROR(impl_->check_usable());
-  if (options.timestamps && !impl_->device->info().caps.timestamps)
+  const bool has_timestamps = impl_->device->info().caps.timestamps;
+  if (options.timestamps && !has_timestamps)
     return unavailable("this device's compute queue has no timestamp support; profile without timestamps");
-  auto impl = std::make_unique<detail::SequenceImpl>(impl_, options);
+  SequenceOptions opts = options;
+  // Profiling times every dispatch; without device timestamps only the host track is recorded.
+  if (impl_->profiler.enabled() && has_timestamps) opts.timestamps = true;
+  auto impl = std::make_unique<detail::SequenceImpl>(impl_, std::move(opts));
   RILL_RETURN_IF_ERROR(impl->begin());
   return Sequence(std::move(impl));
 }
@@ -438,25 +492,7 @@ Result<std::vector<DispatchTiming>> Sequence::timings() const {
   if (!s.options.timestamps) return failed_precondition("timings: the sequence was made without timestamps");
   if (s.timings_serial == 0 || s.ctx->submissions->completed() < s.last_serial)
     return failed_precondition("timings: no completed submission; call run() or wait() first");
-  const auto& fn = s.ctx->device->fn();
-  const DeviceCaps& caps = s.ctx->device->info().caps;
-  const uint64_t mask = caps.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << caps.timestamp_valid_bits) - 1);
-  std::vector<DispatchTiming> out = s.timed;
-  std::vector<uint64_t> ticks(2 * out.size());
-  size_t done = 0;
-  for (VkQueryPool q : s.query_pools) {
-    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(detail::SequenceImpl::kQueriesPerPool, ticks.size() - done));
-    if (n == 0) break;
-    VkResult r = fn.vkGetQueryPoolResults(s.ctx->device->handle(), q, 0, n, n * sizeof(uint64_t), ticks.data() + done,
-                                          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    if (r != VK_SUCCESS) return s.ctx->device->check(r, "vkGetQueryPoolResults");
-    done += n;
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    const uint64_t begin = ticks[2 * i] & mask, end = ticks[2 * i + 1] & mask;
-    out[i].gpu_ms = static_cast<double>((end - begin) & mask) * caps.timestamp_period_ns * 1e-6;
-  }
-  return out;
+  return s.read_timings();
 }
 
 }  // namespace rill

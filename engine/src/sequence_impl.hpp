@@ -44,6 +44,8 @@ class SequenceImpl {
   Status finish();
   Status submit(uint32_t times);
   Status wait();
+  // GPU times of the last completed submission's last replay (needs timestamps).
+  Result<std::vector<DispatchTiming>> read_timings() const;
 
   static constexpr uint32_t kQueriesPerPool = 256;  // timestamp queries per query pool
 
@@ -72,6 +74,9 @@ class SequenceImpl {
   SequenceStats stats;
   uint64_t last_serial = 0;
   uint64_t timings_serial = 0;
+  double submit_us = 0.0;         // profiler time of the last submit
+  uint32_t submitted_times = 0;   // replays in the last submit
+  uint64_t profiled_serial = 0;   // last submission whose GPU times went to the profiler
 
  private:
   Status ensure_descriptor_pool();

@@ -132,9 +132,17 @@ int run_bench(const BenchArgs& args) {
   const bool all = args.ops.empty();
   auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
   bool ok = true;
+  nlohmann::json doc = {{"device", ctx->device().name}};
+  if (wants("peaks")) {
+    // Measured fresh by every run (and written to the cache that profiles use).
+    auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});
+    if (!check(peaks.status())) return 1;
+    doc["device_peak"] = {{"fma_f32_gflops", peaks->fma_f32_gflops}, {"fma_f16_gflops", peaks->fma_f16_gflops},
+                          {"copy_gbps", peaks->copy_gbps}, {"dispatch_latency_us", peaks->dispatch_latency_us}};
+  }
   if (wants("dispatch")) ok = ok && bench_dispatch(ctx.value(), args.quick, records);
   if (wants("pipeline")) ok = ok && bench_pipeline(args.quick, records);
-  nlohmann::json doc = {{"device", ctx->device().name}, {"records", records}};
+  doc["records"] = records;
   std::printf("%s\n", doc.dump(2).c_str());
   return ok ? 0 : 1;
 }

@@ -45,7 +45,8 @@ int run_demo(const DemoArgs& args) {
   auto seq = c.sequence();
   if (!seq.is_ok()) return fail(seq.status());
   if (auto s = seq->dispatch({.kernel = "util/saxpy", .bindings = {&tx.value(), &ty.value()},
-                              .push = rill::push_bytes(push), .groups = {(n + per_group - 1) / per_group, 1, 1}});
+                              .push = rill::push_bytes(push), .groups = {(n + per_group - 1) / per_group, 1, 1},
+                              .flops = 2ull * n, .bytes = 12ull * n});
       !s.is_ok())
     return fail(s);
   const auto start = std::chrono::steady_clock::now();

@@ -20,10 +20,19 @@ int main(int argc, char** argv) {
 
   rill_cli::BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks; prints JSON");
-  bench_cmd->add_option("--op", bench.ops, "Comma-separated: dispatch, pipeline");
+  bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline");
   bench_cmd->add_flag("--quick", bench.quick, "Fewer repetitions (under a minute)");
 
+  rill_cli::ProfileArgs profile;
+  auto* profile_cmd = app.add_subcommand(
+      "profile", "Run a rill subcommand with profiling: Chrome trace, per-kernel summary, roofline");
+  profile_cmd->add_option("--trace", profile.trace, "Chrome trace-event JSON to write");
+  profile_cmd->add_option("--roofline", profile.roofline, "Roofline plot (SVG) to write");
+  profile_cmd->add_flag("--quick-peaks", profile.quick_peaks, "Measure device peaks quickly if not cached");
+  profile_cmd->add_option("command", profile.command, "The subcommand to profile, after --, e.g. -- demo --replays 10");
+
   CLI11_PARSE(app, argc, argv);
+  if (profile_cmd->parsed()) return rill_cli::run_profile(profile);
   if (info_cmd->parsed()) return rill_cli::run_info(info);
   if (demo_cmd->parsed()) return rill_cli::run_demo(demo);
   if (bench_cmd->parsed()) return rill_cli::run_bench(bench);

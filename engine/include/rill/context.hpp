@@ -15,6 +15,7 @@
 
 #include "rill/device.hpp"
 #include "rill/export.hpp"
+#include "rill/profile.hpp"
 #include "rill/sequence.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
@@ -62,6 +63,8 @@ struct ContextOptions {
   uint64_t memory_block_bytes = 64ull << 20;
   // Use an application-owned device instead of creating one.
   const ExternalVulkan* external = nullptr;
+  // Profile into this Chrome trace file (see profile.hpp); also RILL_PROFILE. Empty: off.
+  std::string profile_path;
 };
 
 struct MemoryStats {
@@ -116,6 +119,11 @@ class RILL_API Context {
   Result<std::string> kernel_variant(std::string_view kernel) const;
 
   Status save_pipeline_cache();
+  // Profiling (profile.hpp): whether it is on, the events so far, and writing the trace and its
+  // summary now (it is also written when the context is destroyed).
+  bool profiling() const;
+  std::vector<ProfileEvent> profile_events() const;
+  Status write_profile();
   Status wait_idle();
   bool device_lost() const;
 

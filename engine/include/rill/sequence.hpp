@@ -48,6 +48,8 @@ struct Dispatch {
   std::vector<SpecValue> spec;            // overrides of specialization-constant defaults
   std::string_view variant;               // force a variant; empty: the device's choice
   std::string_view label;                 // debug label and timing name; default: kernel name
+  uint64_t flops = 0;                     // work this dispatch does, for profiles (0: not declared)
+  uint64_t bytes = 0;                     // bytes it reads and writes, for profiles
 };
 
 // Bytes of a trivially copyable struct, for Dispatch::push.
@@ -68,7 +70,10 @@ struct DispatchTiming {
   std::string kernel;
   std::string variant;
   std::array<uint32_t, 3> groups{};
+  uint64_t flops = 0;  // as declared by the dispatch
+  uint64_t bytes = 0;
   double gpu_ms = 0.0;
+  double start_ms = 0.0;  // from the first timed dispatch of the submission
 };
 
 struct SequenceStats {

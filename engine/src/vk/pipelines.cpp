@@ -1,8 +1,10 @@
 // Pipeline manager implementation.
 #include "vk/pipelines.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/file_io.hpp"
 #include "core/log.hpp"
@@ -32,9 +34,9 @@ std::string spec_names(const ShaderInfo& shader) {
 
 }  // namespace
 
-PipelineManager::PipelineManager(Device& device, FaultInjector& faults, std::string cache_path,
-                                 std::string variant_override)
-    : device_(device), faults_(faults), cache_path_(std::move(cache_path)),
+PipelineManager::PipelineManager(Device& device, FaultInjector& faults, detail::Profiler& profiler,
+                                 std::string cache_path, std::string variant_override)
+    : device_(device), faults_(faults), profiler_(profiler), cache_path_(std::move(cache_path)),
       variant_override_(std::move(variant_override)) {
   if (variant_override_.empty()) {
     if (const char* env = std::getenv("RILL_KERNEL_VARIANT")) variant_override_ = env;
@@ -223,11 +225,13 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   p.set_layout = layout->set_layout;
   p.local_size = local;
   const auto start = std::chrono::steady_clock::now();
+  const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
   VkDevice dev = device_.handle();
   VkResult r = faults_.run(
       [&] { return device_.fn().vkCreateComputePipelines(dev, cache_, 1, &info, nullptr, &p.pipeline); });
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (r != VK_SUCCESS) return device_.check(r, "vkCreateComputePipelines (" + std::string(shader.kernel) + ")");
+  profiler_.add_host("create pipeline " + std::string(shader.kernel), "pipeline", start_us);
   ++stats_.pipelines_created;
   stats_.creation_ms_total += ms;
   stats_.creation_ms_max = std::max(stats_.creation_ms_max, ms);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rill/context.hpp"
+#include "profile/profiler.hpp"
 #include "rill/sequence.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
@@ -28,7 +29,8 @@ struct Pipeline {
 
 class PipelineManager {
  public:
-  PipelineManager(Device& device, FaultInjector& faults, std::string cache_path, std::string variant_override);
+  PipelineManager(Device& device, FaultInjector& faults, detail::Profiler& profiler, std::string cache_path,
+                  std::string variant_override);
   ~PipelineManager();
   PipelineManager(const PipelineManager&) = delete;
   PipelineManager& operator=(const PipelineManager&) = delete;
@@ -56,6 +58,7 @@ class PipelineManager {
 
   Device& device_;
   FaultInjector& faults_;
+  detail::Profiler& profiler_;
   std::string cache_path_;
   std::string variant_override_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;

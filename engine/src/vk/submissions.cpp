@@ -28,6 +28,7 @@ Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_bu
     VkResult r = faults_.run([&] { return fn.vkCreateFence(device_.handle(), &info, nullptr, &fence); });
     if (r != VK_SUCCESS) return device_.check(r, "vkCreateFence");
   }
+  const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
   submit.pCommandBuffers = command_buffers.data();
@@ -37,6 +38,7 @@ Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_bu
     return device_.check(r, "vkQueueSubmit");
   }
   in_flight_.push_back({++last_submitted_, fence});
+  profiler_.add_host("vkQueueSubmit (" + std::to_string(command_buffers.size()) + " command buffers)", "submit", start_us);
   return last_submitted_;
 }
 
@@ -59,12 +61,15 @@ Status Submissions::poll() {
 Status Submissions::wait(uint64_t serial) {
   if (device_.lost()) return device_.lost_status();
   const auto& fn = device_.fn();
+  const bool waits = completed_ < serial && !in_flight_.empty();
+  const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
   while (completed_ < serial && !in_flight_.empty()) {
     VkFence fence = in_flight_.front().fence;
     VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());
   }
+  if (waits) profiler_.add_host("wait for GPU", "wait", start_us);
   return poll();
 }
 

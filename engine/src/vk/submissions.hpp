@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "profile/profiler.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
 
@@ -16,7 +17,8 @@ namespace rill::vk {
 
 class Submissions {
  public:
-  Submissions(Device& device, FaultInjector& faults) : device_(device), faults_(faults) {}
+  Submissions(Device& device, FaultInjector& faults, detail::Profiler& profiler)
+      : device_(device), faults_(faults), profiler_(profiler) {}
   ~Submissions();  // waits for the device and runs every retiree
   Submissions(const Submissions&) = delete;
   Submissions& operator=(const Submissions&) = delete;
@@ -44,6 +46,7 @@ class Submissions {
 
   Device& device_;
   FaultInjector& faults_;
+  detail::Profiler& profiler_;
   uint64_t last_submitted_ = 0;
   uint64_t completed_ = 0;
   std::deque<InFlight> in_flight_;

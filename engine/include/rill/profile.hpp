@@ -1,0 +1,80 @@
+// Profiling: what each kernel costs on this device and how far it is from what the device can do.
+//
+// Profiling is off by default and free when off (no timestamp queries are recorded). Turn it on
+// with ContextOptions::profile_path or the RILL_PROFILE environment variable: every sequence then
+// records per-dispatch GPU timestamps, and the context writes a Chrome trace-event JSON (open it in
+// Perfetto or chrome://tracing) with a GPU track and a host track, and a per-kernel summary next to
+// it (<path>.summary.txt), when it is destroyed or on Context::write_profile().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/export.hpp"
+#include "rill/status.hpp"
+
+namespace rill {
+
+class Context;
+
+// The device's own ceilings, measured by microbenchmarks (bench/fma_f32, bench/fma_f16,
+// bench/copy_vec4) and cached per device and driver.
+struct DevicePeaks {
+  double fma_f32_gflops = 0.0;
+  double fma_f16_gflops = 0.0;  // 0 when the device has no f16 arithmetic
+  double copy_gbps = 0.0;       // bytes read + bytes written per second
+  double dispatch_latency_us = 0.0;  // host submit to completion of one tiny dispatch
+  std::string device;
+};
+
+struct PeakOptions {
+  bool quick = false;      // fewer and smaller repetitions
+  bool use_cache = true;   // read the cache, and write it after measuring
+  bool refresh = false;    // measure even when cached (the cache is still written)
+  std::string cache_dir;   // default: $RILL_CACHE_DIR, else $XDG_CACHE_HOME/rill, else ~/.cache/rill
+};
+
+RILL_API Result<DevicePeaks> device_peaks(Context& context, const PeakOptions& options = {});
+// Cached peaks only; NotFound when nothing is cached for this device.
+RILL_API Result<DevicePeaks> cached_device_peaks(Context& context, const std::string& cache_dir = {});
+
+// One event of the trace. Times in microseconds on the host's steady clock.
+struct ProfileEvent {
+  enum class Track { kHost, kGpu };
+  Track track = Track::kHost;
+  std::string name;      // kernel label, "vkQueueSubmit", "create pipeline", ...
+  std::string category;  // "dispatch", "submit", "wait", "pipeline", "transfer"
+  double start_us = 0.0;
+  double duration_us = 0.0;
+  // Dispatch events only.
+  std::string kernel;
+  std::string variant;
+  uint32_t groups[3] = {0, 0, 0};
+  uint64_t flops = 0;  // as the dispatch declared for its shape
+  uint64_t bytes = 0;
+  uint32_t replays = 1;  // a batch of N replays is timed on its last replay and counted N times
+};
+
+struct KernelSummary {
+  std::string kernel;
+  std::string variant;
+  uint64_t calls = 0;
+  double total_ms = 0.0, mean_ms = 0.0, p50_ms = 0.0, p95_ms = 0.0;
+  double gflops = 0.0, gbps = 0.0;  // achieved, over the total time
+  double intensity = 0.0;           // FLOPs per byte (0 when bytes are not declared)
+  double roofline_fraction = 0.0;   // achieved / min(peak FLOP/s, intensity * peak bandwidth); 0 if unknown
+};
+
+// Per kernel, most total time first. `peaks` may be null (no roofline share then).
+RILL_API std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& events, const DevicePeaks* peaks);
+RILL_API std::string format_profile_summary(const std::vector<KernelSummary>& kernels, const DevicePeaks* peaks);
+RILL_API std::string chrome_trace_json(const std::vector<ProfileEvent>& events, const std::string& device,
+                                       const DevicePeaks* peaks);
+// Reads the events back from a trace written by rill (for `rill profile`).
+RILL_API Result<std::vector<ProfileEvent>> parse_chrome_trace(const std::string& json_text);
+// A roofline plot: each kernel a point of arithmetic intensity against achieved FLOP/s under the
+// measured compute and bandwidth roofs (log-log).
+RILL_API std::string roofline_svg(const std::vector<KernelSummary>& kernels, const DevicePeaks& peaks);
+
+}  // namespace rill

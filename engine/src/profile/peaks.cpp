@@ -1,0 +1,164 @@
+// Device peaks: FMA throughput (f32, f16 where the device has f16 math), copy bandwidth and
+// dispatch latency, measured with the engine's own dispatch path and cached per device + driver.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/stat.h>
+
+#include "core/file_io.hpp"
+#include "profile/peaks_cache.hpp"
+#include "rill/context.hpp"
+#include "rill/profile.hpp"
+
+namespace rill {
+namespace {
+
+constexpr uint32_t kFmaIterations = 512;
+constexpr double kFmaFlopsPerIteration = 8 * 4 * 2;  // 8 vec4 chains, 2 FLOPs per FMA
+
+std::string cache_directory(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  if (const char* d = std::getenv("RILL_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rill";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/rill";
+  return "/tmp/rill-cache";
+}
+
+std::string cache_file(const DeviceInfo& d, const std::string& dir) {
+  char name[160];
+  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x.json", d.vendor_id, d.device_id, d.driver_version);
+  return cache_directory(dir) + name;
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
+}
+
+// Best (shortest) GPU time of one dispatch over `reps` runs; host time where there are no timestamps.
+Result<double> best_ms(Context& ctx, const Dispatch& d, int reps) {
+  const bool gpu_time = ctx.device().caps.timestamps;
+  RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.timestamps = gpu_time}));
+  RILL_RETURN_IF_ERROR(seq.dispatch(d));
+  RILL_RETURN_IF_ERROR(seq.run());  // warm-up: pipeline, first touch of memory
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RILL_RETURN_IF_ERROR(seq.run());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (gpu_time) {
+      RILL_ASSIGN_OR_RETURN(auto timings, seq.timings());
+      ms = timings.at(0).gpu_ms;
+    }
+    best = std::min(best, ms);
+  }
+  return best;
+}
+
+Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations, int reps) {
+  RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kF32, {int64_t(invocations) * 4}, "peak_fma_out"));
+  struct Push {
+    float seed;
+  } push{0.5f};
+  const double flops = double(invocations) * kFmaIterations * kFmaFlopsPerIteration;
+  Dispatch d{.kernel = kernel, .bindings = {&out}, .push = push_bytes(push), .groups = {invocations / 256, 1, 1},
+             .flops = uint64_t(flops), .bytes = 16ull * invocations};
+  RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
+  return flops / (ms * 1e-3) / 1e9;
+}
+
+Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
+  RILL_ASSIGN_OR_RETURN(Tensor src, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_src"));
+  RILL_ASSIGN_OR_RETURN(Tensor dst, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_dst"));
+  struct Push {
+    uint32_t n;
+  } push{vec4s};
+  Dispatch d{.kernel = "bench/copy_vec4", .bindings = {&src, &dst}, .push = push_bytes(push),
+             .groups = {(vec4s + 255) / 256, 1, 1}, .bytes = 32ull * vec4s};
+  RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
+  return 32.0 * vec4s / (ms * 1e-3) / 1e9;
+}
+
+Result<double> dispatch_latency_us(Context& ctx, int reps) {
+  RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kF32, {4}, "peak_latency_out"));
+  struct Push {
+    float seed;
+  } push{0.0f};
+  RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence());
+  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "bench/fma_f32", .bindings = {&out}, .push = push_bytes(push),
+                                     .groups = {1, 1, 1}, .spec = {spec_uint("ITERATIONS", 1), spec_uint("WG_SIZE", 1)}}));
+  RILL_RETURN_IF_ERROR(seq.run());
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RILL_RETURN_IF_ERROR(seq.run());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace
+
+namespace detail {
+
+Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir) {
+  const std::string path = cache_file(device, cache_dir);
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
+  try {
+    const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    DevicePeaks p;
+    p.device = j.at("device").get<std::string>();
+    p.fma_f32_gflops = j.at("fma_f32_gflops").get<double>();
+    p.fma_f16_gflops = j.at("fma_f16_gflops").get<double>();
+    p.copy_gbps = j.at("copy_gbps").get<double>();
+    p.dispatch_latency_us = j.at("dispatch_latency_us").get<double>();
+    if (!(p.fma_f32_gflops > 0) || !(p.copy_gbps > 0) || p.device != device.name)
+      return data_loss("peaks cache '" + path + "' holds implausible values");
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    return data_loss("peaks cache '" + path + "' is malformed: " + e.what());
+  }
+}
+
+}  // namespace detail
+
+Result<DevicePeaks> cached_device_peaks(Context& ctx, const std::string& cache_dir) {
+  return detail::read_cached_peaks(ctx.device(), cache_dir);
+}
+
+Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
+  if (options.use_cache && !options.refresh) {
+    auto cached = cached_device_peaks(ctx, options.cache_dir);
+    if (cached.is_ok()) return cached;
+  }
+  const bool quick = options.quick;
+  const int reps = quick ? 3 : 7;
+  // Enough invocations to fill every core or compute unit several times over.
+  const uint32_t fma_invocations = quick ? (1u << 15) : (1u << 17);
+  DevicePeaks p;
+  p.device = ctx.device().name;
+  RILL_ASSIGN_OR_RETURN(p.fma_f32_gflops, fma_gflops(ctx, "bench/fma_f32", fma_invocations, reps));
+  if (ctx.device().caps.float16_arithmetic) {
+    RILL_ASSIGN_OR_RETURN(p.fma_f16_gflops, fma_gflops(ctx, "bench/fma_f16", fma_invocations, reps));
+  }
+  // Larger than any last-level cache, so the copy measures memory.
+  RILL_ASSIGN_OR_RETURN(p.copy_gbps, copy_gbps(ctx, quick ? (1u << 20) : (1u << 22), reps));
+  RILL_ASSIGN_OR_RETURN(p.dispatch_latency_us, dispatch_latency_us(ctx, quick ? 20 : 100));
+  if (options.use_cache) {
+    const std::string path = cache_file(ctx.device(), options.cache_dir);
+    make_dirs(cache_directory(options.cache_dir));
+    const nlohmann::json j = {{"device", p.device}, {"fma_f32_gflops", p.fma_f32_gflops},
+                              {"fma_f16_gflops", p.fma_f16_gflops}, {"copy_gbps", p.copy_gbps},
+                              {"dispatch_latency_us", p.dispatch_latency_us}};
+    const std::string text = j.dump(2);
+    // A cache that cannot be written is not an error: the peaks are still returned.
+    (void)write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  }
+  return p;
+}
+
+}  // namespace rill

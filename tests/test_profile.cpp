@@ -1,0 +1,197 @@
+// Profiling: off means no queries; on writes a valid Chrome trace with GPU and host tracks, sane
+// times and a summary; summaries, rooflines and the peaks cache behave.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "context_impl.hpp"
+#include "gpu_test.hpp"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// fill x; fill y; y += 2x: a dependent chain with declared costs.
+void run_workload(rill::Context& ctx, uint32_t n) {
+  auto x = ctx.tensor(rill::DType::kF32, {n}, "x");
+  auto y = ctx.tensor(rill::DType::kF32, {n}, "y");
+  REQUIRE(x.is_ok());
+  REQUIRE(y.is_ok());
+  auto seq = ctx.sequence();
+  REQUIRE(seq.is_ok());
+  auto fill_x = rill_test::fill_dispatch(*x, n, 1.0f);
+  fill_x.bytes = 4ull * n;
+  auto fill_y = rill_test::fill_dispatch(*y, n, 1.0f);
+  fill_y.label = "fill y";
+  fill_y.bytes = 4ull * n;
+  auto axpy = rill_test::saxpy_dispatch(*x, *y, n, 2.0f);
+  axpy.flops = 2ull * n;
+  axpy.bytes = 12ull * n;
+  REQUIRE(seq->dispatch(fill_x).is_ok());
+  REQUIRE(seq->dispatch(fill_y).is_ok());
+  REQUIRE(seq->dispatch(axpy).is_ok());
+  REQUIRE(seq->run(3).is_ok());
+  REQUIRE(ctx.download_floats(*y).is_ok());
+}
+
+}  // namespace
+
+GPU_TEST_CASE("with profiling off no query pool is created and nothing is recorded", "[profile][gpu]") {
+  unsetenv("RILL_PROFILE");
+  auto ctx = rill_test::make_context();
+  run_workload(ctx, 1000);
+  CHECK_FALSE(ctx.profiling());
+  CHECK(ctx.impl().query_pools_created == 0);
+  CHECK(ctx.profile_events().empty());
+  CHECK(ctx.write_profile().code() == rill::StatusCode::kFailedPrecondition);
+}
+
+GPU_TEST_CASE("a profiled context writes a Chrome trace with GPU and host tracks", "[profile][gpu]") {
+  const std::string path = rill_test::temp_path("trace.json");
+  {
+    auto options = rill_test::validated_options();
+    options.profile_path = path;
+    auto ctx = rill_test::make_context(options);
+    REQUIRE(ctx.profiling());
+    run_workload(ctx, 4096);
+    if (ctx.device().caps.timestamps) CHECK(ctx.impl().query_pools_created >= 1);
+  }  // written on destruction
+  const nlohmann::json doc = nlohmann::json::parse(read_text(path));
+  REQUIRE(doc["traceEvents"].is_array());
+  std::map<std::string, int> names;
+  std::set<std::string> threads;
+  double last_gpu_start = -1.0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") {
+      if (e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+      continue;
+    }
+    REQUIRE(e["ph"] == "X");
+    ++names[e["name"].get<std::string>()];
+    CHECK(e["ts"].get<double>() >= 0.0);
+    CHECK(e["dur"].get<double>() >= 0.0);
+    if (e["tid"] == 2) {  // GPU: a dependent chain, so starts follow dispatch order
+      CHECK(e["ts"].get<double>() >= last_gpu_start);
+      last_gpu_start = e["ts"].get<double>();
+      CHECK(e["args"]["replays"] == 3);
+      if (e["name"] == "util/saxpy") {
+        CHECK(e["args"]["flops"] == 2 * 4096);
+        CHECK(e["args"]["bytes"] == 12 * 4096);
+        CHECK(e["args"]["kernel"] == "util/saxpy");
+      }
+    }
+  }
+  CHECK(threads == std::set<std::string>{"host", "GPU"});
+  CHECK(names["create pipeline util/fill"] == 1);
+  CHECK(names["create pipeline util/saxpy"] == 1);
+  CHECK(names["wait for GPU"] >= 1);
+  CHECK(names.count("download y f32[4096]") == 1);
+  bool submitted = false;
+  for (const auto& [name, count] : names) submitted = submitted || name.rfind("vkQueueSubmit", 0) == 0;
+  CHECK(submitted);
+  CHECK(names["util/fill"] == 1);
+  CHECK(names["fill y"] == 1);
+  CHECK(names["util/saxpy"] == 1);
+  const std::string summary = read_text(path + ".summary.txt");
+  CHECK(summary.find("util/saxpy") != std::string::npos);
+  CHECK(summary.find("p95 ms") != std::string::npos);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".summary.txt");
+}
+
+GPU_TEST_CASE("RILL_PROFILE turns profiling on for any program", "[profile][gpu]") {
+  const std::string path = rill_test::temp_path("env-trace.json");
+  setenv("RILL_PROFILE", path.c_str(), 1);
+  {
+    auto ctx = rill_test::make_context();
+    CHECK(ctx.profiling());
+    run_workload(ctx, 100);
+  }
+  unsetenv("RILL_PROFILE");
+  auto events = rill::parse_chrome_trace(read_text(path));
+  REQUIRE(events.is_ok());
+  CHECK(events->size() > 3);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".summary.txt");
+}
+
+TEST_CASE("summaries count replays, take percentiles and compare with the roofline", "[profile]") {
+  std::vector<rill::ProfileEvent> events;
+  for (int i = 1; i <= 10; ++i) {
+    rill::ProfileEvent e;
+    e.track = rill::ProfileEvent::Track::kGpu;
+    e.kernel = "op/matmul";
+    e.variant = "cpu";
+    e.duration_us = 1000.0 * i;  // 1..10 ms
+    e.flops = 2'000'000'000;     // 2 GFLOP each
+    e.bytes = 100'000'000;
+    events.push_back(e);
+  }
+  events[9].replays = 2;  // the 10 ms one ran twice
+  rill::ProfileEvent host;
+  host.name = "vkQueueSubmit";
+  events.push_back(host);
+  rill::DevicePeaks peaks;
+  peaks.fma_f32_gflops = 100.0;
+  peaks.copy_gbps = 10.0;
+  const auto summary = rill::summarize_profile(events, &peaks);
+  REQUIRE(summary.size() == 1);
+  const auto& k = summary[0];
+  CHECK(k.calls == 11);
+  CHECK(k.total_ms == Approx(65.0));
+  CHECK(k.p50_ms == Approx(6.0));
+  CHECK(k.p95_ms == Approx(10.0));
+  CHECK(k.gflops == Approx(22.0 / 0.065 / 1.0));
+  CHECK(k.intensity == Approx(20.0));
+  CHECK(k.roofline_fraction == Approx(k.gflops / 100.0));  // compute-bound at 20 FLOP/B
+  const std::string table = rill::format_profile_summary(summary, &peaks);
+  CHECK(table.find("op/matmul") != std::string::npos);
+  const std::string svg = rill::roofline_svg(summary, peaks);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("op/matmul (cpu)") != std::string::npos);
+  peaks.device = "<weird & device>";
+  CHECK(rill::roofline_svg(summary, peaks).find("&lt;weird &amp; device&gt;") != std::string::npos);
+}
+
+TEST_CASE("malformed traces are reported, not crashed on", "[profile]") {
+  CHECK(rill::parse_chrome_trace("{not json").status().code() == rill::StatusCode::kDataLoss);
+  CHECK(rill::parse_chrome_trace("[1,2,3]").status().code() == rill::StatusCode::kDataLoss);
+  CHECK(rill::parse_chrome_trace(R"({"traceEvents": [{"ph": "X", "ts": "soon"}]})").status().code() ==
+        rill::StatusCode::kDataLoss);
+  auto ok = rill::parse_chrome_trace(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "tid": 2}]})");
+  REQUIRE(ok.is_ok());
+  REQUIRE(ok->size() == 1);
+  CHECK(ok.value()[0].track == rill::ProfileEvent::Track::kGpu);
+}
+
+GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is replaced", "[profile][gpu]") {
+  const std::string dir = rill_test::temp_path("peaks");
+  auto ctx = rill_test::make_context();
+  CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kNotFound);
+  auto measured = rill::device_peaks(ctx, {.quick = true, .cache_dir = dir});
+  REQUIRE(measured.is_ok());
+  CHECK(measured->fma_f32_gflops > 0.0);
+  CHECK(measured->copy_gbps > 0.0);
+  CHECK(measured->dispatch_latency_us > 0.0);
+  CHECK((measured->fma_f16_gflops > 0.0) == ctx.device().caps.float16_arithmetic);
+  auto cached = rill::cached_device_peaks(ctx, dir);
+  REQUIRE(cached.is_ok());
+  CHECK(cached->fma_f32_gflops == measured->fma_f32_gflops);
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    std::ofstream(f.path(), std::ios::trunc) << "{\"device\": 3";
+  }
+  CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kDataLoss);
+  auto again = rill::device_peaks(ctx, {.quick = true, .cache_dir = dir});
+  REQUIRE(again.is_ok());
+  CHECK(rill::cached_device_peaks(ctx, dir).is_ok());
+  std::filesystem::remove_all(dir);
+}

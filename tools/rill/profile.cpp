@@ -1,0 +1,94 @@
+// `rill profile -- <subcommand ...>`: runs any rill subcommand with RILL_PROFILE set, then prints
+// the per-kernel summary against the device's measured peaks and optionally draws the roofline.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "commands.hpp"
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+namespace {
+
+bool write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int run_profile(const ProfileArgs& args) {
+  if (args.command.empty()) {
+    std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
+    return 2;
+  }
+  // Peaks first, in this process: cached per device, measured once.
+  rill::DevicePeaks peaks;
+  {
+    auto ctx = rill::Context::create();
+    if (!ctx.is_ok()) {
+      std::fprintf(stderr, "rill profile: %s\n", ctx.status().to_string().c_str());
+      return 1;
+    }
+    auto p = rill::device_peaks(ctx.value(), {.quick = args.quick_peaks});
+    if (!p.is_ok()) {
+      std::fprintf(stderr, "rill profile: measuring device peaks: %s\n", p.status().to_string().c_str());
+      return 1;
+    }
+    peaks = p.value();
+  }
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child < 0) {
+    std::perror("rill profile: fork");
+    return 1;
+  }
+  if (child == 0) {
+    setenv("RILL_PROFILE", args.trace.c_str(), 1);
+    std::vector<char*> argv;
+    std::string self = "rill";
+    argv.push_back(self.data());
+    std::vector<std::string> command = args.command;
+    for (auto& a : command) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("rill profile: exec");
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+
+  std::ifstream in(args.trace, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "rill profile: the command wrote no trace to %s (exit code %d)\n", args.trace.c_str(), code);
+    return code != 0 ? code : 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto events = rill::parse_chrome_trace(text.str());
+  if (!events.is_ok()) {
+    std::fprintf(stderr, "rill profile: %s\n", events.status().to_string().c_str());
+    return 1;
+  }
+  const auto kernels = rill::summarize_profile(events.value(), &peaks);
+  std::printf("\n== profile of `rill");
+  for (const auto& a : args.command) std::printf(" %s", a.c_str());
+  std::printf("` (trace: %s; open in Perfetto or chrome://tracing)\n%s", args.trace.c_str(),
+              rill::format_profile_summary(kernels, &peaks).c_str());
+  if (!args.roofline.empty()) {
+    if (!write_text(args.roofline, rill::roofline_svg(kernels, peaks))) {
+      std::fprintf(stderr, "rill profile: cannot write %s\n", args.roofline.c_str());
+      return 1;
+    }
+    std::printf("roofline: %s\n", args.roofline.c_str());
+  }
+  return code;
+}
+
+}  // namespace rill_cli
