@@ -83,13 +83,9 @@ Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
 }
 
 Result<double> dispatch_latency_us(Context& ctx, int reps) {
-  RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kF32, {4}, "peak_latency_out"));
-  struct Push {
-    float seed;
-  } push{0.0f};
+  RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kU32, {1}, "peak_latency_out"));
   RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence());
-  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "bench/fma_f32", .bindings = {&out}, .push = push_bytes(push),
-                                     .groups = {1, 1, 1}, .spec = {spec_uint("ITERATIONS", 1), spec_uint("WG_SIZE", 1)}}));
+  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "bench/noop", .bindings = {&out}}));
   RILL_RETURN_IF_ERROR(seq.run());
   std::vector<double> us;
   for (int r = 0; r < reps; ++r) {

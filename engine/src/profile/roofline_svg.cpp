@@ -74,16 +74,25 @@ std::string roofline_svg(const std::vector<KernelSummary>& kernels, const Device
   s += fmt("<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">%.1f GFLOP/s f32 FMA</text>\n", px(ridge) + 8, py(peak) - 6, peak);
   s += fmt("<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\" text-anchor=\"end\">%.1f GB/s</text>\n", px(ridge) - 8, py(peak) + 16, bw);
   // Kernels.
-  int i = 0;
+  int i = 0, unplotted = 0;
   for (const KernelSummary& k : kernels) {
-    if (k.intensity <= 0 || k.gflops <= 0) continue;
+    if (k.intensity <= 0 || k.gflops <= 0) {
+      ++unplotted;
+      continue;
+    }
     const double x = px(k.intensity), y = py(k.gflops);
+    // Labels of points near the right edge go to their left so they stay inside the picture.
+    const bool flip = x > left + 0.65 * (W - left - right);
     s += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#2471a3\"/>\n", x, y);
-    s += "<text x=\"" + fmt("%.1f", x + 8) + "\" y=\"" + fmt("%.1f", y + 4 + 12.0 * (i % 2)) + "\">" +
+    s += "<text x=\"" + fmt("%.1f", flip ? x - 8 : x + 8) + "\" y=\"" + fmt("%.1f", y + 4 + 12.0 * (i % 2)) + "\"" +
+         (flip ? " text-anchor=\"end\"" : "") + ">" +
          escape(k.kernel + (k.variant.empty() || k.variant == "default" ? "" : " (" + k.variant + ")")) +
          fmt(" %.0f%%", 100.0 * k.roofline_fraction) + "</text>\n";
     ++i;
   }
+  if (unplotted > 0)
+    s += fmt("<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\">%.0f kernel(s) without declared FLOPs not shown</text>\n",
+             left + 8, top + 16, unplotted);
   s += "</svg>\n";
   return s;
 }
