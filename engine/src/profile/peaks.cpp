@@ -144,7 +144,8 @@ Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
   // Larger than any last-level cache, so the copy measures memory.
   RILL_ASSIGN_OR_RETURN(p.copy_gbps, copy_gbps(ctx, quick ? (1u << 20) : (1u << 22), reps));
   RILL_ASSIGN_OR_RETURN(p.dispatch_latency_us, dispatch_latency_us(ctx, quick ? 20 : 100));
-  if (options.use_cache) {
+  // Peaks measured under profiling carry its overhead (forced timestamps): not worth caching.
+  if (options.use_cache && !ctx.profiling()) {
     const std::string path = cache_file(ctx.device(), options.cache_dir);
     make_dirs(cache_directory(options.cache_dir));
     const nlohmann::json j = {{"device", p.device}, {"fma_f32_gflops", p.fma_f32_gflops},
