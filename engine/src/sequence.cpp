@@ -452,6 +452,8 @@ Status Sequence::run(uint32_t times) {
   return wait();
 }
 SequenceStats Sequence::stats() const { return impl_->stats; }
+const DeviceInfo& Sequence::device() const { return impl_->ctx->device->info(); }
+std::string_view Sequence::kernel_preference() const { return impl_->ctx->pipelines->preferred_variant(); }
 
 Status Sequence::read(DownloadId id, std::span<uint8_t> bytes) const {
   const auto& s = *impl_;

@@ -21,6 +21,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
       {"usable", d.usable}, {"quirks", d.quirks},
       {"caps", {{"subgroup_size", c.subgroup_size}, {"min_subgroup_size", c.min_subgroup_size},
                 {"max_subgroup_size", c.max_subgroup_size}, {"subgroup_size_control", c.subgroup_size_control},
+                {"subgroup_arithmetic", c.subgroup_arithmetic},
                 {"storage_buffer_16bit", c.storage_buffer_16bit}, {"float16_arithmetic", c.float16_arithmetic},
                 {"storage_buffer_8bit", c.storage_buffer_8bit}, {"int8_arithmetic", c.int8_arithmetic},
                 {"shared_memory_bytes", c.shared_memory_bytes}, {"unified_memory", c.unified_memory},

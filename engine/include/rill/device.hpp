@@ -21,6 +21,7 @@ struct DeviceCaps {
   uint32_t min_subgroup_size = 0;  // equal to subgroup_size without subgroup size control
   uint32_t max_subgroup_size = 0;
   bool subgroup_size_control = false;
+  bool subgroup_arithmetic = false;  // subgroupAdd & co. in compute shaders
   bool storage_buffer_16bit = false;  // f16 tensors can be bound
   bool float16_arithmetic = false;
   bool storage_buffer_8bit = false;

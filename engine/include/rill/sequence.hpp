@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rill/device.hpp"
 #include "rill/export.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
@@ -116,6 +117,10 @@ class RILL_API Sequence {
   // GPU time of each dispatch in the last completed submission; needs timestamps.
   Result<std::vector<DispatchTiming>> timings() const;
   SequenceStats stats() const;
+  const DeviceInfo& device() const;  // the device this sequence records for
+  // "cpu" or "gpu": the kernel family ops should tune for (RILL_KERNEL_VARIANT / the option
+  // ContextOptions::kernel_variant override the device's own preference).
+  std::string_view kernel_preference() const;
 
   detail::SequenceImpl& impl() const { return *impl_; }
   explicit Sequence(std::unique_ptr<detail::SequenceImpl> impl);

@@ -121,6 +121,8 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
     info.driver_info = driver.driverInfo;
   }
   caps.subgroup_size = subgroup.subgroupSize;
+  caps.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   caps.min_subgroup_size = has_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;
   caps.max_subgroup_size = has_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
 

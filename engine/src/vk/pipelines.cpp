@@ -90,9 +90,14 @@ Status PipelineManager::init() {
   return Status::ok();
 }
 
+std::string_view PipelineManager::preferred_variant() const {
+  if (!variant_override_.empty()) return variant_override_;
+  return device_.quirks().prefer_cpu_kernels ? "cpu" : "gpu";
+}
+
 Result<const ShaderInfo*> PipelineManager::resolve(std::string_view kernel, std::string_view variant) const {
   const ShaderInfo* by_variant[4] = {};  // explicit, override, device preference, default
-  const std::string_view preferred = device_.quirks().prefer_cpu_kernels ? "cpu" : "gpu";
+  const std::string_view preferred = device_.quirks().prefer_cpu_kernels ? "cpu" : "gpu";  // device's own
   const ShaderInfo* any = nullptr;
   std::string known;
   for (const ShaderInfo& s : shader_registry()) {

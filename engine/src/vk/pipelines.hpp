@@ -46,6 +46,8 @@ class PipelineManager {
   Result<Pipeline> get(const ShaderInfo& shader, std::span<const SpecValue> spec);
 
   Status save() const;  // to the cache path, atomically; no-op without a path
+  // The variant family this context prefers: the override if set, else the device's ("cpu"/"gpu").
+  std::string_view preferred_variant() const;
   PipelineStats stats() const { return stats_; }
 
  private:

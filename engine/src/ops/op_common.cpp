@@ -1,0 +1,60 @@
+#include "ops/op_common.hpp"
+
+#include <algorithm>
+
+
+namespace rill::ops::detail {
+
+Result<std::string> float_suffix(const Tensor& t, const char* op) {
+  if (!t.valid()) return invalid_argument(std::string(op) + ": a tensor is empty");
+  if (t.dtype() == DType::kF32) return std::string("f32");
+  if (t.dtype() == DType::kF16) return std::string("f16");
+  return invalid_argument(std::string(op) + ": " + t.describe() + " must be f32 or f16");
+}
+
+Status require_dtype(const Tensor& t, DType dtype, const char* op, const char* role) {
+  if (!t.valid()) return invalid_argument(std::string(op) + ": " + role + " is empty");
+  if (t.dtype() != dtype)
+    return invalid_argument(std::string(op) + ": " + role + " " + t.describe() + " must be " + dtype_name(dtype));
+  return Status::ok();
+}
+
+Status require_same_shape(const Tensor& a, const Tensor& b, const char* op, const char* role) {
+  if (!b.valid()) return invalid_argument(std::string(op) + ": " + role + " is empty");
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    return invalid_argument(std::string(op) + ": " + role + " " + b.describe() + " must match " + a.describe());
+  return Status::ok();
+}
+
+Status require_elements(const Tensor& t, uint64_t elements, const char* op, const char* role) {
+  if (!t.valid()) return invalid_argument(std::string(op) + ": " + role + " is empty");
+  if (t.element_count() != elements)
+    return invalid_argument(std::string(op) + ": " + role + " " + t.describe() + " must have " +
+                            std::to_string(elements) + " elements");
+  return Status::ok();
+}
+
+Result<RowsDim> rows_and_dim(const Tensor& t, const char* op) {
+  if (!t.valid()) return invalid_argument(std::string(op) + ": input is empty");
+  const uint64_t dim = uint64_t(t.shape().back());
+  const uint64_t rows = t.element_count() / dim;
+  if (rows > UINT32_MAX || dim > UINT32_MAX || t.element_count() > UINT32_MAX)
+    return out_of_range(std::string(op) + ": " + t.describe() + " has more than 2^32 elements");
+  return RowsDim{uint32_t(rows), uint32_t(dim)};
+}
+
+std::array<uint32_t, 3> grid_for(uint32_t count) {
+  if (count <= 65535) return {std::max(count, 1u), 1, 1};
+  return {65535, (count + 65534) / 65535, 1};
+}
+
+std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) {
+  return grid_for(uint32_t((n + per_group - 1) / per_group));
+}
+
+uint32_t reduction_workgroup(const Sequence& seq) {
+  if (seq.kernel_preference() == "cpu") return std::max(seq.device().caps.subgroup_size, 1u);
+  return std::min(256u, seq.device().caps.max_workgroup_invocations);
+}
+
+}  // namespace rill::ops::detail

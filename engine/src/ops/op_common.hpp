@@ -1,0 +1,35 @@
+// Shared checks and launch geometry for ops: shape/dtype validation with messages that name the
+// tensor, row grids that stay under the 65535-group limit, and the per-device reduction width.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "rill/sequence.hpp"
+#include "rill/tensor.hpp"
+
+namespace rill::ops::detail {
+
+// "f32" or "f16" suffix of the kernel for this storage type; InvalidArgument for other dtypes.
+Result<std::string> float_suffix(const Tensor& t, const char* op);
+
+Status require_dtype(const Tensor& t, DType dtype, const char* op, const char* role);
+Status require_same_shape(const Tensor& a, const Tensor& b, const char* op, const char* role);
+Status require_elements(const Tensor& t, uint64_t elements, const char* op, const char* role);
+
+struct RowsDim {
+  uint32_t rows = 0, dim = 0;
+};
+// Rows = product of leading dimensions, dim = last; both must fit in 32 bits.
+Result<RowsDim> rows_and_dim(const Tensor& t, const char* op);
+
+// Workgroups for `count` independent items (rows), spread over y beyond 65535 in x.
+std::array<uint32_t, 3> grid_for(uint32_t count);
+// Groups of `per_group` invocations covering n elements (1-D, spread like grid_for).
+std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group);
+
+// Workgroup size for one-row-per-workgroup reductions: one subgroup on CPU drivers (no barriers),
+// 256 invocations on GPUs.
+uint32_t reduction_workgroup(const Sequence& seq);
+
+}  // namespace rill::ops::detail

@@ -1,0 +1,59 @@
+// RMSNorm forward, one workgroup per row:
+//   rstd[r] = 1 / sqrt(mean_c(x[r,c]^2) + eps),  y[r,c] = x[r,c] * rstd[r] * gain[c]
+// With RESIDUAL, the input is h = x + residual (rounded to storage), and h is written too.
+// x, residual, h, y: [rows, dim] sfloat; gain: [dim] sfloat (read only when HAS_GAIN); rstd: [rows] f32.
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(constant_id = 1) const bool HAS_GAIN = true;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
+#ifdef RESIDUAL
+layout(std430, binding = 1) readonly buffer Res { sfloat residual[]; };
+layout(std430, binding = 2) readonly buffer Gain { sfloat gain[]; };
+layout(std430, binding = 3) writeonly buffer H { sfloat h[]; };
+layout(std430, binding = 4) writeonly buffer Y { sfloat y[]; };
+layout(std430, binding = 5) writeonly buffer Rstd { float rstd[]; };
+#else
+layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
+layout(std430, binding = 2) writeonly buffer Y { sfloat y[]; };
+layout(std430, binding = 3) writeonly buffer Rstd { float rstd[]; };
+#endif
+layout(push_constant) uniform Push {
+  uint rows;
+  uint dim;
+  float eps;
+} p;
+
+#include "rill_reduce.glsl"
+
+afloat load_input(uint i) {
+#ifdef RESIDUAL
+  return afloat(sfloat(afloat(x[i]) + afloat(residual[i])));
+#else
+  return afloat(x[i]);
+#endif
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= p.rows) return;  // whole workgroup: uniform, so the barriers below stay legal
+  const uint base = row * p.dim;
+  afloat ss = 0.0;
+  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
+    const afloat v = load_input(base + c);
+    ss += v * v;
+  }
+  ss = rill_workgroup_sum(ss);
+  const afloat r = inversesqrt(ss / afloat(p.dim) + p.eps);
+  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
+    const afloat v = load_input(base + c);
+#ifdef RESIDUAL
+    h[base + c] = sfloat(v);
+#endif
+    const afloat g = HAS_GAIN ? afloat(gain[c]) : 1.0;
+    y[base + c] = sfloat(v * r * g);
+  }
+  if (gl_LocalInvocationID.x == 0) rstd[row] = r;
+}

@@ -1,0 +1,69 @@
+// Helpers for op tests: seeded random data, f16 rounding, tensors from host vectors, and
+// comparisons against the CPU reference with a declared tolerance that report the worst element.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test.hpp"
+
+namespace rill_test {
+
+inline std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// What the tensor holds after storing `v` in `dtype` (identity for f32).
+inline std::vector<float> stored(const std::vector<float>& v, rill::DType dtype) {
+  if (dtype != rill::DType::kF16) return v;
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = rill::half_to_float(rill::float_to_half(v[i]));
+  return out;
+}
+
+inline rill::Tensor tensor_from(rill::Context& ctx, rill::DType dtype, std::vector<int64_t> shape,
+                                const std::vector<float>& values, const std::string& name = {}) {
+  auto t = ctx.tensor(dtype, std::move(shape), name);
+  REQUIRE(t.is_ok());
+  REQUIRE(ctx.upload_floats(*t, values).is_ok());
+  return std::move(t).value();
+}
+
+inline rill::Tensor empty_tensor(rill::Context& ctx, rill::DType dtype, std::vector<int64_t> shape,
+                                 const std::string& name = {}) {
+  auto t = ctx.tensor(dtype, std::move(shape), name);
+  REQUIRE(t.is_ok());
+  return std::move(t).value();
+}
+
+inline std::vector<float> read(rill::Context& ctx, const rill::Tensor& t) {
+  auto v = ctx.download_floats(t);
+  REQUIRE(v.is_ok());
+  return std::move(v).value();
+}
+
+// |got - want| <= atol + rtol * |want| for every element; reports the worst one.
+inline void require_close(const std::vector<float>& got, const std::vector<float>& want, double atol, double rtol,
+                          const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double excess = std::fabs(double(got[i]) - want[i]) - (atol + rtol * std::fabs(double(want[i])));
+    if (!(excess <= worst) || std::isnan(got[i])) {
+      worst = std::isnan(got[i]) ? INFINITY : excess;
+      at = i;
+    }
+  }
+  INFO(what << ": worst element " << at << " got " << got[at] << " want " << want[at] << " (atol " << atol
+            << ", rtol " << rtol << ")");
+  REQUIRE(worst <= 0.0);
+}
+
+}  // namespace rill_test

@@ -1,0 +1,196 @@
+// RMSNorm forward, fused residual forward and backward against the double-precision reference
+// over odd shapes, f32 and f16 storage; backward also against central finite differences.
+#include "op_test.hpp"
+#include "rill/ops/rmsnorm.hpp"
+#include "rmsnorm.hpp"
+
+namespace {
+
+using rill::DType;
+
+// Declared tolerances (absolute + relative to the reference value).
+constexpr double kF32Atol = 2e-6, kF32Rtol = 2e-5;
+constexpr double kF16Atol = 2e-3, kF16Rtol = 2e-3;  // one f16 rounding of the output, plus f32 error
+
+// Both kernel families run on every device: one subgroup per row ("cpu") and 256-wide workgroups
+// with a shared-memory stage ("gpu").
+std::vector<rill::Context> contexts() {
+  std::vector<rill::Context> out;
+  for (const char* family : {"cpu", "gpu"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = family;
+    out.push_back(rill_test::make_context(options));
+  }
+  return out;
+}
+
+struct Shape {
+  int64_t rows, dim;
+};
+const Shape kShapes[] = {{1, 1}, {1, 7}, {3, 64}, {7, 65}, {5, 127}, {64, 63}, {13, 1000}, {2, 8192}};
+
+}  // namespace
+
+GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes, f32 and f16", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : contexts()) {
+    uint32_t seed = 1;
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Shape& s : kShapes) {
+        for (bool with_gain : {true, false}) {
+          ++seed;
+          INFO(ctx.kernel_variant("util/saxpy").value()
+               << " rows " << s.rows << " dim " << s.dim << " f16 " << (dtype == DType::kF16) << " gain " << with_gain
+               << " seed " << seed);
+          const auto x = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), seed, -3.0f, 3.0f), dtype);
+          const auto g =
+              with_gain ? rill_test::stored(rill_test::random_vector(size_t(s.dim), seed + 1000, 0.5f, 1.5f), dtype)
+                        : std::vector<float>{};
+          std::vector<float> y_ref, rstd_ref;
+          rill::ref::rmsnorm_forward(x, g, s.rows, s.dim, 1e-5f, y_ref, rstd_ref);
+
+          auto tx = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, x, "x");
+          auto ty = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim}, "y");
+          auto tr = rill_test::empty_tensor(ctx, DType::kF32, {s.rows}, "rstd");
+          rill::Tensor tg;
+          if (with_gain) tg = rill_test::tensor_from(ctx, dtype, {s.dim}, g, "gain");
+          auto seq = ctx.sequence();
+          REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, with_gain ? &tg : nullptr, ty, tr, 1e-5f).is_ok());
+          REQUIRE(seq->run().is_ok());
+          const bool f16 = dtype == DType::kF16;
+          rill_test::require_close(rill_test::read(ctx, ty), y_ref, f16 ? kF16Atol : kF32Atol,
+                                   f16 ? kF16Rtol : kF32Rtol, "y");
+          rill_test::require_close(rill_test::read(ctx, tr), rstd_ref, 0.0, 2e-5, "rstd");
+        }
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : contexts()) {
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Shape& s : {Shape{1, 3}, Shape{9, 129}, Shape{4, 4096}}) {
+        const auto x = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), 7), dtype);
+        const auto r = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), 8), dtype);
+        const auto g = rill_test::stored(rill_test::random_vector(size_t(s.dim), 9, 0.5f, 1.5f), dtype);
+        std::vector<float> h(x.size());
+        for (size_t i = 0; i < h.size(); ++i) h[i] = x[i] + r[i];
+        h = rill_test::stored(h, dtype);
+        std::vector<float> y_ref, rstd_ref;
+        rill::ref::rmsnorm_forward(h, g, s.rows, s.dim, 1e-6f, y_ref, rstd_ref);
+        auto tx = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, x);
+        auto tres = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, r);
+        auto tg = rill_test::tensor_from(ctx, dtype, {s.dim}, g);
+        auto th = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
+        auto ty = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
+        auto trs = rill_test::empty_tensor(ctx, DType::kF32, {s.rows});
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::rmsnorm_residual_forward(*seq, tx, tres, &tg, th, ty, trs).is_ok());
+        REQUIRE(seq->run().is_ok());
+        const bool f16 = dtype == DType::kF16;
+        rill_test::require_close(rill_test::read(ctx, th), h, 0.0, 0.0, "h");
+        rill_test::require_close(rill_test::read(ctx, ty), y_ref, f16 ? kF16Atol : kF32Atol, f16 ? kF16Rtol : kF32Rtol,
+                                 "y");
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("rmsnorm backward matches the reference, accumulates, and computes dgain", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : contexts()) {
+    uint32_t seed = 100;
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Shape& s : kShapes) {
+        ++seed;
+        INFO(ctx.kernel_variant("util/saxpy").value()
+             << " rows " << s.rows << " dim " << s.dim << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+        const auto x = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), seed, -2.0f, 2.0f), dtype);
+        const auto g = rill_test::stored(rill_test::random_vector(size_t(s.dim), seed + 1, 0.5f, 1.5f), dtype);
+        const auto dy = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), seed + 2), dtype);
+        const auto prior = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), seed + 3), dtype);
+        std::vector<float> y, rstd, dx_ref, dg_ref;
+        rill::ref::rmsnorm_forward(x, g, s.rows, s.dim, 1e-5f, y, rstd);
+        rill::ref::rmsnorm_backward(x, g, rstd, dy, s.rows, s.dim, dx_ref, dg_ref);
+
+        auto tx = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, x);
+        auto tg = rill_test::tensor_from(ctx, dtype, {s.dim}, g);
+        auto tdy = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, dy);
+        auto ty = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
+        auto tr = rill_test::empty_tensor(ctx, DType::kF32, {s.rows});
+        auto tdx = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
+        auto tacc = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, prior);
+        auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {s.dim});
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
+        REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdx, &tdg).is_ok());
+        REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tacc, nullptr, /*accumulate=*/true).is_ok());
+        REQUIRE(seq->run().is_ok());
+        const bool f16 = dtype == DType::kF16;
+        // Gradients are sums of products of O(1) terms; scale the absolute tolerance with them.
+        const double atol = f16 ? 4e-3 : 2e-5, rtol = f16 ? 4e-3 : 1e-4;
+        rill_test::require_close(rill_test::read(ctx, tdx), dx_ref, atol, rtol, "dx");
+        std::vector<float> acc_ref(prior.size());
+        for (size_t i = 0; i < acc_ref.size(); ++i) acc_ref[i] = prior[i] + dx_ref[i];
+        rill_test::require_close(rill_test::read(ctx, tacc), acc_ref, 2 * atol, rtol, "accumulated dx");
+        rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, atol * std::sqrt(double(s.rows)), rtol, "dgain");
+      }
+    }
+  }
+}
+
+TEST_CASE("the rmsnorm reference backward equals central finite differences", "[rmsnorm]") {
+  // L = sum(w * y): dL/dx and dL/dgain by central differences of the double-accumulating forward.
+  const int64_t rows = 3, dim = 17;
+  const auto x = rill_test::random_vector(size_t(rows * dim), 5, -2.0f, 2.0f);
+  const auto g = rill_test::random_vector(size_t(dim), 6, 0.5f, 1.5f);
+  const auto w = rill_test::random_vector(size_t(rows * dim), 7);
+  auto loss = [&](const std::vector<float>& xs, const std::vector<float>& gs) {
+    std::vector<float> y, rstd;
+    rill::ref::rmsnorm_forward(xs, gs, rows, dim, 1e-5f, y, rstd);
+    double l = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) l += double(w[i]) * y[i];
+    return l;
+  };
+  std::vector<float> y, rstd, dx, dg;
+  rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
+  rill::ref::rmsnorm_backward(x, g, rstd, w, rows, dim, dx, dg);
+  const float h = 1e-2f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    auto xp = x, xm = x;
+    xp[i] += h;
+    xm[i] -= h;
+    const double fd = (loss(xp, g) - loss(xm, g)) / (2.0 * h);
+    INFO("dx[" << i << "]");
+    CHECK(dx[i] == Approx(fd).margin(2e-3).epsilon(2e-3));
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    auto gp = g, gm = g;
+    gp[i] += h;
+    gm[i] -= h;
+    const double fd = (loss(x, gp) - loss(x, gm)) / (2.0 * h);
+    INFO("dgain[" << i << "]");
+    CHECK(dg[i] == Approx(fd).margin(2e-3).epsilon(2e-3));
+  }
+}
+
+GPU_TEST_CASE("rmsnorm rejects mismatched shapes and dtypes", "[rmsnorm][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto x = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  auto y = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  auto wrong = rill_test::empty_tensor(ctx, DType::kF32, {4, 9});
+  auto half = rill_test::empty_tensor(ctx, DType::kF16, {4, 8});
+  auto rstd = rill_test::empty_tensor(ctx, DType::kF32, {4});
+  auto short_rstd = rill_test::empty_tensor(ctx, DType::kF32, {3});
+  auto ints = rill_test::empty_tensor(ctx, DType::kI32, {4, 8});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, wrong, rstd).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, half, rstd).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, y, short_rstd).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, &wrong, y, rstd).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, ints, nullptr, ints, rstd).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, y, rstd, -1.0f).code() == StatusCode::kInvalidArgument);
+  auto dg = rill_test::empty_tensor(ctx, DType::kF32, {8});
+  CHECK(rill::ops::rmsnorm_backward(*seq, x, nullptr, rstd, y, y, &dg).code() == StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+}
