@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench_ops.hpp"
 #include "commands.hpp"
 #include "rill/rill.hpp"
 
@@ -129,14 +130,16 @@ int run_bench(const BenchArgs& args) {
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
-  const bool all = args.ops.empty();
+  const bool all = args.ops == "all";
   auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
   bool ok = true;
   nlohmann::json doc = {{"device", ctx->device().name}};
-  if (wants("peaks")) {
+  const bool kernels = wants("rmsnorm");  // any kernel op
+  if (wants("peaks") || kernels) {
     // Measured fresh by every run (and written to the cache that profiles use).
     auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});
     if (!check(peaks.status())) return 1;
+    if (kernels) ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops, args.quick, peaks.value(), records);
     doc["device_peak"] = {{"fma_f32_gflops", peaks->fma_f32_gflops}, {"fma_f16_gflops", peaks->fma_f16_gflops},
                           {"copy_gbps", peaks->copy_gbps}, {"dispatch_latency_us", peaks->dispatch_latency_us}};
   }

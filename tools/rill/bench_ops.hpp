@@ -1,0 +1,29 @@
+// Kernel benchmarks for `rill bench`: one JSON record per op, variant and shape with median time,
+// achieved GFLOP/s and GB/s, and the share of the device's own measured peak at that intensity.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+
+struct OpTiming {
+  double median_ms = 0.0;
+  uint64_t flops = 0, bytes = 0;  // declared by the op's dispatches, per run
+};
+
+// Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
+// the median of the summed GPU time of its dispatches (host time where there are no timestamps).
+rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps);
+
+nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
+                         const OpTiming& t, const rill::DevicePeaks& peaks);
+
+// Appends records for the kernels named in `ops` (rmsnorm, ...). Returns false on an error.
+bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const rill::DevicePeaks& peaks,
+                   nlohmann::json& records);
+
+}  // namespace rill_cli
