@@ -2,6 +2,7 @@
 #include "bench_ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -47,6 +48,33 @@ bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peak
       auto bwd = time_op(ctx, [&](rill::Sequence& s) { return rill::ops::rmsnorm_backward(s, x, &g, rstd, dy, dx, &dg); }, reps);
       if (!report(bwd.status(), "rmsnorm")) return false;
       out.push_back(op_record("rmsnorm_bwd", "", shape, bwd.value(), peaks));
+    }
+  }
+  return true;
+}
+
+// Both kernel families on this device, each in its own context (the family is a context setting).
+bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+  const int reps = quick ? 2 : 5;
+  const std::vector<std::array<int64_t, 3>> shapes =
+      quick ? std::vector<std::array<int64_t, 3>>{{512, 512, 512}}
+            : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {4096, 256, 256}, {256, 1024, 4096}};
+  for (const char* family : {"cpu", "gpu"}) {
+    rill::ContextOptions options;
+    options.kernel_variant = family;
+    auto ctx = rill::Context::create(options);
+    if (!report(ctx.status(), "matmul")) return false;
+    for (const auto& [m, n, k] : shapes) {
+      for (rill::DType dtype : {rill::DType::kF32, rill::DType::kF16}) {
+        auto a = random_tensor(ctx.value(), dtype, {m, k}, 1);
+        auto b = random_tensor(ctx.value(), dtype, {k, n}, 2);
+        auto c = random_tensor(ctx.value(), dtype, {m, n}, 3);
+        auto t = time_op(ctx.value(), [&](rill::Sequence& s) { return rill::ops::matmul(s, a, b, c); }, reps);
+        if (!report(t.status(), "matmul")) return false;
+        out.push_back(op_record("matmul", family,
+                                {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}},
+                                t.value(), peaks));
+      }
     }
   }
   return true;
@@ -100,6 +128,7 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const
                    nlohmann::json& records) {
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
+  if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
   return true;
 }
 

@@ -1,0 +1,59 @@
+// Matmul with shared-memory tiles (the GPU variant): a workgroup of WG_X x WG_Y invocations computes
+// a (WG_Y*TM) x (WG_X*TN) block of C, staging BK-deep slices of A and B in shared memory; each
+// invocation keeps TM x TN accumulators in registers.
+layout(constant_id = 0) const uint WG_X = 16;
+layout(constant_id = 1) const uint WG_Y = 16;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+layout(constant_id = 6) const uint BK = 16;
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+
+#include "matmul_common.glsl"
+
+const uint BM = WG_Y * TM;
+const uint BN = WG_X * TN;
+shared afloat tile_a[BK][BM];  // k-major so that the inner loop reads along m
+shared afloat tile_b[BK][BN];
+
+void main() {
+  const uint batch = gl_WorkGroupID.z;
+  const uint block_m = gl_WorkGroupID.y * BM, block_n = gl_WorkGroupID.x * BN;
+  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
+  const uint threads = WG_X * WG_Y;
+  const uint a_base = batch * p.a_bs, b_base = batch * p.b_bs;
+  afloat acc[TM][TN];
+  for (uint i = 0; i < TM; ++i)
+    for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+  for (uint k0 = 0; k0 < p.K; k0 += BK) {
+    // Cooperative loads, zero-padded outside the matrices.
+    for (uint e = tid; e < BK * BM; e += threads) {
+      const uint kk = e / BM, mm = e % BM;
+      const uint m = block_m + mm, k = k0 + kk;
+      tile_a[kk][mm] = (m < p.M && k < p.K) ? load_a(a_base, m, k) : 0.0;
+    }
+    for (uint e = tid; e < BK * BN; e += threads) {
+      const uint kk = e / BN, nn = e % BN;
+      const uint n = block_n + nn, k = k0 + kk;
+      tile_b[kk][nn] = (n < p.N && k < p.K) ? load_b(b_base, k, n) : 0.0;
+    }
+    barrier();  // tiles written -> read by every invocation
+    for (uint kk = 0; kk < BK; ++kk) {
+      afloat av[TM], bv[TN];
+      for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][gl_LocalInvocationID.y + i * WG_Y];
+      for (uint j = 0; j < TN; ++j) bv[j] = tile_b[kk][gl_LocalInvocationID.x + j * WG_X];
+      for (uint i = 0; i < TM; ++i)
+        for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+    }
+    barrier();  // tiles read -> overwritten by the next slice
+  }
+  const uint c_base = batch * p.c_bs;
+  for (uint i = 0; i < TM; ++i) {
+    const uint m = block_m + gl_LocalInvocationID.y + i * WG_Y;
+    if (m >= p.M) break;
+    for (uint j = 0; j < TN; ++j) {
+      const uint n = block_n + gl_LocalInvocationID.x + j * WG_X;
+      if (n < p.N) store_c(c_base, m, n, acc[i][j]);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+// Matmul against the double-precision reference: odd shapes, every transpose, bias, accumulation,
+// batches with broadcast, f32 and f16 storage, both kernel families (register and shared-memory).
+#include "matmul.hpp"
+#include "op_test.hpp"
+#include "rill/ops/matmul.hpp"
+
+namespace {
+
+using rill::DType;
+
+std::vector<rill::Context> contexts() {
+  std::vector<rill::Context> out;
+  for (const char* family : {"cpu", "gpu"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = family;
+    out.push_back(rill_test::make_context(options));
+  }
+  return out;
+}
+
+// Declared tolerances: f32 error grows with the reduction length K; f16 adds one output rounding.
+double atol_for(DType dtype, int64_t k) { return dtype == DType::kF16 ? 2e-3 * (1.0 + k / 64.0) : 1e-6 * (4.0 + k); }
+double rtol_for(DType dtype) { return dtype == DType::kF16 ? 2e-3 : 1e-5; }
+
+void check_case(rill::Context& ctx, DType dtype, const rill::ref::MatmulShape& s, bool with_bias, bool accumulate,
+                uint32_t seed) {
+  INFO("batch " << s.batch << " M " << s.m << " N " << s.n << " K " << s.k << " tA " << s.transpose_a << " tB "
+                << s.transpose_b << " bias " << with_bias << " acc " << accumulate << " f16 " << (dtype == DType::kF16)
+                << " seed " << seed);
+  const int64_t ba = s.a_batched ? s.batch : 1, bb = s.b_batched ? s.batch : 1;
+  const auto a = rill_test::stored(rill_test::random_vector(size_t(ba * s.m * s.k), seed), dtype);
+  const auto b = rill_test::stored(rill_test::random_vector(size_t(bb * s.k * s.n), seed + 1), dtype);
+  const auto bias = with_bias ? rill_test::stored(rill_test::random_vector(size_t(s.n), seed + 2), dtype) : std::vector<float>{};
+  auto c_ref = rill_test::stored(rill_test::random_vector(size_t(s.batch * s.m * s.n), seed + 3), dtype);
+  const auto c_init = c_ref;
+  rill::ref::matmul(a, b, bias, s, accumulate, c_ref);
+
+  std::vector<int64_t> a_shape = s.transpose_a ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
+  std::vector<int64_t> b_shape = s.transpose_b ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n};
+  if (s.a_batched) a_shape.insert(a_shape.begin(), s.batch);
+  if (s.b_batched) b_shape.insert(b_shape.begin(), s.batch);
+  auto ta = rill_test::tensor_from(ctx, dtype, a_shape, a, "A");
+  auto tb = rill_test::tensor_from(ctx, dtype, b_shape, b, "B");
+  auto tc = rill_test::tensor_from(ctx, dtype, {s.batch, s.m, s.n}, c_init, "C");
+  rill::Tensor tbias;
+  if (with_bias) tbias = rill_test::tensor_from(ctx, dtype, {s.n}, bias, "bias");
+  auto seq = ctx.sequence();
+  const rill::Status st = rill::ops::matmul(*seq, ta, tb, tc,
+                                            {.transpose_a = s.transpose_a, .transpose_b = s.transpose_b,
+                                             .accumulate = accumulate, .bias = with_bias ? &tbias : nullptr});
+  INFO(st.to_string());
+  REQUIRE(st.is_ok());
+  REQUIRE(seq->run().is_ok());
+  rill_test::require_close(rill_test::read(ctx, tc), c_ref, atol_for(dtype, s.k) * (accumulate ? 2 : 1), rtol_for(dtype), "C");
+}
+
+}  // namespace
+
+GPU_TEST_CASE("matmul matches the reference over odd shapes and every transpose", "[matmul][gpu]") {
+  uint32_t seed = 1;
+  for (rill::Context& ctx : contexts()) {
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (int64_t m : {1, 7, 64, 65}) {
+        for (int64_t n : {1, 33, 100}) {
+          for (int64_t k : {1, 17, 130}) {
+            for (int t = 0; t < 4; ++t) {
+              rill::ref::MatmulShape s{.batch = 1, .m = m, .n = n, .k = k, .transpose_a = (t & 1) != 0,
+                                       .transpose_b = (t & 2) != 0};
+              check_case(ctx, dtype, s, false, false, ++seed);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("matmul adds bias, accumulates, and batches with broadcast", "[matmul][gpu]") {
+  uint32_t seed = 500;
+  for (rill::Context& ctx : contexts()) {
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29}, true, false, ++seed);
+      check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29, .transpose_b = true}, true, true, ++seed);
+      check_case(ctx, dtype, {.batch = 3, .m = 20, .n = 9, .k = 66}, false, false, ++seed);
+      check_case(ctx, dtype, {.batch = 4, .m = 20, .n = 9, .k = 66, .b_batched = false}, true, false, ++seed);
+      check_case(ctx, dtype, {.batch = 2, .m = 5, .n = 64, .k = 8, .a_batched = false, .transpose_a = true}, false,
+                 true, ++seed);
+    }
+  }
+}
+
+GPU_TEST_CASE("matmul rejects mismatched shapes and dtypes", "[matmul][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  auto b = rill_test::empty_tensor(ctx, DType::kF32, {8, 5});
+  auto c = rill_test::empty_tensor(ctx, DType::kF32, {4, 5});
+  auto c_wrong = rill_test::empty_tensor(ctx, DType::kF32, {5, 4});
+  auto b_half = rill_test::empty_tensor(ctx, DType::kF16, {8, 5});
+  auto vec = rill_test::empty_tensor(ctx, DType::kF32, {8});
+  auto bias_wrong = rill_test::empty_tensor(ctx, DType::kF32, {4});
+  auto batched = rill_test::empty_tensor(ctx, DType::kF32, {3, 4, 8});
+  auto c2 = rill_test::empty_tensor(ctx, DType::kF32, {2, 4, 5});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  CHECK(rill::ops::matmul(*seq, a, b, c_wrong).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, b_half, c).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, vec, c).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, b, c, {.transpose_a = true}).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, b, c, {.bias = &bias_wrong}).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, batched, b, c2).code() == StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+  CHECK(rill::ops::matmul(*seq, a, b, c).is_ok());
+}
