@@ -1,0 +1,60 @@
+#include "linear_attention.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+namespace rill::ref {
+
+using std::size_t;
+
+double feature(FeatureMap f, double x) {
+  switch (f) {
+    case FeatureMap::kElu1: return x > 0.0 ? x + 1.0 : std::exp(x);
+    case FeatureMap::kRelu: return x > 0.0 ? x : 0.0;
+    case FeatureMap::kIdentity: break;
+  }
+  return x;
+}
+
+void linear_attention_forward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<float>& decay, const LinearAttentionShape& s, FeatureMap f,
+                              bool causal, const std::vector<float>& state_in, std::vector<float>& o,
+                              std::vector<float>& state_out) {
+  o.assign(size_t(s.batch * s.heads * s.n * s.dv), 0.0f);
+  state_out.assign(size_t(s.batch * s.heads * s.dk * s.dv), 0.0f);
+  for (int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
+    const double lambda = decay.empty() ? 1.0 : decay[size_t(bh % s.heads)];
+    const float* qb = &q[size_t(bh * s.n * s.dk)];
+    const float* kb = &k[size_t(bh * s.n * s.dk)];
+    const float* vb = &v[size_t(bh * s.n * s.dv)];
+    const float* s0 = state_in.empty() ? nullptr : &state_in[size_t(bh * s.dk * s.dv)];
+    // Direct sums, quadratic in N: the definition, not the algorithm.
+    for (int64_t t = 0; t < s.n; ++t) {
+      for (int64_t j = 0; j < s.dv; ++j) {
+        double acc = 0.0;
+        const int64_t last = causal ? t : s.n - 1;
+        for (int64_t u = 0; u <= last; ++u) {
+          double dot = 0.0;
+          for (int64_t i = 0; i < s.dk; ++i) dot += feature(f, qb[t * s.dk + i]) * feature(f, kb[u * s.dk + i]);
+          acc += (causal ? std::pow(lambda, double(t - u)) : 1.0) * dot * vb[u * s.dv + j];
+        }
+        if (s0) {  // the initial state as if it were positions before 0
+          double inter = 0.0;
+          for (int64_t i = 0; i < s.dk; ++i) inter += feature(f, qb[t * s.dk + i]) * s0[i * s.dv + j];
+          acc += (causal ? std::pow(lambda, double(t + 1)) : 1.0) * inter;
+        }
+        o[size_t((bh * s.n + t) * s.dv + j)] = float(acc);
+      }
+    }
+    for (int64_t i = 0; i < s.dk; ++i) {
+      for (int64_t j = 0; j < s.dv; ++j) {
+        double acc = s0 ? std::pow(lambda, double(s.n)) * s0[i * s.dv + j] : 0.0;
+        for (int64_t u = 0; u < s.n; ++u)
+          acc += std::pow(lambda, double(s.n - 1 - u)) * feature(f, kb[u * s.dk + i]) * vb[u * s.dv + j];
+        state_out[size_t((bh * s.dk + i) * s.dv + j)] = float(acc);
+      }
+    }
+  }
+}
+
+}  // namespace rill::ref

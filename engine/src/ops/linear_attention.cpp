@@ -1,0 +1,134 @@
+// Linear attention dispatch: shape rules, chunk splitting over bounded dispatches, cost declarations.
+#include "rill/ops/linear_attention.hpp"
+
+#include <algorithm>
+
+#include "ops/op_common.hpp"
+#include "vk/quirks.hpp"
+
+namespace rill::ops {
+namespace {
+
+constexpr const char* kOp = "linear_attention";
+constexpr uint32_t kWorkgroup = 64;
+
+struct Dims {
+  uint32_t batch, heads, n, dk, dv;
+};
+
+Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor* state,
+                          const LinearAttentionOptions& opt) {
+  RILL_RETURN_IF_ERROR(detail::float_suffix(q, kOp).status());
+  if (q.shape().size() != 4) return invalid_argument("linear_attention: q " + q.describe() + " must be [B, H, N, Dk]");
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kOp, "k"));
+  if (!v.valid() || v.shape().size() != 4 || v.dtype() != q.dtype() ||
+      !std::equal(v.shape().begin(), v.shape().begin() + 3, q.shape().begin()))
+    return invalid_argument("linear_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kOp, "o"));
+  const auto& s = q.shape();
+  if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
+    return out_of_range("linear_attention: more than 2^32 elements in q or v");
+  Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
+  if (uint64_t(d.batch) * d.heads > 65535) return out_of_range("linear_attention: B * H must be <= 65535");
+  if (state) {
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*state, DType::kF32, kOp, "state"));
+    if (state->shape() != std::vector<int64_t>{s[0], s[1], s[3], v.shape()[3]})
+      return invalid_argument("linear_attention: state " + state->describe() + " must be [B, H, Dk, Dv] f32");
+  }
+  if (opt.decay) {
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*opt.decay, DType::kF32, kOp, "decay"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*opt.decay, d.heads, kOp, "decay"));
+    if (!opt.causal) return invalid_argument("linear_attention: decay applies to causal attention only");
+  }
+  return d;
+}
+
+std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
+  return {spec_uint("WG_SIZE", kWorkgroup), spec_uint("FEATURE", uint32_t(opt.feature_map)),
+          spec_uint("HAS_DECAY", opt.decay != nullptr)};
+}
+
+}  // namespace
+
+Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                                const Tensor& state, const LinearAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  if (opt.chunk < 1 || opt.chunk > 64 || uint64_t(opt.chunk) * opt.chunk * 4 > seq.device().caps.shared_memory_bytes)
+    return invalid_argument("linear_attention: chunk must be 1..64 and its scores fit in shared memory");
+  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
+  // Bounded dispatches: a GPU watchdog (mobile) kills long ones; elsewhere fewer, longer ones.
+  uint32_t per = opt.chunks_per_dispatch;
+  if (per == 0) per = vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+  if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
+  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
+  auto run_mode = [&](uint32_t mode) -> Status {
+    for (uint32_t first = 0; first < chunks; first += per) {
+      const uint32_t count = std::min(per, chunks - first);
+      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+      // Per position: inter q S and update k^T v (2 Dk Dv FMAs), intra ~C/2 (Dk + Dv) FMAs.
+      uint64_t flops = 0;
+      if (mode != 2) flops += 2ull * d.dk * d.dv;
+      if (mode != 1) flops += 2ull * d.dk * d.dv;
+      if (mode == 0) flops += uint64_t(opt.chunk) * (d.dk + d.dv);
+      const uint64_t bytes = es * positions * ((mode == 2 ? 1 : 2) * d.dk + (mode == 1 ? 1 : 2) * d.dv) + 8ull * d.dk * d.dv;
+      struct Push {
+        uint32_t heads, n, dk, dv, first_chunk, chunk_count;
+      } push{d.heads, d.n, d.dk, d.dv, first, count};
+      auto spec = spec_for(opt);
+      spec.push_back(spec_uint("CHUNK", opt.chunk));
+      spec.push_back(spec_uint("MODE", mode));
+      RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
+                                         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+                                         .push = push_bytes(push),
+                                         .groups = {uint32_t(bh), 1, 1},
+                                         .spec = spec,
+                                         .flops = flops * positions * bh,
+                                         .bytes = bytes * bh}));
+    }
+    return Status::ok();
+  };
+  if (opt.causal) return run_mode(0);
+  RILL_RETURN_IF_ERROR(run_mode(1));
+  return run_mode(2);
+}
+
+Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                             const Tensor& state, const LinearAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
+  if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
+  if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
+  struct Push {
+    uint32_t heads, dk, dv;
+  } push{d.heads, d.dk, d.dv};
+  return seq.dispatch({.kernel = "linear_attention/la_step_" + suffix,
+                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+                       .push = push_bytes(push),
+                       .groups = {uint32_t(bh), 1, 1},
+                       .spec = spec_for(opt),
+                       .flops = 4ull * d.dk * d.dv * bh,
+                       .bytes = bh * (8ull * d.dk * d.dv + es * (2 * d.dk + 2 * d.dv))});
+}
+
+Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const LinearAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt));
+  if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
+  struct Push {
+    uint32_t heads, n, dk, dv, total;
+  } push{d.heads, d.n, d.dk, d.dv, uint32_t(total)};
+  const uint64_t pairs = uint64_t(d.n) * (d.n + 1) / 2;
+  return seq.dispatch({.kernel = "linear_attention/la_naive_" + suffix,
+                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
+                       .push = push_bytes(push),
+                       .groups = detail::groups_for(total, kWorkgroup),
+                       .spec = spec_for(opt),
+                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
+                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)});
+}
+
+}  // namespace rill::ops

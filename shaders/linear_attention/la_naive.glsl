@@ -1,0 +1,32 @@
+// Causal linear attention in its quadratic form, one invocation per output element (bh, t, j):
+//   o_t[j] = sum_{s<=t} lambda^(t-s) (phi(q_t) . phi(k_s)) v_s[j]
+// The O(N^2) baseline for tests and benchmarks.
+layout(constant_id = 0) const uint WG_SIZE = 64;
+layout(local_size_x_id = 0) in;
+
+#include "la_common.glsl"
+
+layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
+layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
+layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
+layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
+layout(std430, binding = 4) writeonly buffer O { sfloat o[]; };
+layout(push_constant) uniform Push {
+  uint heads, n, dk, dv, total;  // total = batch * heads * n * dv
+} p;
+
+void main() {
+  const uint idx = rill_global_index();
+  if (idx >= p.total) return;
+  const uint j = idx % p.dv, t = (idx / p.dv) % p.n, bh = idx / (p.dv * p.n);
+  const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
+  const uint qk_base = bh * p.n * p.dk, v_base = bh * p.n * p.dv;
+  afloat acc = 0.0;
+  for (uint s = 0; s <= t; ++s) {
+    afloat dot = 0.0;
+    for (uint i = 0; i < p.dk; ++i) dot += phi(afloat(q[qk_base + t * p.dk + i])) * phi(afloat(k[qk_base + s * p.dk + i]));
+    if (HAS_DECAY) dot *= pow(lambda, afloat(t - s));
+    acc += dot * afloat(v[v_base + s * p.dv + j]);
+  }
+  o[v_base + t * p.dv + j] = sfloat(acc);
+}

@@ -1,0 +1,5 @@
+// Linear attention (step), f16 storage; the kernel is in la_step.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "la_step.glsl"

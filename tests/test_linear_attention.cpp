@@ -1,0 +1,211 @@
+// Linear attention: chunked causal forward against the reference over odd shapes, feature maps,
+// decay, chunk sizes and dispatch splits; chunked == naive == recurrent; prefill + decode equals the
+// full forward; continuing from a saved state; non-causal; bad input.
+#include <algorithm>
+
+#include "linear_attention.hpp"
+#include "op_test.hpp"
+#include "rill/ops/linear_attention.hpp"
+
+namespace {
+
+using rill::DType;
+using rill::ops::FeatureMap;
+
+struct Case {
+  int64_t batch, heads, n, dk, dv;
+  FeatureMap feature;
+  bool decay;
+  uint32_t chunk, per_dispatch;
+};
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+// Declared tolerance, scaled by the output's magnitude (outputs are sums over the sequence).
+void require_la_close(const std::vector<float>& got, const std::vector<float>& want, DType dtype, const char* what) {
+  const double scale = 1.0 + max_abs(want);
+  const bool f16 = dtype == DType::kF16;
+  rill_test::require_close(got, want, (f16 ? 2e-3 : 2e-6) * scale, f16 ? 2e-3 : 2e-5, what);
+}
+
+struct Inputs {
+  std::vector<float> q, k, v, decay;
+};
+
+Inputs make_inputs(const Case& c, DType dtype, uint32_t seed) {
+  Inputs in;
+  in.q = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dk), seed), dtype);
+  in.k = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dk), seed + 1), dtype);
+  in.v = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dv), seed + 2), dtype);
+  if (c.decay) in.decay = rill_test::random_vector(size_t(c.heads), seed + 3, 0.8f, 1.0f);
+  return in;
+}
+
+}  // namespace
+
+GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},   {1, 1, 7, 16, 17, FeatureMap::kIdentity, false, 64, 0},
+      {2, 3, 65, 8, 8, FeatureMap::kIdentity, true, 64, 0},   {1, 2, 130, 33, 5, FeatureMap::kElu1, false, 16, 3},
+      {1, 1, 200, 16, 64, FeatureMap::kRelu, true, 7, 2},     {2, 1, 64, 64, 64, FeatureMap::kElu1, true, 64, 1},
+      {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},
+  };
+  uint32_t seed = 10;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (const Case& c : cases) {
+      seed += 10;
+      INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
+                << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
+                << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+      const Inputs in = make_inputs(c, dtype, seed);
+      std::vector<float> o_ref, s_ref;
+      rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                          rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
+      auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
+      auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
+      auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
+      auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
+      auto naive = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "naive");
+      auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
+      rill::Tensor decay;
+      if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
+      const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature, .decay = c.decay ? &decay : nullptr,
+                                                  .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch};
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
+      REQUIRE(rill::ops::linear_attention_naive(*seq, q, k, v, naive, opt).is_ok());
+      REQUIRE(seq->run().is_ok());
+      require_la_close(rill_test::read(ctx, o), o_ref, dtype, "chunked o");
+      require_la_close(rill_test::read(ctx, naive), o_ref, dtype, "naive o");
+      require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+    }
+  }
+}
+
+GPU_TEST_CASE("prefill then decoding steps equal the full forward at every position", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case c{2, 2, 70, 16, 12, FeatureMap::kElu1, true, 16, 2};
+  const int64_t prefill = 61, steps = c.n - prefill;
+  const Inputs in = make_inputs(c, DType::kF32, 99);
+  std::vector<float> o_ref, s_ref;
+  rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                      rill::ref::FeatureMap::kElu1, true, {}, o_ref, s_ref);
+  // Slices of position range [t0, t1) per (batch, head).
+  auto slice = [&](const std::vector<float>& x, int64_t d, int64_t t0, int64_t t1) {
+    std::vector<float> out;
+    for (int64_t bh = 0; bh < c.batch * c.heads; ++bh)
+      out.insert(out.end(), x.begin() + (bh * c.n + t0) * d, x.begin() + (bh * c.n + t1) * d);
+    return out;
+  };
+  auto decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay);
+  const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature, .decay = &decay, .chunk = c.chunk};
+  auto q = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, prefill, c.dk}, slice(in.q, c.dk, 0, prefill));
+  auto k = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, prefill, c.dk}, slice(in.k, c.dk, 0, prefill));
+  auto v = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, prefill, c.dv}, slice(in.v, c.dv, 0, prefill));
+  auto o = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, prefill, c.dv});
+  auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+  auto seq = ctx.sequence();
+  REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
+  REQUIRE(seq->run().is_ok());
+  require_la_close(rill_test::read(ctx, o), slice(o_ref, c.dv, 0, prefill), DType::kF32, "prefill");
+  // Decode one position at a time with a recorded step, re-uploading its inputs each time.
+  auto sq = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, 1, c.dk});
+  auto sk = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, 1, c.dk});
+  auto sv = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, 1, c.dv});
+  auto so = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, 1, c.dv});
+  auto step = ctx.sequence();
+  REQUIRE(rill::ops::linear_attention_step(*step, sq, sk, sv, so, state, opt).is_ok());
+  for (int64_t t = prefill; t < prefill + steps; ++t) {
+    REQUIRE(ctx.upload_floats(sq, slice(in.q, c.dk, t, t + 1)).is_ok());
+    REQUIRE(ctx.upload_floats(sk, slice(in.k, c.dk, t, t + 1)).is_ok());
+    REQUIRE(ctx.upload_floats(sv, slice(in.v, c.dv, t, t + 1)).is_ok());
+    REQUIRE(step->run().is_ok());
+    INFO("position " << t);
+    require_la_close(rill_test::read(ctx, so), slice(o_ref, c.dv, t, t + 1), DType::kF32, "decoded o");
+  }
+  require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "state after decoding");
+}
+
+GPU_TEST_CASE("a forward continued from a saved state equals one over the whole sequence", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case c{1, 2, 90, 8, 8, FeatureMap::kIdentity, true, 16, 0};
+  const Inputs in = make_inputs(c, DType::kF32, 7);
+  std::vector<float> o_ref, s_ref;
+  rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                      rill::ref::FeatureMap::kIdentity, true, {}, o_ref, s_ref);
+  // Second half computed by the reference from the state the first half left.
+  const int64_t half = 37;
+  auto part = [&](const std::vector<float>& x, int64_t d, int64_t t0, int64_t t1) {
+    std::vector<float> out;
+    for (int64_t bh = 0; bh < c.heads; ++bh) out.insert(out.end(), x.begin() + (bh * c.n + t0) * d, x.begin() + (bh * c.n + t1) * d);
+    return out;
+  };
+  auto decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay);
+  auto state = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, c.dk, c.dv});
+  auto seq = ctx.sequence();
+  std::vector<rill::Tensor> keep;
+  for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, half}, {half, c.n}}) {
+    auto q = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.q, c.dk, t0, t1));
+    auto k = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.k, c.dk, t0, t1));
+    auto v = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv}, part(in.v, c.dv, t0, t1));
+    auto o = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv});
+    REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
+                                                {.decay = &decay, .chunk = c.chunk, .continue_state = t0 > 0})
+                .is_ok());
+    REQUIRE(seq->run().is_ok());
+    seq = ctx.sequence();
+    require_la_close(rill_test::read(ctx, o), part(o_ref, c.dv, t0, t1), DType::kF32, "o of the part");
+  }
+  require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+}
+
+GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+                        Case{2, 2, 77, 9, 20, FeatureMap::kRelu, false, 16, 2}}) {
+    const Inputs in = make_inputs(c, DType::kF32, 3);
+    std::vector<float> o_ref, s_ref;
+    rill::ref::linear_attention_forward(in.q, in.k, in.v, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                        rill::ref::FeatureMap(int(c.feature)), false, {}, o_ref, s_ref);
+    auto q = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dk}, in.q);
+    auto k = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dk}, in.k);
+    auto v = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dv}, in.v);
+    auto o = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dv});
+    auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+    auto seq = ctx.sequence();
+    REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
+                                                {.causal = false, .feature_map = c.feature, .chunk = c.chunk,
+                                                 .chunks_per_dispatch = c.per_dispatch})
+                .is_ok());
+    REQUIRE(seq->run().is_ok());
+    require_la_close(rill_test::read(ctx, o), o_ref, DType::kF32, "o");
+    require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "K^T V");
+  }
+}
+
+GPU_TEST_CASE("linear attention rejects bad shapes and options", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto q = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10, 4});
+  auto v = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10, 6});
+  auto v_short = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 9, 6});
+  auto state = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 4, 6});
+  auto state_wrong = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 6, 4});
+  auto decay = rill_test::empty_tensor(ctx, DType::kF32, {3});
+  auto flat = rill_test::empty_tensor(ctx, DType::kF32, {10, 4});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  namespace ops = rill::ops;
+  CHECK(ops::linear_attention_forward(*seq, q, q, v_short, v_short, state).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state_wrong).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, flat, flat, v, v, state).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.decay = &decay}).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.chunk = 0}).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.chunk = 65}).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_step(*seq, q, q, v, v, state).code() == StatusCode::kInvalidArgument);  // N = 10
+  CHECK(seq->stats().dispatches == 0);
+}
