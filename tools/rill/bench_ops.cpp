@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <cstdio>
 #include <random>
 
@@ -80,6 +82,68 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
   return true;
 }
 
+// Least-squares slope of log(time) against log(n).
+double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [n, ms] : points) {
+    const double x = std::log(n), y = std::log(ms);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double k = double(points.size());
+  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
+}
+
+// Causal linear attention, H = 4, D = 64: chunked (C = 64), naive quadratic and recurrent (the scan
+// one position at a time, i.e. chunks of 1). Sequences longer than one segment run as segments that
+// continue the state, as a long prefill does, so memory stays bounded.
+bool bench_linear_attention(rill::Context& ctx, bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+  const int64_t heads = 4, d = 64, segment = 65536;
+  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024, 4096, 16384}
+                                             : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144};
+  const double budget_ms = quick ? 5e3 : 60e3;  // skip a form whose next length would take longer
+  std::map<std::string, std::vector<std::pair<double, double>>> curves;
+  for (const char* form : {"chunked", "recurrent", "naive"}) {
+    double last_ms = 0.0;
+    int64_t last_n = 0;
+    const double growth = std::string(form) == "naive" ? 2.0 : 1.0;  // predicted time exponent
+    for (int64_t n : lengths) {
+      if (last_ms > 0 && last_ms * std::pow(double(n) / double(last_n), growth) > budget_ms) {
+        out.push_back({{"op", "linear_attention_causal"}, {"variant", form}, {"shape", {{"n", n}}},
+                       {"skipped", "predicted to exceed the time budget"}});
+        continue;
+      }
+      const int64_t seg = std::min(n, std::string(form) == "naive" ? n : segment);
+      auto q = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 1);
+      auto k = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 2);
+      auto v = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 3);
+      auto o = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 4);
+      auto state = random_tensor(ctx, rill::DType::kF32, {1, heads, d, d}, 5);
+      if (!q.valid() || !o.valid()) return report(rill::resource_exhausted("tensor allocation failed"), "linear_attention");
+      const uint32_t chunk = std::string(form) == "recurrent" ? 1 : 64;
+      auto t = time_op(ctx, [&](rill::Sequence& s) -> rill::Status {
+        if (std::string(form) == "naive") return rill::ops::linear_attention_naive(s, q, k, v, o);
+        for (int64_t done = 0; done < n; done += seg)
+          RILL_RETURN_IF_ERROR(rill::ops::linear_attention_forward(s, q, k, v, o, state,
+                                                                   {.chunk = chunk, .continue_state = done > 0}));
+        return rill::Status::ok();
+      }, quick ? 1 : 3);
+      if (!report(t.status(), "linear_attention")) return false;
+      out.push_back(op_record("linear_attention_causal", form, {{"n", n}, {"heads", heads}, {"dk", d}, {"dv", d}},
+                              t.value(), peaks));
+      last_ms = t->median_ms;
+      last_n = n;
+      if (n >= 4096) curves[form].push_back({double(n), t->median_ms});
+    }
+  }
+  for (const auto& [form, points] : curves) {
+    if (points.size() < 2) continue;
+    out.push_back({{"op", "linear_attention_causal"}, {"variant", form},
+                   {"fitted_time_exponent", fitted_exponent(points)},
+                   {"fit_range", {points.front().first, points.back().first}}});
+  }
+  return true;
+}
+
 }  // namespace
 
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
@@ -129,6 +193,7 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
   if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
+  if (wants("linear_attention") && !bench_linear_attention(ctx, quick, peaks, records)) return false;
   return true;
 }
 
