@@ -134,7 +134,8 @@ int run_bench(const BenchArgs& args) {
   auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
   bool ok = true;
   nlohmann::json doc = {{"device", ctx->device().name}};
-  const bool kernels = wants("rmsnorm") || wants("matmul") || wants("linear_attention");  // any kernel op
+  const bool kernels =
+      wants("rmsnorm") || wants("matmul") || wants("linear_attention") || wants("block_attention");
   if (wants("peaks") || kernels) {
     // Measured fresh by every run (and written to the cache that profiles use).
     auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});

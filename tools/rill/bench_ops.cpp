@@ -144,6 +144,28 @@ bool bench_linear_attention(rill::Context& ctx, bool quick, const rill::DevicePe
   return true;
 }
 
+bool bench_block_attention(rill::Context& ctx, bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+  const int64_t heads = 4, d = 64, n = quick ? 4096 : 16384;
+  for (rill::DType dtype : {rill::DType::kF32, rill::DType::kF16}) {
+    auto q = random_tensor(ctx, dtype, {1, heads, n, d}, 1);
+    auto k = random_tensor(ctx, dtype, {1, heads, n, d}, 2);
+    auto v = random_tensor(ctx, dtype, {1, heads, n, d}, 3);
+    auto o = random_tensor(ctx, dtype, {1, heads, n, d}, 4);
+    auto lse = random_tensor(ctx, rill::DType::kF32, {1, heads, n}, 5);
+    for (bool causal : {true, false}) {
+      auto t = time_op(ctx, [&](rill::Sequence& s) {
+        return rill::ops::block_attention_forward(s, q, k, v, o, lse, {.block = 64, .causal = causal});
+      }, quick ? 2 : 5);
+      if (!report(t.status(), "block_attention")) return false;
+      out.push_back(op_record("block_attention_fwd", causal ? "causal" : "non-causal",
+                              {{"n", n}, {"heads", heads}, {"d", d}, {"block", 64},
+                               {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}},
+                              t.value(), peaks));
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
@@ -194,6 +216,7 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
   if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
   if (wants("linear_attention") && !bench_linear_attention(ctx, quick, peaks, records)) return false;
+  if (wants("block_attention") && !bench_block_attention(ctx, quick, peaks, records)) return false;
   return true;
 }
 

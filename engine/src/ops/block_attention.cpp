@@ -1,0 +1,56 @@
+// Block attention dispatch: shape rules and one workgroup per (block, batch * head).
+#include "rill/ops/block_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/op_common.hpp"
+
+namespace rill::ops {
+
+namespace {
+constexpr const char* kOp = "block_attention";
+constexpr uint32_t kMaxDv = 128;
+}  // namespace
+
+Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                               const Tensor& lse, const BlockAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  if (q.shape().size() != 4) return invalid_argument("block_attention: q " + q.describe() + " must be [B, H, N, Dk]");
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kOp, "k"));
+  if (!v.valid() || v.shape().size() != 4 || v.dtype() != q.dtype() ||
+      !std::equal(v.shape().begin(), v.shape().begin() + 3, q.shape().begin()))
+    return invalid_argument("block_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kOp, "o"));
+  const auto& s = q.shape();
+  const uint64_t bh = uint64_t(s[0]) * uint64_t(s[1]), n = uint64_t(s[2]), dk = uint64_t(s[3]),
+                 dv = uint64_t(v.shape()[3]);
+  RILL_RETURN_IF_ERROR(detail::require_dtype(lse, DType::kF32, kOp, "lse"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(lse, bh * n, kOp, "lse"));
+  if (dv > kMaxDv) return unimplemented("block_attention: Dv of " + std::to_string(dv) + " is above 128");
+  if (opt.block < 1 || opt.block > seq.device().caps.max_workgroup_size[0] ||
+      opt.block > seq.device().caps.max_workgroup_invocations)
+    return invalid_argument("block_attention: block must be 1.." + std::to_string(seq.device().caps.max_workgroup_size[0]));
+  if (bh > 65535) return out_of_range("block_attention: B * H must be <= 65535");
+  if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
+    return out_of_range("block_attention: more than 2^32 elements in q or v");
+  const float scale = opt.scale > 0.0f ? opt.scale : 1.0f / std::sqrt(float(dk));
+  const uint64_t blocks = (n + opt.block - 1) / opt.block;
+  if (blocks > seq.device().caps.max_workgroup_count[0]) return out_of_range("block_attention: too many blocks");
+  struct Push {
+    uint32_t n, dk, dv;
+    float scale;
+  } push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
+  // Pairs (t, s) per block: B(B+1)/2 causal, B^2 otherwise; each costs Dk + Dv FMAs (2 FLOPs).
+  const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
+  const uint64_t es = dtype_size(q.dtype());
+  return seq.dispatch({.kernel = "block_attention/block_attention_fwd_" + suffix,
+                       .bindings = {&q, &k, &v, &o, &lse},
+                       .push = push_bytes(push),
+                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
+                       .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal)},
+                       .flops = 2 * bh * pairs * (dk + dv),
+                       .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)});
+}
+
+}  // namespace rill::ops

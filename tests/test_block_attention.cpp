@@ -1,0 +1,76 @@
+// Block attention forward against the reference: odd lengths (a partial last block), block sizes,
+// causal and not, head dims 1..128, f32 and f16; huge logits stay finite.
+#include "block_attention.hpp"
+#include "op_test.hpp"
+#include "rill/ops/block_attention.hpp"
+
+namespace {
+
+using rill::DType;
+
+struct Case {
+  int64_t batch, heads, n, dk, dv;
+  uint32_t block;
+  bool causal;
+};
+
+void run_case(rill::Context& ctx, const Case& c, DType dtype, uint32_t seed, float q_scale = 1.0f) {
+  INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " block " << c.block
+            << " causal " << c.causal << " f16 " << (dtype == DType::kF16) << " q_scale " << q_scale << " seed " << seed);
+  const int64_t bh = c.batch * c.heads;
+  auto q = rill_test::random_vector(size_t(bh * c.n * c.dk), seed);
+  for (float& x : q) x *= q_scale;
+  q = rill_test::stored(q, dtype);
+  const auto k = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dk), seed + 1), dtype);
+  const auto v = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dv), seed + 2), dtype);
+  const float scale = 1.0f / std::sqrt(float(c.dk));
+  std::vector<float> o_ref, lse_ref;
+  rill::ref::block_attention_forward(q, k, v, bh, c.n, c.dk, c.dv, c.block, c.causal, scale, o_ref, lse_ref);
+  auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+  auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+  auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+  auto to = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+  auto tl = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n});
+  auto seq = ctx.sequence();
+  REQUIRE(rill::ops::block_attention_forward(*seq, tq, tk, tv, to, tl, {.block = c.block, .causal = c.causal}).is_ok());
+  REQUIRE(seq->run().is_ok());
+  // Outputs are convex combinations of v (|v| <= 1); lse grows with the logits.
+  const bool f16 = dtype == DType::kF16;
+  rill_test::require_close(rill_test::read(ctx, to), o_ref, f16 ? 2e-3 : 2e-6, f16 ? 2e-3 : 2e-5, "o");
+  rill_test::require_close(rill_test::read(ctx, tl), lse_ref, 1e-5, 1e-5, "lse");
+}
+
+}  // namespace
+
+GPU_TEST_CASE("block attention matches the reference over odd shapes", "[block-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case cases[] = {{1, 1, 1, 1, 1, 64, true},      {1, 2, 7, 16, 17, 64, true},  {2, 1, 65, 8, 8, 64, false},
+                        {1, 3, 130, 33, 5, 16, true},   {1, 1, 63, 64, 64, 7, false}, {1, 1, 200, 128, 128, 64, true},
+                        {2, 2, 100, 12, 24, 1, true}};
+  uint32_t seed = 1;
+  for (DType dtype : {DType::kF32, DType::kF16})
+    for (const Case& c : cases) run_case(ctx, c, dtype, seed += 10);
+}
+
+GPU_TEST_CASE("block attention stays finite with logits of 1e4", "[block-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  // q scaled so that q.k / sqrt(Dk) reaches ~1e4: a naive exp would overflow.
+  run_case(ctx, {1, 2, 70, 16, 8, 64, true}, DType::kF32, 5, 4e4f);
+  run_case(ctx, {1, 1, 33, 4, 4, 16, false}, DType::kF32, 6, 2e4f);
+}
+
+GPU_TEST_CASE("block attention rejects bad shapes and options", "[block-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto q = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10, 4});
+  auto v = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10, 6});
+  auto wide = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10, 129});
+  auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 10});
+  auto lse_short = rill_test::empty_tensor(ctx, DType::kF32, {1, 2, 9});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  CHECK(rill::ops::block_attention_forward(*seq, q, q, v, v, lse_short).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::block_attention_forward(*seq, q, q, wide, wide, lse).code() == StatusCode::kUnimplemented);
+  CHECK(rill::ops::block_attention_forward(*seq, q, q, v, v, lse, {.block = 0}).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::block_attention_forward(*seq, q, q, v, q, lse).code() == StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+}
