@@ -5,6 +5,7 @@
 #include "rill/device.hpp"
 #include "rill/half.hpp"
 #include "rill/ops/block_attention.hpp"
+#include "rill/ops/elementwise.hpp"
 #include "rill/ops/linear_attention.hpp"
 #include "rill/ops/matmul.hpp"
 #include "rill/ops/rmsnorm.hpp"

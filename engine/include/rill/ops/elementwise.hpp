@@ -1,0 +1,46 @@
+// Elementwise ops the models need, each over tensors of one storage type (f32 or f16, f32
+// arithmetic) unless stated: add and mul; SiLU; GLU (a * act(b)); embedding gather; softmax and
+// cross-entropy over a vocabulary. Backward passes where training needs them.
+#pragma once
+
+#include "rill/export.hpp"
+#include "rill/sequence.hpp"
+#include "rill/status.hpp"
+#include "rill/tensor.hpp"
+
+namespace rill::ops {
+
+// out = a + b / a * b; a, b, out of one shape.
+RILL_API Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out);
+RILL_API Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out);
+
+// y = x * sigmoid(x); dx = dy * (s + x s (1 - s)).
+RILL_API Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y);
+RILL_API Status silu_backward(Sequence& seq, const Tensor& x, const Tensor& dy, const Tensor& dx);
+
+enum class GluActivation { kIdentity = 0, kSigmoid = 1, kSilu = 2 };
+// out = a * act(b); da = dy * act(b), db = dy * a * act'(b).
+RILL_API Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out,
+                            GluActivation act = GluActivation::kSilu);
+RILL_API Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
+                             const Tensor& db, GluActivation act = GluActivation::kSilu);
+
+// out[t, :] = table[ids[t], :]. ids: [...] u32 (tokens = its element count); table: [vocab, dim];
+// out: [tokens, dim] (any shape with that many elements). errors: [1] u32, zeroed by the op and
+// counting ids >= vocab after the sequence has run (their rows are zero): read it to detect bad input.
+RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
+                                  const Tensor& errors);
+// dtable[v, :] = sum of dy[t, :] over t with ids[t] == v, deterministic; dtable f32 [vocab, dim].
+RILL_API Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable);
+
+// probs = softmax(logits) over the last dimension; logits, probs [..., vocab].
+RILL_API Status softmax_forward(Sequence& seq, const Tensor& logits, const Tensor& probs);
+// Also loss[r] = logsumexp(logits[r]) - logits[r, targets[r]] (f32 [rows]); targets u32 [rows].
+// A target >= vocab gives a NaN loss for that row.
+RILL_API Status softmax_cross_entropy_forward(Sequence& seq, const Tensor& logits, const Tensor& targets,
+                                              const Tensor& probs, const Tensor& loss);
+// dlogits = (probs - onehot(targets)) * dloss[row]; dloss f32 [rows].
+RILL_API Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const Tensor& targets,
+                                               const Tensor& dloss, const Tensor& dlogits);
+
+}  // namespace rill::ops

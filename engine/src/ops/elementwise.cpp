@@ -1,0 +1,158 @@
+// Dispatch of the elementwise ops: shape and dtype checks, then one invocation per element
+// (softmax: one workgroup per row).
+#include "rill/ops/elementwise.hpp"
+
+#include "ops/op_common.hpp"
+
+namespace rill::ops {
+namespace {
+
+struct N {
+  uint32_t n;
+};
+struct Rows {
+  uint32_t rows, vocab;
+};
+struct Embed {
+  uint32_t tokens, vocab, dim;
+};
+
+Result<uint32_t> count_of(const Tensor& t, const char* op) {
+  if (!t.valid()) return invalid_argument(std::string(op) + ": a tensor is empty");
+  if (t.element_count() > UINT32_MAX) return out_of_range(std::string(op) + ": more than 2^32 elements");
+  return uint32_t(t.element_count());
+}
+
+Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std::vector<const Tensor*> same,
+                   std::vector<SpecValue> spec, uint64_t flops_per_element) {
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(*same[0], op));
+  for (size_t i = 1; i < same.size(); ++i) RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
+  RILL_ASSIGN_OR_RETURN(uint32_t n, count_of(*same[0], op));
+  spec.insert(spec.begin(), spec_uint("WG_SIZE", 256));
+  return seq.dispatch({.kernel = kernel + "_" + suffix,
+                       .bindings = std::vector<const Tensor*>(same.begin(), same.end()),
+                       .push = push_bytes(N{n}),
+                       .groups = detail::groups_for(n, 256),
+                       .spec = std::move(spec),
+                       .flops = flops_per_element * n,
+                       .bytes = uint64_t(n) * dtype_size(same[0]->dtype()) * same.size()});
+}
+
+}  // namespace
+
+Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
+  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", 0)}, 1);
+}
+Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
+  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", 1)}, 1);
+}
+Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
+  // The dy binding is unused forward: x stands in.
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, {spec_uint("BACKWARD", 0)}, 4);
+}
+Status silu_backward(Sequence& seq, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, {spec_uint("BACKWARD", 1)}, 8);
+}
+Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out, GluActivation act) {
+  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, {spec_uint("ACT", uint32_t(act))}, 5);
+}
+Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
+                    const Tensor& db, GluActivation act) {
+  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, {spec_uint("ACT", uint32_t(act))}, 10);
+}
+
+Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
+                         const Tensor& errors) {
+  const char* op = "embedding";
+  RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(table, op));
+  if (table.shape().size() != 2) return invalid_argument("embedding: table " + table.describe() + " must be [vocab, dim]");
+  const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
+  RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
+  if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
+  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
+  return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
+                       .bindings = {&ids, &table, &out, &errors},
+                       .push = push_bytes(Embed{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+                       .groups = detail::groups_for(tokens * dim, 256),
+                       .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
+}
+
+Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable) {
+  const char* op = "embedding_backward";
+  RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(dy, op));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(dtable, DType::kF32, op, "dtable"));
+  if (dtable.shape().size() != 2) return invalid_argument("embedding_backward: dtable must be [vocab, dim] f32");
+  const uint64_t vocab = uint64_t(dtable.shape()[0]), dim = uint64_t(dtable.shape()[1]), tokens = ids.element_count();
+  RILL_RETURN_IF_ERROR(detail::require_elements(dy, tokens * dim, op, "dy"));
+  if (vocab * dim > UINT32_MAX) return out_of_range("embedding_backward: more than 2^32 elements");
+  return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
+                       .bindings = {&ids, &dy, &dtable},
+                       .push = push_bytes(Embed{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+                       .groups = detail::groups_for(vocab * dim, 256),
+                       .flops = vocab * dim * tokens,
+                       .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});
+}
+
+namespace {
+
+Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targets, const Tensor& probs,
+                        const Tensor* loss) {
+  const char* op = "softmax";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(logits, op));
+  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(logits, op));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(logits, probs, op, "probs"));
+  if (targets) {
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*targets, DType::kU32, op, "targets"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*targets, rd.rows, op, "targets"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*loss, DType::kF32, op, "loss"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*loss, rd.rows, op, "loss"));
+  }
+  if (!seq.device().caps.subgroup_arithmetic)
+    return unimplemented("softmax needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
+  const uint64_t n = uint64_t(rd.rows) * rd.dim;
+  return seq.dispatch({.kernel = "softmax/softmax_xent_fwd_" + suffix,
+                       .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
+                       .push = push_bytes(Rows{rd.rows, rd.dim}),
+                       .groups = detail::grid_for(rd.rows),
+                       .spec = {spec_uint("WG_SIZE", detail::reduction_workgroup(seq)),
+                                spec_uint("HAS_TARGETS", targets != nullptr)},
+                       .flops = 4 * n,
+                       .bytes = 2 * n * dtype_size(logits.dtype())});
+}
+
+}  // namespace
+
+Status softmax_forward(Sequence& seq, const Tensor& logits, const Tensor& probs) {
+  return softmax_dispatch(seq, logits, nullptr, probs, nullptr);
+}
+
+Status softmax_cross_entropy_forward(Sequence& seq, const Tensor& logits, const Tensor& targets, const Tensor& probs,
+                                     const Tensor& loss) {
+  return softmax_dispatch(seq, logits, &targets, probs, &loss);
+}
+
+Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const Tensor& targets, const Tensor& dloss,
+                                      const Tensor& dlogits) {
+  const char* op = "softmax_cross_entropy_backward";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(probs, op));
+  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(probs, op));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(probs, dlogits, op, "dlogits"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(targets, DType::kU32, op, "targets"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(targets, rd.rows, op, "targets"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(dloss, DType::kF32, op, "dloss"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(dloss, rd.rows, op, "dloss"));
+  const uint64_t n = uint64_t(rd.rows) * rd.dim;
+  return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
+                       .bindings = {&probs, &targets, &dloss, &dlogits},
+                       .push = push_bytes(Rows{rd.rows, rd.dim}),
+                       .groups = detail::groups_for(n, 256),
+                       .flops = 2 * n,
+                       .bytes = 2 * n * dtype_size(probs.dtype())});
+}
+
+}  // namespace rill::ops

@@ -1,0 +1,5 @@
+// binary, f16 storage; the kernel is in binary.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "binary.glsl"

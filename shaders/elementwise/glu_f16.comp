@@ -1,0 +1,5 @@
+// glu, f16 storage; the kernel is in glu.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "glu.glsl"

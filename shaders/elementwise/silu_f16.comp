@@ -1,0 +1,5 @@
+// silu, f16 storage; the kernel is in silu.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "silu.glsl"

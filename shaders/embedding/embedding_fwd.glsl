@@ -1,0 +1,26 @@
+// Embedding gather: out[t, :] = table[ids[t], :]. An id outside the vocabulary gives a zero row
+// and is counted in errors[0], which the dispatch function reports. ids: [tokens] u32;
+// table: [vocab, dim] sfloat; out: [tokens, dim] sfloat; errors: [1] u32.
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
+layout(std430, binding = 1) readonly buffer Table { sfloat table[]; };
+layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
+layout(std430, binding = 3) buffer Errors { uint errors[]; };
+layout(push_constant) uniform Push { uint tokens, vocab, dim; } p;
+
+void main() {
+  const uint i = rill_global_index();
+  if (i >= p.tokens * p.dim) return;
+  const uint t = i / p.dim, j = i % p.dim;
+  const uint id = ids[t];
+  if (id >= p.vocab) {
+    out_data[i] = sfloat(0.0);
+    if (j == 0) atomicAdd(errors[0], 1u);
+    return;
+  }
+  out_data[i] = table[id * p.dim + j];
+}

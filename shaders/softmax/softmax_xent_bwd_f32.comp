@@ -1,0 +1,4 @@
+// softmax xent bwd, f32 storage; the kernel is in softmax_xent_bwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "softmax_xent_bwd.glsl"

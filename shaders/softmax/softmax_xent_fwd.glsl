@@ -1,0 +1,48 @@
+// Softmax over each row of logits, one workgroup per row: probs = exp(x - max) / sum. With
+// HAS_TARGETS also the cross-entropy loss[r] = logsumexp(x_r) - x_r[target_r] (a target outside
+// the vocabulary gives loss = NaN, which the caller sees). logits, probs: [rows, vocab] sfloat;
+// targets: [rows] u32; loss: [rows] f32.
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(constant_id = 1) const bool HAS_TARGETS = true;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Logits { sfloat logits[]; };
+layout(std430, binding = 1) readonly buffer Targets { uint targets[]; };
+layout(std430, binding = 2) writeonly buffer Probs { sfloat probs[]; };
+layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
+layout(push_constant) uniform Push { uint rows, vocab; } p;
+
+#include "rill_reduce.glsl"
+
+// Workgroup maximum, shaped like rill_workgroup_sum (and sharing its partials).
+afloat rill_workgroup_max(afloat v) {
+  const afloat s = subgroupMax(v);
+  if (gl_NumSubgroups == 1) return s;
+  if (subgroupElect()) rill_partials[gl_SubgroupID] = s;
+  barrier();  // partials written -> read by all
+  afloat m = rill_partials[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) m = max(m, rill_partials[i]);
+  barrier();  // partials read -> reused by the sum
+  return m;
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= p.rows) return;  // uniform per workgroup
+  const uint base = row * p.vocab;
+  afloat m = uintBitsToFloat(0xff800000u);
+  for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE) m = max(m, afloat(logits[base + c]));
+  m = rill_workgroup_max(m);
+  afloat sum = 0.0;
+  for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE) sum += exp(afloat(logits[base + c]) - m);
+  sum = rill_workgroup_sum(sum);
+  const afloat inv = 1.0 / sum;
+  for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE)
+    probs[base + c] = sfloat(exp(afloat(logits[base + c]) - m) * inv);
+  if (HAS_TARGETS && gl_LocalInvocationID.x == 0) {
+    const uint t = targets[row];
+    loss[row] = t < p.vocab ? m + log(sum) - afloat(logits[base + t]) : uintBitsToFloat(0x7fc00000u);
+  }
+}

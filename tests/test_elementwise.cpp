@@ -1,0 +1,188 @@
+// Elementwise ops against the references: add, mul, SiLU, GLU (forward and backward, backward
+// also against finite differences), embedding gather and its backward, softmax and cross-entropy.
+#include <cstring>
+
+#include "elementwise.hpp"
+#include "op_test.hpp"
+#include "rill/ops/elementwise.hpp"
+
+namespace {
+
+using rill::DType;
+namespace ops = rill::ops;
+
+double atol(DType d) { return d == DType::kF16 ? 2e-3 : 1e-6; }
+double rtol(DType d) { return d == DType::kF16 ? 2e-3 : 1e-5; }
+
+rill::Tensor u32_tensor(rill::Context& ctx, const std::vector<uint32_t>& values) {
+  auto t = rill_test::empty_tensor(ctx, DType::kU32, {int64_t(values.size())});
+  REQUIRE(ctx.upload(t, {reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4}).is_ok());
+  return t;
+}
+
+uint32_t read_u32(rill::Context& ctx, const rill::Tensor& t) {
+  uint32_t v = 0;
+  REQUIRE(ctx.download(t, {reinterpret_cast<uint8_t*>(&v), 4}).is_ok());
+  return v;
+}
+
+}  // namespace
+
+GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  uint32_t seed = 1;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (int64_t n : {1, 7, 257, 1000}) {
+      INFO("n " << n << " f16 " << (dtype == DType::kF16));
+      const auto a = rill_test::stored(rill_test::random_vector(size_t(n), ++seed, -4.0f, 4.0f), dtype);
+      const auto b = rill_test::stored(rill_test::random_vector(size_t(n), ++seed, -4.0f, 4.0f), dtype);
+      const auto dy = rill_test::stored(rill_test::random_vector(size_t(n), ++seed), dtype);
+      auto ta = rill_test::tensor_from(ctx, dtype, {n}, a), tb = rill_test::tensor_from(ctx, dtype, {n}, b);
+      auto tdy = rill_test::tensor_from(ctx, dtype, {n}, dy);
+      std::vector<rill::Tensor> outs;
+      for (int i = 0; i < 8; ++i) outs.push_back(rill_test::empty_tensor(ctx, dtype, {n}));
+      auto seq = ctx.sequence();
+      REQUIRE(ops::add(*seq, ta, tb, outs[0]).is_ok());
+      REQUIRE(ops::mul(*seq, ta, tb, outs[1]).is_ok());
+      REQUIRE(ops::silu_forward(*seq, ta, outs[2]).is_ok());
+      REQUIRE(ops::silu_backward(*seq, ta, tdy, outs[3]).is_ok());
+      REQUIRE(ops::glu_forward(*seq, ta, tb, outs[4], ops::GluActivation::kSilu).is_ok());
+      REQUIRE(ops::glu_backward(*seq, ta, tb, tdy, outs[5], outs[6], ops::GluActivation::kSigmoid).is_ok());
+      REQUIRE(ops::glu_forward(*seq, ta, tb, outs[7], ops::GluActivation::kIdentity).is_ok());
+      REQUIRE(seq->run().is_ok());
+      std::vector<float> sum(a.size()), prod(a.size()), silu(a.size()), dsilu(a.size()), glu, da, db, glu_id;
+      for (size_t i = 0; i < a.size(); ++i) {
+        sum[i] = a[i] + b[i];
+        prod[i] = a[i] * b[i];
+        silu[i] = float(rill::ref::activation(2, a[i]));
+        dsilu[i] = float(dy[i] * rill::ref::activation_grad(2, a[i]));
+      }
+      rill::ref::glu_forward(a, b, 2, glu);
+      rill::ref::glu_backward(a, b, dy, 1, da, db);
+      rill::ref::glu_forward(a, b, 0, glu_id);
+      rill_test::require_close(rill_test::read(ctx, outs[0]), sum, atol(dtype), rtol(dtype), "add");
+      rill_test::require_close(rill_test::read(ctx, outs[1]), prod, atol(dtype), rtol(dtype), "mul");
+      rill_test::require_close(rill_test::read(ctx, outs[2]), silu, atol(dtype), rtol(dtype), "silu");
+      rill_test::require_close(rill_test::read(ctx, outs[3]), dsilu, atol(dtype), rtol(dtype), "silu backward");
+      rill_test::require_close(rill_test::read(ctx, outs[4]), glu, atol(dtype), rtol(dtype), "glu");
+      rill_test::require_close(rill_test::read(ctx, outs[5]), da, atol(dtype), rtol(dtype), "glu da");
+      rill_test::require_close(rill_test::read(ctx, outs[6]), db, atol(dtype), rtol(dtype), "glu db");
+      rill_test::require_close(rill_test::read(ctx, outs[7]), glu_id, atol(dtype), rtol(dtype), "glu identity");
+    }
+  }
+}
+
+TEST_CASE("activation derivatives equal central finite differences", "[elementwise]") {
+  for (int act : {0, 1, 2}) {
+    for (double x : {-6.0, -1.3, -0.2, 0.0, 0.7, 2.5, 9.0}) {
+      const double h = 1e-5;
+      const double fd = (rill::ref::activation(act, x + h) - rill::ref::activation(act, x - h)) / (2 * h);
+      INFO("act " << act << " x " << x);
+      CHECK(rill::ref::activation_grad(act, x) == Approx(fd).margin(1e-7));
+    }
+  }
+}
+
+GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per row", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    const int64_t vocab = 13, dim = 7;
+    const std::vector<uint32_t> ids = {3, 0, 12, 3, 99, 5, 3, 12, 1000000};  // two out of range
+    const auto table = rill_test::stored(rill_test::random_vector(size_t(vocab * dim), 3), dtype);
+    const auto dy = rill_test::stored(rill_test::random_vector(ids.size() * size_t(dim), 4), dtype);
+    std::vector<float> out_ref, dtable_ref;
+    rill::ref::embedding_forward(ids, table, vocab, dim, out_ref);
+    rill::ref::embedding_backward(ids, dy, vocab, dim, dtable_ref);
+    auto tids = u32_tensor(ctx, ids);
+    auto ttable = rill_test::tensor_from(ctx, dtype, {vocab, dim}, table);
+    auto tout = rill_test::empty_tensor(ctx, dtype, {int64_t(ids.size()), dim});
+    auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+    auto tdy = rill_test::tensor_from(ctx, dtype, {int64_t(ids.size()), dim}, dy);
+    auto tdtable = rill_test::empty_tensor(ctx, DType::kF32, {vocab, dim});
+    auto seq = ctx.sequence();
+    REQUIRE(ops::embedding_forward(*seq, tids, ttable, tout, terr).is_ok());
+    REQUIRE(ops::embedding_backward(*seq, tids, tdy, tdtable).is_ok());
+    REQUIRE(seq->run(2).is_ok());  // the error count is zeroed by every replay
+    rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, 0.0, "rows");
+    rill_test::require_close(rill_test::read(ctx, tdtable), dtable_ref, 1e-6, 1e-6, "dtable");
+    CHECK(read_u32(ctx, terr) == 2);
+  }
+}
+
+GPU_TEST_CASE("softmax and cross-entropy match the reference, stay finite, and differentiate", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (auto [rows, vocab, scale] : {std::tuple<int64_t, int64_t, float>{1, 1, 1.0f}, {3, 7, 3.0f}, {5, 256, 5.0f},
+                                      {2, 1000, 1.0f}, {4, 33, 1e4f}}) {
+      INFO("rows " << rows << " vocab " << vocab << " scale " << scale << " f16 " << (dtype == DType::kF16));
+      auto logits = rill_test::random_vector(size_t(rows * vocab), uint32_t(rows * vocab), -scale, scale);
+      if (dtype == DType::kF16 && scale > 100.0f) continue;  // 1e4 logits are not f16 values worth testing
+      logits = rill_test::stored(logits, dtype);
+      std::vector<uint32_t> targets;
+      for (int64_t r = 0; r < rows; ++r) targets.push_back(uint32_t((r * 7) % vocab));
+      const auto dloss = rill_test::random_vector(size_t(rows), 9);
+      std::vector<float> probs_ref, loss_ref;
+      rill::ref::softmax_cross_entropy(logits, targets, rows, vocab, probs_ref, loss_ref);
+      auto tl = rill_test::tensor_from(ctx, dtype, {rows, vocab}, logits);
+      auto tt = u32_tensor(ctx, targets);
+      auto tp = rill_test::empty_tensor(ctx, dtype, {rows, vocab});
+      auto tp2 = rill_test::empty_tensor(ctx, dtype, {rows, vocab});
+      auto tloss = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+      auto tdloss = rill_test::tensor_from(ctx, DType::kF32, {rows}, dloss);
+      auto tdl = rill_test::empty_tensor(ctx, dtype, {rows, vocab});
+      auto seq = ctx.sequence();
+      REQUIRE(ops::softmax_cross_entropy_forward(*seq, tl, tt, tp, tloss).is_ok());
+      REQUIRE(ops::softmax_forward(*seq, tl, tp2).is_ok());
+      REQUIRE(ops::softmax_cross_entropy_backward(*seq, tp, tt, tdloss, tdl).is_ok());
+      REQUIRE(seq->run().is_ok());
+      std::vector<float> dl_ref(probs_ref.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < vocab; ++c)
+          dl_ref[size_t(r * vocab + c)] =
+              (rill_test::stored(probs_ref, dtype)[size_t(r * vocab + c)] - (uint32_t(c) == targets[size_t(r)] ? 1.0f : 0.0f)) *
+              dloss[size_t(r)];
+      rill_test::require_close(rill_test::read(ctx, tp), probs_ref, atol(dtype), rtol(dtype), "probs");
+      rill_test::require_close(rill_test::read(ctx, tp2), probs_ref, atol(dtype), rtol(dtype), "softmax");
+      rill_test::require_close(rill_test::read(ctx, tloss), loss_ref, 1e-5 * (1 + scale), 1e-5, "loss");
+      rill_test::require_close(rill_test::read(ctx, tdl), dl_ref, atol(dtype), rtol(dtype), "dlogits");
+    }
+  }
+}
+
+TEST_CASE("the cross-entropy gradient equals central finite differences of the reference loss", "[elementwise]") {
+  const int64_t vocab = 9;
+  const auto logits = rill_test::random_vector(size_t(vocab), 2, -2.0f, 2.0f);
+  const std::vector<uint32_t> target = {4};
+  std::vector<float> probs, loss;
+  rill::ref::softmax_cross_entropy(logits, target, 1, vocab, probs, loss);
+  for (int64_t c = 0; c < vocab; ++c) {
+    auto up = logits, down = logits;
+    up[size_t(c)] += 1e-3f;
+    down[size_t(c)] -= 1e-3f;
+    std::vector<float> p, lu, ld;
+    rill::ref::softmax_cross_entropy(up, target, 1, vocab, p, lu);
+    rill::ref::softmax_cross_entropy(down, target, 1, vocab, p, ld);
+    const double fd = (double(lu[0]) - ld[0]) / 2e-3;
+    CHECK(probs[size_t(c)] - (c == 4 ? 1.0 : 0.0) == Approx(fd).margin(2e-3));
+  }
+}
+
+GPU_TEST_CASE("elementwise ops reject mismatched inputs", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {10});
+  auto b = rill_test::empty_tensor(ctx, DType::kF32, {11});
+  auto h = rill_test::empty_tensor(ctx, DType::kF16, {10});
+  auto ids_f = rill_test::empty_tensor(ctx, DType::kF32, {4});
+  auto table = rill_test::empty_tensor(ctx, DType::kF32, {5, 2});
+  auto out = rill_test::empty_tensor(ctx, DType::kF32, {4, 2});
+  auto err = rill_test::empty_tensor(ctx, DType::kU32, {1});
+  auto targets_short = rill_test::empty_tensor(ctx, DType::kU32, {1});
+  auto loss = rill_test::empty_tensor(ctx, DType::kF32, {5});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  CHECK(ops::add(*seq, a, b, a).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::mul(*seq, a, h, a).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::embedding_forward(*seq, ids_f, table, out, err).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::softmax_cross_entropy_forward(*seq, table, targets_short, table, loss).code() == StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+}
