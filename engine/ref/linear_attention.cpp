@@ -16,6 +16,43 @@ double feature(FeatureMap f, double x) {
   return x;
 }
 
+double feature_grad(FeatureMap f, double x) {
+  switch (f) {
+    case FeatureMap::kElu1: return x > 0.0 ? 1.0 : std::exp(x);
+    case FeatureMap::kRelu: return x > 0.0 ? 1.0 : 0.0;
+    case FeatureMap::kIdentity: break;
+  }
+  return 1.0;
+}
+
+void linear_attention_backward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                               const std::vector<float>& d_o, const std::vector<float>& decay,
+                               const LinearAttentionShape& s, FeatureMap f, std::vector<float>& dq,
+                               std::vector<float>& dk, std::vector<float>& dv) {
+  dq.assign(q.size(), 0.0f);
+  dk.assign(k.size(), 0.0f);
+  dv.assign(v.size(), 0.0f);
+  for (int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
+    const double lambda = decay.empty() ? 1.0 : decay[size_t(bh % s.heads)];
+    const size_t qk = size_t(bh * s.n * s.dk), vo = size_t(bh * s.n * s.dv);
+    auto fq = [&](int64_t t, int64_t i) { return feature(f, q[qk + size_t(t * s.dk + i)]); };
+    auto fk = [&](int64_t t, int64_t i) { return feature(f, k[qk + size_t(t * s.dk + i)]); };
+    for (int64_t t = 0; t < s.n; ++t) {
+      for (int64_t u = 0; u <= t; ++u) {
+        const double w = std::pow(lambda, double(t - u));
+        double do_v = 0.0, q_k = 0.0;  // do_t . v_u and phi(q_t) . phi(k_u)
+        for (int64_t j = 0; j < s.dv; ++j) do_v += double(d_o[vo + size_t(t * s.dv + j)]) * v[vo + size_t(u * s.dv + j)];
+        for (int64_t i = 0; i < s.dk; ++i) q_k += fq(t, i) * fk(u, i);
+        for (int64_t i = 0; i < s.dk; ++i) {
+          dq[qk + size_t(t * s.dk + i)] += float(w * do_v * fk(u, i) * feature_grad(f, q[qk + size_t(t * s.dk + i)]));
+          dk[qk + size_t(u * s.dk + i)] += float(w * do_v * fq(t, i) * feature_grad(f, k[qk + size_t(u * s.dk + i)]));
+        }
+        for (int64_t j = 0; j < s.dv; ++j) dv[vo + size_t(u * s.dv + j)] += float(w * q_k * d_o[vo + size_t(t * s.dv + j)]);
+      }
+    }
+  }
+}
+
 void linear_attention_forward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                               const std::vector<float>& decay, const LinearAttentionShape& s, FeatureMap f,
                               bool causal, const std::vector<float>& state_in, std::vector<float>& o,

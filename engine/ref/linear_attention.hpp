@@ -23,4 +23,12 @@ void linear_attention_forward(const std::vector<float>& q, const std::vector<flo
                               bool causal, const std::vector<float>& state_in, std::vector<float>& o,
                               std::vector<float>& state_out);
 
+double feature_grad(FeatureMap f, double x);
+
+// Gradients of the causal forward (zero initial state) for the output gradient d_o.
+void linear_attention_backward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                               const std::vector<float>& d_o, const std::vector<float>& decay,
+                               const LinearAttentionShape& s, FeatureMap f, std::vector<float>& dq,
+                               std::vector<float>& dk, std::vector<float>& dv);
+
 }  // namespace rill::ref

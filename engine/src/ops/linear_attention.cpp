@@ -93,6 +93,50 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
   return run_mode(2);
 }
 
+Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
+                                 const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& scratch,
+                                 const LinearAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kOp, "dq"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kOp, "dk"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kOp, "dv"));
+  if (!opt.causal) return unimplemented("linear_attention_backward: only the causal form has a backward pass so far");
+  if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  if (opt.chunk < 1 || opt.chunk > 64 || uint64_t(opt.chunk) * opt.chunk * 4 > seq.device().caps.shared_memory_bytes)
+    return invalid_argument("linear_attention: chunk must be 1..64 and its scores fit in shared memory");
+  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
+  uint32_t per = opt.chunks_per_dispatch;
+  if (per == 0) per = vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
+  const Tensor* outputs[3] = {&dq, &dk, &dv};
+  for (uint32_t mode = 0; mode < 3; ++mode) {
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    // dq scans forward in time; dk and dv backward, so their dispatches go from the last range.
+    const uint32_t ranges = (chunks + per - 1) / per;
+    for (uint32_t r = 0; r < ranges; ++r) {
+      const uint32_t index = mode == 0 ? r : ranges - 1 - r;
+      const uint32_t first = index * per, count = std::min(per, chunks - first);
+      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+      struct Push {
+        uint32_t heads, n, dk, dv, first_chunk, chunk_count;
+      } push{d.heads, d.n, d.dk, d.dv, first, count};
+      auto spec = spec_for(opt);
+      spec.push_back(spec_uint("CHUNK", opt.chunk));
+      spec.push_back(spec_uint("MODE", mode));
+      RILL_RETURN_IF_ERROR(seq.dispatch(
+          {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
+           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, outputs[mode]},
+           .push = push_bytes(push),
+           .groups = {uint32_t(bh), 1, 1},
+           .spec = spec,
+           .flops = bh * positions * (4ull * d.dk * d.dv + uint64_t(opt.chunk) * (d.dk + d.dv)),
+           .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
+    }
+  }
+  return Status::ok();
+}
+
 Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                              const Tensor& state, const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));

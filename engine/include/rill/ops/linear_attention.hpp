@@ -40,6 +40,13 @@ RILL_API Status linear_attention_forward(Sequence& seq, const Tensor& q, const T
 RILL_API Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
                                       const Tensor& o, const Tensor& state, const LinearAttentionOptions& options = {});
 
+// Gradients of the causal forward (started from a zero state) for the output gradient d_o:
+// dq, dk like q, dv like v. scratch: [B, H, Dk, Dv] f32, overwritten (the running states of the
+// three chunked scans: dq forward in time, dk and dv backward).
+RILL_API Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                                          const Tensor& scratch, const LinearAttentionOptions& options = {});
+
 // The quadratic form of the causal forward (no state): the baseline for tests and benchmarks.
 RILL_API Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& o, const LinearAttentionOptions& options = {});

@@ -1,0 +1,126 @@
+// Chunked causal linear attention, backward. With a[t][s] = lambda^(t-s) (do_t . v_s) and
+// b[t][s] = lambda^(t-s) (phi(q_t) . phi(k_s)) for s <= t:
+//   g_q[t] = sum_{s<=t} a[t][s] phi(k_s)      dq = g_q * phi'(q)
+//   g_k[s] = sum_{t>=s} a[t][s] phi(q_t)      dk = g_k * phi'(k)
+//   dv[s]  = sum_{t>=s} b[t][s] do_t
+// Each is a scan over chunks with a Dk x Dv state, like the forward:
+//   MODE 0 (dq, forward in time):  S = sum_{s<t0} lambda^(t0-1-s) phi(k_s) v_s^T, rows owned
+//   MODE 1 (dk, backward in time): R = sum_{t>=t1} lambda^(t-t1) phi(q_t) do_t^T, rows owned
+//   MODE 2 (dv, backward in time): the same R, columns owned
+// where [t0, t1) is the chunk. Each invocation owns whole rows (or columns) of its state, so the
+// state needs no synchronisation; the chunk's a or b scores go through shared memory.
+layout(constant_id = 0) const uint WG_SIZE = 64;
+layout(constant_id = 3) const uint CHUNK = 64;
+layout(constant_id = 4) const uint MODE = 0;
+layout(local_size_x_id = 0) in;
+
+#include "la_common.glsl"
+
+layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
+layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
+layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
+layout(std430, binding = 3) readonly buffer Do { sfloat dout[]; };
+layout(std430, binding = 4) readonly buffer Decay { float decay[]; };
+layout(std430, binding = 5) buffer State { float S[]; };
+layout(std430, binding = 6) writeonly buffer Grad { sfloat grad[]; };
+layout(push_constant) uniform Push {
+  uint heads, n, dk, dv;
+  uint first_chunk, chunk_count;
+} p;
+
+shared afloat scores[CHUNK * CHUNK];
+
+afloat phi_grad(afloat x) {
+  if (FEATURE == 1) return x > 0.0 ? 1.0 : exp(x);
+  if (FEATURE == 2) return x > 0.0 ? 1.0 : 0.0;
+  return 1.0;
+}
+
+void main() {
+  const uint bh = gl_WorkGroupID.x;
+  const uint tid = gl_LocalInvocationID.x;
+  const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
+  const uint qk = bh * p.n * p.dk, vo = bh * p.n * p.dv, sb = bh * p.dk * p.dv;
+  for (uint step = 0; step < p.chunk_count; ++step) {
+    const uint c = MODE == 0 ? p.first_chunk + step : p.first_chunk + p.chunk_count - 1 - step;
+    const uint t0 = c * CHUNK;
+    if (t0 >= p.n) continue;  // uniform across the workgroup
+    const uint len = min(CHUNK, p.n - t0);
+    for (uint e = tid; e < len * len; e += WG_SIZE) {
+      const uint t = e / len, s = e % len;
+      afloat x = 0.0;
+      if (s <= t) {
+        if (MODE == 2) {
+          for (uint i = 0; i < p.dk; ++i) x += phi(afloat(q[qk + (t0 + t) * p.dk + i])) * phi(afloat(k[qk + (t0 + s) * p.dk + i]));
+        } else {
+          for (uint j = 0; j < p.dv; ++j) x += afloat(dout[vo + (t0 + t) * p.dv + j]) * afloat(v[vo + (t0 + s) * p.dv + j]);
+        }
+        if (HAS_DECAY) x *= pow(lambda, afloat(t - s));
+      }
+      scores[t * CHUNK + s] = x;
+    }
+    barrier();  // scores written -> read by every row or column owner
+    if (MODE == 0) {
+      for (uint i = tid; i < p.dk; i += WG_SIZE) {
+        for (uint t = 0; t < len; ++t) {
+          afloat inter = 0.0;
+          for (uint j = 0; j < p.dv; ++j) inter += afloat(dout[vo + (t0 + t) * p.dv + j]) * S[sb + i * p.dv + j];
+          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(t + 1)) : inter;
+          for (uint s = 0; s <= t; ++s) g += scores[t * CHUNK + s] * phi(afloat(k[qk + (t0 + s) * p.dk + i]));
+          grad[qk + (t0 + t) * p.dk + i] = sfloat(g * phi_grad(afloat(q[qk + (t0 + t) * p.dk + i])));
+        }
+        const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+        for (uint j = 0; j < p.dv; ++j) {
+          afloat acc = carry * S[sb + i * p.dv + j];
+          for (uint s = 0; s < len; ++s) {
+            afloat w = phi(afloat(k[qk + (t0 + s) * p.dk + i])) * afloat(v[vo + (t0 + s) * p.dv + j]);
+            if (HAS_DECAY) w *= pow(lambda, afloat(len - 1 - s));
+            acc += w;
+          }
+          S[sb + i * p.dv + j] = acc;
+        }
+      }
+    } else if (MODE == 1) {
+      for (uint i = tid; i < p.dk; i += WG_SIZE) {
+        for (uint s = 0; s < len; ++s) {
+          afloat inter = 0.0;
+          for (uint j = 0; j < p.dv; ++j) inter += S[sb + i * p.dv + j] * afloat(v[vo + (t0 + s) * p.dv + j]);
+          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(len - s)) : inter;
+          for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * phi(afloat(q[qk + (t0 + t) * p.dk + i]));
+          grad[qk + (t0 + s) * p.dk + i] = sfloat(g * phi_grad(afloat(k[qk + (t0 + s) * p.dk + i])));
+        }
+        const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+        for (uint j = 0; j < p.dv; ++j) {
+          afloat acc = carry * S[sb + i * p.dv + j];
+          for (uint t = 0; t < len; ++t) {
+            afloat w = phi(afloat(q[qk + (t0 + t) * p.dk + i])) * afloat(dout[vo + (t0 + t) * p.dv + j]);
+            if (HAS_DECAY) w *= pow(lambda, afloat(t));
+            acc += w;
+          }
+          S[sb + i * p.dv + j] = acc;
+        }
+      }
+    } else {
+      for (uint j = tid; j < p.dv; j += WG_SIZE) {
+        for (uint s = 0; s < len; ++s) {
+          afloat inter = 0.0;
+          for (uint i = 0; i < p.dk; ++i) inter += phi(afloat(k[qk + (t0 + s) * p.dk + i])) * S[sb + i * p.dv + j];
+          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(len - s)) : inter;
+          for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * afloat(dout[vo + (t0 + t) * p.dv + j]);
+          grad[vo + (t0 + s) * p.dv + j] = sfloat(g);
+        }
+        const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+        for (uint i = 0; i < p.dk; ++i) {
+          afloat acc = carry * S[sb + i * p.dv + j];
+          for (uint t = 0; t < len; ++t) {
+            afloat w = phi(afloat(q[qk + (t0 + t) * p.dk + i])) * afloat(dout[vo + (t0 + t) * p.dv + j]);
+            if (HAS_DECAY) w *= pow(lambda, afloat(t));
+            acc += w;
+          }
+          S[sb + i * p.dv + j] = acc;
+        }
+      }
+    }
+    barrier();  // scores read -> overwritten by the next chunk
+  }
+}

@@ -1,0 +1,111 @@
+// Linear attention backward: the chunked scans against the reference gradients over odd shapes,
+// feature maps, decay, chunk sizes and dispatch splits; the reference against finite differences.
+#include <algorithm>
+
+#include "linear_attention.hpp"
+#include "op_test.hpp"
+#include "rill/ops/linear_attention.hpp"
+
+namespace {
+
+using rill::DType;
+using rill::ops::FeatureMap;
+
+struct Case {
+  int64_t batch, heads, n, dk, dv;
+  FeatureMap feature;
+  bool decay;
+  uint32_t chunk, per_dispatch;
+};
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+void require_grad_close(const std::vector<float>& got, const std::vector<float>& want, DType dtype, const char* what) {
+  const bool f16 = dtype == DType::kF16;
+  rill_test::require_close(got, want, (f16 ? 3e-3 : 4e-6) * (1.0 + max_abs(want)), f16 ? 3e-3 : 3e-5, what);
+}
+
+}  // namespace
+
+GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0}, {1, 1, 7, 16, 17, FeatureMap::kIdentity, true, 64, 0},
+      {2, 3, 65, 8, 8, FeatureMap::kElu1, true, 16, 2},     {1, 2, 130, 33, 5, FeatureMap::kRelu, false, 16, 3},
+      {1, 1, 100, 16, 64, FeatureMap::kElu1, true, 7, 4},   {1, 1, 64, 64, 64, FeatureMap::kIdentity, true, 64, 1},
+  };
+  uint32_t seed = 300;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (const Case& c : cases) {
+      seed += 10;
+      INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
+                << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
+                << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+      const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
+      const auto q = rill_test::stored(rill_test::random_vector(nq, seed), dtype);
+      const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
+      const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
+      const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
+      const auto decay = c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
+      std::vector<float> dq_ref, dk_ref, dv_ref;
+      rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                           rill::ref::FeatureMap(int(c.feature)), dq_ref, dk_ref, dv_ref);
+      auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+      auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+      auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+      auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+      auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+      auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+      rill::Tensor tdecay;
+      if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                                                   {.feature_map = c.feature, .decay = c.decay ? &tdecay : nullptr,
+                                                    .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
+                  .is_ok());
+      REQUIRE(seq->run().is_ok());
+      require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
+      require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
+      require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+    }
+  }
+}
+
+TEST_CASE("the linear attention reference gradients equal central finite differences", "[linear-attention]") {
+  const rill::ref::LinearAttentionShape s{1, 2, 6, 3, 4};
+  for (auto f : {rill::ref::FeatureMap::kIdentity, rill::ref::FeatureMap::kElu1}) {
+    const auto q = rill_test::random_vector(size_t(2 * 6 * 3), 1), k = rill_test::random_vector(size_t(2 * 6 * 3), 2);
+    const auto v = rill_test::random_vector(size_t(2 * 6 * 4), 3), w = rill_test::random_vector(size_t(2 * 6 * 4), 4);
+    const std::vector<float> decay = {0.9f, 0.7f};
+    auto loss = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv) {
+      std::vector<float> o, state;
+      rill::ref::linear_attention_forward(qq, kk, vv, decay, s, f, true, {}, o, state);
+      double l = 0.0;
+      for (size_t i = 0; i < o.size(); ++i) l += double(w[i]) * o[i];
+      return l;
+    };
+    std::vector<float> dq, dk, dv;
+    rill::ref::linear_attention_backward(q, k, v, w, decay, s, f, dq, dk, dv);
+    const float h = 1e-3f;
+    auto check = [&](const std::vector<float>& x, const std::vector<float>& grad, int which, const char* name) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        auto up = x, down = x;
+        up[i] += h;
+        down[i] -= h;
+        const double lu = which == 0 ? loss(up, k, v) : which == 1 ? loss(q, up, v) : loss(q, k, up);
+        const double ld = which == 0 ? loss(down, k, v) : which == 1 ? loss(q, down, v) : loss(q, k, down);
+        INFO(name << "[" << i << "] feature " << int(f));
+        CHECK(grad[i] == Approx((lu - ld) / (2.0 * h)).margin(2e-3).epsilon(2e-3));
+      }
+    };
+    check(q, dq, 0, "dq");
+    check(k, dk, 1, "dk");
+    check(v, dv, 2, "dv");
+  }
+}
