@@ -74,3 +74,79 @@ GPU_TEST_CASE("block attention rejects bad shapes and options", "[block-attentio
   CHECK(rill::ops::block_attention_forward(*seq, q, q, v, q, lse).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
 }
+
+GPU_TEST_CASE("block attention backward matches the reference gradients", "[block-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  const Case cases[] = {{1, 1, 1, 1, 1, 64, true},     {1, 2, 7, 16, 17, 64, true}, {2, 1, 65, 8, 8, 64, false},
+                        {1, 3, 130, 33, 5, 16, true},  {1, 1, 63, 64, 64, 7, false}, {1, 1, 100, 128, 128, 64, true}};
+  uint32_t seed = 900;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (const Case& c : cases) {
+      seed += 10;
+      INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " block "
+                << c.block << " causal " << c.causal << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+      const int64_t bh = c.batch * c.heads;
+      const auto q = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dk), seed, -2.0f, 2.0f), dtype);
+      const auto k = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dk), seed + 1, -2.0f, 2.0f), dtype);
+      const auto v = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dv), seed + 2), dtype);
+      const auto d_o = rill_test::stored(rill_test::random_vector(size_t(bh * c.n * c.dv), seed + 3), dtype);
+      const float scale = 1.0f / std::sqrt(float(c.dk));
+      std::vector<float> dq_ref, dk_ref, dv_ref;
+      rill::ref::block_attention_backward(q, k, v, d_o, bh, c.n, c.dk, c.dv, c.block, c.causal, scale, dq_ref, dk_ref,
+                                          dv_ref);
+      auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+      auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+      auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+      auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+      auto to = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+      auto tl = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n});
+      auto tdelta = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n});
+      auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+      const rill::ops::BlockAttentionOptions opt{.block = c.block, .causal = c.causal};
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::block_attention_forward(*seq, tq, tk, tv, to, tl, opt).is_ok());
+      REQUIRE(rill::ops::block_attention_backward(*seq, tq, tk, tv, to, tl, tdo, tdq, tdk, tdv, tdelta, opt).is_ok());
+      REQUIRE(seq->run().is_ok());
+      const bool f16 = dtype == DType::kF16;
+      // f16: o is rounded before delta = do . o, so the gradients carry that rounding too.
+      const double atol = f16 ? 1e-2 : 1e-5, rtol = f16 ? 1e-2 : 1e-4;
+      rill_test::require_close(rill_test::read(ctx, tdq), dq_ref, atol, rtol, "dq");
+      rill_test::require_close(rill_test::read(ctx, tdk), dk_ref, atol, rtol, "dk");
+      rill_test::require_close(rill_test::read(ctx, tdv), dv_ref, atol, rtol, "dv");
+    }
+  }
+}
+
+TEST_CASE("the block attention reference gradients equal central finite differences", "[block-attention]") {
+  const int64_t n = 9, dk = 3, dv = 2, block = 4;
+  for (bool causal : {true, false}) {
+    const auto q = rill_test::random_vector(size_t(n * dk), 1), k = rill_test::random_vector(size_t(n * dk), 2);
+    const auto v = rill_test::random_vector(size_t(n * dv), 3), w = rill_test::random_vector(size_t(n * dv), 4);
+    auto loss = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv) {
+      std::vector<float> o, lse;
+      rill::ref::block_attention_forward(qq, kk, vv, 1, n, dk, dv, block, causal, 0.5f, o, lse);
+      double l = 0.0;
+      for (size_t i = 0; i < o.size(); ++i) l += double(w[i]) * o[i];
+      return l;
+    };
+    std::vector<float> dq, dkey, dval;
+    rill::ref::block_attention_backward(q, k, v, w, 1, n, dk, dv, block, causal, 0.5f, dq, dkey, dval);
+    const float h = 1e-3f;
+    auto check = [&](const std::vector<float>& x, const std::vector<float>& grad, int which, const char* name) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        auto up = x, down = x;
+        up[i] += h;
+        down[i] -= h;
+        const double lu = which == 0 ? loss(up, k, v) : which == 1 ? loss(q, up, v) : loss(q, k, up);
+        const double ld = which == 0 ? loss(down, k, v) : which == 1 ? loss(q, down, v) : loss(q, k, down);
+        INFO(name << "[" << i << "] causal " << causal);
+        CHECK(grad[i] == Approx((lu - ld) / (2.0 * h)).margin(1e-3).epsilon(1e-3));
+      }
+    };
+    check(q, dq, 0, "dq");
+    check(k, dkey, 1, "dk");
+    check(v, dval, 2, "dv");
+  }
+}

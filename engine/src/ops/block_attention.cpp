@@ -13,8 +13,16 @@ constexpr const char* kOp = "block_attention";
 constexpr uint32_t kMaxDv = 128;
 }  // namespace
 
-Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                               const Tensor& lse, const BlockAttentionOptions& opt) {
+namespace {
+
+struct Geometry {
+  std::string suffix;
+  uint64_t bh, n, dk, dv, blocks;
+  float scale;
+};
+
+Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                       const Tensor& lse, const BlockAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   if (q.shape().size() != 4) return invalid_argument("block_attention: q " + q.describe() + " must be [B, H, N, Dk]");
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kOp, "k"));
@@ -37,10 +45,21 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   const float scale = opt.scale > 0.0f ? opt.scale : 1.0f / std::sqrt(float(dk));
   const uint64_t blocks = (n + opt.block - 1) / opt.block;
   if (blocks > seq.device().caps.max_workgroup_count[0]) return out_of_range("block_attention: too many blocks");
-  struct Push {
-    uint32_t n, dk, dv;
-    float scale;
-  } push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
+  return Geometry{suffix, bh, n, dk, dv, blocks, scale};
+}
+
+struct Push {
+  uint32_t n, dk, dv;
+  float scale;
+};
+
+}  // namespace
+
+Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                               const Tensor& lse, const BlockAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Geometry g, check(seq, q, k, v, o, lse, opt));
+  const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
+  const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   // Pairs (t, s) per block: B(B+1)/2 causal, B^2 otherwise; each costs Dk + Dv FMAs (2 FLOPs).
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
@@ -51,6 +70,35 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
                        .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal)},
                        .flops = 2 * bh * pairs * (dk + dv),
                        .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)});
+}
+
+Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                                const Tensor& lse, const Tensor& d_o, const Tensor& dq, const Tensor& dk_out,
+                                const Tensor& dv_out, const Tensor& delta, const BlockAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(Geometry g, check(seq, q, k, v, o, lse, opt));
+  const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(o, d_o, kOp, "d_o"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kOp, "dq"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk_out, kOp, "dk"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv_out, kOp, "dv"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(lse, delta, kOp, "delta"));
+  if (dk > kMaxDv) return unimplemented("block_attention_backward: Dk of " + std::to_string(dk) + " is above 128");
+  const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
+  const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
+  const uint64_t es = dtype_size(q.dtype());
+  for (uint32_t mode : {0u, 1u}) {
+    // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv (its G1 binding is unused in MODE 0).
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "block_attention/block_attention_bwd_" + suffix,
+                                       .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, mode == 0 ? &dq : &dk_out,
+                                                    mode == 0 ? &dq : &dv_out},
+                                       .push = push_bytes(push),
+                                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
+                                       .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal),
+                                                spec_uint("MODE", mode)},
+                                       .flops = 2 * bh * pairs * (mode == 0 ? 2 * dk + dv : 2 * dk + 2 * dv),
+                                       .bytes = bh * n * (es * (3 * dk + 3 * dv) + 8)}));
+  }
+  return Status::ok();
 }
 
 }  // namespace rill::ops

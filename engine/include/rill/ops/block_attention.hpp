@@ -22,4 +22,11 @@ struct BlockAttentionOptions {
 RILL_API Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& o, const Tensor& lse, const BlockAttentionOptions& options = {});
 
+// Gradients from the output gradient d_o, with o and lse saved by the forward: dq, dk like q,
+// dv like v. delta: [B, H, N] f32 scratch (the row sums do . o).
+RILL_API Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const Tensor& o, const Tensor& lse, const Tensor& d_o, const Tensor& dq,
+                                         const Tensor& dk, const Tensor& dv, const Tensor& delta,
+                                         const BlockAttentionOptions& options = {});
+
 }  // namespace rill::ops
