@@ -53,7 +53,7 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
       const auto decay = c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
       std::vector<float> dq_ref, dk_ref, dv_ref;
       rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                           rill::ref::FeatureMap(int(c.feature)), dq_ref, dk_ref, dv_ref);
+                                           rill::ref::FeatureMap(int(c.feature)), true, dq_ref, dk_ref, dv_ref);
       auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
       auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
       auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
@@ -91,7 +91,7 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
       return l;
     };
     std::vector<float> dq, dk, dv;
-    rill::ref::linear_attention_backward(q, k, v, w, decay, s, f, dq, dk, dv);
+    rill::ref::linear_attention_backward(q, k, v, w, decay, s, f, true, dq, dk, dv);
     const float h = 1e-3f;
     auto check = [&](const std::vector<float>& x, const std::vector<float>& grad, int which, const char* name) {
       for (size_t i = 0; i < x.size(); ++i) {
@@ -107,5 +107,42 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
     check(q, dq, 0, "dq");
     check(k, dk, 1, "dk");
     check(v, dv, 2, "dv");
+  }
+}
+
+GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+                          Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},
+                          Case{1, 1, 130, 33, 7, FeatureMap::kRelu, false, 64, 1}}) {
+      INFO("N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature " << int(c.feature) << " f16 "
+                << (dtype == DType::kF16));
+      const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
+      const auto q = rill_test::stored(rill_test::random_vector(nq, 41), dtype);
+      const auto k = rill_test::stored(rill_test::random_vector(nq, 42), dtype);
+      const auto v = rill_test::stored(rill_test::random_vector(nv, 43), dtype);
+      const auto d_o = rill_test::stored(rill_test::random_vector(nv, 44), dtype);
+      std::vector<float> dq_ref, dk_ref, dv_ref;
+      rill::ref::linear_attention_backward(q, k, v, d_o, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                           rill::ref::FeatureMap(int(c.feature)), false, dq_ref, dk_ref, dv_ref);
+      auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+      auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+      auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+      auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+      auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+      auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+      auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                                                   {.causal = false, .feature_map = c.feature, .chunk = c.chunk,
+                                                    .chunks_per_dispatch = c.per_dispatch})
+                  .is_ok());
+      REQUIRE(seq->run().is_ok());
+      require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
+      require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
+      require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+    }
   }
 }

@@ -27,7 +27,7 @@ double feature_grad(FeatureMap f, double x) {
 
 void linear_attention_backward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                                const std::vector<float>& d_o, const std::vector<float>& decay,
-                               const LinearAttentionShape& s, FeatureMap f, std::vector<float>& dq,
+                               const LinearAttentionShape& s, FeatureMap f, bool causal, std::vector<float>& dq,
                                std::vector<float>& dk, std::vector<float>& dv) {
   dq.assign(q.size(), 0.0f);
   dk.assign(k.size(), 0.0f);
@@ -38,8 +38,8 @@ void linear_attention_backward(const std::vector<float>& q, const std::vector<fl
     auto fq = [&](int64_t t, int64_t i) { return feature(f, q[qk + size_t(t * s.dk + i)]); };
     auto fk = [&](int64_t t, int64_t i) { return feature(f, k[qk + size_t(t * s.dk + i)]); };
     for (int64_t t = 0; t < s.n; ++t) {
-      for (int64_t u = 0; u <= t; ++u) {
-        const double w = std::pow(lambda, double(t - u));
+      for (int64_t u = 0; u <= (causal ? t : s.n - 1); ++u) {
+        const double w = causal ? std::pow(lambda, double(t - u)) : 1.0;
         double do_v = 0.0, q_k = 0.0;  // do_t . v_u and phi(q_t) . phi(k_u)
         for (int64_t j = 0; j < s.dv; ++j) do_v += double(d_o[vo + size_t(t * s.dv + j)]) * v[vo + size_t(u * s.dv + j)];
         for (int64_t i = 0; i < s.dk; ++i) q_k += fq(t, i) * fk(u, i);

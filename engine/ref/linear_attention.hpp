@@ -25,10 +25,10 @@ void linear_attention_forward(const std::vector<float>& q, const std::vector<flo
 
 double feature_grad(FeatureMap f, double x);
 
-// Gradients of the causal forward (zero initial state) for the output gradient d_o.
+// Gradients of the forward (zero initial state) for the output gradient d_o.
 void linear_attention_backward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                                const std::vector<float>& d_o, const std::vector<float>& decay,
-                               const LinearAttentionShape& s, FeatureMap f, std::vector<float>& dq,
+                               const LinearAttentionShape& s, FeatureMap f, bool causal, std::vector<float>& dq,
                                std::vector<float>& dk, std::vector<float>& dv);
 
 }  // namespace rill::ref

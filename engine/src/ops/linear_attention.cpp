@@ -43,9 +43,71 @@ Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, con
   return d;
 }
 
+Status check_chunk(const Sequence& seq, const LinearAttentionOptions& opt) {
+  // The chunk's C x C scores live in shared memory.
+  if (opt.chunk < 1 || opt.chunk > 64 || uint64_t(opt.chunk) * opt.chunk * 4 > seq.device().caps.shared_memory_bytes)
+    return invalid_argument("linear_attention: chunk must be 1..64 and its scores fit in shared memory");
+  return Status::ok();
+}
+
+// Chunks per dispatch: a GPU watchdog (mobile) kills long dispatches; elsewhere fewer, longer ones.
+uint32_t chunks_per_dispatch(const Sequence& seq, const LinearAttentionOptions& opt) {
+  if (opt.chunks_per_dispatch != 0) return opt.chunks_per_dispatch;
+  return vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+}
+
 std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
   return {spec_uint("WG_SIZE", kWorkgroup), spec_uint("FEATURE", uint32_t(opt.feature_map)),
           spec_uint("HAS_DECAY", opt.decay != nullptr)};
+}
+
+}  // namespace
+
+namespace {
+
+// Dispatches of the forward kernel in `mode` (0 causal, 1 state only, 2 apply) over all chunks.
+Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
+                    const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
+                    uint32_t mode) {
+  RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
+  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
+  const uint32_t per = chunks_per_dispatch(seq, opt);
+  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
+  for (uint32_t first = 0; first < chunks; first += per) {
+    const uint32_t count = std::min(per, chunks - first);
+    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+    // Per position: inter q S and update k^T v (2 Dk Dv FMAs each), intra ~C/2 (Dk + Dv) FMAs.
+    uint64_t flops = 0;
+    if (mode != 2) flops += 2ull * d.dk * d.dv;
+    if (mode != 1) flops += 2ull * d.dk * d.dv;
+    if (mode == 0) flops += uint64_t(opt.chunk) * (d.dk + d.dv);
+    const uint64_t bytes =
+        es * positions * ((mode == 2 ? 1 : 2) * d.dk + (mode == 1 ? 1 : 2) * d.dv) + 8ull * d.dk * d.dv;
+    struct Push {
+      uint32_t heads, n, dk, dv, first_chunk, chunk_count;
+    } push{d.heads, d.n, d.dk, d.dv, first, count};
+    auto spec = spec_for(opt);
+    spec.push_back(spec_uint("CHUNK", opt.chunk));
+    spec.push_back(spec_uint("MODE", mode));
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
+                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+                                       .push = push_bytes(push),
+                                       .groups = {uint32_t(bh), 1, 1},
+                                       .spec = spec,
+                                       .flops = flops * positions * bh,
+                                       .bytes = bytes * bh}));
+  }
+  return Status::ok();
+}
+
+// state = phi(K)^T V over the whole sequence (`unused_out` is bound but not written).
+Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& unused_out, const Tensor& state, const LinearAttentionOptions& opt) {
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  const auto& s = q.shape();
+  const Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
+  if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
+  return forward_scan(seq, d, suffix, q, k, v, unused_out, state, opt, 1);
 }
 
 }  // namespace
@@ -54,43 +116,11 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
                                 const Tensor& state, const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
-  if (opt.chunk < 1 || opt.chunk > 64 || uint64_t(opt.chunk) * opt.chunk * 4 > seq.device().caps.shared_memory_bytes)
-    return invalid_argument("linear_attention: chunk must be 1..64 and its scores fit in shared memory");
-  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  // Bounded dispatches: a GPU watchdog (mobile) kills long ones; elsewhere fewer, longer ones.
-  uint32_t per = opt.chunks_per_dispatch;
-  if (per == 0) per = vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+  RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
-  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
-  auto run_mode = [&](uint32_t mode) -> Status {
-    for (uint32_t first = 0; first < chunks; first += per) {
-      const uint32_t count = std::min(per, chunks - first);
-      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
-      // Per position: inter q S and update k^T v (2 Dk Dv FMAs), intra ~C/2 (Dk + Dv) FMAs.
-      uint64_t flops = 0;
-      if (mode != 2) flops += 2ull * d.dk * d.dv;
-      if (mode != 1) flops += 2ull * d.dk * d.dv;
-      if (mode == 0) flops += uint64_t(opt.chunk) * (d.dk + d.dv);
-      const uint64_t bytes = es * positions * ((mode == 2 ? 1 : 2) * d.dk + (mode == 1 ? 1 : 2) * d.dv) + 8ull * d.dk * d.dv;
-      struct Push {
-        uint32_t heads, n, dk, dv, first_chunk, chunk_count;
-      } push{d.heads, d.n, d.dk, d.dv, first, count};
-      auto spec = spec_for(opt);
-      spec.push_back(spec_uint("CHUNK", opt.chunk));
-      spec.push_back(spec_uint("MODE", mode));
-      RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
-                                         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
-                                         .push = push_bytes(push),
-                                         .groups = {uint32_t(bh), 1, 1},
-                                         .spec = spec,
-                                         .flops = flops * positions * bh,
-                                         .bytes = bytes * bh}));
-    }
-    return Status::ok();
-  };
-  if (opt.causal) return run_mode(0);
-  RILL_RETURN_IF_ERROR(run_mode(1));
-  return run_mode(2);
+  if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, 0);
+  RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, 1));
+  return forward_scan(seq, d, suffix, q, k, v, o, state, opt, 2);
 }
 
 Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
@@ -100,19 +130,14 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kOp, "dq"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kOp, "dk"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kOp, "dv"));
-  if (!opt.causal) return unimplemented("linear_attention_backward: only the causal form has a backward pass so far");
   if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
-  if (opt.chunk < 1 || opt.chunk > 64 || uint64_t(opt.chunk) * opt.chunk * 4 > seq.device().caps.shared_memory_bytes)
-    return invalid_argument("linear_attention: chunk must be 1..64 and its scores fit in shared memory");
+  RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  uint32_t per = opt.chunks_per_dispatch;
-  if (per == 0) per = vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+  const uint32_t per = chunks_per_dispatch(seq, opt);
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
-  const Tensor* outputs[3] = {&dq, &dk, &dv};
-  for (uint32_t mode = 0; mode < 3; ++mode) {
-    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    // dq scans forward in time; dk and dv backward, so their dispatches go from the last range.
+  // One scan of the backward kernel in `mode`, over every chunk range (forward or backward in time).
+  auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
     const uint32_t ranges = (chunks + per - 1) / per;
     for (uint32_t r = 0; r < ranges; ++r) {
       const uint32_t index = mode == 0 ? r : ranges - 1 - r;
@@ -124,16 +149,36 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
       auto spec = spec_for(opt);
       spec.push_back(spec_uint("CHUNK", opt.chunk));
       spec.push_back(spec_uint("MODE", mode));
+      spec.push_back(spec_uint("CAUSAL", opt.causal));
       RILL_RETURN_IF_ERROR(seq.dispatch(
           {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
-           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, outputs[mode]},
+           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},
            .push = push_bytes(push),
            .groups = {uint32_t(bh), 1, 1},
            .spec = spec,
-           .flops = bh * positions * (4ull * d.dk * d.dv + uint64_t(opt.chunk) * (d.dk + d.dv)),
+           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(opt.chunk) * (d.dk + d.dv) : 0)),
            .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
     }
+    return Status::ok();
+  };
+  if (opt.causal) {
+    // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    RILL_RETURN_IF_ERROR(scan(0, dq));
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    RILL_RETURN_IF_ERROR(scan(1, dk));
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    return scan(2, dv);
   }
+  // Non-causal: dq from S = phi(K)^T V (the forward's state pass), dk and dv from R = phi(Q)^T dO.
+  LinearAttentionOptions state_pass = opt;
+  state_pass.continue_state = false;
+  RILL_RETURN_IF_ERROR(linear_attention_state(seq, q, k, v, dq, scratch, state_pass));
+  RILL_RETURN_IF_ERROR(scan(0, dq));
+  RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+  RILL_RETURN_IF_ERROR(scan(3, dk));  // R only; dk is not written by this pass
+  RILL_RETURN_IF_ERROR(scan(1, dk));
+  RILL_RETURN_IF_ERROR(scan(2, dv));
   return Status::ok();
 }
 
