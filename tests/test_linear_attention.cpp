@@ -53,7 +53,8 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
       {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},   {1, 1, 7, 16, 17, FeatureMap::kIdentity, false, 64, 0},
       {2, 3, 65, 8, 8, FeatureMap::kIdentity, true, 64, 0},   {1, 2, 130, 33, 5, FeatureMap::kElu1, false, 16, 3},
       {1, 1, 200, 16, 64, FeatureMap::kRelu, true, 7, 2},     {2, 1, 64, 64, 64, FeatureMap::kElu1, true, 64, 1},
-      {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},
+      {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},  {1, 1, 1000, 16, 8, FeatureMap::kElu1, true, 64, 0},
+      {1, 1, 65, 128, 128, FeatureMap::kIdentity, false, 64, 0},
   };
   uint32_t seed = 10;
   for (DType dtype : {DType::kF32, DType::kF16}) {

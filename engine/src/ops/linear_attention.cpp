@@ -50,10 +50,22 @@ Status check_chunk(const Sequence& seq, const LinearAttentionOptions& opt) {
   return Status::ok();
 }
 
-// Chunks per dispatch: a GPU watchdog (mobile) kills long dispatches; elsewhere fewer, longer ones.
-uint32_t chunks_per_dispatch(const Sequence& seq, const LinearAttentionOptions& opt) {
-  if (opt.chunks_per_dispatch != 0) return opt.chunks_per_dispatch;
-  return vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256;
+// Loop iterations one invocation runs per chunk (the larger of the forward and backward kernels):
+// the scores, then for each owned row or column the inter-chunk, intra-chunk and update loops.
+uint64_t iterations_per_chunk(const Dims& d, uint32_t chunk) {
+  const uint64_t c = chunk, inner = std::max(d.dk, d.dv), owned = (inner + kWorkgroup - 1) / kWorkgroup;
+  return (c * c + kWorkgroup - 1) / kWorkgroup * (inner + 1) + owned * (c * (inner + (c + 1) / 2 + 2) + inner * (c + 1) + 1) + 4;
+}
+
+// Chunks per dispatch: a GPU watchdog (mobile) kills long dispatches, and a driver loop limit
+// (lavapipe) bounds the serial work of one invocation; elsewhere fewer, longer dispatches.
+Result<uint32_t> chunks_per_dispatch(const Sequence& seq, const Dims& d, const LinearAttentionOptions& opt) {
+  const uint64_t per_chunk = iterations_per_chunk(d, opt.chunk);
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, per_chunk, kOp, "one chunk (use a smaller chunk)"));
+  uint64_t per = opt.chunks_per_dispatch != 0 ? opt.chunks_per_dispatch
+                                               : (vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256);
+  per = std::min<uint64_t>(per, detail::loop_budget(seq) / per_chunk);
+  return uint32_t(std::max<uint64_t>(per, 1));
 }
 
 std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
@@ -71,7 +83,7 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
                     uint32_t mode) {
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  const uint32_t per = chunks_per_dispatch(seq, opt);
+  RILL_ASSIGN_OR_RETURN(const uint32_t per, chunks_per_dispatch(seq, d, opt));
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   for (uint32_t first = 0; first < chunks; first += per) {
     const uint32_t count = std::min(per, chunks - first);
@@ -134,7 +146,7 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  const uint32_t per = chunks_per_dispatch(seq, opt);
+  RILL_ASSIGN_OR_RETURN(const uint32_t per, chunks_per_dispatch(seq, d, opt));
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   // One scan of the backward kernel in `mode`, over every chunk range (forward or backward in time).
   auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
@@ -207,17 +219,24 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
   if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
-  struct Push {
-    uint32_t heads, n, dk, dv, total;
-  } push{d.heads, d.n, d.dk, d.dv, uint32_t(total)};
-  const uint64_t pairs = uint64_t(d.n) * (d.n + 1) / 2;
-  return seq.dispatch({.kernel = "linear_attention/la_naive_" + suffix,
-                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
-                       .push = push_bytes(push),
-                       .groups = detail::groups_for(total, kWorkgroup),
-                       .spec = spec_for(opt),
-                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
-                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)});
+  // Keys per dispatch: each key costs an invocation Dk + 2 loop iterations.
+  const uint64_t keys = std::max<uint64_t>(1, std::min<uint64_t>(d.n, detail::loop_budget(seq) / (d.dk + 2)));
+  for (uint64_t s0 = 0; s0 < d.n; s0 += keys) {
+    const uint64_t s1 = std::min<uint64_t>(d.n, s0 + keys);
+    struct Push {
+      uint32_t heads, n, dk, dv, total, s_begin, s_end, accumulate;
+    } push{d.heads, d.n, d.dk, d.dv, uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
+    // Pairs (t, s) with s in [s0, s1) and s <= t.
+    const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + suffix,
+                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
+                                       .push = push_bytes(push),
+                                       .groups = detail::groups_for(total, kWorkgroup),
+                                       .spec = spec_for(opt),
+                                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
+                                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)}));
+  }
+  return Status::ok();
 }
 
 }  // namespace rill::ops

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vk/quirks.hpp"
+
 
 namespace rill::ops::detail {
 
@@ -50,6 +52,19 @@ std::array<uint32_t, 3> grid_for(uint32_t count) {
 
 std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) {
   return grid_for(uint32_t((n + per_group - 1) / per_group));
+}
+
+uint64_t loop_budget(const Sequence& seq) {
+  const uint32_t limit = vk::quirk_flags_for(seq.device()).max_loop_iterations;
+  // A margin below the driver's count for the loops an estimate leaves out.
+  return limit == 0 ? UINT64_MAX : uint64_t(limit) * 7 / 8;
+}
+
+Status check_loop_budget(const Sequence& seq, uint64_t iterations, const char* op, const char* what) {
+  if (iterations <= loop_budget(seq)) return Status::ok();
+  return out_of_range(std::string(op) + ": " + what + " needs about " + std::to_string(iterations) +
+                      " loop iterations per invocation; " + seq.device().name + " stops loops after " +
+                      std::to_string(vk::quirk_flags_for(seq.device()).max_loop_iterations));
 }
 
 uint32_t reduction_workgroup(const Sequence& seq) {

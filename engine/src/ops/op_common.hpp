@@ -32,4 +32,10 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group);
 // 256 invocations on GPUs.
 uint32_t reduction_workgroup(const Sequence& seq);
 
+// How many loop iterations one invocation may run on this device (see the quirks table); a large
+// number where the driver sets no limit. Ops keep their per-invocation serial work below it.
+uint64_t loop_budget(const Sequence& seq);
+// OutOfRange naming the op when `iterations` per invocation would exceed the budget.
+Status check_loop_budget(const Sequence& seq, uint64_t iterations, const char* op, const char* what);
+
 }  // namespace rill::ops::detail

@@ -11,7 +11,12 @@ constexpr uint32_t kVendorArm = 0x13B5;       // Mali
 constexpr uint32_t kVendorQualcomm = 0x5143;  // Adreno
 constexpr uint32_t kVendorImgTec = 0x1010;    // PowerVR
 
+constexpr uint32_t kDriverLlvmpipe = 13;   // VK_DRIVER_ID_MESA_LLVMPIPE
+
 const Quirk kQuirks[] = {
+    {"lavapipe-loop-limit", 0, kDriverLlvmpipe, false, {.max_loop_iterations = 65535},
+     "Mesa's gallivm (lavapipe) ends every loop of an invocation after 65535 iterations in total, "
+     "silently: seen on Mesa 22.3 as outputs never written past that point"},
     {"cpu-driver", 0, 0, true, {.prefer_cpu_kernels = true},
      "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
     {"mobile-watchdog-arm", kVendorArm, 0, false, {.short_dispatches = true},
@@ -43,6 +48,9 @@ QuirkFlags quirk_flags_for(const DeviceInfo& info) {
   for (const Quirk* q : quirks_for(info)) {
     f.prefer_cpu_kernels |= q->flags.prefer_cpu_kernels;
     f.short_dispatches |= q->flags.short_dispatches;
+    if (q->flags.max_loop_iterations != 0 &&
+        (f.max_loop_iterations == 0 || q->flags.max_loop_iterations < f.max_loop_iterations))
+      f.max_loop_iterations = q->flags.max_loop_iterations;
   }
   return f;
 }

@@ -16,6 +16,9 @@ struct QuirkFlags {
   // The driver's watchdog kills long dispatches and reports VK_ERROR_DEVICE_LOST; long serial
   // work must be split into dispatches of bounded length.
   bool short_dispatches = false;
+  // Total loop iterations one shader invocation may run before the driver silently ends its loops
+  // (0: no limit). Ops bound the serial work per invocation below it, or refuse the shape.
+  uint32_t max_loop_iterations = 0;
 };
 
 struct Quirk {
