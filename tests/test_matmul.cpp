@@ -1,5 +1,7 @@
 // Matmul against the double-precision reference: odd shapes, every transpose, bias, accumulation,
 // batches with broadcast, f32 and f16 storage, both kernel families (register and shared-memory).
+#include <algorithm>
+
 #include "matmul.hpp"
 #include "op_test.hpp"
 #include "rill/ops/matmul.hpp"
@@ -110,4 +112,22 @@ GPU_TEST_CASE("matmul rejects mismatched shapes and dtypes", "[matmul][gpu]") {
   CHECK(rill::ops::matmul(*seq, batched, b, c2).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
   CHECK(rill::ops::matmul(*seq, a, b, c).is_ok());
+}
+
+GPU_TEST_CASE("matmul refuses an inner dimension a driver's loop limit would cut short", "[matmul][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {2, 70000});
+  auto b = rill_test::empty_tensor(ctx, DType::kF32, {70000, 2});
+  auto c = rill_test::empty_tensor(ctx, DType::kF32, {2, 2});
+  auto seq = ctx.sequence();
+  const auto& quirks = ctx.device().quirks;
+  const bool limited = std::find(quirks.begin(), quirks.end(), "lavapipe-loop-limit") != quirks.end();
+  const rill::Status s = rill::ops::matmul(*seq, a, b, c);
+  INFO(s.to_string());
+  if (limited) {
+    CHECK(s.code() == rill::StatusCode::kOutOfRange);
+    CHECK(s.message().find("loop") != std::string::npos);
+  } else {
+    CHECK(s.is_ok());
+  }
 }

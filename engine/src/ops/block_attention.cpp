@@ -42,6 +42,9 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   if (bh > 65535) return out_of_range("block_attention: B * H must be <= 65535");
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("block_attention: more than 2^32 elements in q or v");
+  // An invocation walks its block once, each step over Dk and Dv (twice each in the backward).
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, uint64_t(opt.block) * (2 * dk + 2 * dv + 4), kOp,
+                                                 "this block size and head dimension"));
   const float scale = opt.scale > 0.0f ? opt.scale : 1.0f / std::sqrt(float(dk));
   const uint64_t blocks = (n + opt.block - 1) / opt.block;
   if (blocks > seq.device().caps.max_workgroup_count[0]) return out_of_range("block_attention: too many blocks");

@@ -90,6 +90,8 @@ Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, co
   const uint64_t vocab = uint64_t(dtable.shape()[0]), dim = uint64_t(dtable.shape()[1]), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(detail::require_elements(dy, tokens * dim, op, "dy"));
   if (vocab * dim > UINT32_MAX) return out_of_range("embedding_backward: more than 2^32 elements");
+  // One invocation per (row, column) walks every token.
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
   return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
                        .bindings = {&ids, &dy, &dtable},
                        .push = push_bytes(Embed{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
@@ -115,12 +117,15 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
   if (!seq.device().caps.subgroup_arithmetic)
     return unimplemented("softmax needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
+  // Three passes over each invocation's share of the row: widen the workgroup under a loop limit.
+  uint32_t wg = detail::reduction_workgroup(seq);
+  while (wg < 256 && 3ull * (rd.dim + wg - 1) / wg > detail::loop_budget(seq)) wg *= 2;
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + wg - 1) / wg), op, "a row of this length"));
   return seq.dispatch({.kernel = "softmax/softmax_xent_fwd_" + suffix,
                        .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
                        .push = push_bytes(Rows{rd.rows, rd.dim}),
                        .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", detail::reduction_workgroup(seq)),
-                                spec_uint("HAS_TARGETS", targets != nullptr)},
+                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_TARGETS", targets != nullptr)},
                        .flops = 4 * n,
                        .bytes = 2 * n * dtype_size(logits.dtype())});
 }

@@ -62,7 +62,12 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
                   mb.batch == 1 ? 0u : uint32_t(K * N),
                   uint32_t(M * N)};
   // Tiling per family: CPU drivers get one subgroup of adjacent columns per row of the workgroup.
-  const bool cpu = seq.kernel_preference() == "cpu";
+  // The register kernel loops K times per invocation, the shared-memory one K / 16 times: under a
+  // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
+  const uint64_t register_loops = K + 8, shared_loops = (K + 15) / 16 * 24 + 8;
+  bool cpu = seq.kernel_preference() == "cpu";
+  if (cpu && register_loops > detail::loop_budget(seq)) cpu = false;
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, cpu ? register_loops : shared_loops, kOp, "the inner dimension K"));
   const uint32_t wg_x = cpu ? std::max(seq.device().caps.subgroup_size, 4u) : 16, wg_y = cpu ? 4 : 16;
   const uint32_t tm = 4, tn = 4;
   const uint32_t block_m = wg_y * tm, block_n = wg_x * tn;

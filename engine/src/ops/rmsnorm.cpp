@@ -23,11 +23,20 @@ Status check_gain(const Tensor* gain, const Tensor& x, uint32_t dim) {
   return detail::require_elements(*gain, dim, kOp, "gain");
 }
 
+// Workgroup width for rows of `dim`: the device's choice, widened until each invocation's two
+// passes over its share of the row stay under a driver loop limit.
+uint32_t row_workgroup(const Sequence& seq, uint32_t dim) {
+  uint32_t wg = detail::reduction_workgroup(seq);
+  while (wg < 256 && 3ull * (dim + wg - 1) / wg > detail::loop_budget(seq)) wg *= 2;
+  return wg;
+}
+
 Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::RowsDim rd) {
   if (!seq.device().caps.subgroup_arithmetic)
     return unimplemented("rmsnorm needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
   RILL_RETURN_IF_ERROR(detail::require_dtype(rstd, DType::kF32, kOp, "rstd"));
   (void)x;
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + 255) / 256), kOp, "a row of this length"));
   return detail::require_elements(rstd, rd.rows, kOp, "rstd");
 }
 
@@ -41,7 +50,7 @@ Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
-  const uint32_t wg = detail::reduction_workgroup(seq);
+  const uint32_t wg = row_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   return seq.dispatch({.kernel = "rmsnorm/rmsnorm_fwd_" + suffix,
                        .bindings = {&x, gain ? gain : &x, &y, &rstd},
@@ -62,7 +71,7 @@ Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& re
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
-  const uint32_t wg = detail::reduction_workgroup(seq);
+  const uint32_t wg = row_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   return seq.dispatch({.kernel = "rmsnorm/rmsnorm_residual_fwd_" + suffix,
                        .bindings = {&x, &residual, gain ? gain : &x, &h, &y, &rstd},
@@ -83,10 +92,12 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (dgain && !gain) return invalid_argument("rmsnorm_backward: dgain needs a gain");
   if (dgain) {
+    // One invocation per column sums every row.
+    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, rd.rows, kOp, "dgain over this many rows"));
     RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kOp, "dgain"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
   }
-  const uint32_t wg = detail::reduction_workgroup(seq);
+  const uint32_t wg = row_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_" + suffix,
                                      .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
