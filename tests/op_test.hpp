@@ -2,6 +2,7 @@
 // comparisons against the CPU reference with a declared tolerance that report the worst element.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -10,6 +11,24 @@
 #include "gpu_test.hpp"
 
 namespace rill_test {
+
+// One context per kernel family ("cpu": register tiles, one subgroup per row; "gpu": shared-memory
+// tiles, wide workgroups), so every device runs both.
+inline std::vector<rill::Context> both_kernel_families() {
+  std::vector<rill::Context> out;
+  for (const char* family : {"cpu", "gpu"}) {
+    auto options = validated_options();
+    options.kernel_variant = family;
+    out.push_back(make_context(options));
+  }
+  return out;
+}
+
+inline double max_abs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
 
 inline std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "linear_attention.hpp"
-#include "op_test.hpp"
+#include "linear_attention_test.hpp"
 #include "rill/ops/linear_attention.hpp"
 
 namespace {
@@ -12,25 +12,8 @@ namespace {
 using rill::DType;
 using rill::ops::FeatureMap;
 
-struct Case {
-  int64_t batch, heads, n, dk, dv;
-  FeatureMap feature;
-  bool decay;
-  uint32_t chunk, per_dispatch;
-};
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, double(std::fabs(x)));
-  return m;
-}
-
-// Declared tolerance, scaled by the output's magnitude (outputs are sums over the sequence).
-void require_la_close(const std::vector<float>& got, const std::vector<float>& want, DType dtype, const char* what) {
-  const double scale = 1.0 + max_abs(want);
-  const bool f16 = dtype == DType::kF16;
-  rill_test::require_close(got, want, (f16 ? 2e-3 : 2e-6) * scale, f16 ? 2e-3 : 2e-5, what);
-}
+using Case = rill_test::LinearAttentionCase;
+using rill_test::require_la_close;
 
 struct Inputs {
   std::vector<float> q, k, v, decay;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "linear_attention.hpp"
-#include "op_test.hpp"
+#include "linear_attention_test.hpp"
 #include "rill/ops/linear_attention.hpp"
 
 namespace {
@@ -11,22 +11,11 @@ namespace {
 using rill::DType;
 using rill::ops::FeatureMap;
 
-struct Case {
-  int64_t batch, heads, n, dk, dv;
-  FeatureMap feature;
-  bool decay;
-  uint32_t chunk, per_dispatch;
-};
+using Case = rill_test::LinearAttentionCase;
 
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, double(std::fabs(x)));
-  return m;
-}
-
+// Gradients: declared tolerance a little wider than the forward's (longer sums).
 void require_grad_close(const std::vector<float>& got, const std::vector<float>& want, DType dtype, const char* what) {
-  const bool f16 = dtype == DType::kF16;
-  rill_test::require_close(got, want, (f16 ? 3e-3 : 4e-6) * (1.0 + max_abs(want)), f16 ? 3e-3 : 3e-5, what);
+  rill_test::require_la_close(got, want, dtype, what, 4e-6, 3e-5, 3e-3);
 }
 
 }  // namespace

@@ -10,16 +10,6 @@ namespace {
 
 using rill::DType;
 
-std::vector<rill::Context> contexts() {
-  std::vector<rill::Context> out;
-  for (const char* family : {"cpu", "gpu"}) {
-    auto options = rill_test::validated_options();
-    options.kernel_variant = family;
-    out.push_back(rill_test::make_context(options));
-  }
-  return out;
-}
-
 // Declared tolerances: f32 error grows with the reduction length K; f16 adds one output rounding.
 double atol_for(DType dtype, int64_t k) { return dtype == DType::kF16 ? 2e-3 * (1.0 + k / 64.0) : 1e-6 * (4.0 + k); }
 double rtol_for(DType dtype) { return dtype == DType::kF16 ? 2e-3 : 1e-5; }
@@ -60,7 +50,7 @@ void check_case(rill::Context& ctx, DType dtype, const rill::ref::MatmulShape& s
 
 GPU_TEST_CASE("matmul matches the reference over odd shapes and every transpose", "[matmul][gpu]") {
   uint32_t seed = 1;
-  for (rill::Context& ctx : contexts()) {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (int64_t m : {1, 7, 64, 65}) {
         for (int64_t n : {1, 33, 100}) {
@@ -79,7 +69,7 @@ GPU_TEST_CASE("matmul matches the reference over odd shapes and every transpose"
 
 GPU_TEST_CASE("matmul adds bias, accumulates, and batches with broadcast", "[matmul][gpu]") {
   uint32_t seed = 500;
-  for (rill::Context& ctx : contexts()) {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29}, true, false, ++seed);
       check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29, .transpose_b = true}, true, true, ++seed);

@@ -12,18 +12,6 @@ using rill::DType;
 constexpr double kF32Atol = 2e-6, kF32Rtol = 2e-5;
 constexpr double kF16Atol = 2e-3, kF16Rtol = 2e-3;  // one f16 rounding of the output, plus f32 error
 
-// Both kernel families run on every device: one subgroup per row ("cpu") and 256-wide workgroups
-// with a shared-memory stage ("gpu").
-std::vector<rill::Context> contexts() {
-  std::vector<rill::Context> out;
-  for (const char* family : {"cpu", "gpu"}) {
-    auto options = rill_test::validated_options();
-    options.kernel_variant = family;
-    out.push_back(rill_test::make_context(options));
-  }
-  return out;
-}
-
 struct Shape {
   int64_t rows, dim;
 };
@@ -32,7 +20,7 @@ const Shape kShapes[] = {{1, 1}, {1, 7}, {3, 64}, {7, 65}, {5, 127}, {64, 63}, {
 }  // namespace
 
 GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes, f32 and f16", "[rmsnorm][gpu]") {
-  for (rill::Context& ctx : contexts()) {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
     uint32_t seed = 1;
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (const Shape& s : kShapes) {
@@ -67,7 +55,7 @@ GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes, f32 and f1
 }
 
 GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsnorm][gpu]") {
-  for (rill::Context& ctx : contexts()) {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (const Shape& s : {Shape{1, 3}, Shape{9, 129}, Shape{4, 4096}}) {
         const auto x = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), 7), dtype);
@@ -97,7 +85,7 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
 }
 
 GPU_TEST_CASE("rmsnorm backward matches the reference, accumulates, and computes dgain", "[rmsnorm][gpu]") {
-  for (rill::Context& ctx : contexts()) {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
     uint32_t seed = 100;
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (const Shape& s : kShapes) {
