@@ -8,6 +8,28 @@ namespace rill::ref {
 
 using std::size_t;
 
+namespace {
+
+// Softmax probabilities of query t over keys [b0, last] of head h (max subtracted); returns
+// log-sum-exp of the scaled logits.
+double row_probabilities(const std::vector<float>& q, const std::vector<float>& k, int64_t h, int64_t n, int64_t dk,
+                         int64_t t, int64_t b0, int64_t last, float scale, std::vector<double>& p) {
+  p.clear();
+  double m = -INFINITY;
+  for (int64_t s = b0; s <= last; ++s) {
+    double dot = 0.0;
+    for (int64_t i = 0; i < dk; ++i) dot += double(q[size_t((h * n + t) * dk + i)]) * k[size_t((h * n + s) * dk + i)];
+    p.push_back(dot * scale);
+    m = std::max(m, p.back());
+  }
+  double l = 0.0;
+  for (double& x : p) l += (x = std::exp(x - m));
+  for (double& x : p) x /= l;
+  return m + std::log(l);
+}
+
+}  // namespace
+
 void block_attention_forward(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                              int64_t bh, int64_t n, int64_t dk, int64_t dv, int64_t block, bool causal, float scale,
                              std::vector<float>& o, std::vector<float>& lse) {
@@ -18,22 +40,12 @@ void block_attention_forward(const std::vector<float>& q, const std::vector<floa
     for (int64_t t = 0; t < n; ++t) {
       const int64_t b0 = t / block * block, b1 = std::min(b0 + block, n);
       const int64_t last = causal ? t : b1 - 1;
-      scores.clear();
-      double m = -INFINITY;
-      for (int64_t s = b0; s <= last; ++s) {
-        double dot = 0.0;
-        for (int64_t i = 0; i < dk; ++i) dot += double(q[size_t((h * n + t) * dk + i)]) * k[size_t((h * n + s) * dk + i)];
-        scores.push_back(dot * scale);
-        m = std::max(m, scores.back());
-      }
-      double l = 0.0;
-      for (double& x : scores) l += (x = std::exp(x - m));
+      lse[size_t(h * n + t)] = float(row_probabilities(q, k, h, n, dk, t, b0, last, scale, scores));
       for (int64_t j = 0; j < dv; ++j) {
         double acc = 0.0;
         for (int64_t s = b0; s <= last; ++s) acc += scores[size_t(s - b0)] * v[size_t((h * n + s) * dv + j)];
-        o[size_t((h * n + t) * dv + j)] = float(acc / l);
+        o[size_t((h * n + t) * dv + j)] = float(acc);
       }
-      lse[size_t(h * n + t)] = float(m + std::log(l));
     }
   }
 }
@@ -47,16 +59,7 @@ void block_attention_backward(const std::vector<float>& q, const std::vector<flo
     for (int64_t t = 0; t < n; ++t) {
       const int64_t b0 = t / block * block, b1 = std::min(b0 + block, n), last = causal ? t : b1 - 1;
       std::vector<double> p;
-      double m = -INFINITY;
-      for (int64_t s = b0; s <= last; ++s) {
-        double dot = 0.0;
-        for (int64_t i = 0; i < dk; ++i) dot += double(q[size_t((h * n + t) * dk + i)]) * k[size_t((h * n + s) * dk + i)];
-        p.push_back(dot * scale);
-        m = std::max(m, p.back());
-      }
-      double l = 0.0;
-      for (double& x : p) l += (x = std::exp(x - m));
-      for (double& x : p) x /= l;
+      row_probabilities(q, k, h, n, dk, t, b0, last, scale, p);
       // dP[s] = do_t . v_s; delta = sum_s P dP; dS = P (dP - delta)
       std::vector<double> dp(p.size());
       double delta = 0.0;
