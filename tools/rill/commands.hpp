@@ -2,8 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace rill_cli {
 
@@ -31,5 +36,25 @@ struct ProfileArgs {
   std::vector<std::string> command;  // the rill subcommand and its arguments
 };
 int run_profile(const ProfileArgs& args);
+
+// Unset options keep the preset's value.
+struct TrainIclArgs {
+  std::string setting = "ahn1";
+  std::vector<std::string> optimizers = {"adam", "sgd"};
+  int64_t steps = 400;
+  std::optional<int> batch, d, n, layers, heads;
+  std::optional<std::string> param, convention, data;
+  std::optional<float> gamma_shape, gamma_scale, sigma_max, lr, sgd_lr, momentum, beta1, beta2, clip, init_std;
+  std::vector<float> sigmas;
+  uint64_t seed = 1;
+  int read_every = 50;
+  std::string on_nonfinite = "stop";
+  int64_t eval_every = 0;
+  int eval_tasks = 1000;
+  std::string csv = "icl-curves.csv";
+  std::string plot = "icl-curves.svg";
+};
+CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& args);
+int run_train_icl(const TrainIclArgs& args);
 
 }  // namespace rill_cli

@@ -31,7 +31,11 @@ int main(int argc, char** argv) {
   profile_cmd->add_flag("--quick-peaks", profile.quick_peaks, "Measure device peaks quickly if not cached");
   profile_cmd->add_option("command", profile.command, "The subcommand to profile, after --, e.g. -- demo --replays 10");
 
+  rill_cli::TrainIclArgs train_icl;
+  auto* train_icl_cmd = rill_cli::add_train_icl_command(app, train_icl);
+
   CLI11_PARSE(app, argc, argv);
+  if (train_icl_cmd->parsed()) return rill_cli::run_train_icl(train_icl);
   if (profile_cmd->parsed()) return rill_cli::run_profile(profile);
   if (info_cmd->parsed()) return rill_cli::run_info(info);
   if (demo_cmd->parsed()) return rill_cli::run_demo(demo);

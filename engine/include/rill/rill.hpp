@@ -4,6 +4,7 @@
 #include "rill/context.hpp"
 #include "rill/device.hpp"
 #include "rill/half.hpp"
+#include "rill/icl.hpp"
 #include "rill/ops/block_attention.hpp"
 #include "rill/ops/elementwise.hpp"
 #include "rill/ops/linear_attention.hpp"

@@ -1,0 +1,164 @@
+// On-device training of in-context-learning (ICL) regressors: linear transformers trained on
+// random linear-regression tasks that the GPU generates itself, as in Ahn et al. (arXiv 2310.01082)
+// and Vladymyrov et al. (arXiv 2402.14180).
+//
+//   auto ctx = rill::Context::create().value();
+//   auto trainer = rill::icl::Trainer::create(ctx, rill::icl::ahn_setting(1)).value();
+//   auto curve = trainer.train(1000).value();     // one recorded step, replayed; reads every K steps
+//   auto eval = trainer.evaluate({}).value();     // model vs ridge baselines on fresh tasks
+//
+// The model (engine/ref/icl.hpp is its executable specification): tokens e_i = (x_i, y_i) for the
+// n context examples and (x_q, 0) for the query; each layer computes A = sum_{j<n} e_j e_j^T and
+// updates every token e_i += s * sum_h P_h A Q_h e_i; the prediction is minus the query's label
+// slot after the last layer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/export.hpp"
+#include "rill/status.hpp"
+
+namespace rill::icl {
+
+// FULL: P, Q free (d+1)x(d+1) per head and layer. DIAG: P = diag(p_x I, p_y), Q = diag(q_x I, q_y).
+// GD++: DIAG with q_y = 0.
+enum class Parameterization { kFull, kDiag, kGdPlusPlus };
+// kAhn: s = 1/n, loss = mean (pred - y)^2. kVladymyrov: s = 1, loss = 1/2 mean (pred - y)^2.
+enum class Convention { kAhn, kVladymyrov };
+// kGaussian: x ~ N(0, I). kHeavyTailed: x = sqrt(r2) u, u uniform on the sphere, r2 ~ Gamma per token.
+enum class DataKind { kGaussian, kHeavyTailed };
+// Per-task label noise sigma: none, ~ U(0, sigma_max), or uniform over a set of values.
+enum class NoiseKind { kNone, kUniform, kCategorical };
+enum class OptimizerKind { kSgd, kAdam };
+// What training does when the loss or gradient of a step is not finite: halt (parameters keep
+// the last finite values; train() returns the error naming the step) or skip that batch.
+enum class NonFinitePolicy { kStop, kSkipBatch };
+
+struct TaskConfig {
+  int d = 5;   // features
+  int n = 20;  // context examples per task
+  DataKind data = DataKind::kGaussian;
+  float gamma_shape = 0.1f;  // heavy-tailed r2 ~ Gamma(shape, scale)
+  float gamma_scale = 10.0f;
+  NoiseKind noise = NoiseKind::kNone;
+  float sigma_max = 0.0f;          // kUniform
+  std::vector<float> categories;   // kCategorical: 1 to 6 values
+};
+
+struct ModelConfig {
+  int layers = 3;
+  int heads = 1;
+  Parameterization param = Parameterization::kFull;
+  Convention convention = Convention::kAhn;
+  float init_std = 0.05f;  // every parameter ~ N(0, init_std^2) at initialisation
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  float lr = 1e-3f;
+  float momentum = 0.9f;  // SGD
+  float beta1 = 0.9f;     // Adam
+  float beta2 = 0.9f;
+  float eps = 1e-8f;
+  float clip_norm = 1.0f;  // global gradient-norm clipping; <= 0 disables
+};
+
+struct TrainConfig {
+  TaskConfig task;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  int batch = 1000;           // fresh tasks per step
+  uint64_t seed = 1;          // parameters and every training batch derive from it
+  int read_every = 50;        // K: the host reads losses every K steps (nothing per step)
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
+};
+
+// The papers' settings. Ahn et al.: setting 1 (d=5, n=20, Gaussian), 2 (n=5), 3 (heavy-tailed
+// Gamma(0.1, 10) radii); L=3, batch 1000, FULL, Adam(0.9, 0.9) with clipping at 1.
+RILL_API TrainConfig ahn_setting(int setting);
+// Vladymyrov et al.: d=10, n=20, L=3, noise sigma ~ U(0, sigma_max), Adam lr 1e-4, batch 2048.
+RILL_API TrainConfig vladymyrov_setting(Parameterization param, float sigma_max);
+
+// Checks a configuration (InvalidArgument naming the field otherwise); device limits are
+// checked by Trainer::create.
+RILL_API Status validate(const TrainConfig& config);
+RILL_API int64_t parameter_count(const ModelConfig& model, int d);
+
+RILL_API std::string_view name(Parameterization p);
+RILL_API std::string_view name(OptimizerKind o);
+RILL_API Result<Parameterization> parse_parameterization(std::string_view s);  // full, diag, gd++
+RILL_API Result<OptimizerKind> parse_optimizer(std::string_view s);           // sgd, adam
+
+struct StepRecord {
+  int64_t step = 0;
+  float loss = 0.0f;       // mean loss of the step's batch, before the update
+  float grad_norm = 0.0f;  // global gradient norm before clipping
+};
+
+// Losses of one set of evaluation tasks (mean per task, in the model's loss convention).
+struct EvalReport {
+  int tasks = 0;
+  double model = 0.0;
+  double ridge_oracle = 0.0;    // ridge with lambda = the task's own sigma^2 (Bayes-optimal)
+  double least_squares = 0.0;   // lambda = 0 (minimum-norm when n < d)
+  double ridge_constant = 0.0;  // lambda = EvalOptions::constant_lambda
+  double adarr = 0.0;           // lambda = sigma^2 estimated from least-squares residuals
+  double tunedrr = 0.0;         // lambda = min(factor * estimate, cap)
+  double adjusted() const { return model - ridge_oracle; }  // Vladymyrov et al.'s metric
+};
+
+struct EvalOptions {
+  int tasks = 2000;
+  uint64_t seed = 0x5EED;    // evaluation tasks come from a stream disjoint from training
+  std::optional<float> sigma;  // fix every task's noise level (a per-sigma curve); else the config's
+  double constant_lambda = 1.0;
+  double tunedrr_factor = 1.0;
+  double tunedrr_cap = 1e9;
+};
+
+class RILL_API Trainer {
+ public:
+  // Allocates the model and its buffers, initialises the parameters from the seed and records
+  // the training step. Clear errors for configurations the device cannot run.
+  static Result<Trainer> create(Context& ctx, const TrainConfig& config);
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+  ~Trainer();
+
+  // Runs `steps` training steps (submitted in runs of read_every); returns one record per step.
+  // A non-finite loss or gradient under kStop returns FailedPrecondition naming the step and
+  // what went non-finite; under kSkipBatch the step is recorded and skipped.
+  Result<std::vector<StepRecord>> train(int64_t steps);
+  int64_t step() const;           // completed steps
+  int64_t skipped_batches() const;
+
+  Result<std::vector<float>> parameters();
+  Status set_parameters(std::span<const float> values);
+
+  // Loss and gradient of the current parameters on one training batch (the one of step `step`),
+  // without updating anything: for tests and for comparing with other implementations.
+  struct Probe {
+    float loss = 0.0f;
+    std::vector<float> gradient;
+    std::vector<float> predictions;
+  };
+  Result<Probe> probe(int64_t step);
+
+  Result<EvalReport> evaluate(const EvalOptions& options);
+
+  const TrainConfig& config() const;
+
+ private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rill::icl

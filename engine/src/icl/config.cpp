@@ -1,0 +1,106 @@
+// ICL configurations: the papers' presets, validation with messages that name the field, and
+// parameter counts.
+#include <cmath>
+
+#include "rill/icl.hpp"
+
+namespace rill::icl {
+
+TrainConfig ahn_setting(int setting) {
+  TrainConfig c;
+  c.task.d = 5;
+  c.task.n = setting == 2 ? 5 : 20;
+  c.task.data = setting == 3 ? DataKind::kHeavyTailed : DataKind::kGaussian;
+  c.model = {.layers = 3, .heads = 1, .param = Parameterization::kFull, .convention = Convention::kAhn, .init_std = 0.05f};
+  c.optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-3f, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.9f,
+                 .eps = 1e-8f, .clip_norm = 1.0f};
+  c.batch = 1000;
+  return c;
+}
+
+TrainConfig vladymyrov_setting(Parameterization param, float sigma_max) {
+  TrainConfig c;
+  c.task.d = 10;
+  c.task.n = 20;
+  c.task.noise = sigma_max > 0.0f ? NoiseKind::kUniform : NoiseKind::kNone;
+  c.task.sigma_max = sigma_max;
+  c.model = {.layers = 3, .heads = 1, .param = param, .convention = Convention::kVladymyrov, .init_std = 0.05f};
+  c.optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-4f, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f,
+                 .eps = 1e-8f, .clip_norm = 0.0f};
+  c.batch = 2048;
+  return c;
+}
+
+int64_t parameter_count(const ModelConfig& model, int d) {
+  const int64_t w = int64_t(d) + 1;
+  const int64_t block = model.param == Parameterization::kFull ? 2 * w * w : model.param == Parameterization::kDiag ? 4 : 3;
+  return int64_t(model.layers) * model.heads * block;
+}
+
+namespace {
+
+bool positive_finite(float x) { return std::isfinite(x) && x > 0.0f; }
+
+Status field(bool ok, const std::string& what) {
+  return ok ? Status::ok() : invalid_argument("icl config: " + what);
+}
+
+}  // namespace
+
+Status validate(const TrainConfig& c) {
+  const TaskConfig& t = c.task;
+  RILL_RETURN_IF_ERROR(field(t.d >= 1 && t.d <= 1024, "d must be in [1, 1024], got " + std::to_string(t.d)));
+  RILL_RETURN_IF_ERROR(field(t.n >= 1 && t.n <= 65536, "n must be in [1, 65536], got " + std::to_string(t.n)));
+  if (t.data == DataKind::kHeavyTailed) {
+    RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_shape) && t.gamma_shape >= 0.01f,
+                               "gamma_shape must be finite and >= 0.01"));
+    RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_scale), "gamma_scale must be finite and > 0"));
+  }
+  if (t.noise == NoiseKind::kUniform)
+    RILL_RETURN_IF_ERROR(field(std::isfinite(t.sigma_max) && t.sigma_max >= 0.0f, "sigma_max must be finite and >= 0"));
+  if (t.noise == NoiseKind::kCategorical) {
+    RILL_RETURN_IF_ERROR(field(!t.categories.empty() && t.categories.size() <= 6, "categorical noise needs 1 to 6 sigma values"));
+    for (float s : t.categories) RILL_RETURN_IF_ERROR(field(std::isfinite(s) && s >= 0.0f, "sigma values must be finite and >= 0"));
+  }
+  const ModelConfig& m = c.model;
+  RILL_RETURN_IF_ERROR(field(m.layers >= 1 && m.layers <= 64, "layers must be in [1, 64], got " + std::to_string(m.layers)));
+  RILL_RETURN_IF_ERROR(field(m.heads >= 1 && m.heads <= 64, "heads must be in [1, 64], got " + std::to_string(m.heads)));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(m.init_std) && m.init_std >= 0.0f, "init_std must be finite and >= 0"));
+  const OptimizerConfig& o = c.optimizer;
+  RILL_RETURN_IF_ERROR(field(o.kind == OptimizerKind::kSgd || o.kind == OptimizerKind::kAdam, "unknown optimizer"));
+  RILL_RETURN_IF_ERROR(field(positive_finite(o.lr), "learning rate must be finite and > 0"));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(o.momentum) && o.momentum >= 0.0f && o.momentum < 1.0f, "momentum must be in [0, 1)"));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(o.beta1) && o.beta1 >= 0.0f && o.beta1 < 1.0f, "beta1 must be in [0, 1)"));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(o.beta2) && o.beta2 >= 0.0f && o.beta2 < 1.0f, "beta2 must be in [0, 1)"));
+  RILL_RETURN_IF_ERROR(field(positive_finite(o.eps), "eps must be finite and > 0"));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(o.clip_norm), "clip_norm must be finite (<= 0 disables clipping)"));
+  RILL_RETURN_IF_ERROR(field(c.batch >= 1, "batch must be >= 1"));
+  RILL_RETURN_IF_ERROR(field(c.read_every >= 1 && c.read_every <= 1000000, "read_every must be in [1, 10^6]"));
+  return Status::ok();
+}
+
+std::string_view name(Parameterization p) {
+  switch (p) {
+    case Parameterization::kFull: return "full";
+    case Parameterization::kDiag: return "diag";
+    case Parameterization::kGdPlusPlus: return "gd++";
+  }
+  return "?";
+}
+
+std::string_view name(OptimizerKind o) { return o == OptimizerKind::kSgd ? "sgd" : "adam"; }
+
+Result<Parameterization> parse_parameterization(std::string_view s) {
+  if (s == "full") return Parameterization::kFull;
+  if (s == "diag") return Parameterization::kDiag;
+  if (s == "gd++" || s == "gdpp") return Parameterization::kGdPlusPlus;
+  return invalid_argument("unknown parameterization '" + std::string(s) + "' (full, diag, gd++)");
+}
+
+Result<OptimizerKind> parse_optimizer(std::string_view s) {
+  if (s == "sgd") return OptimizerKind::kSgd;
+  if (s == "adam") return OptimizerKind::kAdam;
+  return invalid_argument("unknown optimizer '" + std::string(s) + "' (sgd, adam)");
+}
+
+}  // namespace rill::icl

@@ -1,0 +1,231 @@
+#include "icl/icl_kernels.hpp"
+
+#include <algorithm>
+
+#include "icl_sampler.hpp"
+#include "ops/op_common.hpp"
+
+namespace rill::icl::detail {
+namespace {
+
+constexpr uint32_t kTaskWorkgroup = 64;
+
+struct SamplePush {
+  uint32_t batch, first_task, step, use_state_step, seed_lo, seed_hi, d, n, data_kind, noise_kind, category_count,
+      stream_base;
+  float sigma_max;
+  float categories[6];
+  float gamma_shape, gamma_scale, gamma_inv_shape, gamma_mt_d, gamma_mt_c;
+};
+struct LayerPush {
+  uint32_t batch, layer;
+  float scale;
+  uint32_t input_grad;
+};
+struct LossPush {
+  uint32_t batch, layers;
+  float loss_factor;
+  uint32_t write_grad;
+};
+struct ReducePush {
+  uint32_t params, batch;
+};
+struct OptimizePush {
+  uint32_t params, history_capacity, stop_on_nonfinite;
+  float lr, beta1, beta2, eps, clip_norm;
+};
+
+float layer_scale(const TrainConfig& c) {
+  return c.model.convention == Convention::kAhn ? 1.0f / float(c.task.n) : 1.0f;
+}
+float loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0f : 0.5f; }
+
+}  // namespace
+
+Shape Shape::of(const TrainConfig& c) {
+  Shape s;
+  s.d = uint32_t(c.task.d);
+  s.n = uint32_t(c.task.n);
+  s.layers = uint32_t(c.model.layers);
+  s.heads = uint32_t(c.model.heads);
+  s.width = s.d + 1;
+  s.tokens = s.n + 1;
+  s.token_elems = s.tokens * s.width;
+  s.params = uint32_t(parameter_count(c.model, c.task.d));
+  return s;
+}
+
+Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t batch) {
+  Workspace ws;
+  ws.batch = batch;
+  const int64_t b = batch, mat = int64_t(s.width) * s.width;
+  auto make = [&](Tensor& t, int64_t elements, const char* name) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
+    return Status::ok();
+  };
+  RILL_RETURN_IF_ERROR(make(ws.acts, int64_t(s.layers + 1) * s.token_elems * b, "acts"));
+  RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
+  RILL_RETURN_IF_ERROR(make(ws.sigmas, b, "sigmas"));
+  RILL_RETURN_IF_ERROR(make(ws.mats, int64_t(s.layers) * 2 * mat * b, "mats"));
+  RILL_RETURN_IF_ERROR(make(ws.work, 3 * mat * b, "work"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_a, int64_t(s.token_elems) * b, "grad_a"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_b, int64_t(s.token_elems) * b, "grad_b"));
+  RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
+  RILL_RETURN_IF_ERROR(make(ws.task_loss, b, "task_loss"));
+  RILL_RETURN_IF_ERROR(make(ws.preds, b, "preds"));
+  RILL_RETURN_IF_ERROR(make(ws.reduced, int64_t(s.params) + 1, "reduced"));
+  return ws;
+}
+
+std::vector<SpecValue> Recorder::model_spec(const Sequence&) const {
+  return {spec_uint("WG_SIZE", kTaskWorkgroup), spec_uint("D1", shape_.width), spec_uint("NCTX", shape_.n),
+          spec_uint("HEADS", shape_.heads), spec_uint("PARAM", uint32_t(config_.model.param))};
+}
+
+uint32_t Recorder::workgroup(const Sequence& seq) const { return ops::detail::reduction_workgroup(seq); }
+
+Status Recorder::check_device(const Sequence& seq, uint32_t batch) const {
+  const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads, d = shape_.d;
+  const bool full = config_.model.param == Parameterization::kFull;
+  const uint64_t head_fwd = full ? 2 * w * w * w : w * w;
+  const uint64_t head_bwd = full ? 5 * w * w * w : 3 * w * w;
+  const char* op = "icl";
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, w * w * n + h * head_fwd + t * w * w + 4 * w * w, op,
+                                                      "a layer's forward (lower d, n or heads)"));
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * w * w + h * head_bwd + 2 * t * w * w + 4 * w * w, op,
+                                                      "a layer's backward (lower d, n or heads)"));
+  // Sampling: ~50 loop iterations per Philox call and transform, 16 Gamma attempts at worst.
+  const uint64_t gamma = config_.task.data == DataKind::kHeavyTailed ? 16 * 60 : 0;
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * (((d + 3) / 4) * 60 + 2 * d + gamma) + n * 16, op,
+                                                      "sampling one task (lower d or n)"));
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, batch, op, "the gradient reduction (lower the batch)"));
+  const uint64_t per_thread = (shape_.params + workgroup(seq) - 1) / workgroup(seq);
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, 2 * per_thread, op, "the optimizer (fewer parameters)"));
+  const uint64_t biggest = std::max<uint64_t>(uint64_t(shape_.layers + 1) * shape_.token_elems,
+                                              std::max<uint64_t>(uint64_t(shape_.layers) * 2 * w * w, shape_.params));
+  if (biggest * batch >= (uint64_t(1) << 32))
+    return out_of_range("icl: batch " + std::to_string(batch) + " is too large for this model (buffers past 2^32 elements)");
+  return Status::ok();
+}
+
+Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& r) const {
+  const TaskConfig& task = config_.task;
+  const auto g = ref::icl::gamma_constants(task.gamma_shape, task.gamma_scale);
+  SamplePush p{};
+  p.batch = ws.batch;
+  p.first_task = 0;
+  p.step = r.step;
+  p.use_state_step = r.step_from_state ? 1 : 0;
+  p.seed_lo = uint32_t(r.seed);
+  p.seed_hi = uint32_t(r.seed >> 32);
+  p.d = shape_.d;
+  p.n = shape_.n;
+  p.data_kind = uint32_t(task.data);
+  p.noise_kind = uint32_t(task.noise);
+  p.category_count = uint32_t(task.categories.size());
+  p.stream_base = r.stream_base;
+  p.sigma_max = task.sigma_max;
+  for (size_t i = 0; i < task.categories.size() && i < 6; ++i) p.categories[i] = task.categories[i];
+  if (r.fixed_sigma) {  // one noise level: a one-value categorical draw
+    p.noise_kind = *r.fixed_sigma > 0.0f ? 2 : 0;
+    p.category_count = 1;
+    p.categories[0] = *r.fixed_sigma;
+  }
+  p.gamma_shape = g.shape;
+  p.gamma_scale = g.scale;
+  p.gamma_inv_shape = g.inv_shape;
+  p.gamma_mt_d = g.mt_d;
+  p.gamma_mt_c = g.mt_c;
+  return seq.dispatch({.kernel = "icl/icl_sample",
+                       .bindings = {&m.state, &ws.acts, &ws.targets, &ws.sigmas},
+                       .push = push_bytes(p),
+                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+                       .label = "icl.sample",
+                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
+}
+
+Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  const uint64_t w = shape_.width;
+  const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
+  const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
+  for (uint32_t l = 0; l < shape_.layers; ++l) {
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "icl/icl_layer_fwd",
+                                       .bindings = {&m.params, &ws.acts, &ws.mats, &ws.work},
+                                       .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), 0}),
+                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                                       .spec = model_spec(seq),
+                                       .label = "icl.layer_fwd",
+                                       .flops = flops,
+                                       .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
+  }
+  return Status::ok();
+}
+
+Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) const {
+  return seq.dispatch({.kernel = "icl/icl_loss",
+                       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
+                       .push = push_bytes(LossPush{ws.batch, shape_.layers, loss_factor(config_), with_gradient ? 1u : 0u}),
+                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                       .spec = model_spec(seq),
+                       .label = "icl.loss",
+                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
+}
+
+Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  const uint64_t w = shape_.width;
+  const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 10 * w * w * w : 8 * w * w;
+  const uint64_t flops = uint64_t(ws.batch) * (6 * shape_.tokens * w * w + shape_.heads * head_flops);
+  for (uint32_t l = shape_.layers; l-- > 0;) {
+    // The loss seeds grad_a; layer l reads the gradient of its output and writes its input's.
+    const bool odd = (shape_.layers - 1 - l) % 2 == 1;
+    const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
+    const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "icl/icl_layer_bwd",
+                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials, &ws.work},
+                                       .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), l > 0 ? 1u : 0u}),
+                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                                       .spec = model_spec(seq),
+                                       .label = "icl.layer_bwd",
+                                       .flops = flops,
+                                       .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
+  }
+  return Status::ok();
+}
+
+Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
+  return seq.dispatch({.kernel = "icl/icl_grad_reduce",
+                       .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
+                       .push = push_bytes(ReducePush{shape_.params, ws.batch}),
+                       .groups = ops::detail::groups_for(shape_.params + 1, kTaskWorkgroup),
+                       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+                       .label = "icl.grad_reduce",
+                       .flops = uint64_t(shape_.params + 1) * ws.batch,
+                       .bytes = uint64_t(shape_.params + 1) * ws.batch * 4});
+}
+
+Status Recorder::optimize(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  const OptimizerConfig& o = config_.optimizer;
+  const bool sgd = o.kind == OptimizerKind::kSgd;
+  OptimizePush p{shape_.params, m.history_capacity, config_.on_nonfinite == NonFinitePolicy::kStop ? 1u : 0u,
+                 o.lr, sgd ? o.momentum : o.beta1, o.beta2, o.eps, o.clip_norm};
+  return seq.dispatch({.kernel = "icl/icl_optimize",
+                       .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
+                       .push = push_bytes(p),
+                       .groups = {1, 1, 1},
+                       .spec = {spec_uint("WG_SIZE", workgroup(seq)), spec_uint("OPTIMIZER", sgd ? 0 : 1)},
+                       .label = "icl.optimize",
+                       .flops = uint64_t(shape_.params) * 12,
+                       .bytes = uint64_t(shape_.params) * 6 * 4});
+}
+
+Status Recorder::training_step(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  RILL_RETURN_IF_ERROR(sample(seq, ws, m, {.seed = config_.seed}));
+  RILL_RETURN_IF_ERROR(forward(seq, ws, m));
+  RILL_RETURN_IF_ERROR(loss(seq, ws, true));
+  RILL_RETURN_IF_ERROR(backward(seq, ws, m));
+  RILL_RETURN_IF_ERROR(reduce(seq, ws));
+  return optimize(seq, ws, m);
+}
+
+}  // namespace rill::icl::detail

@@ -1,0 +1,82 @@
+// Records the ICL kernels (shaders/icl/) into sequences: task sampling, the layers' forward and
+// backward, loss, the deterministic gradient reduction and the optimizer. The trainer composes
+// them; everything about buffer layouts and launch geometry lives here.
+#pragma once
+
+#include <cstdint>
+
+#include "rill/icl.hpp"
+#include "rill/sequence.hpp"
+#include "rill/tensor.hpp"
+
+namespace rill::icl::detail {
+
+// Derived sizes of a configuration.
+struct Shape {
+  uint32_t d = 0, n = 0, layers = 0, heads = 0;
+  uint32_t width = 0;        // d + 1
+  uint32_t tokens = 0;       // n + 1
+  uint32_t token_elems = 0;  // tokens * width
+  uint32_t params = 0;
+  static Shape of(const TrainConfig& c);
+};
+
+// Per-batch activations, gradients and scratch (element-major, task-minor: see icl_model.glsl).
+struct Workspace {
+  uint32_t batch = 0;
+  Tensor acts, targets, sigmas, mats, work, grad_a, grad_b, partials, task_loss, preds, reduced;
+  static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t batch);
+};
+
+// The trained model and optimizer state, plus the trainer's GPU-side state words and the ring of
+// (loss, grad norm) per step.
+struct ModelState {
+  Tensor params, moment1, moment2, state, history;
+  uint32_t history_capacity = 0;
+};
+
+enum StateWord : uint32_t {
+  kStep = 0,
+  kHalted = 1,
+  kHaltedStep = 2,
+  kNonFiniteWhat = 3,
+  kSkipped = 4,
+  kBeta1Power = 5,
+  kBeta2Power = 6,
+  kStateWords = 8,
+};
+
+struct SampleRequest {
+  uint64_t seed = 0;
+  uint32_t stream_base = 0;   // 0: training batches; others: evaluation
+  bool step_from_state = true;
+  uint32_t step = 0;          // when !step_from_state
+  std::optional<float> fixed_sigma;  // evaluation at one noise level
+};
+
+class Recorder {
+ public:
+  Recorder(const TrainConfig& config, Shape shape) : config_(config), shape_(shape) {}
+
+  // Device limits (lavapipe's loop limit) for this configuration and batch.
+  Status check_device(const Sequence& seq, uint32_t batch) const;
+
+  Status sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& request) const;
+  Status forward(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+  Status loss(Sequence& seq, const Workspace& ws, bool with_gradient) const;
+  Status backward(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+  Status reduce(Sequence& seq, const Workspace& ws) const;
+  Status optimize(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+
+  // One whole training step: sample, forward, loss, backward, reduce, optimize.
+  Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+
+ private:
+  std::vector<SpecValue> model_spec(const Sequence& seq) const;
+  uint32_t workgroup(const Sequence& seq) const;
+
+  TrainConfig config_;
+  Shape shape_;
+};
+
+}  // namespace rill::icl::detail

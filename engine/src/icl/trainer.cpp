@@ -1,0 +1,221 @@
+// The ICL trainer: owns the model, optimizer state and one batch workspace, records the training
+// step once and replays it; reads losses every read_every steps.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "icl/icl_kernels.hpp"
+#include "icl/ridge.hpp"
+#include "rill/icl.hpp"
+
+namespace rill::icl {
+
+using detail::ModelState;
+using detail::Recorder;
+using detail::Shape;
+using detail::Workspace;
+
+struct Trainer::Impl {
+  Context* ctx = nullptr;
+  TrainConfig config;
+  Shape shape;
+  Recorder recorder;
+  ModelState model;
+  Workspace workspace;
+  std::optional<Sequence> step_sequence;
+  int64_t step = 0;
+  int64_t skipped = 0;
+
+  Impl(Context& c, const TrainConfig& cfg) : ctx(&c), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
+
+  Result<std::vector<uint32_t>> read_state() {
+    std::vector<uint32_t> words(detail::kStateWords);
+    RILL_RETURN_IF_ERROR(ctx->download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
+    return words;
+  }
+};
+
+namespace {
+
+// Seeded N(0, std^2) initial parameters: splitmix64 uniforms, Box-Muller in double.
+std::vector<float> initial_parameters(uint64_t seed, size_t count, float std_dev) {
+  uint64_t s = seed ^ 0x1C1D5EEDull;
+  auto next = [&s]() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&next]() { return (double(next() >> 11) + 0.5) * 0x1.0p-53; };
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), theta = 6.283185307179586 * uniform();
+    out[i] = float(std_dev * r * std::cos(theta));
+    if (i + 1 < count) out[i + 1] = float(std_dev * r * std::sin(theta));
+  }
+  return out;
+}
+
+std::string nonfinite_what(uint32_t bits) {
+  if (bits == 3) return "the loss and the gradient are";
+  return bits == 1 ? "the loss is" : "the gradient is";
+}
+
+double loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0 : 0.5; }
+
+}  // namespace
+
+Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config) {
+  RILL_RETURN_IF_ERROR(validate(config));
+  auto impl = std::make_unique<Impl>(ctx, config);
+  const Shape& s = impl->shape;
+  {
+    RILL_ASSIGN_OR_RETURN(Sequence probe, ctx.sequence());
+    RILL_RETURN_IF_ERROR(impl->recorder.check_device(probe, uint32_t(config.batch)));
+  }
+  ModelState& m = impl->model;
+  m.history_capacity = uint32_t(config.read_every);
+  RILL_ASSIGN_OR_RETURN(m.params, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.params", MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(m.moment1, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment1", MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(m.moment2, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment2", MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(m.state, ctx.tensor(DType::kU32, {detail::kStateWords}, "icl.state"));
+  RILL_ASSIGN_OR_RETURN(m.history, ctx.tensor(DType::kF32, {int64_t(m.history_capacity) * 2}, "icl.history"));
+  RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
+
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, initial_parameters(config.seed, s.params, config.model.init_std)));
+  const std::vector<float> zeros(s.params, 0.0f);
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, zeros));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, zeros));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.history, std::vector<float>(m.history_capacity * 2, 0.0f)));
+  std::vector<uint32_t> state(detail::kStateWords, 0);
+  state[detail::kBeta1Power] = state[detail::kBeta2Power] = std::bit_cast<uint32_t>(1.0f);
+  RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(state.data()), state.size() * 4}));
+
+  RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.training_step"}));
+  RILL_RETURN_IF_ERROR(impl->recorder.training_step(seq, impl->workspace, m));
+  RILL_RETURN_IF_ERROR(seq.finish());
+  impl->step_sequence.emplace(std::move(seq));
+  return Trainer(std::move(impl));
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+Trainer::~Trainer() = default;
+
+const TrainConfig& Trainer::config() const { return impl_->config; }
+int64_t Trainer::step() const { return impl_->step; }
+int64_t Trainer::skipped_batches() const { return impl_->skipped; }
+
+Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
+  Impl& im = *impl_;
+  if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+  std::vector<StepRecord> records;
+  records.reserve(size_t(steps));
+  int64_t left = steps;
+  while (left > 0) {
+    const uint32_t run = uint32_t(std::min<int64_t>(left, im.config.read_every));
+    RILL_RETURN_IF_ERROR(im.step_sequence->run(run));
+    left -= run;
+    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.read_state());
+    RILL_ASSIGN_OR_RETURN(std::vector<float> history, im.ctx->download_floats(im.model.history));
+    const bool halted = state[detail::kHalted] != 0;
+    const int64_t end = halted ? int64_t(state[detail::kHaltedStep]) + 1 : int64_t(state[detail::kStep]);
+    for (int64_t s = im.step; s < end; ++s) {
+      const size_t slot = size_t(s % im.model.history_capacity);
+      records.push_back({s, history[2 * slot], history[2 * slot + 1]});
+    }
+    im.step = int64_t(state[detail::kStep]);
+    im.skipped = int64_t(state[detail::kSkipped]);
+    if (halted) {
+      return failed_precondition("icl training stopped at step " + std::to_string(state[detail::kHaltedStep]) + ": " +
+                                 nonfinite_what(state[detail::kNonFiniteWhat]) +
+                                 " not finite (parameters keep the values of the step before; "
+                                 "lower the learning rate or use the skip-batch policy)");
+    }
+  }
+  return records;
+}
+
+Result<std::vector<float>> Trainer::parameters() { return impl_->ctx->download_floats(impl_->model.params); }
+
+Status Trainer::set_parameters(std::span<const float> values) {
+  if (values.size() != impl_->shape.params)
+    return invalid_argument("icl set_parameters: expected " + std::to_string(impl_->shape.params) + " values, got " +
+                            std::to_string(values.size()));
+  return impl_->ctx->upload_floats(impl_->model.params, values);
+}
+
+Result<Trainer::Probe> Trainer::probe(int64_t step) {
+  Impl& im = *impl_;
+  if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.probe"}));
+  RILL_RETURN_IF_ERROR(im.recorder.sample(
+      seq, im.workspace, im.model, {.seed = im.config.seed, .step_from_state = false, .step = uint32_t(step)}));
+  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, im.workspace, true));
+  RILL_RETURN_IF_ERROR(im.recorder.backward(seq, im.workspace, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, im.workspace));
+  RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(im.workspace.reduced));
+  RILL_ASSIGN_OR_RETURN(DownloadId preds, seq.download(im.workspace.preds));
+  RILL_RETURN_IF_ERROR(seq.run());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> r, seq.read_floats(reduced));
+  Probe out;
+  out.loss = r.back();
+  r.pop_back();
+  out.gradient = std::move(r);
+  RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds));
+  return out;
+}
+
+Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
+  Impl& im = *impl_;
+  if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
+  if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
+    return invalid_argument("icl evaluate: sigma must be finite and >= 0");
+  const uint32_t tasks = uint32_t(options.tasks);
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.evaluate"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, im.shape, tasks));
+  RILL_RETURN_IF_ERROR(im.recorder.sample(seq, ws, im.model,
+                                          {.seed = options.seed, .stream_base = 16, .step_from_state = false,
+                                           .step = 0, .fixed_sigma = options.sigma}));
+  RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
+  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
+  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
+  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+  RILL_RETURN_IF_ERROR(seq.run());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(inputs));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> preds, seq.read_floats(preds_id));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
+
+  const Shape& s = im.shape;
+  const double c = loss_factor(im.config);
+  EvalReport report;
+  report.tasks = options.tasks;
+  std::vector<float> task_tokens(s.token_elems);
+  for (uint32_t t = 0; t < tasks; ++t) {
+    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
+    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
+    const double y = targets[t];
+    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
+    const double sigma2 = double(sigmas[t]) * sigmas[t];
+    const double est = adarr_sigma2(view);
+    report.model += loss(preds[t]);
+    report.ridge_oracle += loss(ridge_predict(view, sigma2));
+    report.least_squares += loss(ridge_predict(view, 0.0));
+    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
+    report.adarr += loss(ridge_predict(view, est));
+    report.tunedrr += loss(ridge_predict(view, std::min(options.tunedrr_factor * est, options.tunedrr_cap)));
+  }
+  for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
+                    &report.tunedrr})
+    *v /= tasks;
+  return report;
+}
+
+}  // namespace rill::icl

@@ -1,0 +1,47 @@
+// Shared definitions of the ICL linear-transformer kernels (see engine/ref/icl.hpp for the model).
+// One invocation per task. Every per-task array is stored element-major, task-minor:
+// element e of task t lives at [e * batch + t], so the invocations of a workgroup (and the SIMD
+// lanes of a CPU driver) read and write neighbouring addresses.
+// Buffers: acts = the input tokens of every layer plus the output, [L + 1][TOKENS * D1][batch];
+// mats = per layer A (context covariance) and B (the layer's update matrix), [L][2][D1 * D1][batch].
+#ifndef RILL_ICL_MODEL_GLSL
+#define RILL_ICL_MODEL_GLSL
+
+#extension GL_GOOGLE_include_directive : require
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 64;
+layout(constant_id = 1) const uint D1 = 2;     // token width d + 1 (features, then the label)
+layout(constant_id = 2) const uint NCTX = 1;   // context tokens n; the query is token n
+layout(constant_id = 3) const uint HEADS = 1;
+layout(constant_id = 4) const uint PARAM = 0;  // 0 FULL (P, Q), 1 DIAG (p_x, p_y, q_x, q_y), 2 GD++ (p_x, p_y, q_x)
+layout(local_size_x_id = 0) in;
+
+const uint TOKENS = NCTX + 1u;
+const uint TOKEN_ELEMS = TOKENS * D1;
+const uint MAT = D1 * D1;
+const uint BLOCK = PARAM == 0u ? 2u * MAT : (PARAM == 1u ? 4u : 3u);
+
+// P and Q of the head whose parameters start at `base`, entry (a, b).
+float param_p(uint base, uint a, uint b);
+float param_q(uint base, uint a, uint b);
+// Their diagonals (DIAG and GD++).
+float diag_p(uint base, uint a);
+float diag_q(uint base, uint a);
+
+#define RILL_ICL_PARAM_ACCESSORS(params)                                                 \
+  float param_p(uint base, uint a, uint b) {                                             \
+    if (PARAM == 0u) return params[base + a * D1 + b];                                   \
+    return a == b ? diag_p(base, a) : 0.0;                                               \
+  }                                                                                      \
+  float param_q(uint base, uint a, uint b) {                                             \
+    if (PARAM == 0u) return params[base + MAT + a * D1 + b];                             \
+    return a == b ? diag_q(base, a) : 0.0;                                               \
+  }                                                                                      \
+  float diag_p(uint base, uint a) { return params[base + (a + 1u == D1 ? 1u : 0u)]; }    \
+  float diag_q(uint base, uint a) {                                                      \
+    if (a + 1u == D1) return PARAM == 1u ? params[base + 3u] : 0.0;                      \
+    return params[base + 2u];                                                            \
+  }
+
+#endif  // RILL_ICL_MODEL_GLSL

@@ -1,0 +1,62 @@
+// Generates a batch of in-context regression tasks on the GPU, one invocation per task (see
+// rill_icl_sample.glsl for the task distribution). Layout is element-major, task-minor
+// (tokens[e * batch + task]) so neighbouring invocations touch neighbouring addresses.
+// The step comes from the trainer's state buffer (so a replayed training step draws a fresh
+// batch) or, for evaluation batches, from the push constants.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint WG_SIZE = 64;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer State { uint state[]; };
+layout(std430, binding = 1) buffer Tokens { float tokens[]; };
+layout(std430, binding = 2) writeonly buffer Targets { float targets[]; };
+layout(std430, binding = 3) writeonly buffer Sigmas { float sigmas[]; };
+layout(push_constant) uniform Push {
+  uint batch;
+  uint first_task;
+  uint step;            // used when use_state_step == 0
+  uint use_state_step;  // 1: step = state[0]
+  uint seed_lo;
+  uint seed_hi;
+  uint d;
+  uint n;
+  uint data_kind;
+  uint noise_kind;
+  uint category_count;
+  uint stream_base;
+  float sigma_max;
+  float categories[6];
+  float gamma_shape;
+  float gamma_scale;
+  float gamma_inv_shape;
+  float gamma_mt_d;
+  float gamma_mt_c;
+} p;
+
+uint g_task;
+#define ICL_TOKEN(i, k) tokens[((i) * (p.d + 1u) + (k)) * p.batch + g_task]
+#define ICL_TARGET targets[g_task]
+#define ICL_SIGMA sigmas[g_task]
+#include "rill_icl_sample.glsl"
+
+void main() {
+  g_task = rill_global_index();
+  if (g_task >= p.batch) return;
+  IclSampler s;
+  s.seed_lo = p.seed_lo;
+  s.seed_hi = p.seed_hi;
+  s.d = p.d;
+  s.n = p.n;
+  s.data_kind = p.data_kind;
+  s.noise_kind = p.noise_kind;
+  s.category_count = p.category_count;
+  s.stream_base = p.stream_base;
+  s.sigma_max = p.sigma_max;
+  for (int i = 0; i < RILL_ICL_MAX_CATEGORIES; ++i) s.categories[i] = p.categories[i];
+  s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
+  const uint step = p.use_state_step != 0u ? state[0] : p.step;
+  rill_icl_sample_task(s, p.first_task + g_task, step);
+}

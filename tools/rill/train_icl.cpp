@@ -1,0 +1,229 @@
+// `rill train-icl`: trains in-context linear-regression transformers on the device (tasks made on
+// the GPU, one recorded training step replayed), evaluates them against ridge baselines, and
+// writes the curves as CSV and an SVG plot. rill's main job.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "commands.hpp"
+#include "line_plot.hpp"
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+namespace {
+
+using namespace rill::icl;
+
+struct Curve {
+  std::string optimizer;
+  std::vector<StepRecord> steps;
+  std::vector<std::pair<int64_t, EvalReport>> evals;
+};
+
+rill::Result<TrainConfig> build_config(const TrainIclArgs& a) {
+  TrainConfig c;
+  if (a.setting == "ahn1" || a.setting == "ahn2" || a.setting == "ahn3") {
+    c = ahn_setting(a.setting.back() - '0');
+  } else if (a.setting == "vladymyrov") {
+    c = vladymyrov_setting(Parameterization::kFull, 1.0f);
+  } else {
+    return rill::invalid_argument("unknown --setting '" + a.setting + "' (ahn1, ahn2, ahn3, vladymyrov)");
+  }
+  if (a.d) c.task.d = *a.d;
+  if (a.n) c.task.n = *a.n;
+  if (a.layers) c.model.layers = *a.layers;
+  if (a.heads) c.model.heads = *a.heads;
+  if (a.param) {
+    RILL_ASSIGN_OR_RETURN(c.model.param, parse_parameterization(*a.param));
+  }
+  if (a.convention) {
+    if (*a.convention == "ahn") c.model.convention = Convention::kAhn;
+    else if (*a.convention == "vladymyrov") c.model.convention = Convention::kVladymyrov;
+    else return rill::invalid_argument("unknown --convention '" + *a.convention + "' (ahn, vladymyrov)");
+  }
+  if (a.data) {
+    if (*a.data == "gaussian") c.task.data = DataKind::kGaussian;
+    else if (*a.data == "heavy") c.task.data = DataKind::kHeavyTailed;
+    else return rill::invalid_argument("unknown --data '" + *a.data + "' (gaussian, heavy)");
+  }
+  if (a.gamma_shape) c.task.gamma_shape = *a.gamma_shape;
+  if (a.gamma_scale) c.task.gamma_scale = *a.gamma_scale;
+  if (a.sigma_max) {
+    c.task.noise = *a.sigma_max > 0 ? NoiseKind::kUniform : NoiseKind::kNone;
+    c.task.sigma_max = *a.sigma_max;
+  }
+  if (!a.sigmas.empty()) {
+    c.task.noise = NoiseKind::kCategorical;
+    c.task.categories = a.sigmas;
+  }
+  if (a.lr) c.optimizer.lr = *a.lr;
+  if (a.momentum) c.optimizer.momentum = *a.momentum;
+  if (a.beta1) c.optimizer.beta1 = *a.beta1;
+  if (a.beta2) c.optimizer.beta2 = *a.beta2;
+  if (a.clip) c.optimizer.clip_norm = *a.clip;
+  if (a.init_std) c.model.init_std = *a.init_std;
+  if (a.batch) c.batch = *a.batch;
+  c.seed = a.seed;
+  c.read_every = a.read_every;
+  if (a.on_nonfinite == "skip") c.on_nonfinite = NonFinitePolicy::kSkipBatch;
+  else if (a.on_nonfinite != "stop") return rill::invalid_argument("unknown --on-nonfinite '" + a.on_nonfinite + "' (stop, skip)");
+  RILL_RETURN_IF_ERROR(validate(c));
+  return c;
+}
+
+void progress(const std::string& what, int64_t done, int64_t total, double seconds) {
+  if (!isatty(STDERR_FILENO)) return;
+  const int width = 30, filled = int(width * done / std::max<int64_t>(total, 1));
+  std::fprintf(stderr, "\r%-6s [%s%s] %lld/%lld steps  %.1f s", what.c_str(), std::string(filled, '#').c_str(),
+               std::string(width - filled, '.').c_str(), (long long)done, (long long)total, seconds);
+  if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
+  std::fflush(stderr);
+}
+
+double mean_loss(const std::vector<StepRecord>& r, size_t from) {
+  double s = 0;
+  for (size_t i = from; i < r.size(); ++i) s += r[i].loss;
+  return r.size() > from ? s / double(r.size() - from) : NAN;
+}
+
+std::string csv_of(const std::vector<Curve>& curves) {
+  std::ostringstream o;
+  o.precision(8);
+  o << "optimizer,step,train_loss,grad_norm,eval_loss,ridge_oracle,least_squares,adarr\n";
+  for (const Curve& c : curves) {
+    size_t e = 0;
+    for (const StepRecord& r : c.steps) {
+      o << c.optimizer << ',' << r.step << ',' << r.loss << ',' << r.grad_norm;
+      if (e < c.evals.size() && c.evals[e].first == r.step + 1) {
+        const EvalReport& ev = c.evals[e++].second;
+        o << ',' << ev.model << ',' << ev.ridge_oracle << ',' << ev.least_squares << ',' << ev.adarr;
+      } else {
+        o << ",,,,";
+      }
+      o << '\n';
+    }
+  }
+  return o.str();
+}
+
+}  // namespace
+
+CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
+  auto* cmd = app.add_subcommand("train-icl",
+                                 "Train in-context linear-regression transformers on the device (rill's main job)");
+  cmd->add_option("--setting", a.setting, "Preset: ahn1 (d=5, n=20), ahn2 (n=5), ahn3 (heavy-tailed), vladymyrov (d=10, noisy)");
+  cmd->add_option("--optimizers", a.optimizers, "Optimizers to train and compare: adam, sgd")->delimiter(',');
+  cmd->add_option("--steps", a.steps, "Training steps per optimizer")->check(CLI::Range(1, 10000000));
+  cmd->add_option("--batch", a.batch, "Fresh tasks per step");
+  cmd->add_option("--d", a.d, "Input dimension");
+  cmd->add_option("--n", a.n, "Context examples per task");
+  cmd->add_option("--layers", a.layers, "Layers L");
+  cmd->add_option("--heads", a.heads, "Heads per layer");
+  cmd->add_option("--param", a.param, "Parameterization: full, diag, gd++");
+  cmd->add_option("--convention", a.convention, "ahn (s = 1/n, mean squared loss) or vladymyrov (s = 1, half)");
+  cmd->add_option("--data", a.data, "Inputs: gaussian or heavy (sphere times sqrt(Gamma))");
+  cmd->add_option("--gamma-shape", a.gamma_shape, "Heavy-tailed radius r2 ~ Gamma(shape, scale): shape");
+  cmd->add_option("--gamma-scale", a.gamma_scale, "... and scale");
+  cmd->add_option("--sigma-max", a.sigma_max, "Label noise sigma ~ U(0, sigma-max) per task");
+  cmd->add_option("--sigmas", a.sigmas, "Label noise sigma uniform over these values, e.g. 1,3,5")->delimiter(',');
+  cmd->add_option("--lr", a.lr, "Learning rate (both optimizers)");
+  cmd->add_option("--sgd-lr", a.sgd_lr, "Learning rate of SGD only");
+  cmd->add_option("--momentum", a.momentum, "SGD momentum");
+  cmd->add_option("--beta1", a.beta1, "Adam beta1");
+  cmd->add_option("--beta2", a.beta2, "Adam beta2");
+  cmd->add_option("--clip", a.clip, "Global gradient-norm clipping (<= 0: off)");
+  cmd->add_option("--init-std", a.init_std, "Initial parameters ~ N(0, init-std^2)");
+  cmd->add_option("--seed", a.seed, "Seed of the parameters and every training batch");
+  cmd->add_option("--read-every", a.read_every, "Steps between host reads of the losses (nothing is read per step)");
+  cmd->add_option("--on-nonfinite", a.on_nonfinite, "When a loss or gradient is not finite: stop or skip (the batch)");
+  cmd->add_option("--eval-every", a.eval_every, "Steps between evaluations (0: 10 per run)");
+  cmd->add_option("--eval-tasks", a.eval_tasks, "Fresh tasks per evaluation")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--csv", a.csv, "CSV of the curves (empty: none)");
+  cmd->add_option("--plot", a.plot, "SVG plot of loss against step (empty: none)");
+  return cmd;
+}
+
+int run_train_icl(const TrainIclArgs& a) {
+  auto fail = [](const rill::Status& s) {
+    std::fprintf(stderr, "rill train-icl: %s\n", s.to_string().c_str());
+    return 1;
+  };
+  auto config = build_config(a);
+  if (!config.is_ok()) return fail(config.status());
+  auto ctx = rill::Context::create();
+  if (!ctx.is_ok()) return fail(ctx.status());
+  const TrainConfig& base = config.value();
+  std::printf("device: %s\n", ctx->device().name.c_str());
+  std::printf("model: %s, d=%d n=%d L=%d heads=%d, %lld parameters; batch %d, %lld steps per optimizer\n",
+              std::string(name(base.model.param)).c_str(), base.task.d, base.task.n, base.model.layers,
+              base.model.heads, (long long)parameter_count(base.model, base.task.d), base.batch, (long long)a.steps);
+
+  const int64_t eval_every = a.eval_every > 0 ? a.eval_every : std::max<int64_t>(1, a.steps / 10);
+  std::vector<Curve> curves;
+  EvalReport last{};
+  std::printf("\n%-9s %8s %12s %12s %12s %12s\n", "optimizer", "step", "train loss", "eval loss", "ridge oracle",
+              "least sq.");
+  for (const std::string& opt_name : a.optimizers) {
+    TrainConfig c = base;
+    auto kind = parse_optimizer(opt_name);
+    if (!kind.is_ok()) return fail(kind.status());
+    c.optimizer.kind = *kind;
+    if (*kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
+    auto trainer = Trainer::create(ctx.value(), c);
+    if (!trainer.is_ok()) return fail(trainer.status());
+    Curve curve{opt_name, {}, {}};
+    const auto start = std::chrono::steady_clock::now();
+    double train_seconds = 0;
+    for (int64_t done = 0; done < a.steps;) {
+      const int64_t chunk = std::min(eval_every, a.steps - done);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto records = trainer->train(chunk);
+      train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!records.is_ok()) return fail(records.status());
+      const size_t from = curve.steps.size();
+      curve.steps.insert(curve.steps.end(), records->begin(), records->end());
+      done += chunk;
+      auto eval = trainer->evaluate({.tasks = a.eval_tasks});
+      if (!eval.is_ok()) return fail(eval.status());
+      curve.evals.emplace_back(done, *eval);
+      last = *eval;
+      progress(opt_name, done, a.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      std::printf("%-9s %8lld %12.5g %12.5g %12.5g %12.5g\n", opt_name.c_str(), (long long)done,
+                  mean_loss(curve.steps, from), eval->model, eval->ridge_oracle, eval->least_squares);
+      std::fflush(stdout);
+    }
+    std::printf("%-9s %.1f steps/s, %.0f tasks/s (training only)\n", opt_name.c_str(), double(a.steps) / train_seconds,
+                double(a.steps) * c.batch / train_seconds);
+    curves.push_back(std::move(curve));
+  }
+
+  std::string error;
+  if (!a.csv.empty()) {
+    if (!write_text_atomic(a.csv, csv_of(curves), &error)) return fail(rill::invalid_argument(error));
+    std::printf("curves: %s\n", a.csv.c_str());
+  }
+  if (!a.plot.empty()) {
+    PlotSpec plot{"In-context linear regression (d=" + std::to_string(base.task.d) + ", n=" +
+                      std::to_string(base.task.n) + ", L=" + std::to_string(base.model.layers) + ")",
+                  "training step", "loss", {}, {}};
+    for (const Curve& c : curves) {
+      PlotSeries train{c.optimizer + " train", {}, false}, eval{c.optimizer + " eval", {}, true};
+      const size_t stride = std::max<size_t>(1, c.steps.size() / 400);
+      for (size_t i = 0; i < c.steps.size(); i += stride) train.points.emplace_back(double(c.steps[i].step + 1), c.steps[i].loss);
+      for (const auto& [step, ev] : c.evals) eval.points.emplace_back(double(step), ev.model);
+      plot.series.push_back(std::move(train));
+      plot.series.push_back(std::move(eval));
+    }
+    plot.baselines = {{"ridge oracle", last.ridge_oracle}, {"least squares", last.least_squares}};
+    if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return fail(rill::invalid_argument(error));
+    std::printf("plot: %s\n", a.plot.c_str());
+  }
+  return 0;
+}
+
+}  // namespace rill_cli
