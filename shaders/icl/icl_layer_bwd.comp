@@ -15,7 +15,6 @@ layout(std430, binding = 2) readonly buffer Mats { float mats[]; };
 layout(std430, binding = 3) readonly buffer GradOut { float g_out[]; };  // dLoss/d(layer output)
 layout(std430, binding = 4) writeonly buffer GradIn { float g_in[]; };   // dLoss/d(layer input)
 layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };
-layout(std430, binding = 6) buffer Work { float work[]; };  // dB, T, dA: [3][MAT][batch]
 layout(push_constant) uniform Push {
   uint batch;
   uint layer;
@@ -25,76 +24,80 @@ layout(push_constant) uniform Push {
 
 RILL_ICL_PARAM_ACCESSORS(params)
 
-uint g_t;
-uint x_at(uint i, uint k) { return ((p.layer * TOKEN_ELEMS) + i * D1 + k) * p.batch + g_t; }
-uint g_at(uint i, uint k) { return (i * D1 + k) * p.batch + g_t; }
-uint a_at(uint a, uint b) { return ((p.layer * 2u) * MAT + a * D1 + b) * p.batch + g_t; }
-uint b_at(uint a, uint b) { return ((p.layer * 2u + 1u) * MAT + a * D1 + b) * p.batch + g_t; }
-uint db_at(uint a, uint b) { return (a * D1 + b) * p.batch + g_t; }
-uint t_at(uint a, uint b) { return (MAT + a * D1 + b) * p.batch + g_t; }
-uint da_at(uint a, uint b) { return (2u * MAT + a * D1 + b) * p.batch + g_t; }
-void put_partial(uint param, float value) { partials[param * p.batch + g_t] = value; }
-
 void main() {
-  g_t = rill_global_index();
-  if (g_t >= p.batch) return;
+  const uint t = rill_global_index();
+  if (t >= p.batch) return;
+  const uint x_base = p.layer * TOKEN_ELEMS * p.batch + t;
+  const uint mats_base = p.layer * 2u * MAT * p.batch + t;
 
-  for (uint a = 0u; a < D1; ++a) {
-    for (uint b = 0u; b < D1; ++b) {
+  float x[TOKEN_ELEMS];
+  float g[TOKEN_ELEMS];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) {
+    x[e] = acts[x_base + e * p.batch];
+    g[e] = g_out[e * p.batch + t];
+  }
+  float a_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) a_mat[e] = mats[mats_base + e * p.batch];
+
+  float db[MAT];
+  float da[MAT];
+  UNROLL for (uint a = 0u; a < D1; ++a) {
+    UNROLL for (uint b = 0u; b < D1; ++b) {
       float sum = 0.0;
-      for (uint i = 0u; i < TOKENS; ++i) sum += g_out[g_at(i, a)] * acts[x_at(i, b)];
-      work[db_at(a, b)] = sum;
-      work[da_at(a, b)] = 0.0;
+      UNROLL for (uint i = 0u; i < TOKENS; ++i) sum += g[i * D1 + a] * x[i * D1 + b];
+      db[a * D1 + b] = sum;
+      da[a * D1 + b] = 0.0;
     }
   }
 
-  for (uint h = 0u; h < HEADS; ++h) {
+  UNROLL for (uint h = 0u; h < HEADS; ++h) {
     const uint base = (p.layer * HEADS + h) * BLOCK;
     if (PARAM == 0u) {
-      // T = dB Q^T, then dP = s T A.
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      float tmp[MAT];
+      // tmp = dB Q^T, then dP = s tmp A.
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += work[db_at(a, c)] * param_q(base, b, c);
-          work[t_at(a, b)] = sum;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
+          tmp[a * D1 + b] = sum;
         }
       }
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += work[t_at(a, c)] * mats[a_at(c, b)];
-          put_partial(base + a * D1 + b, p.scale * sum);
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += tmp[a * D1 + c] * a_mat[c * D1 + b];
+          partials[(base + a * D1 + b) * p.batch + t] = p.scale * sum;
         }
       }
-      // T = P^T dB, then dQ = s A T and dA += s T Q^T.
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      // tmp = P^T dB, then dQ = s A tmp and dA += s tmp Q^T.
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * work[db_at(c, b)];
-          work[t_at(a, b)] = sum;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * db[c * D1 + b];
+          tmp[a * D1 + b] = sum;
         }
       }
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float dq = 0.0;
-          float da = 0.0;
-          for (uint c = 0u; c < D1; ++c) {
-            dq += mats[a_at(a, c)] * work[t_at(c, b)];
-            da += work[t_at(a, c)] * param_q(base, b, c);
+          float dav = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) {
+            dq += a_mat[a * D1 + c] * tmp[c * D1 + b];
+            dav += tmp[a * D1 + c] * param_q(base, b, c);
           }
-          put_partial(base + MAT + a * D1 + b, p.scale * dq);
-          work[da_at(a, b)] += p.scale * da;
+          partials[(base + MAT + a * D1 + b) * p.batch + t] = p.scale * dq;
+          da[a * D1 + b] += p.scale * dav;
         }
       }
     } else {
       // Diagonal P and Q: only the diagonals of dP and dQ matter, and dA_ab += s p_a dB_ab q_b.
       float dpx = 0.0, dpy = 0.0, dqx = 0.0, dqy = 0.0;
-      for (uint a = 0u; a < D1; ++a) {
+      UNROLL for (uint a = 0u; a < D1; ++a) {
         float dp = 0.0;
         float dq = 0.0;
-        for (uint c = 0u; c < D1; ++c) {
-          dp += work[db_at(a, c)] * diag_q(base, c) * mats[a_at(c, a)];
-          dq += mats[a_at(a, c)] * diag_p(base, c) * work[db_at(c, a)];
+        UNROLL for (uint c = 0u; c < D1; ++c) {
+          dp += db[a * D1 + c] * diag_q(base, c) * a_mat[c * D1 + a];
+          dq += a_mat[a * D1 + c] * diag_p(base, c) * db[c * D1 + a];
         }
         if (a + 1u == D1) {
           dpy = dp;
@@ -103,25 +106,27 @@ void main() {
           dpx += dp;
           dqx += dq;
         }
-        const float pa = diag_p(base, a);
-        for (uint b = 0u; b < D1; ++b) work[da_at(a, b)] += p.scale * pa * work[db_at(a, b)] * diag_q(base, b);
+        const float pa = p.scale * diag_p(base, a);
+        UNROLL for (uint b = 0u; b < D1; ++b) da[a * D1 + b] += pa * db[a * D1 + b] * diag_q(base, b);
       }
-      put_partial(base + 0u, p.scale * dpx);
-      put_partial(base + 1u, p.scale * dpy);
-      put_partial(base + 2u, p.scale * dqx);
-      if (PARAM == 1u) put_partial(base + 3u, p.scale * dqy);
+      partials[(base + 0u) * p.batch + t] = p.scale * dpx;
+      partials[(base + 1u) * p.batch + t] = p.scale * dpy;
+      partials[(base + 2u) * p.batch + t] = p.scale * dqx;
+      if (PARAM == 1u) partials[(base + 3u) * p.batch + t] = p.scale * dqy;
     }
   }
 
   if (p.input_grad == 0u) return;
-  for (uint i = 0u; i < TOKENS; ++i) {
-    for (uint a = 0u; a < D1; ++a) {
-      float sum = g_out[g_at(i, a)];
-      for (uint b = 0u; b < D1; ++b) sum += mats[b_at(b, a)] * g_out[g_at(i, b)];
+  float b_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = mats[mats_base + (MAT + e) * p.batch];
+  UNROLL for (uint i = 0u; i < TOKENS; ++i) {
+    UNROLL for (uint a = 0u; a < D1; ++a) {
+      float sum = g[i * D1 + a];
+      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[b * D1 + a] * g[i * D1 + b];
       if (i < NCTX) {
-        for (uint b = 0u; b < D1; ++b) sum += (work[da_at(a, b)] + work[da_at(b, a)]) * acts[x_at(i, b)];
+        UNROLL for (uint b = 0u; b < D1; ++b) sum += (da[a * D1 + b] + da[b * D1 + a]) * x[i * D1 + b];
       }
-      g_in[g_at(i, a)] = sum;
+      g_in[(i * D1 + a) * p.batch + t] = sum;
     }
   }
 }

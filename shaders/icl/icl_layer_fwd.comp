@@ -7,8 +7,7 @@
 
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
 layout(std430, binding = 1) buffer Acts { float acts[]; };
-layout(std430, binding = 2) buffer Mats { float mats[]; };
-layout(std430, binding = 3) buffer Work { float work[]; };  // C = A Q_h, [MAT][batch]
+layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
 layout(push_constant) uniform Push {
   uint batch;
   uint layer;
@@ -18,62 +17,65 @@ layout(push_constant) uniform Push {
 
 RILL_ICL_PARAM_ACCESSORS(params)
 
-uint g_t;
-uint x_at(uint i, uint k) { return ((p.layer * TOKEN_ELEMS) + i * D1 + k) * p.batch + g_t; }
-uint y_at(uint i, uint k) { return (((p.layer + 1u) * TOKEN_ELEMS) + i * D1 + k) * p.batch + g_t; }
-uint a_at(uint a, uint b) { return ((p.layer * 2u) * MAT + a * D1 + b) * p.batch + g_t; }
-uint b_at(uint a, uint b) { return ((p.layer * 2u + 1u) * MAT + a * D1 + b) * p.batch + g_t; }
-uint c_at(uint a, uint b) { return (a * D1 + b) * p.batch + g_t; }
-
 void main() {
-  g_t = rill_global_index();
-  if (g_t >= p.batch) return;
+  const uint t = rill_global_index();
+  if (t >= p.batch) return;
+  const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
+  const uint out_base = in_base + TOKEN_ELEMS * p.batch;
+  const uint mats_base = p.layer * 2u * MAT * p.batch + t;
+
+  float x[TOKEN_ELEMS];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[in_base + e * p.batch];
 
   // A is symmetric: the upper triangle, mirrored.
-  for (uint a = 0u; a < D1; ++a) {
-    for (uint b = a; b < D1; ++b) {
+  float a_mat[MAT];
+  UNROLL for (uint a = 0u; a < D1; ++a) {
+    UNROLL for (uint b = a; b < D1; ++b) {
       float sum = 0.0;
-      for (uint j = 0u; j < NCTX; ++j) sum += acts[x_at(j, a)] * acts[x_at(j, b)];
-      mats[a_at(a, b)] = sum;
-      mats[a_at(b, a)] = sum;
+      UNROLL for (uint j = 0u; j < NCTX; ++j) sum += x[j * D1 + a] * x[j * D1 + b];
+      a_mat[a * D1 + b] = sum;
+      a_mat[b * D1 + a] = sum;
     }
   }
 
-  for (uint h = 0u; h < HEADS; ++h) {
+  float b_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = 0.0;
+  UNROLL for (uint h = 0u; h < HEADS; ++h) {
     const uint base = (p.layer * HEADS + h) * BLOCK;
     if (PARAM == 0u) {
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      float c_mat[MAT];  // A Q
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += mats[a_at(a, c)] * param_q(base, c, b);
-          work[c_at(a, b)] = sum;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += a_mat[a * D1 + c] * param_q(base, c, b);
+          c_mat[a * D1 + b] = sum;
         }
       }
-      for (uint a = 0u; a < D1; ++a) {
-        for (uint b = 0u; b < D1; ++b) {
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * work[c_at(c, b)];
-          const float prev = h == 0u ? 0.0 : mats[b_at(a, b)];
-          mats[b_at(a, b)] = prev + p.scale * sum;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * c_mat[c * D1 + b];
+          b_mat[a * D1 + b] += p.scale * sum;
         }
       }
     } else {
       // Diagonal P and Q: B_ab = s p_a A_ab q_b.
-      for (uint a = 0u; a < D1; ++a) {
-        const float pa = diag_p(base, a);
-        for (uint b = 0u; b < D1; ++b) {
-          const float prev = h == 0u ? 0.0 : mats[b_at(a, b)];
-          mats[b_at(a, b)] = prev + p.scale * pa * mats[a_at(a, b)] * diag_q(base, b);
-        }
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        const float pa = p.scale * diag_p(base, a);
+        UNROLL for (uint b = 0u; b < D1; ++b) b_mat[a * D1 + b] += pa * a_mat[a * D1 + b] * diag_q(base, b);
       }
     }
   }
 
-  for (uint i = 0u; i < TOKENS; ++i) {
-    for (uint a = 0u; a < D1; ++a) {
-      float sum = acts[x_at(i, a)];
-      for (uint b = 0u; b < D1; ++b) sum += mats[b_at(a, b)] * acts[x_at(i, b)];
-      acts[y_at(i, a)] = sum;
+  UNROLL for (uint e = 0u; e < MAT; ++e) {
+    mats[mats_base + e * p.batch] = a_mat[e];
+    mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
+  }
+  UNROLL for (uint i = 0u; i < TOKENS; ++i) {
+    UNROLL for (uint a = 0u; a < D1; ++a) {
+      float sum = x[i * D1 + a];
+      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[a * D1 + b] * x[i * D1 + b];
+      acts[out_base + (i * D1 + a) * p.batch] = sum;
     }
   }
 }

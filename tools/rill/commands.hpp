@@ -41,7 +41,7 @@ int run_profile(const ProfileArgs& args);
 struct TrainIclArgs {
   std::string setting = "ahn1";
   std::vector<std::string> optimizers = {"adam", "sgd"};
-  int64_t steps = 400;
+  int64_t steps = 1000;
   std::optional<int> batch, d, n, layers, heads;
   std::optional<std::string> param, convention, data;
   std::optional<float> gamma_shape, gamma_scale, sigma_max, lr, sgd_lr, momentum, beta1, beta2, clip, init_std;

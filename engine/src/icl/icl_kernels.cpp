@@ -67,7 +67,6 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t batch
   RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
   RILL_RETURN_IF_ERROR(make(ws.sigmas, b, "sigmas"));
   RILL_RETURN_IF_ERROR(make(ws.mats, int64_t(s.layers) * 2 * mat * b, "mats"));
-  RILL_RETURN_IF_ERROR(make(ws.work, 3 * mat * b, "work"));
   RILL_RETURN_IF_ERROR(make(ws.grad_a, int64_t(s.token_elems) * b, "grad_a"));
   RILL_RETURN_IF_ERROR(make(ws.grad_b, int64_t(s.token_elems) * b, "grad_b"));
   RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
@@ -151,7 +150,7 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
   for (uint32_t l = 0; l < shape_.layers; ++l) {
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "icl/icl_layer_fwd",
-                                       .bindings = {&m.params, &ws.acts, &ws.mats, &ws.work},
+                                       .bindings = {&m.params, &ws.acts, &ws.mats},
                                        .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), 0}),
                                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
                                        .spec = model_spec(seq),
@@ -182,7 +181,7 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "icl/icl_layer_bwd",
-                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials, &ws.work},
+                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
                                        .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), l > 0 ? 1u : 0u}),
                                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
                                        .spec = model_spec(seq),

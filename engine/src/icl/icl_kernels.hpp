@@ -24,7 +24,7 @@ struct Shape {
 // Per-batch activations, gradients and scratch (element-major, task-minor: see icl_model.glsl).
 struct Workspace {
   uint32_t batch = 0;
-  Tensor acts, targets, sigmas, mats, work, grad_a, grad_b, partials, task_loss, preds, reduced;
+  Tensor acts, targets, sigmas, mats, grad_a, grad_b, partials, task_loss, preds, reduced;
   static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t batch);
 };
 
