@@ -9,6 +9,7 @@
 #include "icl/icl_kernels.hpp"
 #include "icl_sampler.hpp"
 #include "rill/icl.hpp"
+#include "rill/safetensors.hpp"
 
 namespace {
 
@@ -276,4 +277,54 @@ GPU_TEST_CASE("icl: evaluation compares the model with ridge baselines", "[icl]"
   CHECK(eval.ridge_oracle == Approx(eval.ridge_constant).epsilon(1e-12));
   CHECK(eval.model > eval.ridge_oracle);
   CHECK(eval.adjusted() > 0.0);
+}
+
+GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 8, 2, 1, Parameterization::kFull, Convention::kAhn, 24);
+  c.read_every = 4;
+  const std::string path = rill_test::temp_path("icl-checkpoint.safetensors");
+
+  auto straight = must(Trainer::create(ctx, c));
+  const auto full = must(straight.train(20));
+
+  auto first = must(Trainer::create(ctx, c));
+  must(first.train(9));
+  REQUIRE(first.save_checkpoint(path).is_ok());
+  auto resumed = must(Trainer::resume(ctx, path));
+  CHECK(resumed.step() == 9);
+  const auto rest = must(resumed.train(11));
+  REQUIRE(rest.size() == 11);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    CHECK(rest[i].step == full[9 + i].step);
+    CHECK(std::memcmp(&rest[i].loss, &full[9 + i].loss, sizeof(float)) == 0);
+  }
+  CHECK(same_bits(resumed.parameters().value(), straight.parameters().value()));
+
+  // Damaged and foreign files are refused with a message, never loaded.
+  std::vector<uint8_t> bytes;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    REQUIRE(f != nullptr);
+    int ch;
+    while ((ch = std::fgetc(f)) != EOF) bytes.push_back(uint8_t(ch));
+    std::fclose(f);
+  }
+  auto write = [&](const std::vector<uint8_t>& b) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    std::fwrite(b.data(), 1, b.size(), f);
+    std::fclose(f);
+  };
+  write(std::vector<uint8_t>(bytes.begin(), bytes.begin() + bytes.size() / 2));
+  auto truncated = Trainer::resume(ctx, path);
+  REQUIRE_FALSE(truncated.is_ok());
+  CHECK(truncated.status().message().find(path) != std::string::npos);
+
+  rill::SafetensorsWriter other;
+  REQUIRE(other.add_floats("params", {3}, std::vector<float>{1, 2, 3}).is_ok());
+  REQUIRE(other.write(path).is_ok());
+  auto foreign = Trainer::resume(ctx, path);
+  REQUIRE_FALSE(foreign.is_ok());
+  CHECK(foreign.status().message().find("not a rill ICL checkpoint") != std::string::npos);
+  std::remove(path.c_str());
 }

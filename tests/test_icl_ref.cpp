@@ -1,6 +1,6 @@
 // The ICL reference (engine/ref/icl.hpp) against hand-derived numbers, finite differences, the
-// constructions of the papers (one gradient-descent step, GD++), its own parameterizations (DIAG as
-// FULL, GD++ as DIAG) and direct solves for the ridge baselines. CPU only.
+// constructions of the papers (one gradient-descent step, GD++) and its own parameterizations (DIAG
+// as FULL, GD++ as DIAG). CPU only; the ridge baselines are tested in test_icl_ridge.cpp.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -44,26 +44,6 @@ std::vector<double> random_params(const ModelShape& m, unsigned seed) {
   std::vector<double> p(size_t(icl::param_count(m)));
   for (double& x : p) x = normal(rng);
   return p;
-}
-
-// One task of a linear regression: x ~ N(0, I), y = x . w + sigma * noise; tokens [T][D1], the
-// query's label slot 0; returns the query's true label.
-float linear_task(int d, int n, const std::vector<double>& w, double sigma, std::mt19937& rng, float* tokens) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  float target = 0.0f;
-  for (int i = 0; i <= n; ++i) {
-    double y = 0.0;
-    for (int k = 0; k < d; ++k) {
-      tokens[i * (d + 1) + k] = float(normal(rng));
-      y += double(tokens[i * (d + 1) + k]) * w[size_t(k)];
-    }
-    y += sigma * normal(rng);
-    if (i < n)
-      tokens[i * (d + 1) + d] = float(y);
-    else
-      target = float(y);
-  }
-  return target;
 }
 
 }  // namespace
@@ -337,138 +317,9 @@ TEST_CASE("adam_step matches hand-computed steps", "[icl]") {
   CHECK(p[0] == Approx(0.9366103542).epsilon(1e-9));
 }
 
-TEST_CASE("ridge_predict matches a direct solve", "[icl][ridge]") {
-  // d = 2, n = 3, X = [[1, 2], [0, 1], [-1, 1]], y = (1, 2, 0.5), x_q = (1, -1), lambda = 0.5:
-  //   X^T X + 0.5 I = [[2.5, 1], [1, 6.5]] (det 15.25), X^T y = (0.5, 4.5)
-  //   w = [[6.5, -1], [-1, 2.5]] (0.5, 4.5) / 15.25 = (-1.25, 10.75) / 15.25
-  //   pred = (-1.25 - 10.75) / 15.25 = -48/61
-  const std::vector<float> tokens = {1, 2, 1, 0, 1, 2, -1, 1, 0.5f, 1, -1, 0};
-  CHECK(icl::ridge_predict({2, 3, tokens.data()}, 0.5) == Approx(-48.0 / 61.0).epsilon(1e-12));
-}
-
-TEST_CASE("ridge_predict with fewer examples than features equals the primal solve", "[icl][ridge]") {
-  // n < d takes the dual n x n system; compare with the d x d primal one solved by Cramer's rule.
-  std::mt19937 rng(41);
-  const std::vector<double> w = {0.5, -1.0, 2.0};
-  std::vector<float> tokens(3 * 4);
-  linear_task(3, 2, w, 0.1, rng, tokens.data());
-  const double lambda = 0.3;
-  double g[3][3] = {}, b[3] = {};
-  for (int r = 0; r < 3; ++r) {
-    g[r][r] = lambda;
-    for (int i = 0; i < 2; ++i) {
-      b[r] += double(tokens[size_t(i * 4 + r)]) * tokens[size_t(i * 4 + 3)];
-      for (int c = 0; c < 3; ++c) g[r][c] += double(tokens[size_t(i * 4 + r)]) * tokens[size_t(i * 4 + c)];
-    }
-  }
-  auto det = [](double m[3][3]) {
-    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
-           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
-  };
-  double pred = 0.0;
-  for (int k = 0; k < 3; ++k) {
-    double gk[3][3];
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c) gk[r][c] = c == k ? b[r] : g[r][c];
-    pred += det(gk) / det(g) * tokens[size_t(2 * 4 + k)];
-  }
-  CHECK(icl::ridge_predict({3, 2, tokens.data()}, lambda) == Approx(pred).epsilon(1e-10));
-}
-
-TEST_CASE("ridge_predict least squares with fewer examples than features is minimum-norm", "[icl][ridge]") {
-  // Rows x_0 = (1, 2, 0), x_1 = (0, 1, 1); z = x_0 x x_1 = (2, -1, 1) is orthogonal to both. The
-  // minimum-norm solution lies in the row space, so it fits both labels and ignores z:
-  // x_q = x_0 + 2 x_1 + 3 z = (7, 1, 5) predicts y_0 + 2 y_1 = 1.5 + 2 * -2 = -2.5.
-  const std::vector<float> tokens = {1, 2, 0, 1.5f, 0, 1, 1, -2, 7, 1, 5, 0};
-  CHECK(icl::ridge_predict({3, 2, tokens.data()}, 0.0) == Approx(-2.5).epsilon(1e-12));
-}
-
-TEST_CASE("ridge_predict shrinks to 0 as lambda grows", "[icl][ridge]") {
-  std::mt19937 rng(43);
-  for (int n : {2, 10}) {  // dual and primal
-    const std::vector<double> w = {1.0, -2.0, 0.5, 1.5};
-    std::vector<float> tokens(size_t(n + 1) * 5);
-    linear_task(4, n, w, 0.1, rng, tokens.data());
-    const icl::TaskView task{4, n, tokens.data()};
-    INFO("n " << n);
-    CHECK(std::abs(icl::ridge_predict(task, 1.0)) > 1e-3);
-    CHECK(std::abs(icl::ridge_predict(task, 1e12)) < 1e-9);
-  }
-}
-
-TEST_CASE("ridge_predict least squares is exact without noise when n >= d", "[icl][ridge]") {
-  // Integer x and w, so y = X w is exact in float and the solve exact up to double rounding.
-  std::mt19937 rng(47);
-  std::uniform_int_distribution<int> small(-3, 3);
-  const int d = 3;
-  const std::vector<double> w = {2, -1, 3};
-  for (int n : {3, 5, 9}) {
-    std::vector<float> tokens(size_t(n + 1) * 4);
-    for (int i = 0; i <= n; ++i) {
-      double y = 0.0;
-      for (int k = 0; k < d; ++k) {
-        // n == d: the identity plus one off-diagonal entry, invertible; else random integers.
-        tokens[size_t(i * 4 + k)] = float(n == d && i < n ? (i == k) + (i == 0 && k == 2) : small(rng));
-        y += tokens[size_t(i * 4 + k)] * w[size_t(k)];
-      }
-      tokens[size_t(i * 4 + 3)] = i < n ? float(y) : 0.0f;
-    }
-    double expected = 0.0;
-    for (int k = 0; k < d; ++k) expected += tokens[size_t(n * 4 + k)] * w[size_t(k)];
-    const icl::TaskView task{d, n, tokens.data()};
-    INFO("n " << n);
-    CHECK(icl::ridge_predict(task, 0.0) == Approx(expected).margin(1e-9));
-    CHECK(icl::adarr_sigma2(task) == Approx(0.0).margin(1e-12));
-  }
-}
-
-TEST_CASE("ridge_predict is NaN for a singular least-squares system", "[icl][ridge]") {
-  // d = 2, n = 3, every x on the line (1, 1): X^T X has rank 1.
-  const std::vector<float> tokens = {1, 1, 1, 2, 2, 3, -1, -1, 0, 1, 0, 0};
-  CHECK(std::isnan(icl::ridge_predict({2, 3, tokens.data()}, 0.0)));
-  CHECK(std::isfinite(icl::ridge_predict({2, 3, tokens.data()}, 0.1)));
-}
-
-TEST_CASE("adarr_sigma2 is unbiased on average over noisy tasks", "[icl][ridge]") {
-  const int d = 4, n = 12, tasks = 4000;
-  const double sigma = 0.5;
-  std::mt19937 rng(53);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<float> tokens(size_t(n + 1) * (d + 1));
-  double sum = 0.0;
-  for (int t = 0; t < tasks; ++t) {
-    std::vector<double> w(d);
-    for (double& x : w) x = normal(rng);
-    linear_task(d, n, w, sigma, rng, tokens.data());
-    sum += icl::adarr_sigma2({d, n, tokens.data()});
-  }
-  // One estimate has standard deviation sigma^2 sqrt(2 / (n - d)) = 0.125; the mean of 4000, 0.002.
-  // Dividing by n instead of n - d would give 0.167.
-  CHECK(sum / tasks == Approx(sigma * sigma).epsilon(0.04));
-}
-
-TEST_CASE("adarr_sigma2 is 0 when least squares interpolates", "[icl][ridge]") {
-  std::mt19937 rng(59);
-  for (int n : {2, 4}) {
-    std::vector<float> tokens(size_t(n + 1) * 5);
-    linear_task(4, n, {1, 2, 3, 4}, 1.0, rng, tokens.data());
-    CHECK(icl::adarr_sigma2({4, n, tokens.data()}) == 0.0);
-  }
-}
-
-TEST_CASE("adarr and tunedrr are ridge with their lambda", "[icl][ridge]") {
-  std::mt19937 rng(61);
-  std::vector<float> tokens(11 * 4);
-  const float target = linear_task(3, 10, {1, -1, 0.5}, 0.8, rng, tokens.data());
-  const icl::TaskView task{3, 10, tokens.data()};
-  const double s2 = icl::adarr_sigma2(task);
-  REQUIRE(s2 > 0.0);
-  CHECK(icl::adarr_predict(task) == icl::ridge_predict(task, s2));
-  CHECK(icl::tunedrr_predict(task, 2.0, 100.0) == icl::ridge_predict(task, 2.0 * s2));       // cap not reached
-  CHECK(icl::tunedrr_predict(task, 2.0, 0.25 * s2) == icl::ridge_predict(task, 0.25 * s2));  // capped
-  CHECK(icl::ridge_predict(task, s2) != icl::ridge_predict(task, 2.0 * s2));
-  // Scored in the model's convention.
-  const double pred = icl::adarr_predict(task);
-  CHECK(icl::task_loss(Convention::kAhn, pred, target) == Approx((pred - target) * (pred - target)));
-  CHECK(icl::task_loss(Convention::kVladymyrov, pred, target) == Approx(0.5 * (pred - target) * (pred - target)));
+TEST_CASE("task_loss is c * (pred - target)^2 in the model's convention", "[icl]") {
+  // pred 1.5, target -0.5: (pred - target)^2 = 4; c = 1 for kAhn, 1/2 for kVladymyrov.
+  CHECK(icl::task_loss(Convention::kAhn, 1.5, -0.5) == 4.0);
+  CHECK(icl::task_loss(Convention::kVladymyrov, 1.5, -0.5) == 2.0);
+  CHECK(icl::mean_loss(Convention::kVladymyrov, {1.5, 0.0}, {-0.5f, 1.0f}) == 1.25);
 }

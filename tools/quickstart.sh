@@ -2,7 +2,7 @@
 # One-command set-up for a fresh Debian 12 machine: installs what is missing (and nothing when
 # everything is there), builds, then runs the main job or every test.
 #
-#   tools/quickstart.sh run    # build (release) and run: rill info, then the demo
+#   tools/quickstart.sh run    # build (release) and run the main job: rill train-icl (extra args go to it)
 #   tools/quickstart.sh test   # build (release and ASan+UBSan) and run every test
 #
 # RILL_SKIP_ASAN=1 skips the sanitizer build in `test`.
@@ -43,10 +43,8 @@ build() {  # preset
 
 if [[ "$mode" == "run" ]]; then
   build release
-  echo "== rill info"
-  build/release/bin/rill info
-  echo "== rill demo"
-  build/release/bin/rill demo
+  echo "== rill train-icl (the main job: in-context regression trained on the device)"
+  build/release/bin/rill train-icl "${@:2}"
   exit 0
 fi
 

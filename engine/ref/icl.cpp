@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <limits>
 #include <stdexcept>
 
 namespace rill::ref::icl {
@@ -175,67 +174,6 @@ void layer_backward(const ModelShape& m, const std::vector<Mat>& ps, const std::
   g = de;
 }
 
-// ---- ridge helpers ----
-
-double x_at(const TaskView& t, int i, int k) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(k)]; }
-double y_at(const TaskView& t, int i) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(t.d)]; }
-
-// Solves the symmetric positive definite k x k system a x = rhs in place (rhs becomes x) by Cholesky,
-// a = L L^T. Returns false, leaving rhs undefined, when a pivot is below 1e-12 times the largest
-// diagonal entry (numerically singular).
-bool cholesky_solve(std::vector<double> a, int k, std::vector<double>& rhs) {
-  auto at = [&](int r, int c) -> double& { return a[size_t(r) * size_t(k) + size_t(c)]; };
-  double max_diag = 0.0;
-  for (int r = 0; r < k; ++r) max_diag = std::max(max_diag, at(r, r));
-  for (int c = 0; c < k; ++c) {  // L overwrites the lower triangle, column by column
-    double pivot = at(c, c);
-    for (int i = 0; i < c; ++i) pivot -= at(c, i) * at(c, i);
-    if (!(pivot > 1e-12 * max_diag)) return false;
-    at(c, c) = std::sqrt(pivot);
-    for (int r = c + 1; r < k; ++r) {
-      double v = at(r, c);
-      for (int i = 0; i < c; ++i) v -= at(r, i) * at(c, i);
-      at(r, c) = v / at(c, c);
-    }
-  }
-  for (int r = 0; r < k; ++r) {  // L z = rhs
-    for (int i = 0; i < r; ++i) rhs[size_t(r)] -= at(r, i) * rhs[size_t(i)];
-    rhs[size_t(r)] /= at(r, r);
-  }
-  for (int r = k - 1; r >= 0; --r) {  // L^T x = z
-    for (int i = r + 1; i < k; ++i) rhs[size_t(r)] -= at(i, r) * rhs[size_t(i)];
-    rhs[size_t(r)] /= at(r, r);
-  }
-  return true;
-}
-
-// The ridge weights w (size d) of the task; false when the system is singular (see ridge_predict).
-bool ridge_weights(const TaskView& t, double lambda, std::vector<double>& w) {
-  w.assign(size_t(t.d), 0.0);
-  if (t.n >= t.d) {  // primal: (X^T X + lambda I) w = X^T y
-    std::vector<double> gram(size_t(t.d) * size_t(t.d), 0.0);
-    for (int r = 0; r < t.d; ++r) {
-      for (int c = 0; c < t.d; ++c)
-        for (int i = 0; i < t.n; ++i) gram[size_t(r * t.d + c)] += x_at(t, i, r) * x_at(t, i, c);
-      gram[size_t(r * t.d + r)] += lambda;
-      for (int i = 0; i < t.n; ++i) w[size_t(r)] += x_at(t, i, r) * y_at(t, i);
-    }
-    return cholesky_solve(gram, t.d, w);
-  }
-  // dual: (X X^T + lambda I) alpha = y, w = X^T alpha
-  std::vector<double> gram(size_t(t.n) * size_t(t.n), 0.0), alpha(size_t(t.n));
-  for (int i = 0; i < t.n; ++i) {
-    for (int j = 0; j < t.n; ++j)
-      for (int k = 0; k < t.d; ++k) gram[size_t(i * t.n + j)] += x_at(t, i, k) * x_at(t, j, k);
-    gram[size_t(i * t.n + i)] += lambda;
-    alpha[size_t(i)] = y_at(t, i);
-  }
-  if (!cholesky_solve(gram, t.n, alpha)) return false;
-  for (int i = 0; i < t.n; ++i)
-    for (int k = 0; k < t.d; ++k) w[size_t(k)] += x_at(t, i, k) * alpha[size_t(i)];
-  return true;
-}
-
 }  // namespace
 
 int64_t block_size(const ModelShape& m) {
@@ -333,39 +271,6 @@ void adam_step(std::vector<double>& params, const std::vector<double>& grad, Ada
     state.v[i] = beta2 * state.v[i] + (1.0 - beta2) * grad[i] * grad[i];
     params[i] -= lr * (state.m[i] / bias1) / (std::sqrt(state.v[i] / bias2) + eps);
   }
-}
-
-TaskView task_view(const ModelShape& m, const std::vector<float>& tokens, int64_t task) {
-  const size_t count = size_t(m.n + 1) * size_t(m.d + 1);
-  require(task >= 0 && (size_t(task) + 1) * count <= tokens.size(), "icl: task out of range");
-  return TaskView{m.d, m.n, &tokens[size_t(task) * count]};
-}
-
-double ridge_predict(const TaskView& task, double lambda) {
-  std::vector<double> w;
-  if (!ridge_weights(task, lambda, w)) return std::numeric_limits<double>::quiet_NaN();
-  double pred = 0.0;
-  for (int k = 0; k < task.d; ++k) pred += x_at(task, task.n, k) * w[size_t(k)];
-  return pred;
-}
-
-double adarr_sigma2(const TaskView& task) {
-  if (task.n <= task.d) return 0.0;
-  std::vector<double> w;
-  if (!ridge_weights(task, 0.0, w)) return std::numeric_limits<double>::quiet_NaN();
-  double rss = 0.0;
-  for (int i = 0; i < task.n; ++i) {
-    double r = y_at(task, i);
-    for (int k = 0; k < task.d; ++k) r -= x_at(task, i, k) * w[size_t(k)];
-    rss += r * r;
-  }
-  return rss / double(task.n - task.d);
-}
-
-double adarr_predict(const TaskView& task) { return ridge_predict(task, adarr_sigma2(task)); }
-
-double tunedrr_predict(const TaskView& task, double factor, double cap) {
-  return ridge_predict(task, std::min(factor * adarr_sigma2(task), cap));
 }
 
 }  // namespace rill::ref::icl

@@ -1,6 +1,7 @@
-// CPU reference of the in-context-learning (ICL) linear transformers and their baselines (double
-// arithmetic); the specification the ICL kernels are tested against. Shapes: d features, n context
-// tokens, L layers, H heads; tokens have width D1 = d + 1 and a task has T = n + 1 of them.
+// CPU reference of the in-context-learning (ICL) linear transformers (double arithmetic); the
+// specification the ICL kernels are tested against. The ridge baselines of evaluation are engine
+// code (engine/src/icl/ridge.hpp). Shapes: d features, n context tokens, L layers, H heads; tokens
+// have width D1 = d + 1 and a task has T = n + 1 of them.
 //   tokens:  [tasks][T][D1] float, task-major. Context token i < n is (x_i, y_i); the query token
 //            (index n, last) is (x_q, 0).
 //   targets: [tasks] float, the query's true label y_q.
@@ -43,8 +44,7 @@ double update_scale(const ModelShape& m);
 double loss_scale(Convention c);
 
 // One task's loss c * (pred - target)^2, and the mean of it over tasks (0 for no tasks; throws
-// std::invalid_argument when the sizes differ). The baselines below are scored with these, in the
-// model's convention.
+// std::invalid_argument when the sizes differ).
 double task_loss(Convention c, double pred, double target);
 double mean_loss(Convention c, const std::vector<double>& preds, const std::vector<float>& targets);
 
@@ -79,34 +79,5 @@ struct AdamState {
 };
 void adam_step(std::vector<double>& params, const std::vector<double>& grad, AdamState& state, double lr, double beta1,
                double beta2, double eps);
-
-// ---- ridge regression baselines, one task at a time ----
-
-// One task: tokens points at its [T][D1] floats (X: n x d rows x_i, y: n labels, x_q: the query).
-struct TaskView {
-  int d = 1, n = 1;
-  const float* tokens = nullptr;
-};
-// Task `task` of a batch laid out as in forward() (throws std::invalid_argument when out of range).
-TaskView task_view(const ModelShape& m, const std::vector<float>& tokens, int64_t task);
-
-// x_q . w with w = (X^T X + lambda I)^{-1} X^T y, by a Cholesky solve of the smaller of two equal
-// systems: the d x d primal one when n >= d, else the n x n dual one, w = X^T (X X^T + lambda I)^{-1} y.
-// lambda = 0 is least squares; with n < d the dual form gives the minimum-norm least-squares
-// solution (X has full row rank). Returns NaN when the system is singular: a Cholesky pivot below
-// 1e-12 times the largest diagonal entry, which needs lambda ~ 0 and X of rank < min(n, d).
-// The ridge oracle is ridge_predict with lambda = the task's true noise variance: with the prior
-// w ~ N(0, I) it is the Bayes-optimal predictor.
-double ridge_predict(const TaskView& task, double lambda);
-
-// Noise variance estimated from the least-squares residuals, ||y - X w_ls||^2 / (n - d), when n > d.
-// When n <= d least squares interpolates the context (the residual is 0): returns 0.
-double adarr_sigma2(const TaskView& task);
-
-// Adaptive ridge: ridge_predict with lambda = adarr_sigma2 (least squares when n <= d).
-double adarr_predict(const TaskView& task);
-
-// Tuned ridge: ridge_predict with lambda = min(factor * adarr_sigma2, cap).
-double tunedrr_predict(const TaskView& task, double factor, double cap);
 
 }  // namespace rill::ref::icl

@@ -51,6 +51,7 @@ struct TrainIclArgs {
   std::string on_nonfinite = "stop";
   int64_t eval_every = 0;
   int eval_tasks = 1000;
+  std::string checkpoint, resume;
   std::string csv = "icl-curves.csv";
   std::string plot = "icl-curves.svg";
 };

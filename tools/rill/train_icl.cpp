@@ -143,6 +143,9 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--on-nonfinite", a.on_nonfinite, "When a loss or gradient is not finite: stop or skip (the batch)");
   cmd->add_option("--eval-every", a.eval_every, "Steps between evaluations (0: 10 per run)");
   cmd->add_option("--eval-tasks", a.eval_tasks, "Fresh tasks per evaluation")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--checkpoint", a.checkpoint,
+                  "Save a checkpoint at the end (with several optimizers: one file each, PATH.<optimizer>)");
+  cmd->add_option("--resume", a.resume, "Continue the run saved in this checkpoint (its settings; --steps more steps)");
   cmd->add_option("--csv", a.csv, "CSV of the curves (empty: none)");
   cmd->add_option("--plot", a.plot, "SVG plot of loss against step (empty: none)");
   return cmd;
@@ -168,14 +171,23 @@ int run_train_icl(const TrainIclArgs& a) {
   EvalReport last{};
   std::printf("\n%-9s %8s %12s %12s %12s %12s\n", "optimizer", "step", "train loss", "eval loss", "ridge oracle",
               "least sq.");
-  for (const std::string& opt_name : a.optimizers) {
+  const std::vector<std::string> optimizers =
+      a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"};
+  for (const std::string& opt_name : optimizers) {
     TrainConfig c = base;
-    auto kind = parse_optimizer(opt_name);
-    if (!kind.is_ok()) return fail(kind.status());
-    c.optimizer.kind = *kind;
-    if (*kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
-    auto trainer = Trainer::create(ctx.value(), c);
+    rill::Result<Trainer> trainer = rill::invalid_argument("no trainer");
+    if (a.resume.empty()) {
+      auto kind = parse_optimizer(opt_name);
+      if (!kind.is_ok()) return fail(kind.status());
+      c.optimizer.kind = *kind;
+      if (*kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
+      trainer = Trainer::create(ctx.value(), c);
+    } else {
+      trainer = Trainer::resume(ctx.value(), a.resume);
+      if (trainer.is_ok()) std::printf("resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
+    }
     if (!trainer.is_ok()) return fail(trainer.status());
+    c = trainer->config();
     Curve curve{opt_name, {}, {}};
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
@@ -190,15 +202,20 @@ int run_train_icl(const TrainIclArgs& a) {
       done += chunk;
       auto eval = trainer->evaluate({.tasks = a.eval_tasks});
       if (!eval.is_ok()) return fail(eval.status());
-      curve.evals.emplace_back(done, *eval);
+      curve.evals.emplace_back(trainer->step(), *eval);
       last = *eval;
       progress(opt_name, done, a.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      std::printf("%-9s %8lld %12.5g %12.5g %12.5g %12.5g\n", opt_name.c_str(), (long long)done,
+      std::printf("%-9s %8lld %12.5g %12.5g %12.5g %12.5g\n", opt_name.c_str(), (long long)trainer->step(),
                   mean_loss(curve.steps, from), eval->model, eval->ridge_oracle, eval->least_squares);
       std::fflush(stdout);
     }
     std::printf("%-9s %.1f steps/s, %.0f tasks/s (training only)\n", opt_name.c_str(), double(a.steps) / train_seconds,
                 double(a.steps) * c.batch / train_seconds);
+    if (!a.checkpoint.empty()) {
+      const std::string path = optimizers.size() > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
+      if (auto s = trainer->save_checkpoint(path); !s.is_ok()) return fail(s);
+      std::printf("checkpoint: %s\n", path.c_str());
+    }
     curves.push_back(std::move(curve));
   }
 

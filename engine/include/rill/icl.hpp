@@ -153,6 +153,13 @@ class RILL_API Trainer {
 
   Result<EvalReport> evaluate(const EvalOptions& options);
 
+  // Parameters, optimizer state, step (the sampler's position) and configuration, written
+  // atomically to one safetensors file (the configuration as JSON metadata).
+  Status save_checkpoint(const std::string& path);
+  // A trainer that continues a checkpointed run: training on from it gives bit-for-bit what the
+  // uninterrupted run gives. The file is untrusted; a corrupt or foreign file is a clear error.
+  static Result<Trainer> resume(Context& ctx, const std::string& path);
+
   const TrainConfig& config() const;
 
  private:

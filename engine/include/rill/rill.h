@@ -96,6 +96,72 @@ RILL_C_API const char* rill_last_error(void);
 RILL_C_API const char* rill_status_name(rill_status status);
 RILL_C_API const char* rill_version(void);
 
+/* ---- In-context-learning trainer (rill/icl.hpp has the model and the papers' settings) ----
+ *
+ *   rill_icl_config config;
+ *   rill_icl_config_init(&config, 1);               // Ahn et al. setting 1
+ *   rill_icl_trainer* trainer = NULL;
+ *   rill_icl_trainer_create(ctx, &config, &trainer);
+ *   float losses[500];
+ *   rill_icl_train(trainer, 500, losses, NULL);
+ *   rill_icl_trainer_destroy(trainer);              // before the context
+ */
+typedef struct rill_icl_trainer rill_icl_trainer;
+
+typedef enum rill_icl_param { RILL_ICL_FULL = 0, RILL_ICL_DIAG = 1, RILL_ICL_GD_PLUS_PLUS = 2 } rill_icl_param;
+typedef enum rill_icl_convention { RILL_ICL_AHN = 0, RILL_ICL_VLADYMYROV = 1 } rill_icl_convention;
+typedef enum rill_icl_data { RILL_ICL_GAUSSIAN = 0, RILL_ICL_HEAVY_TAILED = 1 } rill_icl_data;
+typedef enum rill_icl_noise {
+  RILL_ICL_NOISE_NONE = 0,
+  RILL_ICL_NOISE_UNIFORM = 1,
+  RILL_ICL_NOISE_CATEGORICAL = 2
+} rill_icl_noise;
+typedef enum rill_icl_optimizer { RILL_ICL_SGD = 0, RILL_ICL_ADAM = 1 } rill_icl_optimizer;
+
+typedef struct rill_icl_config {
+  uint32_t struct_size; /* sizeof(rill_icl_config); set by _init */
+  int32_t d, n, layers, heads;
+  rill_icl_param param;
+  rill_icl_convention convention;
+  rill_icl_data data;
+  float gamma_shape, gamma_scale; /* heavy-tailed radii r2 ~ Gamma(shape, scale) */
+  rill_icl_noise noise;
+  float sigma_max;        /* RILL_ICL_NOISE_UNIFORM */
+  int32_t category_count; /* RILL_ICL_NOISE_CATEGORICAL: 1 to 6 values in categories */
+  float categories[6];
+  rill_icl_optimizer optimizer;
+  float lr, momentum, beta1, beta2, eps, clip_norm, init_std;
+  int32_t batch;
+  uint64_t seed;
+  int32_t read_every;     /* losses are read from the device every read_every steps */
+  int32_t skip_nonfinite; /* nonzero: skip a batch whose loss or gradient is not finite; 0: stop */
+} rill_icl_config;
+
+typedef struct rill_icl_eval {
+  int32_t tasks;
+  double model, ridge_oracle, least_squares, ridge_constant, adarr, tunedrr;
+} rill_icl_eval;
+
+/* Fills a preset: setting 1, 2 or 3 of Ahn et al.; any other value: Vladymyrov et al. (FULL,
+ * sigma ~ U(0, 1)). */
+RILL_C_API void rill_icl_config_init(rill_icl_config* config, int32_t setting);
+/* The trainer keeps a reference to the context: destroy it first. On failure *out is NULL. */
+RILL_C_API rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config,
+                                               rill_icl_trainer** out);
+RILL_C_API rill_status rill_icl_trainer_resume(rill_context* context, const char* checkpoint_path,
+                                               rill_icl_trainer** out);
+RILL_C_API void rill_icl_trainer_destroy(rill_icl_trainer* trainer); /* accepts NULL */
+/* Trains `steps` steps; losses and grad_norms (each NULL or `steps` floats) receive the per-step
+ * values. A non-finite step under the stop policy returns RILL_FAILED_PRECONDITION. */
+RILL_C_API rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms);
+RILL_C_API rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out);
+/* Evaluates on `tasks` fresh tasks; sigma < 0 keeps the configured noise, else fixes it. */
+RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
+                                         rill_icl_eval* out);
+/* Copies the parameters into out (capacity floats); *count receives how many there are. */
+RILL_C_API rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count);
+RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path);
+
 #ifdef __cplusplus
 }
 #endif

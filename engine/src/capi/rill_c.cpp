@@ -6,16 +6,15 @@
 #include <new>
 #include <string>
 
+#include "capi/capi_common.hpp"
 #include "rill/context.hpp"
 #include "rill/version.hpp"
 
-struct rill_context {
-  rill::Context context;
-};
+namespace rill::capi {
 
 namespace {
-
 thread_local std::string g_last_error;
+}
 
 rill_status fail(rill_status code, std::string message) {
   g_last_error = std::move(message);
@@ -26,6 +25,14 @@ rill_status from_status(const rill::Status& s) {
   if (s.is_ok()) return RILL_OK;
   return fail(static_cast<rill_status>(s.code()), s.message());
 }
+
+}  // namespace rill::capi
+
+namespace {
+
+using rill::capi::fail;
+using rill::capi::from_status;
+using rill::capi::g_last_error;
 
 void copy_text(char* dst, size_t capacity, const std::string& src) {
   const size_t n = std::min(capacity - 1, src.size());

@@ -1,84 +1,176 @@
+// Ridge baselines (see ridge.hpp). A Cholesky solve of the smaller normal system; a numerically
+// singular one (least squares with repeated or collinear inputs) falls back to the pseudo-inverse
+// from a Jacobi eigendecomposition, which gives the minimum-norm solution. A growing diagonal jitter
+// is not enough there: it leaves an error of about machine epsilon / jitter (1e-4 at a jitter of
+// 1e-12), and an absolute pivot threshold lets a rounding-sized pivot through (weights ~1e30).
 #include "icl/ridge.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace rill::icl {
 namespace {
 
-// Solves S z = r for symmetric positive definite S (m x m, row-major) by Cholesky; false when S
-// is not numerically positive definite.
-bool cholesky_solve(std::vector<double> s, int m, std::vector<double>& r) {
+using std::size_t;
+
+// Numerical rank: an eigenvalue below kRankTol times the largest counts as 0; the rounding of an
+// exactly singular Gram matrix is ~1e-15 relative, well below it. A (pivoted) Cholesky pivot below
+// kCholeskyTol times the largest diagonal entry sends the solve to the eigendecomposition, which
+// is exact either way: the larger threshold only errs towards the careful path.
+constexpr double kRankTol = 1e-12;
+constexpr double kCholeskyTol = 1e-10;
+// Jacobi sweeps converge quadratically (under 10 for these sizes); the cap only bounds non-finite input.
+constexpr int kMaxSweeps = 64;
+
+// S = P^T L L^T P for symmetric S (m x m, row-major) by Cholesky with diagonal pivoting: step j
+// takes the largest remaining diagonal entry, perm[j] its row of S. L ends up in the lower triangle
+// of s. False when that entry is not above kCholeskyTol times S's largest diagonal entry (or is
+// NaN): S is numerically singular. Pivoting is what makes that test reliable: without it the
+// rounding left in the last pivot of a singular S is amplified by the earlier small pivots
+// (1e-11 relative seen on well-conditioned repeated rows).
+bool cholesky_factor(std::vector<double>& s, int m, std::vector<int>& perm) {
+  auto at = [&](int r, int c) -> double& { return s[size_t(r) * size_t(m) + size_t(c)]; };
+  perm.resize(size_t(m));
+  double max_diag = 0.0;
+  for (int r = 0; r < m; ++r) {
+    perm[size_t(r)] = r;
+    max_diag = std::max(max_diag, at(r, r));
+  }
   for (int j = 0; j < m; ++j) {
-    double diag = s[j * m + j];
-    for (int k = 0; k < j; ++k) diag -= s[j * m + k] * s[j * m + k];
-    if (!(diag > 1e-300)) return false;
-    const double l = std::sqrt(diag);
-    s[j * m + j] = l;
-    for (int i = j + 1; i < m; ++i) {
-      double v = s[i * m + j];
-      for (int k = 0; k < j; ++k) v -= s[i * m + k] * s[j * m + k];
-      s[i * m + j] = v / l;
+    int p = j;
+    for (int i = j + 1; i < m; ++i)
+      if (at(i, i) > at(p, p)) p = i;
+    if (p != j) {  // symmetric swap of rows and columns j and p, with the rows of L so far
+      std::swap(perm[size_t(j)], perm[size_t(p)]);
+      for (int k = 0; k < m; ++k) std::swap(at(j, k), at(p, k));
+      for (int k = 0; k < m; ++k) std::swap(at(k, j), at(k, p));
     }
-  }
-  for (int i = 0; i < m; ++i) {  // L y = r
-    double v = r[i];
-    for (int k = 0; k < i; ++k) v -= s[i * m + k] * r[k];
-    r[i] = v / s[i * m + i];
-  }
-  for (int i = m - 1; i >= 0; --i) {  // L^T z = y
-    double v = r[i];
-    for (int k = i + 1; k < m; ++k) v -= s[k * m + i] * r[k];
-    r[i] = v / s[i * m + i];
+    const double pivot = at(j, j);
+    if (!(pivot > kCholeskyTol * max_diag)) return false;
+    const double l = std::sqrt(pivot);
+    at(j, j) = l;
+    for (int i = j + 1; i < m; ++i) at(i, j) /= l;
+    for (int i = j + 1; i < m; ++i)  // the Schur complement, both triangles
+      for (int k = j + 1; k < m; ++k) at(i, k) -= at(i, j) * at(k, j);
   }
   return true;
 }
 
-double x(const TaskView& t, int i, int k) { return t.tokens[i * (t.d + 1) + k]; }
-double y(const TaskView& t, int i) { return t.tokens[i * (t.d + 1) + t.d]; }
-
-// Primal form: (X^T X + lambda I) w = X^T y, d x d.
-bool primal_weights(const TaskView& t, double lambda, std::vector<double>& w) {
-  std::vector<double> s(size_t(t.d) * t.d, 0.0);
-  w.assign(t.d, 0.0);
-  for (int i = 0; i < t.n; ++i)
-    for (int a = 0; a < t.d; ++a) {
-      w[a] += x(t, i, a) * y(t, i);
-      for (int b = 0; b < t.d; ++b) s[a * t.d + b] += x(t, i, a) * x(t, i, b);
-    }
-  for (int a = 0; a < t.d; ++a) s[a * t.d + a] += lambda;
-  return cholesky_solve(std::move(s), t.d, w);
+// S = V diag(s_jj) V^T by cyclic Jacobi rotations: s (m x m, symmetric) becomes diagonal, v
+// (row-major) gets the eigenvectors as columns.
+void jacobi_eigen(std::vector<double>& s, int m, std::vector<double>& v) {
+  auto at = [&](std::vector<double>& a, int r, int c) -> double& { return a[size_t(r) * size_t(m) + size_t(c)]; };
+  v.assign(size_t(m) * size_t(m), 0.0);
+  for (int i = 0; i < m; ++i) at(v, i, i) = 1.0;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    double off = 0.0, total = 0.0;
+    for (int r = 0; r < m; ++r)
+      for (int c = 0; c < m; ++c) (r == c ? total : off) += at(s, r, c) * at(s, r, c);
+    if (!(off > 1e-30 * (total + off))) break;  // converged, or not finite
+    for (int p = 0; p < m; ++p)
+      for (int q = p + 1; q < m; ++q) {
+        const double apq = at(s, p, q);
+        if (apq == 0.0) continue;
+        // The rotation J (c at pp and qq, sn at pq, -sn at qp) that zeroes s_pq in J^T S J.
+        const double theta = (at(s, q, q) - at(s, p, p)) / (2.0 * apq);
+        const double t = (theta >= 0.0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1.0));
+        const double c = 1.0 / std::sqrt(t * t + 1.0), sn = t * c;
+        for (int k = 0; k < m; ++k) {  // S J
+          const double kp = at(s, k, p), kq = at(s, k, q);
+          at(s, k, p) = c * kp - sn * kq;
+          at(s, k, q) = sn * kp + c * kq;
+        }
+        for (int k = 0; k < m; ++k) {  // J^T (S J)
+          const double pk = at(s, p, k), qk = at(s, q, k);
+          at(s, p, k) = c * pk - sn * qk;
+          at(s, q, k) = sn * pk + c * qk;
+        }
+        // What the rotation makes s_pq and s_qp, without its rounding.
+        at(s, p, q) = at(s, q, p) = 0.0;
+        for (int k = 0; k < m; ++k) {  // V J
+          const double kp = at(v, k, p), kq = at(v, k, q);
+          at(v, k, p) = c * kp - sn * kq;
+          at(v, k, q) = sn * kp + c * kq;
+        }
+      }
+  }
 }
 
-// Dual form: w = X^T (X X^T + lambda I)^{-1} y, n x n; the minimum-norm solution at lambda = 0.
-// A jitter relative to the trace keeps repeated inputs solvable.
-std::vector<double> dual_weights(const TaskView& t, double lambda) {
-  std::vector<double> g(size_t(t.n) * t.n, 0.0);
-  double trace = 0.0;
+// r <- S^+ r for symmetric positive semidefinite S (m x m, row-major): by pivoted Cholesky when S
+// is numerically positive definite, else by the eigendecomposition with eigenvalues below kRankTol
+// times the largest dropped. For r in the range of S that is the minimum-norm solution of S z = r.
+void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r) {
+  std::vector<double> l = s;
+  std::vector<int> perm;
+  if (cholesky_factor(l, m, perm)) {
+    std::vector<double> z(size_t(m), 0.0);
+    for (int i = 0; i < m; ++i) {  // L y = P r
+      double v = r[size_t(perm[size_t(i)])];
+      for (int k = 0; k < i; ++k) v -= l[size_t(i) * size_t(m) + size_t(k)] * z[size_t(k)];
+      z[size_t(i)] = v / l[size_t(i) * size_t(m) + size_t(i)];
+    }
+    for (int i = m - 1; i >= 0; --i) {  // L^T (P z) = y
+      double v = z[size_t(i)];
+      for (int k = i + 1; k < m; ++k) v -= l[size_t(k) * size_t(m) + size_t(i)] * z[size_t(k)];
+      z[size_t(i)] = v / l[size_t(i) * size_t(m) + size_t(i)];
+    }
+    for (int i = 0; i < m; ++i) r[size_t(perm[size_t(i)])] = z[size_t(i)];
+    return;
+  }
+  std::vector<double> e = s, v;
+  jacobi_eigen(e, m, v);
+  double max_eig = 0.0;
+  for (int j = 0; j < m; ++j) max_eig = std::max(max_eig, e[size_t(j) * size_t(m) + size_t(j)]);
+  std::vector<double> z(size_t(m), 0.0);
+  for (int j = 0; j < m; ++j) {  // z = sum over kept j of v_j (v_j . r) / e_j
+    const double eig = e[size_t(j) * size_t(m) + size_t(j)];
+    if (!(eig > kRankTol * max_eig)) continue;
+    double proj = 0.0;
+    for (int k = 0; k < m; ++k) proj += v[size_t(k) * size_t(m) + size_t(j)] * r[size_t(k)];
+    for (int k = 0; k < m; ++k) z[size_t(k)] += v[size_t(k) * size_t(m) + size_t(j)] * proj / eig;
+  }
+  r = z;
+}
+
+double x(const TaskView& t, int i, int k) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(k)]; }
+double y(const TaskView& t, int i) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(t.d)]; }
+
+// Primal form: (X^T X + lambda I) w = X^T y, d x d.
+std::vector<double> primal_weights(const TaskView& t, double lambda) {
+  std::vector<double> s(size_t(t.d) * size_t(t.d), 0.0), w(size_t(t.d), 0.0);
   for (int i = 0; i < t.n; ++i)
+    for (int a = 0; a < t.d; ++a) {
+      w[size_t(a)] += x(t, i, a) * y(t, i);
+      for (int b = 0; b < t.d; ++b) s[size_t(a) * size_t(t.d) + size_t(b)] += x(t, i, a) * x(t, i, b);
+    }
+  for (int a = 0; a < t.d; ++a) s[size_t(a) * size_t(t.d) + size_t(a)] += lambda;
+  psd_solve(s, t.d, w);
+  return w;
+}
+
+// Dual form: w = X^T alpha with (X X^T + lambda I) alpha = y, n x n.
+std::vector<double> dual_weights(const TaskView& t, double lambda) {
+  std::vector<double> g(size_t(t.n) * size_t(t.n), 0.0), alpha(size_t(t.n), 0.0);
+  for (int i = 0; i < t.n; ++i) {
     for (int j = 0; j < t.n; ++j) {
       double v = 0.0;
       for (int k = 0; k < t.d; ++k) v += x(t, i, k) * x(t, j, k);
-      g[i * t.n + j] = v + (i == j ? lambda : 0.0);
-      if (i == j) trace += v;
+      g[size_t(i) * size_t(t.n) + size_t(j)] = v + (i == j ? lambda : 0.0);
     }
-  std::vector<double> alpha(t.n);
-  for (double jitter = 0.0;; jitter = jitter == 0.0 ? 1e-12 * (trace + 1.0) : jitter * 100.0) {
-    std::vector<double> s = g;
-    for (int i = 0; i < t.n; ++i) s[i * t.n + i] += jitter;
-    for (int i = 0; i < t.n; ++i) alpha[i] = y(t, i);
-    if (cholesky_solve(std::move(s), t.n, alpha) || jitter > 1e6 * (trace + 1.0)) break;
+    alpha[size_t(i)] = y(t, i);
   }
-  std::vector<double> w(t.d, 0.0);
+  psd_solve(g, t.n, alpha);
+  std::vector<double> w(size_t(t.d), 0.0);
   for (int i = 0; i < t.n; ++i)
-    for (int k = 0; k < t.d; ++k) w[k] += x(t, i, k) * alpha[i];
+    for (int k = 0; k < t.d; ++k) w[size_t(k)] += x(t, i, k) * alpha[size_t(i)];
   return w;
 }
 
 std::vector<double> ridge_weights(const TaskView& t, double lambda) {
-  std::vector<double> w;
-  if (t.n >= t.d && primal_weights(t, lambda, w)) return w;
-  return dual_weights(t, lambda);
+  return t.n >= t.d ? primal_weights(t, lambda) : dual_weights(t, lambda);
 }
 
 }  // namespace
@@ -86,7 +178,7 @@ std::vector<double> ridge_weights(const TaskView& t, double lambda) {
 double ridge_predict(const TaskView& t, double lambda) {
   const std::vector<double> w = ridge_weights(t, lambda);
   double pred = 0.0;
-  for (int k = 0; k < t.d; ++k) pred += x(t, t.n, k) * w[k];
+  for (int k = 0; k < t.d; ++k) pred += x(t, t.n, k) * w[size_t(k)];
   return pred;
 }
 
@@ -96,10 +188,16 @@ double adarr_sigma2(const TaskView& t) {
   double rss = 0.0;
   for (int i = 0; i < t.n; ++i) {
     double r = y(t, i);
-    for (int k = 0; k < t.d; ++k) r -= x(t, i, k) * w[k];
+    for (int k = 0; k < t.d; ++k) r -= x(t, i, k) * w[size_t(k)];
     rss += r * r;
   }
   return rss / double(t.n - t.d);
+}
+
+double adarr_predict(const TaskView& t) { return ridge_predict(t, adarr_sigma2(t)); }
+
+double tunedrr_predict(const TaskView& t, double factor, double cap) {
+  return ridge_predict(t, std::min(factor * adarr_sigma2(t), cap));
 }
 
 }  // namespace rill::icl

@@ -1,5 +1,6 @@
 // Ridge-regression baselines of in-context regression, in double precision on the CPU: the
 // predictions a classical estimator makes from a task's context, to compare the model against.
+// Shapes: d features, n context tokens; a task is n + 1 tokens of width d + 1.
 #pragma once
 
 namespace rill::icl {
@@ -10,11 +11,22 @@ struct TaskView {
   const float* tokens = nullptr;
 };
 
-// x_q . w with w = argmin ||y - X w||^2 + lambda ||w||^2. With lambda = 0 and X^T X singular
-// (n < d, or repeated inputs) the minimum-norm least-squares solution.
+// x_q . w with w = argmin ||y - X w||^2 + lambda ||w||^2, from the d x d primal system
+// (X^T X + lambda I) w = X^T y when n >= d, else the n x n dual one w = X^T (X X^T + lambda I)^{-1} y.
+// When the system is numerically singular (lambda = 0 and X of rank < min(n, d): repeated or
+// collinear inputs) w is the minimum-norm least-squares solution, directions whose eigenvalue is
+// below 1e-12 times the largest being treated as null. Finite for finite tokens. The ridge oracle
+// is lambda = the task's true noise variance: with the prior w ~ N(0, I) it is Bayes-optimal.
 double ridge_predict(const TaskView& task, double lambda);
+
 // sigma^2 estimated from the least-squares residuals, ||y - X w_ls||^2 / (n - d); 0 when n <= d
 // (the fit is exact, nothing is left to estimate from).
 double adarr_sigma2(const TaskView& task);
+
+// Adaptive ridge: ridge_predict with lambda = adarr_sigma2 (least squares when n <= d).
+double adarr_predict(const TaskView& task);
+
+// Tuned ridge: ridge_predict with lambda = min(factor * adarr_sigma2, cap).
+double tunedrr_predict(const TaskView& task, double factor, double cap);
 
 }  // namespace rill::icl

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "icl/checkpoint.hpp"
 #include "icl/icl_kernels.hpp"
 #include "icl/ridge.hpp"
 #include "rill/icl.hpp"
@@ -169,6 +170,30 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
   return out;
 }
 
+Status Trainer::save_checkpoint(const std::string& path) {
+  Impl& im = *impl_;
+  detail::Checkpoint c;
+  c.config = im.config;
+  RILL_ASSIGN_OR_RETURN(c.params, im.ctx->download_floats(im.model.params));
+  RILL_ASSIGN_OR_RETURN(c.moment1, im.ctx->download_floats(im.model.moment1));
+  RILL_ASSIGN_OR_RETURN(c.moment2, im.ctx->download_floats(im.model.moment2));
+  RILL_ASSIGN_OR_RETURN(c.state, im.read_state());
+  return detail::write_checkpoint(path, c);
+}
+
+Result<Trainer> Trainer::resume(Context& ctx, const std::string& path) {
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+  RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config));
+  ModelState& m = t.impl_->model;
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, c.params));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, c.moment1));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, c.moment2));
+  RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(c.state.data()), c.state.size() * 4}));
+  t.impl_->step = int64_t(c.state[detail::kStep]);
+  t.impl_->skipped = int64_t(c.state[detail::kSkipped]);
+  return t;
+}
+
 Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
   Impl& im = *impl_;
   if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
@@ -204,13 +229,12 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
     const double y = targets[t];
     auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
     const double sigma2 = double(sigmas[t]) * sigmas[t];
-    const double est = adarr_sigma2(view);
     report.model += loss(preds[t]);
     report.ridge_oracle += loss(ridge_predict(view, sigma2));
     report.least_squares += loss(ridge_predict(view, 0.0));
     report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
-    report.adarr += loss(ridge_predict(view, est));
-    report.tunedrr += loss(ridge_predict(view, std::min(options.tunedrr_factor * est, options.tunedrr_cap)));
+    report.adarr += loss(adarr_predict(view));
+    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
   }
   for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
                     &report.tunedrr})

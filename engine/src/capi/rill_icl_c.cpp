@@ -1,0 +1,167 @@
+// The C API of the ICL trainer: rill_icl_config <-> rill::icl::TrainConfig and the trainer calls.
+#include <algorithm>
+#include <cstring>
+
+#include "capi/capi_common.hpp"
+#include "rill/icl.hpp"
+
+struct rill_icl_trainer {
+  rill::icl::Trainer trainer;
+};
+
+namespace {
+
+using rill::capi::fail;
+using rill::capi::from_status;
+using rill::capi::guarded;
+namespace icl = rill::icl;
+
+void to_c(const icl::TrainConfig& c, rill_icl_config* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->d = c.task.d;
+  out->n = c.task.n;
+  out->layers = c.model.layers;
+  out->heads = c.model.heads;
+  out->param = rill_icl_param(c.model.param);
+  out->convention = rill_icl_convention(c.model.convention);
+  out->data = rill_icl_data(c.task.data);
+  out->gamma_shape = c.task.gamma_shape;
+  out->gamma_scale = c.task.gamma_scale;
+  out->noise = rill_icl_noise(c.task.noise);
+  out->sigma_max = c.task.sigma_max;
+  out->category_count = int32_t(std::min<size_t>(c.task.categories.size(), 6));
+  for (int32_t i = 0; i < out->category_count; ++i) out->categories[i] = c.task.categories[size_t(i)];
+  out->optimizer = rill_icl_optimizer(c.optimizer.kind);
+  out->lr = c.optimizer.lr;
+  out->momentum = c.optimizer.momentum;
+  out->beta1 = c.optimizer.beta1;
+  out->beta2 = c.optimizer.beta2;
+  out->eps = c.optimizer.eps;
+  out->clip_norm = c.optimizer.clip_norm;
+  out->init_std = c.model.init_std;
+  out->batch = c.batch;
+  out->seed = c.seed;
+  out->read_every = c.read_every;
+  out->skip_nonfinite = c.on_nonfinite == icl::NonFinitePolicy::kSkipBatch;
+}
+
+// Enum values outside their range are passed through: validate() names them.
+rill::Result<icl::TrainConfig> from_c(const rill_icl_config* in) {
+  if (in->struct_size != sizeof(rill_icl_config))
+    return rill::invalid_argument("rill_icl_config was not set up with rill_icl_config_init");
+  if (in->category_count < 0 || in->category_count > 6)
+    return rill::invalid_argument("icl config: category_count must be in [0, 6]");
+  icl::TrainConfig c;
+  c.task.d = in->d;
+  c.task.n = in->n;
+  c.task.data = icl::DataKind(in->data);
+  c.task.gamma_shape = in->gamma_shape;
+  c.task.gamma_scale = in->gamma_scale;
+  c.task.noise = icl::NoiseKind(in->noise);
+  c.task.sigma_max = in->sigma_max;
+  c.task.categories.assign(in->categories, in->categories + in->category_count);
+  c.model = {.layers = in->layers, .heads = in->heads, .param = icl::Parameterization(in->param),
+             .convention = icl::Convention(in->convention), .init_std = in->init_std};
+  c.optimizer = {.kind = icl::OptimizerKind(in->optimizer), .lr = in->lr, .momentum = in->momentum,
+                 .beta1 = in->beta1, .beta2 = in->beta2, .eps = in->eps, .clip_norm = in->clip_norm};
+  c.batch = in->batch;
+  c.seed = in->seed;
+  c.read_every = in->read_every;
+  c.on_nonfinite = in->skip_nonfinite ? icl::NonFinitePolicy::kSkipBatch : icl::NonFinitePolicy::kStop;
+  const bool enums_ok = unsigned(in->param) <= 2 && unsigned(in->convention) <= 1 && unsigned(in->data) <= 1 &&
+                        unsigned(in->noise) <= 2;
+  if (!enums_ok) return rill::invalid_argument("icl config: an enum field holds an unknown value");
+  RILL_RETURN_IF_ERROR(icl::validate(c));
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+void rill_icl_config_init(rill_icl_config* config, int32_t setting) {
+  if (config == nullptr) return;
+  to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(setting)
+                                    : icl::vladymyrov_setting(icl::Parameterization::kFull, 1.0f),
+       config);
+}
+
+rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config, rill_icl_trainer** out) {
+  if (out != nullptr) *out = nullptr;
+  if (context == nullptr || config == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_create: NULL argument");
+  return guarded("rill_icl_trainer_create", [&] {
+    auto c = from_c(config);
+    if (!c.is_ok()) return from_status(c.status());
+    auto t = icl::Trainer::create(context->context, c.value());
+    if (!t.is_ok()) return from_status(t.status());
+    *out = new rill_icl_trainer{std::move(t).value()};
+    return RILL_OK;
+  });
+}
+
+rill_status rill_icl_trainer_resume(rill_context* context, const char* path, rill_icl_trainer** out) {
+  if (out != nullptr) *out = nullptr;
+  if (context == nullptr || path == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_resume: NULL argument");
+  return guarded("rill_icl_trainer_resume", [&] {
+    auto t = icl::Trainer::resume(context->context, path);
+    if (!t.is_ok()) return from_status(t.status());
+    *out = new rill_icl_trainer{std::move(t).value()};
+    return RILL_OK;
+  });
+}
+
+void rill_icl_trainer_destroy(rill_icl_trainer* trainer) { delete trainer; }
+
+rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms) {
+  if (trainer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_train: trainer is NULL");
+  return guarded("rill_icl_train", [&] {
+    auto records = trainer->trainer.train(steps);
+    if (!records.is_ok()) return from_status(records.status());
+    for (size_t i = 0; i < records->size(); ++i) {
+      if (losses) losses[i] = (*records)[i].loss;
+      if (grad_norms) grad_norms[i] = (*records)[i].grad_norm;
+    }
+    return RILL_OK;
+  });
+}
+
+rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
+  if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_step: NULL argument");
+  *out = trainer->trainer.step();
+  return RILL_OK;
+}
+
+rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
+  if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument");
+  return guarded("rill_icl_evaluate", [&] {
+    icl::EvalOptions options{.tasks = tasks, .seed = seed};
+    if (sigma >= 0.0f) options.sigma = sigma;
+    auto r = trainer->trainer.evaluate(options);
+    if (!r.is_ok()) return from_status(r.status());
+    *out = {r->tasks, r->model, r->ridge_oracle, r->least_squares, r->ridge_constant, r->adarr, r->tunedrr};
+    return RILL_OK;
+  });
+}
+
+rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count) {
+  if (trainer == nullptr || count == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_parameters: NULL argument");
+  return guarded("rill_icl_parameters", [&] {
+    auto p = trainer->trainer.parameters();
+    if (!p.is_ok()) return from_status(p.status());
+    *count = p->size();
+    if (out == nullptr || capacity < p->size())
+      return fail(RILL_OUT_OF_RANGE, "rill_icl_parameters: needs room for " + std::to_string(p->size()) + " floats");
+    std::copy(p->begin(), p->end(), out);
+    return RILL_OK;
+  });
+}
+
+rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path) {
+  if (trainer == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_save_checkpoint: NULL argument");
+  return guarded("rill_icl_save_checkpoint", [&] { return from_status(trainer->trainer.save_checkpoint(path)); });
+}
+
+}  // extern "C"

@@ -1,0 +1,70 @@
+#include "icl/checkpoint.hpp"
+
+#include <cstring>
+
+#include "icl/config_json.hpp"
+#include "icl/icl_kernels.hpp"
+#include "rill/safetensors.hpp"
+
+namespace rill::icl::detail {
+namespace {
+
+constexpr const char* kFormat = "rill-icl-checkpoint";
+constexpr const char* kVersion = "1";
+
+std::span<const uint8_t> bytes_of(const std::vector<uint32_t>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(uint32_t)};
+}
+
+}  // namespace
+
+Status write_checkpoint(const std::string& path, const Checkpoint& c) {
+  const int64_t p = int64_t(c.params.size());
+  SafetensorsWriter w;
+  RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
+  RILL_RETURN_IF_ERROR(w.set_metadata("version", kVersion));
+  RILL_RETURN_IF_ERROR(w.set_metadata("config", config_to_json(c.config)));
+  RILL_RETURN_IF_ERROR(w.set_metadata("step", std::to_string(c.state.at(kStep))));
+  RILL_RETURN_IF_ERROR(w.add_floats("params", {p}, c.params));
+  RILL_RETURN_IF_ERROR(w.add_floats("moment1", {p}, c.moment1));
+  RILL_RETURN_IF_ERROR(w.add_floats("moment2", {p}, c.moment2));
+  RILL_RETURN_IF_ERROR(w.add("state", TensorDType::kU32, {int64_t(c.state.size())}, bytes_of(c.state)));
+  return w.write(path);
+}
+
+Result<Checkpoint> read_checkpoint(const std::string& path) {
+  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path, {.max_header_bytes = 1 << 20}));
+  const auto& meta = file.metadata();
+  auto field = [&](const char* key) -> const std::string* {
+    const auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const std::string where = "icl checkpoint '" + path + "': ";
+  if (!field("format") || *field("format") != kFormat) return invalid_argument(where + "not a rill ICL checkpoint");
+  if (!field("version") || *field("version") != kVersion)
+    return invalid_argument(where + "unsupported version '" + (field("version") ? *field("version") : "") + "'");
+  if (!field("config")) return invalid_argument(where + "no configuration");
+  Checkpoint c;
+  auto config = config_from_json(*field("config"));
+  if (!config.is_ok()) return invalid_argument(where + config.status().message());
+  c.config = config.value();
+  const int64_t p = parameter_count(c.config.model, c.config.task.d);
+  const std::vector<int64_t> shape{p};
+  auto floats = [&](const char* name, std::vector<float>& out) -> Status {
+    auto r = file.read_floats(name, shape);
+    if (!r.is_ok()) return Status(r.status().code(), where + r.status().message());
+    out = std::move(r).value();
+    return Status::ok();
+  };
+  RILL_RETURN_IF_ERROR(floats("params", c.params));
+  RILL_RETURN_IF_ERROR(floats("moment1", c.moment1));
+  RILL_RETURN_IF_ERROR(floats("moment2", c.moment2));
+  const std::vector<int64_t> state_shape{kStateWords};
+  auto state = file.tensor("state", TensorDType::kU32, state_shape);
+  if (!state.is_ok()) return Status(state.status().code(), where + state.status().message());
+  c.state.resize(kStateWords);
+  std::memcpy(c.state.data(), state->data(), kStateWords * sizeof(uint32_t));
+  return c;
+}
+
+}  // namespace rill::icl::detail

@@ -1,0 +1,26 @@
+// ICL checkpoints: model parameters, optimizer moments, the trainer's GPU state words (step,
+// which is also the sampler's position, Adam's bias-correction powers, skipped batches) and the
+// configuration. One safetensors file; the configuration is JSON metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/icl.hpp"
+
+namespace rill::icl::detail {
+
+struct Checkpoint {
+  TrainConfig config;
+  std::vector<float> params, moment1, moment2;
+  std::vector<uint32_t> state;
+};
+
+// Written atomically: a crash leaves the previous checkpoint intact.
+Status write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// The file is untrusted: format, version, configuration and every tensor's dtype and shape are
+// checked, with an error naming what is wrong.
+Result<Checkpoint> read_checkpoint(const std::string& path);
+
+}  // namespace rill::icl::detail
