@@ -76,10 +76,10 @@ int main(void) {
     EXPECT(trainer == NULL);
     EXPECT(strstr(rill_last_error(), "d must be") != NULL);
     config.d = 2;
-    config.optimizer = (rill_icl_optimizer)9;
+    config.optimizer = 9;
     EXPECT(rill_icl_trainer_create(ctx, &config, &trainer) == RILL_INVALID_ARGUMENT);
     config.optimizer = RILL_ICL_ADAM;
-    config.param = (rill_icl_param)-3;
+    config.param = -3;
     EXPECT(rill_icl_trainer_create(ctx, &config, &trainer) == RILL_INVALID_ARGUMENT);
     config.param = RILL_ICL_FULL;
     config.struct_size = 1;

@@ -33,28 +33,27 @@ SETTINGS = {
 # convention -> scale s, loss factor c, noisy context labels, Adam lr, Adam betas, clip norm
 CONVENTIONS = {
     "ahn": dict(s_is_inv_n=True, loss_factor=1.0, noise=False,
-                lr=1e-2, betas=(0.9, 0.9), clip_norm=1.0),
+                lr=1e-2, betas=(0.9, 0.9), clip_norm=1.0, init_std=0.05),
     "vladymyrov": dict(s_is_inv_n=False, loss_factor=0.5, noise=True,
-                       lr=1e-4, betas=(0.9, 0.999), clip_norm=None),
+                       lr=1e-4, betas=(0.9, 0.999), clip_norm=None, init_std=0.01),
 }
 
-INIT_STD = 0.05
 LOSS_READ_EVERY = 50  # read the loss to the host only this often, as rill does
 
 
 class LinearTransformer(torch.nn.Module):
     """L linear-attention layers with one head each; P_l and Q_l are full D1 x D1 matrices."""
 
-    def __init__(self, d, n, layers, scale):
+    def __init__(self, d, n, layers, scale, init_std):
         super().__init__()
         width = d + 1
         self.d = d
         self.n = n
         self.scale = scale
         self.P = torch.nn.ParameterList(
-            [torch.nn.Parameter(torch.randn(width, width) * INIT_STD) for _ in range(layers)])
+            [torch.nn.Parameter(torch.randn(width, width) * init_std) for _ in range(layers)])
         self.Q = torch.nn.ParameterList(
-            [torch.nn.Parameter(torch.randn(width, width) * INIT_STD) for _ in range(layers)])
+            [torch.nn.Parameter(torch.randn(width, width) * init_std) for _ in range(layers)])
 
     def forward(self, E):
         # E: [B, T, D1] -> pred: [B]
@@ -102,7 +101,7 @@ def main():
     d, n, layers, batch = setting["d"], setting["n"], setting["layers"], setting["batch"]
     scale = 1.0 / n if conv["s_is_inv_n"] else 1.0
 
-    model = LinearTransformer(d, n, layers, scale)
+    model = LinearTransformer(d, n, layers, scale, conv["init_std"])
     optimizer = torch.optim.Adam(model.parameters(), lr=conv["lr"], betas=conv["betas"])
 
     def train_step():

@@ -26,4 +26,7 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
 bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const rill::DevicePeaks& peaks,
                    nlohmann::json& records);
 
+// ICL training throughput at the papers' settings; with_torch also times the PyTorch-CPU baseline.
+bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out);
+
 }  // namespace rill_cli

@@ -26,6 +26,7 @@ int run_demo(const DemoArgs& args);
 struct BenchArgs {
   std::string ops = "peaks,dispatch,pipeline";
   bool quick = false;
+  bool no_torch = false;  // icl: skip the PyTorch-CPU baseline
 };
 int run_bench(const BenchArgs& args);
 

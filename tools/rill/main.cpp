@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
 
   rill_cli::BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks; prints JSON");
-  bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention; or all");
+  bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention, icl; or all");
   bench_cmd->add_flag("--quick", bench.quick, "Fewer repetitions (under a minute)");
+  bench_cmd->add_flag("--no-torch", bench.no_torch, "icl: do not time the PyTorch-CPU baseline");
 
   rill_cli::ProfileArgs profile;
   auto* profile_cmd = app.add_subcommand(

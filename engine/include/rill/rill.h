@@ -118,18 +118,20 @@ typedef enum rill_icl_noise {
 } rill_icl_noise;
 typedef enum rill_icl_optimizer { RILL_ICL_SGD = 0, RILL_ICL_ADAM = 1 } rill_icl_optimizer;
 
+/* Enum-valued fields are int32_t (a fixed size across compilers, and an out-of-range value is an
+ * error the library reports rather than undefined behaviour). */
 typedef struct rill_icl_config {
   uint32_t struct_size; /* sizeof(rill_icl_config); set by _init */
   int32_t d, n, layers, heads;
-  rill_icl_param param;
-  rill_icl_convention convention;
-  rill_icl_data data;
+  int32_t param;      /* rill_icl_param */
+  int32_t convention; /* rill_icl_convention */
+  int32_t data;       /* rill_icl_data */
   float gamma_shape, gamma_scale; /* heavy-tailed radii r2 ~ Gamma(shape, scale) */
-  rill_icl_noise noise;
+  int32_t noise;      /* rill_icl_noise */
   float sigma_max;        /* RILL_ICL_NOISE_UNIFORM */
   int32_t category_count; /* RILL_ICL_NOISE_CATEGORICAL: 1 to 6 values in categories */
   float categories[6];
-  rill_icl_optimizer optimizer;
+  int32_t optimizer; /* rill_icl_optimizer */
   float lr, momentum, beta1, beta2, eps, clip_norm, init_std;
   int32_t batch;
   uint64_t seed;

@@ -23,16 +23,16 @@ void to_c(const icl::TrainConfig& c, rill_icl_config* out) {
   out->n = c.task.n;
   out->layers = c.model.layers;
   out->heads = c.model.heads;
-  out->param = rill_icl_param(c.model.param);
-  out->convention = rill_icl_convention(c.model.convention);
-  out->data = rill_icl_data(c.task.data);
+  out->param = int32_t(c.model.param);
+  out->convention = int32_t(c.model.convention);
+  out->data = int32_t(c.task.data);
   out->gamma_shape = c.task.gamma_shape;
   out->gamma_scale = c.task.gamma_scale;
-  out->noise = rill_icl_noise(c.task.noise);
+  out->noise = int32_t(c.task.noise);
   out->sigma_max = c.task.sigma_max;
   out->category_count = int32_t(std::min<size_t>(c.task.categories.size(), 6));
   for (int32_t i = 0; i < out->category_count; ++i) out->categories[i] = c.task.categories[size_t(i)];
-  out->optimizer = rill_icl_optimizer(c.optimizer.kind);
+  out->optimizer = int32_t(c.optimizer.kind);
   out->lr = c.optimizer.lr;
   out->momentum = c.optimizer.momentum;
   out->beta1 = c.optimizer.beta1;
@@ -46,10 +46,13 @@ void to_c(const icl::TrainConfig& c, rill_icl_config* out) {
   out->skip_nonfinite = c.on_nonfinite == icl::NonFinitePolicy::kSkipBatch;
 }
 
-// Enum values outside their range are passed through: validate() names them.
 rill::Result<icl::TrainConfig> from_c(const rill_icl_config* in) {
   if (in->struct_size != sizeof(rill_icl_config))
     return rill::invalid_argument("rill_icl_config was not set up with rill_icl_config_init");
+  // Range-checked before any cast to a C++ enum.
+  if (unsigned(in->param) > 2 || unsigned(in->convention) > 1 || unsigned(in->data) > 1 || unsigned(in->noise) > 2)
+    return rill::invalid_argument("icl config: param, convention, data or noise holds an unknown value");
+  if (unsigned(in->optimizer) > 1) return rill::invalid_argument("icl config: unknown optimizer");
   if (in->category_count < 0 || in->category_count > 6)
     return rill::invalid_argument("icl config: category_count must be in [0, 6]");
   icl::TrainConfig c;
@@ -69,9 +72,6 @@ rill::Result<icl::TrainConfig> from_c(const rill_icl_config* in) {
   c.seed = in->seed;
   c.read_every = in->read_every;
   c.on_nonfinite = in->skip_nonfinite ? icl::NonFinitePolicy::kSkipBatch : icl::NonFinitePolicy::kStop;
-  const bool enums_ok = unsigned(in->param) <= 2 && unsigned(in->convention) <= 1 && unsigned(in->data) <= 1 &&
-                        unsigned(in->noise) <= 2;
-  if (!enums_ok) return rill::invalid_argument("icl config: an enum field holds an unknown value");
   RILL_RETURN_IF_ERROR(icl::validate(c));
   return c;
 }

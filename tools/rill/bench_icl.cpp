@@ -1,0 +1,80 @@
+// `rill bench --op icl`: training throughput of the ICL trainer at the papers' settings, and the
+// same model trained by PyTorch on the CPU (tools/icl_torch_baseline.py, when Debian's
+// python3-torch is installed) measured in the same run, with the ratio.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "bench_ops.hpp"
+#include "rill/icl.hpp"
+
+namespace rill_cli {
+namespace {
+
+using namespace rill::icl;
+
+// Runs the PyTorch baseline and returns its JSON record, or an object saying why there is none.
+nlohmann::json torch_baseline(const std::string& setting, int steps) {
+  const std::string script = std::string(RILL_SOURCE_DIR) + "/tools/icl_torch_baseline.py";
+  const std::string cmd = "/usr/bin/python3 " + script + " --setting " + setting + " --steps " + std::to_string(steps) +
+                          " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return {{"unavailable", "cannot start python3"}};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
+  const int rc = pclose(pipe.release());
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (rc != 0 || j.is_discarded() || !j.is_object())
+    return {{"unavailable", "tools/icl_torch_baseline.py failed (is python3-torch installed?)"}};
+  return j;
+}
+
+}  // namespace
+
+bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out) {
+  struct Setting {
+    const char* name;
+    TrainConfig config;
+  };
+  const Setting settings[] = {{"ahn1", ahn_setting(1)},
+                              {"vladymyrov", vladymyrov_setting(Parameterization::kFull, 1.0f)}};
+  for (const Setting& s : settings) {
+    const int steps = quick ? 30 : 300;
+    auto trainer = Trainer::create(ctx, s.config);
+    if (!trainer.is_ok()) {
+      std::fprintf(stderr, "rill bench icl: %s\n", trainer.status().to_string().c_str());
+      return false;
+    }
+    if (!trainer->train(s.config.read_every).is_ok()) return false;  // warm-up: pipelines, caches
+    const auto t0 = std::chrono::steady_clock::now();
+    auto records = trainer->train(steps);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!records.is_ok()) {
+      std::fprintf(stderr, "rill bench icl: %s\n", records.status().to_string().c_str());
+      return false;
+    }
+    const TrainConfig& c = s.config;
+    nlohmann::json rec = {
+        {"op", "icl_train"},
+        {"variant", s.name},
+        {"shape",
+         {{"d", c.task.d}, {"n", c.task.n}, {"layers", c.model.layers}, {"batch", c.batch},
+          {"parameters", parameter_count(c.model, c.task.d)}, {"param", std::string(name(c.model.param))}}},
+        {"steps", steps},
+        {"median_ms", 1e3 * seconds / steps},  // mean per step over one timed run
+        {"steps_per_s", steps / seconds},
+        {"tasks_per_s", steps * double(c.batch) / seconds},
+        {"host_reads_per_step", 1.0 / c.read_every},
+        {"final_loss", records->back().loss}};
+    if (with_torch) {
+      nlohmann::json torch = torch_baseline(s.name, quick ? 20 : 100);
+      if (torch.contains("steps_per_s")) rec["speedup_vs_pytorch_cpu"] = (steps / seconds) / torch["steps_per_s"].get<double>();
+      rec["pytorch_cpu"] = torch;
+    }
+    out.push_back(rec);
+  }
+  return true;
+}
+
+}  // namespace rill_cli
