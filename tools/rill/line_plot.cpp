@@ -10,7 +10,7 @@
 namespace rill_cli {
 namespace {
 
-constexpr double kWidth = 760, kHeight = 440, kLeft = 70, kRight = 190, kTop = 40, kBottom = 50;
+constexpr double kWidth = 860, kHeight = 440, kLeft = 70, kRight = 290, kTop = 40, kBottom = 50;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"};
 
 std::string escape(const std::string& s) {
@@ -36,7 +36,11 @@ std::string line_plot_svg(const PlotSpec& spec) {
       x0 = std::min(x0, x), x1 = std::max(x1, x);
       take_y(y);
     }
-  for (const auto& b : spec.baselines) take_y(b.second);
+  // Baselines far below the curves (a noise-free ridge oracle is ~1e-14) would squash them: only
+  // those within three decades of the lowest curve point set the range; others are listed.
+  const double lowest = y0;
+  for (const auto& b : spec.baselines)
+    if (b.second >= lowest * 1e-3) take_y(b.second);
   if (!(x1 > x0)) x1 = x0 + 1;
   if (!(y1 > y0)) y0 = y0 > 0 && std::isfinite(y0) ? y0 / 10 : 1e-3, y1 = y0 * 100;
   const double ly0 = std::floor(std::log10(y0)), ly1 = std::ceil(std::log10(y1));
@@ -81,8 +85,14 @@ std::string line_plot_svg(const PlotSpec& spec) {
     legend(s.name, c, s.dashed);
   }
   for (const auto& [name, y] : spec.baselines) {
-    if (!(std::isfinite(y) && y > 0)) continue;
+    if (!std::isfinite(y)) continue;
     const char* c = kColors[color++ % 8];
+    if (y < y0) {  // off the axis: named with its value
+      char text[64];
+      std::snprintf(text, sizeof text, " (%.2g, below)", y);
+      legend(name + text, c, true);
+      continue;
+    }
     o << "<line x1='" << kLeft << "' x2='" << kLeft + pw << "' y1='" << py(y) << "' y2='" << py(y) << "' stroke='" << c
       << "' stroke-dasharray='2,3'/>\n";
     legend(name, c, true);
