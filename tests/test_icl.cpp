@@ -328,3 +328,55 @@ GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {
   CHECK(foreign.status().message().find("not a rill ICL checkpoint") != std::string::npos);
   std::remove(path.c_str());
 }
+
+TEST_CASE("icl sampler: moments of every draw match their distributions", "[icl]") {
+  // The CPU twin is bit-identical to the GPU sampler (tested above), so these are the GPU's moments.
+  struct Moments {
+    double n = 0, sum = 0, sq = 0;
+    void add(double x) { n += 1, sum += x, sq += x * x; }
+    double mean() const { return sum / n; }
+    double var() const { return sq / n - mean() * mean(); }
+  };
+  const uint32_t d = 6, n = 9, tasks = 4000;
+  ref::SamplerSpec spec;
+  spec.seed = 99;
+  spec.d = d;
+  spec.n = n;
+  spec.noise_kind = 1;
+  spec.sigma_max = 2.0f;
+  const ref::TaskBatch g = ref::sample_tasks(spec, 3, 0, tasks);
+  Moments x, y_clean, sigma, residual;
+  for (uint32_t t = 0; t < tasks; ++t) {
+    sigma.add(g.sigmas[t]);
+    for (uint32_t i = 0; i <= n; ++i)
+      for (uint32_t k = 0; k < d; ++k) x.add(g.tokens[(t * (n + 1) + i) * (d + 1) + k]);
+    y_clean.add(g.targets[t]);  // <w, x_q>: variance d
+    CHECK(g.tokens[(t * (n + 1) + n) * (d + 1) + d] == 0.0f);  // the query's label slot
+  }
+  CHECK(x.mean() == Approx(0.0).margin(0.01));
+  CHECK(x.var() == Approx(1.0).epsilon(0.02));
+  CHECK(y_clean.mean() == Approx(0.0).margin(0.1));
+  CHECK(y_clean.var() == Approx(double(d)).epsilon(0.06));
+  CHECK(sigma.mean() == Approx(1.0).epsilon(0.03));             // U(0, 2)
+  CHECK(sigma.var() == Approx(4.0 / 12.0).epsilon(0.06));
+
+  // Heavy tails: r2 = |x|^2 per token ~ Gamma(0.1, 10): mean 1, variance 10.
+  spec.data_kind = 1;
+  spec.noise_kind = 2;
+  spec.categories = {1.0f, 3.0f, 5.0f};
+  const ref::TaskBatch h = ref::sample_tasks(spec, 0, 0, tasks);
+  Moments r2, cat;
+  int per_value[3] = {0, 0, 0};
+  for (uint32_t t = 0; t < tasks; ++t) {
+    cat.add(h.sigmas[t]);
+    per_value[h.sigmas[t] == 1.0f ? 0 : h.sigmas[t] == 3.0f ? 1 : 2]++;
+    for (uint32_t i = 0; i <= n; ++i) {
+      double s = 0;
+      for (uint32_t k = 0; k < d; ++k) s += double(h.tokens[(t * (n + 1) + i) * (d + 1) + k]) * h.tokens[(t * (n + 1) + i) * (d + 1) + k];
+      r2.add(s);
+    }
+  }
+  CHECK(r2.mean() == Approx(1.0).epsilon(0.08));
+  CHECK(r2.var() == Approx(10.0).epsilon(0.25));
+  for (int c : per_value) CHECK(c == Approx(tasks / 3.0).epsilon(0.08));
+}
