@@ -57,6 +57,15 @@ struct TrainIclArgs {
   std::string plot = "icl-curves.svg";
 };
 CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& args);
+
+struct ReproIclArgs {
+  std::string out = "repro-icl";
+  int64_t steps = 1000;
+  int64_t vlad_steps = 600;
+  bool quick = false;
+};
+CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);
+int run_repro_icl(const ReproIclArgs& args);
 int run_train_icl(const TrainIclArgs& args);
 
 }  // namespace rill_cli

@@ -35,7 +35,11 @@ int main(int argc, char** argv) {
   rill_cli::TrainIclArgs train_icl;
   auto* train_icl_cmd = rill_cli::add_train_icl_command(app, train_icl);
 
+  rill_cli::ReproIclArgs repro_icl;
+  auto* repro_icl_cmd = rill_cli::add_repro_icl_command(app, repro_icl);
+
   CLI11_PARSE(app, argc, argv);
+  if (repro_icl_cmd->parsed()) return rill_cli::run_repro_icl(repro_icl);
   if (train_icl_cmd->parsed()) return rill_cli::run_train_icl(train_icl);
   if (profile_cmd->parsed()) return rill_cli::run_profile(profile);
   if (info_cmd->parsed()) return rill_cli::run_info(info);

@@ -1,0 +1,161 @@
+// `rill repro-icl`: the two ICL papers' headline experiments at reduced budgets, on the device.
+//  1. Ahn et al. (arXiv 2310.01082): Adam vs SGD with momentum on settings 1-3 (L = 3), and on
+//     setting 1 for L in {2, 4, 6, 8}: final evaluation loss of each, and SGD / Adam.
+//  2. Vladymyrov et al. (arXiv 2402.14180): adjusted evaluation loss (model minus the ridge oracle
+//     that knows each task's sigma) against L for FULL, DIAG and GD++ at several sigma_max.
+// Writes a Markdown table, a CSV and one SVG plot per experiment into --out.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "commands.hpp"
+#include "line_plot.hpp"
+#include "rill/rill.hpp"
+
+namespace rill_cli {
+namespace {
+
+using namespace rill::icl;
+
+struct RunResult {
+  bool ok = false;
+  std::string error;
+  EvalReport eval;
+  int64_t skipped = 0;
+};
+
+RunResult train_and_evaluate(rill::Context& ctx, const TrainConfig& c, int64_t steps, int eval_tasks) {
+  RunResult r;
+  auto trainer = Trainer::create(ctx, c);
+  if (!trainer.is_ok()) return {false, trainer.status().message(), {}, 0};
+  auto curve = trainer->train(steps);
+  if (!curve.is_ok()) return {false, curve.status().message(), {}, trainer->skipped_batches()};
+  auto eval = trainer->evaluate({.tasks = eval_tasks});
+  if (!eval.is_ok()) return {false, eval.status().message(), {}, trainer->skipped_batches()};
+  return {true, "", *eval, trainer->skipped_batches()};
+}
+
+std::string fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+}  // namespace
+
+CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
+  auto* cmd = app.add_subcommand("repro-icl", "Reproduce the ICL papers' headline experiments at reduced budgets");
+  cmd->add_option("--out", a.out, "Directory for the table, CSV and plots");
+  cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--quick", a.quick, "A few minutes less: 150 steps per run, fewer depths");
+  return cmd;
+}
+
+int run_repro_icl(const ReproIclArgs& a) {
+  auto ctx = rill::Context::create();
+  if (!ctx.is_ok()) {
+    std::fprintf(stderr, "rill repro-icl: %s\n", ctx.status().to_string().c_str());
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  const int64_t steps = a.quick ? 150 : a.steps, vlad_steps = a.quick ? 150 : a.vlad_steps;
+  const int eval_tasks = a.quick ? 500 : 2000;
+  std::ostringstream md, csv;
+  csv << "experiment,setting,optimizer,param,layers,sigma_max,steps,eval_loss,ridge_oracle,adjusted,skipped,error\n";
+  std::printf("device: %s\n", ctx->device().name.c_str());
+  const auto start = std::chrono::steady_clock::now();
+
+  // ---- 1. Ahn et al.: Adam vs SGD ----
+  md << "### Adam vs SGD (Ahn et al.), " << steps << " steps, batch 1000, evaluation on " << eval_tasks
+     << " fresh tasks\n\n| setting | L | Adam eval loss | SGD eval loss | SGD / Adam |\n|---|---|---|---|---|\n";
+  struct AhnRun {
+    int setting, layers;
+  };
+  std::vector<AhnRun> runs = {{1, 3}, {2, 3}, {3, 3}};
+  for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
+  PlotSpec depth_plot{"Adam vs SGD against depth (Ahn et al. setting 1)", "layers L", "eval loss", {}, {}};
+  PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
+  for (const AhnRun& run : runs) {
+    double loss[2] = {0, 0};
+    std::string cell[2];
+    for (int o = 0; o < 2; ++o) {
+      TrainConfig c = ahn_setting(run.setting);
+      c.model.layers = run.layers;
+      c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+      c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
+      const RunResult r = train_and_evaluate(ctx.value(), c, steps, eval_tasks);
+      loss[o] = r.ok ? r.eval.model : NAN;
+      cell[o] = r.ok ? fmt(r.eval.model) + (r.skipped ? " (" + std::to_string(r.skipped) + " skipped)" : "") : "failed";
+      csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
+          << steps << ',' << loss[o] << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",," << r.skipped << ",\""
+          << r.error << "\"\n";
+      std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
+      std::fflush(stdout);
+    }
+    md << "| " << run.setting << " | " << run.layers << " | " << cell[0] << " | " << cell[1] << " | "
+       << fmt(loss[1] / loss[0]) << " |\n";
+    if (run.setting == 1) {
+      adam_depth.points.emplace_back(run.layers, loss[0]);
+      sgd_depth.points.emplace_back(run.layers, loss[1]);
+    }
+  }
+  auto by_x = [](PlotSeries& s) { std::sort(s.points.begin(), s.points.end()); };
+  by_x(adam_depth);
+  by_x(sgd_depth);
+  depth_plot.series = {adam_depth, sgd_depth};
+
+  // ---- 2. Vladymyrov et al.: adjusted evaluation loss against L ----
+  const std::vector<float> sigma_maxes = a.quick ? std::vector<float>{1.0f} : std::vector<float>{1.0f, 3.0f};
+  const std::vector<int> depths = a.quick ? std::vector<int>{1, 3} : std::vector<int>{1, 2, 3, 4};
+  md << "\n### Adjusted evaluation loss against depth (Vladymyrov et al.), " << vlad_steps
+     << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
+     << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
+  PlotSpec adjusted_plot{"Adjusted eval loss against depth (Vladymyrov et al.)", "layers L", "model - ridge oracle", {}, {}};
+  for (float sigma_max : sigma_maxes) {
+    for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+      PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
+      for (int l : depths) {
+        TrainConfig c = vladymyrov_setting(p, sigma_max);
+        c.model.layers = l;
+        c.batch = 512;
+        c.optimizer.lr = 2e-3f;
+        c.on_nonfinite = NonFinitePolicy::kSkipBatch;
+        const RunResult r = train_and_evaluate(ctx.value(), c, vlad_steps, eval_tasks);
+        const double adjusted = r.ok ? r.eval.adjusted() : NAN;
+        md << "| " << name(p) << " | " << fmt(sigma_max) << " | " << l << " | " << (r.ok ? fmt(r.eval.model) : "failed")
+           << " | " << (r.ok ? fmt(r.eval.ridge_oracle) : "") << " | " << (r.ok ? fmt(adjusted) : "") << " |\n";
+        csv << "adjusted_vs_depth,vladymyrov,adam," << name(p) << ',' << l << ',' << sigma_max << ',' << vlad_steps
+            << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted << ','
+            << r.skipped << ",\"" << r.error << "\"\n";
+        std::printf("vladymyrov %s sigma_max=%g L=%d: adjusted %s\n", std::string(name(p)).c_str(), sigma_max, l,
+                    r.ok ? fmt(adjusted).c_str() : r.error.c_str());
+        std::fflush(stdout);
+        if (r.ok) series.points.emplace_back(l, adjusted);
+      }
+      adjusted_plot.series.push_back(std::move(series));
+    }
+  }
+  const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
+  md << "\n(" << ctx->device().name << ", " << fmt(minutes) << " minutes in all.)\n";
+
+  std::string error;
+  const std::string dir = a.out + "/";
+  bool ok = write_text_atomic(dir + "repro-icl.md", md.str(), &error) &&
+            write_text_atomic(dir + "repro-icl.csv", csv.str(), &error) &&
+            write_text_atomic(dir + "adam-vs-sgd-depth.svg", line_plot_svg(depth_plot), &error) &&
+            write_text_atomic(dir + "adjusted-vs-depth.svg", line_plot_svg(adjusted_plot), &error);
+  if (!ok) {
+    std::fprintf(stderr, "rill repro-icl: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv, adam-vs-sgd-depth.svg, adjusted-vs-depth.svg\n",
+              md.str().c_str(), dir.c_str());
+  return 0;
+}
+
+}  // namespace rill_cli
