@@ -380,3 +380,37 @@ TEST_CASE("icl sampler: moments of every draw match their distributions", "[icl]
   CHECK(r2.var() == Approx(10.0).epsilon(0.25));
   for (int c : per_value) CHECK(c == Approx(tasks / 3.0).epsilon(0.08));
 }
+
+GPU_TEST_CASE("icl: tasks from a file give the reference's loss, gradient and predictions", "[icl]") {
+  auto ctx = rill_test::make_context();
+  const TrainConfig c = small_config(4, 11, 2, 2, Parameterization::kFull, Convention::kVladymyrov, 8);
+  auto trainer = must(Trainer::create(ctx, c));
+  const ref::TaskBatch batch = ref::sample_tasks(sampler_spec(c, 5), 0, 0, 53);
+  TaskSet set{.d = 4, .n = 11, .tasks = 53, .tokens = batch.tokens, .targets = batch.targets, .sigmas = batch.sigmas};
+  const std::string path = rill_test::temp_path("icl-tasks.safetensors");
+  REQUIRE(save_task_set(path, set).is_ok());
+  const TaskSet loaded = must(load_task_set(path));
+  CHECK(same_bits(loaded.tokens, set.tokens));
+  CHECK(same_bits(loaded.sigmas, set.sigmas));
+
+  const auto run = must(trainer.run_on(loaded));
+  std::vector<double> grad, preds;
+  const std::vector<double> params = to_double(trainer.parameters().value());
+  const double loss = ref::loss_and_gradient(ref_shape(c), params, batch.tokens, batch.targets, grad);
+  ref::forward(ref_shape(c), params, batch.tokens, batch.targets, &preds);
+  CHECK(run.loss == Approx(loss).epsilon(2e-4));
+  CHECK(rel_err(grad, run.gradient) < 5e-4);
+  CHECK(rel_err(preds, run.predictions) < 2e-4);
+  CHECK(run.report.tasks == 53);
+  CHECK(run.report.model == Approx(loss).epsilon(2e-4));
+  CHECK(std::isfinite(run.report.ridge_oracle));
+
+  // Wrong shapes and bad values are refused with the tensor named.
+  CHECK_FALSE(trainer.run_on(TaskSet{.d = 3, .n = 11, .tasks = 1}).is_ok());
+  set.tokens[7] = std::nanf("");
+  REQUIRE(save_task_set(path, set).is_ok());
+  auto bad = load_task_set(path);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("'contexts'") != std::string::npos);
+  std::remove(path.c_str());
+}

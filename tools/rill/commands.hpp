@@ -65,6 +65,12 @@ struct ReproIclArgs {
   bool quick = false;
 };
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);
+
+struct IclExportArgs {
+  std::string checkpoint, tasks, out;
+};
+CLI::App* add_icl_export_command(CLI::App& app, IclExportArgs& args);
+int run_icl_export(const IclExportArgs& args);
 int run_repro_icl(const ReproIclArgs& args);
 int run_train_icl(const TrainIclArgs& args);
 

@@ -38,7 +38,11 @@ int main(int argc, char** argv) {
   rill_cli::ReproIclArgs repro_icl;
   auto* repro_icl_cmd = rill_cli::add_repro_icl_command(app, repro_icl);
 
+  rill_cli::IclExportArgs icl_export;
+  auto* icl_export_cmd = rill_cli::add_icl_export_command(app, icl_export);
+
   CLI11_PARSE(app, argc, argv);
+  if (icl_export_cmd->parsed()) return rill_cli::run_icl_export(icl_export);
   if (repro_icl_cmd->parsed()) return rill_cli::run_repro_icl(repro_icl);
   if (train_icl_cmd->parsed()) return rill_cli::run_train_icl(train_icl);
   if (profile_cmd->parsed()) return rill_cli::run_profile(profile);

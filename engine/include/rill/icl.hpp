@@ -123,6 +123,20 @@ struct EvalOptions {
   double tunedrr_cap = 1e9;
 };
 
+// Tasks brought from outside (any other implementation, real data), in the reference layout:
+// tokens[task][i][k] with context tokens i < n = (x_i, y_i) and the query i = n = (x_q, 0);
+// targets[task] = the query's label; sigmas[task] = its noise level, or empty when unknown.
+struct TaskSet {
+  int d = 0, n = 0;
+  int64_t tasks = 0;
+  std::vector<float> tokens, targets, sigmas;
+};
+// safetensors with F32 tensors contexts [T, n, d], labels [T, n], queries [T, d],
+// query_targets [T] and optionally sigmas [T]. The file is untrusted: shapes must agree and every
+// value must be finite (an error names the tensor and the first bad index).
+RILL_API Result<TaskSet> load_task_set(const std::string& path);
+RILL_API Status save_task_set(const std::string& path, const TaskSet& tasks);
+
 class RILL_API Trainer {
  public:
   // Allocates the model and its buffers, initialises the parameters from the seed and records
@@ -152,6 +166,17 @@ class RILL_API Trainer {
   Result<Probe> probe(int64_t step);
 
   Result<EvalReport> evaluate(const EvalOptions& options);
+
+  // The current model on a task set: mean loss, its gradient, per-task predictions and the
+  // baselines (the ridge oracle only when the set has sigmas; NaN otherwise). For checking rill
+  // against other implementations; nothing is updated.
+  struct TaskSetRun {
+    EvalReport report;
+    float loss = 0.0f;
+    std::vector<float> gradient;
+    std::vector<float> predictions;
+  };
+  Result<TaskSetRun> run_on(const TaskSet& tasks, const EvalOptions& baselines = {});
 
   // Parameters, optimizer state, step (the sampler's position) and configuration, written
   // atomically to one safetensors file (the configuration as JSON metadata).

@@ -194,6 +194,68 @@ Result<Trainer> Trainer::resume(Context& ctx, const std::string& path) {
   return t;
 }
 
+// The model's and the baselines' mean losses over tasks whose inputs are `acts` (element-major,
+// task-minor, as the kernels store them). Without sigmas the ridge oracle is NaN.
+namespace {
+EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint32_t tasks, const std::vector<float>& preds,
+                 const std::vector<float>& targets, const std::vector<float>* sigmas, const EvalOptions& options) {
+  EvalReport report;
+  report.tasks = int(tasks);
+  std::vector<float> task_tokens(s.token_elems);
+  for (uint32_t t = 0; t < tasks; ++t) {
+    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
+    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
+    const double y = targets[t];
+    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
+    report.model += loss(preds[t]);
+    report.ridge_oracle += sigmas ? loss(ridge_predict(view, double((*sigmas)[t]) * (*sigmas)[t])) : NAN;
+    report.least_squares += loss(ridge_predict(view, 0.0));
+    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
+    report.adarr += loss(adarr_predict(view));
+    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
+  }
+  for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
+                    &report.tunedrr})
+    *v /= tasks;
+  return report;
+}
+}  // namespace
+
+Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& options) {
+  Impl& im = *impl_;
+  const Shape& s = im.shape;
+  if (set.d != int(s.d) || set.n != int(s.n))
+    return invalid_argument("icl run_on: the task set has d=" + std::to_string(set.d) + ", n=" + std::to_string(set.n) +
+                            "; the model was built for d=" + std::to_string(s.d) + ", n=" + std::to_string(s.n));
+  if (set.tasks < 1 || set.tasks > (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
+      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
+    return invalid_argument("icl run_on: the task set's arrays do not match its task count");
+  const uint32_t tasks = uint32_t(set.tasks);
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.run_on"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, s, tasks));
+  // The layer-0 slice of acts holds the inputs, element-major and task-minor.
+  std::vector<float> acts(size_t(s.layers + 1) * s.token_elems * tasks, 0.0f);
+  for (uint32_t t = 0; t < tasks; ++t)
+    for (uint32_t e = 0; e < s.token_elems; ++e) acts[size_t(e) * tasks + t] = set.tokens[size_t(t) * s.token_elems + e];
+  RILL_RETURN_IF_ERROR(im.ctx->upload_floats(ws.acts, acts));
+  RILL_RETURN_IF_ERROR(im.ctx->upload_floats(ws.targets, set.targets));
+  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, true));
+  RILL_RETURN_IF_ERROR(im.recorder.backward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, ws));
+  RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(ws.reduced));
+  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
+  RILL_RETURN_IF_ERROR(seq.run());
+  TaskSetRun out;
+  RILL_ASSIGN_OR_RETURN(out.gradient, seq.read_floats(reduced));
+  out.loss = out.gradient.back();
+  out.gradient.pop_back();
+  RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds_id));
+  out.report = score(s, loss_factor(im.config), acts, tasks, out.predictions, set.targets, set.sigmas.empty() ? nullptr : &set.sigmas, options);
+  return out;
+}
+
 Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
   Impl& im = *impl_;
   if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
@@ -218,28 +280,7 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
   RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
   RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
 
-  const Shape& s = im.shape;
-  const double c = loss_factor(im.config);
-  EvalReport report;
-  report.tasks = options.tasks;
-  std::vector<float> task_tokens(s.token_elems);
-  for (uint32_t t = 0; t < tasks; ++t) {
-    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
-    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
-    const double y = targets[t];
-    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
-    const double sigma2 = double(sigmas[t]) * sigmas[t];
-    report.model += loss(preds[t]);
-    report.ridge_oracle += loss(ridge_predict(view, sigma2));
-    report.least_squares += loss(ridge_predict(view, 0.0));
-    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
-    report.adarr += loss(adarr_predict(view));
-    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
-  }
-  for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
-                    &report.tunedrr})
-    *v /= tasks;
-  return report;
+  return score(im.shape, loss_factor(im.config), acts, tasks, preds, targets, &sigmas, options);
 }
 
 }  // namespace rill::icl
