@@ -414,3 +414,38 @@ GPU_TEST_CASE("icl: tasks from a file give the reference's loss, gradient and pr
   CHECK(bad.status().message().find("'contexts'") != std::string::npos);
   std::remove(path.c_str());
 }
+
+GPU_TEST_CASE("icl: training on a task set walks it in order and matches the reference", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 6, 2, 1, Parameterization::kFull, Convention::kAhn, 16);
+  c.optimizer.lr = 1e-2f;
+  const uint32_t set_tasks = 37;  // not a multiple of the batch: batches wrap around the end
+  const ref::TaskBatch data = ref::sample_tasks(sampler_spec(c, 7), 0, 0, set_tasks);
+  const TaskSet set{.d = 3, .n = 6, .tasks = set_tasks, .tokens = data.tokens, .targets = data.targets, .sigmas = {}};
+  auto trainer = must(Trainer::create(ctx, c, &set));
+  std::vector<double> params = to_double(trainer.parameters().value());
+  const int steps = 12;
+  const auto curve = must(trainer.train(steps));
+
+  ref::AdamState adam;
+  const size_t per_task = size_t(c.task.n + 1) * (c.task.d + 1);
+  for (int s = 0; s < steps; ++s) {
+    std::vector<float> tokens, targets;
+    for (int t = 0; t < c.batch; ++t) {
+      const size_t src = size_t(s * c.batch + t) % set_tasks;
+      tokens.insert(tokens.end(), data.tokens.begin() + long(src * per_task), data.tokens.begin() + long((src + 1) * per_task));
+      targets.push_back(data.targets[src]);
+    }
+    std::vector<double> grad;
+    const double loss = ref::loss_and_gradient(ref_shape(c), params, tokens, targets, grad);
+    CHECK(curve[size_t(s)].loss == Approx(loss).epsilon(1e-3));
+    ref::clip_global_norm(grad, c.optimizer.clip_norm);
+    ref::adam_step(params, grad, adam, c.optimizer.lr, c.optimizer.beta1, c.optimizer.beta2, c.optimizer.eps);
+  }
+  CHECK(rel_err(params, trainer.parameters().value()) < 1e-3);
+
+  const TaskSet wrong{.d = 2, .n = 6, .tasks = 1, .tokens = std::vector<float>(21), .targets = {0.0f}, .sigmas = {}};
+  auto refused = Trainer::create(ctx, c, &wrong);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("d=2") != std::string::npos);
+}

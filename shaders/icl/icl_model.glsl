@@ -13,10 +13,9 @@
 
 // Each invocation keeps its task's tokens and matrices in private arrays sized by the
 // specialization constants, so no global memory is touched between the loads and the stores.
-// Loops are kept rolled on purpose: fully unrolled (every trip count is known at pipeline
-// creation) lavapipe runs setting 1 of Ahn et al. ~30% faster, but LLVM then needs minutes to
-// compile d = 10 with three heads; rolled, any shape compiles in about a second.
-#define UNROLL [[dont_unroll]]
+// The includer defines UNROLL: [[unroll]] turns the arrays into registers (every trip count is
+// known at pipeline creation) but costs LLVM minutes at d = 10; [[dont_unroll]] compiles any
+// shape in about a second.
 
 layout(constant_id = 0) const uint WG_SIZE = 64;
 layout(constant_id = 1) const uint D1 = 2;     // token width d + 1 (features, then the label)

@@ -5,7 +5,8 @@
 // per-step work.
 //
 // State words: 0 step, 1 halted, 2 step at which it halted, 3 what went non-finite (bit 0 loss,
-// bit 1 gradient), 4 skipped batches, 5 beta1^step, 6 beta2^step (float bits).
+// bit 1 gradient), 4 skipped batches, 5 beta1^step, 6 beta2^step (float bits), 7 the cursor of a
+// task set being trained on (icl_gather), advanced by a batch per step.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "rill_common.glsl"
@@ -30,6 +31,8 @@ layout(push_constant) uniform Push {
   float beta2;
   float eps;
   float clip_norm;  // <= 0: no clipping
+  uint set_tasks;   // tasks in the task set trained on; 0: tasks are sampled
+  uint batch;
 } p;
 
 bool finite(float x) { return !isnan(x) && !isinf(x); }
@@ -72,6 +75,8 @@ void main() {
   barrier();  // every invocation has read the state before it changes
   if (lid != 0u) return;
   const uint slot = step % p.history_capacity;
+  const bool advance = update || p.stop_on_nonfinite == 0u;  // the step moves on to the next batch
+  if (advance && p.set_tasks != 0u) state[7] = (state[7] + p.batch % p.set_tasks) % p.set_tasks;
   history[2u * slot] = loss;
   history[2u * slot + 1u] = norm;
   if (update) {

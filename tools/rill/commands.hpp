@@ -52,7 +52,7 @@ struct TrainIclArgs {
   std::string on_nonfinite = "stop";
   int64_t eval_every = 0;
   int eval_tasks = 1000;
-  std::string checkpoint, resume;
+  std::string checkpoint, resume, train_tasks, eval_file;
   std::string csv = "icl-curves.csv";
   std::string plot = "icl-curves.svg";
 };

@@ -143,6 +143,9 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--on-nonfinite", a.on_nonfinite, "When a loss or gradient is not finite: stop or skip (the batch)");
   cmd->add_option("--eval-every", a.eval_every, "Steps between evaluations (0: 10 per run)");
   cmd->add_option("--eval-tasks", a.eval_tasks, "Fresh tasks per evaluation")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--train-tasks", a.train_tasks,
+                  "Train on the tasks of this safetensors task set (cycling) instead of sampled ones; d and n follow it");
+  cmd->add_option("--eval-file", a.eval_file, "Evaluate on the tasks of this task set (instead of fresh sampled tasks)");
   cmd->add_option("--checkpoint", a.checkpoint,
                   "Save a checkpoint at the end (with several optimizers: one file each, PATH.<optimizer>)");
   cmd->add_option("--resume", a.resume, "Continue the run saved in this checkpoint (its settings; --steps more steps)");
@@ -156,7 +159,20 @@ int run_train_icl(const TrainIclArgs& a) {
     std::fprintf(stderr, "rill train-icl: %s\n", s.to_string().c_str());
     return 1;
   };
-  auto config = build_config(a);
+  std::optional<TaskSet> train_set, eval_set;
+  if (!a.train_tasks.empty()) {
+    auto set = load_task_set(a.train_tasks);
+    if (!set.is_ok()) return fail(set.status());
+    train_set = std::move(set).value();
+  }
+  if (!a.eval_file.empty()) {
+    auto set = load_task_set(a.eval_file);
+    if (!set.is_ok()) return fail(set.status());
+    eval_set = std::move(set).value();
+  }
+  TrainIclArgs args = a;
+  if (train_set) args.d = train_set->d, args.n = train_set->n;
+  auto config = build_config(args);
   if (!config.is_ok()) return fail(config.status());
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
@@ -181,9 +197,9 @@ int run_train_icl(const TrainIclArgs& a) {
       if (!kind.is_ok()) return fail(kind.status());
       c.optimizer.kind = *kind;
       if (*kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
-      trainer = Trainer::create(ctx.value(), c);
+      trainer = Trainer::create(ctx.value(), c, train_set ? &*train_set : nullptr);
     } else {
-      trainer = Trainer::resume(ctx.value(), a.resume);
+      trainer = Trainer::resume(ctx.value(), a.resume, train_set ? &*train_set : nullptr);
       if (trainer.is_ok()) std::printf("resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
     }
     if (!trainer.is_ok()) return fail(trainer.status());
@@ -200,7 +216,13 @@ int run_train_icl(const TrainIclArgs& a) {
       const size_t from = curve.steps.size();
       curve.steps.insert(curve.steps.end(), records->begin(), records->end());
       done += chunk;
-      auto eval = trainer->evaluate({.tasks = a.eval_tasks});
+      rill::Result<EvalReport> eval = rill::invalid_argument("no evaluation");
+      if (eval_set) {
+        auto run = trainer->run_on(*eval_set);
+        eval = run.is_ok() ? rill::Result<EvalReport>(run->report) : rill::Result<EvalReport>(run.status());
+      } else {
+        eval = trainer->evaluate({.tasks = a.eval_tasks});
+      }
       if (!eval.is_ok()) return fail(eval.status());
       curve.evals.emplace_back(trainer->step(), *eval);
       last = *eval;

@@ -140,8 +140,10 @@ RILL_API Status save_task_set(const std::string& path, const TaskSet& tasks);
 class RILL_API Trainer {
  public:
   // Allocates the model and its buffers, initialises the parameters from the seed and records
-  // the training step. Clear errors for configurations the device cannot run.
-  static Result<Trainer> create(Context& ctx, const TrainConfig& config);
+  // the training step. Clear errors for configurations the device cannot run. With train_tasks
+  // (its d and n must match the config) every step takes the next `batch` tasks of that set,
+  // cycling, instead of sampling fresh ones; the set is copied to the device once.
+  static Result<Trainer> create(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks = nullptr);
   Trainer(Trainer&&) noexcept;
   Trainer& operator=(Trainer&&) noexcept;
   ~Trainer();
@@ -183,7 +185,8 @@ class RILL_API Trainer {
   Status save_checkpoint(const std::string& path);
   // A trainer that continues a checkpointed run: training on from it gives bit-for-bit what the
   // uninterrupted run gives. The file is untrusted; a corrupt or foreign file is a clear error.
-  static Result<Trainer> resume(Context& ctx, const std::string& path);
+  // A run that trained on a task set resumes with the same set (its position is in the checkpoint).
+  static Result<Trainer> resume(Context& ctx, const std::string& path, const TaskSet* train_tasks = nullptr);
 
   const TrainConfig& config() const;
 

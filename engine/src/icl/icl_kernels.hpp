@@ -35,6 +35,12 @@ struct ModelState {
   uint32_t history_capacity = 0;
 };
 
+// A task set in device memory, trained on instead of sampled tasks (icl_gather).
+struct DeviceTaskSet {
+  Tensor tokens, targets, sigmas;  // task-major, as in the file
+  uint32_t tasks = 0;
+};
+
 enum StateWord : uint32_t {
   kStep = 0,
   kHalted = 1,
@@ -43,6 +49,7 @@ enum StateWord : uint32_t {
   kSkipped = 4,
   kBeta1Power = 5,
   kBeta2Power = 6,
+  kSetCursor = 7,
   kStateWords = 8,
 };
 
@@ -56,7 +63,7 @@ struct SampleRequest {
 
 class Recorder {
  public:
-  Recorder(const TrainConfig& config, Shape shape) : config_(config), shape_(shape) {}
+  Recorder(const TrainConfig& config, Shape shape);
 
   // Device limits (lavapipe's loop limit) for this configuration and batch.
   Status check_device(const Sequence& seq, uint32_t batch) const;
@@ -66,10 +73,11 @@ class Recorder {
   Status loss(Sequence& seq, const Workspace& ws, bool with_gradient) const;
   Status backward(Sequence& seq, const Workspace& ws, const ModelState& m) const;
   Status reduce(Sequence& seq, const Workspace& ws) const;
-  Status optimize(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+  Status optimize(Sequence& seq, const Workspace& ws, const ModelState& m, uint32_t set_tasks) const;
+  Status gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const;
 
-  // One whole training step: sample, forward, loss, backward, reduce, optimize.
-  Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m) const;
+  // One whole training step: sample (or gather from `set`), forward, loss, backward, reduce, optimize.
+  Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const;
 
  private:
   std::vector<SpecValue> model_spec(const Sequence& seq) const;
@@ -77,6 +85,7 @@ class Recorder {
 
   TrainConfig config_;
   Shape shape_;
+  bool unrolled_ = false;  // small models use the layer kernels with unrolled loops
 };
 
 }  // namespace rill::icl::detail

@@ -24,6 +24,7 @@ struct Trainer::Impl {
   Recorder recorder;
   ModelState model;
   Workspace workspace;
+  std::optional<detail::DeviceTaskSet> train_set;
   std::optional<Sequence> step_sequence;
   int64_t step = 0;
   int64_t skipped = 0;
@@ -67,7 +68,33 @@ double loss_factor(const TrainConfig& c) { return c.model.convention == Conventi
 
 }  // namespace
 
-Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config) {
+namespace {
+
+Status check_task_set(const TaskSet& set, const Shape& s, const char* where) {
+  if (set.d != int(s.d) || set.n != int(s.n))
+    return invalid_argument(std::string(where) + ": the task set has d=" + std::to_string(set.d) + ", n=" +
+                            std::to_string(set.n) + "; the model is for d=" + std::to_string(s.d) + ", n=" + std::to_string(s.n));
+  if (set.tasks < 1 || set.tasks >= (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
+      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
+    return invalid_argument(std::string(where) + ": the task set's arrays do not match its task count (1 to 2^24 tasks)");
+  return Status::ok();
+}
+
+Result<detail::DeviceTaskSet> upload_task_set(Context& ctx, const TaskSet& set) {
+  detail::DeviceTaskSet d;
+  d.tasks = uint32_t(set.tasks);
+  RILL_ASSIGN_OR_RETURN(d.tokens, ctx.tensor(DType::kF32, {int64_t(set.tokens.size())}, "icl.set_tokens", MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(d.targets, ctx.tensor(DType::kF32, {set.tasks}, "icl.set_targets", MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(d.sigmas, ctx.tensor(DType::kF32, {set.tasks}, "icl.set_sigmas", MemoryPool::kWeights));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(d.tokens, set.tokens));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(d.targets, set.targets));
+  RILL_RETURN_IF_ERROR(ctx.upload_floats(d.sigmas, set.sigmas.empty() ? std::vector<float>(size_t(set.tasks), 0.0f) : set.sigmas));
+  return d;
+}
+
+}  // namespace
+
+Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks) {
   RILL_RETURN_IF_ERROR(validate(config));
   auto impl = std::make_unique<Impl>(ctx, config);
   const Shape& s = impl->shape;
@@ -83,6 +110,10 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config) {
   RILL_ASSIGN_OR_RETURN(m.state, ctx.tensor(DType::kU32, {detail::kStateWords}, "icl.state"));
   RILL_ASSIGN_OR_RETURN(m.history, ctx.tensor(DType::kF32, {int64_t(m.history_capacity) * 2}, "icl.history"));
   RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
+  if (train_tasks != nullptr) {
+    RILL_RETURN_IF_ERROR(check_task_set(*train_tasks, s, "icl trainer"));
+    RILL_ASSIGN_OR_RETURN(impl->train_set, upload_task_set(ctx, *train_tasks));
+  }
 
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, initial_parameters(config.seed, s.params, config.model.init_std)));
   const std::vector<float> zeros(s.params, 0.0f);
@@ -94,7 +125,8 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config) {
   RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(state.data()), state.size() * 4}));
 
   RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.training_step"}));
-  RILL_RETURN_IF_ERROR(impl->recorder.training_step(seq, impl->workspace, m));
+  RILL_RETURN_IF_ERROR(
+      impl->recorder.training_step(seq, impl->workspace, m, impl->train_set ? &*impl->train_set : nullptr));
   RILL_RETURN_IF_ERROR(seq.finish());
   impl->step_sequence.emplace(std::move(seq));
   return Trainer(std::move(impl));
@@ -181,9 +213,11 @@ Status Trainer::save_checkpoint(const std::string& path) {
   return detail::write_checkpoint(path, c);
 }
 
-Result<Trainer> Trainer::resume(Context& ctx, const std::string& path) {
+Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const TaskSet* train_tasks) {
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
-  RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config));
+  if (train_tasks != nullptr && c.state[detail::kSetCursor] >= uint64_t(train_tasks->tasks))
+    return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
+  RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
   ModelState& m = t.impl_->model;
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, c.params));
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, c.moment1));
@@ -224,12 +258,7 @@ EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint3
 Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& options) {
   Impl& im = *impl_;
   const Shape& s = im.shape;
-  if (set.d != int(s.d) || set.n != int(s.n))
-    return invalid_argument("icl run_on: the task set has d=" + std::to_string(set.d) + ", n=" + std::to_string(set.n) +
-                            "; the model was built for d=" + std::to_string(s.d) + ", n=" + std::to_string(s.n));
-  if (set.tasks < 1 || set.tasks > (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
-      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
-    return invalid_argument("icl run_on: the task set's arrays do not match its task count");
+  RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
   const uint32_t tasks = uint32_t(set.tasks);
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.run_on"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));

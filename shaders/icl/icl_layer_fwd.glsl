@@ -1,0 +1,79 @@
+// Forward of one layer for every task of the batch: A = sum_{j<n} e_j e_j^T over the context
+// tokens, B = s * sum_h P_h A Q_h, e_i <- e_i + B e_i for all tokens (query included).
+// A and B are kept (mats) for the backward pass.
+#include "icl_model.glsl"
+
+layout(std430, binding = 0) readonly buffer Params { float params[]; };
+layout(std430, binding = 1) buffer Acts { float acts[]; };
+layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
+layout(push_constant) uniform Push {
+  uint batch;
+  uint layer;
+  float scale;  // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
+  uint unused;  // the backward's input_grad: both layer kernels share one push layout
+} p;
+
+RILL_ICL_PARAM_ACCESSORS(params)
+
+void main() {
+  const uint t = rill_global_index();
+  if (t >= p.batch) return;
+  const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
+  const uint out_base = in_base + TOKEN_ELEMS * p.batch;
+  const uint mats_base = p.layer * 2u * MAT * p.batch + t;
+
+  float x[TOKEN_ELEMS];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[in_base + e * p.batch];
+
+  // A is symmetric: the upper triangle, mirrored.
+  float a_mat[MAT];
+  UNROLL for (uint a = 0u; a < D1; ++a) {
+    UNROLL for (uint b = a; b < D1; ++b) {
+      float sum = 0.0;
+      UNROLL for (uint j = 0u; j < NCTX; ++j) sum += x[j * D1 + a] * x[j * D1 + b];
+      a_mat[a * D1 + b] = sum;
+      a_mat[b * D1 + a] = sum;
+    }
+  }
+
+  float b_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = 0.0;
+  UNROLL for (uint h = 0u; h < HEADS; ++h) {
+    const uint base = (p.layer * HEADS + h) * BLOCK;
+    if (PARAM == 0u) {
+      float c_mat[MAT];  // A Q
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float sum = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += a_mat[a * D1 + c] * param_q(base, c, b);
+          c_mat[a * D1 + b] = sum;
+        }
+      }
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float sum = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * c_mat[c * D1 + b];
+          b_mat[a * D1 + b] += p.scale * sum;
+        }
+      }
+    } else {
+      // Diagonal P and Q: B_ab = s p_a A_ab q_b.
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        const float pa = p.scale * diag_p(base, a);
+        UNROLL for (uint b = 0u; b < D1; ++b) b_mat[a * D1 + b] += pa * a_mat[a * D1 + b] * diag_q(base, b);
+      }
+    }
+  }
+
+  UNROLL for (uint e = 0u; e < MAT; ++e) {
+    mats[mats_base + e * p.batch] = a_mat[e];
+    mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
+  }
+  UNROLL for (uint i = 0u; i < TOKENS; ++i) {
+    UNROLL for (uint a = 0u; a < D1; ++a) {
+      float sum = x[i * D1 + a];
+      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[a * D1 + b] * x[i * D1 + b];
+      acts[out_base + (i * D1 + a) * p.batch] = sum;
+    }
+  }
+}
