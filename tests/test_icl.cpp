@@ -449,3 +449,41 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().message().find("d=2") != std::string::npos);
 }
+
+GPU_TEST_CASE("icl: diagnostics match central differences of the reference", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(2, 5, 2, 1, Parameterization::kFull, Convention::kAhn, 64);
+  auto trainer = must(Trainer::create(ctx, c));
+  must(trainer.train(20));
+  const std::vector<float> before = trainer.parameters().value();
+  const Diagnostics d = must(diagnose(trainer, {.batches = 16, .reference_tasks = 300, .step = 1e-2}));
+  CHECK(same_bits(trainer.parameters().value(), before));  // restored
+
+  // The same quantities from the double-precision reference on the same task set.
+  const TaskSet set = must(trainer.sample_task_set(300, DiagnosticsOptions{}.seed));
+  const std::vector<double> theta = to_double(before);
+  auto grad_at = [&](const std::vector<double>& p) {
+    std::vector<double> g;
+    ref::loss_and_gradient(ref_shape(c), p, set.tokens, set.targets, g);
+    return g;
+  };
+  const std::vector<double> g = grad_at(theta);
+  double gn = 0;
+  for (double v : g) gn += v * v;
+  CHECK(d.full_grad_norm == Approx(std::sqrt(gn)).epsilon(1e-3));
+  REQUIRE(d.hessian_diagonal.size() == theta.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < theta.size(); ++i) {
+    std::vector<double> plus = theta, minus = theta;
+    plus[i] += 1e-4, minus[i] -= 1e-4;
+    const double h = (grad_at(plus)[i] - grad_at(minus)[i]) / 2e-4;
+    worst = std::max(worst, std::fabs(h - d.hessian_diagonal[i]));
+    scale = std::max(scale, std::fabs(h));
+  }
+  CHECK(worst < 2e-2 * scale);
+  CHECK(d.robust_condition_number >= 1.0);
+  CHECK(std::isfinite(d.directional_smoothness));
+  CHECK(d.noise_norm_mean > 0.0);
+  CHECK(d.noise_kurtosis > 1.0);
+  CHECK(d.noise_tail_index > 0.0);
+}

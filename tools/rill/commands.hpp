@@ -71,6 +71,22 @@ struct IclExportArgs {
 };
 CLI::App* add_icl_export_command(CLI::App& app, IclExportArgs& args);
 int run_icl_export(const IclExportArgs& args);
+
+struct IclTasksArgs {
+  std::string checkpoint, out;
+  int tasks = 1000;
+  uint64_t seed = 1;
+};
+CLI::App* add_icl_tasks_command(CLI::App& app, IclTasksArgs& args);
+int run_icl_tasks(const IclTasksArgs& args);
+
+struct IclDiagnoseArgs {
+  std::string checkpoint;
+  int batches = 64;
+  int reference_tasks = 2048;
+};
+CLI::App* add_icl_diagnose_command(CLI::App& app, IclDiagnoseArgs& args);
+int run_icl_diagnose(const IclDiagnoseArgs& args);
 int run_repro_icl(const ReproIclArgs& args);
 int run_train_icl(const TrainIclArgs& args);
 

@@ -41,7 +41,14 @@ int main(int argc, char** argv) {
   rill_cli::IclExportArgs icl_export;
   auto* icl_export_cmd = rill_cli::add_icl_export_command(app, icl_export);
 
+  rill_cli::IclTasksArgs icl_tasks;
+  auto* icl_tasks_cmd = rill_cli::add_icl_tasks_command(app, icl_tasks);
+  rill_cli::IclDiagnoseArgs icl_diagnose;
+  auto* icl_diagnose_cmd = rill_cli::add_icl_diagnose_command(app, icl_diagnose);
+
   CLI11_PARSE(app, argc, argv);
+  if (icl_tasks_cmd->parsed()) return rill_cli::run_icl_tasks(icl_tasks);
+  if (icl_diagnose_cmd->parsed()) return rill_cli::run_icl_diagnose(icl_diagnose);
   if (icl_export_cmd->parsed()) return rill_cli::run_icl_export(icl_export);
   if (repro_icl_cmd->parsed()) return rill_cli::run_repro_icl(repro_icl);
   if (train_icl_cmd->parsed()) return rill_cli::run_train_icl(train_icl);

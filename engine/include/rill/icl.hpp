@@ -137,6 +137,32 @@ struct TaskSet {
 RILL_API Result<TaskSet> load_task_set(const std::string& path);
 RILL_API Status save_task_set(const std::string& path, const TaskSet& tasks);
 
+struct DiagnosticsOptions {
+  int batches = 64;        // stochastic gradients sampled (each of the config's batch size)
+  int reference_tasks = 2048;  // tasks of the fixed set the full gradient and curvature are measured on
+  double step = 1e-3;      // finite-difference step, relative to max(1, |parameter|)
+  uint64_t seed = 0xD1A6;
+};
+
+// The diagnostics of Ahn et al. (arXiv 2310.01082, section 4) at the current parameters.
+struct Diagnostics {
+  int64_t parameters = 0;
+  double full_loss = 0.0;
+  double full_grad_norm = 0.0;
+  // Stochastic gradient noise: n_b = g_b - g over `batches` batches.
+  double noise_norm_mean = 0.0;
+  double noise_kurtosis = 0.0;    // of the noise coordinates, each standardised; 3 for Gaussian noise
+  double noise_tail_index = 0.0;  // Hill estimator on the largest 10% of ||n_b||; small = heavy-tailed
+  // Curvature from the Hessian diagonal (central differences of the gradient).
+  std::vector<double> hessian_diagonal;
+  double robust_condition_number = 0.0;  // 99th percentile / median of |H_ii|
+  // Directional smoothness along the full gradient: g^T H g / |g|^2 by central differences.
+  double directional_smoothness = 0.0;
+};
+
+class RILL_API Trainer;
+RILL_API Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& options = {});
+
 class RILL_API Trainer {
  public:
   // Allocates the model and its buffers, initialises the parameters from the seed and records
@@ -179,6 +205,10 @@ class RILL_API Trainer {
     std::vector<float> predictions;
   };
   Result<TaskSetRun> run_on(const TaskSet& tasks, const EvalOptions& baselines = {});
+
+  // `tasks` tasks drawn by the GPU sampler from the configured distribution (an evaluation-like
+  // stream keyed by seed), downloaded as a task set: to save and feed to other implementations.
+  Result<TaskSet> sample_task_set(int tasks, uint64_t seed);
 
   // Parameters, optimizer state, step (the sampler's position) and configuration, written
   // atomically to one safetensors file (the configuration as JSON metadata).

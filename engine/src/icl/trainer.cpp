@@ -285,6 +285,29 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   return out;
 }
 
+Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed) {
+  Impl& im = *impl_;
+  if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
+  const Shape& s = im.shape;
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.sample_task_set"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, s, uint32_t(tasks)));
+  RILL_RETURN_IF_ERROR(im.recorder.sample(
+      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0}));
+  RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
+  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+  RILL_RETURN_IF_ERROR(seq.run());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(acts_id));
+  TaskSet set{.d = int(s.d), .n = int(s.n), .tasks = tasks, .tokens = {}, .targets = {}, .sigmas = {}};
+  set.tokens.resize(size_t(tasks) * s.token_elems);
+  for (uint32_t t = 0; t < uint32_t(tasks); ++t)
+    for (uint32_t e = 0; e < s.token_elems; ++e) set.tokens[size_t(t) * s.token_elems + e] = acts[size_t(e) * tasks + t];
+  RILL_ASSIGN_OR_RETURN(set.targets, seq.read_floats(targets_id));
+  RILL_ASSIGN_OR_RETURN(set.sigmas, seq.read_floats(sigmas_id));
+  return set;
+}
+
 Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
   Impl& im = *impl_;
   if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
