@@ -58,8 +58,11 @@ std::string line_plot_svg(const PlotSpec& spec) {
     o << "<line x1='" << kLeft << "' x2='" << kLeft + pw << "' y1='" << y << "' y2='" << y << "' stroke='#ddd'/>"
       << "<text x='" << kLeft - 6 << "' y='" << y + 4 << "' text-anchor='end'>1e" << int(e) << "</text>\n";
   }
-  for (int i = 0; i <= 5; ++i) {
-    const double x = x0 + (x1 - x0) * i / 5;
+  // Small integer ranges (layers, settings) get one tick per integer; others five.
+  const bool integral = x1 - x0 <= 10 && x0 == std::floor(x0) && x1 == std::floor(x1);
+  const int ticks = integral ? int(x1 - x0) : 5;
+  for (int i = 0; i <= ticks; ++i) {
+    const double x = x0 + (x1 - x0) * i / ticks;
     o << "<text x='" << px(x) << "' y='" << kTop + ph + 18 << "' text-anchor='middle'>" << std::llround(x) << "</text>\n";
   }
   o << "<rect x='" << kLeft << "' y='" << kTop << "' width='" << pw << "' height='" << ph

@@ -165,6 +165,7 @@ RILL_API Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions
 
 class RILL_API Trainer {
  public:
+  // The trainer refers to `ctx`, which must outlive it and stay at its address (not be moved).
   // Allocates the model and its buffers, initialises the parameters from the seed and records
   // the training step. Clear errors for configurations the device cannot run. With train_tasks
   // (its d and n must match the config) every step takes the next `batch` tasks of that set,

@@ -1,6 +1,7 @@
 #include "icl/icl_kernels.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "icl_sampler.hpp"
 #include "ops/op_common.hpp"
@@ -80,13 +81,26 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t batch
   return ws;
 }
 
+namespace {
+
+// Multiply-adds per task of a layer's backward, unrolled, up to which the unrolled layer kernels
+// are used; RILL_ICL_UNROLL_LIMIT overrides it (0: never unroll).
+uint64_t unroll_limit() {
+  const char* env = std::getenv("RILL_ICL_UNROLL_LIMIT");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 16000;
+}
+
+}  // namespace
+
 Recorder::Recorder(const TrainConfig& config, Shape shape) : config_(config), shape_(shape) {
-  // Fully unrolled layer kernels keep each task in registers: about 30% faster on lavapipe at Ahn
-  // et al.'s setting 1 (a backward of ~3,300 multiply-adds per task, compiled in ~5 s), but LLVM's
-  // compile time grows much faster than the code (minutes at d = 10), so only small models get them.
+  // Fully unrolled layer kernels keep each task in registers; rolled, lavapipe indexes the private
+  // arrays lane by lane. Measured on lavapipe: setting 1 of Ahn et al. (~3,300 multiply-adds per
+  // task and layer backward) 1.5x faster unrolled, compiled in ~5 s; Vladymyrov et al.'s d = 10
+  // (~14,000) 3.1x faster, but its first compile takes LLVM ~2 minutes (Mesa caches it on disk).
+  // LLVM's time grows much faster than the code, so bigger models stay rolled.
   const uint64_t w = shape.width, t = shape.tokens;
   const uint64_t per_head = config.model.param == Parameterization::kFull ? 5 * w * w * w : 3 * w * w;
-  unrolled_ = 3 * t * w * w + shape.heads * per_head <= 4000;
+  unrolled_ = 3 * t * w * w + shape.heads * per_head <= unroll_limit();
 }
 
 std::vector<SpecValue> Recorder::model_spec(const Sequence&) const {
