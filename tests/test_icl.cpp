@@ -277,6 +277,13 @@ GPU_TEST_CASE("icl: evaluation compares the model with ridge baselines", "[icl]"
   CHECK(eval.ridge_oracle == Approx(eval.ridge_constant).epsilon(1e-12));
   CHECK(eval.model > eval.ridge_oracle);
   CHECK(eval.adjusted() > 0.0);
+  // TUNEDRR is tuned on separate tasks over a grid that contains ADARR (factor 1, no cap).
+  CHECK(eval.tunedrr_factor >= 0.25);
+  CHECK(eval.tunedrr_factor <= 4.0);
+  CHECK(eval.tunedrr <= eval.adarr * 1.05);
+  const auto fixed = must(trainer.evaluate({.tasks = 100, .tune_tunedrr = false, .tunedrr_factor = 3.0, .tunedrr_cap = 2.0}));
+  CHECK(fixed.tunedrr_factor == 3.0);
+  CHECK(fixed.tunedrr_cap == 2.0);
 }
 
 GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {

@@ -111,6 +111,7 @@ struct EvalReport {
   double ridge_constant = 0.0;  // lambda = EvalOptions::constant_lambda
   double adarr = 0.0;           // lambda = sigma^2 estimated from least-squares residuals
   double tunedrr = 0.0;         // lambda = min(factor * estimate, cap)
+  double tunedrr_factor = 0.0, tunedrr_cap = 0.0;  // the factor and cap used (tuned or given)
   double adjusted() const { return model - ridge_oracle; }  // Vladymyrov et al.'s metric
 };
 
@@ -119,6 +120,10 @@ struct EvalOptions {
   uint64_t seed = 0x5EED;    // evaluation tasks come from a stream disjoint from training
   std::optional<float> sigma;  // fix every task's noise level (a per-sigma curve); else the config's
   double constant_lambda = 1.0;
+  // TUNEDRR's factor and cap: tuned (grid search on `tuning_tasks` separate tasks drawn like the
+  // evaluation tasks, same sigma) or, with tune_tunedrr = false, these values.
+  bool tune_tunedrr = true;
+  int tuning_tasks = 1000;
   double tunedrr_factor = 1.0;
   double tunedrr_cap = 1e9;
 };
@@ -208,8 +213,9 @@ class RILL_API Trainer {
   Result<TaskSetRun> run_on(const TaskSet& tasks, const EvalOptions& baselines = {});
 
   // `tasks` tasks drawn by the GPU sampler from the configured distribution (an evaluation-like
-  // stream keyed by seed), downloaded as a task set: to save and feed to other implementations.
-  Result<TaskSet> sample_task_set(int tasks, uint64_t seed);
+  // stream keyed by seed; sigma fixes every task's noise level), downloaded as a task set: to
+  // save and feed to other implementations.
+  Result<TaskSet> sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma = std::nullopt);
 
   // Parameters, optimizer state, step (the sampler's position) and configuration, written
   // atomically to one safetensors file (the configuration as JSON metadata).
@@ -224,6 +230,7 @@ class RILL_API Trainer {
  private:
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
+  Result<EvalOptions> with_tuned_baselines(const EvalOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

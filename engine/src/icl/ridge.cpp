@@ -200,4 +200,22 @@ double tunedrr_predict(const TaskView& t, double factor, double cap) {
   return ridge_predict(t, std::min(factor * adarr_sigma2(t), cap));
 }
 
+TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float>& targets) {
+  TunedRR best;
+  double best_error = INFINITY;
+  std::vector<double> estimates(tasks.size());
+  for (size_t t = 0; t < tasks.size(); ++t) estimates[t] = adarr_sigma2(tasks[t]);
+  for (double factor : {0.25, 0.5, 1.0, 2.0, 4.0}) {
+    for (double cap : {0.25, 1.0, 4.0, 16.0, 1e9}) {
+      double error = 0.0;
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        const double diff = ridge_predict(tasks[t], std::min(factor * estimates[t], cap)) - targets[t];
+        error += diff * diff;
+      }
+      if (error < best_error) best_error = error, best = {factor, cap};
+    }
+  }
+  return best;
+}
+
 }  // namespace rill::icl

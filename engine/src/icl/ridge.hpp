@@ -3,6 +3,8 @@
 // Shapes: d features, n context tokens; a task is n + 1 tokens of width d + 1.
 #pragma once
 
+#include <vector>
+
 namespace rill::icl {
 
 // One task in the reference layout: tokens[i * (d + 1) + k], context tokens i < n, query i = n.
@@ -28,5 +30,12 @@ double adarr_predict(const TaskView& task);
 
 // Tuned ridge: ridge_predict with lambda = min(factor * adarr_sigma2, cap).
 double tunedrr_predict(const TaskView& task, double factor, double cap);
+
+// TUNEDRR's factor and cap minimising the mean squared error of tunedrr_predict over `tasks`
+// (targets[t] is task t's query label), by grid search: factor in {1/4 .. 4}, cap in {1/4 .. 16, inf}.
+struct TunedRR {
+  double factor = 1.0, cap = 1e9;
+};
+TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float>& targets);
 
 }  // namespace rill::icl

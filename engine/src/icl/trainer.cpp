@@ -248,6 +248,8 @@ EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint3
     report.adarr += loss(adarr_predict(view));
     report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
   }
+  report.tunedrr_factor = options.tunedrr_factor;
+  report.tunedrr_cap = options.tunedrr_cap;
   for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
                     &report.tunedrr})
     *v /= tasks;
@@ -255,7 +257,23 @@ EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint3
 }
 }  // namespace
 
-Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& options) {
+// The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
+Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
+  if (!options.tune_tunedrr) return options;
+  if (options.tuning_tasks < 1) return invalid_argument("icl evaluate: tuning_tasks must be >= 1");
+  RILL_ASSIGN_OR_RETURN(TaskSet tuning, sample_task_set(options.tuning_tasks, options.seed ^ 0x7E5700D5ull, options.sigma));
+  const size_t per_task = size_t(tuning.n + 1) * (tuning.d + 1);
+  std::vector<TaskView> views;
+  for (int64_t t = 0; t < tuning.tasks; ++t) views.push_back({tuning.d, tuning.n, tuning.tokens.data() + t * per_task});
+  const TunedRR tuned = tune_tunedrr(views, tuning.targets);
+  EvalOptions out = options;
+  out.tunedrr_factor = tuned.factor;
+  out.tunedrr_cap = tuned.cap;
+  return out;
+}
+
+Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
+  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
   Impl& im = *impl_;
   const Shape& s = im.shape;
   RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
@@ -285,7 +303,7 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   return out;
 }
 
-Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed) {
+Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
   Impl& im = *impl_;
   if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
   const Shape& s = im.shape;
@@ -293,7 +311,7 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed) {
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
   RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, s, uint32_t(tasks)));
   RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0}));
+      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = sigma}));
   RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
   RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
   RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
@@ -308,7 +326,8 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed) {
   return set;
 }
 
-Result<EvalReport> Trainer::evaluate(const EvalOptions& options) {
+Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
+  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
   Impl& im = *impl_;
   if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
   if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
