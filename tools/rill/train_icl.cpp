@@ -207,6 +207,10 @@ int run_train_icl(const TrainIclArgs& a) {
     Curve curve{opt_name, {}, {}};
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
+    if (isatty(STDERR_FILENO)) {  // the first step builds the pipelines: seconds, minutes for big unrolled models
+      std::fprintf(stderr, "%s: preparing kernels (slow only the first time on a device)...", opt_name.c_str());
+      std::fflush(stderr);
+    }
     for (int64_t done = 0; done < a.steps;) {
       const int64_t chunk = std::min(eval_every, a.steps - done);
       const auto t0 = std::chrono::steady_clock::now();
