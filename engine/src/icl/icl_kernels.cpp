@@ -43,9 +43,10 @@ struct GatherPush {
 float layer_scale(const TrainConfig& c) {
   return c.model.convention == Convention::kAhn ? 1.0f / float(c.task.n) : 1.0f;
 }
-float loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0f : 0.5f; }
 
 }  // namespace
+
+float loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0f : 0.5f; }
 
 Shape Shape::of(const TrainConfig& c) {
   Shape s;

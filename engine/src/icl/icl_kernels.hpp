@@ -11,6 +11,9 @@
 
 namespace rill::icl::detail {
 
+// c in the per-task loss c (pred - y)^2: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.).
+float loss_factor(const TrainConfig& c);
+
 // Derived sizes of a configuration.
 struct Shape {
   uint32_t d = 0, n = 0, layers = 0, heads = 0;

@@ -16,6 +16,7 @@ using detail::ModelState;
 using detail::Recorder;
 using detail::Shape;
 using detail::Workspace;
+using detail::loss_factor;
 
 struct Trainer::Impl {
   Context* ctx = nullptr;
@@ -64,7 +65,6 @@ std::string nonfinite_what(uint32_t bits) {
   return bits == 1 ? "the loss is" : "the gradient is";
 }
 
-double loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0 : 0.5; }
 
 }  // namespace
 
