@@ -106,8 +106,8 @@ GPU_TEST_CASE("matmul rejects mismatched shapes and dtypes", "[matmul][gpu]") {
 
 GPU_TEST_CASE("matmul refuses an inner dimension a driver's loop limit would cut short", "[matmul][gpu]") {
   auto ctx = rill_test::make_context();
-  auto a = rill_test::empty_tensor(ctx, DType::kF32, {2, 70000});
-  auto b = rill_test::empty_tensor(ctx, DType::kF32, {70000, 2});
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {2, 1100000});
+  auto b = rill_test::empty_tensor(ctx, DType::kF32, {1100000, 2});
   auto c = rill_test::empty_tensor(ctx, DType::kF32, {2, 2});
   auto seq = ctx.sequence();
   const auto& quirks = ctx.device().quirks;
