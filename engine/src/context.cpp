@@ -48,7 +48,7 @@ Status ContextImpl::wait_for(const TensorStorage& storage) {
 }
 
 TensorStorage::~TensorStorage() {
-  if (!allocation || !context) return;
+  if (parent || !allocation || !context) return;  // a view: the parent releases the memory
   ContextImpl* ctx = context.get();
   vk::Allocation a = allocation;
   ctx->submissions->retire(last_use, [ctx, a] { ctx->allocator->release(a); });

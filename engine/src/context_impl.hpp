@@ -58,6 +58,13 @@ struct TensorStorage {
   uint64_t bytes = 0;
   std::string name;
   uint64_t last_use = 0;  // serial of the last submission that used it
+  // Set for a view (Tensor::reshaped): the storage that owns the memory, kept alive by the view.
+  std::shared_ptr<TensorStorage> parent;
+
+  // Records a use by submission `serial` here and in the owner of the memory.
+  void mark_used(uint64_t serial) {
+    for (TensorStorage* s = this; s; s = s->parent.get()) s->last_use = std::max(s->last_use, serial);
+  }
 
   ~TensorStorage();
   VkBuffer buffer() const { return allocation.block->buffer; }

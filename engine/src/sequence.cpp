@@ -342,7 +342,7 @@ Status SequenceImpl::submit(uint32_t times) {
   RILL_ASSIGN_OR_RETURN(uint64_t serial, ctx->submissions->submit(batch));
   last_serial = serial;
   submitted_times = times;
-  for (auto& t : referenced) t->last_use = std::max(t->last_use, serial);
+  for (auto& t : referenced) t->mark_used(serial);
   stats.submissions += times;
   return Status::ok();
 }

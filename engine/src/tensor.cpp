@@ -45,4 +45,29 @@ std::string Tensor::describe() const {
   return s + "]";
 }
 
+Result<Tensor> Tensor::reshaped(std::vector<int64_t> shape) const {
+  if (!storage_) return invalid_argument("reshaped: the tensor is empty");
+  uint64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 1) return invalid_argument("reshaped: every dimension of the new shape of " + describe() + " must be >= 1");
+    if (elements > UINT64_MAX / uint64_t(d)) return invalid_argument("reshaped: the new shape overflows");
+    elements *= uint64_t(d);
+  }
+  if (elements != storage_->elements)
+    return invalid_argument("reshaped: " + describe() + " has " + std::to_string(storage_->elements) +
+                            " elements, the new shape " + std::to_string(elements));
+  auto view = std::make_shared<detail::TensorStorage>();
+  view->context = storage_->context;
+  view->allocation = storage_->allocation;
+  view->pool = storage_->pool;
+  view->dtype = storage_->dtype;
+  view->shape = std::move(shape);
+  view->elements = elements;
+  view->bytes = storage_->bytes;
+  view->name = storage_->name;
+  view->last_use = storage_->last_use;
+  view->parent = storage_->parent ? storage_->parent : storage_;
+  return Tensor(std::move(view));
+}
+
 }  // namespace rill

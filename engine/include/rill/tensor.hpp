@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rill/export.hpp"
+#include "rill/status.hpp"
 
 namespace rill {
 
@@ -38,6 +39,9 @@ class RILL_API Tensor {
   uint64_t size_bytes() const;
   const std::string& name() const;
   std::string describe() const;  // "name f16[4, 7]"
+  // A view of the same memory with another shape of the same element count (no copy). Writes
+  // through either are seen by both; the memory lives while any of them does.
+  Result<Tensor> reshaped(std::vector<int64_t> shape) const;
 
   // Internal: shared so that a recorded sequence keeps what it binds alive.
   const std::shared_ptr<detail::TensorStorage>& storage() const { return storage_; }

@@ -56,4 +56,20 @@ float half_to_float(uint16_t bits) {
   return out;
 }
 
+uint16_t float_to_bf16(float value) {
+  uint32_t f;
+  std::memcpy(&f, &value, 4);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((f >> 16) | 0x40u);  // NaN stays NaN (quiet)
+  // Round to nearest even on the low 16 bits; a carry into the exponent is right (up to Inf).
+  f += 0x7fffu + ((f >> 16) & 1u);
+  return static_cast<uint16_t>(f >> 16);
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t f = static_cast<uint32_t>(bits) << 16;
+  float out;
+  std::memcpy(&out, &f, 4);
+  return out;
+}
+
 }  // namespace rill

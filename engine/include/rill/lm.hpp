@@ -1,0 +1,217 @@
+// Long-sequence inference with TransNormer language models (arXiv 2210.10340): O(N) prefill in
+// bounded segments and a constant cost and memory per decoded token.
+//
+//   auto ctx = rill::Context::create().value();
+//   auto weights = rill::lm::Weights::load("model.json", "model.safetensors").value();
+//   auto model = rill::lm::Model::create(ctx, weights).value();
+//   auto session = model.session().value();
+//   auto logits = session.prefill(prompt_bytes).value();      // last position's logits
+//   rill::lm::Sampler sampler({.temperature = 0.8f, .top_p = 0.95f, .seed = 7});
+//   uint32_t token = sampler.sample(logits, session.position());
+//   logits = session.decode(token).value();                   // same cost at token 1 and 1M
+//
+// The model (engine/ref/transnormer.hpp is its executable specification), width D, H heads of
+// Dh = D / H, pre-norm residual layers:
+//   x = embed[token]
+//   per layer: x = x + Wo . Mixer(Norm(x))          (token mixer)
+//              x = x + Wd . (Norm(x) Wu * act(Norm(x) Wg))   (GLU channel mixer)
+//   logits = Norm(x) Head                           (Head = embed^T when tied)
+// Mixer per kind, per head h, on u = Norm(x):
+//   DiagAttention: q, k, v = u Wq_h, u Wk_h, u Wv_h; softmax(q k^T / sqrt(Dh)) v, causal, inside
+//                  aligned blocks of `block` positions (position p sees [p - p % block, p]).
+//   NormAttention: q, k = phi(u Wq_h), phi(u Wk_h), v = u Wv_h; o_t = sum_{s<=t} lambda_h^(t-s)
+//                  (q_t . k_s) v_s (no denominator); heads concatenated, then a norm over D.
+// Norm is RMSNorm with a gain, or SRMSNorm (no gain). Matrices multiply from the right (y = x W,
+// W stored [in, out]); per-head projections are stored [H, D, Dh]. LRPE (the paper's relative
+// position encoding) is not implemented: causality is the only position signal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/export.hpp"
+#include "rill/ops/elementwise.hpp"
+#include "rill/ops/linear_attention.hpp"
+#include "rill/safetensors.hpp"
+#include "rill/status.hpp"
+
+namespace rill::lm {
+
+enum class LayerKind { kDiag, kNorm };
+enum class NormKind { kRmsNorm, kSimpleRmsNorm };
+
+struct RILL_API ModelConfig {
+  uint32_t vocab = 256;  // byte-level by default: no tokenizer needed
+  uint32_t width = 256;  // D
+  uint32_t heads = 8;    // H; D % H == 0
+  uint32_t ffn_width = 512;  // GLU hidden width F
+  // One entry per layer. Empty in JSON means `layers` layers, the first half DiagAttention and
+  // the rest NormAttention; validate() fills it in.
+  std::vector<LayerKind> layer_kinds;
+  uint32_t layers = 6;
+  uint32_t block = 64;  // DiagAttention block size (1..256)
+  uint32_t chunk = 64;  // NormAttention chunk length (1..64)
+  ops::FeatureMap feature_map = ops::FeatureMap::kElu1;  // NormAttention q and k
+  std::vector<float> decay;  // per head in (0, 1], or empty: no decay
+  NormKind norm = NormKind::kRmsNorm;
+  float norm_eps = 1e-6f;
+  ops::GluActivation glu_activation = ops::GluActivation::kSilu;
+  bool tie_embeddings = false;  // Head = embed^T
+
+  uint32_t head_dim() const { return heads == 0 ? 0 : width / heads; }
+  // Checks every field (clear message naming it) and fills layer_kinds when empty.
+  Status validate();
+};
+
+// JSON: {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6,
+//        "layer_kinds": ["diag", "diag", "diag", "norm", "norm", "norm"], "block": 64, "chunk": 64,
+//        "feature_map": "elu1" | "identity" | "relu", "decay": [..] | [], "norm": "rmsnorm" | "srmsnorm",
+//        "norm_eps": 1e-6, "glu_activation": "silu" | "sigmoid" | "identity", "tie_embeddings": false}
+// Missing keys take the defaults above; unknown keys, wrong types and invalid values are
+// InvalidArgument naming the key. The result is validated.
+RILL_API Result<ModelConfig> config_from_json(std::string_view json);
+RILL_API std::string config_to_json(const ModelConfig& config);
+RILL_API Result<ModelConfig> load_config(const std::string& path);
+
+// Names and shapes of the weights of a config, in file order:
+//   "embed" [vocab, D]
+//   per layer i: "layers.i.attn_norm" [D] (RMSNorm only), "layers.i.wq", "layers.i.wk",
+//     "layers.i.wv" [H, D, Dh], "layers.i.out_norm" [D] (NormAttention with RMSNorm only),
+//     "layers.i.wo" [D, D], "layers.i.ffn_norm" [D] (RMSNorm only), "layers.i.wu", "layers.i.wg" [D, F],
+//     "layers.i.wd" [F, D]
+//   "final_norm" [D] (RMSNorm only), "head" [D, vocab] (not when tied)
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+RILL_API std::vector<WeightSpec> weight_specs(const ModelConfig& config);
+
+// Storage type the model runs in: f32, or f16 storage with f32 arithmetic (half the memory).
+enum class Precision { kF32, kF16 };
+
+// A config and its weights on the host. Weights from a file stay in the (mapped) file until the
+// model uploads them: no copy is made for f32 or f16 data that matches the model's precision.
+class RILL_API Weights {
+ public:
+  // config_path: the JSON config; weights_path: safetensors with exactly the tensors of
+  // weight_specs(config), each F32, F16 or BF16 (mixed is allowed). The file is untrusted: every
+  // problem is a Status naming the file and the tensor (missing, unexpected, wrong shape or dtype).
+  static Result<Weights> load(const std::string& config_path, const std::string& weights_path);
+  static Result<Weights> from_file(ModelConfig config, SafetensorsFile file);
+  // Seeded random initialisation (the same seed gives the same weights on every platform):
+  // matrices ~ N(0, 1/fan_in) (embed ~ N(0, 1)), gains 1.
+  static Result<Weights> random(ModelConfig config, uint64_t seed);
+
+  Weights(Weights&&) noexcept;
+  Weights& operator=(Weights&&) noexcept;
+  ~Weights();
+
+  const ModelConfig& config() const;
+  // The weight `name` as floats (converted from the stored dtype).
+  Result<std::vector<float>> floats(std::string_view name) const;
+  // The stored dtype of `name` (F32 for random weights).
+  Result<TensorDType> dtype(std::string_view name) const;
+  // Raw bytes of `name` in its stored dtype (a view into the mapped file, or into memory).
+  Result<std::span<const uint8_t>> bytes(std::string_view name) const;
+  // Writes the config JSON and the weights (converted to `dtype`: F32, F16 or BF16), both
+  // atomically.
+  Status save(const std::string& config_path, const std::string& weights_path,
+              TensorDType dtype = TensorDType::kF32) const;
+
+ private:
+  struct Impl;
+  explicit Weights(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Seeded sampling from logits on the host. temperature 0 (or top_k 1) is greedy. top_k 0 and
+// top_p 1 disable those filters. The draw for a step depends only on (seed, step), so a restored
+// session samples exactly what the paused one would have.
+struct SamplerOptions {
+  float temperature = 1.0f;
+  uint32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+class RILL_API Sampler {
+ public:
+  explicit Sampler(SamplerOptions options = {});
+  static Status validate(const SamplerOptions& options);
+  // A token in [0, logits.size()); logits must be finite (NaN entries are never chosen).
+  uint32_t sample(std::span<const float> logits, uint64_t step) const;
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  SamplerOptions options_;
+};
+
+struct ModelOptions {
+  Precision precision = Precision::kF32;
+  // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
+  // device memory stays bounded whatever the prompt length.
+  uint32_t prefill_segment = 2048;
+};
+
+class Session;
+
+// The weights on the device and the kernels that run them. Sessions share a model.
+class RILL_API Model {
+ public:
+  static Result<Model> create(Context& ctx, const Weights& weights, const ModelOptions& options = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const ModelConfig& config() const;
+  const ModelOptions& options() const;
+  uint64_t weight_bytes() const;  // device bytes of the weights
+  Result<Session> session();
+
+ private:
+  friend class Session;
+  struct Impl;
+  explicit Model(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+// Progress of a long prefill: positions done so far and the total of this call.
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+// One conversation: the recurrent state (per NormAttention layer and head a Dk x Dv matrix, per
+// DiagAttention layer the keys and values of the current block) and the position.
+class RILL_API Session {
+ public:
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Runs tokens (each < vocab) from the current position; returns the last position's logits.
+  Result<std::vector<float>> prefill(std::span<const uint32_t> tokens, const ProgressFn& progress = {});
+  // One token at the current position; returns its logits.
+  Result<std::vector<float>> decode(uint32_t token);
+  uint64_t position() const;  // tokens consumed so far
+  Status reset();             // back to position 0, empty state
+
+  // The state as a safetensors file (config fingerprint, position and every state tensor);
+  // restore() accepts only a state of a model with the same config and precision.
+  Status save_state(const std::string& path) const;
+  Status restore_state(const std::string& path);
+  Result<std::vector<uint8_t>> serialize_state() const;
+  Status deserialize_state(std::span<const uint8_t> bytes);
+  uint64_t state_bytes() const;  // device bytes the state occupies (constant in the position)
+
+ private:
+  friend class Model;
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rill::lm

@@ -1,0 +1,257 @@
+// TransNormer model configs: validation with messages that name the field, and JSON reading and
+// writing. Config files are untrusted input: every key is type-checked, unknown keys are errors
+// (a misspelt key silently taking its default would build a different model).
+#include <cfloat>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/file_io.hpp"
+#include "lm/lm_internal.hpp"
+#include "rill/lm.hpp"
+
+namespace rill::lm {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxVocab = 1u << 20;
+constexpr uint32_t kMaxHeadDim = 128;
+constexpr uint32_t kMaxLayers = 256;
+constexpr uint32_t kMaxBlock = 256;
+constexpr uint32_t kMaxChunk = 64;
+// Every weight matrix must be indexable with 32-bit signed arithmetic in the shaders.
+constexpr uint64_t kMaxElements = (1ull << 31) - 1;
+constexpr uint64_t kMaxConfigFileBytes = 1u << 20;
+
+Status field(bool ok, const std::string& what) { return ok ? Status::ok() : invalid_argument("lm config: " + what); }
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+// Name tables: the JSON spelling of every enum value.
+struct FeatureMapName {
+  ops::FeatureMap value;
+  const char* name;
+};
+constexpr FeatureMapName kFeatureMaps[] = {
+    {ops::FeatureMap::kIdentity, "identity"}, {ops::FeatureMap::kElu1, "elu1"}, {ops::FeatureMap::kRelu, "relu"}};
+struct GluName {
+  ops::GluActivation value;
+  const char* name;
+};
+constexpr GluName kGluActivations[] = {{ops::GluActivation::kSilu, "silu"},
+                                       {ops::GluActivation::kSigmoid, "sigmoid"},
+                                       {ops::GluActivation::kIdentity, "identity"}};
+struct NormName {
+  NormKind value;
+  const char* name;
+};
+constexpr NormName kNorms[] = {{NormKind::kRmsNorm, "rmsnorm"}, {NormKind::kSimpleRmsNorm, "srmsnorm"}};
+struct LayerName {
+  LayerKind value;
+  const char* name;
+};
+constexpr LayerName kLayerKinds[] = {{LayerKind::kDiag, "diag"}, {LayerKind::kNorm, "norm"}};
+
+template <typename Table, typename E>
+const char* name_of(const Table& table, E value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name;
+  return nullptr;
+}
+
+template <typename Table>
+std::string names_of(const Table& table) {
+  std::string out;
+  for (const auto& e : table) out += std::string(out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
+// A float as the double with the shortest decimal form that reads back as the same float, so the
+// JSON says 1e-06, not 9.99999997475243e-07.
+double shortest(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
+
+Status key_error(const std::string& key, const std::string& what) {
+  return invalid_argument("lm config JSON: '" + key + "' " + what);
+}
+
+Status read_u32(const json& v, const std::string& key, uint32_t& out) {
+  if (!v.is_number_integer()) return key_error(key, "must be a non-negative integer, got " + std::string(v.type_name()));
+  // Negative integers are number_integer but not number_unsigned.
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX) return key_error(key, "is out of range: " + v.dump());
+  out = static_cast<uint32_t>(v.get<uint64_t>());
+  return Status::ok();
+}
+
+Status read_float(const json& v, const std::string& key, float& out) {
+  if (!v.is_number()) return key_error(key, "must be a number, got " + std::string(v.type_name()));
+  const double d = v.get<double>();
+  // Outside float's range the cast is undefined: say Inf, which validate() rejects by name.
+  out = std::fabs(d) > double(FLT_MAX) ? (d > 0 ? INFINITY : -INFINITY) : static_cast<float>(d);
+  return Status::ok();
+}
+
+template <typename Table, typename E>
+Status read_enum(const json& v, const std::string& key, const Table& table, E& out) {
+  if (!v.is_string()) return key_error(key, "must be a string (" + names_of(table) + ")");
+  const std::string s = v.get<std::string>();
+  for (const auto& e : table)
+    if (s == e.name) {
+      out = e.value;
+      return Status::ok();
+    }
+  return key_error(key, "is '" + s + "', not one of " + names_of(table));
+}
+
+Status read_key(const std::string& key, const json& v, ModelConfig& c) {
+  if (key == "vocab") return read_u32(v, key, c.vocab);
+  if (key == "width") return read_u32(v, key, c.width);
+  if (key == "heads") return read_u32(v, key, c.heads);
+  if (key == "ffn_width") return read_u32(v, key, c.ffn_width);
+  if (key == "layers") return read_u32(v, key, c.layers);
+  if (key == "block") return read_u32(v, key, c.block);
+  if (key == "chunk") return read_u32(v, key, c.chunk);
+  if (key == "norm_eps") return read_float(v, key, c.norm_eps);
+  if (key == "feature_map") return read_enum(v, key, kFeatureMaps, c.feature_map);
+  if (key == "norm") return read_enum(v, key, kNorms, c.norm);
+  if (key == "glu_activation") return read_enum(v, key, kGluActivations, c.glu_activation);
+  if (key == "tie_embeddings") {
+    if (!v.is_boolean()) return key_error(key, "must be true or false, got " + std::string(v.type_name()));
+    c.tie_embeddings = v.get<bool>();
+    return Status::ok();
+  }
+  if (key == "layer_kinds") {
+    if (!v.is_array()) return key_error(key, "must be an array of strings (" + names_of(kLayerKinds) + ")");
+    if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, more than " + str(kMaxLayers));
+    c.layer_kinds.assign(v.size(), LayerKind::kNorm);
+    for (size_t i = 0; i < v.size(); ++i)
+      RILL_RETURN_IF_ERROR(read_enum(v[i], key + "[" + str(i) + "]", kLayerKinds, c.layer_kinds[i]));
+    return Status::ok();
+  }
+  if (key == "decay") {
+    if (!v.is_array()) return key_error(key, "must be an array of numbers");
+    if (v.size() > (1u << 16)) return key_error(key, "has " + str(v.size()) + " entries, too many");
+    c.decay.assign(v.size(), 0.0f);
+    for (size_t i = 0; i < v.size(); ++i) RILL_RETURN_IF_ERROR(read_float(v[i], key + "[" + str(i) + "]", c.decay[i]));
+    return Status::ok();
+  }
+  return invalid_argument("lm config JSON: unknown key '" + key + "'");
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<LayerKind> default_layer_kinds(uint32_t layers) {
+  std::vector<LayerKind> kinds(layers, LayerKind::kNorm);
+  for (uint32_t i = 0; i < layers / 2; ++i) kinds[i] = LayerKind::kDiag;
+  return kinds;
+}
+
+}  // namespace detail
+
+Status ModelConfig::validate() {
+  RILL_RETURN_IF_ERROR(field(vocab >= 1 && vocab <= kMaxVocab, "vocab must be in [1, 2^20], got " + str(vocab)));
+  RILL_RETURN_IF_ERROR(field(width >= 1, "width must be >= 1"));
+  RILL_RETURN_IF_ERROR(field(heads >= 1, "heads must be >= 1"));
+  RILL_RETURN_IF_ERROR(field(width % heads == 0, "width (" + str(width) + ") must be a multiple of heads (" + str(heads) + ")"));
+  RILL_RETURN_IF_ERROR(field(head_dim() <= kMaxHeadDim, "width / heads (the head dimension) must be <= 128, got " + str(head_dim())));
+  RILL_RETURN_IF_ERROR(field(ffn_width >= 1, "ffn_width must be >= 1"));
+  RILL_RETURN_IF_ERROR(field(layers >= 1 && layers <= kMaxLayers, "layers must be in [1, 256], got " + str(layers)));
+  if (layer_kinds.empty()) layer_kinds = detail::default_layer_kinds(layers);
+  RILL_RETURN_IF_ERROR(field(layer_kinds.size() == layers, "layer_kinds has " + str(layer_kinds.size()) +
+                                                                " entries but layers is " + str(layers)));
+  for (LayerKind k : layer_kinds) RILL_RETURN_IF_ERROR(field(name_of(kLayerKinds, k) != nullptr, "layer_kinds holds an unknown kind"));
+  RILL_RETURN_IF_ERROR(field(block >= 1 && block <= kMaxBlock, "block must be in [1, 256], got " + str(block)));
+  RILL_RETURN_IF_ERROR(field(chunk >= 1 && chunk <= kMaxChunk, "chunk must be in [1, 64], got " + str(chunk)));
+  RILL_RETURN_IF_ERROR(field(name_of(kFeatureMaps, feature_map) != nullptr, "feature_map is not a known value"));
+  RILL_RETURN_IF_ERROR(field(name_of(kNorms, norm) != nullptr, "norm is not a known value"));
+  RILL_RETURN_IF_ERROR(field(name_of(kGluActivations, glu_activation) != nullptr, "glu_activation is not a known value"));
+  RILL_RETURN_IF_ERROR(field(decay.empty() || decay.size() == heads,
+                             "decay must be empty or hold one value per head (" + str(heads) + "), got " + str(decay.size())));
+  for (size_t h = 0; h < decay.size(); ++h)
+    RILL_RETURN_IF_ERROR(field(std::isfinite(decay[h]) && decay[h] > 0.0f && decay[h] <= 1.0f,
+                               "decay[" + str(h) + "] must be in (0, 1], got " + std::to_string(decay[h])));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(norm_eps) && norm_eps > 0.0f, "norm_eps must be finite and > 0"));
+  // No overflow: each factor is below 2^32.
+  RILL_RETURN_IF_ERROR(field(uint64_t(vocab) * width <= kMaxElements, "vocab * width must be < 2^31 elements"));
+  RILL_RETURN_IF_ERROR(field(uint64_t(width) * width <= kMaxElements, "width * width must be < 2^31 elements"));
+  RILL_RETURN_IF_ERROR(field(uint64_t(width) * ffn_width <= kMaxElements, "width * ffn_width must be < 2^31 elements"));
+  return Status::ok();
+}
+
+std::string config_to_json(const ModelConfig& c) {
+  json j;  // keys come out sorted: the text is a stable function of the config
+  j["vocab"] = c.vocab;
+  j["width"] = c.width;
+  j["heads"] = c.heads;
+  j["ffn_width"] = c.ffn_width;
+  j["layers"] = c.layers;
+  json kinds = json::array();
+  for (LayerKind k : c.layer_kinds) {
+    const char* n = name_of(kLayerKinds, k);
+    kinds.push_back(n ? n : "?");
+  }
+  j["layer_kinds"] = kinds;
+  j["block"] = c.block;
+  j["chunk"] = c.chunk;
+  const char* fm = name_of(kFeatureMaps, c.feature_map);
+  j["feature_map"] = fm ? fm : "?";
+  json decay = json::array();
+  for (float d : c.decay) decay.push_back(shortest(d));
+  j["decay"] = decay;
+  const char* nm = name_of(kNorms, c.norm);
+  j["norm"] = nm ? nm : "?";
+  j["norm_eps"] = shortest(c.norm_eps);
+  const char* act = name_of(kGluActivations, c.glu_activation);
+  j["glu_activation"] = act ? act : "?";
+  j["tie_embeddings"] = c.tie_embeddings;
+  // NaN and Inf (invalid anyway) dump as null and fail to read back with a clear message.
+  return j.dump();
+}
+
+Result<ModelConfig> config_from_json(std::string_view text) {
+  const json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded()) return invalid_argument("lm config JSON: not valid JSON");
+  if (!j.is_object()) return invalid_argument("lm config JSON: not a JSON object");
+  ModelConfig c;
+  for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c));
+  RILL_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+Result<ModelConfig> load_config(const std::string& path) {
+  auto bytes = read_file(path, kMaxConfigFileBytes);
+  if (!bytes.is_ok()) return bytes.status();
+  const std::vector<uint8_t>& b = bytes.value();
+  auto config = config_from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+  if (!config.is_ok()) return config.status().with_context("'" + path + "'");
+  return config;
+}
+
+namespace detail {
+
+std::string config_fingerprint(const ModelConfig& config) {
+  ModelConfig c = config;
+  if (c.layer_kinds.empty()) c.layer_kinds = default_layer_kinds(c.layers);
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  for (unsigned char ch : config_to_json(c)) {
+    h ^= ch;
+    h *= 0x100000001b3ull;
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[size_t(i)] = kHex[h & 15];
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace rill::lm

@@ -1,0 +1,21 @@
+// Internal helpers of the TransNormer language model shared by config, weights and the GPU model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/lm.hpp"
+
+namespace rill::lm::detail {
+
+// The layer kinds a config gets when it names none: the first layers / 2 DiagAttention, the rest
+// NormAttention (one layer: NormAttention).
+std::vector<LayerKind> default_layer_kinds(uint32_t layers);
+
+// A stable 16-hex-digit tag of a config (FNV-1a 64 of config_to_json, with empty layer_kinds
+// filled in first): equal configs give equal tags on every platform. Saved states carry it so that
+// a state is only restored into a model of the same shape.
+std::string config_fingerprint(const ModelConfig& config);
+
+}  // namespace rill::lm::detail

@@ -1,0 +1,223 @@
+// The weights of a TransNormer model on the host: the list of tensors a config needs, loading
+// them from an untrusted safetensors file (checked against that list, kept mapped, not copied),
+// seeded random initialisation that gives the same numbers on every platform, and saving.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <new>
+#include <optional>
+
+#include "core/file_io.hpp"
+#include "lm/lm_internal.hpp"
+#include "rill/half.hpp"
+#include "rill/lm.hpp"
+
+namespace rill::lm {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;  // validated configs keep every tensor below 2^31 elements
+  return n;
+}
+
+bool is_float_dtype(TensorDType d) { return d == TensorDType::kF32 || d == TensorDType::kF16 || d == TensorDType::kBF16; }
+
+// splitmix64's output function: a bijective 64-bit mixer.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Standard normals for the weight `name`: element e is a pure function of (seed, name, e), drawn
+// by Box-Muller from two counter-based uniforms, so no generator state and no library
+// distribution (whose algorithm differs between standard libraries) is involved. The double
+// results can differ in the last bit between libm implementations, which almost never survives
+// the rounding to float.
+void fill_normal(uint64_t seed, std::string_view name, float stddev, std::vector<float>& out) {
+  const uint64_t key = mix(mix(seed) ^ fnv1a(name));
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  constexpr double kInv53 = 1.0 / 9007199254740992.0;  // 2^-53
+  for (size_t pair = 0; 2 * pair < out.size(); ++pair) {
+    const uint64_t a = mix(key ^ mix(2 * uint64_t(pair)));
+    const uint64_t b = mix(key ^ mix(2 * uint64_t(pair) + 1));
+    const double u1 = double((a >> 11) + 1) * kInv53;  // (0, 1]: log is finite
+    const double u2 = double(b >> 11) * kInv53;        // [0, 1)
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    out[2 * pair] = float(stddev * r * std::cos(kTwoPi * u2));
+    if (2 * pair + 1 < out.size()) out[2 * pair + 1] = float(stddev * r * std::sin(kTwoPi * u2));
+  }
+}
+
+}  // namespace
+
+std::vector<WeightSpec> weight_specs(const ModelConfig& c) {
+  const int64_t V = c.vocab, D = c.width, H = c.heads, Dh = c.head_dim(), F = c.ffn_width;
+  const bool gains = c.norm == NormKind::kRmsNorm;  // SRMSNorm has no parameters
+  const std::vector<LayerKind> kinds =
+      c.layer_kinds.size() == c.layers ? c.layer_kinds : detail::default_layer_kinds(c.layers);
+  std::vector<WeightSpec> s;
+  s.push_back({"embed", {V, D}});
+  for (uint32_t i = 0; i < c.layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    if (gains) s.push_back({p + "attn_norm", {D}});
+    s.push_back({p + "wq", {H, D, Dh}});
+    s.push_back({p + "wk", {H, D, Dh}});
+    s.push_back({p + "wv", {H, D, Dh}});
+    if (gains && kinds[i] == LayerKind::kNorm) s.push_back({p + "out_norm", {D}});
+    s.push_back({p + "wo", {D, D}});
+    if (gains) s.push_back({p + "ffn_norm", {D}});
+    s.push_back({p + "wu", {D, F}});
+    s.push_back({p + "wg", {D, F}});
+    s.push_back({p + "wd", {F, D}});
+  }
+  if (gains) s.push_back({"final_norm", {D}});
+  if (!c.tie_embeddings) s.push_back({"head", {D, V}});
+  return s;
+}
+
+struct Weights::Impl {
+  ModelConfig config;
+  std::vector<WeightSpec> specs;
+  std::map<std::string, size_t, std::less<>> index;  // name -> position in specs
+  std::optional<SafetensorsFile> file;               // loaded weights, or
+  std::vector<std::vector<float>> values;            // random weights, one per spec
+
+  explicit Impl(ModelConfig c) : config(std::move(c)), specs(weight_specs(config)) {
+    for (size_t i = 0; i < specs.size(); ++i) index.emplace(specs[i].name, i);
+  }
+
+  Result<size_t> find(std::string_view name) const {
+    const auto it = index.find(name);
+    if (it == index.end()) return not_found("lm weights: no weight '" + std::string(name) + "' in this config");
+    return it->second;
+  }
+};
+
+Weights::Weights(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Weights::Weights(Weights&&) noexcept = default;
+Weights& Weights::operator=(Weights&&) noexcept = default;
+Weights::~Weights() = default;
+
+Result<Weights> Weights::load(const std::string& config_path, const std::string& weights_path) {
+  RILL_ASSIGN_OR_RETURN(ModelConfig config, load_config(config_path));
+  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(weights_path));
+  return from_file(std::move(config), std::move(file));
+}
+
+Result<Weights> Weights::from_file(ModelConfig config, SafetensorsFile file) {
+  const std::string file_text = "lm weights '" + file.label() + "'";
+  const std::string where = file_text + ": ";
+  RILL_RETURN_IF_ERROR(config.validate().with_context(file_text));
+  auto impl = std::make_unique<Impl>(std::move(config));
+  for (const WeightSpec& spec : impl->specs) {
+    const SafetensorsEntry* e = file.find(spec.name);
+    if (!e) return not_found(where + "missing tensor '" + spec.name + "' " + shape_text(spec.shape));
+    if (!is_float_dtype(e->dtype))
+      return invalid_argument(where + "tensor '" + spec.name + "' is " + std::string(dtype_name(e->dtype)) +
+                              "; weights must be F32, F16 or BF16");
+    if (e->shape != spec.shape)
+      return invalid_argument(where + "tensor '" + spec.name + "' has shape " + shape_text(e->shape) + ", expected " +
+                              shape_text(spec.shape));
+  }
+  // An extra tensor usually means the file is for another config (tied head, other layer kinds).
+  for (const SafetensorsEntry& e : file.entries())
+    if (!impl->index.count(e.name))
+      return invalid_argument(where + "unexpected tensor '" + e.name + "': not a weight of this config");
+  impl->file.emplace(std::move(file));
+  return Weights(std::move(impl));
+}
+
+Result<Weights> Weights::random(ModelConfig config, uint64_t seed) {
+  RILL_RETURN_IF_ERROR(config.validate());
+  auto impl = std::make_unique<Impl>(std::move(config));
+  try {
+    impl->values.resize(impl->specs.size());
+    for (size_t i = 0; i < impl->specs.size(); ++i) {
+      const WeightSpec& spec = impl->specs[i];
+      std::vector<float>& v = impl->values[i];
+      v.resize(size_t(element_count(spec.shape)));
+      if (spec.shape.size() == 1) {  // every rank-1 weight is a norm gain
+        std::fill(v.begin(), v.end(), 1.0f);
+        continue;
+      }
+      // Unit-variance outputs for unit-variance inputs: 1 / fan_in, the `in` dimension [.., in, out].
+      const float stddev = spec.name == "embed" ? 1.0f : float(1.0 / std::sqrt(double(spec.shape[spec.shape.size() - 2])));
+      fill_normal(seed, spec.name, stddev, v);
+    }
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("lm weights: out of host memory for random weights");
+  }
+  return Weights(std::move(impl));
+}
+
+const ModelConfig& Weights::config() const { return impl_->config; }
+
+Result<std::vector<float>> Weights::floats(std::string_view name) const {
+  RILL_ASSIGN_OR_RETURN(size_t i, impl_->find(name));
+  if (impl_->file) return impl_->file->read_floats(name, impl_->specs[i].shape);
+  return impl_->values[i];
+}
+
+Result<TensorDType> Weights::dtype(std::string_view name) const {
+  RILL_RETURN_IF_ERROR(impl_->find(name).status());
+  if (impl_->file) return impl_->file->find(name)->dtype;
+  return TensorDType::kF32;
+}
+
+Result<std::span<const uint8_t>> Weights::bytes(std::string_view name) const {
+  RILL_ASSIGN_OR_RETURN(size_t i, impl_->find(name));
+  if (impl_->file) return impl_->file->bytes(*impl_->file->find(name));
+  const std::vector<float>& v = impl_->values[i];
+  return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float));
+}
+
+Status Weights::save(const std::string& config_path, const std::string& weights_path, TensorDType dtype) const {
+  if (!is_float_dtype(dtype))
+    return invalid_argument("lm weights: cannot save as " + std::string(dtype_name(dtype)) + " (F32, F16 or BF16)");
+  SafetensorsWriter w;
+  for (const WeightSpec& spec : impl_->specs) {
+    RILL_ASSIGN_OR_RETURN(TensorDType stored, this->dtype(spec.name));
+    if (stored == dtype) {  // copy the stored bits: no round trip through float
+      RILL_ASSIGN_OR_RETURN(std::span<const uint8_t> raw, bytes(spec.name));
+      RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
+      continue;
+    }
+    RILL_ASSIGN_OR_RETURN(std::vector<float> f, floats(spec.name));
+    if (dtype == TensorDType::kF32) {
+      RILL_RETURN_IF_ERROR(w.add_floats(spec.name, spec.shape, f));
+      continue;
+    }
+    std::vector<uint8_t> raw(f.size() * 2);  // little-endian 16-bit values
+    for (size_t j = 0; j < f.size(); ++j) {
+      const uint16_t h = dtype == TensorDType::kF16 ? float_to_half(f[j]) : float_to_bf16(f[j]);
+      raw[2 * j] = uint8_t(h & 0xffu);
+      raw[2 * j + 1] = uint8_t(h >> 8);
+    }
+    RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
+  }
+  const std::string config_json = config_to_json(impl_->config);
+  // The config travels in the weights too, so a file separated from its JSON can be identified.
+  RILL_RETURN_IF_ERROR(w.set_metadata("rill.lm.config", config_json));
+  RILL_RETURN_IF_ERROR(w.write(weights_path));
+  const std::string text = config_json + "\n";
+  return write_file_atomic(config_path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace rill::lm
