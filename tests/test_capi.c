@@ -89,6 +89,144 @@ int main(void) {
     EXPECT(trainer == NULL);
     EXPECT(strlen(rill_last_error()) > 0);
   }
+
+  /* Language models: a tiny random model, prefill, decode, sample, and a saved state that
+   * continues bit for bit; then bad input of every kind. */
+  {
+    static const char* const kTinyConfig =
+        "{\"width\": 16, \"heads\": 2, \"layers\": 2, \"ffn_width\": 32, \"block\": 4, \"chunk\": 4}";
+    static const char* const kStatePath = "rill-capi-lm-state.safetensors";
+    const uint32_t prompt[5] = {'h', 'e', 'l', 'l', 'o'};
+    float logits[256], paused[256], resumed[256], small[8];
+    rill_lm_model* model = NULL;
+    rill_lm_session* session = NULL;
+    rill_lm_session* restored = NULL;
+    rill_lm_info info_lm;
+    rill_lm_model_options model_options;
+    rill_lm_sampler_options sampler;
+    uint64_t position = 0, state_bytes = 0;
+    uint32_t token = 0, greedy = 0;
+    size_t i;
+    int finite = 1;
+
+    rill_lm_model_options_init(&model_options);
+    EXPECT(model_options.precision == RILL_LM_F32 && model_options.prefill_segment > 0);
+    rill_lm_sampler_options_init(&sampler);
+    EXPECT(sampler.temperature == 1.0f && sampler.top_k == 0 && sampler.top_p == 1.0f);
+
+    model_options.prefill_segment = 8; /* several segments over a short prompt */
+    EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &model_options, &model) == RILL_OK);
+    EXPECT(model != NULL);
+    EXPECT(rill_lm_model_info(model, &info_lm) == RILL_OK);
+    EXPECT(info_lm.vocab == 256 && info_lm.width == 16 && info_lm.heads == 2 && info_lm.layers == 2);
+    EXPECT(info_lm.ffn_width == 32 && info_lm.block == 4 && info_lm.chunk == 4 && info_lm.prefill_segment == 8);
+    EXPECT(info_lm.precision == RILL_LM_F32 && info_lm.weight_bytes > 0);
+
+    EXPECT(rill_lm_session_create(model, &session) == RILL_OK);
+    EXPECT(rill_lm_prefill(session, prompt, 5, logits, 256) == RILL_OK);
+    for (i = 0; i < 256; ++i) finite = finite && logits[i] == logits[i] && logits[i] - logits[i] == 0.0f;
+    EXPECT(finite);
+    EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 5);
+    EXPECT(rill_lm_state_bytes(session, &state_bytes) == RILL_OK && state_bytes > 0);
+
+    sampler.temperature = 0.0f;
+    EXPECT(rill_lm_sample(logits, 256, &sampler, position, &greedy) == RILL_OK);
+    for (i = 0; i < 256; ++i) EXPECT(logits[i] <= logits[greedy]);
+    sampler.temperature = 0.8f;
+    sampler.top_p = 0.9f;
+    sampler.seed = 3;
+    EXPECT(rill_lm_sample(logits, 256, &sampler, position, &token) == RILL_OK && token < 256);
+    EXPECT(rill_lm_sample(logits, 256, NULL, position, &token) == RILL_OK && token < 256);
+
+    /* Pause: save, decode on; resume in a fresh session from the file, decode the same token. */
+    EXPECT(rill_lm_save_state(session, kStatePath) == RILL_OK);
+    EXPECT(rill_lm_decode(session, greedy, paused, 256) == RILL_OK);
+    EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 6);
+    EXPECT(rill_lm_session_create(model, &restored) == RILL_OK);
+    EXPECT(rill_lm_restore_state(restored, kStatePath) == RILL_OK);
+    EXPECT(rill_lm_position(restored, &position) == RILL_OK && position == 5);
+    EXPECT(rill_lm_decode(restored, greedy, resumed, 256) == RILL_OK);
+    EXPECT(memcmp(paused, resumed, sizeof paused) == 0);
+    rill_lm_session_destroy(restored);
+    restored = NULL;
+    /* The same session restored in place continues the same way too. */
+    EXPECT(rill_lm_restore_state(session, kStatePath) == RILL_OK);
+    EXPECT(rill_lm_decode(session, greedy, resumed, 256) == RILL_OK);
+    EXPECT(memcmp(paused, resumed, sizeof paused) == 0);
+    EXPECT(rill_lm_decode(session, greedy, NULL, 0) == RILL_OK); /* logits not wanted */
+    EXPECT(rill_lm_reset(session) == RILL_OK);
+    EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
+
+    /* Errors: a code and a message; a rejected call leaves the session where it was. */
+    EXPECT(rill_lm_prefill(session, prompt, 5, small, 8) == RILL_OUT_OF_RANGE);
+    EXPECT(strstr(rill_last_error(), "256") != NULL);
+    EXPECT(rill_lm_decode(session, 256, logits, 256) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "vocabulary") != NULL);
+    EXPECT(rill_lm_prefill(session, prompt, 0, logits, 256) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
+    EXPECT(rill_lm_prefill(NULL, prompt, 5, logits, 256) == RILL_INVALID_ARGUMENT);
+    EXPECT(strlen(rill_last_error()) > 0);
+    EXPECT(rill_lm_prefill(session, NULL, 5, logits, 256) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_decode(NULL, 1, logits, 256) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_position(NULL, &position) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_position(session, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_state_bytes(NULL, &state_bytes) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_reset(NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_save_state(NULL, kStatePath) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_save_state(session, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_restore_state(session, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_restore_state(session, "/nonexistent/state.safetensors") != RILL_OK);
+    EXPECT(strlen(rill_last_error()) > 0);
+    EXPECT(rill_lm_model_info(NULL, &info_lm) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_model_info(model, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_sample(NULL, 256, NULL, 0, &token) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_sample(logits, 0, NULL, 0, &token) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_sample(logits, 256, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
+    sampler.top_p = 0.0f;
+    EXPECT(rill_lm_sample(logits, 256, &sampler, 0, &token) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "top_p") != NULL);
+    sampler.top_p = 1.0f;
+    sampler.temperature = -1.0f;
+    EXPECT(rill_lm_sample(logits, 256, &sampler, 0, &token) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "temperature") != NULL);
+    sampler.struct_size = 1;
+    EXPECT(rill_lm_sample(logits, 256, &sampler, 0, &token) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_session_create(NULL, &restored) == RILL_INVALID_ARGUMENT);
+    EXPECT(restored == NULL);
+    EXPECT(rill_lm_session_create(model, NULL) == RILL_INVALID_ARGUMENT);
+
+    /* Sessions keep their model alive: destroy the model first. */
+    EXPECT(rill_lm_session_create(model, &restored) == RILL_OK);
+    rill_lm_model_destroy(model);
+    EXPECT(rill_lm_prefill(restored, prompt, 5, logits, 256) == RILL_OK);
+    rill_lm_session_destroy(restored);
+    rill_lm_session_destroy(session);
+    rill_lm_session_destroy(NULL);
+    rill_lm_model_destroy(NULL);
+
+    /* Model creation: bad configs, options and files. */
+    model = (rill_lm_model*)&info_lm; /* must be reset to NULL on failure */
+    EXPECT(rill_lm_model_random(ctx, "{\"width\": 15, \"heads\": 2}", 1, NULL, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(model == NULL);
+    EXPECT(strlen(rill_last_error()) > 0);
+    EXPECT(rill_lm_model_random(ctx, "{\"widht\": 16}", 1, NULL, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "widht") != NULL);
+    EXPECT(rill_lm_model_random(ctx, "not json", 1, NULL, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_model_random(NULL, kTinyConfig, 1, NULL, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_model_random(ctx, kTinyConfig, 1, NULL, NULL) == RILL_INVALID_ARGUMENT);
+    model_options.precision = 7;
+    EXPECT(rill_lm_model_random(ctx, kTinyConfig, 1, &model_options, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "precision") != NULL);
+    model_options.precision = RILL_LM_F32;
+    model_options.struct_size = 2;
+    EXPECT(rill_lm_model_random(ctx, kTinyConfig, 1, &model_options, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_model_load(ctx, "/nonexistent/model.json", "/nonexistent/model.safetensors", NULL, &model) !=
+           RILL_OK);
+    EXPECT(model == NULL);
+    EXPECT(strstr(rill_last_error(), "model.json") != NULL);
+    EXPECT(rill_lm_model_load(ctx, NULL, "/nonexistent/model.safetensors", NULL, &model) == RILL_INVALID_ARGUMENT);
+    remove(kStatePath);
+  }
   rill_context_destroy(ctx);
 
   printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);

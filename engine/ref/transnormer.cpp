@@ -71,8 +71,9 @@ Mat project_heads(const Mat& u, size_t n, const ModelConfig& c, const std::vecto
 }
 
 // Softmax attention inside aligned blocks: position t sees [t - t % block, t].
-Mat diag_attention(const Mat& q, const Mat& k, const Mat& v, size_t n, const ModelConfig& c) {
-  const size_t D = c.width, H = c.heads, Dh = c.head_dim(), block = c.block;
+// block = n: full causal softmax attention (LayerKind::kSoftmax).
+Mat diag_attention(const Mat& q, const Mat& k, const Mat& v, size_t n, const ModelConfig& c, size_t block) {
+  const size_t D = c.width, H = c.heads, Dh = c.head_dim();
   const double scale = 1.0 / std::sqrt(double(Dh));
   Mat o(n * D, 0.0);
   std::vector<double> p(block);
@@ -149,7 +150,9 @@ std::vector<float> transnormer_logits(const ModelConfig& c, const TransNormerWei
     const Mat v = project_heads(u, N, c, fetch(weight, p + "wv", H * D * Dh));
     Mat o;
     if (kinds[layer] == LayerKind::kDiag) {
-      o = diag_attention(q, k, v, N, c);
+      o = diag_attention(q, k, v, N, c, c.block);
+    } else if (kinds[layer] == LayerKind::kSoftmax) {
+      o = diag_attention(q, k, v, N, c, std::max<size_t>(N, 1));
     } else {
       o = norm(norm_attention(q, k, v, N, c), N, D, gain(c, weight, p + "out_norm"), eps);
     }

@@ -124,6 +124,7 @@ const DeviceInfo& Context::device() const { return impl_->device->info(); }
 const std::string& Context::selection_reason() const { return impl_->selection_reason; }
 bool Context::device_lost() const { return impl_->device->lost(); }
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
+void Context::reset_peak_memory() { impl_->allocator->reset_peak(); }
 PipelineStats Context::pipeline_stats() const { return impl_->pipelines->stats(); }
 Status Context::save_pipeline_cache() { return impl_->pipelines->save(); }
 bool Context::profiling() const { return impl_->profiler.enabled(); }

@@ -147,6 +147,7 @@ int run_bench(const BenchArgs& args) {
   if (wants("dispatch")) ok = ok && bench_dispatch(ctx.value(), args.quick, records);
   if (wants("pipeline")) ok = ok && bench_pipeline(args.quick, records);
   if (wants("icl")) ok = ok && bench_icl(ctx.value(), args.quick, !args.no_torch, records);
+  if (wants("lm")) ok = ok && bench_lm(ctx.value(), args, records);
   doc["records"] = records;
   std::printf("%s\n", doc.dump(2).c_str());
   return ok ? 0 : 1;

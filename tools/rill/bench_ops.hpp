@@ -29,4 +29,8 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const
 // ICL training throughput at the papers' settings; with_torch also times the PyTorch-CPU baseline.
 bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out);
 
+// TransNormer prefill and decode against the prompt length, and a softmax-attention baseline.
+struct BenchArgs;
+bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out);
+
 }  // namespace rill_cli

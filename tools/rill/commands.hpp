@@ -27,6 +27,8 @@ struct BenchArgs {
   std::string ops = "peaks,dispatch,pipeline";
   bool quick = false;
   bool no_torch = false;  // icl: skip the PyTorch-CPU baseline
+  std::string lm_config;  // lm: model config JSON; empty: the default (width 256, 8 heads, 6 layers)
+  uint64_t lm_max_tokens = 1 << 20;  // lm: longest prompt to time
 };
 int run_bench(const BenchArgs& args);
 
@@ -89,5 +91,25 @@ CLI::App* add_icl_diagnose_command(CLI::App& app, IclDiagnoseArgs& args);
 int run_icl_diagnose(const IclDiagnoseArgs& args);
 int run_repro_icl(const ReproIclArgs& args);
 int run_train_icl(const TrainIclArgs& args);
+
+// `rill generate`: a TransNormer language model (loaded, or random weights) continues a prompt.
+struct GenerateArgs {
+  std::string config, weights;  // JSON config and safetensors weights
+  bool random = false;          // random weights (the --config shape, or the defaults)
+  uint64_t random_seed = 0;
+  std::optional<std::string> prompt;
+  std::string prompt_file;  // "-": stdin
+  int64_t tokens = 64;
+  float temperature = 1.0f;
+  uint32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool f16 = false;
+  uint32_t segment = 0;  // 0: the model's default
+  std::string save_state, load_state;
+  bool json = false;
+};
+CLI::App* add_generate_command(CLI::App& app, GenerateArgs& args);
+int run_generate(const GenerateArgs& args);
 
 }  // namespace rill_cli

@@ -20,9 +20,11 @@ int main(int argc, char** argv) {
 
   rill_cli::BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks; prints JSON");
-  bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention, icl; or all");
+  bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention, icl, lm; or all");
   bench_cmd->add_flag("--quick", bench.quick, "Fewer repetitions (under a minute)");
   bench_cmd->add_flag("--no-torch", bench.no_torch, "icl: do not time the PyTorch-CPU baseline");
+  bench_cmd->add_option("--lm-config", bench.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
+  bench_cmd->add_option("--lm-max-tokens", bench.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
 
   rill_cli::ProfileArgs profile;
   auto* profile_cmd = app.add_subcommand(
@@ -46,7 +48,11 @@ int main(int argc, char** argv) {
   rill_cli::IclDiagnoseArgs icl_diagnose;
   auto* icl_diagnose_cmd = rill_cli::add_icl_diagnose_command(app, icl_diagnose);
 
+  rill_cli::GenerateArgs generate;
+  auto* generate_cmd = rill_cli::add_generate_command(app, generate);
+
   CLI11_PARSE(app, argc, argv);
+  if (generate_cmd->parsed()) return rill_cli::run_generate(generate);
   if (icl_tasks_cmd->parsed()) return rill_cli::run_icl_tasks(icl_tasks);
   if (icl_diagnose_cmd->parsed()) return rill_cli::run_icl_diagnose(icl_diagnose);
   if (icl_export_cmd->parsed()) return rill_cli::run_icl_export(icl_export);

@@ -128,6 +128,8 @@ class RILL_API Context {
   bool device_lost() const;
 
   MemoryStats memory_stats() const;
+  // Starts peak_used_bytes over from the bytes in use now (to measure the peak of one task).
+  void reset_peak_memory();
   PipelineStats pipeline_stats() const;
 
   detail::ContextImpl& impl() const { return *impl_; }

@@ -17,6 +17,7 @@
 //              x = x + Wd . (Norm(x) Wu * act(Norm(x) Wg))   (GLU channel mixer)
 //   logits = Norm(x) Head                           (Head = embed^T when tied)
 // Mixer per kind, per head h, on u = Norm(x):
+//   Softmax (baseline): as DiagAttention with one block holding every position.
 //   DiagAttention: q, k, v = u Wq_h, u Wk_h, u Wv_h; softmax(q k^T / sqrt(Dh)) v, causal, inside
 //                  aligned blocks of `block` positions (position p sees [p - p % block, p]).
 //   NormAttention: q, k = phi(u Wq_h), phi(u Wk_h), v = u Wv_h; o_t = sum_{s<=t} lambda_h^(t-s)
@@ -44,7 +45,9 @@
 
 namespace rill::lm {
 
-enum class LayerKind { kDiag, kNorm };
+// kSoftmax: full causal softmax attention with a key/value cache that grows with the position
+// (the baseline that shows what linear attention saves; not part of TransNormer).
+enum class LayerKind { kDiag, kNorm, kSoftmax };
 enum class NormKind { kRmsNorm, kSimpleRmsNorm };
 
 struct RILL_API ModelConfig {
@@ -71,7 +74,7 @@ struct RILL_API ModelConfig {
 };
 
 // JSON: {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6,
-//        "layer_kinds": ["diag", "diag", "diag", "norm", "norm", "norm"], "block": 64, "chunk": 64,
+//        "layer_kinds": ["diag", "diag", "diag", "norm", "norm", "norm"] ("softmax": the baseline), "block": 64, "chunk": 64,
 //        "feature_map": "elu1" | "identity" | "relu", "decay": [..] | [], "norm": "rmsnorm" | "srmsnorm",
 //        "norm_eps": 1e-6, "glu_activation": "silu" | "sigmoid" | "identity", "tie_embeddings": false}
 // Missing keys take the defaults above; unknown keys, wrong types and invalid values are
@@ -157,6 +160,9 @@ struct ModelOptions {
   // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
   // device memory stays bounded whatever the prompt length.
   uint32_t prefill_segment = 2048;
+  // Positions a session of a model with kSoftmax layers can hold (their key/value caches are
+  // allocated at this size up front); past it prefill and decode return OutOfRange.
+  uint32_t softmax_capacity = 4096;
 };
 
 class Session;
@@ -174,9 +180,9 @@ class RILL_API Model {
   uint64_t weight_bytes() const;  // device bytes of the weights
   Result<Session> session();
 
+  struct Impl;  // internal
+
  private:
-  friend class Session;
-  struct Impl;
   explicit Model(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };

@@ -164,6 +164,96 @@ RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t task
 RILL_C_API rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count);
 RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path);
 
+/* ---- Language models (rill/lm.hpp: TransNormer, byte-level by default) ----
+ *
+ *   rill_lm_model* model = NULL;
+ *   rill_lm_model_load(ctx, "model.json", "model.safetensors", NULL, &model);
+ *   rill_lm_session* session = NULL;
+ *   rill_lm_session_create(model, &session);
+ *   float* logits = malloc(vocab * sizeof(float));      // vocab from rill_lm_model_info
+ *   rill_lm_prefill(session, prompt, prompt_length, logits, vocab);
+ *   uint64_t position;
+ *   rill_lm_position(session, &position);
+ *   uint32_t token;
+ *   rill_lm_sample(logits, vocab, &sampler_options, position, &token);
+ *   rill_lm_decode(session, token, logits, vocab);      // same cost at every position
+ *   rill_lm_session_destroy(session);
+ *   rill_lm_model_destroy(model);                       // before the context
+ *
+ * Lifetimes: models and sessions keep a reference to their context: destroy them before it (as
+ * with the ICL trainer). A session keeps its model alive, so a model and its sessions may be
+ * destroyed in any order. A context and everything made from it are not thread-safe. */
+typedef struct rill_lm_model rill_lm_model;
+typedef struct rill_lm_session rill_lm_session;
+
+typedef enum rill_lm_precision { RILL_LM_F32 = 0, RILL_LM_F16 = 1 } rill_lm_precision;
+
+typedef struct rill_lm_model_options {
+  uint32_t struct_size;      /* sizeof(rill_lm_model_options); set by _init */
+  int32_t precision;         /* rill_lm_precision: f32, or f16 storage with f32 arithmetic */
+  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (a multiple of block) */
+  uint32_t softmax_capacity; /* positions a session can hold when the model has softmax layers */
+} rill_lm_model_options;
+
+typedef struct rill_lm_info {
+  uint32_t vocab, width, heads, layers, ffn_width, block, chunk;
+  int32_t precision; /* rill_lm_precision */
+  uint32_t prefill_segment;
+  uint64_t weight_bytes; /* device bytes of the weights */
+} rill_lm_info;
+
+typedef struct rill_lm_sampler_options {
+  uint32_t struct_size; /* sizeof(rill_lm_sampler_options); set by _init */
+  float temperature;    /* >= 0; 0: greedy (argmax, lowest index on ties) */
+  uint32_t top_k;       /* 0: off */
+  float top_p;          /* in (0, 1]; 1: off */
+  uint64_t seed;
+} rill_lm_sampler_options;
+
+/* Fill the defaults: f32, the default segment and capacity; temperature 1, no filters, seed 0. */
+RILL_C_API void rill_lm_model_options_init(rill_lm_model_options* options);
+RILL_C_API void rill_lm_sampler_options_init(rill_lm_sampler_options* options);
+
+/* A model from a JSON config and a safetensors file (both untrusted: every problem is a status
+ * naming the file and the tensor). options may be NULL (defaults). On failure *out is NULL. */
+RILL_C_API rill_status rill_lm_model_load(rill_context* context, const char* config_path, const char* weights_path,
+                                          const rill_lm_model_options* options, rill_lm_model** out);
+/* A model with seeded random weights (the same seed gives the same weights everywhere).
+ * config_json: a config as in rill/lm.hpp, missing keys taking defaults; NULL: all defaults. */
+RILL_C_API rill_status rill_lm_model_random(rill_context* context, const char* config_json, uint64_t seed,
+                                            const rill_lm_model_options* options, rill_lm_model** out);
+RILL_C_API void rill_lm_model_destroy(rill_lm_model* model); /* accepts NULL */
+RILL_C_API rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out);
+
+/* A session: the recurrent state of one conversation, at position 0. On failure *out is NULL. */
+RILL_C_API rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out);
+RILL_C_API void rill_lm_session_destroy(rill_lm_session* session); /* accepts NULL */
+
+/* Runs count >= 1 tokens (each < vocab) from the current position. logits_out: NULL, or room for
+ * logits_capacity >= vocab floats that receive the last position's logits. Arguments are checked
+ * before anything runs: a call rejected for its arguments leaves the session unchanged. */
+RILL_C_API rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count,
+                                       float* logits_out, size_t logits_capacity);
+/* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back). */
+RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
+                                      size_t logits_capacity);
+/* Tokens consumed so far. */
+RILL_C_API rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out);
+/* Device bytes the session's state occupies (constant in the position for TransNormer layers). */
+RILL_C_API rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out);
+/* Back to position 0 with an empty state. */
+RILL_C_API rill_status rill_lm_reset(rill_lm_session* session);
+/* The state as a file (written atomically); restore accepts only a state saved from a model with
+ * the same config and precision, and then continues exactly where the saved session was. */
+RILL_C_API rill_status rill_lm_save_state(const rill_lm_session* session, const char* path);
+RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const char* path);
+
+/* A token in [0, count) drawn from logits: temperature, then top-k, then top-p, renormalised. The
+ * draw depends only on (options->seed, step): pass the session position for reproducible runs.
+ * options may be NULL (defaults). NaN logits are never chosen. Needs no context. */
+RILL_C_API rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options,
+                                      uint64_t step, uint32_t* token_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,7 @@ struct LayerName {
   LayerKind value;
   const char* name;
 };
-constexpr LayerName kLayerKinds[] = {{LayerKind::kDiag, "diag"}, {LayerKind::kNorm, "norm"}};
+constexpr LayerName kLayerKinds[] = {{LayerKind::kDiag, "diag"}, {LayerKind::kNorm, "norm"}, {LayerKind::kSoftmax, "softmax"}};
 
 template <typename Table, typename E>
 const char* name_of(const Table& table, E value) {

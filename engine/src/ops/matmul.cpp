@@ -71,7 +71,8 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
   if (cpu && register_loops > detail::loop_budget(seq)) cpu = false;
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, cpu ? register_loops : shared_loops, kOp, "the inner dimension K"));
   const uint32_t wg_x = cpu ? uint32_t(sg) : 16, wg_y = cpu ? 1 : 16;
-  const uint32_t tm = cpu ? 16 : 4, tn = 4;
+  // Fewer rows than the tile (a decoding step's single row) would repeat the row's work.
+  const uint32_t tm = cpu ? (M >= 16 ? 16 : M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1) : 4, tn = 4;
   const uint32_t block_m = wg_y * tm, block_n = wg_x * tn;
   const uint64_t es = dtype_size(a.dtype());
   return seq.dispatch({.kernel = "matmul/matmul_" + suffix,

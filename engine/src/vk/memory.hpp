@@ -53,6 +53,7 @@ class Allocator {
 
   bool device_pools_mapped() const { return device_mapped_; }
   MemoryStats stats() const;
+  void reset_peak() { stats_.peak_used_bytes = stats_.used_bytes; }
 
  private:
   Result<MemoryBlock*> new_block(uint64_t size, PoolKind pool, bool dedicated);

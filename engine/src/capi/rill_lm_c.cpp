@@ -1,0 +1,252 @@
+// The C API of the language models (rill/lm.hpp): C structs <-> ModelOptions and SamplerOptions,
+// and the model and session calls. Every argument is checked before anything runs, so a rejected
+// call leaves a session as it was.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capi/capi_common.hpp"
+#include "rill/lm.hpp"
+
+namespace lm = rill::lm;
+
+// The model is shared with its sessions: a session keeps it alive whatever order the handles are
+// destroyed in.
+struct rill_lm_model {
+  std::shared_ptr<lm::Model> model;
+};
+
+// Members are destroyed in reverse order: the session before the model it runs on.
+struct rill_lm_session {
+  std::shared_ptr<lm::Model> model;
+  lm::Session session;
+};
+
+namespace {
+
+using rill::capi::fail;
+using rill::capi::from_status;
+using rill::capi::guarded;
+
+rill::Result<lm::ModelOptions> from_c(const rill_lm_model_options* in) {
+  lm::ModelOptions options;
+  if (in == nullptr) return options;
+  if (in->struct_size != sizeof(rill_lm_model_options))
+    return rill::invalid_argument("rill_lm_model_options was not set up with rill_lm_model_options_init");
+  if (in->precision != RILL_LM_F32 && in->precision != RILL_LM_F16)
+    return rill::invalid_argument("rill_lm_model_options: precision must be RILL_LM_F32 or RILL_LM_F16");
+  options.precision = in->precision == RILL_LM_F16 ? lm::Precision::kF16 : lm::Precision::kF32;
+  options.prefill_segment = in->prefill_segment;
+  options.softmax_capacity = in->softmax_capacity;
+  return options;
+}
+
+rill::Result<lm::SamplerOptions> from_c(const rill_lm_sampler_options* in) {
+  lm::SamplerOptions options;
+  if (in != nullptr) {
+    if (in->struct_size != sizeof(rill_lm_sampler_options))
+      return rill::invalid_argument("rill_lm_sampler_options was not set up with rill_lm_sampler_options_init");
+    options = {.temperature = in->temperature, .top_k = in->top_k, .top_p = in->top_p, .seed = in->seed};
+  }
+  RILL_RETURN_IF_ERROR(lm::Sampler::validate(options));
+  return options;
+}
+
+// Creates the model handle from host weights (shared by load and random).
+rill_status make_model(rill_context* context, rill::Result<lm::Weights> weights, const lm::ModelOptions& options,
+                       rill_lm_model** out) {
+  if (!weights.is_ok()) return from_status(weights.status());
+  auto model = lm::Model::create(context->context, weights.value(), options);
+  if (!model.is_ok()) return from_status(model.status());
+  *out = new rill_lm_model{std::make_shared<lm::Model>(std::move(model).value())};
+  return RILL_OK;
+}
+
+// Checks room for the logits before a call runs. logits may be NULL (not wanted).
+rill_status check_logits_room(const char* function, const rill_lm_session* session, const float* logits,
+                              size_t capacity) {
+  const uint32_t vocab = session->model->config().vocab;
+  if (logits != nullptr && capacity < vocab)
+    return fail(RILL_OUT_OF_RANGE, std::string(function) + ": logits_out needs room for " + std::to_string(vocab) +
+                                       " floats (the vocabulary), capacity is " + std::to_string(capacity));
+  return RILL_OK;
+}
+
+rill_status copy_logits(const char* function, const std::vector<float>& logits, float* out, size_t capacity) {
+  if (out == nullptr) return RILL_OK;
+  if (logits.size() > capacity)
+    return fail(RILL_INTERNAL, std::string(function) + ": the model returned " + std::to_string(logits.size()) +
+                                   " logits, more than the vocabulary");
+  std::copy(logits.begin(), logits.end(), out);
+  return RILL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+void rill_lm_model_options_init(rill_lm_model_options* options) {
+  if (options == nullptr) return;
+  const lm::ModelOptions defaults;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->precision = RILL_LM_F32;
+  options->prefill_segment = defaults.prefill_segment;
+  options->softmax_capacity = defaults.softmax_capacity;
+}
+
+void rill_lm_sampler_options_init(rill_lm_sampler_options* options) {
+  if (options == nullptr) return;
+  const lm::SamplerOptions defaults;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->temperature = defaults.temperature;
+  options->top_k = defaults.top_k;
+  options->top_p = defaults.top_p;
+  options->seed = defaults.seed;
+}
+
+rill_status rill_lm_model_load(rill_context* context, const char* config_path, const char* weights_path,
+                               const rill_lm_model_options* options, rill_lm_model** out) {
+  if (out != nullptr) *out = nullptr;
+  if (context == nullptr || config_path == nullptr || weights_path == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_load: NULL argument");
+  return guarded("rill_lm_model_load", [&] {
+    auto opts = from_c(options);
+    if (!opts.is_ok()) return from_status(opts.status());
+    return make_model(context, lm::Weights::load(config_path, weights_path), opts.value(), out);
+  });
+}
+
+rill_status rill_lm_model_random(rill_context* context, const char* config_json, uint64_t seed,
+                                 const rill_lm_model_options* options, rill_lm_model** out) {
+  if (out != nullptr) *out = nullptr;
+  if (context == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_random: NULL argument");
+  return guarded("rill_lm_model_random", [&] {
+    auto opts = from_c(options);
+    if (!opts.is_ok()) return from_status(opts.status());
+    lm::ModelConfig config;
+    if (config_json != nullptr) {
+      auto parsed = lm::config_from_json(config_json);
+      if (!parsed.is_ok()) return from_status(parsed.status());
+      config = std::move(parsed).value();
+    } else if (auto s = config.validate(); !s.is_ok()) {
+      return from_status(s);
+    }
+    return make_model(context, lm::Weights::random(std::move(config), seed), opts.value(), out);
+  });
+}
+
+void rill_lm_model_destroy(rill_lm_model* model) { delete model; }
+
+rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out) {
+  if (model == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_info: NULL argument");
+  const lm::ModelConfig& c = model->model->config();
+  const lm::ModelOptions& o = model->model->options();
+  std::memset(out, 0, sizeof(*out));
+  out->vocab = c.vocab;
+  out->width = c.width;
+  out->heads = c.heads;
+  out->layers = c.layers;
+  out->ffn_width = c.ffn_width;
+  out->block = c.block;
+  out->chunk = c.chunk;
+  out->precision = o.precision == lm::Precision::kF16 ? RILL_LM_F16 : RILL_LM_F32;
+  out->prefill_segment = o.prefill_segment;
+  out->weight_bytes = model->model->weight_bytes();
+  return RILL_OK;
+}
+
+rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out) {
+  if (out != nullptr) *out = nullptr;
+  if (model == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_session_create: NULL argument");
+  return guarded("rill_lm_session_create", [&] {
+    auto session = model->model->session();
+    if (!session.is_ok()) return from_status(session.status());
+    *out = new rill_lm_session{model->model, std::move(session).value()};
+    return RILL_OK;
+  });
+}
+
+void rill_lm_session_destroy(rill_lm_session* session) { delete session; }
+
+rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,
+                            size_t logits_capacity) {
+  if (session == nullptr || tokens == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: NULL argument");
+  if (count == 0) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: count must be >= 1");
+  return guarded("rill_lm_prefill", [&] {
+    const uint32_t vocab = session->model->config().vocab;
+    for (size_t i = 0; i < count; ++i)
+      if (tokens[i] >= vocab)
+        return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: tokens[" + std::to_string(i) +
+                                               "] = " + std::to_string(tokens[i]) +
+                                               " is not below the vocabulary size " + std::to_string(vocab));
+    if (rill_status s = check_logits_room("rill_lm_prefill", session, logits_out, logits_capacity); s != RILL_OK)
+      return s;
+    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count));
+    if (!logits.is_ok()) return from_status(logits.status());
+    return copy_logits("rill_lm_prefill", logits.value(), logits_out, logits_capacity);
+  });
+}
+
+rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out, size_t logits_capacity) {
+  if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode: session is NULL");
+  return guarded("rill_lm_decode", [&] {
+    const uint32_t vocab = session->model->config().vocab;
+    if (token >= vocab)
+      return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode: token " + std::to_string(token) +
+                                             " is not below the vocabulary size " + std::to_string(vocab));
+    if (rill_status s = check_logits_room("rill_lm_decode", session, logits_out, logits_capacity); s != RILL_OK)
+      return s;
+    auto logits = session->session.decode(token);
+    if (!logits.is_ok()) return from_status(logits.status());
+    return copy_logits("rill_lm_decode", logits.value(), logits_out, logits_capacity);
+  });
+}
+
+rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out) {
+  if (session == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_position: NULL argument");
+  *out = session->session.position();
+  return RILL_OK;
+}
+
+rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
+  if (session == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_state_bytes: NULL argument");
+  *out = session->session.state_bytes();
+  return RILL_OK;
+}
+
+rill_status rill_lm_reset(rill_lm_session* session) {
+  if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_reset: session is NULL");
+  return guarded("rill_lm_reset", [&] { return from_status(session->session.reset()); });
+}
+
+rill_status rill_lm_save_state(const rill_lm_session* session, const char* path) {
+  if (session == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_save_state: NULL argument");
+  return guarded("rill_lm_save_state", [&] { return from_status(session->session.save_state(path)); });
+}
+
+rill_status rill_lm_restore_state(rill_lm_session* session, const char* path) {
+  if (session == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_restore_state: NULL argument");
+  return guarded("rill_lm_restore_state", [&] { return from_status(session->session.restore_state(path)); });
+}
+
+rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options, uint64_t step,
+                           uint32_t* token_out) {
+  if (token_out != nullptr) *token_out = 0;
+  if (logits == nullptr || token_out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: NULL argument");
+  if (count == 0 || count > std::numeric_limits<uint32_t>::max())
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: count must be in [1, 2^32 - 1]");
+  return guarded("rill_lm_sample", [&] {
+    auto opts = from_c(options);
+    if (!opts.is_ok()) return from_status(opts.status());
+    *token_out = lm::Sampler(opts.value()).sample(std::span<const float>(logits, count), step);
+    return RILL_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,152 @@
+// Recording of one forward over L positions (see Graph in model_impl.hpp): the layer loop of the
+// model comment in lm.hpp, in the chunked forms for a prefill segment and the recurrent forms
+// (linear-attention state step, cached softmax attention) for a decoding step.
+#include "lm/graph.hpp"
+
+#include <algorithm>
+
+#include "lm/lm_kernels.hpp"
+#include "rill/ops/block_attention.hpp"
+#include "rill/ops/elementwise.hpp"
+#include "rill/ops/linear_attention.hpp"
+#include "rill/ops/matmul.hpp"
+#include "rill/ops/rmsnorm.hpp"
+
+namespace rill::lm::detail {
+namespace {
+
+const Tensor* gain_of(const Tensor& t) { return t.valid() ? &t : nullptr; }
+
+bool has_kind(const ModelConfig& c, LayerKind kind) {
+  return std::find(c.layer_kinds.begin(), c.layer_kinds.end(), kind) != c.layer_kinds.end();
+}
+
+Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
+  const ModelConfig& c = m.config;
+  const int64_t L = g.len, D = c.width, H = c.heads, Dh = c.head_dim(), F = c.ffn_width, V = c.vocab;
+  const DType dt = m.dtype;
+  auto make = [&](Tensor& t, DType type, std::vector<int64_t> shape, const char* name) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, ctx.tensor(type, std::move(shape), std::string("lm.") + name));
+    return Status::ok();
+  };
+  RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {L}, "ids"));
+  RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos"));
+  RILL_RETURN_IF_ERROR(make(g.errors, DType::kU32, {1}, "errors"));
+  for (Tensor* t : {&g.x[0], &g.x[1], &g.u, &g.h, &g.g, &g.merged, &g.mixed, &g.attn_out, &g.ffn_out})
+    RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "residual"));
+  RILL_RETURN_IF_ERROR(make(g.rstd, DType::kF32, {L}, "rstd"));
+  for (Tensor* t : {&g.q, &g.k, &g.v, &g.o}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, Dh}, "qkvo"));
+  if (!g.decode && has_kind(c, LayerKind::kDiag)) RILL_RETURN_IF_ERROR(make(g.lse, DType::kF32, {1, H, L}, "lse"));
+  for (Tensor* t : {&g.a, &g.b, &g.hidden}) RILL_RETURN_IF_ERROR(make(*t, dt, {L, F}, "ffn"));
+  if (L > 1) RILL_RETURN_IF_ERROR(make(g.last, dt, {1, D}, "last"));
+  RILL_RETURN_IF_ERROR(make(g.logits, dt, {1, V}, "logits"));
+  return Status::ok();
+}
+
+Status record_mixer(const Model::Impl& m, StateTensors& state, Graph& g, size_t i) {
+  const ModelConfig& c = m.config;
+  const LayerTensors& l = m.tensors.layers[i];
+  Sequence& seq = *g.seq;
+  switch (l.kind) {
+    case LayerKind::kNorm: {
+      ops::LinearAttentionOptions o{.causal = true, .feature_map = c.feature_map,
+                                    .decay = m.tensors.decay.valid() ? &m.tensors.decay : nullptr,
+                                    .chunk = c.chunk, .continue_state = true};
+      if (g.decode) return ops::linear_attention_step(seq, g.q, g.k, g.v, g.o, state.la_state[i], o);
+      return ops::linear_attention_forward(seq, g.q, g.k, g.v, g.o, state.la_state[i], o);
+    }
+    case LayerKind::kDiag: {
+      if (g.decode) {
+        RILL_RETURN_IF_ERROR(kv_append(seq, g.k, g.v, g.pos, state.cache_k[i], state.cache_v[i], c.block));
+        return attend(seq, g.q, state.cache_k[i], state.cache_v[i], g.pos, g.o, c.block, c.block - 1);
+      }
+      RILL_RETURN_IF_ERROR(ops::block_attention_forward(seq, g.q, g.k, g.v, g.o, g.lse,
+                                                        {.block = c.block, .causal = true}));
+      // Segments start on block boundaries, so the last len % block positions are the partial
+      // block that decoding continues: keep their keys and values.
+      const uint32_t tail = g.len % c.block;
+      if (tail == 0) return Status::ok();
+      RILL_RETURN_IF_ERROR(copy_rows(seq, g.k, g.len - tail, state.cache_k[i], 0, tail));
+      return copy_rows(seq, g.v, g.len - tail, state.cache_v[i], 0, tail);
+    }
+    case LayerKind::kSoftmax: {
+      const uint32_t cap = uint32_t(state.cache_k[i].shape()[1]);
+      RILL_RETURN_IF_ERROR(kv_append(seq, g.k, g.v, g.pos, state.cache_k[i], state.cache_v[i], 0));
+      return attend(seq, g.q, state.cache_k[i], state.cache_v[i], g.pos, g.o, 0, cap - 1);
+    }
+  }
+  return internal_error("lm: unknown layer kind");
+}
+
+Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
+  const ModelConfig& c = m.config;
+  const ModelTensors& w = m.tensors;
+  Sequence& seq = *g.seq;
+  const float eps = c.norm_eps;
+  RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed, g.x[0], g.errors));
+  RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.x[0], gain_of(w.layers[0].attn_norm), g.u, g.rstd, eps));
+  int cur = 0;
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerTensors& l = w.layers[i];
+    // Token mixer on u = Norm(x).
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wq, g.q));
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wk, g.k));
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wv, g.v));
+    RILL_RETURN_IF_ERROR(record_mixer(m, state, g, i));
+    RILL_RETURN_IF_ERROR(merge_heads(seq, g.o, g.merged));
+    const Tensor* mixed = &g.merged;
+    if (l.kind == LayerKind::kNorm) {
+      RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.merged, gain_of(l.out_norm), g.mixed, g.rstd, eps));
+      mixed = &g.mixed;
+    }
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, *mixed, l.wo, g.attn_out));
+    // h = x + mixer, g = Norm(h); then the GLU channel mixer.
+    RILL_RETURN_IF_ERROR(ops::rmsnorm_residual_forward(seq, g.attn_out, g.x[cur], gain_of(l.ffn_norm), g.h, g.g,
+                                                       g.rstd, eps));
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.g, l.wu, g.a));
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.g, l.wg, g.b));
+    RILL_RETURN_IF_ERROR(ops::glu_forward(seq, g.a, g.b, g.hidden, c.glu_activation));
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.hidden, l.wd, g.ffn_out));
+    // x = h + ffn, u = the next layer's Norm(x) (the final norm after the last layer).
+    const Tensor* next_gain = i + 1 < w.layers.size() ? gain_of(w.layers[i + 1].attn_norm) : gain_of(w.final_norm);
+    RILL_RETURN_IF_ERROR(ops::rmsnorm_residual_forward(seq, g.ffn_out, g.h, next_gain, g.x[1 - cur], g.u, g.rstd, eps));
+    cur = 1 - cur;
+  }
+  const Tensor* last = &g.u;
+  if (g.len > 1) {
+    RILL_RETURN_IF_ERROR(copy_rows(seq, g.u, g.len - 1, g.last, 0, 1));
+    last = &g.last;
+  }
+  if (c.tie_embeddings) {
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed, g.logits, {.transpose_b = true}));
+  } else {
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.head, g.logits));
+  }
+  RILL_ASSIGN_OR_RETURN(g.logits_id, seq.download(g.logits));
+  return seq.finish();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& state, uint32_t len, bool decode) {
+  auto g = std::make_unique<Graph>();
+  g->len = len;
+  g->decode = decode;
+  RILL_RETURN_IF_ERROR(allocate(*m.ctx, m, *g));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx->sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
+  g->seq.emplace(std::move(seq));
+  RILL_RETURN_IF_ERROR(record(m, state, *g));
+  return g;
+}
+
+Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens, uint64_t position) {
+  if (tokens.size() != g.len) return internal_error("lm: graph length differs from the tokens");
+  RILL_RETURN_IF_ERROR(
+      m.ctx->upload(g.ids, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size_bytes())));
+  const uint32_t pos = uint32_t(position);
+  RILL_RETURN_IF_ERROR(m.ctx->upload(g.pos, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&pos), 4)));
+  RILL_RETURN_IF_ERROR(g.seq->run());
+  return g.seq->read_floats(g.logits_id);
+}
+
+}  // namespace rill::lm::detail

@@ -1,0 +1,140 @@
+// Dispatch of shaders/lm kernels.
+#include "lm/lm_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ops/op_common.hpp"
+
+namespace rill::lm::detail {
+namespace {
+
+// The last three dimensions of a tensor as (batches, rows, cols); leading ones must be 1.
+struct Dims3 {
+  uint32_t batches = 0, rows = 0, cols = 0;
+};
+
+Result<Dims3> dims3(const Tensor& t, const char* op, const char* role) {
+  const auto& s = t.shape();
+  if (s.size() < 2) return invalid_argument(std::string(op) + ": " + role + " " + t.describe() + " needs two dimensions");
+  for (size_t i = 0; i + 3 < s.size(); ++i)
+    if (s[i] != 1) return invalid_argument(std::string(op) + ": " + role + " " + t.describe() + " has a leading dimension other than 1");
+  if (t.element_count() > UINT32_MAX) return out_of_range(std::string(op) + ": " + role + " has more than 2^32 elements");
+  const size_t n = s.size();
+  return Dims3{n >= 3 ? uint32_t(s[n - 3]) : 1u, uint32_t(s[n - 2]), uint32_t(s[n - 1])};
+}
+
+}  // namespace
+
+Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out) {
+  const char* op = "merge_heads";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(in, op));
+  RILL_ASSIGN_OR_RETURN(Dims3 d, dims3(in, op, "in"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(out, in.dtype(), op, "out"));
+  if (out.shape() != std::vector<int64_t>{int64_t(d.rows), int64_t(d.batches) * d.cols})
+    return invalid_argument("merge_heads: out " + out.describe() + " must be [L, H * D] for in " + in.describe());
+  struct Push {
+    uint32_t heads, len, dim;
+  };
+  const uint64_t n = in.element_count();
+  return seq.dispatch({.kernel = "lm/merge_heads_" + suffix,
+                       .bindings = {&in, &out},
+                       .push = push_bytes(Push{d.batches, d.rows, d.cols}),
+                       .groups = ops::detail::groups_for(n, 256),
+                       .spec = {spec_uint("WG_SIZE", 256)},
+                       .bytes = 2 * in.size_bytes()});
+}
+
+Status copy_rows(Sequence& seq, const Tensor& src, uint32_t src_first, const Tensor& dst, uint32_t dst_first,
+                 uint32_t rows) {
+  const char* op = "copy_rows";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(src, op));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(dst, src.dtype(), op, "dst"));
+  RILL_ASSIGN_OR_RETURN(Dims3 s, dims3(src, op, "src"));
+  RILL_ASSIGN_OR_RETURN(Dims3 d, dims3(dst, op, "dst"));
+  if (s.batches != d.batches || s.cols != d.cols)
+    return invalid_argument("copy_rows: " + src.describe() + " and " + dst.describe() + " differ in batches or columns");
+  if (uint64_t(src_first) + rows > s.rows || uint64_t(dst_first) + rows > d.rows)
+    return out_of_range("copy_rows: rows out of range of " + src.describe() + " or " + dst.describe());
+  if (rows == 0) return Status::ok();
+  struct Push {
+    uint32_t batches, rows, cols, src_rows, src_first, dst_rows, dst_first;
+  };
+  const uint64_t n = uint64_t(s.batches) * rows * s.cols;
+  return seq.dispatch({.kernel = "lm/copy_rows_" + suffix,
+                       .bindings = {&src, &dst},
+                       .push = push_bytes(Push{s.batches, rows, s.cols, s.rows, src_first, d.rows, dst_first}),
+                       .groups = ops::detail::groups_for(n, 256),
+                       .spec = {spec_uint("WG_SIZE", 256)},
+                       .bytes = 2 * n * dtype_size(src.dtype())});
+}
+
+Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& pos, const Tensor& cache_k,
+                 const Tensor& cache_v, uint32_t block) {
+  const char* op = "kv_append";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(k, op));
+  RILL_ASSIGN_OR_RETURN(Dims3 dk, dims3(k, op, "k"));
+  RILL_ASSIGN_OR_RETURN(Dims3 dv, dims3(v, op, "v"));
+  RILL_ASSIGN_OR_RETURN(Dims3 ck, dims3(cache_k, op, "cache_k"));
+  RILL_ASSIGN_OR_RETURN(Dims3 cv, dims3(cache_v, op, "cache_v"));
+  for (const Tensor* t : {&v, &cache_k, &cache_v}) RILL_RETURN_IF_ERROR(ops::detail::require_dtype(*t, k.dtype(), op, "operand"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(pos, DType::kU32, op, "pos"));
+  if ((block > 0 && dk.rows != 1) || dv.rows != dk.rows || dv.batches != dk.batches || ck.batches != dk.batches || cv.batches != dk.batches ||
+      ck.cols != dk.cols || cv.cols != dv.cols || ck.rows != cv.rows || (block > 0 && ck.rows != block))
+    return invalid_argument("kv_append: shapes do not match: k " + k.describe() + ", v " + v.describe() + ", caches " +
+                            cache_k.describe() + ", " + cache_v.describe());
+  struct Push {
+    uint32_t heads, nq, dk, dv, cap;
+  };
+  const uint64_t n = uint64_t(dk.batches) * dk.rows * std::max(dk.cols, dv.cols);
+  return seq.dispatch({.kernel = "lm/kv_append_" + suffix,
+                       .bindings = {&k, &v, &pos, &cache_k, &cache_v},
+                       .push = push_bytes(Push{dk.batches, dk.rows, dk.cols, dv.cols, ck.rows}),
+                       .groups = ops::detail::groups_for(n, 64),
+                       .spec = {spec_uint("WG_SIZE", 64), spec_uint("BLOCK", block)},
+                       .bytes = 2 * (k.size_bytes() + v.size_bytes())});
+}
+
+Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const Tensor& pos,
+              const Tensor& o, uint32_t block, uint64_t max_position) {
+  const char* op = "attend";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(q, op));
+  RILL_ASSIGN_OR_RETURN(Dims3 dq, dims3(q, op, "q"));
+  RILL_ASSIGN_OR_RETURN(Dims3 ck, dims3(cache_k, op, "cache_k"));
+  RILL_ASSIGN_OR_RETURN(Dims3 cv, dims3(cache_v, op, "cache_v"));
+  RILL_ASSIGN_OR_RETURN(Dims3 d_o, dims3(o, op, "o"));
+  for (const Tensor* t : {&cache_k, &cache_v, &o}) RILL_RETURN_IF_ERROR(ops::detail::require_dtype(*t, q.dtype(), op, "operand"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(pos, DType::kU32, op, "pos"));
+  if (ck.batches != dq.batches || cv.batches != dq.batches || d_o.batches != dq.batches || ck.cols != dq.cols ||
+      d_o.rows != dq.rows || d_o.cols != cv.cols || ck.rows != cv.rows || (block > 0 && ck.rows != block))
+    return invalid_argument("attend: shapes do not match: q " + q.describe() + ", caches " + cache_k.describe() + ", " +
+                            cache_v.describe() + ", o " + o.describe());
+  if (dq.cols > 128 || cv.cols > 128) return unimplemented("attend: head dimensions above 128");
+  if (!seq.device().caps.subgroup_arithmetic)
+    return unimplemented("attend: needs subgroup arithmetic, which " + seq.device().name + " lacks");
+  if (block == 0 && max_position >= ck.rows)
+    return out_of_range("attend: position " + std::to_string(max_position) + " is past the cache capacity " +
+                        std::to_string(ck.rows));
+  if (max_position > UINT32_MAX) return out_of_range("attend: positions past 2^32");
+  // Keys per workgroup: a block fits one subgroup; the full cache gets up to 32 subgroups.
+  const uint32_t sg = std::max(seq.device().caps.subgroup_size, 4u);
+  const uint64_t keys = block > 0 ? block : max_position + 1;
+  const uint32_t wg = uint32_t(std::clamp<uint64_t>((keys + sg - 1) / sg * sg, sg, std::min<uint32_t>(128, 32 * sg)));
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, (keys + wg - 1) / wg + 64, op, "the number of cached keys"));
+  struct Push {
+    uint32_t nq, cap;
+    float scale;
+  };
+  const float scale = float(1.0 / std::sqrt(double(dq.cols)));
+  return seq.dispatch({.kernel = "lm/attend_" + suffix,
+                       .bindings = {&q, &cache_k, &cache_v, &pos, &o},
+                       .push = push_bytes(Push{dq.rows, ck.rows, scale}),
+                       .groups = {dq.rows, dq.batches, 1},
+                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("BLOCK", block), spec_uint("DK", dq.cols),
+                                spec_uint("DV", cv.cols)},
+                       .flops = 2 * keys * (dq.cols + cv.cols) * dq.rows * dq.batches,
+                       .bytes = keys * (dq.cols + cv.cols) * dtype_size(q.dtype()) * dq.batches});
+}
+
+}  // namespace rill::lm::detail

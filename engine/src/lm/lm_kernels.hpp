@@ -1,0 +1,32 @@
+// Dispatch of the language model's own kernels (shaders/lm): head merging, row copies, the
+// decoding-time key/value cache and softmax attention over it. Checks shapes like the public ops.
+#pragma once
+
+#include <cstdint>
+
+#include "rill/sequence.hpp"
+#include "rill/status.hpp"
+#include "rill/tensor.hpp"
+
+namespace rill::lm::detail {
+
+// out [L, H * D] from in [.., H, L, D].
+Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out);
+
+// dst[b, dst_first + r, :] = src[b, src_first + r, :] for r < rows; src [.., B, src_rows, cols],
+// dst [.., B, dst_rows, cols].
+Status copy_rows(Sequence& seq, const Tensor& src, uint32_t src_first, const Tensor& dst, uint32_t dst_first,
+                 uint32_t rows);
+
+// k [.., H, R, Dk], v [.., H, R, Dv] into rows (pos + r) % block (block > 0, R = 1) or pos + r
+// (block 0) of cache_k [H, cap, Dk], cache_v [H, cap, Dv]; pos: u32 [1], read when the sequence
+// runs (the caller keeps pos + R within the capacity).
+Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& pos, const Tensor& cache_k,
+                 const Tensor& cache_v, uint32_t block);
+
+// Softmax attention of q [.., H, NQ, Dk] (row r at position pos + r) over the cache: o like q
+// with Dv columns. max_position bounds pos + NQ - 1 (for the loop budget and the capacity check).
+Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const Tensor& pos,
+              const Tensor& o, uint32_t block, uint64_t max_position);
+
+}  // namespace rill::lm::detail

@@ -1,0 +1,97 @@
+// Model: validates options and uploads the weights (straight from the mapped file when the stored
+// dtype is the model's precision, converted otherwise).
+#include <algorithm>
+#include <string>
+
+#include "lm/model_impl.hpp"
+
+namespace rill::lm {
+
+namespace {
+
+Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::string& name, std::vector<int64_t> shape,
+                             DType dtype) {
+  RILL_ASSIGN_OR_RETURN(Tensor t, ctx.tensor(dtype, std::move(shape), name, MemoryPool::kWeights));
+  RILL_ASSIGN_OR_RETURN(TensorDType stored, weights.dtype(name));
+  const bool same = (dtype == DType::kF32 && stored == TensorDType::kF32) ||
+                    (dtype == DType::kF16 && stored == TensorDType::kF16);
+  if (same) {
+    RILL_ASSIGN_OR_RETURN(auto bytes, weights.bytes(name));
+    RILL_RETURN_IF_ERROR(ctx.upload(t, bytes));
+  } else {
+    RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats(name));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(t, values));
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
+  ModelConfig config = weights.config();
+  RILL_RETURN_IF_ERROR(config.validate());
+  if (options.prefill_segment == 0) return invalid_argument("lm model: prefill_segment must be at least 1");
+  if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
+  auto impl = std::make_shared<Impl>();
+  impl->ctx = &ctx;
+  impl->config = config;
+  impl->options = options;
+  impl->dtype = options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
+  // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
+  const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
+  impl->segment = has_diag ? std::max(config.block, options.prefill_segment / config.block * config.block)
+                           : options.prefill_segment;
+  if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
+  if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit)
+    return unimplemented("lm model: f16 precision needs 16-bit storage, which " + ctx.device().name + " lacks");
+
+  const int64_t V = config.vocab, D = config.width, H = config.heads, Dh = config.head_dim(), F = config.ffn_width;
+  const DType dt = impl->dtype;
+  auto& w = impl->tensors;
+  const bool gains = config.norm == NormKind::kRmsNorm;
+  auto load = [&](Tensor& t, const std::string& name, std::vector<int64_t> shape) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, upload_weight(ctx, weights, name, std::move(shape), dt));
+    return Status::ok();
+  };
+  RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
+  for (uint32_t i = 0; i < config.layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    detail::LayerTensors l;
+    l.kind = config.layer_kinds[i];
+    if (gains) RILL_RETURN_IF_ERROR(load(l.attn_norm, p + "attn_norm", {D}));
+    RILL_RETURN_IF_ERROR(load(l.wq, p + "wq", {H, D, Dh}));
+    RILL_RETURN_IF_ERROR(load(l.wk, p + "wk", {H, D, Dh}));
+    RILL_RETURN_IF_ERROR(load(l.wv, p + "wv", {H, D, Dh}));
+    if (gains && l.kind == LayerKind::kNorm)
+      RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
+    RILL_RETURN_IF_ERROR(load(l.wo, p + "wo", {D, D}));
+    if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
+    RILL_RETURN_IF_ERROR(load(l.wu, p + "wu", {D, F}));
+    RILL_RETURN_IF_ERROR(load(l.wg, p + "wg", {D, F}));
+    RILL_RETURN_IF_ERROR(load(l.wd, p + "wd", {F, D}));
+    w.layers.push_back(std::move(l));
+  }
+  if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
+  if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load(w.head, "head", {D, V}));
+  if (!config.decay.empty()) {
+    RILL_ASSIGN_OR_RETURN(w.decay, ctx.tensor(DType::kF32, {H}, "decay", MemoryPool::kWeights));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(w.decay, config.decay));
+  }
+  uint64_t bytes = w.embed.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes() + w.decay.size_bytes();
+  for (const auto& l : w.layers)
+    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.out_norm, &l.wo, &l.ffn_norm, &l.wu, &l.wg, &l.wd})
+      bytes += t->size_bytes();
+  impl->weight_bytes = bytes;
+  return Model(std::move(impl));
+}
+
+Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const ModelConfig& Model::config() const { return impl_->config; }
+const ModelOptions& Model::options() const { return impl_->options; }
+uint64_t Model::weight_bytes() const { return impl_->weight_bytes; }
+
+}  // namespace rill::lm

@@ -1,0 +1,56 @@
+// The device side of a TransNormer model: its weights as tensors, and the activations and
+// recorded sequence of one forward over L positions (a prefill segment, or L = 1 for decoding).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/lm.hpp"
+
+namespace rill::lm::detail {
+
+struct LayerTensors {
+  LayerKind kind = LayerKind::kNorm;
+  Tensor attn_norm, wq, wk, wv, out_norm, wo, ffn_norm, wu, wg, wd;  // norms empty for SRMSNorm
+};
+
+struct ModelTensors {
+  Tensor embed, final_norm, head;  // head empty when tied
+  std::vector<LayerTensors> layers;
+  Tensor decay;  // [H] f32, empty when the config has none
+};
+
+// Per-session state: NormAttention states [1, H, Dh, Dh] f32, DiagAttention block caches and
+// softmax caches [H, rows, Dh] (rows: block, or the softmax capacity); empty for other kinds.
+struct StateTensors {
+  std::vector<Tensor> la_state, cache_k, cache_v;
+};
+
+// One forward over `len` positions starting at the position in `pos`: ids [len] u32 -> the
+// logits of the last position [1, vocab].
+struct Graph {
+  uint32_t len = 0;
+  bool decode = false;  // one position through the recurrent forms (state step, cache attention)
+  Tensor ids, pos, errors;
+  Tensor x[2], u, rstd, q, k, v, o, lse, merged, mixed, attn_out, h, g, a, b, hidden, ffn_out, last, logits;
+  std::optional<Sequence> seq;  // recorded once, replayed for every segment or token
+  DownloadId logits_id;
+};
+
+}  // namespace rill::lm::detail
+
+namespace rill::lm {
+
+struct Model::Impl {
+  Context* ctx = nullptr;  // the application's; must outlive the model and its sessions
+  ModelConfig config;
+  ModelOptions options;
+  DType dtype = DType::kF32;
+  uint32_t segment = 0;  // prefill segment length actually used (whole DiagAttention blocks)
+  detail::ModelTensors tensors;
+  uint64_t weight_bytes = 0;
+};
+
+}  // namespace rill::lm

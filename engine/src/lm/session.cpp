@@ -1,0 +1,220 @@
+// Session: the recurrent state of one conversation, prefill in bounded segments, decoding steps,
+// and saving and restoring the state.
+#include <algorithm>
+#include <charconv>
+
+#include "core/file_io.hpp"
+#include "lm/graph.hpp"
+#include "lm/lm_internal.hpp"
+#include "lm/model_impl.hpp"
+
+namespace rill::lm {
+
+struct Session::Impl {
+  std::shared_ptr<Model::Impl> model;
+  detail::StateTensors state;
+  uint64_t position = 0;
+  std::unique_ptr<detail::Graph> step;     // L = 1, recorded on first use
+  std::unique_ptr<detail::Graph> segment;  // the last prefill segment length used
+
+  const ModelConfig& config() const { return model->config; }
+  bool has(LayerKind kind) const {
+    return std::find(config().layer_kinds.begin(), config().layer_kinds.end(), kind) != config().layer_kinds.end();
+  }
+  // Positions a session can reach: the softmax caches' capacity, and 32-bit positions in kernels.
+  uint64_t max_positions() const {
+    return has(LayerKind::kSoftmax) ? model->options.softmax_capacity : uint64_t(UINT32_MAX);
+  }
+  Status zero_state();
+  Result<std::vector<float>> decode(uint32_t token);
+  Result<std::vector<float>> run_segment(std::span<const uint32_t> tokens);
+};
+
+namespace {
+
+std::string layer_name(size_t i, const char* what) { return "layers." + std::to_string(i) + "." + what; }
+
+}  // namespace
+
+Status Session::Impl::zero_state() {
+  RILL_ASSIGN_OR_RETURN(Sequence seq, model->ctx->sequence({.label = "lm reset"}));
+  for (auto* list : {&state.la_state, &state.cache_k, &state.cache_v})
+    for (const Tensor& t : *list)
+      if (t.valid()) RILL_RETURN_IF_ERROR(seq.fill_zero(t));
+  RILL_RETURN_IF_ERROR(seq.run());
+  position = 0;
+  return Status::ok();
+}
+
+Result<Session> Model::session() {
+  auto s = std::make_unique<Session::Impl>();
+  s->model = impl_;
+  Context& ctx = *impl_->ctx;
+  const ModelConfig& c = impl_->config;
+  const int64_t H = c.heads, Dh = c.head_dim();
+  const size_t n = c.layer_kinds.size();
+  s->state.la_state.resize(n);
+  s->state.cache_k.resize(n);
+  s->state.cache_v.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const LayerKind kind = c.layer_kinds[i];
+    if (kind == LayerKind::kNorm) {
+      RILL_ASSIGN_OR_RETURN(s->state.la_state[i], ctx.tensor(DType::kF32, {1, H, Dh, Dh}, layer_name(i, "state"),
+                                                             MemoryPool::kWeights));
+    } else {
+      const int64_t rows = kind == LayerKind::kDiag ? c.block : impl_->options.softmax_capacity;
+      RILL_ASSIGN_OR_RETURN(s->state.cache_k[i],
+                            ctx.tensor(impl_->dtype, {H, rows, Dh}, layer_name(i, "cache_k"), MemoryPool::kWeights));
+      RILL_ASSIGN_OR_RETURN(s->state.cache_v[i],
+                            ctx.tensor(impl_->dtype, {H, rows, Dh}, layer_name(i, "cache_v"), MemoryPool::kWeights));
+    }
+  }
+  RILL_RETURN_IF_ERROR(s->zero_state());
+  return Session(std::move(s));
+}
+
+Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
+  if (token >= config().vocab)
+    return invalid_argument("lm decode: token " + std::to_string(token) + " is not below the vocabulary size " +
+                            std::to_string(config().vocab));
+  if (position + 1 > max_positions())
+    return out_of_range("lm decode: the session is full at position " + std::to_string(position) +
+                        (has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
+  if (!step) {
+    RILL_ASSIGN_OR_RETURN(step, detail::make_graph(*model, state, 1, true));
+  }
+  RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
+  position += 1;
+  return logits;
+}
+
+Result<std::vector<float>> Session::Impl::run_segment(std::span<const uint32_t> tokens) {
+  const uint32_t len = uint32_t(tokens.size());
+  if (!segment || segment->len != len) {
+    segment.reset();  // at most one segment's activations at a time: memory stays bounded
+    RILL_ASSIGN_OR_RETURN(segment, detail::make_graph(*model, state, len, false));
+  }
+  RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *segment, tokens, position));
+  position += len;
+  return logits;
+}
+
+Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, const ProgressFn& progress) {
+  Impl& s = *impl_;
+  if (tokens.empty()) return invalid_argument("lm prefill: no tokens");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] >= s.config().vocab)
+      return invalid_argument("lm prefill: token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
+                              ", not below the vocabulary size " + std::to_string(s.config().vocab));
+  if (tokens.size() > s.max_positions() - s.position)
+    return out_of_range("lm prefill: " + std::to_string(tokens.size()) + " tokens from position " +
+                        std::to_string(s.position) + " go past the " + std::to_string(s.max_positions()) +
+                        " positions this session can hold" + (s.has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
+  std::vector<float> logits;
+  size_t i = 0;
+  // Segments start on DiagAttention block boundaries; reach one through decoding steps.
+  const uint32_t align = s.has(LayerKind::kDiag) ? s.config().block : 1;
+  while (i < tokens.size() && s.position % align != 0) {
+    RILL_ASSIGN_OR_RETURN(logits, s.decode(tokens[i++]));
+  }
+  const uint32_t seg = s.model->segment;
+  while (i < tokens.size()) {
+    const size_t len = std::min<size_t>(seg, tokens.size() - i);
+    RILL_ASSIGN_OR_RETURN(logits, s.run_segment(tokens.subspan(i, len)));
+    i += len;
+    if (progress) progress(i, tokens.size());
+  }
+  return logits;
+}
+
+Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decode(token); }
+uint64_t Session::position() const { return impl_->position; }
+Status Session::reset() { return impl_->zero_state(); }
+
+uint64_t Session::state_bytes() const {
+  uint64_t bytes = 0;
+  for (auto* list : {&impl_->state.la_state, &impl_->state.cache_k, &impl_->state.cache_v})
+    for (const Tensor& t : *list) bytes += t.size_bytes();
+  return bytes;
+}
+
+// State file: one tensor per state tensor (named like the tensors above) and metadata naming the
+// format, the model config fingerprint, the precision and the position.
+namespace {
+constexpr const char* kFormat = "rill.lm.state.v1";
+}
+
+Result<std::vector<uint8_t>> Session::serialize_state() const {
+  const Impl& s = *impl_;
+  Context& ctx = *s.model->ctx;
+  SafetensorsWriter w;
+  RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
+  RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
+  RILL_RETURN_IF_ERROR(w.set_metadata("precision", s.model->dtype == DType::kF16 ? "f16" : "f32"));
+  RILL_RETURN_IF_ERROR(w.set_metadata("position", std::to_string(s.position)));
+  for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
+    for (const Tensor& t : *list) {
+      if (!t.valid()) continue;
+      std::vector<uint8_t> bytes(t.size_bytes());
+      RILL_RETURN_IF_ERROR(ctx.download(t, bytes));
+      RILL_RETURN_IF_ERROR(w.add(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32,
+                                 t.shape(), bytes));
+    }
+  return w.serialize();
+}
+
+Status Session::save_state(const std::string& path) const {
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_state());
+  RILL_ASSIGN_OR_RETURN(SafetensorsFile check, SafetensorsFile::from_bytes(bytes));  // never write what we can't read
+  (void)check;
+  return rill::write_file_atomic(path, bytes);
+}
+
+Status Session::restore_state(const std::string& path) {
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, 1ull << 34));
+  return deserialize_state(bytes);
+}
+
+Status Session::deserialize_state(std::span<const uint8_t> bytes) {
+  Impl& s = *impl_;
+  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
+  const auto& meta = file.metadata();
+  auto get = [&](const char* key) -> std::string {
+    const auto it = meta.find(key);
+    return it == meta.end() ? std::string() : it->second;
+  };
+  if (get("format") != kFormat) return data_loss("lm state: not a rill language-model state (format '" + get("format") + "')");
+  if (get("fingerprint") != detail::config_fingerprint(s.config()))
+    return failed_precondition("lm state: saved from a model with another config (fingerprint " + get("fingerprint") +
+                               ", this model " + detail::config_fingerprint(s.config()) + ")");
+  const std::string precision = s.model->dtype == DType::kF16 ? "f16" : "f32";
+  if (get("precision") != precision)
+    return failed_precondition("lm state: saved at precision '" + get("precision") + "', this model runs " + precision);
+  const std::string pos_text = get("position");
+  uint64_t position = 0;
+  const auto [end, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), position);
+  if (pos_text.empty() || ec != std::errc() || end != pos_text.data() + pos_text.size() || position > s.max_positions())
+    return data_loss("lm state: bad position '" + pos_text + "'");
+  // Check every tensor before changing anything: a bad file leaves the session as it was.
+  std::vector<std::pair<const Tensor*, std::span<const uint8_t>>> uploads;
+  for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
+    for (const Tensor& t : *list) {
+      if (!t.valid()) continue;
+      RILL_ASSIGN_OR_RETURN(auto data, file.tensor(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32,
+                                                   t.shape()));
+      uploads.emplace_back(&t, data);
+    }
+  if (file.entries().size() != uploads.size())
+    return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
+                     std::to_string(uploads.size()));
+  for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx->upload(*t, data));
+  s.position = position;
+  return Status::ok();
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+}  // namespace rill::lm

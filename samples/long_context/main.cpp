@@ -1,0 +1,251 @@
+// long_context: a TransNormer language model reads a long text in one prefill and then writes a
+// little, showing what linear attention buys: the prefill runs in bounded segments, so device
+// memory after the whole input is what it was after the first segment, and a decoded token costs
+// the same at the end of the text as at its start.
+//
+//   long_context [text-file] [--bytes N] [--config model.json [--weights model.safetensors]]
+//                [--segment N] [--tokens N]
+//
+// Without a file the input is N synthetic bytes of word salad (default 1 MB). Without --weights the
+// model has random weights of the --config shape (or the default shape): its text is noise, its
+// speed and memory are real.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rill/context.hpp"
+#include "rill/lm.hpp"
+
+namespace {
+
+namespace lm = rill::lm;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int fail(const rill::Status& s) {
+  std::fprintf(stderr, "long_context: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: long_context [text-file] [--bytes N] [--config model.json [--weights model.safetensors]]\n"
+               "                    [--segment N] [--tokens N]\n");
+  return 2;
+}
+
+// Deterministic word salad: the same bytes on every run and platform.
+std::string synthetic_text(size_t bytes) {
+  static const char* const kWords[] = {"the",  "river", "carries", "light", "over",     "stone", "and",
+                                       "a",    "quiet", "engine",  "turns", "slowly",   "under", "bright",
+                                       "cold", "water", "while",   "birds", "remember", "every", "winter"};
+  constexpr size_t kCount = sizeof(kWords) / sizeof(kWords[0]);
+  std::string text;
+  text.reserve(bytes + 16);
+  uint32_t state = 12345u;
+  while (text.size() < bytes) {
+    state = state * 1664525u + 1013904223u;
+    text += kWords[(state >> 8) % kCount];
+    text += (state >> 28) == 0 ? ".\n" : " ";
+  }
+  text.resize(bytes);
+  return text;
+}
+
+bool read_file(const std::string& path, std::string* out) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char buffer[1 << 16];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out->append(buffer, n);
+  const bool ok = std::ferror(f) == 0;
+  std::fclose(f);
+  return ok;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 3) v /= 1024.0, ++u;
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buffer;
+}
+
+void print_escaped(const std::vector<uint32_t>& tokens) {
+  for (uint32_t t : tokens) {
+    if (t > 255)
+      std::printf("<%u>", t);
+    else if (t == '\\')
+      std::printf("\\\\");
+    else if (t == '\n' || (t >= 0x20 && t < 0x7f))
+      std::putchar(int(t));
+    else
+      std::printf("\\x%02X", t);
+  }
+  std::printf("\n");
+}
+
+// On a terminal a bar; otherwise a line at every quarter.
+struct Progress {
+  Clock::time_point start = Clock::now();
+  uint64_t offset = 0, total = 0;  // this call covers [offset, offset + call total) of `total`
+  int last_quarter = 0;
+
+  void operator()(uint64_t done, uint64_t) {
+    const uint64_t at = offset + done;
+    const double s = seconds_since(start);
+    if (isatty(STDERR_FILENO)) {
+      const int width = 30, filled = int(width * double(at) / double(std::max<uint64_t>(total, 1)));
+      std::fprintf(stderr, "\rprefill [%s%s] %llu/%llu  %.1f s", std::string(size_t(filled), '#').c_str(),
+                   std::string(size_t(width - filled), '.').c_str(), (unsigned long long)at, (unsigned long long)total,
+                   s);
+      if (at == total) std::fprintf(stderr, "\r%*s\r", 70, "");
+      std::fflush(stderr);
+      return;
+    }
+    const int quarter = int(4 * at / std::max<uint64_t>(total, 1));
+    if (quarter > last_quarter) {
+      last_quarter = quarter;
+      std::printf("  prefill %3d%%  %llu positions  %.2f s\n", 25 * quarter, (unsigned long long)at, s);
+      std::fflush(stdout);
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string text_path, config_path, weights_path;
+  size_t synthetic_bytes = 1'000'000;
+  uint32_t segment = 0;
+  int tokens = 64;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      text_path = arg;
+      continue;
+    }
+    if (i + 1 >= argc) return usage();
+    const char* value = argv[++i];
+    if (arg == "--bytes")
+      synthetic_bytes = std::strtoull(value, nullptr, 10);
+    else if (arg == "--config")
+      config_path = value;
+    else if (arg == "--weights")
+      weights_path = value;
+    else if (arg == "--segment")
+      segment = uint32_t(std::strtoul(value, nullptr, 10));
+    else if (arg == "--tokens")
+      tokens = std::atoi(value);
+    else
+      return usage();
+  }
+  if (tokens < 1 || tokens > 100000 || (!weights_path.empty() && config_path.empty())) return usage();
+
+  std::string text;
+  if (!text_path.empty()) {
+    if (!read_file(text_path, &text)) return fail(rill::not_found("cannot read '" + text_path + "'"));
+  } else {
+    text = synthetic_text(synthetic_bytes);
+  }
+  if (text.size() < 2) return fail(rill::invalid_argument("the input needs at least 2 bytes"));
+  std::printf("input: %zu bytes%s\n", text.size(), text_path.empty() ? " (synthetic)" : "");
+
+  auto ctx = rill::Context::create();
+  if (!ctx.is_ok()) return fail(ctx.status());
+  std::printf("device: %s\n", ctx->device().name.c_str());
+
+  // The model; the host copy of the weights is freed once they are on the device.
+  lm::ModelOptions options;
+  if (segment != 0) options.prefill_segment = segment;
+  auto model = [&]() -> rill::Result<lm::Model> {
+    rill::Result<lm::Weights> weights = rill::invalid_argument("no weights");
+    if (!weights_path.empty()) {
+      weights = lm::Weights::load(config_path, weights_path);
+    } else {
+      lm::ModelConfig config;
+      if (!config_path.empty()) {
+        RILL_ASSIGN_OR_RETURN(config, lm::load_config(config_path));
+      } else {
+        RILL_RETURN_IF_ERROR(config.validate());
+      }
+      weights = lm::Weights::random(std::move(config), 1);
+    }
+    if (!weights.is_ok()) return weights.status();
+    return lm::Model::create(ctx.value(), weights.value(), options);
+  }();
+  if (!model.is_ok()) return fail(model.status());
+  auto session = model->session();
+  if (!session.is_ok()) return fail(session.status());
+  const lm::ModelConfig& config = model->config();
+  const uint32_t seg = model->options().prefill_segment;
+  std::printf("model: width %u, heads %u, layers %u, vocab %u%s; weights %s, session state %s, segment %u\n",
+              config.width, config.heads, config.layers, config.vocab, weights_path.empty() ? " (random)" : "",
+              human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), seg);
+
+  std::vector<uint32_t> input(text.size());
+  for (size_t i = 0; i < text.size(); ++i) input[i] = uint32_t(uint8_t(text[i])) % config.vocab;
+
+  // Prefill in two calls: the first segment alone, then the rest. The session carries its state
+  // across calls, so this is the same computation as one call; it lets the peak device memory be
+  // read after the first segment and again after the whole input.
+  const size_t first = input.size() > 2 * size_t(seg) ? size_t(seg) : input.size() / 2;
+  Progress progress;
+  progress.total = input.size();
+  const auto prefill_start = Clock::now();
+  auto logits = session->prefill(std::span(input).first(first), std::ref(progress));
+  if (!logits.is_ok()) return fail(logits.status());
+  const uint64_t peak_first = ctx->memory_stats().peak_used_bytes;
+  progress.offset = first;
+  logits = session->prefill(std::span(input).subspan(first), std::ref(progress));
+  if (!logits.is_ok()) return fail(logits.status());
+  const double prefill_seconds = seconds_since(prefill_start);
+  const uint64_t peak_all = ctx->memory_stats().peak_used_bytes;
+  std::printf("prefill: %zu tokens in %.2f s, %.0f tokens/s\n", input.size(), prefill_seconds,
+              double(input.size()) / prefill_seconds);
+  const std::string growth =
+      peak_all == peak_first ? "no growth" : "grew by " + std::to_string(peak_all - peak_first) + " bytes";
+  std::printf("peak device memory: %s after %zu tokens, %s after %zu tokens (%s)\n", human_bytes(peak_first).c_str(),
+              first, human_bytes(peak_all).c_str(), input.size(), growth.c_str());
+
+  // Generate, greedily: the same text on every run.
+  const lm::Sampler sampler({.temperature = 0.0f});
+  std::vector<uint32_t> generated;
+  const auto decode_start = Clock::now();
+  for (int i = 0; i < tokens; ++i) {
+    const uint32_t token = sampler.sample(logits.value(), session->position());
+    generated.push_back(token);
+    logits = session->decode(token);
+    if (!logits.is_ok()) return fail(logits.status());
+  }
+  const double decode_seconds = seconds_since(decode_start);
+
+  // The same number of decodes at the start of a fresh session, for comparison.
+  auto fresh = model->session();
+  if (!fresh.is_ok()) return fail(fresh.status());
+  auto fresh_logits = fresh->prefill(std::span(input).first(1));
+  if (!fresh_logits.is_ok()) return fail(fresh_logits.status());
+  const auto fresh_start = Clock::now();
+  for (int i = 0; i < tokens; ++i) {
+    fresh_logits = fresh->decode(sampler.sample(fresh_logits.value(), fresh->position()));
+    if (!fresh_logits.is_ok()) return fail(fresh_logits.status());
+  }
+  const double fresh_seconds = seconds_since(fresh_start);
+
+  std::printf("text: ");
+  print_escaped(generated);
+  std::printf("decode: %d tokens at position %llu: %.1f tokens/s, %.3f ms/token (at position 1: %.3f ms/token)\n",
+              tokens, (unsigned long long)input.size(), tokens / decode_seconds, 1e3 * decode_seconds / tokens,
+              1e3 * fresh_seconds / tokens);
+  std::printf("peak device memory overall: %s\n", human_bytes(ctx->memory_stats().peak_used_bytes).c_str());
+  return 0;
+}

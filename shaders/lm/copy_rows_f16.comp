@@ -1,0 +1,5 @@
+// copy_rows, f16 storage; the kernel is in copy_rows.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "copy_rows.glsl"

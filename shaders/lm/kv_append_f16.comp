@@ -1,0 +1,5 @@
+// kv_append, f16 storage; the kernel is in kv_append.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "kv_append.glsl"

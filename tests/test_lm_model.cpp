@@ -1,0 +1,251 @@
+// The TransNormer model on the device against the CPU reference (engine/ref/transnormer.hpp):
+// prefill logits, decoding after a prefill at every position, segment boundaries, f16 weights,
+// the softmax baseline, state save/restore, bounded memory and bad input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "rill/lm.hpp"
+#include "transnormer.hpp"
+
+using rill::lm::LayerKind;
+using rill::lm::ModelConfig;
+
+namespace {
+
+ModelConfig tiny(std::vector<LayerKind> kinds) {
+  ModelConfig c;
+  c.vocab = 37;  // not a power of two
+  c.width = 24;
+  c.heads = 3;
+  c.ffn_width = 40;
+  c.layers = uint32_t(kinds.size());
+  c.layer_kinds = std::move(kinds);
+  c.block = 8;
+  c.chunk = 4;
+  REQUIRE(c.validate().is_ok());
+  return c;
+}
+
+std::vector<uint32_t> tokens_of(size_t n, uint32_t vocab, uint32_t salt = 0) {
+  std::vector<uint32_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = uint32_t((i * 7919 + salt * 31 + (i * i) % 13) % vocab);
+  return t;
+}
+
+std::vector<float> reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens) {
+  return rill::ref::transnormer_logits(w.config(), [&](const std::string& name) { return w.floats(name).value(); },
+                                       tokens);
+}
+
+// Logits agree when every entry is within tol of the reference, relative to the row's scale.
+void check_row(std::span<const float> got, const std::vector<float>& ref, size_t row, size_t vocab, double tol,
+               const std::string& what) {
+  REQUIRE(got.size() == vocab);
+  double scale = 1.0, worst = 0.0;
+  for (size_t v = 0; v < vocab; ++v) scale = std::max(scale, double(std::fabs(ref[row * vocab + v])));
+  for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(double(got[v]) - ref[row * vocab + v]) / scale);
+  INFO(what << " row " << row << ": worst relative error " << worst);
+  CHECK(worst <= tol);
+}
+
+rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill::lm::ModelOptions o = {}) {
+  auto m = rill::lm::Model::create(ctx, w, o);
+  INFO(m.status().to_string());
+  REQUIRE(m.is_ok());
+  return std::move(m).value();
+}
+
+}  // namespace
+
+GPU_TEST_CASE("lm prefill equals the CPU reference over odd lengths and segment boundaries", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm}), 11).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 16});
+  for (size_t n : {1, 7, 8, 17, 37}) {
+    const auto tokens = tokens_of(n, w.config().vocab);
+    const auto ref = reference(w, tokens);
+    auto s = model.session().value();
+    auto logits = s.prefill(tokens);
+    INFO(logits.status().to_string());
+    REQUIRE(logits.is_ok());
+    check_row(*logits, ref, n - 1, w.config().vocab, 2e-4, "prefill n=" + std::to_string(n));
+    CHECK(s.position() == n);
+  }
+}
+
+GPU_TEST_CASE("lm decoding after a prefill equals the full forward at every position", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm});
+  c.decay = {0.9f, 1.0f, 0.75f};
+  c.feature_map = rill::ops::FeatureMap::kRelu;
+  const auto w = rill::lm::Weights::random(c, 5).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 8});
+  const size_t n = 29, prompt = 11;  // the prompt ends mid-block; decoding crosses block boundaries
+  const auto tokens = tokens_of(n, c.vocab, 3);
+  const auto ref = reference(w, tokens);
+  auto s = model.session().value();
+  auto logits = s.prefill(std::span(tokens).first(prompt));
+  REQUIRE(logits.is_ok());
+  check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
+  for (size_t t = prompt; t < n; ++t) {
+    auto step = s.decode(tokens[t]);
+    REQUIRE(step.is_ok());
+    check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+  }
+  // A second prefill continues from a position inside a block.
+  auto s2 = model.session().value();
+  REQUIRE(s2.prefill(std::span(tokens).first(5)).is_ok());
+  auto rest = s2.prefill(std::span(tokens).subspan(5));
+  REQUIRE(rest.is_ok());
+  check_row(*rest, ref, n - 1, c.vocab, 2e-4, "prefill in two calls");
+}
+
+GPU_TEST_CASE("lm variants: tied embeddings, SRMSNorm, identity feature map, sigmoid GLU", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kNorm});
+  c.tie_embeddings = true;
+  c.norm = rill::lm::NormKind::kSimpleRmsNorm;
+  c.feature_map = rill::ops::FeatureMap::kIdentity;
+  c.glu_activation = rill::ops::GluActivation::kSigmoid;
+  const auto w = rill::lm::Weights::random(c, 9).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 8});
+  const auto tokens = tokens_of(21, c.vocab, 1);
+  const auto ref = reference(w, tokens);
+  auto s = model.session().value();
+  auto logits = s.prefill(std::span(tokens).first(20));
+  REQUIRE(logits.is_ok());
+  check_row(*logits, ref, 19, c.vocab, 2e-4, "prefill");
+  auto step = s.decode(tokens[20]);
+  REQUIRE(step.is_ok());
+  check_row(*step, ref, 20, c.vocab, 2e-4, "decode");
+}
+
+GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  REQUIRE(ctx.device().caps.storage_buffer_16bit);  // like the f16 op tests: rill needs it for f16
+  const auto w32 = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 3).value();
+  // Round the weights to f16 through a saved file, so the reference sees what the device holds.
+  const std::string cfg = rill_test::temp_path("lm-f16.json"), file = rill_test::temp_path("lm-f16.safetensors");
+  REQUIRE(w32.save(cfg, file, rill::TensorDType::kF16).is_ok());
+  const auto w16 = rill::lm::Weights::load(cfg, file).value();
+  auto model = make_model(ctx, w16, {.precision = rill::lm::Precision::kF16, .prefill_segment = 8});
+  const auto tokens = tokens_of(19, w16.config().vocab, 2);
+  const auto ref = reference(w16, tokens);
+  auto s = model.session().value();
+  auto logits = s.prefill(std::span(tokens).first(18));
+  REQUIRE(logits.is_ok());
+  // f16 activations (11-bit significands) through two layers: declared tolerance 2e-2 of the scale.
+  check_row(*logits, ref, 17, w16.config().vocab, 2e-2, "f16 prefill");
+  auto step = s.decode(tokens[18]);
+  REQUIRE(step.is_ok());
+  check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
+}
+
+GPU_TEST_CASE("lm softmax baseline equals the reference and refuses positions past its capacity", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kSoftmax, LayerKind::kNorm}), 4).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 8, .softmax_capacity = 24});
+  const auto tokens = tokens_of(24, w.config().vocab, 5);
+  const auto ref = reference(w, tokens);
+  auto s = model.session().value();
+  auto logits = s.prefill(std::span(tokens).first(19));
+  REQUIRE(logits.is_ok());
+  check_row(*logits, ref, 18, w.config().vocab, 2e-4, "prefill");
+  for (size_t t = 19; t < 24; ++t) {
+    auto step = s.decode(tokens[t]);
+    REQUIRE(step.is_ok());
+    check_row(*step, ref, t, w.config().vocab, 2e-4, "decode");
+  }
+  auto full = s.decode(0);
+  CHECK(full.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(full.status().message().find("softmax_capacity") != std::string::npos);
+}
+
+GPU_TEST_CASE("lm state save and restore resumes bit-identically", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 8});
+  const auto tokens = tokens_of(30, w.config().vocab, 6);
+  auto a = model.session().value();
+  REQUIRE(a.prefill(std::span(tokens).first(13)).is_ok());
+  const std::string path = rill_test::temp_path("lm-state.safetensors");
+  REQUIRE(a.save_state(path).is_ok());
+  std::vector<std::vector<float>> expected;
+  for (size_t t = 13; t < 30; ++t) expected.push_back(a.decode(tokens[t]).value());
+
+  auto b = model.session().value();
+  REQUIRE(b.prefill(std::span(tokens).first(3)).is_ok());  // some other conversation first
+  REQUIRE(b.restore_state(path).is_ok());
+  CHECK(b.position() == 13);
+  for (size_t t = 13; t < 30; ++t) {
+    const auto got = b.decode(tokens[t]).value();
+    CHECK(std::memcmp(got.data(), expected[t - 13].data(), got.size() * sizeof(float)) == 0);
+  }
+  // reset() is a fresh conversation.
+  REQUIRE(b.reset().is_ok());
+  CHECK(b.position() == 0);
+  auto fresh = model.session().value();
+  CHECK(b.prefill(std::span(tokens).first(9)).value() == fresh.prefill(std::span(tokens).first(9)).value());
+}
+
+GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session unchanged", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  const auto other = rill::lm::Weights::random(tiny({LayerKind::kNorm, LayerKind::kNorm}), 8).value();
+  auto model = make_model(ctx, w);
+  auto other_model = make_model(ctx, other);
+  auto s = model.session().value();
+  const auto tokens = tokens_of(12, w.config().vocab);
+  REQUIRE(s.prefill(tokens).is_ok());
+  const auto good = s.serialize_state().value();
+
+  auto o = other_model.session().value();
+  const auto foreign = o.deserialize_state(good);
+  CHECK(foreign.code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(foreign.message().find("config") != std::string::npos);
+
+  auto t = model.session().value();
+  REQUIRE(t.prefill(std::span(tokens).first(4)).is_ok());
+  std::vector<uint8_t> truncated(good.begin(), good.begin() + good.size() / 2);
+  CHECK(t.deserialize_state(truncated).code() == rill::StatusCode::kDataLoss);
+  std::vector<uint8_t> flipped = good;
+  flipped[4] ^= 0x40;  // header length
+  CHECK_FALSE(t.deserialize_state(flipped).is_ok());
+  CHECK(t.position() == 4);
+  CHECK(t.restore_state(rill_test::temp_path("no-such-state")).code() == rill::StatusCode::kNotFound);
+}
+
+GPU_TEST_CASE("lm rejects bad tokens and options with clear errors", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 1).value();
+  auto model = make_model(ctx, w);
+  auto s = model.session().value();
+  CHECK(s.prefill({}).status().code() == rill::StatusCode::kInvalidArgument);
+  const std::vector<uint32_t> bad = {1, 2, 37};
+  const auto r = s.prefill(bad);
+  CHECK(r.status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(r.status().message().find("token 2 is 37") != std::string::npos);
+  CHECK(s.decode(99).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.position() == 0);
+  CHECK(rill::lm::Model::create(ctx, w, {.prefill_segment = 0}).status().code() == rill::StatusCode::kInvalidArgument);
+}
+
+GPU_TEST_CASE("lm prefill memory does not grow with the prompt", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 2).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 16});
+  auto peak_after = [&](size_t n) {
+    auto s = model.session().value();
+    REQUIRE(s.prefill(tokens_of(n, w.config().vocab)).is_ok());
+    return ctx.memory_stats().peak_used_bytes;
+  };
+  const uint64_t four_segments = peak_after(64);
+  const uint64_t sixteen_segments = peak_after(256);
+  CHECK(sixteen_segments == four_segments);
+}

@@ -1,0 +1,168 @@
+// `rill bench --op lm`: TransNormer prefill time and peak device memory against the prompt length,
+// and decode ms/token against the position, next to a softmax-attention model of equal size
+// (every attention layer full causal softmax attention with a growing key/value cache).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_ops.hpp"
+#include "commands.hpp"
+#include "rill/lm.hpp"
+
+namespace rill_cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+bool report(const rill::Status& s, const char* what) {
+  if (s.is_ok()) return true;
+  std::fprintf(stderr, "rill bench lm %s: %s\n", what, s.to_string().c_str());
+  return false;
+}
+
+std::vector<uint32_t> prompt_of(uint64_t n, uint32_t vocab) {
+  std::vector<uint32_t> t(n);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (auto& v : t) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = uint32_t(x % vocab);
+  }
+  return t;
+}
+
+// Least-squares slope of log(time) against log(n).
+double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
+  if (points.size() < 2) return NAN;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [n, t] : points) {
+    const double x = std::log(n), y = std::log(t);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double k = double(points.size());
+  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
+}
+
+struct Measured {
+  double prefill_ms = NAN;
+  uint64_t peak_bytes = 0;
+  double decode_ms = NAN;
+};
+
+// Median ms per decoded token over `tokens` greedy steps from the session's position.
+rill::Result<double> time_decode(rill::lm::Session& s, std::vector<float> logits, int tokens) {
+  std::vector<double> ms;
+  for (int i = 0; i < tokens; ++i) {
+    const uint32_t next = uint32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto t0 = Clock::now();
+    RILL_ASSIGN_OR_RETURN(logits, s.decode(next));
+    ms.push_back(ms_since(t0));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// A session at position n without running the prompt: a saved state whose position says n (the
+// caches hold zeros). Decoding cost depends on the position, not on the cached values; this is how
+// the softmax baseline reaches positions its quadratic prefill cannot in a benchmark's time.
+rill::Status fast_forward(rill::lm::Session& s, uint64_t n) {
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, s.serialize_state());
+  RILL_ASSIGN_OR_RETURN(rill::SafetensorsFile file, rill::SafetensorsFile::from_bytes(std::move(bytes)));
+  rill::SafetensorsWriter w;
+  for (const auto& [k, v] : file.metadata()) RILL_RETURN_IF_ERROR(w.set_metadata(k, k == "position" ? std::to_string(n) : v));
+  for (const auto& e : file.entries()) RILL_RETURN_IF_ERROR(w.add(e.name, e.dtype, e.shape, file.bytes(e)));
+  return s.deserialize_state(w.serialize());
+}
+
+}  // namespace
+
+bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
+  const bool quick = args.quick;
+  rill::lm::ModelConfig config;  // width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
+  if (!args.lm_config.empty()) {
+    auto loaded = rill::lm::load_config(args.lm_config);
+    if (!report(loaded.status(), "config")) return false;
+    config = std::move(loaded).value();
+  }
+  if (!report(config.validate(), "config")) return false;
+  std::vector<uint64_t> lengths;
+  for (uint64_t n : {1024, 4096, 16384, 65536, 262144, 1048576})
+    if (n <= (quick ? 4096 : args.lm_max_tokens)) lengths.push_back(n);
+  if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "options");
+  const int decode_tokens = quick ? 4 : 16;
+  auto weights = rill::lm::Weights::random(config, 1);
+  if (!report(weights.status(), "weights")) return false;
+  auto model = rill::lm::Model::create(ctx, *weights);
+  if (!report(model.status(), "model")) return false;
+  const nlohmann::json model_shape = {{"width", config.width}, {"heads", config.heads}, {"layers", config.layers},
+                                      {"ffn_width", config.ffn_width}, {"vocab", config.vocab}, {"block", config.block},
+                                      {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
+                                      {"segment", model->options().prefill_segment}};
+  std::vector<std::pair<double, double>> fit;
+  for (uint64_t n : lengths) {
+    auto session = model->session();
+    if (!report(session.status(), "session")) return false;
+    const auto prompt = prompt_of(n, config.vocab);
+    ctx.reset_peak_memory();
+    const auto t0 = Clock::now();
+    auto logits = session->prefill(prompt);
+    const double prefill_ms = ms_since(t0);
+    if (!report(logits.status(), "prefill")) return false;
+    const uint64_t peak = ctx.memory_stats().peak_used_bytes;
+    auto decode = time_decode(*session, std::move(logits).value(), decode_tokens);
+    if (!report(decode.status(), "decode")) return false;
+    if (n >= 4096) fit.emplace_back(double(n), prefill_ms);
+    out.push_back({{"op", "lm_prefill"}, {"variant", "transnormer"}, {"shape", {{"tokens", n}, {"model", model_shape}}},
+                   {"median_ms", prefill_ms}, {"tokens_per_s", 1e3 * double(n) / prefill_ms},
+                   {"peak_device_bytes", peak}});
+    out.push_back({{"op", "lm_decode"}, {"variant", "transnormer"}, {"shape", {{"position", n}, {"model", model_shape}}},
+                   {"median_ms", *decode}, {"state_bytes", session->state_bytes()}});
+    std::fprintf(stderr, "lm transnormer: N %llu prefill %.0f ms (%.0f tok/s), peak %.1f MiB, decode %.2f ms/token\n",
+                 (unsigned long long)n, prefill_ms, 1e3 * double(n) / prefill_ms, double(peak) / (1 << 20), *decode);
+  }
+  out.push_back({{"op", "lm_prefill_fit"}, {"variant", "transnormer"}, {"shape", {{"from", 4096}, {"to", lengths.back()}}},
+                 {"time_exponent", fitted_exponent(fit)}});
+
+  // The softmax baseline: same widths, every attention layer full causal softmax attention.
+  rill::lm::ModelConfig soft = config;
+  soft.layer_kinds.assign(config.layers, rill::lm::LayerKind::kSoftmax);
+  auto soft_weights = rill::lm::Weights::random(soft, 1);
+  if (!report(soft_weights.status(), "softmax weights")) return false;
+  const uint64_t soft_prefill_max = quick ? 1024 : 4096;  // quadratic: longer prompts take minutes
+  for (uint64_t n : lengths) {
+    auto soft_model = rill::lm::Model::create(ctx, *soft_weights,
+                                              {.softmax_capacity = uint32_t(n + decode_tokens + 1)});
+    if (!report(soft_model.status(), "softmax model")) return false;
+    auto session = soft_model->session();
+    if (!report(session.status(), "softmax session")) return false;
+    std::vector<float> logits(config.vocab, 0.0f);
+    if (n <= soft_prefill_max) {
+      const auto prompt = prompt_of(n, config.vocab);
+      ctx.reset_peak_memory();
+      const auto t0 = Clock::now();
+      auto l = session->prefill(prompt);
+      const double prefill_ms = ms_since(t0);
+      if (!report(l.status(), "softmax prefill")) return false;
+      logits = std::move(l).value();
+      out.push_back({{"op", "lm_prefill"}, {"variant", "softmax_baseline"},
+                     {"shape", {{"tokens", n}, {"model", model_shape}}}, {"median_ms", prefill_ms},
+                     {"tokens_per_s", 1e3 * double(n) / prefill_ms},
+                     {"peak_device_bytes", ctx.memory_stats().peak_used_bytes}});
+    } else if (!report(fast_forward(*session, n), "softmax fast-forward")) {
+      return false;
+    }
+    auto decode = time_decode(*session, logits, decode_tokens);
+    if (!report(decode.status(), "softmax decode")) return false;
+    out.push_back({{"op", "lm_decode"}, {"variant", "softmax_baseline"}, {"shape", {{"position", n}, {"model", model_shape}}},
+                   {"median_ms", *decode}, {"state_bytes", session->state_bytes()},
+                   {"position_reached_by", n <= soft_prefill_max ? "prefill" : "restored state"}});
+    std::fprintf(stderr, "lm softmax baseline: position %llu decode %.2f ms/token, cache %.1f MiB\n",
+                 (unsigned long long)n, *decode, double(session->state_bytes()) / (1 << 20));
+  }
+  return true;
+}
+
+}  // namespace rill_cli

@@ -1,0 +1,233 @@
+// `rill generate`: a TransNormer language model continues a prompt on the device. The prompt runs
+// as one prefill (in bounded segments), then tokens are sampled and decoded one at a time, each at
+// the same cost whatever the position. The text goes to stdout as it is made (bytes; anything not
+// printable as \xNN); the timings and the peak device memory go to stderr (or all of it as JSON).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "rill/context.hpp"
+#include "rill/lm.hpp"
+
+namespace rill_cli {
+namespace {
+
+namespace lm = rill::lm;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// `count` per second, or 0 when nothing was timed.
+double rate(double count, double seconds) { return seconds > 0.0 ? count / seconds : 0.0; }
+
+rill::Result<std::string> read_prompt(const GenerateArgs& a) {
+  if (a.prompt) return *a.prompt;
+  if (a.prompt_file.empty()) return rill::invalid_argument("give --prompt TEXT or --prompt-file PATH");
+  const bool from_stdin = a.prompt_file == "-";
+  std::FILE* f = from_stdin ? stdin : std::fopen(a.prompt_file.c_str(), "rb");
+  if (f == nullptr) return rill::not_found("cannot open the prompt file '" + a.prompt_file + "'");
+  std::string text;
+  char buffer[1 << 16];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+  const bool failed = std::ferror(f) != 0;
+  if (!from_stdin) std::fclose(f);
+  if (failed) return rill::unavailable("reading the prompt file '" + a.prompt_file + "' failed");
+  return text;
+}
+
+rill::Result<lm::Weights> make_weights(const GenerateArgs& a) {
+  if (!a.random) return lm::Weights::load(a.config, a.weights);
+  lm::ModelConfig config;
+  if (!a.config.empty()) {
+    RILL_ASSIGN_OR_RETURN(config, lm::load_config(a.config));
+  } else {
+    RILL_RETURN_IF_ERROR(config.validate());
+  }
+  return lm::Weights::random(std::move(config), a.random_seed);
+}
+
+// Printable ASCII and newlines as they are, a backslash doubled, any other byte as \xNN, and a
+// token past the bytes as <N>.
+std::string escaped(uint32_t token) {
+  char buffer[16];
+  if (token > 255)
+    std::snprintf(buffer, sizeof buffer, "<%u>", token);
+  else if (token == '\\')
+    return "\\\\";
+  else if (token == '\n' || (token >= 0x20 && token < 0x7f))
+    return std::string(1, char(token));
+  else
+    std::snprintf(buffer, sizeof buffer, "\\x%02X", token);
+  return buffer;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buffer;
+}
+
+// A progress bar for long prefills, on a terminal only (like train-icl).
+void prefill_progress(uint64_t done, uint64_t total, Clock::time_point t0) {
+  if (!isatty(STDERR_FILENO)) return;
+  const int width = 30, filled = int(width * double(done) / double(std::max<uint64_t>(total, 1)));
+  const double s = seconds_since(t0);
+  std::fprintf(stderr, "\rprefill [%s%s] %llu/%llu positions  %.1f s  %.0f tokens/s",
+               std::string(size_t(filled), '#').c_str(), std::string(size_t(width - filled), '.').c_str(),
+               (unsigned long long)done, (unsigned long long)total, s, rate(double(done), s));
+  if (done == total) std::fprintf(stderr, "\r%*s\r", 90, "");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
+  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a TransNormer language model (byte tokens)");
+  auto* config = cmd->add_option("--config", a.config, "Model config (JSON)");
+  auto* weights = cmd->add_option("--weights", a.weights, "Model weights (safetensors; needs --config)");
+  auto* random =
+      cmd->add_flag("--random", a.random, "Random weights of the --config shape (default: the default config)");
+  weights->needs(config);
+  random->excludes(weights);
+  cmd->add_option("--random-seed", a.random_seed, "Seed of the random weights");
+  auto* prompt = cmd->add_option("--prompt", a.prompt, "Prompt text (its bytes are the tokens)");
+  auto* prompt_file = cmd->add_option("--prompt-file", a.prompt_file, "Read the prompt from a file (-: stdin)");
+  prompt->excludes(prompt_file);
+  cmd->add_option("--tokens", a.tokens, "Tokens to generate")->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  cmd->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
+  cmd->add_option("--top-k", a.top_k, "Sample among the k most probable tokens (0: off)");
+  cmd->add_option("--top-p", a.top_p, "Sample among the most probable tokens holding this probability (1: off)");
+  cmd->add_option("--seed", a.seed, "Seed of the sampler (each draw depends on the seed and the position)");
+  cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
+  cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
+  cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
+  cmd->add_option("--load-state", a.load_state, "Start from a saved session state; the prompt continues it");
+  cmd->add_flag("--json", a.json, "Print a JSON summary (with the tokens) instead of the text");
+  return cmd;
+}
+
+int run_generate(const GenerateArgs& a) {
+  auto fail = [](const rill::Status& s) {
+    std::fprintf(stderr, "rill generate: %s\n", s.to_string().c_str());
+    return 1;
+  };
+  const lm::SamplerOptions sampler_options{
+      .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .seed = a.seed};
+  if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
+  if (!a.random && (a.config.empty() || a.weights.empty()))
+    return fail(rill::invalid_argument("give --config and --weights, or --random (with an optional --config)"));
+  auto prompt = read_prompt(a);
+  if (!prompt.is_ok()) return fail(prompt.status());
+  if (prompt->empty()) return fail(rill::invalid_argument("the prompt is empty (it needs at least one token)"));
+
+  auto ctx = rill::Context::create();
+  if (!ctx.is_ok()) return fail(ctx.status());
+  if (!a.json) std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
+
+  lm::ModelOptions model_options;
+  model_options.precision = a.f16 ? lm::Precision::kF16 : lm::Precision::kF32;
+  if (a.segment != 0) model_options.prefill_segment = a.segment;
+  const auto load_start = Clock::now();
+  auto model = [&]() -> rill::Result<lm::Model> {  // the host weights are freed once uploaded
+    auto weights = make_weights(a);
+    if (!weights.is_ok()) return weights.status();
+    return lm::Model::create(ctx.value(), weights.value(), model_options);
+  }();
+  if (!model.is_ok()) return fail(model.status());
+  auto session = model->session();
+  if (!session.is_ok()) return fail(session.status());
+  if (!a.load_state.empty()) {
+    if (auto s = session->restore_state(a.load_state); !s.is_ok()) return fail(s);
+  }
+  const double load_seconds = seconds_since(load_start);
+  const lm::ModelConfig& config = model->config();
+  if (!a.json)
+    std::fprintf(stderr, "model: vocab %u, width %u, heads %u, layers %u, %s, weights %s, state %s; ready in %.2f s\n",
+                 config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
+                 human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
+
+  // The prompt: its bytes are the tokens.
+  std::vector<uint32_t> prompt_tokens(prompt->begin(), prompt->end());
+  for (uint32_t& t : prompt_tokens) t &= 0xFFu;  // char may be signed
+  const uint64_t start_position = session->position();
+  const auto prefill_start = Clock::now();
+  auto logits = session->prefill(prompt_tokens,
+                                 [&](uint64_t done, uint64_t total) { prefill_progress(done, total, prefill_start); });
+  const double prefill_seconds = seconds_since(prefill_start);
+  if (!logits.is_ok()) return fail(logits.status());
+
+  // Generation: each draw is keyed by the position, so a restored session continues identically.
+  const lm::Sampler sampler(sampler_options);
+  std::vector<uint32_t> generated;
+  std::string text;
+  const auto decode_start = Clock::now();
+  for (int64_t i = 0; i < a.tokens; ++i) {
+    const uint32_t token = sampler.sample(logits.value(), session->position());
+    generated.push_back(token);
+    text += escaped(token);
+    if (!a.json) {
+      std::fputs(escaped(token).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    logits = session->decode(token);
+    if (!logits.is_ok()) return fail(logits.status());
+  }
+  const double decode_seconds = seconds_since(decode_start);
+  if (!a.json) {
+    std::printf("\n");
+    std::fflush(stdout);  // the text before the summary on stderr, also when both go to one pipe
+  }
+
+  if (!a.save_state.empty()) {
+    if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
+  }
+  const uint64_t peak = ctx->memory_stats().peak_used_bytes;
+  const double n_prompt = double(prompt_tokens.size()), n_generated = double(generated.size());
+
+  if (a.json) {
+    const nlohmann::ordered_json j = {
+        // insertion order: the summary reads top to bottom
+        {"device", ctx->device().name},
+        {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
+        {"precision", a.f16 ? "f16" : "f32"},
+        {"weight_bytes", model->weight_bytes()},
+        {"state_bytes", session->state_bytes()},
+        {"load_seconds", load_seconds},
+        {"start_position", start_position},
+        {"prompt_tokens", prompt_tokens.size()},
+        {"prefill_seconds", prefill_seconds},
+        {"prefill_tokens_per_second", rate(n_prompt, prefill_seconds)},
+        {"generated_tokens", generated.size()},
+        {"decode_seconds", decode_seconds},
+        {"decode_tokens_per_second", rate(n_generated, decode_seconds)},
+        {"decode_ms_per_token", generated.empty() ? 0.0 : 1e3 * decode_seconds / n_generated},
+        {"position", session->position()},
+        {"peak_device_bytes", peak},
+        {"tokens", generated},
+        {"text", text}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::fprintf(stderr,
+                 "prompt %zu tokens, prefill %.3f s (%.0f tokens/s); decode %zu tokens, %.1f tokens/s (%.2f ms/token); "
+                 "position %llu; peak device memory %s\n",
+                 prompt_tokens.size(), prefill_seconds, rate(n_prompt, prefill_seconds), generated.size(),
+                 rate(n_generated, decode_seconds), generated.empty() ? 0.0 : 1e3 * decode_seconds / n_generated,
+                 (unsigned long long)session->position(), human_bytes(peak).c_str());
+    if (!a.save_state.empty()) std::fprintf(stderr, "state: %s\n", a.save_state.c_str());
+  }
+  return 0;
+}
+
+}  // namespace rill_cli
