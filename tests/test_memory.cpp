@@ -108,3 +108,34 @@ GPU_TEST_CASE("binding a tensor larger than maxStorageBufferRange is refused", "
   CHECK(s.code() == rill::StatusCode::kOutOfRange);
   CHECK(s.message().find("maxStorageBufferRange") != std::string::npos);
 }
+
+GPU_TEST_CASE("reshaped views share memory, keep it alive and order GPU work through either", "[memory][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto t = ctx.tensor(rill::DType::kF32, {2, 3, 4}, "base");
+  REQUIRE(t.is_ok());
+  CHECK(t->reshaped({4, 5}).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(t->reshaped({0, 24}).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(rill::Tensor().reshaped({1}).status().code() == rill::StatusCode::kInvalidArgument);
+  auto view = t->reshaped({6, 4});
+  REQUIRE(view.is_ok());
+  CHECK(view->shape() == std::vector<int64_t>{6, 4});
+  CHECK(placement(*view).block == placement(*t).block);
+  CHECK(placement(*view).offset == placement(*t).offset);
+  // A GPU write through the view, then a read through the base: the recorder orders them.
+  auto seq = ctx.sequence();
+  REQUIRE(seq.is_ok());
+  REQUIRE(seq->dispatch(rill_test::fill_dispatch(*view, 24, 3.5f)).is_ok());
+  auto id = seq->download(*t);
+  REQUIRE(id.is_ok());
+  REQUIRE(seq->run().is_ok());
+  auto written = seq->read_floats(*id);
+  REQUIRE(written.is_ok());
+  for (float v : *written) CHECK(v == 3.5f);
+  // The base goes first; the view keeps the memory until it goes too.
+  const uint64_t used = ctx.memory_stats().used_bytes;
+  *t = rill::Tensor();
+  CHECK(ctx.memory_stats().used_bytes == used);
+  auto back = ctx.download_floats(*view);
+  REQUIRE(back.is_ok());
+  CHECK(back->at(23) == 3.5f);
+}

@@ -45,6 +45,16 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit)
     return unimplemented("lm model: f16 precision needs 16-bit storage, which " + ctx.device().name + " lacks");
 
+  if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
+    // A softmax layer's cache is one tensor per layer: it must fit one storage-buffer binding.
+    const uint64_t cache_bytes = uint64_t(config.heads) * options.softmax_capacity * config.head_dim() *
+                                 (impl->dtype == DType::kF16 ? 2 : 4);
+    const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
+    if (limit > 0 && cache_bytes > limit)
+      return out_of_range("lm model: a softmax layer's key cache for " + std::to_string(options.softmax_capacity) +
+                          " positions takes " + std::to_string(cache_bytes) + " bytes, more than " + ctx.device().name +
+                          " binds at once (" + std::to_string(limit) + ")");
+  }
   const int64_t V = config.vocab, D = config.width, H = config.heads, Dh = config.head_dim(), F = config.ffn_width;
   const DType dt = impl->dtype;
   auto& w = impl->tensors;
