@@ -43,20 +43,23 @@ void run_case(rill::Context& ctx, const Case& c, DType dtype, uint32_t seed, flo
 }  // namespace
 
 GPU_TEST_CASE("block attention matches the reference over odd shapes", "[block-attention][gpu]") {
-  auto ctx = rill_test::make_context();
   const Case cases[] = {{1, 1, 1, 1, 1, 64, true},      {1, 2, 7, 16, 17, 64, true},  {2, 1, 65, 8, 8, 64, false},
                         {1, 3, 130, 33, 5, 16, true},   {1, 1, 63, 64, 64, 7, false}, {1, 1, 200, 128, 128, 64, true},
-                        {2, 2, 100, 12, 24, 1, true}};
-  uint32_t seed = 1;
-  for (DType dtype : {DType::kF32, DType::kF16})
-    for (const Case& c : cases) run_case(ctx, c, dtype, seed += 10);
+                        {2, 2, 100, 12, 24, 1, true},   {1, 2, 45, 9, 3, 12, true},   {1, 1, 29, 5, 7, 13, false}};
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    uint32_t seed = 1;
+    for (DType dtype : {DType::kF32, DType::kF16})
+      for (const Case& c : cases) run_case(ctx, c, dtype, seed += 10);
+  }
 }
 
 GPU_TEST_CASE("block attention stays finite with logits of 1e4", "[block-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  // q scaled so that q.k / sqrt(Dk) reaches ~1e4: a naive exp would overflow.
-  run_case(ctx, {1, 2, 70, 16, 8, 64, true}, DType::kF32, 5, 4e4f);
-  run_case(ctx, {1, 1, 33, 4, 4, 16, false}, DType::kF32, 6, 2e4f);
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    // q scaled so that q.k / sqrt(Dk) reaches ~1e4: a naive exp would overflow.
+    run_case(ctx, {1, 2, 70, 16, 8, 64, true}, DType::kF32, 5, 4e4f);
+    run_case(ctx, {1, 1, 33, 4, 4, 16, false}, DType::kF32, 6, 2e4f);
+  }
 }
 
 GPU_TEST_CASE("block attention rejects bad shapes and options", "[block-attention][gpu]") {

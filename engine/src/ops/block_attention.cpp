@@ -66,13 +66,27 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   // Pairs (t, s) per block: B(B+1)/2 causal, B^2 otherwise; each costs Dk + Dv FMAs (2 FLOPs).
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
-  return seq.dispatch({.kernel = "block_attention/block_attention_fwd_" + suffix,
-                       .bindings = {&q, &k, &v, &o, &lse},
-                       .push = push_bytes(push),
-                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
-                       .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal)},
-                       .flops = 2 * bh * pairs * (dk + dv),
-                       .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)});
+  const std::string kernel = "block_attention/block_attention_fwd_" + suffix;  // outlives d (a view)
+  Dispatch d{.kernel = kernel,
+             .bindings = {&q, &k, &v, &o, &lse},
+             .push = push_bytes(push),
+             .groups = {uint32_t(blocks), uint32_t(bh), 1},
+             .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal)},
+             .flops = 2 * bh * pairs * (dk + dv),
+             .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)};
+  // CPU drivers: the register kernel (head dimensions as specialization constants, keys and values
+  // spread over a subgroup's lanes and shuffled), one workgroup = one subgroup per SG rows.
+  const uint32_t sg = seq.device().caps.subgroup_size;
+  // A kernel of its own rather than a variant: its specialization constants differ.
+  const std::string cpu_kernel = "block_attention/block_attention_fwd_cpu_" + suffix;
+  if (seq.kernel_preference() == "cpu" && sg >= 4 && sg <= seq.device().caps.max_workgroup_invocations) {
+    d.kernel = cpu_kernel;
+    d.groups[2] = (opt.block + sg - 1) / sg;
+    d.spec.push_back(spec_uint("DK", uint32_t(dk)));
+    d.spec.push_back(spec_uint("DV", uint32_t(dv)));
+    d.spec.push_back(spec_uint("SG", sg));
+  }
+  return seq.dispatch(d);
 }
 
 Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,

@@ -1,0 +1,5 @@
+// block_attention_fwd, f16 storage (CPU drivers); the kernel is in block_attention_fwd_cpu.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "block_attention_fwd_cpu.glsl"

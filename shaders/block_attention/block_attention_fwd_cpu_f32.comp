@@ -1,0 +1,4 @@
+// block_attention_fwd, f32 storage (CPU drivers); the kernel is in block_attention_fwd_cpu.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "block_attention_fwd_cpu.glsl"
