@@ -31,42 +31,51 @@ Inputs make_inputs(const Case& c, DType dtype, uint32_t seed) {
 }  // namespace
 
 GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  const Case cases[] = {
-      {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},   {1, 1, 7, 16, 17, FeatureMap::kIdentity, false, 64, 0},
-      {2, 3, 65, 8, 8, FeatureMap::kIdentity, true, 64, 0},   {1, 2, 130, 33, 5, FeatureMap::kElu1, false, 16, 3},
-      {1, 1, 200, 16, 64, FeatureMap::kRelu, true, 7, 2},     {2, 1, 64, 64, 64, FeatureMap::kElu1, true, 64, 1},
-      {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},  {1, 1, 1000, 16, 8, FeatureMap::kElu1, true, 64, 0},
-      {1, 1, 65, 128, 128, FeatureMap::kIdentity, false, 64, 0},
-  };
-  uint32_t seed = 10;
-  for (DType dtype : {DType::kF32, DType::kF16}) {
-    for (const Case& c : cases) {
-      seed += 10;
-      INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
-                << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
-                << " f16 " << (dtype == DType::kF16) << " seed " << seed);
-      const Inputs in = make_inputs(c, dtype, seed);
-      std::vector<float> o_ref, s_ref;
-      rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                          rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
-      auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
-      auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
-      auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
-      auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
-      auto naive = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "naive");
-      auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
-      rill::Tensor decay;
-      if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
-      const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature, .decay = c.decay ? &decay : nullptr,
-                                                  .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch};
-      auto seq = ctx.sequence();
-      REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
-      REQUIRE(rill::ops::linear_attention_naive(*seq, q, k, v, naive, opt).is_ok());
-      REQUIRE(seq->run().is_ok());
-      require_la_close(rill_test::read(ctx, o), o_ref, dtype, "chunked o");
-      require_la_close(rill_test::read(ctx, naive), o_ref, dtype, "naive o");
-      require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+  // Both families: the chunked kernel (gpu) and the register scan CPU drivers run (cpu).
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    const Case cases[] = {
+        {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+        {1, 1, 7, 16, 17, FeatureMap::kIdentity, false, 64, 0},
+        {2, 3, 65, 8, 8, FeatureMap::kIdentity, true, 64, 0},
+        {1, 2, 130, 33, 5, FeatureMap::kElu1, false, 16, 3},
+        {1, 1, 200, 16, 64, FeatureMap::kRelu, true, 7, 2},
+        {2, 1, 64, 64, 64, FeatureMap::kElu1, true, 64, 1},
+        {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},
+        {1, 1, 1000, 16, 8, FeatureMap::kElu1, true, 64, 0},
+        {1, 1, 65, 128, 128, FeatureMap::kIdentity, false, 64, 0},
+    };
+    uint32_t seed = 10;
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Case& c : cases) {
+        seed += 10;
+        INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
+                  << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
+                  << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+        const Inputs in = make_inputs(c, dtype, seed);
+        std::vector<float> o_ref, s_ref;
+        rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                            rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
+        auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
+        auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
+        auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
+        auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
+        auto naive = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "naive");
+        auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
+        rill::Tensor decay;
+        if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
+        const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature,
+                                                    .decay = c.decay ? &decay : nullptr,
+                                                    .chunk = c.chunk,
+                                                    .chunks_per_dispatch = c.per_dispatch};
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
+        REQUIRE(rill::ops::linear_attention_naive(*seq, q, k, v, naive, opt).is_ok());
+        REQUIRE(seq->run().is_ok());
+        require_la_close(rill_test::read(ctx, o), o_ref, dtype, "chunked o");
+        require_la_close(rill_test::read(ctx, naive), o_ref, dtype, "naive o");
+        require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+      }
     }
   }
 }
@@ -116,36 +125,39 @@ GPU_TEST_CASE("prefill then decoding steps equal the full forward at every posit
 }
 
 GPU_TEST_CASE("a forward continued from a saved state equals one over the whole sequence", "[linear-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  const Case c{1, 2, 90, 8, 8, FeatureMap::kIdentity, true, 16, 0};
-  const Inputs in = make_inputs(c, DType::kF32, 7);
-  std::vector<float> o_ref, s_ref;
-  rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                      rill::ref::FeatureMap::kIdentity, true, {}, o_ref, s_ref);
-  // Second half computed by the reference from the state the first half left.
-  const int64_t half = 37;
-  auto part = [&](const std::vector<float>& x, int64_t d, int64_t t0, int64_t t1) {
-    std::vector<float> out;
-    for (int64_t bh = 0; bh < c.heads; ++bh) out.insert(out.end(), x.begin() + (bh * c.n + t0) * d, x.begin() + (bh * c.n + t1) * d);
-    return out;
-  };
-  auto decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay);
-  auto state = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, c.dk, c.dv});
-  auto seq = ctx.sequence();
-  std::vector<rill::Tensor> keep;
-  for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, half}, {half, c.n}}) {
-    auto q = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.q, c.dk, t0, t1));
-    auto k = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.k, c.dk, t0, t1));
-    auto v = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv}, part(in.v, c.dv, t0, t1));
-    auto o = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv});
-    REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
-                                                {.decay = &decay, .chunk = c.chunk, .continue_state = t0 > 0})
-                .is_ok());
-    REQUIRE(seq->run().is_ok());
-    seq = ctx.sequence();
-    require_la_close(rill_test::read(ctx, o), part(o_ref, c.dv, t0, t1), DType::kF32, "o of the part");
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    const Case c{1, 2, 90, 8, 8, FeatureMap::kIdentity, true, 16, 0};
+    const Inputs in = make_inputs(c, DType::kF32, 7);
+    std::vector<float> o_ref, s_ref;
+    rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                        rill::ref::FeatureMap::kIdentity, true, {}, o_ref, s_ref);
+    // Second half computed by the reference from the state the first half left.
+    const int64_t half = 37;
+    auto part = [&](const std::vector<float>& x, int64_t d, int64_t t0, int64_t t1) {
+      std::vector<float> out;
+      for (int64_t bh = 0; bh < c.heads; ++bh)
+        out.insert(out.end(), x.begin() + (bh * c.n + t0) * d, x.begin() + (bh * c.n + t1) * d);
+      return out;
+    };
+    auto decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay);
+    auto state = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, c.dk, c.dv});
+    auto seq = ctx.sequence();
+    std::vector<rill::Tensor> keep;
+    for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, half}, {half, c.n}}) {
+      auto q = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.q, c.dk, t0, t1));
+      auto k = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dk}, part(in.k, c.dk, t0, t1));
+      auto v = rill_test::tensor_from(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv}, part(in.v, c.dv, t0, t1));
+      auto o = rill_test::empty_tensor(ctx, DType::kF32, {1, c.heads, t1 - t0, c.dv});
+      REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
+                                                  {.decay = &decay, .chunk = c.chunk, .continue_state = t0 > 0})
+                  .is_ok());
+      REQUIRE(seq->run().is_ok());
+      seq = ctx.sequence();
+      require_la_close(rill_test::read(ctx, o), part(o_ref, c.dv, t0, t1), DType::kF32, "o of the part");
+    }
+    require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
   }
-  require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
 }
 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
@@ -162,9 +174,9 @@ GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-atte
     auto o = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dv});
     auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
     auto seq = ctx.sequence();
-    REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
-                                                {.causal = false, .feature_map = c.feature, .chunk = c.chunk,
-                                                 .chunks_per_dispatch = c.per_dispatch})
+    REQUIRE(rill::ops::linear_attention_forward(
+                *seq, q, k, v, o, state,
+                {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
                 .is_ok());
     REQUIRE(seq->run().is_ok());
     require_la_close(rill_test::read(ctx, o), o_ref, DType::kF32, "o");
@@ -187,7 +199,8 @@ GPU_TEST_CASE("linear attention rejects bad shapes and options", "[linear-attent
   CHECK(ops::linear_attention_forward(*seq, q, q, v_short, v_short, state).code() == StatusCode::kInvalidArgument);
   CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state_wrong).code() == StatusCode::kInvalidArgument);
   CHECK(ops::linear_attention_forward(*seq, flat, flat, v, v, state).code() == StatusCode::kInvalidArgument);
-  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.decay = &decay}).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.decay = &decay}).code() ==
+        StatusCode::kInvalidArgument);
   CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.chunk = 0}).code() == StatusCode::kInvalidArgument);
   CHECK(ops::linear_attention_forward(*seq, q, q, v, v, state, {.chunk = 65}).code() == StatusCode::kInvalidArgument);
   CHECK(ops::linear_attention_step(*seq, q, q, v, v, state).code() == StatusCode::kInvalidArgument);  // N = 10

@@ -93,16 +93,24 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
   return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
-// Causal linear attention, H = 4, D = 64: chunked (C = 64), naive quadratic and recurrent (the scan
-// one position at a time, i.e. chunks of 1). Sequences longer than one segment run as segments that
-// continue the state, as a long prefill does, so memory stays bounded.
-bool bench_linear_attention(rill::Context& ctx, bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+// Causal linear attention, H = 4, D = 64: chunked (C = 64, the gpu family's kernel), the register scan
+// (what CPU drivers run), naive quadratic, and recurrent (the chunked kernel one position at a time,
+// i.e. chunks of 1). Sequences longer than one segment run as segments that continue the state, as
+// a long prefill does, so memory stays bounded.
+bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+  rill::ContextOptions gpu_options, cpu_options;
+  gpu_options.kernel_variant = "gpu";
+  cpu_options.kernel_variant = "cpu";
+  auto gpu_ctx = rill::Context::create(gpu_options);
+  auto cpu_ctx = rill::Context::create(cpu_options);
+  if (!report(gpu_ctx.status(), "linear_attention") || !report(cpu_ctx.status(), "linear_attention")) return false;
   const int64_t heads = 4, d = 64, segment = 65536;
   const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024, 4096, 16384}
                                              : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144};
   const double budget_ms = quick ? 5e3 : 60e3;  // skip a form whose next length would take longer
   std::map<std::string, std::vector<std::pair<double, double>>> curves;
-  for (const char* form : {"chunked", "recurrent", "naive"}) {
+  for (const char* form : {"chunked", "scan", "recurrent", "naive"}) {
+    rill::Context& ctx = std::string(form) == "scan" ? cpu_ctx.value() : gpu_ctx.value();
     double last_ms = 0.0;
     int64_t last_n = 0;
     const double growth = std::string(form) == "naive" ? 2.0 : 1.0;  // predicted time exponent
@@ -215,7 +223,7 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
   if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
-  if (wants("linear_attention") && !bench_linear_attention(ctx, quick, peaks, records)) return false;
+  if (wants("linear_attention") && !bench_linear_attention(quick, peaks, records)) return false;
   if (wants("block_attention") && !bench_block_attention(ctx, quick, peaks, records)) return false;
   return true;
 }

@@ -77,11 +77,45 @@ std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
 
 namespace {
 
+// CPU drivers run the causal forward as a scan with the state in registers (la_scan_cpu.glsl says
+// why); it needs subgroup shuffles, which CPU drivers have, and Dk <= 128 (registers).
+bool use_register_scan(const Sequence& seq, const Dims& d) {
+  return seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4 && d.dk <= 128;
+}
+
+Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt) {
+  const uint32_t sg = seq.device().caps.subgroup_size, cj = d.dk <= 64 ? 4 : 2;
+  const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
+  // Positions per dispatch: bounded by the driver's loop budget (chunks_per_dispatch, when given,
+  // sets it in whole chunks, as for the chunked kernel).
+  const uint64_t wanted = opt.chunks_per_dispatch != 0 ? uint64_t(opt.chunks_per_dispatch) * opt.chunk : 16384;
+  const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(wanted, detail::loop_budget(seq) - 64));
+  const std::string kernel = "linear_attention/la_scan_cpu_" + suffix;
+  for (uint64_t first = 0; first < d.n; first += per) {
+    const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
+    struct Push {
+      uint32_t heads, n, dk, dv, first, count;
+    } push{d.heads, d.n, d.dk, d.dv, uint32_t(first), count};
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = kernel,
+                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+                                       .push = push_bytes(push),
+                                       .groups = {uint32_t(bh), (d.dv + sg * cj - 1) / (sg * cj), 1},
+                                       .spec = {spec_uint("SG", sg), spec_uint("FEATURE", uint32_t(opt.feature_map)),
+                                                spec_uint("HAS_DECAY", opt.decay != nullptr), spec_uint("DK", d.dk),
+                                                spec_uint("CJ", cj)},
+                                       .flops = 4ull * d.dk * d.dv * count * bh,
+                                       .bytes = bh * (es * count * (2ull * d.dk + 2ull * d.dv) + 8ull * d.dk * d.dv)}));
+  }
+  return Status::ok();
+}
+
 // Dispatches of the forward kernel in `mode` (0 causal, 1 state only, 2 apply) over all chunks.
 Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
                     uint32_t mode) {
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
+  if (mode == 0 && use_register_scan(seq, d)) return register_scan(seq, d, suffix, q, k, v, o, state, opt);
   const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
   RILL_ASSIGN_OR_RETURN(const uint32_t per, chunks_per_dispatch(seq, d, opt));
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;

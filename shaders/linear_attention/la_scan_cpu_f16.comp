@@ -1,0 +1,5 @@
+// la_scan_cpu, f16 storage (CPU drivers); the kernel is in la_scan_cpu.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "la_scan_cpu.glsl"
