@@ -3,8 +3,9 @@
 // On lavapipe a load whose address differs per lane is a loop over the lanes, while moving values
 // between lanes is a register shuffle; arrays stay in registers only when every index is a
 // compile-time constant. So: Dk and Dv are specialization constants and every loop over them is
-// unrolled; each invocation is one query row t, a workgroup is one subgroup of SG consecutive rows
-// (workgroup z: which SG rows of the block, so no subgroup ever waits on another); a key or value
+// unrolled; each invocation holds TQ query rows (t, t + SG, ...), a workgroup is one subgroup of
+// SG * TQ consecutive rows (workgroup z: which rows of the block, so no subgroup waits on another);
+// a key or value
 // row s (the same for every lane) is loaded spread over the lanes (lane l takes elements l, l + SG,
 // ...) and broadcast by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the
 // subgroup's last row when causal; later keys of its own are masked), so shuffles never read an
@@ -18,6 +19,7 @@ layout(constant_id = 1) const bool CAUSAL = true;
 layout(constant_id = 2) const uint DK = 32;
 layout(constant_id = 3) const uint DV = 32;
 layout(constant_id = 4) const uint SG = 8;  // the device's subgroup size = the workgroup size
+layout(constant_id = 5) const uint TQ = 4;  // query rows per lane (each loaded key serves SG * TQ rows)
 layout(local_size_x_id = 4) in;
 
 layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
@@ -31,22 +33,26 @@ layout(push_constant) uniform Push {
 } p;
 
 const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
+#define NEG_INF uintBitsToFloat(0xff800000u)
 
 void main() {
   const uint bh = gl_WorkGroupID.y, lane = gl_LocalInvocationID.x;
   const uint b0 = gl_WorkGroupID.x * BLOCK;
   const uint b1 = min(b0 + BLOCK, p.n);
-  const uint row0 = gl_WorkGroupID.z * SG;  // this workgroup's first row in the block
-  if (b0 + row0 >= b1) return;              // the whole workgroup: nothing of the block left
-  const uint t = b0 + row0 + lane;
-  const uint tc = min(t, b1 - 1);        // lanes past the block's end compute a copy of its last row
+  const uint row0 = gl_WorkGroupID.z * SG * TQ;  // this workgroup's first row in the block
+  if (b0 + row0 >= b1) return;                   // the whole workgroup: nothing of the block left
   const uint qk_base = bh * p.n * DK, v_base = bh * p.n * DV;
-  afloat qv[DK];
-  [[unroll]] for (uint i = 0; i < DK; ++i) qv[i] = afloat(q[qk_base + tc * DK + i]) * p.scale;
-  afloat acc[DV];
-  [[unroll]] for (uint j = 0; j < DV; ++j) acc[j] = 0.0;
-  afloat m = uintBitsToFloat(0xff800000u), l = 0.0;  // -inf
-  const uint s_end = CAUSAL ? min(b0 + row0 + SG, b1) : b1;  // the same for every lane
+  // Lane rows t_r = b0 + row0 + r * SG + lane; rows past the block's end compute a copy of its last.
+  uint tc[TQ];
+  afloat qv[TQ][DK], acc[TQ][DV], m[TQ], l[TQ];
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    tc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);
+    [[unroll]] for (uint i = 0; i < DK; ++i) qv[r][i] = afloat(q[qk_base + tc[r] * DK + i]) * p.scale;
+    [[unroll]] for (uint j = 0; j < DV; ++j) acc[r][j] = 0.0;
+    m[r] = NEG_INF;
+    l[r] = 0.0;
+  }
+  const uint s_end = CAUSAL ? min(b0 + row0 + SG * TQ, b1) : b1;  // the same for every lane
   for (uint s = b0; s < s_end; ++s) {
     afloat ks[KS], vs[VS];
     [[unroll]] for (uint c = 0; c < KS; ++c) {
@@ -57,18 +63,31 @@ void main() {
       const uint j = c * SG + lane;
       vs[c] = j < DV ? afloat(v[v_base + s * DV + min(j, DV - 1)]) : 0.0;
     }
-    afloat score = 0.0;
-    [[unroll]] for (uint i = 0; i < DK; ++i) score += qv[i] * subgroupShuffle(ks[i / SG], i % SG);
-    // Keys after the row itself (causal) weigh nothing; s = b0 <= t comes first, so m is finite.
-    if (CAUSAL && s > tc) score = uintBitsToFloat(0xff800000u);
-    const afloat m_new = max(m, score);
-    const afloat rescale = exp(m - m_new);
-    const afloat w = exp(score - m_new);
-    l = l * rescale + w;
-    [[unroll]] for (uint j = 0; j < DV; ++j) acc[j] = acc[j] * rescale + w * subgroupShuffle(vs[j / SG], j % SG);
-    m = m_new;
+    afloat score[TQ];
+    [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = 0.0;
+    [[unroll]] for (uint i = 0; i < DK; ++i) {
+      const afloat ki = subgroupShuffle(ks[i / SG], i % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += qv[r][i] * ki;
+    }
+    afloat w[TQ], rescale[TQ];
+    [[unroll]] for (uint r = 0; r < TQ; ++r) {
+      // Keys after the row itself (causal) weigh nothing; s = b0 <= t comes first, so m is finite.
+      if (CAUSAL && s > tc[r]) score[r] = NEG_INF;
+      const afloat m_new = max(m[r], score[r]);
+      rescale[r] = exp(m[r] - m_new);
+      w[r] = exp(score[r] - m_new);
+      l[r] = l[r] * rescale[r] + w[r];
+      m[r] = m_new;
+    }
+    [[unroll]] for (uint j = 0; j < DV; ++j) {
+      const afloat vj = subgroupShuffle(vs[j / SG], j % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) acc[r][j] = acc[r][j] * rescale[r] + w[r] * vj;
+    }
   }
-  if (t >= b1) return;
-  [[unroll]] for (uint j = 0; j < DV; ++j) o[v_base + t * DV + j] = sfloat(acc[j] / l);
-  lse[bh * p.n + t] = m + log(l);
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    const uint t = b0 + row0 + r * SG + lane;
+    if (t >= b1) continue;
+    [[unroll]] for (uint j = 0; j < DV; ++j) o[v_base + t * DV + j] = sfloat(acc[r][j] / l[r]);
+    lse[bh * p.n + t] = m[r] + log(l[r]);
+  }
 }
