@@ -82,16 +82,6 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
   return true;
 }
 
-// Least-squares slope of log(time) against log(n).
-double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (auto [n, ms] : points) {
-    const double x = std::log(n), y = std::log(ms);
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
-  }
-  const double k = double(points.size());
-  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
-}
 
 // Causal linear attention, H = 4, D = 64: chunked (C = 64, the gpu family's kernel), the register scan
 // (what CPU drivers run), naive quadratic, and recurrent (the chunked kernel one position at a time,
@@ -175,6 +165,18 @@ bool bench_block_attention(rill::Context& ctx, bool quick, const rill::DevicePea
 }
 
 }  // namespace
+
+// Least-squares slope of log(time) against log(n).
+double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
+  if (points.size() < 2) return NAN;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [n, ms] : points) {
+    const double x = std::log(n), y = std::log(ms);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double k = double(points.size());
+  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
+}
 
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
   const bool gpu_time = ctx.device().caps.timestamps;

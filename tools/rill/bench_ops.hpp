@@ -5,6 +5,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "rill/rill.hpp"
 
@@ -18,6 +20,9 @@ struct OpTiming {
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
 // the median of the summed GPU time of its dispatches (host time where there are no timestamps).
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps);
+
+// Least-squares slope of log(time) against log(n) over (n, time) points; NaN for fewer than two.
+double fitted_exponent(const std::vector<std::pair<double, double>>& points);
 
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
                          const OpTiming& t, const rill::DevicePeaks& peaks);

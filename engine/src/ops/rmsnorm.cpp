@@ -2,6 +2,9 @@
 // workgroup width for the device, and declares each dispatch's FLOPs and bytes for profiles.
 #include "rill/ops/rmsnorm.hpp"
 
+#include <string>
+#include <vector>
+
 #include "ops/op_common.hpp"
 
 namespace rill::ops {
@@ -40,6 +43,42 @@ Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::
   return detail::require_elements(rstd, rd.rows, kOp, "rstd");
 }
 
+// CPU drivers with rows up to 4096: the register kernel (rmsnorm_fwd_cpu.glsl says why), one
+// subgroup per kCpuRows rows. Longer rows would need more registers than pays.
+constexpr uint32_t kCpuRows = 16;
+bool use_cpu_kernel(const Sequence& seq, uint32_t dim) {
+  return seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4 && dim <= 4096;
+}
+
+// The forward dispatch of either kernel. row_tensors: rows read and written once each (x, y; with
+// the residual also residual and h); reread: those the generic kernel reads a second time.
+Status forward_dispatch(Sequence& seq, const std::string& name, const std::string& suffix, detail::RowsDim rd,
+                        std::vector<const Tensor*> bindings, bool has_gain, float eps, uint32_t row_tensors,
+                        uint32_t reread, uint32_t flops_per_element, uint32_t es) {
+  const uint64_t n = uint64_t(rd.rows) * rd.dim;
+  if (use_cpu_kernel(seq, rd.dim)) {
+    const uint32_t sg = seq.device().caps.subgroup_size, groups = (rd.rows + kCpuRows - 1) / kCpuRows;
+    const std::string kernel = "rmsnorm/" + name + "_cpu_" + suffix;
+    return seq.dispatch({.kernel = kernel,
+                         .bindings = std::move(bindings),
+                         .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
+                         .groups = detail::grid_for(groups),
+                         .spec = {spec_uint("SG", sg), spec_uint("HAS_GAIN", has_gain),
+                                  spec_uint("R", (rd.dim + sg - 1) / sg), spec_uint("ROWS", kCpuRows)},
+                         .flops = flops_per_element * n,
+                         .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
+  }
+  const std::string kernel = "rmsnorm/" + name + "_" + suffix;
+  // The generic kernel reads each row twice.
+  return seq.dispatch({.kernel = kernel,
+                       .bindings = std::move(bindings),
+                       .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
+                       .groups = detail::grid_for(rd.rows),
+                       .spec = {spec_uint("WG_SIZE", row_workgroup(seq, rd.dim)), spec_uint("HAS_GAIN", has_gain)},
+                       .flops = flops_per_element * n,
+                       .bytes = (row_tensors + reread) * n * es + 4ull * rd.rows});
+}
+
 }  // namespace
 
 Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const Tensor& y, const Tensor& rstd,
@@ -50,15 +89,8 @@ Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
-  const uint32_t wg = row_workgroup(seq, rd.dim);
-  const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_fwd_" + suffix,
-                       .bindings = {&x, gain ? gain : &x, &y, &rstd},
-                       .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
-                       .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_GAIN", gain != nullptr)},
-                       .flops = 4 * n,
-                       .bytes = 3 * n * es + 4ull * rd.rows});
+  return forward_dispatch(seq, "rmsnorm_fwd", suffix, rd, {&x, gain ? gain : &x, &y, &rstd}, gain != nullptr, eps, 2,
+                          1, 4, dtype_size(x.dtype()));
 }
 
 Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& residual, const Tensor* gain,
@@ -71,15 +103,8 @@ Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& re
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
-  const uint32_t wg = row_workgroup(seq, rd.dim);
-  const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_residual_fwd_" + suffix,
-                       .bindings = {&x, &residual, gain ? gain : &x, &h, &y, &rstd},
-                       .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
-                       .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_GAIN", gain != nullptr)},
-                       .flops = 5 * n,
-                       .bytes = 6 * n * es + 4ull * rd.rows});
+  return forward_dispatch(seq, "rmsnorm_residual_fwd", suffix, rd, {&x, &residual, gain ? gain : &x, &h, &y, &rstd},
+                          gain != nullptr, eps, 4, 2, 5, dtype_size(x.dtype()));
 }
 
 Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, const Tensor& rstd, const Tensor& dy,
