@@ -62,7 +62,7 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
                   mb.batch == 1 ? 0u : uint32_t(K * N),
                   uint32_t(M * N)};
   // Tiling per family: on CPU drivers a workgroup is one subgroup computing 64 rows x 4 subgroups
-  // of columns (64 x 32 with 8 lanes: the best of 16..128 x 2..8 on lavapipe, 15 GFLOP/s at 1024^3
+  // of columns (64 x 32 with 8 lanes: the best of 16..128 x 2..8 on lavapipe, 10-15 GFLOP/s at 1024^3
   // against 7.5 for 16 x 32; the accumulators spill to the stack, which costs less than the
   // per-lane loads a smaller tile repeats).
   // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
