@@ -69,7 +69,9 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
   // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
   const uint64_t sg = std::max(seq.device().caps.subgroup_size, 4u);
   const uint64_t register_loops = (K + sg - 1) / sg + sg + 8, shared_loops = (K + 15) / 16 * 24 + 8;
-  bool cpu = seq.kernel_preference() == "cpu";
+  // The register kernel shares values within a workgroup by subgroup shuffles: it needs the
+  // workgroup to be one subgroup of at least 4 lanes.
+  bool cpu = seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4;
   if (cpu && register_loops > detail::loop_budget(seq)) cpu = false;
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, cpu ? register_loops : shared_loops, kOp, "the inner dimension K"));
   const uint32_t wg_x = cpu ? uint32_t(sg) : 16, wg_y = cpu ? 1 : 16;
