@@ -12,15 +12,7 @@ layout(constant_id = 1) const bool CAUSAL = true;
 layout(constant_id = 2) const uint MAX_DV = 128;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
-layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
-layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
-layout(std430, binding = 3) writeonly buffer O { sfloat o[]; };
-layout(std430, binding = 4) writeonly buffer Lse { float lse[]; };
-layout(push_constant) uniform Push {
-  uint n, dk, dv;
-  float scale;
-} p;
+#include "block_attention_fwd_io.glsl"
 
 void main() {
   const uint bh = gl_WorkGroupID.y;

@@ -22,15 +22,7 @@ layout(constant_id = 4) const uint SG = 8;  // the device's subgroup size = the 
 layout(constant_id = 5) const uint TQ = 4;  // query rows per lane (each loaded key serves SG * TQ rows)
 layout(local_size_x_id = 4) in;
 
-layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
-layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
-layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
-layout(std430, binding = 3) writeonly buffer O { sfloat o[]; };
-layout(std430, binding = 4) writeonly buffer Lse { float lse[]; };
-layout(push_constant) uniform Push {
-  uint n, dk, dv;
-  float scale;
-} p;
+#include "block_attention_fwd_io.glsl"
 
 const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
 #define NEG_INF uintBitsToFloat(0xff800000u)

@@ -14,31 +14,7 @@ layout(constant_id = 2) const uint R = 32;
 layout(constant_id = 3) const uint ROWS = 16;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
-#ifdef RESIDUAL
-layout(std430, binding = 1) readonly buffer Res { sfloat residual[]; };
-layout(std430, binding = 2) readonly buffer Gain { sfloat gain[]; };
-layout(std430, binding = 3) writeonly buffer H { sfloat h[]; };
-layout(std430, binding = 4) writeonly buffer Y { sfloat y[]; };
-layout(std430, binding = 5) writeonly buffer Rstd { float rstd[]; };
-#else
-layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
-layout(std430, binding = 2) writeonly buffer Y { sfloat y[]; };
-layout(std430, binding = 3) writeonly buffer Rstd { float rstd[]; };
-#endif
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  float eps;
-} p;
-
-afloat load_input(uint i) {
-#ifdef RESIDUAL
-  return afloat(sfloat(afloat(x[i]) + afloat(residual[i])));
-#else
-  return afloat(x[i]);
-#endif
-}
+#include "rmsnorm_fwd_io.glsl"
 
 void main() {
   const uint lane = gl_LocalInvocationID.x;
