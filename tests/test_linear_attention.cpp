@@ -80,6 +80,66 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
   }
 }
 
+GPU_TEST_CASE("every causal algorithm matches the reference when forced by the kernel plan", "[linear-attention][gpu]") {
+  // The scan, the serial chunked kernel and the parallel chunked passes, each forced on this device
+  // (on lavapipe the parallel passes run as a GPU would run them), with windows of chunks
+  // continuing the state from one another.
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+      {2, 3, 130, 33, 5, FeatureMap::kElu1, true, 16, 3},
+      {1, 2, 201, 16, 64, FeatureMap::kRelu, true, 7, 5},
+      {1, 1, 256, 64, 64, FeatureMap::kIdentity, true, 64, 1},
+      {1, 1, 97, 128, 40, FeatureMap::kIdentity, false, 32, 0},
+  };
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=") + algorithm;
+    rill::Context ctx = rill_test::make_context(options);
+    uint32_t seed = 500;
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Case& c : cases) {
+        seed += 7;
+        INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
+                       << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch << " f16 "
+                       << (dtype == DType::kF16));
+        const Inputs in = make_inputs(c, dtype, seed);
+        std::vector<float> o_ref, s_ref;
+        rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                            rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
+        auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
+        auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
+        auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
+        auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
+        auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
+        rill::Tensor decay;
+        if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
+                                                    {.feature_map = c.feature,
+                                                     .decay = c.decay ? &decay : nullptr,
+                                                     .chunk = c.chunk,
+                                                     .chunks_per_dispatch = c.per_dispatch})
+                    .is_ok());
+        REQUIRE(seq->run().is_ok());
+        require_la_close(rill_test::read(ctx, o), o_ref, dtype, "o");
+        require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("a bad kernel plan is refused when the context is created", "[linear-attention][gpu]") {
+  for (const char* text : {"linear_attention=fast", "matmul=gpu", "linear_attention"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = text;
+    auto ctx = rill::Context::create(options);
+    INFO(text);
+    REQUIRE_FALSE(ctx.is_ok());
+    CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK(ctx.status().message().find("kernel plan") != std::string::npos);
+  }
+}
+
 GPU_TEST_CASE("prefill then decoding steps equal the full forward at every position", "[linear-attention][gpu]") {
   auto ctx = rill_test::make_context();
   const Case c{2, 2, 70, 16, 12, FeatureMap::kElu1, true, 16, 2};

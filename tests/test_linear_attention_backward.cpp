@@ -1,4 +1,4 @@
-// Linear attention backward: the chunked scans against the reference gradients over odd shapes,
+// Linear attention backward: the chunked scans (serial and parallel) against the reference gradients over odd shapes,
 // feature maps, decay, chunk sizes and dispatch splits; the reference against finite differences.
 #include <algorithm>
 
@@ -21,47 +21,57 @@ void require_grad_close(const std::vector<float>& got, const std::vector<float>&
 }  // namespace
 
 GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  const Case cases[] = {
-      {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0}, {1, 1, 7, 16, 17, FeatureMap::kIdentity, true, 64, 0},
-      {2, 3, 65, 8, 8, FeatureMap::kElu1, true, 16, 2},     {1, 2, 130, 33, 5, FeatureMap::kRelu, false, 16, 3},
-      {1, 1, 100, 16, 64, FeatureMap::kElu1, true, 7, 4},   {1, 1, 64, 64, 64, FeatureMap::kIdentity, true, 64, 1},
-  };
-  uint32_t seed = 300;
-  for (DType dtype : {DType::kF32, DType::kF16}) {
-    for (const Case& c : cases) {
-      seed += 10;
-      INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
-                << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
-                << " f16 " << (dtype == DType::kF16) << " seed " << seed);
-      const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
-      const auto q = rill_test::stored(rill_test::random_vector(nq, seed), dtype);
-      const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
-      const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
-      const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
-      const auto decay = c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
-      std::vector<float> dq_ref, dk_ref, dv_ref;
-      rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                           rill::ref::FeatureMap(int(c.feature)), true, dq_ref, dk_ref, dv_ref);
-      auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
-      auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
-      auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
-      auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
-      auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-      auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-      auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
-      auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
-      rill::Tensor tdecay;
-      if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
-      auto seq = ctx.sequence();
-      REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                                                   {.feature_map = c.feature, .decay = c.decay ? &tdecay : nullptr,
-                                                    .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
-                  .is_ok());
-      REQUIRE(seq->run().is_ok());
-      require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
-      require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
-      require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+  // Both algorithms, forced: the serial chunked scans and the parallel passes a GPU runs.
+  for (const char* algorithm : {"serial", "parallel"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=") + algorithm;
+    auto ctx = rill_test::make_context(options);
+    INFO(algorithm);
+    const Case cases[] = {
+        {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0}, {1, 1, 7, 16, 17, FeatureMap::kIdentity, true, 64, 0},
+        {2, 3, 65, 8, 8, FeatureMap::kElu1, true, 16, 2},     {1, 2, 130, 33, 5, FeatureMap::kRelu, false, 16, 3},
+        {1, 1, 100, 16, 64, FeatureMap::kElu1, true, 7, 4},   {1, 1, 64, 64, 64, FeatureMap::kIdentity, true, 64, 1},
+        {1, 2, 150, 24, 40, FeatureMap::kRelu, true, 32, 0},
+    };
+    uint32_t seed = 300;
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (const Case& c : cases) {
+        seed += 10;
+        INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
+                  << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
+                  << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+        const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
+        const auto q = rill_test::stored(rill_test::random_vector(nq, seed), dtype);
+        const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
+        const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
+        const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
+        const auto decay =
+            c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
+        std::vector<float> dq_ref, dk_ref, dv_ref;
+        rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                             rill::ref::FeatureMap(int(c.feature)), true, dq_ref, dk_ref, dv_ref);
+        auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+        auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+        auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+        auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+        auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+        auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+        auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+        auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+        rill::Tensor tdecay;
+        if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                                                     {.feature_map = c.feature,
+                                                      .decay = c.decay ? &tdecay : nullptr,
+                                                      .chunk = c.chunk,
+                                                      .chunks_per_dispatch = c.per_dispatch})
+                    .is_ok());
+        REQUIRE(seq->run().is_ok());
+        require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
+        require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
+        require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+      }
     }
   }
 }
@@ -124,9 +134,9 @@ GPU_TEST_CASE("non-causal linear attention backward matches the reference gradie
       auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
       auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
       auto seq = ctx.sequence();
-      REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                                                   {.causal = false, .feature_map = c.feature, .chunk = c.chunk,
-                                                    .chunks_per_dispatch = c.per_dispatch})
+      REQUIRE(rill::ops::linear_attention_backward(
+                  *seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                  {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
                   .is_ok());
       REQUIRE(seq->run().is_ok());
       require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");

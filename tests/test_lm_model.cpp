@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu_test.hpp"
+#include "op_test.hpp"
 #include "rill/lm.hpp"
 #include "transnormer.hpp"
 
@@ -64,46 +65,51 @@ rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill:
 }  // namespace
 
 GPU_TEST_CASE("lm prefill equals the CPU reference over odd lengths and segment boundaries", "[lm][gpu]") {
-  auto ctx = rill_test::make_context();
-  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm}), 11).value();
-  auto model = make_model(ctx, w, {.prefill_segment = 16});
-  for (size_t n : {1, 7, 8, 17, 37}) {
-    const auto tokens = tokens_of(n, w.config().vocab);
-    const auto ref = reference(w, tokens);
-    auto s = model.session().value();
-    auto logits = s.prefill(tokens);
-    INFO(logits.status().to_string());
-    REQUIRE(logits.is_ok());
-    check_row(*logits, ref, n - 1, w.config().vocab, 2e-4, "prefill n=" + std::to_string(n));
-    CHECK(s.position() == n);
+  // Both kernel families: what CPU drivers run and what GPUs run (parallel chunked attention).
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm}), 11).value();
+    auto model = make_model(ctx, w, {.prefill_segment = 16});
+    for (size_t n : {1, 7, 8, 17, 37}) {
+      const auto tokens = tokens_of(n, w.config().vocab);
+      const auto ref = reference(w, tokens);
+      auto s = model.session().value();
+      auto logits = s.prefill(tokens);
+      INFO(logits.status().to_string());
+      REQUIRE(logits.is_ok());
+      check_row(*logits, ref, n - 1, w.config().vocab, 2e-4, "prefill n=" + std::to_string(n));
+      CHECK(s.position() == n);
+    }
   }
 }
 
 GPU_TEST_CASE("lm decoding after a prefill equals the full forward at every position", "[lm][gpu]") {
-  auto ctx = rill_test::make_context();
-  ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm});
-  c.decay = {0.9f, 1.0f, 0.75f};
-  c.feature_map = rill::ops::FeatureMap::kRelu;
-  const auto w = rill::lm::Weights::random(c, 5).value();
-  auto model = make_model(ctx, w, {.prefill_segment = 8});
-  const size_t n = 29, prompt = 11;  // the prompt ends mid-block; decoding crosses block boundaries
-  const auto tokens = tokens_of(n, c.vocab, 3);
-  const auto ref = reference(w, tokens);
-  auto s = model.session().value();
-  auto logits = s.prefill(std::span(tokens).first(prompt));
-  REQUIRE(logits.is_ok());
-  check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
-  for (size_t t = prompt; t < n; ++t) {
-    auto step = s.decode(tokens[t]);
-    REQUIRE(step.is_ok());
-    check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm});
+    c.decay = {0.9f, 1.0f, 0.75f};
+    c.feature_map = rill::ops::FeatureMap::kRelu;
+    const auto w = rill::lm::Weights::random(c, 5).value();
+    auto model = make_model(ctx, w, {.prefill_segment = 8});
+    const size_t n = 29, prompt = 11;  // the prompt ends mid-block; decoding crosses block boundaries
+    const auto tokens = tokens_of(n, c.vocab, 3);
+    const auto ref = reference(w, tokens);
+    auto s = model.session().value();
+    auto logits = s.prefill(std::span(tokens).first(prompt));
+    REQUIRE(logits.is_ok());
+    check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
+    for (size_t t = prompt; t < n; ++t) {
+      auto step = s.decode(tokens[t]);
+      REQUIRE(step.is_ok());
+      check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+    }
+    // A second prefill continues from a position inside a block.
+    auto s2 = model.session().value();
+    REQUIRE(s2.prefill(std::span(tokens).first(5)).is_ok());
+    auto rest = s2.prefill(std::span(tokens).subspan(5));
+    REQUIRE(rest.is_ok());
+    check_row(*rest, ref, n - 1, c.vocab, 2e-4, "prefill in two calls");
   }
-  // A second prefill continues from a position inside a block.
-  auto s2 = model.session().value();
-  REQUIRE(s2.prefill(std::span(tokens).first(5)).is_ok());
-  auto rest = s2.prefill(std::span(tokens).subspan(5));
-  REQUIRE(rest.is_ok());
-  check_row(*rest, ref, n - 1, c.vocab, 2e-4, "prefill in two calls");
 }
 
 GPU_TEST_CASE("lm variants: tied embeddings, SRMSNorm, identity feature map, sigmoid GLU", "[lm][gpu]") {

@@ -173,6 +173,8 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"feature_map": 1})", "feature_map"},
       {R"({"norm": "layernorm"})", "norm"},
       {R"({"glu_activation": "relu"})", "glu_activation"},
+      {R"({"width": 64, "width": 128})", "'width' appears twice"},
+      {std::string(R"({"width": 64})") + '\0', "NUL byte"},
       {R"({"widht": 256})", "widht"},
   };
   for (const auto& [json, key] : cases) {
@@ -404,13 +406,15 @@ struct Spoil {
   std::string extra;                 // add an unexpected tensor
   std::string reshape;               // store this one with its dimensions reversed
   std::string as_i32;                // store this one as I32
+  std::string nan;                   // put a NaN into this one at flat index 3
 };
 
 std::vector<uint8_t> weights_file(const Weights& w, const Spoil& spoil) {
   rill::SafetensorsWriter out;
   for (const auto& spec : rill::lm::weight_specs(w.config())) {
     if (spec.name == spoil.skip) continue;
-    const std::vector<float> v = w.floats(spec.name).value();
+    std::vector<float> v = w.floats(spec.name).value();
+    if (spec.name == spoil.nan) v.at(3) = std::nanf("");
     std::vector<int64_t> shape = spec.shape;
     if (spec.name == spoil.reshape) std::reverse(shape.begin(), shape.end());
     const auto bytes = std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
@@ -439,6 +443,7 @@ TEST_CASE("lm weights: bad files are rejected naming the file and the tensor", "
       {{.extra = "layers.0.out_norm"}, StatusCode::kInvalidArgument, "layers.0.out_norm"},  // diag layer has none
       {{.reshape = "layers.0.wu"}, StatusCode::kInvalidArgument, "layers.0.wu"},
       {{.as_i32 = "final_norm"}, StatusCode::kInvalidArgument, "final_norm"},
+      {{.nan = "layers.1.wv"}, StatusCode::kDataLoss, "'layers.1.wv' holds a NaN at flat index 3"},
   };
   for (const Case& k : cases) {
     write_bytes(file, weights_file(w, k.spoil));

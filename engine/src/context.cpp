@@ -1,4 +1,5 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
+#include "ops/kernel_plan.hpp"
 #include "context_impl.hpp"
 
 #include <cstdlib>
@@ -113,6 +114,10 @@ Result<Context> Context::create(const ContextOptions& options) {
   impl->pipelines = std::make_unique<vk::PipelineManager>(device, impl->faults, impl->profiler,
                                                           options.pipeline_cache_path, options.kernel_variant);
   RILL_RETURN_IF_ERROR(impl->pipelines->init());
+  impl->kernel_plan = options.kernel_plan;
+  if (const char* env = std::getenv("RILL_KERNEL_PLAN"); impl->kernel_plan.empty() && env != nullptr)
+    impl->kernel_plan = env;
+  RILL_RETURN_IF_ERROR(ops::plan::parse_overrides(impl->kernel_plan).status());
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   pool_info.queueFamilyIndex = device.queue_family();
@@ -149,6 +154,13 @@ Result<std::string> Context::kernel_variant(std::string_view kernel) const {
 }
 
 Result<Tensor> Context::tensor(DType dtype, std::vector<int64_t> shape, std::string name, MemoryPool pool) {
+  return detail::make_tensor(impl_, dtype, std::move(shape), std::move(name), pool);
+}
+
+namespace detail {
+
+Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtype, std::vector<int64_t> shape,
+                           std::string name, MemoryPool pool) {
   RILL_RETURN_IF_ERROR(impl_->check_usable());
   if (shape.empty()) return invalid_argument("tensor '" + name + "': shape must have at least one dimension");
   uint64_t elements = 1;
@@ -173,6 +185,8 @@ Result<Tensor> Context::tensor(DType dtype, std::vector<int64_t> shape, std::str
   storage->name = std::move(name);
   return Tensor(std::move(storage));
 }
+
+}  // namespace detail
 
 Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
   RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));

@@ -31,6 +31,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::unique_ptr<vk::Submissions> submissions;
   std::unique_ptr<vk::PipelineManager> pipelines;
   std::string selection_reason;
+  std::string kernel_plan;  // ContextOptions::kernel_plan or RILL_KERNEL_PLAN, validated at creation
   VkCommandPool transfer_pool = VK_NULL_HANDLE;  // one-shot copies for Context::upload/download
 
   // Runs a one-shot command buffer and waits for it.
@@ -70,6 +71,10 @@ struct TensorStorage {
   VkBuffer buffer() const { return allocation.block->buffer; }
   uint64_t offset() const { return allocation.offset; }
 };
+
+// Context::tensor for code that holds the context's implementation (a sequence's op workspaces).
+Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& context, DType dtype, std::vector<int64_t> shape,
+                           std::string name, MemoryPool pool);
 
 template <typename Record>
 Status ContextImpl::run_once(Record&& record) {

@@ -138,14 +138,16 @@ void SequenceImpl::reference(const std::shared_ptr<TensorStorage>& t) {
   if (std::find(referenced.begin(), referenced.end(), t) == referenced.end()) referenced.push_back(t);
 }
 
-Status SequenceImpl::insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses,
-                                              VkPipelineStageFlags dst_stage) {
-  const VkPipelineStageFlags src = hazards.conflicts(accesses);
-  if (src == 0 || !auto_barriers) return Status::ok();
+Status SequenceImpl::insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses) {
+  if (hazards.conflicts(accesses) == 0 || !auto_barriers) return Status::ok();
   // Earlier dispatches/copies in this sequence -> this one, which touches what they wrote (or
-  // writes what they read).
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, writes_of(src), reads_and_writes_of(dst_stage)};
-  ctx->device->fn().vkCmdPipelineBarrier(cb, src, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  // writes what they read). The tracker forgets every earlier access after this barrier, so the
+  // barrier orders all of them (every stage they ran in) before every later access of either
+  // stage the recorder uses, not only the conflicting pair: a dispatch that writes X, then a barrier
+  // for some other conflict, then a fill of X would otherwise be unordered with the first write.
+  const VkPipelineStageFlags src = hazards.pending_stages();
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, writes_of(src), reads_and_writes_of(kWorkStages)};
+  ctx->device->fn().vkCmdPipelineBarrier(cb, src, kWorkStages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   hazards.barrier();
   ++stats.barriers;
   return Status::ok();
@@ -222,7 +224,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   }
   fn.vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-  RILL_RETURN_IF_ERROR(insert_barrier_if_needed(accesses, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT));
+  RILL_RETURN_IF_ERROR(insert_barrier_if_needed(accesses));
   const std::string label = d.label.empty() ? kernel : std::string(d.label);
   const bool labels = ctx->instance->debug_utils();
   if (labels) {
@@ -280,7 +282,7 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
   std::vector<HazardTracker::Access> accesses;
   if (src) accesses.push_back({src->storage()->buffer(), src->storage()->offset(), src->size_bytes(), false, VK_PIPELINE_STAGE_TRANSFER_BIT});
   if (dst) accesses.push_back({dst->storage()->buffer(), dst->storage()->offset(), dst->size_bytes(), true, VK_PIPELINE_STAGE_TRANSFER_BIT});
-  RILL_RETURN_IF_ERROR(insert_barrier_if_needed(accesses, VK_PIPELINE_STAGE_TRANSFER_BIT));
+  RILL_RETURN_IF_ERROR(insert_barrier_if_needed(accesses));
   const auto& fn = ctx->device->fn();
   switch (kind) {
     case Transfer::kCopy: {

@@ -2,6 +2,7 @@
 // uses, the hazard tracker that places barriers, and optional timestamp queries.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,14 @@ class HazardTracker {
   };
   // Returns the source stages to wait for (0: no barrier needed) before `next`.
   VkPipelineStageFlags conflicts(const std::vector<Access>& next) const;
+  // The stages of every access since the last barrier: a barrier that forgets them all must wait
+  // for all of them, not only for the conflicting ones (a fill, then a dispatch that conflicts with
+  // something else, then a dispatch that writes the filled buffer needs the transfer stage too).
+  VkPipelineStageFlags pending_stages() const {
+    VkPipelineStageFlags stages = 0;
+    for (const Access& a : pending_) stages |= a.stage;
+    return stages;
+  }
   void barrier() { pending_.clear(); }
   void add(const std::vector<Access>& accesses) { pending_.insert(pending_.end(), accesses.begin(), accesses.end()); }
 
@@ -68,6 +77,9 @@ class SequenceImpl {
   };
   std::vector<Download> downloads;
   std::vector<std::shared_ptr<TensorStorage>> referenced;
+  // Op workspaces (scratch for intermediate results), alive as long as the recording; reused by
+  // later ops of the sequence (the hazard tracker orders the reuse).
+  std::deque<Tensor> workspaces;  // a deque: pointers to earlier ones stay valid
   std::vector<DispatchTiming> timed;  // one per timestamped dispatch, in order
   HazardTracker hazards;
   bool auto_barriers = true;  // tests turn this off to prove the validation layer catches hazards
@@ -80,7 +92,7 @@ class SequenceImpl {
 
  private:
   Status ensure_descriptor_pool();
-  Status insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses, VkPipelineStageFlags dst_stage);
+  Status insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses);
   Result<uint32_t> next_timestamp_pair(VkQueryPool* pool);
   void reference(const std::shared_ptr<TensorStorage>& t);
 };

@@ -80,8 +80,10 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
       uint k = 4u * c + j;
       if (k >= d) break;
       for (uint i = 0u; i < token_count; ++i) {
-        precise float y = ICL_TOKEN(i, d) + w[j] * ICL_TOKEN(i, k);
-        ICL_TOKEN(i, d) = y;
+        // Tiny radii make tiny inputs: flush the product and the sum (see rill_random.glsl).
+        precise float wx = w[j] * ICL_TOKEN(i, k);
+        precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(wx);
+        ICL_TOKEN(i, d) = rill_flush_denormal(y);
       }
     }
   }
@@ -89,7 +91,8 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
   uvec4 noise0 = rill_icl_bits(s, RILL_ICL_STREAM_NOISE, 0u, task, step);
   precise float sigma = 0.0f;
   if (s.noise_kind == 1u) {
-    sigma = s.sigma_max * (rill_uniform(noise0.x) - 2.98023223876953125e-8f);
+    precise float level = s.sigma_max * (rill_uniform(noise0.x) - 2.98023223876953125e-8f);
+    sigma = rill_flush_denormal(level);
   } else if (s.noise_kind == 2u) {
     uint pick = uint(int(float(noise0.x >> 8u) * 5.9604644775390625e-8f * float(s.category_count)));
     sigma = s.categories[pick < s.category_count ? pick : s.category_count - 1u];
@@ -103,8 +106,9 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
       for (uint j = 0u; j < 4u; ++j) {
         uint i = 4u * c + j;
         if (i < s.n) {
-          precise float y = ICL_TOKEN(i, d) + sigma * eps[j];
-          ICL_TOKEN(i, d) = y;
+          precise float noise = sigma * eps[j];
+          precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(noise);
+          ICL_TOKEN(i, d) = rill_flush_denormal(y);
         }
       }
     }

@@ -11,7 +11,12 @@
 //     the functions below are polynomials and Newton steps built from the exact operations;
 //   - every float temporary is `precise` (SPIR-V NoContraction) so no driver fuses a*b+c into
 //     an fma; the C++ side is compiled with -ffp-contract=off for the same reason;
-//   - float literals carry the f suffix (in C++ an unsuffixed literal is a double).
+//   - float literals carry the f suffix (in C++ an unsuffixed literal is a double);
+//   - no intermediate is ever a denormal: drivers differ in whether they keep or flush denormal
+//     results and inputs (NVIDIA's flushes f32 denormals by default; lavapipe and the CPU keep
+//     them), so square roots work on inputs scaled by an exact power of two into [2^-64, 2^64) and
+//     every product that could fall below 2^-126 is flushed to zero explicitly on both sides.
+//     engine/ref's sampler is tested bit-identical with the CPU's flush-to-zero mode on and off.
 // Accuracy is a few float ulps, plenty for sampling; bit-identity is the point.
 #ifndef RILL_RANDOM_GLSL
 #define RILL_RANDOM_GLSL
@@ -50,8 +55,19 @@ float rill_uniform(uint bits) {
   return u;
 }
 
-// 1/sqrt(x) for normal x > 0: a bit-level first guess, then four Newton steps.
-float rill_rsqrt(float x) {
+// Exact powers of two, built from their bits (a scale by one changes no rounding).
+float rill_pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23u); }
+
+// The exponent that moves a normal x > 0 into [2^-64, 2^64): +-64 outside that range, else 0.
+int rill_sqrt_range_shift(float x) {
+  if (x < 5.42101086242752217e-20f) return 64;   // 2^-64
+  if (x >= 1.84467440737095516e19f) return -64;  // 2^64
+  return 0;
+}
+
+// 1/sqrt(x) for x in [2^-64, 2^64): a bit-level first guess, then four Newton steps. In this range
+// no intermediate comes near the denormals.
+float rill_rsqrt_in_range(float x) {
   precise float y = uintBitsToFloat(0x5F3759DFu - (floatBitsToUint(x) >> 1u));
   precise float hx = 0.5f * x;
   for (int i = 0; i < 4; ++i) {
@@ -62,14 +78,26 @@ float rill_rsqrt(float x) {
   return y;
 }
 
-// sqrt(x) for x >= 0 (0 for 0 and for denormals).
+// 1/sqrt(x) for normal x > 0: 1/sqrt(x 2^2s) 2^s with x 2^2s in range (both scalings exact).
+float rill_rsqrt(float x) {
+  int shift = rill_sqrt_range_shift(x);
+  precise float scaled = x * rill_pow2(shift);
+  precise float y = rill_rsqrt_in_range(scaled) * rill_pow2(shift / 2);
+  return y;
+}
+
+// sqrt(x) for x >= 0 (0 for 0 and for denormals): sqrt(x 2^2s) 2^-s, one refinement step on the
+// scaled value (its residual x - s^2 is about 2^-23 x, a denormal for small unscaled x).
 float rill_sqrt(float x) {
   if (x < 1.17549435e-38f) return 0.0f;
-  precise float y = rill_rsqrt(x);
-  precise float s = x * y;
-  precise float residual = x - s * s;
+  int shift = rill_sqrt_range_shift(x);
+  precise float xs = x * rill_pow2(shift);
+  precise float y = rill_rsqrt_in_range(xs);
+  precise float s = xs * y;
+  precise float residual = xs - s * s;
   precise float refined = s + 0.5f * y * residual;
-  return refined;
+  precise float result = refined * rill_pow2(-(shift / 2));
+  return result;
 }
 
 // 1/a for a in [1.7, 2.42]: a linear first guess within 1.5%, then three Newton steps.
@@ -128,7 +156,7 @@ float rill_exp(float x) {
   // k may reach -126 or 128 at the edges; split the power so each factor is a normal float.
   int k1 = k / 2;
   int k2 = k - k1;
-  precise float scaled = p * uintBitsToFloat(uint(k1 + 127) << 23u) * uintBitsToFloat(uint(k2 + 127) << 23u);
+  precise float scaled = p * rill_pow2(k1) * rill_pow2(k2);
   return scaled;
 }
 
@@ -207,7 +235,8 @@ float rill_gamma(RillGammaParams g, uvec4 ctr, uvec2 key, int attempts) {
     precise float lhs = rill_log(rill_uniform(bits.z));
     precise float rhs = 0.5f * x * x + g.mt_d * (1.0f - v + rill_log(v));
     if (lhs < rhs) {
-      precise float draw = g.mt_d * v * g.scale;
+      precise float unscaled = g.mt_d * v;  // accepted cubes exceed 1e-14: never a denormal
+      precise float draw = rill_flush_denormal(unscaled * g.scale);
       if (g.shape < 1.0f) {
         precise float boost = rill_exp(rill_log(rill_uniform(bits.w)) * g.inv_shape);
         draw = rill_flush_denormal(draw * boost);
@@ -216,7 +245,7 @@ float rill_gamma(RillGammaParams g, uvec4 ctr, uvec2 key, int attempts) {
     }
   }
   precise float fallback = g.mt_d * g.scale;
-  return fallback;
+  return rill_flush_denormal(fallback);
 }
 
 #endif  // RILL_RANDOM_GLSL

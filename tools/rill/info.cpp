@@ -1,5 +1,6 @@
 // `rill info`: devices, the choice and its reason, capabilities and quirks (text or JSON).
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -10,6 +11,12 @@ namespace {
 
 std::string version_text(uint32_t v) {
   return std::to_string(v >> 22) + "." + std::to_string((v >> 12) & 0x3ff) + "." + std::to_string(v & 0xfff);
+}
+
+// RILL_KERNEL_VARIANT forces a kernel family in every context; the plans shown follow it.
+std::string forced_family() {
+  const char* env = std::getenv("RILL_KERNEL_VARIANT");
+  return env ? env : "";
 }
 
 nlohmann::json device_json(const rill::DeviceInfo& d) {
@@ -32,6 +39,9 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
                 {"max_allocation_bytes", c.max_allocation_bytes}, {"max_push_constants_bytes", c.max_push_constants_bytes},
                 {"device_local_bytes", c.device_local_bytes}}}};
   if (!d.usable) j["unusable_reason"] = d.unusable_reason;
+  j["kernel_plans"] = nlohmann::json::array();
+  for (const auto& p : rill::describe_kernel_plans(d, forced_family()))
+    j["kernel_plans"].push_back({{"op", p.op}, {"shape", p.shape}, {"plan", p.plan}});
   return j;
 }
 
@@ -71,6 +81,10 @@ int run_info(const InfoArgs& args) {
     std::string quirks;
     for (const auto& q : d.quirks) quirks += (quirks.empty() ? "" : ", ") + q;
     std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());
+    if (!d.usable) continue;
+    std::printf("    kernel plans:\n");
+    for (const auto& p : rill::describe_kernel_plans(d, forced_family()))
+      std::printf("      %-34s %-24s %s\n", p.op.c_str(), p.shape.c_str(), p.plan.c_str());
   }
   std::printf("chosen: %s\n", l.reason.c_str());
   return l.chosen >= 0 ? 0 : 1;

@@ -59,6 +59,10 @@ struct ContextOptions {
   std::string pipeline_cache_path;
   // Kernel variant to prefer over the per-device choice ("gpu", "cpu"); also RILL_KERNEL_VARIANT.
   std::string kernel_variant;
+  // Forced kernel-plan choices, for tests and for working around a driver problem; also
+  // RILL_KERNEL_PLAN. Comma-separated key=value: linear_attention=scan|serial|parallel (the causal
+  // forward's algorithm). Unknown keys or values make Context::create fail with InvalidArgument.
+  std::string kernel_plan;
   // Size of each memory block that tensors are sub-allocated from (clamped to device limits).
   uint64_t memory_block_bytes = 64ull << 20;
   // Use an application-owned device instead of creating one.

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rill/export.hpp"
@@ -75,5 +76,14 @@ struct DeviceListing {
 
 // Enumerates the devices of a fresh instance and says which one `selector` would pick.
 RILL_API Result<DeviceListing> list_devices(const DeviceSelector& selector = {});
+
+// How rill would run its main kernels on `device`: the kernel plan of each op at a representative
+// shape (kernel family, algorithm, workgroup and tile sizes), for `rill info` and bug reports.
+// `family` forces "cpu" or "gpu" kernels as ContextOptions::kernel_variant does; empty: the
+// device's own choice.
+struct KernelPlanLine {
+  std::string op, shape, plan;
+};
+RILL_API std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std::string_view family = {});
 
 }  // namespace rill

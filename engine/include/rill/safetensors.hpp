@@ -60,6 +60,7 @@ struct SafetensorsLimits {
   uint64_t max_file_bytes = 1ull << 40;
   size_t max_tensors = 1 << 20;
   size_t max_rank = 8;
+  size_t max_name_bytes = 4096;  // of one tensor name
 };
 
 // A validated, read-only safetensors file. open() maps the file with mmap (zero-copy); from_bytes()
@@ -100,6 +101,10 @@ class RILL_API SafetensorsFile {
   // `name` converted to float from F32, F16, BF16 or F64 (F64 rounds to nearest); InvalidArgument
   // for other dtypes or a shape other than `expected_shape`.
   Result<std::vector<float>> read_floats(std::string_view name, std::span<const int64_t> expected_shape) const;
+  // DataLoss naming the tensor and the first flat index when a float tensor (F32, F16, BF16, F64)
+  // holds a NaN or an infinity; OK for every other dtype. Loaders of weights and states call it:
+  // a non-finite value would otherwise spread silently through every result.
+  Status check_finite(const SafetensorsEntry& entry) const;
 
   // The "__metadata__" object (string keys and values only); empty when the file has none.
   const std::map<std::string, std::string>& metadata() const;

@@ -13,11 +13,13 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
+#include "core/json_keys.hpp"
 #include "rill/half.hpp"
 
 static_assert(std::endian::native == std::endian::little,
@@ -249,24 +251,13 @@ Status SafetensorsFile::Impl::parse_header(const SafetensorsLimits& limits) {
   if (nests_deeper_than(header, kMaxHeaderNesting))
     return corrupt("header nests objects or arrays deeper than " + std::to_string(kMaxHeaderNesting) + " levels");
 
-  // nlohmann keeps one of two equal keys silently; the callback sees every key of every object.
-  std::vector<std::set<std::string>> open_objects;
-  std::optional<std::string> duplicate;
-  auto find_duplicates = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == Json::parse_event_t::key && !duplicate && !open_objects.empty()) {
-      const auto* key = parsed.get_ptr<const std::string*>();
-      if (key && !open_objects.back().insert(*key).second) duplicate = *key;
-    }
-    return true;  // keep everything
-  };
-  const Json doc = Json::parse(header.begin(), header.end(), find_duplicates, /*allow_exceptions=*/false);
+  // nlohmann keeps one of two equal keys silently: look for them first (linear time).
+  const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
+  if (auto duplicate = first_duplicate_key(text))
+    return corrupt("header has the key " + name_text(*duplicate) + " twice in one object");
+  const Json doc = Json::parse(header.begin(), header.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return corrupt("header is not valid JSON");
   if (!doc.is_object()) return corrupt("header is not a JSON object");  // unreachable after the '{' check
-  if (duplicate) return corrupt("header has the key " + name_text(*duplicate) + " twice in one object");
 
   const size_t tensor_count = doc.size() - (doc.contains(kMetadataKey) ? 1 : 0);
   if (tensor_count > limits.max_tensors)
@@ -290,6 +281,9 @@ Status SafetensorsFile::Impl::parse_header(const SafetensorsLimits& limits) {
 
 Status SafetensorsFile::Impl::parse_entry(const std::string& name, const Json& value, uint64_t data_start,
                                           uint64_t data_size, const SafetensorsLimits& limits) {
+  if (name.size() > limits.max_name_bytes)
+    return out_of_range(where() + "a tensor name of " + std::to_string(name.size()) + " bytes exceeds the limit of " +
+                        std::to_string(limits.max_name_bytes));
   if (!value.is_object()) return corrupt(name, "is " + describe(value) + ", not a JSON object");
   for (const auto& [key, unused] : value.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets")
@@ -473,6 +467,34 @@ Result<std::span<const uint8_t>> SafetensorsFile::tensor(std::string_view name, 
     return invalid_argument(impl_->where() + "tensor " + in_quotes(name) + " is " +
                             type_and_shape(entry->dtype, entry->shape) + ", expected " + type_and_shape(dtype, shape));
   return bytes(*entry);
+}
+
+Status SafetensorsFile::check_finite(const SafetensorsEntry& entry) const {
+  const std::span<const uint8_t> src = bytes(entry);
+  const uint64_t n = entry.elements();
+  // The exponent field all ones is an infinity or a NaN; the mantissa says which.
+  auto first_bad = [&](auto type_tag, auto exponent_mask, auto mantissa_mask) -> std::optional<std::pair<uint64_t, bool>> {
+    using Bits = decltype(type_tag);
+    for (uint64_t i = 0; i < n; ++i) {
+      Bits b;
+      std::memcpy(&b, src.data() + i * sizeof(Bits), sizeof(Bits));
+      if ((b & exponent_mask) == exponent_mask) return std::pair{i, (b & mantissa_mask) != 0};
+    }
+    return std::nullopt;
+  };
+  std::optional<std::pair<uint64_t, bool>> bad;
+  switch (entry.dtype) {
+    case TensorDType::kF32: bad = first_bad(uint32_t{}, uint32_t{0x7F800000u}, uint32_t{0x007FFFFFu}); break;
+    case TensorDType::kF16: bad = first_bad(uint16_t{}, uint16_t{0x7C00u}, uint16_t{0x03FFu}); break;
+    case TensorDType::kBF16: bad = first_bad(uint16_t{}, uint16_t{0x7F80u}, uint16_t{0x007Fu}); break;
+    case TensorDType::kF64:
+      bad = first_bad(uint64_t{}, uint64_t{0x7FF0000000000000ull}, uint64_t{0x000FFFFFFFFFFFFFull});
+      break;
+    default: return Status::ok();
+  }
+  if (!bad) return Status::ok();
+  return data_loss(impl_->where() + "tensor " + in_quotes(entry.name) + " holds " + (bad->second ? "a NaN" : "an infinity") +
+                   " at flat index " + std::to_string(bad->first));
 }
 
 Result<std::vector<float>> SafetensorsFile::read_floats(std::string_view name,

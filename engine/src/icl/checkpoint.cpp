@@ -1,5 +1,7 @@
 #include "icl/checkpoint.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "icl/config_json.hpp"
@@ -54,6 +56,9 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
     auto r = file.read_floats(name, shape);
     if (!r.is_ok()) return Status(r.status().code(), where + r.status().message());
     out = std::move(r).value();
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!std::isfinite(out[i]))
+        return data_loss(where + "tensor '" + name + "' holds a non-finite value at flat index " + std::to_string(i));
     return Status::ok();
   };
   RILL_RETURN_IF_ERROR(floats("params", c.params));
@@ -64,6 +69,10 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   if (!state.is_ok()) return Status(state.status().code(), where + state.status().message());
   c.state.resize(kStateWords);
   std::memcpy(c.state.data(), state->data(), kStateWords * sizeof(uint32_t));
+  // The step counter must leave room to train on (it would wrap), and the halt flag is 0 or 1.
+  if (c.state[kStep] >= UINT32_MAX - (1u << 20))
+    return data_loss(where + "step counter " + std::to_string(c.state[kStep]) + " is at the end of its range");
+  if (c.state[kHalted] > 1) return data_loss(where + "halt flag " + std::to_string(c.state[kHalted]) + " is not 0 or 1");
   return c;
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_keys.hpp"
+
 namespace rill::icl::detail {
 
 using nlohmann::json;
@@ -74,6 +76,10 @@ Status object(const json& j, const char* key) {
 }  // namespace
 
 Result<TrainConfig> config_from_json(const std::string& text) {
+  // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
+  if (text.find('\0') != std::string::npos) return invalid_argument("icl config JSON: contains a NUL byte");
+  if (auto dup = first_duplicate_key(text))
+    return invalid_argument("icl config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalid_argument("icl config JSON: not a JSON object");
   RILL_RETURN_IF_ERROR(object(j, "task"));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
+#include "core/json_keys.hpp"
 #include "lm/lm_internal.hpp"
 #include "rill/lm.hpp"
 
@@ -218,6 +219,10 @@ std::string config_to_json(const ModelConfig& c) {
 }
 
 Result<ModelConfig> config_from_json(std::string_view text) {
+  // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
+  if (text.find('\0') != std::string_view::npos) return invalid_argument("lm config JSON: contains a NUL byte");
+  if (auto dup = first_duplicate_key(text))
+    return invalid_argument("lm config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) return invalid_argument("lm config JSON: not valid JSON");
   if (!j.is_object()) return invalid_argument("lm config JSON: not a JSON object");

@@ -202,6 +202,7 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
       if (!t.valid()) continue;
       RILL_ASSIGN_OR_RETURN(auto data, file.tensor(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32,
                                                    t.shape()));
+      RILL_RETURN_IF_ERROR(file.check_finite(*file.find(t.name())).with_context("lm state"));
       uploads.emplace_back(&t, data);
     }
   if (file.entries().size() != uploads.size())

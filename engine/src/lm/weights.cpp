@@ -135,6 +135,7 @@ Result<Weights> Weights::from_file(ModelConfig config, SafetensorsFile file) {
     if (e->shape != spec.shape)
       return invalid_argument(where + "tensor '" + spec.name + "' has shape " + shape_text(e->shape) + ", expected " +
                               shape_text(spec.shape));
+    RILL_RETURN_IF_ERROR(file.check_finite(*e));
   }
   // An extra tensor usually means the file is for another config (tied head, other layer kinds).
   for (const SafetensorsEntry& e : file.entries())

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
 
 namespace rill::ops {
@@ -76,19 +77,16 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
              .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)};
   // CPU drivers: the register kernel (head dimensions as specialization constants, keys and values
   // spread over a subgroup's lanes and shuffled), one workgroup = one subgroup per SG rows.
-  const uint32_t sg = seq.device().caps.subgroup_size;
   // A kernel of its own rather than a variant: its specialization constants differ.
   const std::string cpu_kernel = "block_attention/block_attention_fwd_cpu_" + suffix;
-  if (seq.kernel_preference() == "cpu" && sg >= 4 && sg <= seq.device().caps.max_workgroup_invocations) {
+  const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
+  if (p.register_kernel) {
     d.kernel = cpu_kernel;
-    // Several rows per lane share each key and value load: 4 measured best of 1, 2, 4 on lavapipe
-    // (block 64, D 64: 18%, 24%, 38% of the FMA peak non-causal).
-    const uint32_t tq = opt.block > 2 * sg ? 4 : opt.block > sg ? 2 : 1;
-    d.groups[2] = (opt.block + sg * tq - 1) / (sg * tq);
-    d.spec.push_back(spec_uint("TQ", tq));
+    d.groups[2] = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
+    d.spec.push_back(spec_uint("TQ", p.rows_per_lane));
     d.spec.push_back(spec_uint("DK", uint32_t(dk)));
     d.spec.push_back(spec_uint("DV", uint32_t(dv)));
-    d.spec.push_back(spec_uint("SG", sg));
+    d.spec.push_back(spec_uint("SG", p.subgroup));
   }
   return seq.dispatch(d);
 }

@@ -118,8 +118,7 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
     return unimplemented("softmax needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
   // Three passes over each invocation's share of the row: widen the workgroup under a loop limit.
-  uint32_t wg = detail::reduction_workgroup(seq);
-  while (wg < 256 && 3ull * (rd.dim + wg - 1) / wg > detail::loop_budget(seq)) wg *= 2;
+  const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + wg - 1) / wg), op, "a row of this length"));
   return seq.dispatch({.kernel = "softmax/softmax_xent_fwd_" + suffix,
                        .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},

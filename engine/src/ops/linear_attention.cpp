@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
-#include "vk/quirks.hpp"
 
 namespace rill::ops {
 namespace {
@@ -50,26 +50,18 @@ Status check_chunk(const Sequence& seq, const LinearAttentionOptions& opt) {
   return Status::ok();
 }
 
-// Loop iterations one invocation runs per chunk (the larger of the forward and backward kernels):
-// the scores, then for each owned row or column the inter-chunk, intra-chunk and update loops.
-uint64_t iterations_per_chunk(const Dims& d, uint32_t chunk) {
-  const uint64_t c = chunk, inner = std::max(d.dk, d.dv), owned = (inner + kWorkgroup - 1) / kWorkgroup;
-  return (c * c + kWorkgroup - 1) / kWorkgroup * (inner + 1) + owned * (c * (inner + (c + 1) / 2 + 2) + inner * (c + 1) + 1) + 4;
+plan::LinearAttentionShape shape_of(const Dims& d, const LinearAttentionOptions& opt) {
+  return {.heads = uint64_t(d.batch) * d.heads, .n = d.n, .dk = d.dk, .dv = d.dv, .chunk = opt.chunk,
+          .chunks_per_dispatch = opt.chunks_per_dispatch};
 }
 
-// Chunks per dispatch: a GPU watchdog (mobile) kills long dispatches, and a driver loop limit
-// (lavapipe) bounds the serial work of one invocation; elsewhere fewer, longer dispatches.
+// Chunks per dispatch of the serial chunked kernels (the plan bounds each dispatch's length).
 Result<uint32_t> chunks_per_dispatch(const Sequence& seq, const Dims& d, const LinearAttentionOptions& opt) {
-  const uint64_t per_chunk = iterations_per_chunk(d, opt.chunk);
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, per_chunk, kOp, "one chunk (use a smaller chunk)"));
-  uint64_t per = opt.chunks_per_dispatch != 0 ? opt.chunks_per_dispatch
-                                               : (vk::quirk_flags_for(seq.device()).short_dispatches ? 16 : 256);
-  per = std::min<uint64_t>(per, detail::loop_budget(seq) / per_chunk);
-  return uint32_t(std::max<uint64_t>(per, 1));
+  return plan::linear_attention_serial_chunks(plan::traits_of(seq), shape_of(d, opt));
 }
 
-std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
-  return {spec_uint("WG_SIZE", kWorkgroup), spec_uint("FEATURE", uint32_t(opt.feature_map)),
+std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt, uint32_t workgroup = kWorkgroup) {
+  return {spec_uint("WG_SIZE", workgroup), spec_uint("FEATURE", uint32_t(opt.feature_map)),
           spec_uint("HAS_DECAY", opt.decay != nullptr)};
 }
 
@@ -77,20 +69,13 @@ std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt) {
 
 namespace {
 
-// CPU drivers run the causal forward as a scan with the state in registers (la_scan_cpu.glsl says
-// why); it needs subgroup shuffles, which CPU drivers have, and Dk <= 128 (registers).
-bool use_register_scan(const Sequence& seq, const Dims& d) {
-  return seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4 && d.dk <= 128;
-}
-
+// CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why).
 Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
-                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt) {
-  const uint32_t sg = seq.device().caps.subgroup_size, cj = d.dk <= 64 ? 4 : 2;
+                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
+                     const plan::LinearAttentionPlan& p) {
+  const uint32_t sg = p.workgroup, cj = p.columns_per_lane;
   const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
-  // Positions per dispatch: bounded by the driver's loop budget (chunks_per_dispatch, when given,
-  // sets it in whole chunks, as for the chunked kernel).
-  const uint64_t wanted = opt.chunks_per_dispatch != 0 ? uint64_t(opt.chunks_per_dispatch) * opt.chunk : 16384;
-  const uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(wanted, detail::loop_budget(seq) - 64));
+  const uint64_t per = p.positions_per_dispatch;
   const std::string kernel = "linear_attention/la_scan_cpu_" + suffix;
   for (uint64_t first = 0; first < d.n; first += per) {
     const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
@@ -110,14 +95,85 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
   return Status::ok();
 }
 
+// The operands of the generalised causal form the parallel passes compute (la_par_common.glsl):
+//   out_t = sum_{s<=t} lambda^(t-s) (f(a_t) . g(b_s)) h(c_s), times phi'(x_t) with grad_scale,
+// forward in time or, with reverse, backward. a, b: [B, H, N, dk]; c, out (and x): [B, H, N, dv].
+struct ParallelForm {
+  const Tensor *a, *b, *c, *x = nullptr, *out;
+  uint32_t dk, dv;  // of a and b, of c and out
+  bool phi_a = true, phi_b = true, phi_c = false, reverse = false;
+};
+
+// GPUs: the form parallel over (chunk, head) in windows of chunks. Per window three passes: each
+// chunk's own state into the workspace, a scan that turns those into the state before each chunk
+// (and carries `state` past the window), then every chunk's outputs.
+Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const ParallelForm& f,
+                       const Tensor& state, const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
+  const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
+  const uint32_t chunks = uint32_t((uint64_t(d.n) + opt.chunk - 1) / opt.chunk);
+  RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
+  const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
+  auto spec = spec_for(opt, p.workgroup);
+  for (auto& [name, on] : {std::pair<const char*, bool>{"PHI_A", f.phi_a}, {"PHI_B", f.phi_b}, {"PHI_C", f.phi_c},
+                           {"REVERSE", f.reverse}})
+    spec.push_back(spec_uint(name, on));
+  spec.push_back(spec_uint("CHUNK", opt.chunk));
+  auto output_spec = spec;
+  output_spec.push_back(spec_uint("GRAD_SCALE", f.x != nullptr));
+  const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
+  for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
+    const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
+    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+    struct Push {
+      uint32_t heads, n, dk, dv, first_chunk, window;
+    } push{d.heads, d.n, f.dk, f.dv, first, count};
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_states_" + suffix,
+                                       .bindings = {f.b, f.c, &decay, chunk_states},
+                                       .push = push_bytes(push),
+                                       .groups = {count, uint32_t(bh), 1},
+                                       .spec = spec,
+                                       .flops = 2 * bh * positions * elements,
+                                       .bytes = bh * (es * positions * (f.dk + f.dv) + 4 * count * elements)}));
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_scan",
+                                       .bindings = {&decay, chunk_states, &state},
+                                       .push = push_bytes(push),
+                                       .groups = {scan_groups, uint32_t(bh), 1},
+                                       .spec = spec,
+                                       .flops = 2 * bh * count * elements,
+                                       .bytes = bh * (8 * count * elements + 8 * elements)}));
+    // Per position: a P (2 dk dv FLOPs) and on average (C + 1) / 2 scores and value rows.
+    const uint64_t intra = uint64_t(opt.chunk + 1) * (f.dk + f.dv);
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_output_" + suffix,
+                                       .bindings = {f.a, f.b, f.c, &decay, chunk_states, f.x ? f.x : f.c, f.out},
+                                       .push = push_bytes(push),
+                                       .groups = {count, uint32_t(bh), 1},
+                                       .spec = output_spec,
+                                       .flops = bh * positions * (2 * elements + intra),
+                                       .bytes = bh * (es * positions * (2 * f.dk + (f.x ? 3 : 2) * f.dv) +
+                                                      4 * count * elements)}));
+  }
+  return Status::ok();
+}
+
 // Dispatches of the forward kernel in `mode` (0 causal, 1 state only, 2 apply) over all chunks.
 Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
                     uint32_t mode) {
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  if (mode == 0 && use_register_scan(seq, d)) return register_scan(seq, d, suffix, q, k, v, o, state, opt);
+  uint32_t per = 0;
+  if (mode == 0) {
+    RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                          plan::linear_attention_forward(plan::traits_of(seq), shape_of(d, opt)));
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
+      return register_scan(seq, d, suffix, q, k, v, o, state, opt, p);
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
+      return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state,
+                             opt, p);
+    per = p.chunks_per_dispatch;
+  } else {
+    RILL_ASSIGN_OR_RETURN(per, chunks_per_dispatch(seq, d, opt));
+  }
   const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  RILL_ASSIGN_OR_RETURN(const uint32_t per, chunks_per_dispatch(seq, d, opt));
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   for (uint32_t first = 0; first < chunks; first += per) {
     const uint32_t count = std::min(per, chunks - first);
@@ -208,6 +264,27 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
     return Status::ok();
   };
   if (opt.causal) {
+    RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                          plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel) {
+      // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
+      //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
+      //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
+      //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
+      // Each starts from a zero state in `scratch` ([Dv, Dk] for the first two: the same size).
+      const ParallelForm forms[] = {
+          {.a = &d_o, .b = &v, .c = &k, .x = &q, .out = &dq, .dk = d.dv, .dv = d.dk, .phi_a = false, .phi_b = false,
+           .phi_c = true},
+          {.a = &v, .b = &d_o, .c = &q, .x = &k, .out = &dk, .dk = d.dv, .dv = d.dk, .phi_a = false, .phi_b = false,
+           .phi_c = true, .reverse = true},
+          {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
+      };
+      for (const ParallelForm& f : forms) {
+        RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+        RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, f, scratch, opt, p));
+      }
+      return Status::ok();
+    }
     // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
     RILL_RETURN_IF_ERROR(scan(0, dq));

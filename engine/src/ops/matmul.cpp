@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
 
 namespace rill::ops {
@@ -61,38 +62,20 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
                   o.transpose_b ? 1u : uint32_t(N), o.transpose_b ? uint32_t(K) : 1u,
                   mb.batch == 1 ? 0u : uint32_t(K * N),
                   uint32_t(M * N)};
-  // Tiling per family: on CPU drivers a workgroup is one subgroup computing 64 rows x 4 subgroups
-  // of columns (64 x 32 with 8 lanes: the best of 16..128 x 2..8 on lavapipe, 10-15 GFLOP/s at 1024^3
-  // against 7.5 for 16 x 32; the accumulators spill to the stack, which costs less than the
-  // per-lane loads a smaller tile repeats).
-  // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
-  // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
-  const uint64_t sg = std::max(seq.device().caps.subgroup_size, 4u);
-  const uint64_t register_loops = (K + sg - 1) / sg + sg + 8, shared_loops = (K + 15) / 16 * 24 + 8;
-  // The register kernel shares values within a workgroup by subgroup shuffles: it needs the
-  // workgroup to be one subgroup of at least 4 lanes.
-  bool cpu = seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4;
-  if (cpu && register_loops > detail::loop_budget(seq)) cpu = false;
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, cpu ? register_loops : shared_loops, kOp, "the inner dimension K"));
-  const uint32_t wg_x = cpu ? uint32_t(sg) : 16, wg_y = cpu ? 1 : 16;
-  // Fewer rows than the tile (a decoding step's single row) would repeat the row's work.
-  uint32_t tm = 4;
-  if (cpu) {
-    tm = 64;
-    while (tm > 1 && tm > M) tm /= 2;
-  }
-  const uint32_t tn = 4;
-  const uint32_t block_m = wg_y * tm, block_n = wg_x * tn;
+  // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
+  const plan::MatmulPlan p = plan::matmul(plan::traits_of(seq), M, N, K);
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
+  const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   const uint64_t es = dtype_size(a.dtype());
   return seq.dispatch({.kernel = "matmul/matmul_" + suffix,
                        .bindings = {&a, &b, o.bias ? o.bias : &c, &c},
                        .push = push_bytes(push),
                        .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m),
                                   uint32_t(mc.batch)},
-                       .spec = {spec_uint(cpu ? "SG" : "WG_X", wg_x), spec_uint("WG_Y", wg_y), spec_uint("TM", tm),
-                                spec_uint("TN", tn), spec_uint("HAS_BIAS", o.bias != nullptr),
+                       .spec = {spec_uint(p.register_kernel ? "SG" : "WG_X", p.wg_x), spec_uint("WG_Y", p.wg_y),
+                                spec_uint("TM", p.tm), spec_uint("TN", p.tn), spec_uint("HAS_BIAS", o.bias != nullptr),
                                 spec_uint("ACCUMULATE", o.accumulate)},
-                       .variant = cpu ? "cpu" : "gpu",
+                       .variant = p.variant(),
                        .flops = 2 * M * N * K * mc.batch,
                        .bytes = es * (ma.batch * M * K + mb.batch * K * N + (o.accumulate ? 2 : 1) * mc.batch * M * N)});
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/kernel_plan.hpp"
+#include "sequence_impl.hpp"
 #include "vk/quirks.hpp"
 
 
@@ -54,22 +56,24 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) {
   return grid_for(uint32_t((n + per_group - 1) / per_group));
 }
 
-uint64_t loop_budget(const Sequence& seq) {
-  const uint32_t limit = vk::quirk_flags_for(seq.device()).max_loop_iterations;
-  // A margin below the driver's count for the loops an estimate leaves out.
-  return limit == 0 ? UINT64_MAX : uint64_t(limit) * 7 / 8;
+Result<const Tensor*> workspace(Sequence& seq, uint64_t elements, const char* op) {
+  auto& spaces = seq.impl().workspaces;
+  if (!spaces.empty() && spaces.back().element_count() >= elements) return &spaces.back();
+  // Earlier dispatches may still name the smaller one: keep it alive with the recording.
+  RILL_ASSIGN_OR_RETURN(Tensor t, rill::detail::make_tensor(seq.impl().ctx, DType::kF32, {int64_t(elements)},
+                                                      std::string(op) + " workspace", MemoryPool::kActivations));
+  spaces.push_back(std::move(t));
+  return &spaces.back();
 }
+
+uint64_t loop_budget(const Sequence& seq) { return plan::traits_of(seq).loop_budget; }
 
 Status check_loop_budget(const Sequence& seq, uint64_t iterations, const char* op, const char* what) {
-  if (iterations <= loop_budget(seq)) return Status::ok();
-  return out_of_range(std::string(op) + ": " + what + " needs about " + std::to_string(iterations) +
-                      " loop iterations per invocation; " + seq.device().name + " stops loops after " +
-                      std::to_string(vk::quirk_flags_for(seq.device()).max_loop_iterations));
+  return plan::check_loop_budget(plan::traits_of(seq), seq.device(), iterations, op, what);
 }
 
-uint32_t reduction_workgroup(const Sequence& seq) {
-  if (seq.kernel_preference() == "cpu") return std::max(seq.device().caps.subgroup_size, 1u);
-  return std::min(256u, seq.device().caps.max_workgroup_invocations);
+uint32_t reduction_workgroup(const Sequence& seq, uint64_t dim) {
+  return plan::reduction_workgroup(plan::traits_of(seq), dim);
 }
 
 }  // namespace rill::ops::detail

@@ -28,12 +28,18 @@ std::array<uint32_t, 3> grid_for(uint32_t count);
 // Groups of `per_group` invocations covering n elements (1-D, spread like grid_for).
 std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group);
 
-// Workgroup size for one-row-per-workgroup reductions: one subgroup on CPU drivers (no barriers),
-// 256 invocations on GPUs.
-uint32_t reduction_workgroup(const Sequence& seq);
+// Workgroup size for one-row-per-workgroup reductions over rows of `dim` (0: any): the kernel
+// plan's choice (kernel_plan.hpp).
+uint32_t reduction_workgroup(const Sequence& seq, uint64_t dim = 0);
+
+// A workspace of at least `elements` f32 values owned by the sequence (for intermediate results
+// within one op; its contents do not survive to the next op). The sequence keeps one and reuses it
+// while it is large enough, so a replayed recording holds one workspace, not one per op.
+Result<const Tensor*> workspace(Sequence& seq, uint64_t elements, const char* op);
 
 // How many loop iterations one invocation may run on this device (see the quirks table); a large
 // number where the driver sets no limit. Ops keep their per-invocation serial work below it.
+// (Shorthands for the kernel plan's traits, kernel_plan.hpp.)
 uint64_t loop_budget(const Sequence& seq);
 // OutOfRange naming the op when `iterations` per invocation would exceed the budget.
 Status check_loop_budget(const Sequence& seq, uint64_t iterations, const char* op, const char* what);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
 
 namespace rill::ops {
@@ -26,14 +27,6 @@ Status check_gain(const Tensor* gain, const Tensor& x, uint32_t dim) {
   return detail::require_elements(*gain, dim, kOp, "gain");
 }
 
-// Workgroup width for rows of `dim`: the device's choice, widened until each invocation's two
-// passes over its share of the row stay under a driver loop limit.
-uint32_t row_workgroup(const Sequence& seq, uint32_t dim) {
-  uint32_t wg = detail::reduction_workgroup(seq);
-  while (wg < 256 && 3ull * (dim + wg - 1) / wg > detail::loop_budget(seq)) wg *= 2;
-  return wg;
-}
-
 Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::RowsDim rd) {
   if (!seq.device().caps.subgroup_arithmetic)
     return unimplemented("rmsnorm needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
@@ -43,28 +36,23 @@ Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::
   return detail::require_elements(rstd, rd.rows, kOp, "rstd");
 }
 
-// CPU drivers with rows up to 4096: the register kernel (rmsnorm_fwd_cpu.glsl says why), one
-// subgroup per kCpuRows rows. Longer rows would need more registers than pays.
-constexpr uint32_t kCpuRows = 16;
-bool use_cpu_kernel(const Sequence& seq, uint32_t dim) {
-  return seq.kernel_preference() == "cpu" && seq.device().caps.subgroup_size >= 4 && dim <= 4096;
-}
-
 // The forward dispatch of either kernel. row_tensors: rows read and written once each (x, y; with
 // the residual also residual and h); reread: those the generic kernel reads a second time.
 Status forward_dispatch(Sequence& seq, const std::string& name, const std::string& suffix, detail::RowsDim rd,
                         std::vector<const Tensor*> bindings, bool has_gain, float eps, uint32_t row_tensors,
                         uint32_t reread, uint32_t flops_per_element, uint32_t es) {
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
-  if (use_cpu_kernel(seq, rd.dim)) {
-    const uint32_t sg = seq.device().caps.subgroup_size, groups = (rd.rows + kCpuRows - 1) / kCpuRows;
+  const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim);
+  if (p.register_kernel) {
+    // rmsnorm_fwd_cpu.glsl: one subgroup keeps its share of rows_per_group rows in registers.
+    const uint32_t sg = p.workgroup, groups = (rd.rows + p.rows_per_group - 1) / p.rows_per_group;
     const std::string kernel = "rmsnorm/" + name + "_cpu_" + suffix;
     return seq.dispatch({.kernel = kernel,
                          .bindings = std::move(bindings),
                          .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
                          .groups = detail::grid_for(groups),
                          .spec = {spec_uint("SG", sg), spec_uint("HAS_GAIN", has_gain),
-                                  spec_uint("R", (rd.dim + sg - 1) / sg), spec_uint("ROWS", kCpuRows)},
+                                  spec_uint("R", (rd.dim + sg - 1) / sg), spec_uint("ROWS", p.rows_per_group)},
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
@@ -74,7 +62,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                        .bindings = std::move(bindings),
                        .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
                        .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", row_workgroup(seq, rd.dim)), spec_uint("HAS_GAIN", has_gain)},
+                       .spec = {spec_uint("WG_SIZE", p.workgroup), spec_uint("HAS_GAIN", has_gain)},
                        .flops = flops_per_element * n,
                        .bytes = (row_tensors + reread) * n * es + 4ull * rd.rows});
 }
@@ -122,7 +110,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kOp, "dgain"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
   }
-  const uint32_t wg = row_workgroup(seq, rd.dim);
+  const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_" + suffix,
                                      .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},

@@ -1,0 +1,309 @@
+// Kernel plans (kernel_plan.hpp): the one place that reads device traits to choose kernels.
+#include "ops/kernel_plan.hpp"
+
+#include <algorithm>
+
+#include "sequence_impl.hpp"
+#include "vk/quirks.hpp"
+
+namespace rill::ops::plan {
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Register kernels share values inside one subgroup by shuffles: the workgroup must be exactly one
+// subgroup of at least 4 lanes.
+bool register_kernels_fit(const DeviceTraits& d) {
+  return d.family == Family::kCpu && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
+}
+
+// Loop iterations one invocation of the serial chunked kernels runs per chunk (the larger of the
+// forward and backward kernels): the scores, then for each owned column the inter-chunk,
+// intra-chunk and update loops.
+uint64_t serial_iterations_per_chunk(const LinearAttentionShape& s, uint32_t workgroup) {
+  const uint64_t c = s.chunk, inner = std::max(s.dk, s.dv), owned = ceil_div(inner, workgroup);
+  return ceil_div(c * c, workgroup) * (inner + 1) + owned * (c * (inner + (c + 1) / 2 + 2) + inner * (c + 1) + 1) + 4;
+}
+
+// Scratch the parallel chunked forward may hold for chunk states (a window of chunks at a time).
+constexpr uint64_t kParallelScratchBytes = 64ull << 20;
+
+}  // namespace
+
+std::string_view family_name(Family f) { return f == Family::kCpu ? "cpu" : "gpu"; }
+
+std::string_view algorithm_name(LinearAttentionAlgorithm a) {
+  switch (a) {
+    case LinearAttentionAlgorithm::kRegisterScan:
+      return "register scan";
+    case LinearAttentionAlgorithm::kChunkedSerial:
+      return "chunked, serial over chunks";
+    case LinearAttentionAlgorithm::kChunkedParallel:
+      return "chunked, parallel over chunks";
+  }
+  return "?";
+}
+
+DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
+  const vk::QuirkFlags q = vk::quirk_flags_for(device);
+  DeviceTraits d;
+  if (family == "cpu")
+    d.family = Family::kCpu;
+  else if (family == "gpu")
+    d.family = Family::kGpu;
+  else
+    d.family = q.prefer_cpu_kernels ? Family::kCpu : Family::kGpu;
+  d.subgroup = std::max(device.caps.subgroup_size, 1u);
+  d.subgroup_arithmetic = device.caps.subgroup_arithmetic;
+  d.max_invocations = device.caps.max_workgroup_invocations;
+  d.shared_bytes = device.caps.shared_memory_bytes;
+  // A margin below the driver's count for the loops an estimate leaves out.
+  d.loop_budget = q.max_loop_iterations == 0 ? UINT64_MAX : uint64_t(q.max_loop_iterations) * 7 / 8;
+  d.short_dispatches = q.short_dispatches;
+  d.max_storage_range = device.caps.max_storage_buffer_range;
+  return d;
+}
+
+DeviceTraits traits_of(const Sequence& seq) {
+  DeviceTraits d = traits_of(seq.device(), seq.kernel_preference());
+  // Validated when the context was created.
+  if (auto forced = parse_overrides(seq.impl().ctx->kernel_plan); forced.is_ok()) d.forced = forced.value();
+  return d;
+}
+
+Result<PlanOverrides> parse_overrides(std::string_view text) {
+  PlanOverrides out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (key != "linear_attention")
+      return invalid_argument("kernel plan: unknown key '" + std::string(key) + "' (known: linear_attention)");
+    if (value == "scan")
+      out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
+    else if (value == "serial")
+      out.linear_attention = LinearAttentionAlgorithm::kChunkedSerial;
+    else if (value == "parallel")
+      out.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
+    else
+      return invalid_argument("kernel plan: linear_attention is '" + std::string(value) +
+                              "'; use scan, serial or parallel");
+  }
+  return out;
+}
+
+uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim) {
+  uint32_t wg = d.family == Family::kCpu ? d.subgroup : std::min(256u, d.max_invocations);
+  // Each invocation passes over its share of the row up to three times.
+  while (dim != 0 && wg < 256 && wg * 2 <= d.max_invocations && 3 * (dim + wg - 1) / wg > d.loop_budget) wg *= 2;
+  return wg;
+}
+
+RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
+  RmsnormPlan p;
+  // Rows up to 4096 fit the register kernel's per-lane arrays; longer rows need more registers than pays.
+  if (register_kernels_fit(d) && dim <= 4096) {
+    p.register_kernel = true;
+    p.rows_per_group = 16;  // a subgroup keeps its share of the gain in registers over 16 rows
+    p.workgroup = d.subgroup;
+    return p;
+  }
+  p.workgroup = reduction_workgroup(d, dim);
+  return p;
+}
+
+MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
+  (void)n;
+  MatmulPlan p;
+  // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
+  // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
+  const uint64_t sg = std::max(d.subgroup, 4u);
+  const uint64_t register_loops = ceil_div(k, sg) + sg + 8, shared_loops = ceil_div(k, 16) * 24 + 8;
+  p.register_kernel = register_kernels_fit(d) && register_loops <= d.loop_budget;
+  p.inner_loops = p.register_kernel ? register_loops : shared_loops;
+  if (p.register_kernel) {
+    // One subgroup computes 64 rows x 4 subgroups of columns (64 x 32 with 8 lanes: the best of
+    // 16..128 x 2..8 on lavapipe, 10-15 GFLOP/s at 1024^3 against 7.5 for 16 x 32; the accumulators
+    // spill to the stack, which costs less than the per-lane loads a smaller tile repeats). Fewer
+    // rows than the tile (a decoding step's single row) would repeat the row's work.
+    p.wg_x = uint32_t(sg);
+    p.wg_y = 1;
+    p.tm = 64;
+    while (p.tm > 1 && p.tm > m) p.tm /= 2;
+  }
+  return p;
+}
+
+BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
+  BlockAttentionPlan p;
+  if (!register_kernels_fit(d)) return p;
+  p.register_kernel = true;
+  p.subgroup = d.subgroup;
+  // Several rows per lane share each key and value load: 4 measured best of 1, 2, 4 on lavapipe
+  // (block 64, D 64: 18%, 24%, 38% of the FMA peak non-causal).
+  p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+  return p;
+}
+
+Result<uint32_t> linear_attention_serial_chunks(const DeviceTraits& d, const LinearAttentionShape& s) {
+  const uint64_t per_chunk = serial_iterations_per_chunk(s, 64);
+  if (per_chunk > d.loop_budget)
+    return out_of_range("linear_attention: one chunk (use a smaller chunk) needs about " + std::to_string(per_chunk) +
+                        " loop iterations per invocation; the device stops loops after " +
+                        std::to_string(d.loop_budget * 8 / 7));
+  // A GPU watchdog (mobile) kills long dispatches, and a driver loop limit (lavapipe) bounds the
+  // serial work of one invocation; elsewhere fewer, longer dispatches.
+  uint64_t per = s.chunks_per_dispatch != 0 ? s.chunks_per_dispatch : (d.short_dispatches ? 16 : 256);
+  per = std::min<uint64_t>(per, d.loop_budget / per_chunk);
+  return uint32_t(std::max<uint64_t>(per, 1));
+}
+
+namespace {
+
+// CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why); it needs
+// subgroup shuffles and Dk <= 128 (registers).
+LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
+  LinearAttentionPlan p;
+  p.algorithm = LinearAttentionAlgorithm::kRegisterScan;
+  p.chunk = s.chunk;
+  p.columns_per_lane = s.dk <= 64 ? 4 : 2;
+  p.workgroup = d.subgroup;
+  // Positions per dispatch: bounded by the driver's loop budget (chunks_per_dispatch, when given,
+  // sets it in whole chunks, as for the chunked kernels).
+  const uint64_t wanted = s.chunks_per_dispatch != 0 ? uint64_t(s.chunks_per_dispatch) * s.chunk : 16384;
+  const uint64_t budget = d.loop_budget == UINT64_MAX ? UINT64_MAX : d.loop_budget - 64;
+  p.positions_per_dispatch = std::max<uint64_t>(1, std::min<uint64_t>(wanted, budget));
+  return p;
+}
+
+// GPUs: every chunk in parallel. A window of chunks holds its chunk states in scratch; the scan
+// over a window runs one loop iteration per chunk, so the window is bounded by the loop budget,
+// the scratch budget and the storage-buffer range. Empty when the device cannot run it.
+std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
+  const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
+  const uint64_t total_chunks = ceil_div(s.n, s.chunk);
+  uint64_t window = std::min<uint64_t>(total_chunks, kParallelScratchBytes / state_bytes);
+  window = std::min<uint64_t>(window, d.max_storage_range / state_bytes);
+  window = std::min<uint64_t>(window, d.loop_budget / 4);
+  window = std::min<uint64_t>(window, 65535);
+  if (s.chunks_per_dispatch != 0) window = std::min<uint64_t>(window, s.chunks_per_dispatch);
+  // The chunk's scores live in shared memory; one invocation's intra-chunk work (scores, then the
+  // rows x columns it owns) must fit the loop budget too.
+  const uint32_t wg = std::min(256u, d.max_invocations);
+  const uint64_t output_loops = ceil_div(uint64_t(s.chunk) * s.chunk, wg) * (s.dk + 1) +
+                                ceil_div(uint64_t(s.chunk) * s.dv, wg) * (s.dk + s.chunk + 2);
+  if (window < 1 || 4ull * s.chunk * (s.chunk + 1) > d.shared_bytes || output_loops > d.loop_budget || s.heads > 65535)
+    return std::nullopt;
+  LinearAttentionPlan p;
+  p.algorithm = LinearAttentionAlgorithm::kChunkedParallel;
+  p.chunk = s.chunk;
+  p.chunks_per_dispatch = uint32_t(window);
+  p.workgroup = wg;
+  return p;
+}
+
+}  // namespace
+
+Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  const bool scan_fits = d.subgroup >= 4 && d.subgroup <= d.max_invocations && s.dk <= 128;
+  if (forced == Algorithm::kRegisterScan) {
+    if (!scan_fits)
+      return invalid_argument(
+          "linear_attention: the forced register scan needs subgroups of 4 or more lanes and Dk <= 128");
+    return register_scan_plan(d, s);
+  }
+  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s);
+  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
+  if (wanted) {
+    if (auto p = parallel_plan(d, s)) return *p;
+    if (forced)
+      return invalid_argument(
+          "linear_attention: the forced parallel chunked form does not fit this device "
+          "(shared memory, loop budget or scratch)");
+  }
+  // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
+  LinearAttentionPlan p;
+  p.algorithm = Algorithm::kChunkedSerial;
+  p.chunk = s.chunk;
+  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
+  return p;
+}
+
+Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  // The gradients exchange Dk and Dv: plan for the wider of the two in both places.
+  LinearAttentionShape square = s;
+  square.dk = square.dv = std::max(s.dk, s.dv);
+  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
+  if (wanted) {
+    if (auto p = parallel_plan(d, square)) return *p;
+    if (forced)
+      return invalid_argument(
+          "linear_attention_backward: the forced parallel chunked form does not fit this device "
+          "(shared memory, loop budget or scratch)");
+  }
+  LinearAttentionPlan p;
+  p.algorithm = Algorithm::kChunkedSerial;
+  p.chunk = s.chunk;
+  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
+  return p;
+}
+
+Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,
+                         const char* what) {
+  if (iterations <= d.loop_budget) return Status::ok();
+  return out_of_range(std::string(op) + ": " + what + " needs about " + std::to_string(iterations) +
+                      " loop iterations per invocation; " + device.name + " stops loops after " +
+                      std::to_string(vk::quirk_flags_for(device).max_loop_iterations));
+}
+
+std::vector<PlanSummary> summarize(const DeviceTraits& d) {
+  std::vector<PlanSummary> out;
+  const RmsnormPlan r = rmsnorm_forward(d, 4096);
+  out.push_back({"rmsnorm_forward", "4096 x 4096",
+                 r.register_kernel ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
+                                         std::to_string(r.workgroup)
+                                   : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
+  out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
+  for (uint64_t size : {1ull, 1024ull}) {
+    const MatmulPlan m = matmul(d, size, 1024, 1024);
+    out.push_back({"matmul", std::to_string(size) + " x 1024 x 1024",
+                   std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
+                       std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
+                       std::to_string(m.wg_x * m.tn)});
+  }
+  const BlockAttentionPlan b = block_attention_forward(d, 64);
+  out.push_back({"block_attention_forward", "block 64",
+                 b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"
+                                   : "shared-memory kernel, one workgroup per block"});
+  for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
+    const LinearAttentionShape s{.heads = heads, .n = 65536, .dk = dim, .dv = dim, .chunk = 64};
+    auto la = linear_attention_forward(d, s);
+    std::string text = la.is_ok() ? std::string(algorithm_name(la.value().algorithm)) : la.status().message();
+    if (la.is_ok() && la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
+      text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
+    out.push_back({"linear_attention_forward (causal)",
+                   "BH " + std::to_string(heads) + ", N 65536, D " + std::to_string(dim), text});
+  }
+  return out;
+}
+
+}  // namespace rill::ops::plan
+
+namespace rill {
+
+std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std::string_view family) {
+  const ops::plan::DeviceTraits traits = ops::plan::traits_of(device, family);
+  std::vector<KernelPlanLine> out;
+  out.push_back({"kernel family", "", std::string(ops::plan::family_name(traits.family))});
+  for (auto& s : ops::plan::summarize(traits)) out.push_back({std::move(s.op), std::move(s.shape), std::move(s.plan)});
+  return out;
+}
+
+}  // namespace rill

@@ -1,0 +1,126 @@
+// Kernel plans: every decision about how an op's kernels run on a device, in one place.
+//
+// A plan turns (device traits, shape, optional forced family) into what the op dispatches: which
+// kernel family and algorithm, workgroup and tile sizes, rows or chunks per workgroup and per
+// dispatch. Ops ask for a plan and dispatch what it says; they never test the device themselves.
+// Plans are plain values computed from `DeviceTraits`, so tests can plan for devices rill is not
+// running on (a phone-class GPU, a datacenter GPU) and `rill info` can show what each op gets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/device.hpp"
+#include "rill/sequence.hpp"
+
+namespace rill::ops::plan {
+
+// The kernel families: register kernels without barriers for CPU drivers (lavapipe), shared-memory
+// and many-workgroup kernels for GPUs.
+enum class Family { kCpu, kGpu };
+std::string_view family_name(Family f);
+
+// Causal linear attention's algorithms (linear_attention_forward below).
+enum class LinearAttentionAlgorithm {
+  kRegisterScan,     // la_scan_cpu: one position after another, the state in registers (CPU drivers)
+  kChunkedSerial,    // la_chunked: one workgroup per head walks its chunks in order
+  kChunkedParallel,  // la_par_*: chunk states, a scan over them, then every chunk at once (GPUs)
+};
+std::string_view algorithm_name(LinearAttentionAlgorithm a);
+
+// Choices forced by ContextOptions::kernel_plan / RILL_KERNEL_PLAN ("linear_attention=serial").
+struct PlanOverrides {
+  std::optional<LinearAttentionAlgorithm> linear_attention;
+};
+Result<PlanOverrides> parse_overrides(std::string_view text);
+
+// What plans read about a device.
+struct DeviceTraits {
+  Family family = Family::kGpu;  // the device's preference, or the forced family
+  uint32_t subgroup = 32;
+  bool subgroup_arithmetic = true;
+  uint32_t max_invocations = 1024;
+  uint32_t shared_bytes = 32768;
+  // Loop iterations one invocation may run (a driver limit, with a margin); UINT64_MAX: none.
+  uint64_t loop_budget = UINT64_MAX;
+  // The driver's watchdog kills long dispatches: keep each one short.
+  bool short_dispatches = false;
+  uint64_t max_storage_range = uint64_t(1) << 31;
+  PlanOverrides forced;
+};
+// From the device and its quirks; `family` empty: the device's own preference ("cpu" or "gpu"
+// otherwise, as ContextOptions::kernel_variant / RILL_KERNEL_VARIANT force it).
+DeviceTraits traits_of(const DeviceInfo& device, std::string_view family);
+// The traits of the sequence's device with the family and the overrides of its context.
+DeviceTraits traits_of(const Sequence& seq);
+
+// Workgroup width of one-row-per-workgroup reductions over rows of `dim` (0: any length): one
+// subgroup on CPU drivers, 256 invocations on GPUs, widened until each invocation's passes over its
+// share of the row fit the loop budget.
+uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim = 0);
+
+// RMSNorm forward (also with the residual).
+struct RmsnormPlan {
+  bool register_kernel = false;  // rmsnorm_fwd_cpu: a subgroup keeps its rows in registers
+  uint32_t workgroup = 0;        // generic kernel: invocations per row
+  uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
+};
+RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
+
+// Matmul C[M, N] = A[M, K] B[K, N].
+struct MatmulPlan {
+  bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles
+  uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
+  uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)
+  std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
+};
+MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k);
+
+// Block attention forward.
+struct BlockAttentionPlan {
+  bool register_kernel = false;  // block_attention_fwd_cpu: one subgroup, rows_per_lane query rows each
+  uint32_t rows_per_lane = 1;
+  uint32_t subgroup = 0;
+};
+BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block);
+
+// Causal linear attention forward over N positions of B*H heads.
+struct LinearAttentionPlan {
+  LinearAttentionAlgorithm algorithm = LinearAttentionAlgorithm::kChunkedSerial;
+  uint32_t chunk = 64;
+  uint32_t columns_per_lane = 0;        // register scan: state columns per lane
+  uint64_t positions_per_dispatch = 0;  // register scan
+  uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
+  uint32_t workgroup = 64;              // chunked kernels
+  uint32_t column_tile = 0;             // parallel: state / output columns per workgroup
+};
+struct LinearAttentionShape {
+  uint64_t heads = 1;  // B * H
+  uint64_t n = 1;
+  uint32_t dk = 64, dv = 64, chunk = 64;
+  uint32_t chunks_per_dispatch = 0;  // the caller's bound (0: the plan's)
+};
+// Plans the causal forward; chunked kernels' other passes (non-causal, backward) use
+// linear_attention_serial_chunks. OutOfRange when one chunk exceeds the loop budget;
+// InvalidArgument when a forced algorithm cannot run on the device or shape.
+Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s);
+Result<uint32_t> linear_attention_serial_chunks(const DeviceTraits& d, const LinearAttentionShape& s);
+// Plans the causal backward: its three gradients are each a causal form like the forward (two of
+// them backward in time), parallel over chunks on GPUs, else the serial chunked kernel (there is
+// no register-scan backward).
+Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s);
+
+// OutOfRange naming the op when `iterations` per invocation exceed the loop budget.
+Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,
+                         const char* what);
+
+// One line per op: the plan the device gets at a representative shape (for `rill info`).
+struct PlanSummary {
+  std::string op, shape, plan;
+};
+std::vector<PlanSummary> summarize(const DeviceTraits& d);
+
+}  // namespace rill::ops::plan

@@ -1,0 +1,24 @@
+// Shared pieces of the parallel chunked linear-attention passes (la_par_states.glsl,
+// la_par_scan.comp, la_par_output.glsl). They compute one generalised causal form,
+//   out_t = sum_{s<=t} lambda^(t-s) (f(a_t) . g(b_s)) h(c_s)          a, b [N, DK]; c, out [N, DV]
+// where f, g, h are the feature map phi or the identity (PHI_A, PHI_B, PHI_C) and "s <= t" runs
+// forward in time, or backward with REVERSE (t, s index positions n-1-t, n-1-s). The forward is
+// a = q, b = k, c = v with phi on a and b; the backward's three gradients are the same form with
+// the operands exchanged (linear_attention.cpp). Chunk c of a window covers (mapped) positions
+// (first_chunk + c) * CHUNK ... + len - 1.
+layout(constant_id = 3) const uint CHUNK = 64;
+layout(constant_id = 5) const bool PHI_A = true;
+layout(constant_id = 6) const bool PHI_B = true;
+layout(constant_id = 7) const bool PHI_C = false;
+layout(constant_id = 8) const bool REVERSE = false;
+
+#include "la_common.glsl"
+
+layout(push_constant) uniform Push {
+  uint heads, n, dk, dv;
+  uint first_chunk, window;
+} p;
+
+// The storage row of (mapped) position t.
+uint la_row(uint t) { return REVERSE ? p.n - 1u - t : t; }
+afloat la_f(bool use_phi, afloat x) { return use_phi ? phi(x) : x; }

@@ -1,0 +1,5 @@
+// Parallel chunked linear attention (output pass), f16 storage; the kernel is in la_par_output.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "la_par_output.glsl"

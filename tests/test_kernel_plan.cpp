@@ -1,0 +1,152 @@
+// Kernel plans for devices rill is not running on: a CPU driver, a datacenter GPU, a phone-class
+// GPU. Plans are plain values, so each decision is checked here without a device.
+#include <catch2/catch.hpp>
+
+#include "ops/kernel_plan.hpp"
+
+namespace {
+
+using namespace rill::ops::plan;
+
+DeviceTraits lavapipe_like() {
+  DeviceTraits d;
+  d.family = Family::kCpu;
+  d.subgroup = 8;
+  d.max_invocations = 1024;
+  d.shared_bytes = 32768;
+  d.loop_budget = 65535ull * 7 / 8;
+  d.max_storage_range = 128ull << 20;
+  return d;
+}
+
+DeviceTraits h100_like() {
+  DeviceTraits d;
+  d.family = Family::kGpu;
+  d.subgroup = 32;
+  d.max_invocations = 1024;
+  d.shared_bytes = 49152;
+  d.max_storage_range = 4ull << 30;
+  return d;
+}
+
+// Mali-class limits (the mobile profile of the edge issue): small shared memory, short dispatches.
+DeviceTraits mali_like() {
+  DeviceTraits d;
+  d.family = Family::kGpu;
+  d.subgroup = 16;
+  d.subgroup_arithmetic = false;
+  d.max_invocations = 256;
+  d.shared_bytes = 16384;
+  d.short_dispatches = true;
+  d.max_storage_range = 128ull << 20;
+  return d;
+}
+
+LinearAttentionShape la_shape(uint64_t heads, uint64_t n, uint32_t dim, uint32_t chunk = 64) {
+  return {.heads = heads, .n = n, .dk = dim, .dv = dim, .chunk = chunk};
+}
+
+}  // namespace
+
+TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
+  const DeviceTraits d = lavapipe_like();
+  CHECK(rmsnorm_forward(d, 4096).register_kernel);
+  CHECK_FALSE(rmsnorm_forward(d, 4097).register_kernel);  // rows past 4096: the generic kernel
+  const MatmulPlan m = matmul(d, 1024, 1024, 1024);
+  CHECK(m.register_kernel);
+  CHECK(m.variant() == "cpu");
+  CHECK(m.wg_x == 8);
+  CHECK(m.tm == 64);
+  CHECK(matmul(d, 1, 1024, 1024).tm == 1);                   // a decoding step's single row
+  CHECK_FALSE(matmul(d, 64, 64, 1u << 20).register_kernel);  // K past the loop budget: shared-memory kernel
+  CHECK(block_attention_forward(d, 64).rows_per_lane == 4);
+  CHECK(block_attention_forward(d, 8).rows_per_lane == 1);
+  CHECK(reduction_workgroup(d) == 8);
+  const auto la = linear_attention_forward(d, la_shape(4, 65536, 64));
+  REQUIRE(la.is_ok());
+  CHECK(la.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(la.value().positions_per_dispatch <= d.loop_budget);
+}
+
+TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chunks", "[plan]") {
+  const DeviceTraits d = h100_like();
+  CHECK_FALSE(rmsnorm_forward(d, 4096).register_kernel);
+  CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
+  CHECK_FALSE(matmul(d, 1024, 1024, 1024).register_kernel);
+  CHECK_FALSE(block_attention_forward(d, 64).register_kernel);
+  for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
+    const auto la = linear_attention_forward(d, s);
+    REQUIRE(la.is_ok());
+    CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
+    // The window's chunk states stay within the scratch budget, and the window is whole chunks.
+    CHECK(uint64_t(la.value().chunks_per_dispatch) * s.heads * s.dk * s.dv * 4 <= 64ull << 20);
+    CHECK(la.value().chunks_per_dispatch <= (s.n + s.chunk - 1) / s.chunk);
+  }
+  // A short sequence is one window.
+  CHECK(linear_attention_forward(d, la_shape(4, 4096, 64)).value().chunks_per_dispatch == 64);
+}
+
+TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
+  const DeviceTraits d = mali_like();
+  CHECK(reduction_workgroup(d) == 256);
+  auto la = linear_attention_forward(d, la_shape(8, 65536, 32, 32));
+  REQUIRE(la.is_ok());
+  CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
+  CHECK(la.value().workgroup == 256);
+  // 64 x 64 scores (and their decay powers) exceed 16 KiB of shared memory: the serial kernel, in
+  // short dispatches for the watchdog.
+  la = linear_attention_forward(d, la_shape(8, 65536, 32, 64));
+  REQUIRE(la.is_ok());
+  CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedSerial);
+  CHECK(la.value().chunks_per_dispatch == 16);
+}
+
+TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[plan]") {
+  DeviceTraits d = lavapipe_like();
+  d.forced.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
+  CHECK(linear_attention_forward(d, la_shape(2, 1000, 16)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedParallel);
+  d.forced.linear_attention = LinearAttentionAlgorithm::kChunkedSerial;
+  CHECK(linear_attention_forward(d, la_shape(2, 1000, 16)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedSerial);
+  DeviceTraits g = h100_like();
+  g.forced.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
+  CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).value().algorithm ==
+        LinearAttentionAlgorithm::kRegisterScan);
+  const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 256));
+  REQUIRE_FALSE(too_wide.is_ok());
+  CHECK(too_wide.status().code() == rill::StatusCode::kInvalidArgument);
+  g.forced.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
+  g.shared_bytes = 1024;
+  CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).status().code() == rill::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("kernel plan: overrides parse, and bad ones are named", "[plan]") {
+  CHECK_FALSE(parse_overrides("").value().linear_attention.has_value());
+  CHECK(parse_overrides("linear_attention=serial").value().linear_attention ==
+        LinearAttentionAlgorithm::kChunkedSerial);
+  CHECK(parse_overrides("linear_attention=scan,").value().linear_attention == LinearAttentionAlgorithm::kRegisterScan);
+  const auto bad_key = parse_overrides("matmul=gpu");
+  REQUIRE_FALSE(bad_key.is_ok());
+  CHECK(bad_key.status().message().find("matmul") != std::string::npos);
+  const auto bad_value = parse_overrides("linear_attention=fast");
+  REQUIRE_FALSE(bad_value.is_ok());
+  CHECK(bad_value.status().message().find("fast") != std::string::npos);
+}
+
+TEST_CASE("kernel plan: the loop budget bounds one chunk of the serial kernel", "[plan]") {
+  DeviceTraits d = lavapipe_like();
+  d.loop_budget = 1000;
+  const auto r = linear_attention_serial_chunks(d, la_shape(1, 4096, 64));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(r.status().message().find("smaller chunk") != std::string::npos);
+}
+
+TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {
+  for (const DeviceTraits& d : {lavapipe_like(), h100_like(), mali_like()}) {
+    const auto lines = summarize(d);
+    CHECK(lines.size() >= 6);
+    for (const auto& l : lines) CHECK_FALSE(l.plan.empty());
+  }
+}
