@@ -11,6 +11,11 @@ layout(constant_id = 5) const bool PHI_A = true;
 layout(constant_id = 6) const bool PHI_B = true;
 layout(constant_id = 7) const bool PHI_C = false;
 layout(constant_id = 8) const bool REVERSE = false;
+// Rows (or inner-dimension slices) staged in shared memory per step of the tiled passes; head
+// dimensions up to MAX_D (the plan sends wider heads to the serial kernel). Each invocation
+// accumulates a 4 x 4 block of outputs in registers.
+layout(constant_id = 10) const uint TILE = 16;
+#define MAX_D 128u
 
 #include "la_common.glsl"
 

@@ -83,43 +83,51 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
 }
 
 
-// Causal linear attention, H = 4, D = 64: chunked (C = 64, the gpu family's kernel), the register scan
-// (what CPU drivers run), naive quadratic, and recurrent (the chunked kernel one position at a time,
-// i.e. chunks of 1). Sequences longer than one segment run as segments that continue the state, as
-// a long prefill does, so memory stays bounded.
+// Causal linear attention, H = 4, D = 64: the chunked form parallel over chunks (C = 64, what GPUs
+// run), the chunked form serial over chunks (the fallback for GPUs without room for a window), the
+// register scan (what CPU drivers run), naive quadratic, and recurrent (the serial chunked kernel one
+// position at a time, i.e. chunks of 1). Sequences longer than one segment run as segments that
+// continue the state, as a long prefill does, so memory stays bounded.
 bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
-  rill::ContextOptions gpu_options, cpu_options;
-  gpu_options.kernel_variant = "gpu";
-  cpu_options.kernel_variant = "cpu";
-  auto gpu_ctx = rill::Context::create(gpu_options);
-  auto cpu_ctx = rill::Context::create(cpu_options);
-  if (!report(gpu_ctx.status(), "linear_attention") || !report(cpu_ctx.status(), "linear_attention")) return false;
+  rill::ContextOptions parallel_options, serial_options, scan_options;
+  parallel_options.kernel_plan = "linear_attention=parallel";
+  serial_options.kernel_plan = "linear_attention=serial";
+  scan_options.kernel_plan = "linear_attention=scan";
+  std::map<std::string, rill::Context> contexts;
+  for (const auto& [name, options] : {std::pair<const char*, rill::ContextOptions*>{"parallel", &parallel_options},
+                                      {"serial", &serial_options},
+                                      {"scan", &scan_options}}) {
+    auto ctx = rill::Context::create(*options);
+    if (!report(ctx.status(), "linear_attention")) return false;
+    contexts.emplace(name, std::move(ctx).value());
+  }
   const int64_t heads = 4, d = 64, segment = 65536;
   const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024, 4096, 16384}
                                              : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144};
   const double budget_ms = quick ? 5e3 : 60e3;  // skip a form whose next length would take longer
   std::map<std::string, std::vector<std::pair<double, double>>> curves;
-  for (const char* form : {"chunked", "scan", "recurrent", "naive"}) {
-    rill::Context& ctx = std::string(form) == "scan" ? cpu_ctx.value() : gpu_ctx.value();
+  for (const char* form : {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"}) {
+    const std::string f = form;
+    rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
     double last_ms = 0.0;
     int64_t last_n = 0;
-    const double growth = std::string(form) == "naive" ? 2.0 : 1.0;  // predicted time exponent
+    const double growth = f == "naive" ? 2.0 : 1.0;  // predicted time exponent
     for (int64_t n : lengths) {
       if (last_ms > 0 && last_ms * std::pow(double(n) / double(last_n), growth) > budget_ms) {
         out.push_back({{"op", "linear_attention_causal"}, {"variant", form}, {"shape", {{"n", n}}},
                        {"skipped", "predicted to exceed the time budget"}});
         continue;
       }
-      const int64_t seg = std::min(n, std::string(form) == "naive" ? n : segment);
+      const int64_t seg = std::min(n, f == "naive" ? n : segment);
       auto q = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 1);
       auto k = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 2);
       auto v = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 3);
       auto o = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 4);
       auto state = random_tensor(ctx, rill::DType::kF32, {1, heads, d, d}, 5);
       if (!q.valid() || !o.valid()) return report(rill::resource_exhausted("tensor allocation failed"), "linear_attention");
-      const uint32_t chunk = std::string(form) == "recurrent" ? 1 : 64;
+      const uint32_t chunk = f == "recurrent" ? 1 : 64;
       auto t = time_op(ctx, [&](rill::Sequence& s) -> rill::Status {
-        if (std::string(form) == "naive") return rill::ops::linear_attention_naive(s, q, k, v, o);
+        if (f == "naive") return rill::ops::linear_attention_naive(s, q, k, v, o);
         for (int64_t done = 0; done < n; done += seg)
           RILL_RETURN_IF_ERROR(rill::ops::linear_attention_forward(s, q, k, v, o, state,
                                                                    {.chunk = chunk, .continue_state = done > 0}));

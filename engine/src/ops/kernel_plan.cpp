@@ -181,27 +181,43 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
 
 // GPUs: every chunk in parallel. A window of chunks holds its chunk states in scratch; the scan
 // over a window runs one loop iteration per chunk, so the window is bounded by the loop budget,
-// the scratch budget and the storage-buffer range. Empty when the device cannot run it.
+// the scratch budget and the storage-buffer range. The tiled passes keep a chunk's scores and
+// TILE-row tiles of heads up to 128 wide in shared memory. Empty when the device cannot run it.
 std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
+  constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
+  if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
+  const uint64_t c = s.chunk;
+  // Shared memory of the output pass (scores, powers, A tile, the other tile) and the states pass.
+  auto shared_bytes = [&](uint64_t tile) {
+    return 4 * std::max(c * c + c + 1 + c * tile + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
+  };
+  uint32_t tile = 16;
+  while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
+  if (shared_bytes(tile) > d.shared_bytes) return std::nullopt;
+  const uint32_t wg = std::min(256u, d.max_invocations);
+  // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
+  // the scores times h(C), per round of 4 x 4 blocks.
+  const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
+  const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, 4), wg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, 4), wg);
+  const uint64_t output_loops =
+      score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
+      out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
+                    s_steps * (ceil_div(tile * s.dv, wg) + tile)) + 8;
+  if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
-  const uint64_t total_chunks = ceil_div(s.n, s.chunk);
-  uint64_t window = std::min<uint64_t>(total_chunks, kParallelScratchBytes / state_bytes);
+  uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
   window = std::min<uint64_t>(window, d.max_storage_range / state_bytes);
   window = std::min<uint64_t>(window, d.loop_budget / 4);
   window = std::min<uint64_t>(window, 65535);
   if (s.chunks_per_dispatch != 0) window = std::min<uint64_t>(window, s.chunks_per_dispatch);
-  // The chunk's scores live in shared memory; one invocation's intra-chunk work (scores, then the
-  // rows x columns it owns) must fit the loop budget too.
-  const uint32_t wg = std::min(256u, d.max_invocations);
-  const uint64_t output_loops = ceil_div(uint64_t(s.chunk) * s.chunk, wg) * (s.dk + 1) +
-                                ceil_div(uint64_t(s.chunk) * s.dv, wg) * (s.dk + s.chunk + 2);
-  if (window < 1 || 4ull * s.chunk * (s.chunk + 1) > d.shared_bytes || output_loops > d.loop_budget || s.heads > 65535)
-    return std::nullopt;
+  if (window < 1) return std::nullopt;
   LinearAttentionPlan p;
   p.algorithm = LinearAttentionAlgorithm::kChunkedParallel;
   p.chunk = s.chunk;
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
+  p.tile = tile;
   return p;
 }
 

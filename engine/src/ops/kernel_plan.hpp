@@ -95,7 +95,7 @@ struct LinearAttentionPlan {
   uint64_t positions_per_dispatch = 0;  // register scan
   uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
   uint32_t workgroup = 64;              // chunked kernels
-  uint32_t column_tile = 0;             // parallel: state / output columns per workgroup
+  uint32_t tile = 0;                    // parallel: rows (or inner slices) per shared-memory tile
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H

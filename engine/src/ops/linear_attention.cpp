@@ -118,6 +118,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                            {"REVERSE", f.reverse}})
     spec.push_back(spec_uint(name, on));
   spec.push_back(spec_uint("CHUNK", opt.chunk));
+  spec.push_back(spec_uint("TILE", p.tile));
   auto output_spec = spec;
   output_spec.push_back(spec_uint("GRAD_SCALE", f.x != nullptr));
   const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
