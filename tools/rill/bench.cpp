@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "bench_ops.hpp"
+#include "bench_peers.hpp"
 #include "commands.hpp"
 #include "rill/rill.hpp"
 
@@ -127,6 +129,19 @@ bool bench_pipeline(bool quick, nlohmann::json& out) {
 }  // namespace
 
 int run_bench(const BenchArgs& args) {
+  // Every name is checked before any work: a typo must not give an empty, successful run.
+  static const std::set<std::string> kKnown = {"all",  "peaks",           "dispatch",        "pipeline", "rmsnorm",
+                                               "matmul", "linear_attention", "block_attention", "icl",      "lm"};
+  for (size_t start = 0; start <= args.ops.size();) {
+    const size_t comma = std::min(args.ops.find(',', start), args.ops.size());
+    const std::string name = args.ops.substr(start, comma - start);
+    if (!kKnown.count(name)) {
+      std::fprintf(stderr, "rill bench: unknown op '%s' (known: all, peaks, dispatch, pipeline, rmsnorm, matmul, "
+                           "linear_attention, block_attention, icl, lm)\n", name.c_str());
+      return 2;
+    }
+    start = comma + 1;
+  }
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
@@ -148,6 +163,7 @@ int run_bench(const BenchArgs& args) {
   if (wants("pipeline")) ok = ok && bench_pipeline(args.quick, records);
   if (wants("icl")) ok = ok && bench_icl(ctx.value(), args.quick, !args.no_torch, records);
   if (wants("lm")) ok = ok && bench_lm(ctx.value(), args, records);
+  if (args.peers) doc["peer"] = attach_peers(records, args.quick);
   doc["records"] = records;
   std::printf("%s\n", doc.dump(2).c_str());
   return ok ? 0 : 1;

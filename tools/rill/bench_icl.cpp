@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "bench_ops.hpp"
+#include "bench_peers.hpp"
 #include "rill/icl.hpp"
 
 namespace rill_cli {
@@ -15,19 +16,8 @@ using namespace rill::icl;
 
 // Runs the PyTorch baseline and returns its JSON record, or an object saying why there is none.
 nlohmann::json torch_baseline(const std::string& setting, int steps) {
-  const std::string script = std::string(RILL_SOURCE_DIR) + "/tools/icl_torch_baseline.py";
-  const std::string cmd = "/usr/bin/python3 " + script + " --setting " + setting + " --steps " + std::to_string(steps) +
-                          " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return {{"unavailable", "cannot start python3"}};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
-  const int rc = pclose(pipe.release());
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  if (rc != 0 || j.is_discarded() || !j.is_object())
-    return {{"unavailable", "tools/icl_torch_baseline.py failed (is python3-torch installed?)"}};
-  return j;
+  return run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/icl_torch_baseline.py",
+                         "--setting " + setting + " --steps " + std::to_string(steps));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct BenchArgs {
   std::string ops = "peaks,dispatch,pipeline";
   bool quick = false;
   bool no_torch = false;  // icl: skip the PyTorch-CPU baseline
+  bool peers = false;     // kernels: time the PyTorch peer of each record in the same run
   std::string lm_config;  // lm: model config JSON; empty: the default (width 256, 8 heads, 6 layers)
   uint64_t lm_max_tokens = 1 << 20;  // lm: longest prompt to time
 };

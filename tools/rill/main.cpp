@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--op", bench.ops, "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention, icl, lm; or all");
   bench_cmd->add_flag("--quick", bench.quick, "Fewer repetitions (under a minute)");
   bench_cmd->add_flag("--no-torch", bench.no_torch, "icl: do not time the PyTorch-CPU baseline");
+  bench_cmd->add_flag("--peers", bench.peers,
+                      "time the same work in PyTorch in this run (CUDA when it sees a GPU, else the CPU) and add "
+                      "peer_ms and speedup_vs_peer to each kernel record (needs python3-torch)");
   bench_cmd->add_option("--lm-config", bench.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
   bench_cmd->add_option("--lm-max-tokens", bench.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
 

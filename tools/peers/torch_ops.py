@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""PyTorch peers of rill's kernels, for `rill bench --peers`.
+
+Reads a JSON list of requests ({"op": ..., "shape": {...}, "reps": n}) from the file given as the
+first argument and prints one JSON object: "peer" (PyTorch version, device, threads, BLAS) and
+"results", one entry per request in order ({"median_ms": t, "peer_form": ...} or
+{"unavailable": reason}). Runs on CUDA when PyTorch sees a GPU, else on the CPU; f32 matmuls keep
+TF32 off; on the CPU PyTorch uses every core (RILL_PEER_THREADS sets another count) and the BLAS
+the system provides (Debian's python3-torch falls back to the reference BLAS unless an optimised
+one such as libopenblas0-pthread is installed: the "blas" field says which was loaded). Each peer is
+what a user would run for the same work:
+  matmul                   torch.matmul
+  rmsnorm_fwd / _bwd       x * rsqrt(mean(x^2) + eps) * g in f32 arithmetic, and its autograd backward
+  linear_attention_causal  the same chunked algorithm (C = 64): masked (Q K^T) V inside chunks, Q times
+                           the exclusive prefix sum of the chunk states K^T V across them
+  block_attention_fwd      scaled_dot_product_attention on the blocks (a batched softmax where the
+                           installed PyTorch has none)
+"""
+import json
+import os
+import re
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+DEVICE = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+DTYPES = {"f32": torch.float32, "f16": torch.float16}
+EPS = 1e-6
+SLOW_MS = 20000.0  # a first run slower than this is timed once
+
+
+def sync():
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_ms(fn, reps):
+    start = time.perf_counter()
+    fn()  # warm-up (and allocation)
+    sync()
+    first = (time.perf_counter() - start) * 1e3
+    if first > SLOW_MS:
+        return first
+    times = []
+    for _ in range(max(reps, 1)):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def rand(*shape, dtype=torch.float32):
+    return (torch.rand(*shape, device=DEVICE) * 2 - 1).to(dtype)
+
+
+def rmsnorm(x, g):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * g.float()).to(x.dtype)
+
+
+def chunked_linear_attention(q, k, v, chunk=64):
+    b, h, n, d = q.shape
+    pad = (-n) % chunk
+    if pad:
+        q, k, v = (F.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
+    nc = (n + pad) // chunk
+    qc, kc, vc = (t.reshape(b, h, nc, chunk, d) for t in (q, k, v))
+    mask = torch.ones(chunk, chunk, device=q.device, dtype=q.dtype).tril()
+    intra = ((qc @ kc.transpose(-1, -2)) * mask) @ vc
+    states = kc.transpose(-1, -2) @ vc
+    before = states.cumsum(2) - states
+    return (intra + qc @ before).reshape(b, h, nc * chunk, d)[:, :, :n]
+
+
+def block_attention(q, k, v, block, causal):
+    b, h, n, d = q.shape
+    blocks = n // block
+    qb, kb, vb = (t.reshape(b * h * blocks, block, d) for t in (q, k, v))
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(qb, kb, vb, is_causal=causal), "scaled_dot_product_attention"
+    scores = qb @ kb.transpose(-1, -2) / d**0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(block, block, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(scores, -1) @ vb, "batched softmax (no scaled_dot_product_attention here)"
+
+
+def peer(op, shape, reps):
+    dtype = DTYPES.get(shape.get("dtype", "f32"))
+    if dtype is None:
+        return {"unavailable": "dtype " + str(shape.get("dtype"))}
+    if op == "matmul":
+        a, b = rand(shape["m"], shape["k"], dtype=dtype), rand(shape["k"], shape["n"], dtype=dtype)
+        return {"median_ms": median_ms(lambda: torch.matmul(a, b), reps), "peer_form": "torch.matmul"}
+    if op in ("rmsnorm_fwd", "rmsnorm_bwd"):
+        x, g = rand(shape["rows"], shape["dim"], dtype=dtype), rand(shape["dim"], dtype=dtype)
+        if op == "rmsnorm_fwd":
+            return {"median_ms": median_ms(lambda: rmsnorm(x, g), reps), "peer_form": "rmsnorm in f32 arithmetic"}
+        x.requires_grad_(True)
+        g.requires_grad_(True)
+        y = rmsnorm(x, g)
+        dy = rand(shape["rows"], shape["dim"], dtype=dtype)
+        fn = lambda: torch.autograd.grad(y, (x, g), dy, retain_graph=True)
+        return {"median_ms": median_ms(fn, reps), "peer_form": "autograd of rmsnorm (dx and dgain)"}
+    if op == "linear_attention_causal":
+        h, n, d = shape["heads"], shape["n"], shape["dk"]
+        q, k, v = (rand(1, h, n, d) for _ in range(3))
+        with torch.no_grad():
+            return {"median_ms": median_ms(lambda: chunked_linear_attention(q, k, v), reps),
+                    "peer_form": "chunked linear attention in PyTorch (C = 64)"}
+    if op == "block_attention_fwd":
+        h, n, d, block = shape["heads"], shape["n"], shape["d"], shape["block"]
+        q, k, v = (rand(1, h, n, d, dtype=dtype) for _ in range(3))
+        causal = shape.get("causal", True)
+        with torch.no_grad():
+            form = block_attention(q[:, :, :block], k[:, :, :block], v[:, :, :block], block, causal)[1]
+            return {"median_ms": median_ms(lambda: block_attention(q, k, v, block, causal), reps), "peer_form": form}
+    return {"unavailable": "no PyTorch peer for op " + op}
+
+
+def blas_in_use():
+    torch.matmul(torch.ones(64, 64), torch.ones(64, 64))  # loads the BLAS if it is loaded lazily
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {m.group(1) for m in re.finditer(r"/(lib(?:openblas|blis|mkl_rt|blas)[^/\s]*)", f.read())}
+    except OSError:
+        return "unknown"
+    return ", ".join(sorted(libs)) or "built into torch"
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        requests = json.load(f)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    # Every core, as rill's CPU driver uses them (Debian's PyTorch starts with one thread).
+    torch.set_num_threads(int(os.environ.get("RILL_PEER_THREADS", os.cpu_count() or 1)))
+    info = {"torch": torch.__version__, "device": DEVICE.type, "threads": torch.get_num_threads(), "blas": blas_in_use()}
+    if DEVICE.type == "cuda":
+        info["device_name"] = torch.cuda.get_device_name()
+    cache, results = {}, []
+    for r in requests:
+        key = json.dumps([r["op"], r["shape"]], sort_keys=True)
+        if key not in cache:
+            try:
+                cache[key] = peer(r["op"], r["shape"], r.get("reps", 5))
+            except (RuntimeError, MemoryError) as e:  # e.g. an f16 op the CPU build lacks, or out of memory
+                cache[key] = {"unavailable": str(e).splitlines()[0][:200]}
+        results.append(cache[key])
+    json.dump({"peer": info, "results": results}, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+// Side-by-side PyTorch peers (bench_peers.hpp).
+#include "bench_peers.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace rill_cli {
+namespace {
+
+// Kernel records with a PyTorch peer, and the request that describes the same work.
+nlohmann::json peer_request(const nlohmann::json& record, bool quick) {
+  if (!record.contains("median_ms") || !record.contains("op") || !record.contains("shape")) return nullptr;
+  const std::string op = record["op"];
+  nlohmann::json shape = record["shape"];
+  if (op == "block_attention_fwd") shape["causal"] = record.value("variant", "causal") == "causal";
+  if (op == "linear_attention_causal" && !shape.contains("dk")) return nullptr;
+  if (op != "matmul" && op != "rmsnorm_fwd" && op != "rmsnorm_bwd" && op != "linear_attention_causal" &&
+      op != "block_attention_fwd")
+    return nullptr;
+  return {{"op", op}, {"shape", shape}, {"reps", quick ? 3 : 10}};
+}
+
+}  // namespace
+
+nlohmann::json run_python_json(const std::string& script, const std::string& args) {
+  const std::string cmd = "/usr/bin/python3 " + script + " " + args + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return {{"unavailable", "cannot start python3"}};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
+  const int rc = pclose(pipe.release());
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (rc != 0 || j.is_discarded() || !j.is_object())
+    return {{"unavailable", script + " failed (is python3-torch installed?)"}};
+  return j;
+}
+
+nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
+  nlohmann::json requests = nlohmann::json::array();
+  std::vector<size_t> owners;
+  for (size_t i = 0; i < records.size(); ++i) {
+    nlohmann::json r = peer_request(records[i], quick);
+    if (r.is_null()) continue;
+    requests.push_back(std::move(r));
+    owners.push_back(i);
+  }
+  if (requests.empty()) return {{"unavailable", "no kernel record has a PyTorch peer"}};
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(getpid()) + ".json");
+  std::ofstream(file) << requests.dump();
+  nlohmann::json answer =
+      run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", file.string());
+  std::filesystem::remove(file);
+  if (!answer.contains("results") || !answer["results"].is_array() || answer["results"].size() != owners.size())
+    return answer.contains("unavailable") ? answer : nlohmann::json{{"unavailable", "malformed answer from the peer script"}};
+  for (size_t k = 0; k < owners.size(); ++k) {
+    nlohmann::json& rec = records[owners[k]];
+    const nlohmann::json& res = answer["results"][k];
+    if (res.contains("median_ms") && res["median_ms"].is_number()) {
+      const double peer_ms = res["median_ms"], ms = rec["median_ms"];
+      rec["peer_ms"] = peer_ms;
+      rec["speedup_vs_peer"] = ms > 0 ? peer_ms / ms : 0.0;
+      rec["peer_form"] = res.value("peer_form", "");
+    } else {
+      rec["peer_unavailable"] = res.value("unavailable", "no result");
+    }
+  }
+  return answer.value("peer", nlohmann::json{{"unavailable", "the peer script gave no environment"}});
+}
+
+}  // namespace rill_cli
