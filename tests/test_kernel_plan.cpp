@@ -150,3 +150,18 @@ TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {
     for (const auto& l : lines) CHECK_FALSE(l.plan.empty());
   }
 }
+
+TEST_CASE("kernel plan: RMSNorm's dgain is summed in row blocks that fit the grid and the loop budget", "[plan]") {
+  const auto gpu = rmsnorm_backward_gain(h100_like(), 16384).value();
+  CHECK(gpu.rows_per_block == 128);
+  CHECK(gpu.blocks == 128);
+  CHECK(rmsnorm_backward_gain(h100_like(), 100).value().blocks == 1);
+  const auto cpu = rmsnorm_backward_gain(lavapipe_like(), 1u << 24).value();
+  CHECK(uint64_t(cpu.rows_per_block) * cpu.blocks >= (1u << 24));
+  CHECK(cpu.rows_per_block <= lavapipe_like().loop_budget);
+  CHECK(cpu.blocks <= lavapipe_like().loop_budget);
+  CHECK(cpu.blocks <= 65535);
+  DeviceTraits tight = lavapipe_like();
+  tight.loop_budget = 100;
+  CHECK(rmsnorm_backward_gain(tight, 20000).status().code() == rill::StatusCode::kOutOfRange);
+}

@@ -1,6 +1,9 @@
-// RMSNorm backward for the gain: dgain[c] = sum_r dy[r,c] * x[r,c] * rstd[r], one invocation per
-// column, rows summed in order (deterministic, no atomics).
-// x, dy: [rows, dim] sfloat; rstd: [rows] f32; dgain: [dim] f32.
+// RMSNorm backward for the gain, first level: partial[b, c] = sum over the rows r of block b of
+// dy[r,c] * x[r,c] * rstd[r]. Workgroup (x, b): WG_SIZE neighbouring columns (coalesced loads) of
+// row block b (ROWS_PER_BLOCK rows, summed in order). With one block the partial sums are dgain
+// itself; otherwise rmsnorm_bwd_gain_sum adds the blocks in order: deterministic, no atomics, and
+// parallel over rows as well as columns (a tall, thin input has few columns).
+// x, dy: [rows, dim] sfloat; rstd: [rows] f32; partial: [blocks, dim] f32.
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 64;
@@ -9,16 +12,18 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
 layout(std430, binding = 1) readonly buffer Rstd { float rstd[]; };
 layout(std430, binding = 2) readonly buffer Dy { sfloat dy[]; };
-layout(std430, binding = 3) writeonly buffer Dgain { float dgain[]; };
+layout(std430, binding = 3) writeonly buffer Partial { float partial[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint dim;
+  uint rows_per_block;
 } p;
 
 void main() {
-  const uint c = rill_global_index();
+  const uint c = gl_GlobalInvocationID.x, block = gl_WorkGroupID.y;
   if (c >= p.dim) return;
+  const uint first = block * p.rows_per_block, last = min(first + p.rows_per_block, p.rows);
   afloat sum = 0.0;
-  for (uint r = 0; r < p.rows; ++r) sum += afloat(dy[r * p.dim + c]) * afloat(x[r * p.dim + c]) * rstd[r];
-  dgain[c] = sum;
+  for (uint r = first; r < last; ++r) sum += afloat(dy[r * p.dim + c]) * afloat(x[r * p.dim + c]) * rstd[r];
+  partial[block * p.dim + c] = sum;
 }

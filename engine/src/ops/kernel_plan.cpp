@@ -115,6 +115,18 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   return p;
 }
 
+Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows) {
+  // GPUs want many workgroups (blocks of 128 rows); a CPU driver wants a few long ones per core.
+  uint64_t per = d.family == Family::kCpu ? 1024 : 128;
+  per = std::max<uint64_t>(per, ceil_div(rows, 65535));  // blocks are the grid's y dimension
+  if (d.loop_budget != UINT64_MAX) per = std::max<uint64_t>(per, ceil_div(rows, d.loop_budget));
+  per = std::min<uint64_t>(per, std::max<uint32_t>(rows, 1));
+  if (per > d.loop_budget)
+    return out_of_range("rmsnorm_backward: dgain over " + std::to_string(rows) +
+                        " rows needs blocks longer than the device's loop limit");
+  return RmsnormGainPlan{uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per))};
+}
+
 MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
   (void)n;
   MatmulPlan p;

@@ -70,6 +70,14 @@ struct RmsnormPlan {
 };
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 
+// RMSNorm backward's dgain: a two-level column sum, `blocks` partial sums of `rows_per_block` rows
+// each (parallel over rows as well as columns), then one ordered sum of the blocks. OutOfRange when
+// even the largest blocks exceed the loop budget.
+struct RmsnormGainPlan {
+  uint32_t rows_per_block = 0, blocks = 0;
+};
+Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows);
+
 // Matmul C[M, N] = A[M, K] B[K, N].
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles

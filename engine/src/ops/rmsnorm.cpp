@@ -104,11 +104,12 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (dgain && !gain) return invalid_argument("rmsnorm_backward: dgain needs a gain");
+  plan::RmsnormGainPlan gain_plan;
   if (dgain) {
-    // One invocation per column sums every row.
-    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, rd.rows, kOp, "dgain over this many rows"));
     RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kOp, "dgain"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
+    if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
+    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows));
   }
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
@@ -121,12 +122,28 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
                                      .flops = 7 * n,
                                      .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows}));
   if (!dgain) return Status::ok();
-  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_" + suffix,
-                       .bindings = {&x, &rstd, &dy, dgain},
-                       .push = push_bytes(BackwardPush{rd.rows, rd.dim}),
+  // dgain: partial column sums over blocks of rows, then (with more than one block) their sum.
+  const uint32_t blocks = gain_plan.blocks;
+  const Tensor* partial = dgain;
+  if (blocks > 1) {
+    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kOp));
+  }
+  struct GainPush {
+    uint32_t rows, dim, rows_per_block;
+  };
+  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_" + suffix,
+                                     .bindings = {&x, &rstd, &dy, partial},
+                                     .push = push_bytes(GainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
+                                     .groups = {(rd.dim + 63) / 64, blocks, 1},
+                                     .flops = 3 * n,
+                                     .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
+  if (blocks == 1) return Status::ok();
+  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
+                       .bindings = {partial, dgain},
+                       .push = push_bytes(BackwardPush{blocks, rd.dim}),
                        .groups = detail::groups_for(rd.dim, 64),
-                       .flops = 3 * n,
-                       .bytes = 2 * n * es + 4ull * rd.rows + 4ull * rd.dim});
+                       .flops = uint64_t(blocks) * rd.dim,
+                       .bytes = 4ull * (blocks + 1) * rd.dim});
 }
 
 }  // namespace rill::ops
