@@ -1,6 +1,7 @@
 // Core: Status/Result, checked arithmetic, f16 conversion, atomic file writes, VkResult mapping.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -84,6 +85,30 @@ TEST_CASE("atomic writes replace files whole and leave no temporary behind", "[c
   // A failed write (missing directory) reports an error and touches nothing.
   CHECK(rill::write_file_atomic("/nonexistent-dir/x.bin", first).code() == rill::StatusCode::kUnavailable);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("atomic writes remove temporaries that killed writers left, but not young ones", "[core]") {
+  const std::string path = tmp("stale.bin");
+  const std::string stale = path + ".tmp.AAAAAA", young = path + ".tmp.BBBBBB", other = path + ".tmpx.CCCCCC";
+  for (const std::string& f : {stale, young, other}) REQUIRE(rill::write_file_atomic(f, std::vector<uint8_t>(3, 1)).is_ok());
+  // A writer killed two minutes ago left `stale`; `young` may belong to a writer still at work.
+  const auto old_time = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(2);
+  std::filesystem::last_write_time(stale, old_time);
+  std::filesystem::last_write_time(other, old_time);
+  REQUIRE(rill::write_file_atomic(path, std::vector<uint8_t>(5, 2)).is_ok());
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(young));
+  CHECK(std::filesystem::exists(other));  // not this file's temporary
+  for (const std::string& f : {path, young, other}) std::filesystem::remove(f);
+}
+
+TEST_CASE("check_writable names the path and the reason", "[core]") {
+  CHECK(rill::check_writable(tmp("ok.bin")).is_ok());
+  const rill::Status missing = rill::check_writable("/nonexistent-dir/x.bin");
+  CHECK(missing.code() == rill::StatusCode::kNotFound);
+  CHECK_THAT(missing.message(), Catch::Contains("/nonexistent-dir/x.bin") && Catch::Contains("No such file"));
+  CHECK(rill::check_writable("/tmp").code() == rill::StatusCode::kInvalidArgument);  // a directory
+  CHECK(rill::check_writable("").code() == rill::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("read_file refuses missing, oversized and non-regular files", "[core]") {

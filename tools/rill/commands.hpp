@@ -56,6 +56,7 @@ struct TrainIclArgs {
   int64_t eval_every = 0;
   int eval_tasks = 1000;
   std::string checkpoint, resume, train_tasks, eval_file;
+  int64_t checkpoint_every = 0;  // 0: only at the end
   std::string csv = "icl-curves.csv";
   std::string plot = "icl-curves.svg";
 };

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "rill/context.hpp"
 #include "rill/lm.hpp"
@@ -109,7 +110,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
   cmd->add_option("--top-k", a.top_k, "Sample among the k most probable tokens (0: off)");
   cmd->add_option("--top-p", a.top_p, "Sample among the most probable tokens holding this probability (1: off)");
-  cmd->add_option("--seed", a.seed, "Seed of the sampler (each draw depends on the seed and the position)");
+  cmd->add_option("--seed", a.seed, "Seed of the sampler (each draw depends on the seed and the position)")
+      ->check(kSeed);
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "rill/rill.hpp"
 #include "rill/safetensors.hpp"
@@ -26,7 +27,7 @@ CLI::App* add_icl_tasks_command(CLI::App& app, IclTasksArgs& a) {
   auto* cmd = app.add_subcommand("icl-tasks", "Draw tasks with the GPU sampler of a checkpoint's setting; save a task set");
   cmd->add_option("--checkpoint", a.checkpoint, "Checkpoint whose configuration sets the task distribution")->required();
   cmd->add_option("--tasks", a.tasks, "How many tasks")->check(CLI::Range(1, 1 << 23));
-  cmd->add_option("--seed", a.seed, "Seed of the draw");
+  cmd->add_option("--seed", a.seed, "Seed of the draw")->check(kSeed);
   cmd->add_option("--out", a.out, "safetensors task set to write")->required();
   return cmd;
 }

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <span>
 #include <sstream>
+
+#include "rill/files.hpp"
 
 namespace rill_cli {
 namespace {
@@ -105,24 +106,10 @@ std::string line_plot_svg(const PlotSpec& spec) {
 }
 
 bool write_text_atomic(const std::string& path, const std::string& text, std::string* error) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      if (error) *error = "cannot write " + tmp;
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    if (error) *error = "cannot rename " + tmp + " to " + path;
-    return false;
-  }
-  return true;
+  const rill::Status s =
+      rill::write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  if (!s.is_ok() && error) *error = s.message();
+  return s.is_ok();
 }
 
 }  // namespace rill_cli

@@ -22,7 +22,8 @@ struct PlotSpec {
 
 std::string line_plot_svg(const PlotSpec& spec);
 
-// Writes text to `path` through a temporary file and a rename (never a half-written file).
+// Writes text to `path` with rill::write_file_atomic (never a half-written file); on failure
+// `error` says why, naming the path and the system's reason.
 bool write_text_atomic(const std::string& path, const std::string& text, std::string* error);
 
 }  // namespace rill_cli

@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <sstream>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "line_plot.hpp"
 #include "rill/rill.hpp"
@@ -117,40 +119,61 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   auto* cmd = app.add_subcommand("train-icl",
                                  "Train in-context linear-regression transformers on the device (rill's main job)");
   cmd->add_option("--setting", a.setting, "Preset: ahn1 (d=5, n=20), ahn2 (n=5), ahn3 (heavy-tailed), vladymyrov (d=10, noisy)");
-  cmd->add_option("--optimizers", a.optimizers, "Optimizers to train and compare: adam, sgd")->delimiter(',');
+  cmd->add_option("--optimizers", a.optimizers, "Optimizers to train and compare: adam, sgd")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"adam", "sgd"}));
   cmd->add_option("--steps", a.steps, "Training steps per optimizer")->check(CLI::Range(1, 10000000));
-  cmd->add_option("--batch", a.batch, "Fresh tasks per step");
-  cmd->add_option("--d", a.d, "Input dimension");
-  cmd->add_option("--n", a.n, "Context examples per task");
-  cmd->add_option("--layers", a.layers, "Layers L");
-  cmd->add_option("--heads", a.heads, "Heads per layer");
+  cmd->add_option("--batch", a.batch, "Fresh tasks per step")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--d", a.d, "Input dimension")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--n", a.n, "Context examples per task")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--layers", a.layers, "Layers L")->check(CLI::Range(1, 1024));
+  cmd->add_option("--heads", a.heads, "Heads per layer")->check(CLI::Range(1, 1024));
   cmd->add_option("--param", a.param, "Parameterization: full, diag, gd++");
   cmd->add_option("--convention", a.convention, "ahn (s = 1/n, mean squared loss) or vladymyrov (s = 1, half)");
   cmd->add_option("--data", a.data, "Inputs: gaussian or heavy (sphere times sqrt(Gamma))");
-  cmd->add_option("--gamma-shape", a.gamma_shape, "Heavy-tailed radius r2 ~ Gamma(shape, scale): shape");
-  cmd->add_option("--gamma-scale", a.gamma_scale, "... and scale");
-  cmd->add_option("--sigma-max", a.sigma_max, "Label noise sigma ~ U(0, sigma-max) per task");
-  cmd->add_option("--sigmas", a.sigmas, "Label noise sigma uniform over these values, e.g. 1,3,5")->delimiter(',');
-  cmd->add_option("--lr", a.lr, "Learning rate (both optimizers)");
-  cmd->add_option("--sgd-lr", a.sgd_lr, "Learning rate of SGD only");
-  cmd->add_option("--momentum", a.momentum, "SGD momentum");
-  cmd->add_option("--beta1", a.beta1, "Adam beta1");
-  cmd->add_option("--beta2", a.beta2, "Adam beta2");
-  cmd->add_option("--clip", a.clip, "Global gradient-norm clipping (<= 0: off)");
-  cmd->add_option("--init-std", a.init_std, "Initial parameters ~ N(0, init-std^2)");
-  cmd->add_option("--seed", a.seed, "Seed of the parameters and every training batch");
-  cmd->add_option("--read-every", a.read_every, "Steps between host reads of the losses (nothing is read per step)");
+  cmd->add_option("--gamma-shape", a.gamma_shape, "Heavy-tailed radius r2 ~ Gamma(shape, scale): shape")
+      ->check(kFinitePositive);
+  cmd->add_option("--gamma-scale", a.gamma_scale, "... and scale")->check(kFinitePositive);
+  cmd->add_option("--sigma-max", a.sigma_max, "Label noise sigma ~ U(0, sigma-max) per task (0: none)")
+      ->check(kFiniteNonNegative);
+  cmd->add_option("--sigmas", a.sigmas, "Label noise sigma uniform over these values, e.g. 1,3,5")
+      ->delimiter(',')
+      ->check(kFiniteNonNegative);
+  cmd->add_option("--lr", a.lr, "Learning rate (both optimizers)")->check(kFinitePositive);
+  cmd->add_option("--sgd-lr", a.sgd_lr, "Learning rate of SGD only")->check(kFinitePositive);
+  cmd->add_option("--momentum", a.momentum, "SGD momentum")->check(kFiniteNonNegative);
+  cmd->add_option("--beta1", a.beta1, "Adam beta1")->check(kFiniteNonNegative);
+  cmd->add_option("--beta2", a.beta2, "Adam beta2")->check(kFiniteNonNegative);
+  cmd->add_option("--clip", a.clip, "Global gradient-norm clipping (<= 0: off)")->check(kFinite);
+  cmd->add_option("--init-std", a.init_std, "Initial parameters ~ N(0, init-std^2)")->check(kFiniteNonNegative);
+  cmd->add_option("--seed", a.seed, "Seed of the parameters and every training batch")->check(kSeed);
+  cmd->add_option("--read-every", a.read_every, "Steps between host reads of the losses (nothing is read per step)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--on-nonfinite", a.on_nonfinite, "When a loss or gradient is not finite: stop or skip (the batch)");
-  cmd->add_option("--eval-every", a.eval_every, "Steps between evaluations (0: 10 per run)");
+  cmd->add_option("--eval-every", a.eval_every, "Steps between evaluations (0: 10 per run)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--eval-tasks", a.eval_tasks, "Fresh tasks per evaluation")->check(CLI::Range(1, 1000000));
   cmd->add_option("--train-tasks", a.train_tasks,
                   "Train on the tasks of this safetensors task set (cycling) instead of sampled ones; d and n follow it");
   cmd->add_option("--eval-file", a.eval_file, "Evaluate on the tasks of this task set (instead of fresh sampled tasks)");
   cmd->add_option("--checkpoint", a.checkpoint,
                   "Save a checkpoint at the end (with several optimizers: one file each, PATH.<optimizer>)");
-  cmd->add_option("--resume", a.resume, "Continue the run saved in this checkpoint (its settings; --steps more steps)");
-  cmd->add_option("--csv", a.csv, "CSV of the curves (empty: none)");
-  cmd->add_option("--plot", a.plot, "SVG plot of loss against step (empty: none)");
+  cmd->add_option("--checkpoint-every", a.checkpoint_every,
+                  "Also save the checkpoint every N steps (atomically: a killed run resumes from the last one)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--resume", a.resume,
+                  "Continue the run saved in this checkpoint, with its settings (model, task and optimizer options "
+                  "are refused); --steps more steps");
+  cmd->add_option("--csv", a.csv, "CSV of the curves (empty: none)")->capture_default_str();
+  cmd->add_option("--plot", a.plot, "SVG plot of loss against step (empty: none)")->capture_default_str();
+  // A resumed run takes its settings from the checkpoint: options that would change them are refused
+  // (silently ignoring them would train something other than what was asked for).
+  CLI::Option* resume = cmd->get_option("--resume");
+  for (const char* name : {"--setting", "--batch", "--d", "--n", "--layers", "--heads", "--param", "--convention",
+                           "--data", "--gamma-shape", "--gamma-scale", "--sigma-max", "--sigmas", "--lr", "--sgd-lr",
+                           "--momentum", "--beta1", "--beta2", "--clip", "--init-std", "--seed", "--optimizers",
+                           "--on-nonfinite", "--train-tasks"})
+    resume->excludes(cmd->get_option(name));
   return cmd;
 }
 
@@ -159,6 +182,24 @@ int run_train_icl(const TrainIclArgs& a) {
     std::fprintf(stderr, "rill train-icl: %s\n", s.to_string().c_str());
     return 1;
   };
+  // Everything that can be checked is checked before any work or output.
+  for (size_t i = 0; i < a.optimizers.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.optimizers[i] == a.optimizers[j])
+        return fail(rill::invalid_argument("--optimizers names '" + a.optimizers[i] + "' twice"));
+  if (a.checkpoint_every > 0 && a.checkpoint.empty())
+    return fail(rill::invalid_argument("--checkpoint-every needs --checkpoint PATH"));
+  const size_t runs = a.resume.empty() ? a.optimizers.size() : 1;
+  auto checkpoint_path = [&](const std::string& opt_name) {
+    return runs > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
+  };
+  std::vector<std::string> outputs = {a.csv, a.plot};
+  if (!a.checkpoint.empty())
+    for (const std::string& o : a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"})
+      outputs.push_back(checkpoint_path(o));
+  for (const std::string& path : outputs)
+    if (!path.empty())
+      if (auto s = rill::check_writable(path); !s.is_ok()) return fail(s);
   std::optional<TaskSet> train_set, eval_set;
   if (!a.train_tasks.empty()) {
     auto set = load_task_set(a.train_tasks);
@@ -178,9 +219,12 @@ int run_train_icl(const TrainIclArgs& a) {
   if (!ctx.is_ok()) return fail(ctx.status());
   const TrainConfig& base = config.value();
   std::printf("device: %s\n", ctx->device().name.c_str());
-  std::printf("model: %s, d=%d n=%d L=%d heads=%d, %lld parameters; batch %d, %lld steps per optimizer\n",
-              std::string(name(base.model.param)).c_str(), base.task.d, base.task.n, base.model.layers,
-              base.model.heads, (long long)parameter_count(base.model, base.task.d), base.batch, (long long)a.steps);
+  auto print_model = [&](const TrainConfig& c) {
+    std::printf("model: %s, d=%d n=%d L=%d heads=%d, %lld parameters; batch %d, %lld steps per optimizer\n",
+                std::string(name(c.model.param)).c_str(), c.task.d, c.task.n, c.model.layers, c.model.heads,
+                (long long)parameter_count(c.model, c.task.d), c.batch, (long long)a.steps);
+  };
+  if (a.resume.empty()) print_model(base);  // a resumed run prints the checkpoint's model below
 
   const int64_t eval_every = a.eval_every > 0 ? a.eval_every : std::max<int64_t>(1, a.steps / 10);
   std::vector<Curve> curves;
@@ -200,26 +244,38 @@ int run_train_icl(const TrainIclArgs& a) {
       trainer = Trainer::create(ctx.value(), c, train_set ? &*train_set : nullptr);
     } else {
       trainer = Trainer::resume(ctx.value(), a.resume, train_set ? &*train_set : nullptr);
-      if (trainer.is_ok()) std::printf("resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
+      if (trainer.is_ok()) {
+        std::printf("resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
+        print_model(trainer->config());
+      }
     }
     if (!trainer.is_ok()) return fail(trainer.status());
     c = trainer->config();
     Curve curve{opt_name, {}, {}};
+    size_t eval_from = 0;  // the train loss printed with an evaluation is the mean since the last one
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
     if (isatty(STDERR_FILENO)) {  // the first step builds the pipelines: seconds, minutes for big unrolled models
       std::fprintf(stderr, "%s: preparing kernels (slow only the first time on a device)...", opt_name.c_str());
       std::fflush(stderr);
     }
+    // Train up to the next evaluation or checkpoint, whichever comes first.
+    const int64_t never = std::numeric_limits<int64_t>::max();
+    int64_t next_eval = eval_every, next_save = a.checkpoint_every > 0 ? a.checkpoint_every : never;
     for (int64_t done = 0; done < a.steps;) {
-      const int64_t chunk = std::min(eval_every, a.steps - done);
+      const int64_t chunk = std::min({next_eval, next_save, a.steps}) - done;
       const auto t0 = std::chrono::steady_clock::now();
       auto records = trainer->train(chunk);
       train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!records.is_ok()) return fail(records.status());
-      const size_t from = curve.steps.size();
       curve.steps.insert(curve.steps.end(), records->begin(), records->end());
       done += chunk;
+      if (done == next_save) {
+        if (auto s = trainer->save_checkpoint(checkpoint_path(opt_name)); !s.is_ok()) return fail(s);
+        next_save += a.checkpoint_every;
+      }
+      if (done != next_eval && done != a.steps) continue;
+      next_eval += eval_every;
       rill::Result<EvalReport> eval = rill::invalid_argument("no evaluation");
       if (eval_set) {
         auto run = trainer->run_on(*eval_set);
@@ -232,13 +288,14 @@ int run_train_icl(const TrainIclArgs& a) {
       last = *eval;
       progress(opt_name, done, a.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       std::printf("%-9s %8lld %12.5g %12.5g %12.5g %12.5g\n", opt_name.c_str(), (long long)trainer->step(),
-                  mean_loss(curve.steps, from), eval->model, eval->ridge_oracle, eval->least_squares);
+                  mean_loss(curve.steps, eval_from), eval->model, eval->ridge_oracle, eval->least_squares);
+      eval_from = curve.steps.size();
       std::fflush(stdout);
     }
     std::printf("%-9s %.1f steps/s, %.0f tasks/s (training only)\n", opt_name.c_str(), double(a.steps) / train_seconds,
                 double(a.steps) * c.batch / train_seconds);
     if (!a.checkpoint.empty()) {
-      const std::string path = optimizers.size() > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
+      const std::string path = checkpoint_path(opt_name);
       if (auto s = trainer->save_checkpoint(path); !s.is_ok()) return fail(s);
       std::printf("checkpoint: %s\n", path.c_str());
     }

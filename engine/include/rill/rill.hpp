@@ -3,6 +3,7 @@
 
 #include "rill/context.hpp"
 #include "rill/device.hpp"
+#include "rill/files.hpp"
 #include "rill/half.hpp"
 #include "rill/icl.hpp"
 #include "rill/ops/block_attention.hpp"

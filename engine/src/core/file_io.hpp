@@ -7,12 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "rill/files.hpp"  // write_file_atomic, check_writable
 #include "rill/status.hpp"
 
 namespace rill {
-
-// Writes `bytes` to `path` atomically: either the old file or the complete new one survives.
-Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
 
 // Reads the whole file; refuses files larger than `max_bytes` with OutOfRange.
 Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes);

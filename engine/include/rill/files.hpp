@@ -1,0 +1,23 @@
+// Files the way rill writes them, for apps that want the same guarantees for their own files.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "rill/export.hpp"
+#include "rill/status.hpp"
+
+namespace rill {
+
+// Writes `bytes` to `path` atomically (a temporary file beside it, fsync, rename, fsync of the
+// directory): after a crash or a kill either the old file or the complete new one is there, never
+// a half-written one. Temporaries that killed writers left beside `path` (PATH.tmp.XXXXXX, older
+// than a minute) are removed first. Errors name `path` and the system's reason.
+RILL_API Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
+
+// OK when `path` can be written: its directory exists and is writable, and the path is not a
+// directory. Lets a long job refuse a bad output path before it starts rather than after.
+RILL_API Status check_writable(const std::string& path);
+
+}  // namespace rill

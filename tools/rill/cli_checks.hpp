@@ -1,0 +1,57 @@
+// Validators for the rill tool's numeric options, so a bad value is refused by name before any work
+// or output (CLI11 on its own takes "-1" for an unsigned seed as 2^64 - 1, and NaN for a float).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace rill_cli {
+
+// A seed: a decimal integer in [0, 2^64), digits only (no sign, exponent or fraction).
+inline const CLI::Validator kSeed(
+    [](std::string& s) -> std::string {
+      uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() ||
+          end != s.data() + s.size())
+        return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
+      return {};
+    },
+    "SEED");
+
+// A finite number >= 0.
+inline const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0)
+        return "must be a finite number >= 0, got '" + s + "'";
+      return {};
+    },
+    "FLOAT>=0");
+
+// A finite number > 0.
+inline const CLI::Validator kFinitePositive(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v <= 0)
+        return "must be a finite number > 0, got '" + s + "'";
+      return {};
+    },
+    "FLOAT>0");
+
+// Any finite number.
+inline const CLI::Validator kFinite(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return "must be a finite number, got '" + s + "'";
+      return {};
+    },
+    "FLOAT");
+
+}  // namespace rill_cli
