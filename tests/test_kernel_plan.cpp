@@ -74,6 +74,8 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
   CHECK_FALSE(matmul(d, 1024, 1024, 1024).register_kernel);
   CHECK_FALSE(block_attention_forward(d, 64).register_kernel);
+  CHECK(block_attention_forward(d, 64).tiled);
+  CHECK_FALSE(block_attention_forward(d, 128).tiled);  // its scores would not fit: the generic kernel
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
     const auto la = linear_attention_forward(d, s);
     REQUIRE(la.is_ok());
@@ -89,6 +91,8 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
 TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
   const DeviceTraits d = mali_like();
   CHECK(reduction_workgroup(d) == 256);
+  CHECK(block_attention_forward(d, 32).tiled);
+  CHECK_FALSE(block_attention_forward(d, 64).tiled);  // 64 x 64 scores fill 16 KiB on their own
   auto la = linear_attention_forward(d, la_shape(8, 65536, 32, 32));
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);

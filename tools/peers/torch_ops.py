@@ -92,8 +92,13 @@ def peer(op, shape, reps):
     dtype = DTYPES.get(shape.get("dtype", "f32"))
     if dtype is None:
         return {"unavailable": "dtype " + str(shape.get("dtype"))}
+    # PyTorch's CPU build has no f16 matmul: there the peer stores f16 and computes in f32, as rill does.
+    widen = dtype == torch.float16 and DEVICE.type == "cpu"
     if op == "matmul":
         a, b = rand(shape["m"], shape["k"], dtype=dtype), rand(shape["k"], shape["n"], dtype=dtype)
+        if widen:
+            fn = lambda: torch.matmul(a.float(), b.float()).half()
+            return {"median_ms": median_ms(fn, reps), "peer_form": "torch.matmul in f32 on f16 storage"}
         return {"median_ms": median_ms(lambda: torch.matmul(a, b), reps), "peer_form": "torch.matmul"}
     if op in ("rmsnorm_fwd", "rmsnorm_bwd"):
         x, g = rand(shape["rows"], shape["dim"], dtype=dtype), rand(shape["dim"], dtype=dtype)
@@ -116,7 +121,11 @@ def peer(op, shape, reps):
         q, k, v = (rand(1, h, n, d, dtype=dtype) for _ in range(3))
         causal = shape.get("causal", True)
         with torch.no_grad():
-            form = block_attention(q[:, :, :block], k[:, :, :block], v[:, :, :block], block, causal)[1]
+            form = block_attention(q[:, :, :block].float(), k[:, :, :block].float(), v[:, :, :block].float(), block,
+                                   causal)[1]
+            if widen:
+                fn = lambda: block_attention(q.float(), k.float(), v.float(), block, causal)[0].half()
+                return {"median_ms": median_ms(fn, reps), "peer_form": form + " in f32 on f16 storage"}
             return {"median_ms": median_ms(lambda: block_attention(q, k, v, block, causal), reps), "peer_form": form}
     return {"unavailable": "no PyTorch peer for op " + op}
 

@@ -79,8 +79,13 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   // spread over a subgroup's lanes and shuffled), one workgroup = one subgroup per SG rows.
   // A kernel of its own rather than a variant: its specialization constants differ.
   const std::string cpu_kernel = "block_attention/block_attention_fwd_cpu_" + suffix;
+  const std::string tiled_kernel = "block_attention/block_attention_fwd_tiled_" + suffix;
   const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
-  if (p.register_kernel) {
+  if (p.tiled) {
+    d.kernel = tiled_kernel;
+    d.spec = {spec_uint("WG_SIZE", p.workgroup), spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal),
+              spec_uint("TILE", p.tile)};
+  } else if (p.register_kernel) {
     d.kernel = cpu_kernel;
     d.groups[2] = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
     d.spec.push_back(spec_uint("TQ", p.rows_per_lane));

@@ -151,6 +151,18 @@ MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
 
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
   BlockAttentionPlan p;
+  if (d.family == Family::kGpu && block <= 64) {
+    // Shared memory: the block's scores, a query tile and a key or value tile (heads up to 128).
+    auto shared_bytes = [&](uint64_t tile) { return 4 * (uint64_t(block) * block + block * tile + tile * 128); };
+    uint32_t tile = 16;
+    while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
+    if (shared_bytes(tile) <= d.shared_bytes) {
+      p.tiled = true;
+      p.tile = tile;
+      p.workgroup = std::min(256u, d.max_invocations);
+    }
+    return p;
+  }
   if (!register_kernels_fit(d)) return p;
   p.register_kernel = true;
   p.subgroup = d.subgroup;
@@ -309,7 +321,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   const BlockAttentionPlan b = block_attention_forward(d, 64);
   out.push_back({"block_attention_forward", "block 64",
                  b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"
-                                   : "shared-memory kernel, one workgroup per block"});
+                 : b.tiled         ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) +
+                                 " per block, tiles of " + std::to_string(b.tile)
+                                   : "generic kernel, one invocation per query row"});
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
     const LinearAttentionShape s{.heads = heads, .n = 65536, .dk = dim, .dv = dim, .chunk = 64};
     auto la = linear_attention_forward(d, s);

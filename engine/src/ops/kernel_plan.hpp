@@ -92,6 +92,10 @@ struct BlockAttentionPlan {
   bool register_kernel = false;  // block_attention_fwd_cpu: one subgroup, rows_per_lane query rows each
   uint32_t rows_per_lane = 1;
   uint32_t subgroup = 0;
+  // GPUs, blocks up to 64: block_attention_fwd_tiled (logits and P V as shared-memory tile products);
+  // else the generic kernel (one invocation per query row).
+  bool tiled = false;
+  uint32_t workgroup = 0, tile = 0;
 };
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block);
 
