@@ -186,10 +186,25 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
   auto cached = rill::cached_device_peaks(ctx, dir);
   REQUIRE(cached.is_ok());
   CHECK(cached->fma_f32_gflops == measured->fma_f32_gflops);
-  for (const auto& f : std::filesystem::directory_iterator(dir)) {
-    std::ofstream(f.path(), std::ios::trunc) << "{\"device\": 3";
+  // Damaged, absurd or doctored caches are refused (the measurement then replaces them).
+  const std::string name = "\"device\": \"" + ctx.device().name + "\", ";
+  const std::string good = "\"fma_f32_gflops\": 10, \"fma_f16_gflops\": 5, \"copy_gbps\": 2, \"dispatch_latency_us\": 50";
+  const std::vector<std::string> bad = {
+      "{\"device\": 3",
+      "{" + name + "\"fma_f32_gflops\": 10, \"fma_f16_gflops\": -5, \"copy_gbps\": 2, \"dispatch_latency_us\": 50}",
+      "{" + name + "\"fma_f32_gflops\": 1e300, \"fma_f16_gflops\": 5, \"copy_gbps\": 2, \"dispatch_latency_us\": 50}",
+      "{" + name + "\"fma_f32_gflops\": 10, \"fma_f16_gflops\": 5, \"copy_gbps\": 2, \"dispatch_latency_us\": -1}",
+      "{" + name + good + ", \"copy_gbps\": 3}",  // a key given twice
+      "{" + name + good + "} trailing",
+  };
+  const std::filesystem::path cache_file = std::filesystem::directory_iterator(dir)->path();
+  std::ofstream(cache_file, std::ios::trunc) << "{" + name + good + "}";
+  CHECK(rill::cached_device_peaks(ctx, dir).is_ok());  // the well-formed one is read
+  for (const std::string& text : bad) {
+    std::ofstream(cache_file, std::ios::trunc) << text;
+    INFO(text);
+    CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kDataLoss);
   }
-  CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kDataLoss);
   auto again = rill::device_peaks(ctx, {.quick = true, .cache_dir = dir});
   REQUIRE(again.is_ok());
   CHECK(rill::cached_device_peaks(ctx, dir).is_ok());

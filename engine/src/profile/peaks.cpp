@@ -2,6 +2,7 @@
 // dispatch latency, measured with the engine's own dispatch path and cached per device + driver.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "core/file_io.hpp"
+#include "core/json_keys.hpp"
+#include "core/log.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
@@ -104,6 +107,8 @@ namespace detail {
 Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir) {
   const std::string path = cache_file(device, cache_dir);
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (auto dup = first_duplicate_key(text)) return data_loss("peaks cache '" + path + "' has the key '" + *dup + "' twice");
   try {
     const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
     DevicePeaks p;
@@ -112,7 +117,10 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
     p.fma_f16_gflops = j.at("fma_f16_gflops").get<double>();
     p.copy_gbps = j.at("copy_gbps").get<double>();
     p.dispatch_latency_us = j.at("dispatch_latency_us").get<double>();
-    if (!(p.fma_f32_gflops > 0) || !(p.copy_gbps > 0) || p.device != device.name)
+    // Each figure finite and within what any device could measure (a datacenter GPU is ~1e5 GFLOP/s).
+    auto within = [](double v, double low, double high) { return std::isfinite(v) && v >= low && v <= high; };
+    if (!within(p.fma_f32_gflops, 1e-3, 1e7) || !within(p.fma_f16_gflops, 0.0, 1e7) ||
+        !within(p.copy_gbps, 1e-3, 1e6) || !within(p.dispatch_latency_us, 0.0, 1e7) || p.device != device.name)
       return data_loss("peaks cache '" + path + "' holds implausible values");
     return p;
   } catch (const nlohmann::json::exception& e) {
@@ -130,6 +138,9 @@ Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
   if (options.use_cache && !options.refresh) {
     auto cached = cached_device_peaks(ctx, options.cache_dir);
     if (cached.is_ok()) return cached;
+    // A missing cache is normal; a damaged one is replaced by the fresh measurement, with a word.
+    if (cached.status().code() != StatusCode::kNotFound)
+      log_warning("measuring the device peaks again: " + cached.status().message());
   }
   const bool quick = options.quick;
   const int reps = quick ? 3 : 7;
