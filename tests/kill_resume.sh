@@ -15,15 +15,17 @@ common=(--steps 1000000 --eval-every 1000000 --eval-tasks 16 --checkpoint "$ck" 
         --csv "" --plot "")
 last=0
 for round in 1 2 3; do
+  inode=$( [[ -f $ck ]] && stat -c %i "$ck" || echo none )
   if [[ $round == 1 ]]; then
     "$rill" train-icl --d 2 --n 3 --layers 1 --batch 16 --optimizers adam "${common[@]}" > "$work/out$round" 2>&1 &
   else
     "$rill" train-icl --resume "$ck" "${common[@]}" > "$work/out$round" 2>&1 &
   fi
   pid=$!
-  # Wait for the first checkpoint of this round, then kill at a random moment after it.
+  # Wait for the first checkpoint of this round (each atomic write is a new file: a new inode), then
+  # kill at a random moment after it.
   for _ in $(seq 600); do
-    [[ -f $ck ]] && [[ $(stat -c %Y "$ck") -ge $(stat -c %Y "$work/out$round") ]] && break
+    [[ -f $ck ]] && [[ $(stat -c %i "$ck") != "$inode" ]] && break
     kill -0 $pid 2>/dev/null || { cat "$work/out$round"; echo "round $round: the run ended before it was killed"; exit 1; }
     sleep 0.1
   done

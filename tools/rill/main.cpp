@@ -1,13 +1,63 @@
 // `rill`: the command-line face of the engine (device info, demo, benchmarks).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "commands.hpp"
 #include "rill/version.hpp"
+#include "suggest.hpp"
+
+namespace {
+
+std::vector<std::string> command_names(CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// An unknown command names itself and the closest known one, before CLI11's generic message.
+bool known_command(CLI::App& app, const std::string& name, const char* context) {
+  const std::vector<std::string> names = command_names(app);
+  if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+  const std::string guess = rill_cli::closest(name, names);
+  std::fprintf(stderr, "rill%s: unknown command '%s'%s (commands: %s)\n", context, name.c_str(),
+               guess.empty() ? "" : ("; did you mean '" + guess + "'?").c_str(), joined(names).c_str());
+  return false;
+}
+
+// CLI11 names an unexpected argument; add the closest option of the command it was given to.
+void suggest_options(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> options;
+  for (CLI::App* sub : app.get_subcommands())
+    for (const CLI::Option* o : sub->get_options())
+      for (const std::string& n : o->get_lnames()) options.push_back("--" + n);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::find(options.begin(), options.end(), name) != options.end()) continue;
+    const std::string guess = rill_cli::closest(name, options);
+    if (!guess.empty()) std::fprintf(stderr, "unknown option '%s'; did you mean '%s'?\n", name.c_str(), guess.c_str());
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"rill " RILL_VERSION_STRING " - embeddable Vulkan compute engine"};
   app.require_subcommand(1);
   app.set_version_flag("--version", RILL_VERSION_STRING);
+  app.option_defaults()->always_capture_default();  // --help shows each option's default
 
   rill_cli::InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "List Vulkan devices, which one rill picks and why, and their capabilities");
@@ -54,7 +104,20 @@ int main(int argc, char** argv) {
   rill_cli::GenerateArgs generate;
   auto* generate_cmd = rill_cli::add_generate_command(app, generate);
 
-  CLI11_PARSE(app, argc, argv);
+  if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1], "")) return 2;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app, argc, argv);
+    return app.exit(e);
+  }
+  if (profile_cmd->parsed() && !profile.command.empty()) {
+    if (profile.command[0] == "profile") {
+      std::fprintf(stderr, "rill profile: profile a command other than profile itself\n");
+      return 2;
+    }
+    if (!known_command(app, profile.command[0], " profile")) return 2;
+  }
   if (generate_cmd->parsed()) return rill_cli::run_generate(generate);
   if (icl_tasks_cmd->parsed()) return rill_cli::run_icl_tasks(icl_tasks);
   if (icl_diagnose_cmd->parsed()) return rill_cli::run_icl_diagnose(icl_diagnose);

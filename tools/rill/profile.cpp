@@ -27,6 +27,12 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
+  if (auto s = rill::check_writable(args.trace); !s.is_ok()) {
+    std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
+    return 2;
+  }
+  // A trace left by an earlier run must not pass for this one's.
+  std::remove(args.trace.c_str());
   // Peaks first, in this process: cached per device, measured once.
   rill::DevicePeaks peaks;
   {
@@ -64,6 +70,10 @@ int run_profile(const ProfileArgs& args) {
   waitpid(child, &status, 0);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 
+  if (code != 0) {
+    std::fprintf(stderr, "rill profile: the profiled command failed (exit code %d)\n", code);
+    return code;
+  }
   std::ifstream in(args.trace, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "rill profile: the command wrote no trace to %s (exit code %d)\n", args.trace.c_str(), code);
