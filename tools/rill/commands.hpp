@@ -109,6 +109,8 @@ struct GenerateArgs {
   bool f16 = false;
   uint32_t segment = 0;  // 0: the model's default
   std::string save_state, load_state;
+  std::string save_config, save_weights;  // write the model used (with --random: to check it elsewhere)
+  std::string export_logits;              // tokens and the logits after the prompt and each token
   bool json = false;
 };
 CLI::App* add_generate_command(CLI::App& app, GenerateArgs& args);

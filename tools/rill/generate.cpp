@@ -16,7 +16,9 @@
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "rill/context.hpp"
+#include "rill/files.hpp"
 #include "rill/lm.hpp"
+#include "rill/safetensors.hpp"
 
 namespace rill_cli {
 namespace {
@@ -116,6 +118,14 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
   cmd->add_option("--load-state", a.load_state, "Start from a saved session state; the prompt continues it");
+  auto* save_config = cmd->add_option("--save-config", a.save_config, "Write the model's config (JSON) here");
+  auto* save_weights = cmd->add_option("--save-weights", a.save_weights,
+                                       "Write the model's weights (safetensors, f32) here, e.g. the --random ones");
+  save_config->needs(save_weights);
+  save_weights->needs(save_config);
+  cmd->add_option("--export-logits", a.export_logits,
+                  "Write the tokens (prompt then generated) and the logits after the prompt and after each generated "
+                  "token (safetensors), to compare with another implementation (tools/peers/transnormer_torch.py)");
   cmd->add_flag("--json", a.json, "Print a JSON summary (with the tokens) instead of the text");
   return cmd;
 }
@@ -130,6 +140,9 @@ int run_generate(const GenerateArgs& a) {
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
   if (!a.random && (a.config.empty() || a.weights.empty()))
     return fail(rill::invalid_argument("give --config and --weights, or --random (with an optional --config)"));
+  for (const std::string& path : {a.save_state, a.save_config, a.save_weights, a.export_logits})
+    if (!path.empty())
+      if (auto s = rill::check_writable(path); !s.is_ok()) return fail(s);
   auto prompt = read_prompt(a);
   if (!prompt.is_ok()) return fail(prompt.status());
   if (prompt->empty()) return fail(rill::invalid_argument("the prompt is empty (it needs at least one token)"));
@@ -145,6 +158,7 @@ int run_generate(const GenerateArgs& a) {
   auto model = [&]() -> rill::Result<lm::Model> {  // the host weights are freed once uploaded
     auto weights = make_weights(a);
     if (!weights.is_ok()) return weights.status();
+    if (!a.save_weights.empty()) RILL_RETURN_IF_ERROR(weights->save(a.save_config, a.save_weights));
     return lm::Model::create(ctx.value(), weights.value(), model_options);
   }();
   if (!model.is_ok()) return fail(model.status());
@@ -172,6 +186,7 @@ int run_generate(const GenerateArgs& a) {
 
   // Generation: each draw is keyed by the position, so a restored session continues identically.
   const lm::Sampler sampler(sampler_options);
+  std::vector<float> exported = a.export_logits.empty() ? std::vector<float>{} : logits.value();
   std::vector<uint32_t> generated;
   std::string text;
   const auto decode_start = Clock::now();
@@ -185,6 +200,7 @@ int run_generate(const GenerateArgs& a) {
     }
     logits = session->decode(token);
     if (!logits.is_ok()) return fail(logits.status());
+    if (!a.export_logits.empty()) exported.insert(exported.end(), logits->begin(), logits->end());
   }
   const double decode_seconds = seconds_since(decode_start);
   if (!a.json) {
@@ -194,6 +210,19 @@ int run_generate(const GenerateArgs& a) {
 
   if (!a.save_state.empty()) {
     if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
+  }
+  if (!a.export_logits.empty()) {
+    // logits row r follows token (prompt + generated)[prompt - 1 + r], at position start + prompt - 1 + r.
+    std::vector<uint32_t> tokens = prompt_tokens;
+    tokens.insert(tokens.end(), generated.begin(), generated.end());
+    rill::SafetensorsWriter out;
+    rill::Status s = out.add("tokens", rill::TensorDType::kU32, {int64_t(tokens.size())},
+                             std::span(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size() * 4));
+    if (s.is_ok())
+      s = out.add_floats("logits", {int64_t(generated.size() + 1), int64_t(config.vocab)}, exported);
+    if (s.is_ok()) s = out.set_metadata("start_position", std::to_string(start_position));
+    if (s.is_ok()) s = out.write(a.export_logits);
+    if (!s.is_ok()) return fail(s);
   }
   const uint64_t peak = ctx->memory_stats().peak_used_bytes;
   const double n_prompt = double(prompt_tokens.size()), n_generated = double(generated.size());

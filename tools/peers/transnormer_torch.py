@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The TransNormer language model of rill (rill::lm) in PyTorch: a second, independent implementation.
+
+It reads the same config (JSON) and weights (safetensors) as rill and follows the model of
+engine/ref/transnormer.cpp: token embedding; per layer a token mixer on u = Norm(x) (DiagAttention:
+softmax attention inside aligned blocks; NormAttention: causal linear attention with per-head decay
+and a feature map, no denominator, then a norm; softmax: full causal attention), x += mixed Wo; a
+GLU channel mixer x += (g Wu * act(g Wg)) Wd on g = Norm(x); a final norm and the head (or the tied
+embedding). Linear attention runs in the chunked form (C = the config's chunk) and block attention
+block by block, as a user of PyTorch would write them.
+
+  --check EXPORT   compare with the logits `rill generate --export-logits EXPORT` wrote (prefill and
+                   every decoding step) for the same model; prints JSON, exits 1 on a mismatch
+  --time N         time a prefill of N tokens and decoding steps after it; prints JSON
+Exit code 77 when PyTorch is not installed (tests report that as skipped).
+"""
+import argparse
+import json
+import math
+import struct
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print(json.dumps({"unavailable": "python3-torch is not installed"}))
+    sys.exit(77)
+
+DEFAULTS = {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6, "block": 64, "chunk": 64,
+            "feature_map": "elu1", "decay": [], "norm": "rmsnorm", "norm_eps": 1e-6, "glu_activation": "silu",
+            "tie_embeddings": False, "layer_kinds": []}
+DTYPES = {"F32": (torch.float32, 4), "F16": (torch.float16, 2), "BF16": (torch.bfloat16, 2), "F64": (torch.float64, 8),
+          "U32": (None, 4), "I32": (torch.int32, 4)}
+
+
+def read_safetensors(path):
+    """name -> tensor; the format: 8-byte little-endian header length, JSON header, data."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (header_len,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + header_len])
+    base = 8 + header_len
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, size = DTYPES[entry["dtype"]]
+        begin, end = entry["data_offsets"]
+        raw = data[base + begin:base + end]
+        if entry["dtype"] == "U32":
+            t = torch.tensor(struct.unpack("<%dI" % (len(raw) // 4), raw), dtype=torch.int64)
+        else:
+            t = torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+        out[name] = t.reshape(entry["shape"])
+    return out, header.get("__metadata__", {})
+
+
+def load_config(path):
+    with open(path) as f:
+        c = dict(DEFAULTS, **json.load(f))
+    if not c["layer_kinds"]:
+        c["layer_kinds"] = ["diag" if i < c["layers"] // 2 else "norm" for i in range(c["layers"])]
+    return c
+
+
+def feature(name, x):
+    if name == "elu1":
+        return torch.where(x > 0, x + 1, torch.exp(x))
+    if name == "relu":
+        return torch.relu(x)
+    return x
+
+
+def activation(name, x):
+    if name == "silu":
+        return x * torch.sigmoid(x)
+    if name == "sigmoid":
+        return torch.sigmoid(x)
+    return x
+
+
+class TransNormer:
+    def __init__(self, config, weights, device, dtype):
+        self.c = config
+        self.w = {k: v.to(device=device, dtype=dtype) for k, v in weights.items()}
+        self.device, self.dtype = device, dtype
+        decay = config["decay"]
+        self.decay = torch.tensor(decay, device=device, dtype=dtype) if decay else None
+
+    def norm(self, x, gain_name):
+        c = self.c
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c["norm_eps"])
+        return y * self.w[gain_name] if c["norm"] == "rmsnorm" else y
+
+    def heads(self, u, name):  # u [N, D] @ w [H, D, Dh] -> [H, N, Dh]
+        return torch.einsum("nd,hde->hne", u, self.w[name])
+
+    def block_attention(self, q, k, v, block):
+        h, n, d = q.shape
+        pad = (-n) % block
+        q, k, v = (torch.nn.functional.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
+        nb = (n + pad) // block
+        qb, kb, vb = (t.reshape(h, nb, block, d) for t in (q, k, v))
+        scores = qb @ kb.transpose(-1, -2) / math.sqrt(d)
+        mask = torch.ones(block, block, dtype=torch.bool, device=q.device).triu(1)
+        p = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)
+        return (p @ vb).reshape(h, nb * block, d)[:, :n]
+
+    def linear_attention(self, q, k, v):
+        """Causal, chunked: within a chunk the decayed, masked (phi(Q) phi(K)^T) V; across chunks phi(Q) S."""
+        c = self.c
+        q, k = feature(c["feature_map"], q), feature(c["feature_map"], k)
+        h, n, d = q.shape
+        C = c["chunk"]
+        pad = (-n) % C
+        q, k, v = (torch.nn.functional.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
+        nc = (n + pad) // C
+        qc, kc, vc = (t.reshape(h, nc, C, d) for t in (q, k, v))
+        t = torch.arange(C, device=q.device, dtype=q.dtype)
+        mask = torch.ones(C, C, device=q.device, dtype=torch.bool).tril()
+        if self.decay is None:
+            intra = ((qc @ kc.transpose(-1, -2)) * mask) @ vc
+            states = kc.transpose(-1, -2) @ vc
+            before = states.cumsum(1) - states
+            return (intra + qc @ before).reshape(h, nc * C, d)[:, :n]
+        log_l = torch.log(self.decay)[:, None]  # [H, 1]
+        within = torch.exp((t[:, None] - t[None, :]) * log_l[:, :, None]) * mask  # lambda^(t-s), s <= t
+        intra = ((qc @ kc.transpose(-1, -2)) * within[:, None]) @ vc
+        k_weight = torch.exp((C - 1 - t) * log_l)[:, None, :, None]  # lambda^(C-1-s)
+        q_weight = torch.exp((t + 1) * log_l)[:, None, :, None]      # lambda^(t+1)
+        states = (kc * k_weight).transpose(-1, -2) @ vc
+        carry = torch.exp(C * log_l)[:, :, None]  # lambda^C per head
+        before, s = [], torch.zeros(h, d, d, device=q.device, dtype=q.dtype)
+        for j in range(nc):
+            before.append(s)
+            s = carry * s + states[:, j]
+        inter = (qc * q_weight) @ torch.stack(before, 1)
+        return (intra + inter).reshape(h, nc * C, d)[:, :n]
+
+    def logits(self, tokens):
+        c, w = self.c, self.w
+        ids = torch.tensor(tokens, device=self.device)
+        valid = ids < c["vocab"]
+        x = w["embed"][ids.clamp(max=c["vocab"] - 1)] * valid[:, None]
+        n = x.shape[0]
+        for i, kind in enumerate(c["layer_kinds"]):
+            p = "layers.%d." % i
+            u = self.norm(x, p + "attn_norm")
+            q, k, v = self.heads(u, p + "wq"), self.heads(u, p + "wk"), self.heads(u, p + "wv")
+            if kind == "diag":
+                o = self.block_attention(q, k, v, c["block"])
+            elif kind == "softmax":
+                o = self.block_attention(q, k, v, n)
+            else:
+                o = self.linear_attention(q, k, v)
+            o = o.transpose(0, 1).reshape(n, c["width"])  # heads side by side
+            if kind == "norm":
+                o = self.norm(o, p + "out_norm")
+            x = x + o @ w[p + "wo"]
+            g = self.norm(x, p + "ffn_norm")
+            x = x + ((g @ w[p + "wu"]) * activation(c["glu_activation"], g @ w[p + "wg"])) @ w[p + "wd"]
+        xn = self.norm(x, "final_norm")
+        return xn @ (w["embed"].T if c["tie_embeddings"] else w["head"])
+
+
+def check(model, export_path):
+    exported, meta = read_safetensors(export_path)
+    if meta.get("start_position", "0") != "0":
+        return {"error": "the export continues a restored state; check a run that starts at position 0"}, False
+    tokens = exported["tokens"].tolist()
+    rill_logits = exported["logits"].double()
+    rows = rill_logits.shape[0]
+    prompt = len(tokens) - (rows - 1)
+    with torch.no_grad():
+        ours = model.logits(tokens)[prompt - 1:].double().cpu()  # after the prompt, then after each token
+    scale = ours.abs().max().item()
+    err = (ours - rill_logits).abs().max().item()
+    rel = err / max(scale, 1e-30)
+    result = {"tokens": len(tokens), "prompt": prompt, "rows": rows, "max_abs_error": err, "max_abs_logit": scale,
+              "relative_error": rel, "tolerance": 1e-4}
+    return result, rel <= 1e-4
+
+
+def timing(model, n, decode_steps):
+    sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, model.c["vocab"], (n,), generator=gen).tolist()
+    with torch.no_grad():
+        model.logits(tokens[:min(n, 256)])  # warm-up
+        sync()
+        start = time.perf_counter()
+        model.logits(tokens)
+        sync()
+        prefill = time.perf_counter() - start
+    return {"prompt_tokens": n, "prefill_seconds": prefill, "prefill_tokens_per_second": n / prefill}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--check")
+    ap.add_argument("--time", type=int)
+    args = ap.parse_args()
+    config = load_config(args.config)
+    weights, _ = read_safetensors(args.weights)
+    if args.check:
+        model = TransNormer(config, weights, torch.device("cpu"), torch.float64)  # the reference: double
+        result, ok = check(model, args.check)
+        print(json.dumps(result))
+        sys.exit(0 if ok else 1)
+    if args.time:
+        device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        model = TransNormer(config, weights, device, torch.float32)
+        result = timing(model, args.time, 0)
+        result.update({"torch": torch.__version__, "device": device.type, "threads": torch.get_num_threads()})
+        print(json.dumps(result))
+        return
+    ap.error("give --check EXPORT or --time N")
+
+
+if __name__ == "__main__":
+    main()
