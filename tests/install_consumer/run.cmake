@@ -16,6 +16,10 @@ run(${CMAKE_COMMAND} -S ${RILL_CONSUMER_DIR} -B ${RILL_WORK_DIR}/build -G ${RILL
     "-DCMAKE_C_FLAGS=${RILL_CONSUMER_FLAGS}" "-DCMAKE_CXX_FLAGS=${RILL_CONSUMER_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${RILL_CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${RILL_WORK_DIR}/build)
+# The consumers prove that installing and linking work; leaks are checked by rill's own executables,
+# which keep the Vulkan libraries mapped (tests/sanitizers/pin_vulkan.c) — these cannot, so the
+# unloaded driver's memory would look leaked.
+set(ENV{ASAN_OPTIONS} "detect_leaks=0")
 run(${RILL_WORK_DIR}/build/consumer_cpp)
 run(${RILL_WORK_DIR}/build/consumer_c)
 file(GLOB pc ${prefix}/lib*/pkgconfig/rill.pc ${prefix}/lib/*/pkgconfig/rill.pc)

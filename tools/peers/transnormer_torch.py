@@ -164,6 +164,47 @@ class TransNormer:
         return xn @ (w["embed"].T if c["tie_embeddings"] else w["head"])
 
 
+class DecodeState:
+    """What decoding keeps per layer: the linear-attention state (NormAttention), the current block's
+    keys and values (DiagAttention) or every key and value (softmax)."""
+
+    def __init__(self, model):
+        c, h = model.c, model.c["heads"]
+        d = c["width"] // h
+        self.state = {i: torch.zeros(h, d, d, device=model.device, dtype=model.dtype)
+                      for i, kind in enumerate(c["layer_kinds"]) if kind == "norm"}
+        self.keys = {i: [] for i, kind in enumerate(c["layer_kinds"]) if kind != "norm"}
+        self.values = {i: [] for i in self.keys}
+
+
+def decode_step(model, token, position, s):
+    """Logits after `token` at `position`, one token at a time (constant cost for NormAttention)."""
+    c, w = model.c, model.w
+    x = w["embed"][min(token, c["vocab"] - 1)][None] * (token < c["vocab"])
+    for i, kind in enumerate(c["layer_kinds"]):
+        p = "layers.%d." % i
+        u = model.norm(x, p + "attn_norm")
+        q, k, v = (model.heads(u, p + n)[:, 0] for n in ("wq", "wk", "wv"))  # [H, Dh]
+        if kind == "norm":
+            fq, fk = feature(c["feature_map"], q), feature(c["feature_map"], k)
+            lam = model.decay[:, None, None] if model.decay is not None else 1.0
+            s.state[i] = lam * s.state[i] + fk[:, :, None] * v[:, None, :]
+            o = model.norm((fq[:, None, :] @ s.state[i])[:, 0].reshape(1, -1), p + "out_norm")
+        else:
+            if kind == "diag" and position % c["block"] == 0:
+                s.keys[i], s.values[i] = [], []
+            s.keys[i].append(k)
+            s.values[i].append(v)
+            keys, values = torch.stack(s.keys[i], 1), torch.stack(s.values[i], 1)  # [H, T, Dh]
+            p_att = torch.softmax((keys @ q[:, :, None])[:, :, 0] / math.sqrt(q.shape[1]), -1)
+            o = (p_att[:, None, :] @ values)[:, 0].reshape(1, -1)
+        x = x + o @ w[p + "wo"]
+        g = model.norm(x, p + "ffn_norm")
+        x = x + ((g @ w[p + "wu"]) * activation(c["glu_activation"], g @ w[p + "wg"])) @ w[p + "wd"]
+    xn = model.norm(x, "final_norm")
+    return (xn @ (w["embed"].T if c["tie_embeddings"] else w["head"]))[0]
+
+
 def check(model, export_path):
     exported, meta = read_safetensors(export_path)
     if meta.get("start_position", "0") != "0":
@@ -177,9 +218,17 @@ def check(model, export_path):
     scale = ours.abs().max().item()
     err = (ours - rill_logits).abs().max().item()
     rel = err / max(scale, 1e-30)
+    # The recurrent form, token by token, must agree too (it is what --time decodes with).
+    with torch.no_grad():
+        state, stepped = DecodeState(model), []
+        for position, token in enumerate(tokens):
+            row = decode_step(model, token, position, state)
+            if position >= prompt - 1:
+                stepped.append(row.double().cpu())
+    step_err = (torch.stack(stepped) - rill_logits).abs().max().item() / max(scale, 1e-30)
     result = {"tokens": len(tokens), "prompt": prompt, "rows": rows, "max_abs_error": err, "max_abs_logit": scale,
-              "relative_error": rel, "tolerance": 1e-4}
-    return result, rel <= 1e-4
+              "relative_error": rel, "relative_error_decode_form": step_err, "tolerance": 1e-4}
+    return result, rel <= 1e-4 and step_err <= 1e-4
 
 
 def timing(model, n, decode_steps):
@@ -193,7 +242,17 @@ def timing(model, n, decode_steps):
         model.logits(tokens)
         sync()
         prefill = time.perf_counter() - start
-    return {"prompt_tokens": n, "prefill_seconds": prefill, "prefill_tokens_per_second": n / prefill}
+        # Decoding at position n. Its cost does not depend on the state's values (NormAttention keeps a
+        # fixed-size state, DiagAttention at most a block), so a fresh state at position n times it.
+        state, times = DecodeState(model), []
+        for i in range(decode_steps):
+            start = time.perf_counter()
+            decode_step(model, tokens[i % n], n + i, state)
+            sync()
+            times.append(time.perf_counter() - start)
+    times.sort()
+    return {"prompt_tokens": n, "prefill_seconds": prefill, "prefill_tokens_per_second": n / prefill,
+            "decode_ms_per_token": 1e3 * times[len(times) // 2] if times else None}
 
 
 def main():
@@ -202,6 +261,7 @@ def main():
     ap.add_argument("--weights", required=True)
     ap.add_argument("--check")
     ap.add_argument("--time", type=int)
+    ap.add_argument("--decode-steps", type=int, default=32)
     args = ap.parse_args()
     config = load_config(args.config)
     weights, _ = read_safetensors(args.weights)
@@ -214,7 +274,7 @@ def main():
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
         torch.backends.cuda.matmul.allow_tf32 = False
         model = TransNormer(config, weights, device, torch.float32)
-        result = timing(model, args.time, 0)
+        result = timing(model, args.time, args.decode_steps)
         result.update({"torch": torch.__version__, "device": device.type, "threads": torch.get_num_threads()})
         print(json.dumps(result))
         return

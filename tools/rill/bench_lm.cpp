@@ -1,15 +1,19 @@
 // `rill bench --op lm`: TransNormer prefill time and peak device memory against the prompt length,
 // and decode ms/token against the position, next to a softmax-attention model of equal size
 // (every attention layer full causal softmax attention with a growing key/value cache).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bench_ops.hpp"
+#include "bench_peers.hpp"
 #include "commands.hpp"
 #include "rill/lm.hpp"
 
@@ -144,6 +148,21 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                                       {"ffn_width", config.ffn_width}, {"vocab", config.vocab}, {"block", config.block},
                                       {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
                                       {"segment", model->options().prefill_segment}};
+  // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
+  std::string peer_config, peer_weights;
+  if (args.peers) {
+    const std::string stem = (std::filesystem::temp_directory_path() / ("rill-lm-peer-" + std::to_string(getpid()))).string();
+    peer_config = stem + ".json";
+    peer_weights = stem + ".safetensors";
+    if (!report(weights->save(peer_config, peer_weights), "saving the model for the peer")) return false;
+  }
+  {  // Warm-up: the first prefill and decode create the pipelines; no figure should include that.
+    auto warm = model->session();
+    if (!report(warm.status(), "session")) return false;
+    auto logits = warm->prefill(prompt_of(std::min<uint64_t>(lengths.front(), 2 * config.block + 1), config.vocab));
+    if (!report(logits.status(), "warm-up")) return false;
+    if (!report(time_decode(*warm, std::move(logits).value(), 2).status(), "warm-up")) return false;
+  }
   std::vector<std::pair<double, double>> fit;
   for (uint64_t n : lengths) {
     auto session = model->session();
@@ -158,13 +177,42 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     auto decode = time_decode(*session, std::move(logits).value(), decode_tokens);
     if (!report(decode.status(), "decode")) return false;
     if (n >= 4096) fit.emplace_back(double(n), prefill_ms);
-    out.push_back({{"op", "lm_prefill"}, {"variant", "transnormer"}, {"shape", {{"tokens", n}, {"model", model_shape}}},
-                   {"median_ms", prefill_ms}, {"tokens_per_s", 1e3 * double(n) / prefill_ms},
-                   {"peak_device_bytes", peak}});
-    out.push_back({{"op", "lm_decode"}, {"variant", "transnormer"}, {"shape", {{"position", n}, {"model", model_shape}}},
-                   {"median_ms", *decode}, {"state_bytes", session->state_bytes()}});
+    nlohmann::json prefill_record = {{"op", "lm_prefill"},
+                                     {"variant", "transnormer"},
+                                     {"shape", {{"tokens", n}, {"model", model_shape}}},
+                                     {"median_ms", prefill_ms},
+                                     {"tokens_per_s", 1e3 * double(n) / prefill_ms},
+                                     {"peak_device_bytes", peak}};
+    nlohmann::json decode_record = {{"op", "lm_decode"},
+                                    {"variant", "transnormer"},
+                                    {"shape", {{"position", n}, {"model", model_shape}}},
+                                    {"median_ms", *decode},
+                                    {"state_bytes", session->state_bytes()}};
+    if (args.peers) {
+      const nlohmann::json peer = run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",
+                                                  "--config " + peer_config + " --weights " + peer_weights +
+                                                      " --time " + std::to_string(n));
+      if (peer.contains("prefill_seconds") && peer["prefill_seconds"].is_number()) {
+        const double peer_ms = 1e3 * peer["prefill_seconds"].get<double>();
+        prefill_record["peer_ms"] = peer_ms;
+        prefill_record["speedup_vs_peer"] = peer_ms / prefill_ms;
+        prefill_record["peer"] = peer;
+      } else {
+        prefill_record["peer_unavailable"] = peer.value("unavailable", "the PyTorch TransNormer gave no time");
+      }
+      if (peer.contains("decode_ms_per_token") && peer["decode_ms_per_token"].is_number()) {
+        decode_record["peer_ms"] = peer["decode_ms_per_token"];
+        decode_record["speedup_vs_peer"] = peer["decode_ms_per_token"].get<double>() / *decode;
+      }
+    }
+    out.push_back(std::move(prefill_record));
+    out.push_back(std::move(decode_record));
     std::fprintf(stderr, "lm transnormer: N %llu prefill %.0f ms (%.0f tok/s), peak %.1f MiB, decode %.2f ms/token\n",
                  (unsigned long long)n, prefill_ms, 1e3 * double(n) / prefill_ms, double(peak) / (1 << 20), *decode);
+  }
+  if (args.peers) {
+    std::filesystem::remove(peer_config);
+    std::filesystem::remove(peer_weights);
   }
   out.push_back({{"op", "lm_prefill_fit"}, {"variant", "transnormer"}, {"shape", {{"from", 4096}, {"to", lengths.back()}}},
                  {"time_exponent", fitted_exponent(fit)}});
