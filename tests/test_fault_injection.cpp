@@ -1,7 +1,12 @@
-// Allocation failure injected at every resource-creating call of a small workload, one at a time:
-// each failure is a clean ResourceExhausted, nothing leaks, and the context still works after.
+// Allocation failure injected at every resource-creating call, one at a time, of a small workload,
+// an ICL training step and a language-model prefill and decode: each failure is a clean
+// ResourceExhausted, nothing leaks, and the context still works after.
+#include <functional>
+
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
+#include "rill/icl.hpp"
+#include "rill/lm.hpp"
 
 namespace {
 
@@ -27,36 +32,111 @@ rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result)
   return rill::Status::ok();
 }
 
-}  // namespace
-
-GPU_TEST_CASE("every injected allocation failure is clean, leak-free and recoverable", "[faults][gpu]") {
-  auto ctx = rill_test::make_context();
+// Fails the k-th resource-creating call of `work` for k = 1, 2, ... until `work` needs fewer calls:
+// every failure must be a clean ResourceExhausted, free everything, and leave the context working
+// (the same work then succeeds). Returns the number of failures injected.
+int drill(rill::Context& ctx, const std::function<rill::Status(int round)>& work) {
   auto& faults = ctx.impl().faults;
   int failures = 0;
-  for (uint64_t k = 1; k < 200; ++k) {
+  for (uint64_t k = 1; k < 2000; ++k) {
     INFO("failing call " << k);
     faults.fail_nth(k);
     const uint64_t seen_before = faults.calls_seen();
-    std::vector<float> result;
-    const rill::Status s = workload(ctx, int(k), &result);
+    const rill::Status s = work(int(k));
     const bool injected = faults.calls_seen() - seen_before >= k;
     faults.fail_nth(0);
     REQUIRE(ctx.wait_idle().is_ok());
     CHECK(ctx.memory_stats().live_allocations == 0);
     if (!injected) {
-      REQUIRE(s.is_ok());  // the workload has fewer than k resource calls: done
-      CHECK(failures > 5);
-      return;
+      REQUIRE(s.is_ok());  // the work has fewer than k resource calls: done
+      return failures;
     }
     ++failures;
     INFO(s.to_string());
     CHECK(s.code() == rill::StatusCode::kResourceExhausted);
-    // Still usable: the same workload succeeds without injection.
-    std::vector<float> ok_result;
-    const rill::Status retry = workload(ctx, 1000 + int(k), &ok_result);
+    const rill::Status retry = work(10000 + int(k));  // still usable
     INFO("retry: " << retry.to_string());
     REQUIRE(retry.is_ok());
-    CHECK(ok_result[0] == 7.0f);  // y = 3 * 2 + 1
   }
-  FAIL("the workload never ran out of injection points");
+  FAIL("the work never ran out of injection points");
+  return failures;
+}
+
+}  // namespace
+
+GPU_TEST_CASE("every injected allocation failure is clean, leak-free and recoverable", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  const int failures = drill(ctx, [&](int round) {
+    std::vector<float> result;
+    RILL_RETURN_IF_ERROR(workload(ctx, round, &result));
+    if (result[0] != 7.0f) return rill::internal_error("wrong result");  // y = 3 * 2 + 1
+    return rill::Status::ok();
+  });
+  CHECK(failures > 5);
+}
+
+GPU_TEST_CASE("allocation failures in an ICL training step are clean and recoverable", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
+  c.task.d = 2;
+  c.task.n = 3;
+  c.model.layers = 1;
+  c.batch = 16;
+  const int failures = drill(ctx, [&](int) -> rill::Status {
+    RILL_ASSIGN_OR_RETURN(rill::icl::Trainer trainer, rill::icl::Trainer::create(ctx, c));
+    RILL_RETURN_IF_ERROR(trainer.train(3).status());
+    return trainer.evaluate({.tasks = 8}).status();
+  });
+  CHECK(failures > 5);
+}
+
+GPU_TEST_CASE("allocation failures in a prefill and a decode are clean and recoverable", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  rill::lm::ModelConfig c;
+  c.width = 16;
+  c.heads = 2;
+  c.ffn_width = 24;
+  c.layers = 2;
+  c.block = 8;
+  c.chunk = 4;
+  const auto weights = rill::lm::Weights::random(c, 3).value();
+  const std::vector<uint32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const int failures = drill(ctx, [&](int) -> rill::Status {
+    RILL_ASSIGN_OR_RETURN(rill::lm::Model model, rill::lm::Model::create(ctx, weights));
+    RILL_ASSIGN_OR_RETURN(rill::lm::Session session, model.session());
+    RILL_RETURN_IF_ERROR(session.prefill(prompt).status());
+    return session.decode(5).status();
+  });
+  CHECK(failures > 5);
+}
+
+GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work with DeviceLost", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  rill::lm::ModelConfig c;
+  c.width = 16;
+  c.heads = 2;
+  c.ffn_width = 24;
+  c.layers = 2;
+  const auto weights = rill::lm::Weights::random(c, 3).value();
+  auto model = rill::lm::Model::create(ctx, weights);
+  REQUIRE(model.is_ok());
+  auto session = model->session();
+  REQUIRE(session.is_ok());
+  REQUIRE(session->prefill(std::vector<uint32_t>{1, 2, 3}).is_ok());
+  rill::icl::TrainConfig tc = rill::icl::ahn_setting(1);
+  tc.task.d = 2;
+  tc.task.n = 3;
+  tc.model.layers = 1;
+  tc.batch = 16;
+  auto trainer = rill::icl::Trainer::create(ctx, tc);
+  REQUIRE(trainer.is_ok());
+  // What a driver reports on a GPU reset, through the latch every real call goes through.
+  (void)ctx.impl().device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  for (int attempt = 0; attempt < 2; ++attempt) {  // sticky: the second call is refused the same way
+    CHECK(session->decode(4).status().code() == rill::StatusCode::kDeviceLost);
+    CHECK(session->prefill(std::vector<uint32_t>{5}).status().code() == rill::StatusCode::kDeviceLost);
+    CHECK(model->session().status().code() == rill::StatusCode::kDeviceLost);
+    CHECK(trainer->train(1).status().code() == rill::StatusCode::kDeviceLost);
+    CHECK(trainer->evaluate({.tasks = 4}).status().code() == rill::StatusCode::kDeviceLost);
+  }
 }
