@@ -109,6 +109,7 @@ struct GenerateArgs {
   bool f16 = false;
   uint32_t segment = 0;  // 0: the model's default
   std::string save_state, load_state;
+  int64_t save_state_every = 0;           // also save the state every N generated tokens (0: at the end)
   std::string save_config, save_weights;  // write the model used (with --random: to check it elsewhere)
   std::string export_logits;              // tokens and the logits after the prompt and each token
   bool json = false;

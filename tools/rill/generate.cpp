@@ -117,6 +117,9 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
+  cmd->add_option("--save-state-every", a.save_state_every,
+                  "Also save the state every N generated tokens (atomically: a killed run continues from the last)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   cmd->add_option("--load-state", a.load_state, "Start from a saved session state; the prompt continues it");
   auto* save_config = cmd->add_option("--save-config", a.save_config, "Write the model's config (JSON) here");
   auto* save_weights = cmd->add_option("--save-weights", a.save_weights,
@@ -140,6 +143,8 @@ int run_generate(const GenerateArgs& a) {
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
   if (!a.random && (a.config.empty() || a.weights.empty()))
     return fail(rill::invalid_argument("give --config and --weights, or --random (with an optional --config)"));
+  if (a.save_state_every > 0 && a.save_state.empty())
+    return fail(rill::invalid_argument("--save-state-every needs --save-state PATH"));
   for (const std::string& path : {a.save_state, a.save_config, a.save_weights, a.export_logits})
     if (!path.empty())
       if (auto s = rill::check_writable(path); !s.is_ok()) return fail(s);
@@ -201,6 +206,8 @@ int run_generate(const GenerateArgs& a) {
     logits = session->decode(token);
     if (!logits.is_ok()) return fail(logits.status());
     if (!a.export_logits.empty()) exported.insert(exported.end(), logits->begin(), logits->end());
+    if (a.save_state_every > 0 && (i + 1) % a.save_state_every == 0)
+      if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
   }
   const double decode_seconds = seconds_since(decode_start);
   if (!a.json) {
