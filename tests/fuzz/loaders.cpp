@@ -1,0 +1,183 @@
+// The fuzz targets of loaders.hpp. Each feeds the bytes to one loader and discards the result: the
+// loaders must refuse bad input with a Status, never crash, hang or read out of bounds.
+#include "loaders.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "core/file_io.hpp"
+#include "icl/checkpoint.hpp"
+#include "icl/config_json.hpp"
+#include "profile/peaks_cache.hpp"
+#include "rill/icl.hpp"
+#include "rill/lm.hpp"
+#include "rill/safetensors.hpp"
+#include "vk/pipeline_cache_file.hpp"
+
+namespace rill_fuzz {
+namespace {
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+
+// Path-based loaders read a scratch file (one per process).
+std::string scratch_path(const char* what) {
+  return "/tmp/rill-fuzz-" + std::to_string(getpid()) + "-" + what;
+}
+const std::string& write_scratch(const char* what, const uint8_t* data, size_t size) {
+  static thread_local std::string path;
+  path = scratch_path(what);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  return path;
+}
+
+// Sets a safetensors file's 8-byte header length to end just after the JSON object that follows it
+// (braces outside strings balanced), so mutations of the header are parsed rather than refused.
+void fix_length_prefix(std::vector<uint8_t>& in) {
+  if (in.size() < 9) return;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 8; i < in.size(); ++i) {
+    const char ch = char(in[i]);
+    if (in_string) {
+      escaped = !escaped && ch == '\\';
+      if (!escaped && ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    if (ch == '{' || ch == '[') ++depth;
+    if ((ch == '}' || ch == ']') && --depth == 0) {
+      const uint64_t len = i - 7;
+      for (int b = 0; b < 8; ++b) in[size_t(b)] = uint8_t(len >> (8 * b));
+      return;
+    }
+  }
+}
+
+rill::icl::TrainConfig small_icl_config() {
+  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
+  c.task.d = 2;
+  c.task.n = 3;
+  c.model.layers = 1;
+  return c;
+}
+
+void safetensors_run(const uint8_t* data, size_t size) {
+  auto file = rill::SafetensorsFile::from_bytes(std::vector<uint8_t>(data, data + size));
+  if (!file.is_ok()) return;
+  for (const auto& e : file->entries()) {
+    (void)file->check_finite(e);
+    if (e.elements() < (1 << 16)) (void)file->read_floats(e.name, e.shape);
+  }
+}
+std::vector<uint8_t> safetensors_seed() {
+  rill::SafetensorsWriter w;
+  const float values[] = {1.0f, -2.0f, 3.5f, 0.25f};
+  (void)w.add_floats("a", {2, 2}, values);
+  (void)w.add("b", rill::TensorDType::kU8, {3}, std::vector<uint8_t>{1, 2, 3});
+  (void)w.set_metadata("format", "pt");
+  return w.serialize();
+}
+
+void lm_config_run(const uint8_t* data, size_t size) {
+  (void)rill::lm::config_from_json(std::string_view(reinterpret_cast<const char*>(data), size));
+}
+std::vector<uint8_t> lm_config_seed() {
+  rill::lm::ModelConfig c;
+  c.decay = {0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f, 0.3f, 0.2f};
+  (void)c.validate();
+  return bytes_of(rill::lm::config_to_json(c));
+}
+
+void icl_config_run(const uint8_t* data, size_t size) {
+  (void)rill::icl::detail::config_from_json(std::string(reinterpret_cast<const char*>(data), size));
+}
+std::vector<uint8_t> icl_config_seed() { return bytes_of(rill::icl::detail::config_to_json(small_icl_config())); }
+
+void checkpoint_run(const uint8_t* data, size_t size) {
+  (void)rill::icl::detail::read_checkpoint(write_scratch("checkpoint", data, size));
+}
+std::vector<uint8_t> checkpoint_seed() {
+  rill::icl::detail::Checkpoint c;
+  c.config = small_icl_config();
+  const auto p = size_t(rill::icl::parameter_count(c.config.model, c.config.task.d));
+  c.params.assign(p, 0.5f);
+  c.moment1.assign(p, 0.0f);
+  c.moment2.assign(p, 0.0f);
+  c.state.assign(8, 0u);
+  const std::string path = scratch_path("checkpoint-seed");
+  (void)rill::icl::detail::write_checkpoint(path, c);
+  auto bytes = rill::read_file(path, 1 << 20);
+  ::unlink(path.c_str());
+  return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+void task_set_run(const uint8_t* data, size_t size) { (void)rill::icl::load_task_set(write_scratch("tasks", data, size)); }
+std::vector<uint8_t> task_set_seed() {
+  rill::icl::TaskSet s;
+  s.d = 2;
+  s.n = 3;
+  s.tasks = 2;
+  s.tokens.assign(size_t(s.tasks * (s.n + 1) * (s.d + 1)), 0.5f);
+  s.targets.assign(size_t(s.tasks), 1.0f);
+  s.sigmas.assign(size_t(s.tasks), 0.1f);
+  const std::string path = scratch_path("tasks-seed");
+  (void)rill::icl::save_task_set(path, s);
+  auto bytes = rill::read_file(path, 1 << 20);
+  ::unlink(path.c_str());
+  return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+rill::vk::PipelineCacheIdentity identity() {
+  rill::vk::PipelineCacheIdentity id;
+  id.vendor_id = 0x10005;
+  id.device_id = 7;
+  id.driver_version = 1;
+  for (int i = 0; i < 16; ++i) id.uuid[i] = uint8_t(i);
+  return id;
+}
+void pipeline_cache_run(const uint8_t* data, size_t size) {
+  (void)rill::vk::decode_pipeline_cache(identity(), std::span<const uint8_t>(data, size));
+}
+std::vector<uint8_t> pipeline_cache_seed() {
+  // A Vulkan pipeline-cache header (length 32, version 1, vendor, device, UUID) and some payload.
+  std::vector<uint8_t> payload(48, 0);
+  const rill::vk::PipelineCacheIdentity id = identity();
+  const uint32_t words[] = {32, 1, id.vendor_id, id.device_id};
+  std::memcpy(payload.data(), words, sizeof words);
+  std::memcpy(payload.data() + 16, id.uuid, 16);
+  return rill::vk::encode_pipeline_cache(id, payload);
+}
+
+void peaks_cache_run(const uint8_t* data, size_t size) {
+  rill::DeviceInfo device;
+  device.name = "fuzz device";
+  const std::string dir = scratch_path("peaks");
+  ::mkdir(dir.c_str(), 0755);  // EEXIST after the first input
+  std::ofstream(dir + "/peaks-0000-0000-00000000.json", std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  (void)rill::detail::read_cached_peaks(device, dir);
+}
+std::vector<uint8_t> peaks_cache_seed() {
+  return bytes_of(R"({"device": "fuzz device", "fma_f32_gflops": 10.5, "fma_f16_gflops": 20, "copy_gbps": 3.2,)"
+                  R"( "dispatch_latency_us": 55})");
+}
+
+}  // namespace
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"safetensors", safetensors_run, safetensors_seed, fix_length_prefix},
+      {"lm_config", lm_config_run, lm_config_seed},
+      {"icl_config", icl_config_run, icl_config_seed},
+      {"icl_checkpoint", checkpoint_run, checkpoint_seed, fix_length_prefix},
+      {"task_set", task_set_run, task_set_seed, fix_length_prefix},
+      {"pipeline_cache", pipeline_cache_run, pipeline_cache_seed},
+      {"peaks_cache", peaks_cache_run, peaks_cache_seed},
+  };
+  return all;
+}
+
+}  // namespace rill_fuzz
