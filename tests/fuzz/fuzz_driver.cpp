@@ -5,9 +5,12 @@
 // changes accumulate, and half of them get the target's fixup (a consistent length prefix).
 // Deterministic from --seed. A crash or a sanitizer report fails the process;
 // the summary says how many inputs each loader took.
-//   rill_fuzz [--seconds S] [--seed N] [--target NAME]
+//   rill_fuzz [--seconds S] [--seed N] [--target NAME] [--write-seeds DIR]
+// --write-seeds writes each target's seed to DIR/<name>/seed (a starting corpus for libFuzzer).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -69,20 +72,32 @@ std::vector<uint8_t> mutate(std::vector<uint8_t> in, std::mt19937_64& rng, const
 int main(int argc, char** argv) {
   double seconds = 20;
   uint64_t seed = 1;
-  std::string only;
+  std::string only, seed_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "--target") only = argv[i + 1];
+    else if (flag == "--write-seeds") seed_dir = argv[i + 1];
     else {
-      std::fprintf(stderr, "rill_fuzz: unknown option %s (--seconds S, --seed N, --target NAME)\n", flag.c_str());
+      std::fprintf(stderr, "rill_fuzz: unknown option %s (--seconds S, --seed N, --target NAME, --write-seeds DIR)\n",
+                   flag.c_str());
       return 2;
     }
   }
   const auto& targets = rill_fuzz::targets();
   std::vector<std::vector<uint8_t>> seeds;
   for (const auto& t : targets) seeds.push_back(t.seed());
+  if (!seed_dir.empty()) {
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const std::filesystem::path dir = std::filesystem::path(seed_dir) / targets[k].name;
+      std::filesystem::create_directories(dir);
+      std::ofstream(dir / "seed", std::ios::binary).write(reinterpret_cast<const char*>(seeds[k].data()),
+                                                          std::streamsize(seeds[k].size()));
+    }
+    std::printf("seeds written to %s\n", seed_dir.c_str());
+    return 0;
+  }
   size_t chosen = 0;
   for (const auto& t : targets) chosen += only.empty() || only == t.name;
   if (chosen == 0) {

@@ -56,13 +56,23 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
 }
 
 int run_repro_icl(const ReproIclArgs& a) {
+  // The output folder must be usable before any training: a bad --out fails now, not in an hour.
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  if (ec) {
+    std::fprintf(stderr, "rill repro-icl: cannot create the output folder '%s': %s\n", a.out.c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+  if (auto s = rill::check_writable(a.out + "/repro-icl.md"); !s.is_ok()) {
+    std::fprintf(stderr, "rill repro-icl: %s\n", s.to_string().c_str());
+    return 1;
+  }
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) {
     std::fprintf(stderr, "rill repro-icl: %s\n", ctx.status().to_string().c_str());
     return 1;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(a.out, ec);
   const int64_t steps = a.quick ? 150 : a.steps, vlad_steps = a.quick ? 150 : a.vlad_steps;
   const int eval_tasks = a.quick ? 500 : 2000;
   std::ostringstream md, csv;
