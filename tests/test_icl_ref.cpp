@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "icl/config_json.hpp"
 #include "icl.hpp"
 
 namespace {
@@ -322,4 +323,33 @@ TEST_CASE("task_loss is c * (pred - target)^2 in the model's convention", "[icl]
   CHECK(icl::task_loss(Convention::kAhn, 1.5, -0.5) == 4.0);
   CHECK(icl::task_loss(Convention::kVladymyrov, 1.5, -0.5) == 2.0);
   CHECK(icl::mean_loss(Convention::kVladymyrov, {1.5, 0.0}, {-0.5f, 1.0f}) == 1.25);
+}
+
+TEST_CASE("icl config JSON round trips and refuses unknown or repeated keys and NUL bytes", "[icl]") {
+  using rill::icl::detail::config_from_json;
+  using rill::icl::detail::config_to_json;
+  const rill::icl::TrainConfig c = rill::icl::vladymyrov_setting(rill::icl::Parameterization::kDiag, 3.0f);
+  const std::string text = config_to_json(c);
+  auto back = config_from_json(text);
+  REQUIRE(back.is_ok());
+  CHECK(config_to_json(back.value()) == text);
+  auto insert_after = [&](const std::string& anchor, const std::string& what) {
+    std::string t = text;
+    const size_t at = t.find(anchor);
+    REQUIRE(at != std::string::npos);
+    return t.insert(at + anchor.size(), what);
+  };
+  const std::pair<std::string, std::string> bad[] = {
+      {insert_after("{", "\"extra\":1,"), "unknown key 'extra' in the config"},
+      {insert_after("\"task\":{", "\"dd\":1,"), "unknown key 'dd' in task"},
+      {insert_after("\"model\":{", "\"layer\":1,"), "unknown key 'layer' in model"},
+      {insert_after("\"optimizer\":{", "\"lr\":1,"), "'lr' appears twice"},
+      {text + std::string(1, '\0'), "NUL byte"},
+  };
+  for (const auto& [json, message] : bad) {
+    auto r = config_from_json(json);
+    INFO(json);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(message));
+  }
 }

@@ -1,6 +1,9 @@
 #include "icl/config_json.hpp"
 
+#include <algorithm>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/json_keys.hpp"
 
@@ -67,6 +70,14 @@ Status read_enum(const json& j, const char* key, E& out, int count) {
   return Status::ok();
 }
 
+// A key not written by config_to_json is a file from elsewhere or a typo: refused, named.
+Status only_keys(const json& j, const char* where, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, unused] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      return invalid_argument(std::string("icl config JSON: unknown key '") + key + "' in " + where);
+  return Status::ok();
+}
+
 Status object(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_object()) return invalid_argument(std::string("icl config JSON: '") + key + "' must be an object");
@@ -87,6 +98,13 @@ Result<TrainConfig> config_from_json(const std::string& text) {
   RILL_RETURN_IF_ERROR(object(j, "optimizer"));
   TrainConfig c;
   const json &t = j["task"], &m = j["model"], &o = j["optimizer"];
+  RILL_RETURN_IF_ERROR(
+      only_keys(j, "the config", {"task", "model", "optimizer", "batch", "seed", "read_every", "on_nonfinite"}));
+  RILL_RETURN_IF_ERROR(only_keys(t, "task", {"d", "n", "data", "gamma_shape", "gamma_scale", "noise", "sigma_max",
+                                             "categories"}));
+  RILL_RETURN_IF_ERROR(only_keys(m, "model", {"layers", "heads", "param", "convention", "init_std"}));
+  RILL_RETURN_IF_ERROR(
+      only_keys(o, "optimizer", {"kind", "lr", "momentum", "beta1", "beta2", "eps", "clip_norm"}));
   RILL_RETURN_IF_ERROR(read(t, "d", c.task.d));
   RILL_RETURN_IF_ERROR(read(t, "n", c.task.n));
   RILL_RETURN_IF_ERROR(read_enum(t, "data", c.task.data, 2));
