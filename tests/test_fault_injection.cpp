@@ -32,6 +32,27 @@ rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result)
   return rill::Status::ok();
 }
 
+// A small ICL model and a small language model: every resource kind, few calls.
+rill::icl::TrainConfig small_icl_config() {
+  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
+  c.task.d = 2;
+  c.task.n = 3;
+  c.model.layers = 1;
+  c.batch = 16;
+  return c;
+}
+
+rill::lm::ModelConfig small_lm_config() {
+  rill::lm::ModelConfig c;
+  c.width = 16;
+  c.heads = 2;
+  c.ffn_width = 24;
+  c.layers = 2;
+  c.block = 8;
+  c.chunk = 4;
+  return c;
+}
+
 // Fails the k-th resource-creating call of `work` for k = 1, 2, ... until `work` needs fewer calls:
 // every failure must be a clean ResourceExhausted, free everything, and leave the context working
 // (the same work then succeeds). Returns the number of failures injected.
@@ -77,11 +98,7 @@ GPU_TEST_CASE("every injected allocation failure is clean, leak-free and recover
 
 GPU_TEST_CASE("allocation failures in an ICL training step are clean and recoverable", "[faults][gpu]") {
   auto ctx = rill_test::make_context();
-  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
-  c.task.d = 2;
-  c.task.n = 3;
-  c.model.layers = 1;
-  c.batch = 16;
+  const rill::icl::TrainConfig c = small_icl_config();
   const int failures = drill(ctx, [&](int) -> rill::Status {
     RILL_ASSIGN_OR_RETURN(rill::icl::Trainer trainer, rill::icl::Trainer::create(ctx, c));
     RILL_RETURN_IF_ERROR(trainer.train(3).status());
@@ -92,14 +109,7 @@ GPU_TEST_CASE("allocation failures in an ICL training step are clean and recover
 
 GPU_TEST_CASE("allocation failures in a prefill and a decode are clean and recoverable", "[faults][gpu]") {
   auto ctx = rill_test::make_context();
-  rill::lm::ModelConfig c;
-  c.width = 16;
-  c.heads = 2;
-  c.ffn_width = 24;
-  c.layers = 2;
-  c.block = 8;
-  c.chunk = 4;
-  const auto weights = rill::lm::Weights::random(c, 3).value();
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 3).value();
   const std::vector<uint32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   const int failures = drill(ctx, [&](int) -> rill::Status {
     RILL_ASSIGN_OR_RETURN(rill::lm::Model model, rill::lm::Model::create(ctx, weights));
@@ -112,23 +122,13 @@ GPU_TEST_CASE("allocation failures in a prefill and a decode are clean and recov
 
 GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work with DeviceLost", "[faults][gpu]") {
   auto ctx = rill_test::make_context();
-  rill::lm::ModelConfig c;
-  c.width = 16;
-  c.heads = 2;
-  c.ffn_width = 24;
-  c.layers = 2;
-  const auto weights = rill::lm::Weights::random(c, 3).value();
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 3).value();
   auto model = rill::lm::Model::create(ctx, weights);
   REQUIRE(model.is_ok());
   auto session = model->session();
   REQUIRE(session.is_ok());
   REQUIRE(session->prefill(std::vector<uint32_t>{1, 2, 3}).is_ok());
-  rill::icl::TrainConfig tc = rill::icl::ahn_setting(1);
-  tc.task.d = 2;
-  tc.task.n = 3;
-  tc.model.layers = 1;
-  tc.batch = 16;
-  auto trainer = rill::icl::Trainer::create(ctx, tc);
+  auto trainer = rill::icl::Trainer::create(ctx, small_icl_config());
   REQUIRE(trainer.is_ok());
   // What a driver reports on a GPU reset, through the latch every real call goes through.
   (void)ctx.impl().device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");

@@ -22,36 +22,24 @@ inline const CLI::Validator kSeed(
     },
     "SEED");
 
-// A finite number >= 0.
-inline const CLI::Validator kFiniteNonNegative(
-    [](std::string& s) -> std::string {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0)
-        return "must be a finite number >= 0, got '" + s + "'";
-      return {};
-    },
-    "FLOAT>=0");
+// A number that parses whole, is finite and satisfies `ok`; else the message names what it must be.
+template <typename Ok>
+CLI::Validator number_check(const char* must_be, const char* type_name, Ok ok) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || !ok(v))
+          return std::string("must be ") + must_be + ", got '" + s + "'";
+        return {};
+      },
+      type_name);
+}
 
-// A finite number > 0.
-inline const CLI::Validator kFinitePositive(
-    [](std::string& s) -> std::string {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v <= 0)
-        return "must be a finite number > 0, got '" + s + "'";
-      return {};
-    },
-    "FLOAT>0");
-
-// Any finite number.
-inline const CLI::Validator kFinite(
-    [](std::string& s) -> std::string {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return "must be a finite number, got '" + s + "'";
-      return {};
-    },
-    "FLOAT");
+inline const CLI::Validator kFiniteNonNegative =
+    number_check("a finite number >= 0", "FLOAT>=0", [](double v) { return v >= 0; });
+inline const CLI::Validator kFinitePositive =
+    number_check("a finite number > 0", "FLOAT>0", [](double v) { return v > 0; });
+inline const CLI::Validator kFinite = number_check("a finite number", "FLOAT", [](double) { return true; });
 
 }  // namespace rill_cli

@@ -247,6 +247,33 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
 
 }  // namespace
 
+namespace {
+
+// The chunked forms, shared by the forward and the backward: parallel over chunks where the family
+// is gpu (or it is forced) and the device has room for it, else the serial kernel. `parallel_shape`
+// is the shape the parallel passes must fit.
+Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAttentionShape& s,
+                                         const LinearAttentionShape& parallel_shape, const char* op) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
+  if (wanted) {
+    if (auto p = parallel_plan(d, parallel_shape)) return *p;
+    if (forced)
+      return invalid_argument(std::string(op) +
+                              ": the forced parallel chunked form does not fit this device (shared memory, loop "
+                              "budget or scratch)");
+  }
+  // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
+  LinearAttentionPlan p;
+  p.algorithm = Algorithm::kChunkedSerial;
+  p.chunk = s.chunk;
+  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
+  return p;
+}
+
+}  // namespace
+
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s) {
   using Algorithm = LinearAttentionAlgorithm;
   const std::optional<Algorithm> forced = d.forced.linear_attention;
@@ -258,41 +285,14 @@ Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, cons
     return register_scan_plan(d, s);
   }
   if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s);
-  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
-  if (wanted) {
-    if (auto p = parallel_plan(d, s)) return *p;
-    if (forced)
-      return invalid_argument(
-          "linear_attention: the forced parallel chunked form does not fit this device "
-          "(shared memory, loop budget or scratch)");
-  }
-  // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
-  LinearAttentionPlan p;
-  p.algorithm = Algorithm::kChunkedSerial;
-  p.chunk = s.chunk;
-  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
-  return p;
+  return chunked_plan(d, s, s, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
-  using Algorithm = LinearAttentionAlgorithm;
-  const std::optional<Algorithm> forced = d.forced.linear_attention;
-  // The gradients exchange Dk and Dv: plan for the wider of the two in both places.
+  // The gradients exchange Dk and Dv: the parallel passes must fit the wider of the two in both places.
   LinearAttentionShape square = s;
   square.dk = square.dv = std::max(s.dk, s.dv);
-  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
-  if (wanted) {
-    if (auto p = parallel_plan(d, square)) return *p;
-    if (forced)
-      return invalid_argument(
-          "linear_attention_backward: the forced parallel chunked form does not fit this device "
-          "(shared memory, loop budget or scratch)");
-  }
-  LinearAttentionPlan p;
-  p.algorithm = Algorithm::kChunkedSerial;
-  p.chunk = s.chunk;
-  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
-  return p;
+  return chunked_plan(d, s, square, "linear_attention_backward");
 }
 
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,
