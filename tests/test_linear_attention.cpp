@@ -28,6 +28,34 @@ Inputs make_inputs(const Case& c, DType dtype, uint32_t seed) {
   return in;
 }
 
+// The causal forward of `c` (and, with_naive, the quadratic form) against the reference: outputs
+// and the final state.
+void check_causal_forward(rill::Context& ctx, const Case& c, DType dtype, uint32_t seed, bool with_naive) {
+  const Inputs in = make_inputs(c, dtype, seed);
+  std::vector<float> o_ref, s_ref;
+  rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                      rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
+  auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
+  auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
+  auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
+  auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
+  auto naive = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "naive");
+  auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
+  rill::Tensor decay;
+  if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
+  const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature,
+                                              .decay = c.decay ? &decay : nullptr,
+                                              .chunk = c.chunk,
+                                              .chunks_per_dispatch = c.per_dispatch};
+  auto seq = ctx.sequence();
+  REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
+  if (with_naive) REQUIRE(rill::ops::linear_attention_naive(*seq, q, k, v, naive, opt).is_ok());
+  REQUIRE(seq->run().is_ok());
+  require_la_close(rill_test::read(ctx, o), o_ref, dtype, "chunked o");
+  if (with_naive) require_la_close(rill_test::read(ctx, naive), o_ref, dtype, "naive o");
+  require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+}
+
 }  // namespace
 
 GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-attention][gpu]") {
@@ -52,29 +80,7 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
         INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
                   << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
                   << " f16 " << (dtype == DType::kF16) << " seed " << seed);
-        const Inputs in = make_inputs(c, dtype, seed);
-        std::vector<float> o_ref, s_ref;
-        rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                            rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
-        auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
-        auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
-        auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
-        auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
-        auto naive = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "naive");
-        auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
-        rill::Tensor decay;
-        if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
-        const rill::ops::LinearAttentionOptions opt{.feature_map = c.feature,
-                                                    .decay = c.decay ? &decay : nullptr,
-                                                    .chunk = c.chunk,
-                                                    .chunks_per_dispatch = c.per_dispatch};
-        auto seq = ctx.sequence();
-        REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state, opt).is_ok());
-        REQUIRE(rill::ops::linear_attention_naive(*seq, q, k, v, naive, opt).is_ok());
-        REQUIRE(seq->run().is_ok());
-        require_la_close(rill_test::read(ctx, o), o_ref, dtype, "chunked o");
-        require_la_close(rill_test::read(ctx, naive), o_ref, dtype, "naive o");
-        require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+        check_causal_forward(ctx, c, dtype, seed, true);
       }
     }
   }
@@ -102,27 +108,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
         INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
                        << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch << " f16 "
                        << (dtype == DType::kF16));
-        const Inputs in = make_inputs(c, dtype, seed);
-        std::vector<float> o_ref, s_ref;
-        rill::ref::linear_attention_forward(in.q, in.k, in.v, in.decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                            rill::ref::FeatureMap(int(c.feature)), true, {}, o_ref, s_ref);
-        auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q, "q");
-        auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k, "k");
-        auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v, "v");
-        auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, "o");
-        auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv}, "state");
-        rill::Tensor decay;
-        if (c.decay) decay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, in.decay, "decay");
-        auto seq = ctx.sequence();
-        REQUIRE(rill::ops::linear_attention_forward(*seq, q, k, v, o, state,
-                                                    {.feature_map = c.feature,
-                                                     .decay = c.decay ? &decay : nullptr,
-                                                     .chunk = c.chunk,
-                                                     .chunks_per_dispatch = c.per_dispatch})
-                    .is_ok());
-        REQUIRE(seq->run().is_ok());
-        require_la_close(rill_test::read(ctx, o), o_ref, dtype, "o");
-        require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "final state");
+        check_causal_forward(ctx, c, dtype, seed, false);
       }
     }
   }
