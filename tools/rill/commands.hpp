@@ -64,9 +64,11 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& args);
 
 struct ReproIclArgs {
   std::string out = "repro-icl";
-  int64_t steps = 1000;
-  int64_t vlad_steps = 600;
+  std::optional<int64_t> steps, vlad_steps;  // unset: 1000 and 600, or 150 with --quick
   bool quick = false;
+  int64_t checkpoint_every = 0;  // 0: no periodic checkpoints
+  bool resume = false;
+  std::vector<std::string> experiments = {"adam-vs-sgd", "adjusted-vs-depth"};
 };
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);
 

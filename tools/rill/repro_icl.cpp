@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "line_plot.hpp"
+#include "repro_icl_runs.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -19,22 +20,33 @@ namespace {
 
 using namespace rill::icl;
 
-struct RunResult {
-  bool ok = false;
-  std::string error;
-  EvalReport eval;
-  int64_t skipped = 0;
-};
-
-RunResult train_and_evaluate(rill::Context& ctx, const TrainConfig& c, int64_t steps, int eval_tasks) {
-  RunResult r;
-  auto trainer = Trainer::create(ctx, c);
-  if (!trainer.is_ok()) return {false, trainer.status().message(), {}, 0};
-  auto curve = trainer->train(steps);
-  if (!curve.is_ok()) return {false, curve.status().message(), {}, trainer->skipped_batches()};
+// Trains one run to `steps` (resuming its checkpoint when the folder holds one), evaluates it and
+// records the result; a run recorded earlier is read back instead of trained again.
+RunOutcome run_once(rill::Context& ctx, ReproRuns& runs, const std::string& key, const TrainConfig& c, int64_t steps,
+                    int64_t checkpoint_every, int eval_tasks) {
+  if (auto done = runs.finished(key)) return *done;
+  auto outcome = [&](const rill::Status& s, int64_t skipped) {
+    RunOutcome r{false, s.message(), {}, skipped};
+    if (auto rs = runs.record(key, r); !rs.is_ok()) r.error += "; " + rs.message();
+    return r;
+  };
+  const std::string checkpoint = runs.checkpoint_path(key);
+  const bool resuming = std::filesystem::exists(checkpoint);
+  auto trainer = resuming ? Trainer::resume(ctx, checkpoint) : Trainer::create(ctx, c);
+  if (!trainer.is_ok()) return outcome(trainer.status(), 0);
+  if (resuming) std::printf("%s: resumed its checkpoint at step %lld\n", key.c_str(), (long long)trainer->step());
+  while (trainer->step() < steps) {
+    const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - trainer->step() % checkpoint_every : steps;
+    auto records = trainer->train(std::min(to_save, steps - trainer->step()));
+    if (!records.is_ok()) return outcome(records.status(), trainer->skipped_batches());
+    if (checkpoint_every > 0 && trainer->step() % checkpoint_every == 0 && trainer->step() < steps)
+      if (auto s = trainer->save_checkpoint(checkpoint); !s.is_ok()) return outcome(s, trainer->skipped_batches());
+  }
   auto eval = trainer->evaluate({.tasks = eval_tasks});
-  if (!eval.is_ok()) return {false, eval.status().message(), {}, trainer->skipped_batches()};
-  return {true, "", *eval, trainer->skipped_batches()};
+  if (!eval.is_ok()) return outcome(eval.status(), trainer->skipped_batches());
+  RunOutcome r{true, "", *eval, trainer->skipped_batches()};
+  if (auto s = runs.record(key, r); !s.is_ok()) return {false, s.message(), {}, r.skipped};
+  return r;
 }
 
 std::string fmt(double v) {
@@ -48,14 +60,34 @@ std::string fmt(double v) {
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
   auto* cmd = app.add_subcommand("repro-icl", "Reproduce the ICL papers' headline experiments at reduced budgets");
   cmd->add_option("--out", a.out, "Directory for the table, CSV and plots");
-  cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments)")->check(CLI::Range(1, 1000000));
-  cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments)")
+  cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments) [1000; --quick 150]")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments) [600; --quick 150]")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--quick", a.quick, "A few minutes less: 150 steps per run, fewer depths");
+  cmd->add_flag("--quick", a.quick, "A few minutes less: fewer depths, 500 evaluation tasks, 150 steps per run unless given");
+  cmd->add_option("--checkpoint-every", a.checkpoint_every,
+                  "Save the run in progress every N steps in OUT/runs/ (a killed reproduction loses at most N steps)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  cmd->add_flag("--resume", a.resume,
+                "Continue the reproduction in --out: finished runs are kept, the interrupted one resumes from its "
+                "checkpoint (same options as the start)");
+  cmd->add_option("--experiments", a.experiments, "Which experiments to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"adam-vs-sgd", "adjusted-vs-depth"}))
+      ->capture_default_str();
   return cmd;
 }
 
 int run_repro_icl(const ReproIclArgs& a) {
+  for (size_t i = 0; i < a.experiments.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.experiments[i] == a.experiments[j]) {
+        std::fprintf(stderr, "rill repro-icl: --experiments names '%s' twice\n", a.experiments[i].c_str());
+        return 1;
+      }
+  auto wanted = [&](const char* experiment) {
+    return std::find(a.experiments.begin(), a.experiments.end(), experiment) != a.experiments.end();
+  };
+  const bool ahn = wanted("adam-vs-sgd"), vladymyrov = wanted("adjusted-vs-depth");
   // The output folder must be usable before any training: a bad --out fails now, not in an hour.
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
@@ -68,86 +100,99 @@ int run_repro_icl(const ReproIclArgs& a) {
     std::fprintf(stderr, "rill repro-icl: %s\n", s.to_string().c_str());
     return 1;
   }
+  const int64_t steps = a.steps.value_or(a.quick ? 150 : 1000);
+  const int64_t vlad_steps = a.vlad_steps.value_or(a.quick ? 150 : 600);
+  const int eval_tasks = a.quick ? 500 : 2000;
+  auto store = ReproRuns::open(a.out, {steps, vlad_steps, eval_tasks, a.quick, a.experiments}, a.resume);
+  if (!store.is_ok()) {
+    std::fprintf(stderr, "rill repro-icl: %s\n", store.status().to_string().c_str());
+    return 1;
+  }
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) {
     std::fprintf(stderr, "rill repro-icl: %s\n", ctx.status().to_string().c_str());
     return 1;
   }
-  const int64_t steps = a.quick ? 150 : a.steps, vlad_steps = a.quick ? 150 : a.vlad_steps;
-  const int eval_tasks = a.quick ? 500 : 2000;
   std::ostringstream md, csv;
   csv << "experiment,setting,optimizer,param,layers,sigma_max,steps,eval_loss,ridge_oracle,adjusted,skipped,error\n";
   std::printf("device: %s\n", ctx->device().name.c_str());
+  if (a.resume) std::printf("resuming %s: %d runs already finished\n", a.out.c_str(), store->recorded_at_open());
   const auto start = std::chrono::steady_clock::now();
 
-  // ---- 1. Ahn et al.: Adam vs SGD ----
-  md << "### Adam vs SGD (Ahn et al.), " << steps << " steps, batch 1000, evaluation on " << eval_tasks
-     << " fresh tasks\n\n| setting | L | Adam eval loss | SGD eval loss | SGD / Adam |\n|---|---|---|---|---|\n";
-  struct AhnRun {
-    int setting, layers;
-  };
-  std::vector<AhnRun> runs = {{1, 3}, {2, 3}, {3, 3}};
-  for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
   PlotSpec depth_plot{"Adam vs SGD against depth (Ahn et al. setting 1)", "layers L", "eval loss", {}, {}};
-  PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
-  for (const AhnRun& run : runs) {
-    double loss[2] = {0, 0};
-    std::string cell[2];
-    for (int o = 0; o < 2; ++o) {
-      TrainConfig c = ahn_setting(run.setting);
-      c.model.layers = run.layers;
-      c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
-      c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
-      const RunResult r = train_and_evaluate(ctx.value(), c, steps, eval_tasks);
-      loss[o] = r.ok ? r.eval.model : NAN;
-      cell[o] = r.ok ? fmt(r.eval.model) + (r.skipped ? " (" + std::to_string(r.skipped) + " skipped)" : "") : "failed";
-      csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
-          << steps << ',' << loss[o] << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",," << r.skipped << ",\""
-          << r.error << "\"\n";
-      std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
-      std::fflush(stdout);
-    }
-    md << "| " << run.setting << " | " << run.layers << " | " << cell[0] << " | " << cell[1] << " | "
-       << fmt(loss[1] / loss[0]) << " |\n";
-    if (run.setting == 1) {
-      adam_depth.points.emplace_back(run.layers, loss[0]);
-      sgd_depth.points.emplace_back(run.layers, loss[1]);
-    }
-  }
-  auto by_x = [](PlotSeries& s) { std::sort(s.points.begin(), s.points.end()); };
-  by_x(adam_depth);
-  by_x(sgd_depth);
-  depth_plot.series = {adam_depth, sgd_depth};
-
-  // ---- 2. Vladymyrov et al.: adjusted evaluation loss against L ----
-  const std::vector<float> sigma_maxes = a.quick ? std::vector<float>{1.0f} : std::vector<float>{1.0f, 3.0f};
-  const std::vector<int> depths = a.quick ? std::vector<int>{1, 3} : std::vector<int>{1, 2, 3, 4};
-  md << "\n### Adjusted evaluation loss against depth (Vladymyrov et al.), " << vlad_steps
-     << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
-     << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
   PlotSpec adjusted_plot{"Adjusted eval loss against depth (Vladymyrov et al.)", "layers L", "model - ridge oracle", {}, {}};
-  for (float sigma_max : sigma_maxes) {
-    for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
-      PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
-      for (int l : depths) {
-        TrainConfig c = vladymyrov_setting(p, sigma_max);
-        c.model.layers = l;
-        c.batch = 512;
-        c.optimizer.lr = 2e-3f;
-        c.on_nonfinite = NonFinitePolicy::kSkipBatch;
-        const RunResult r = train_and_evaluate(ctx.value(), c, vlad_steps, eval_tasks);
-        const double adjusted = r.ok ? r.eval.adjusted() : NAN;
-        md << "| " << name(p) << " | " << fmt(sigma_max) << " | " << l << " | " << (r.ok ? fmt(r.eval.model) : "failed")
-           << " | " << (r.ok ? fmt(r.eval.ridge_oracle) : "") << " | " << (r.ok ? fmt(adjusted) : "") << " |\n";
-        csv << "adjusted_vs_depth,vladymyrov,adam," << name(p) << ',' << l << ',' << sigma_max << ',' << vlad_steps
-            << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted << ','
-            << r.skipped << ",\"" << r.error << "\"\n";
-        std::printf("vladymyrov %s sigma_max=%g L=%d: adjusted %s\n", std::string(name(p)).c_str(), sigma_max, l,
-                    r.ok ? fmt(adjusted).c_str() : r.error.c_str());
+  if (ahn) {
+    // ---- 1. Ahn et al.: Adam vs SGD ----
+    md << "### Adam vs SGD (Ahn et al.), " << steps << " steps, batch 1000, evaluation on " << eval_tasks
+       << " fresh tasks\n\n| setting | L | Adam eval loss | SGD eval loss | SGD / Adam |\n|---|---|---|---|---|\n";
+    struct AhnRun {
+      int setting, layers;
+    };
+    std::vector<AhnRun> runs = {{1, 3}, {2, 3}, {3, 3}};
+    for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
+    PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
+    for (const AhnRun& run : runs) {
+      double loss[2] = {0, 0};
+      std::string cell[2];
+      for (int o = 0; o < 2; ++o) {
+        TrainConfig c = ahn_setting(run.setting);
+        c.model.layers = run.layers;
+        c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+        c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
+        const std::string key = "ahn" + std::to_string(run.setting) + "-L" + std::to_string(run.layers) + (o == 0 ? "-adam" : "-sgd");
+        const RunOutcome r = run_once(ctx.value(), *store, key, c, steps, a.checkpoint_every, eval_tasks);
+        loss[o] = r.ok ? r.eval.model : NAN;
+        cell[o] = r.ok ? fmt(r.eval.model) + (r.skipped ? " (" + std::to_string(r.skipped) + " skipped)" : "") : "failed";
+        csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
+            << steps << ',' << loss[o] << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",," << r.skipped << ",\""
+            << r.error << "\"\n";
+        std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
         std::fflush(stdout);
-        if (r.ok) series.points.emplace_back(l, adjusted);
       }
-      adjusted_plot.series.push_back(std::move(series));
+      md << "| " << run.setting << " | " << run.layers << " | " << cell[0] << " | " << cell[1] << " | "
+         << fmt(loss[1] / loss[0]) << " |\n";
+      if (run.setting == 1) {
+        adam_depth.points.emplace_back(run.layers, loss[0]);
+        sgd_depth.points.emplace_back(run.layers, loss[1]);
+      }
+    }
+    auto by_x = [](PlotSeries& s) { std::sort(s.points.begin(), s.points.end()); };
+    by_x(adam_depth);
+    by_x(sgd_depth);
+    depth_plot.series = {adam_depth, sgd_depth};
+
+  }
+  if (vladymyrov) {
+    // ---- 2. Vladymyrov et al.: adjusted evaluation loss against L ----
+    const std::vector<float> sigma_maxes = a.quick ? std::vector<float>{1.0f} : std::vector<float>{1.0f, 3.0f};
+    const std::vector<int> depths = a.quick ? std::vector<int>{1, 3} : std::vector<int>{1, 2, 3, 4};
+    md << "\n### Adjusted evaluation loss against depth (Vladymyrov et al.), " << vlad_steps
+       << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
+       << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
+    for (float sigma_max : sigma_maxes) {
+      for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+        PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
+        for (int l : depths) {
+          TrainConfig c = vladymyrov_setting(p, sigma_max);
+          c.model.layers = l;
+          c.batch = 512;
+          c.optimizer.lr = 2e-3f;
+          c.on_nonfinite = NonFinitePolicy::kSkipBatch;
+          const std::string key = "vladymyrov-" + std::string(name(p)) + "-sigma" + fmt(sigma_max) + "-L" + std::to_string(l);
+          const RunOutcome r = run_once(ctx.value(), *store, key, c, vlad_steps, a.checkpoint_every, eval_tasks);
+          const double adjusted = r.ok ? r.eval.adjusted() : NAN;
+          md << "| " << name(p) << " | " << fmt(sigma_max) << " | " << l << " | " << (r.ok ? fmt(r.eval.model) : "failed")
+             << " | " << (r.ok ? fmt(r.eval.ridge_oracle) : "") << " | " << (r.ok ? fmt(adjusted) : "") << " |\n";
+          csv << "adjusted_vs_depth,vladymyrov,adam," << name(p) << ',' << l << ',' << sigma_max << ',' << vlad_steps
+              << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted << ','
+              << r.skipped << ",\"" << r.error << "\"\n";
+          std::printf("vladymyrov %s sigma_max=%g L=%d: adjusted %s\n", std::string(name(p)).c_str(), sigma_max, l,
+                      r.ok ? fmt(adjusted).c_str() : r.error.c_str());
+          std::fflush(stdout);
+          if (r.ok) series.points.emplace_back(l, adjusted);
+        }
+        adjusted_plot.series.push_back(std::move(series));
+      }
     }
   }
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
@@ -157,14 +202,14 @@ int run_repro_icl(const ReproIclArgs& a) {
   const std::string dir = a.out + "/";
   bool ok = write_text_atomic(dir + "repro-icl.md", md.str(), &error) &&
             write_text_atomic(dir + "repro-icl.csv", csv.str(), &error) &&
-            write_text_atomic(dir + "adam-vs-sgd-depth.svg", line_plot_svg(depth_plot), &error) &&
-            write_text_atomic(dir + "adjusted-vs-depth.svg", line_plot_svg(adjusted_plot), &error);
+            (!ahn || write_text_atomic(dir + "adam-vs-sgd-depth.svg", line_plot_svg(depth_plot), &error)) &&
+            (!vladymyrov || write_text_atomic(dir + "adjusted-vs-depth.svg", line_plot_svg(adjusted_plot), &error));
   if (!ok) {
     std::fprintf(stderr, "rill repro-icl: %s\n", error.c_str());
     return 1;
   }
-  std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv, adam-vs-sgd-depth.svg, adjusted-vs-depth.svg\n",
-              md.str().c_str(), dir.c_str());
+  std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv%s%s\n", md.str().c_str(), dir.c_str(),
+              ahn ? ", adam-vs-sgd-depth.svg" : "", vladymyrov ? ", adjusted-vs-depth.svg" : "");
   return 0;
 }
 

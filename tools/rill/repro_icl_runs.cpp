@@ -1,0 +1,99 @@
+#include "repro_icl_runs.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "line_plot.hpp"
+#include "rill/files.hpp"
+
+namespace rill_cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json settings_json(const ReproSettings& s) {
+  return {{"steps", s.steps}, {"vlad_steps", s.vlad_steps}, {"eval_tasks", s.eval_tasks}, {"quick", s.quick}, {"experiments", s.experiments}};
+}
+
+// The folder's own small files; anything unreadable counts as absent (the run is simply redone).
+std::optional<json> read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+bool is_run_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  auto ends = [&](const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return name == "settings.json" || ends(".result.json") || ends(".safetensors");
+}
+
+}  // namespace
+
+rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproSettings& settings, bool resume) {
+  ReproRuns runs;
+  runs.dir_ = out_dir + "/runs/";
+  std::error_code ec;
+  fs::create_directories(runs.dir_, ec);
+  if (ec) return rill::invalid_argument("cannot create '" + runs.dir_ + "': " + ec.message());
+  const json wanted = settings_json(settings);
+  if (resume) {
+    const auto started = read_json(runs.dir_ + "settings.json");
+    if (!started)
+      return rill::failed_precondition("--resume: '" + out_dir + "' holds no reproduction to resume (no runs/settings.json)");
+    if (*started != wanted)
+      return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + started->dump() +
+                                       ", this run asks for " + wanted.dump() + "; use the same options");
+    for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
+      if (entry.path().string().ends_with(".result.json")) ++runs.recorded_at_open_;
+    return runs;
+  }
+  for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
+    if (is_run_file(entry.path())) fs::remove(entry.path(), ec);
+  std::string error;
+  if (!write_text_atomic(runs.dir_ + "settings.json", wanted.dump(2) + "\n", &error)) return rill::invalid_argument(error);
+  return runs;
+}
+
+std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
+  const auto j = read_json(dir_ + key + ".result.json");
+  if (!j) return std::nullopt;
+  try {
+    RunOutcome r;
+    r.ok = j->at("ok").get<bool>();
+    r.error = j->at("error").get<std::string>();
+    r.skipped = j->at("skipped").get<int64_t>();
+    if (r.ok) {
+      r.eval.tasks = j->at("tasks").get<int>();
+      r.eval.model = j->at("model").get<double>();
+      r.eval.ridge_oracle = j->at("ridge_oracle").get<double>();
+    }
+    return r;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
+  json j = {{"ok", r.ok}, {"error", r.error}, {"skipped", r.skipped}};
+  if (r.ok) j.update({{"tasks", r.eval.tasks}, {"model", r.eval.model}, {"ridge_oracle", r.eval.ridge_oracle}});
+  std::string error;
+  // nlohmann writes doubles with enough digits to read back the same bits.
+  if (!write_text_atomic(dir_ + key + ".result.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
+  std::error_code ec;
+  fs::remove(checkpoint_path(key), ec);
+  return {};
+}
+
+std::string ReproRuns::checkpoint_path(const std::string& key) const { return dir_ + key + ".safetensors"; }
+
+}  // namespace rill_cli

@@ -1,0 +1,46 @@
+// The work folder of `rill repro-icl` (OUT/runs/): the settings the reproduction was started
+// with, each finished run's result and the periodic checkpoint of the run in progress, so that a
+// killed reproduction resumes where it stopped and ends with the same table as an unbroken one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rill/icl.hpp"
+#include "rill/status.hpp"
+
+namespace rill_cli {
+
+struct ReproSettings {
+  int64_t steps = 0, vlad_steps = 0;
+  int eval_tasks = 0;
+  bool quick = false;
+  std::vector<std::string> experiments;
+};
+
+struct RunOutcome {
+  bool ok = false;
+  std::string error;
+  rill::icl::EvalReport eval;
+  int64_t skipped = 0;
+};
+
+class ReproRuns {
+ public:
+  // A fresh start clears the folder's earlier runs; `resume` keeps them, and refuses a folder that
+  // was started with other settings (its table would mix budgets).
+  static rill::Result<ReproRuns> open(const std::string& out_dir, const ReproSettings& settings, bool resume);
+
+  std::optional<RunOutcome> finished(const std::string& key) const;  // a run recorded earlier
+  rill::Status record(const std::string& key, const RunOutcome& outcome);  // also drops its checkpoint
+  std::string checkpoint_path(const std::string& key) const;
+  int recorded_at_open() const { return recorded_at_open_; }
+
+ private:
+  std::string dir_;
+  int recorded_at_open_ = 0;
+};
+
+}  // namespace rill_cli
