@@ -99,11 +99,16 @@ GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per ro
     auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
     auto tdy = rill_test::tensor_from(ctx, dtype, {int64_t(ids.size()), dim}, dy);
     auto tdtable = rill_test::empty_tensor(ctx, DType::kF32, {vocab, dim});
+    auto tscaled = rill_test::empty_tensor(ctx, dtype, {int64_t(ids.size()), dim});
     auto seq = ctx.sequence();
     REQUIRE(ops::embedding_forward(*seq, tids, ttable, tout, terr).is_ok());
+    REQUIRE(ops::embedding_forward(*seq, tids, ttable, tscaled, terr, 5.5f).is_ok());  // TransNormerLLM's sqrt(D)
     REQUIRE(ops::embedding_backward(*seq, tids, tdy, tdtable).is_ok());
     REQUIRE(seq->run(2).is_ok());  // the error count is zeroed by every replay
     rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, 0.0, "rows");
+    std::vector<float> scaled_ref = out_ref;
+    for (float& v : scaled_ref) v *= 5.5f;
+    rill_test::require_close(rill_test::read(ctx, tscaled), scaled_ref, 1e-6, dtype == DType::kF16 ? 1e-3 : 1e-6, "scaled rows");
     rill_test::require_close(rill_test::read(ctx, tdtable), dtable_ref, 1e-6, 1e-6, "dtable");
     CHECK(read_u32(ctx, terr) == 2);
   }

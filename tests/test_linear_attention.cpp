@@ -71,6 +71,7 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
         {2, 1, 64, 64, 64, FeatureMap::kElu1, true, 64, 1},
         {1, 4, 63, 5, 31, FeatureMap::kIdentity, true, 1, 17},
         {1, 1, 1000, 16, 8, FeatureMap::kElu1, true, 64, 0},
+        {1, 2, 150, 16, 24, FeatureMap::kSilu, true, 16, 3},
         {1, 1, 65, 128, 128, FeatureMap::kIdentity, false, 64, 0},
     };
     uint32_t seed = 10;
@@ -94,6 +95,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
       {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
       {2, 3, 130, 33, 5, FeatureMap::kElu1, true, 16, 3},
       {1, 2, 201, 16, 64, FeatureMap::kRelu, true, 7, 5},
+      {1, 1, 90, 12, 8, FeatureMap::kSilu, true, 16, 2},
       {1, 1, 256, 64, 64, FeatureMap::kIdentity, true, 64, 1},
       {1, 1, 97, 128, 40, FeatureMap::kIdentity, false, 32, 0},
   };

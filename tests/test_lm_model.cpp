@@ -132,6 +132,38 @@ GPU_TEST_CASE("lm variants: tied embeddings, SRMSNorm, identity feature map, sig
   check_row(*step, ref, 20, c.vocab, 2e-4, "decode");
 }
 
+GPU_TEST_CASE("lm TransNormerLLM form: SiLU maps, per-layer decay, LRPE, output gate, scaled embedding", "[lm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kNorm, LayerKind::kNorm});
+    c.decay = rill::lm::transnormerllm_decay(c.heads, c.layers).value();
+    c.feature_map = rill::ops::FeatureMap::kSilu;
+    c.lrpe_layers = {0, 2};
+    c.output_gate = true;
+    c.embed_scale = std::sqrt(float(c.width));
+    c.norm = rill::lm::NormKind::kSimpleRmsNorm;
+    c.glu_activation = rill::ops::GluActivation::kIdentity;
+    c.tie_embeddings = true;
+    REQUIRE(c.validate().is_ok());
+    const auto w = rill::lm::Weights::random(c, 21).value();
+    // Segments of 96 positions: LRPE's coarse table has two rows and each segment a new base.
+    auto model = make_model(ctx, w, {.prefill_segment = 96});
+    const size_t n = 230, prompt = 200;
+    const auto tokens = tokens_of(n, c.vocab, 5);
+    const auto ref = reference(w, tokens);
+    auto s = model.session().value();
+    auto logits = s.prefill(std::span(tokens).first(prompt));
+    INFO(logits.status().to_string());
+    REQUIRE(logits.is_ok());
+    check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
+    for (size_t t = prompt; t < n; ++t) {
+      auto step = s.decode(tokens[t]);
+      REQUIRE(step.is_ok());
+      check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+    }
+  }
+}
+
 GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   REQUIRE(ctx.device().caps.storage_buffer_16bit);  // like the f16 op tests: rill needs it for f16

@@ -11,6 +11,7 @@ double feature(FeatureMap f, double x) {
   switch (f) {
     case FeatureMap::kElu1: return x > 0.0 ? x + 1.0 : std::exp(x);
     case FeatureMap::kRelu: return x > 0.0 ? x : 0.0;
+    case FeatureMap::kSilu: return x / (1.0 + std::exp(-x));
     case FeatureMap::kIdentity: break;
   }
   return x;
@@ -20,6 +21,10 @@ double feature_grad(FeatureMap f, double x) {
   switch (f) {
     case FeatureMap::kElu1: return x > 0.0 ? 1.0 : std::exp(x);
     case FeatureMap::kRelu: return x > 0.0 ? 1.0 : 0.0;
+    case FeatureMap::kSilu: {
+      const double sg = 1.0 / (1.0 + std::exp(-x));
+      return sg * (1.0 + x * (1.0 - sg));
+    }
     case FeatureMap::kIdentity: break;
   }
   return 1.0;

@@ -11,7 +11,7 @@
 
 namespace rill::ref {
 
-enum class FeatureMap { kIdentity = 0, kElu1 = 1, kRelu = 2 };
+enum class FeatureMap { kIdentity = 0, kElu1 = 1, kRelu = 2, kSilu = 3 };
 double feature(FeatureMap f, double x);
 
 struct LinearAttentionShape {

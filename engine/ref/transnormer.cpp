@@ -96,31 +96,49 @@ Mat diag_attention(const Mat& q, const Mat& k, const Mat& v, size_t n, const Mod
   return o;
 }
 
-// o_t = sum_{s<=t} lambda^(t-s) (phi(q_t) . phi(k_s)) v_s as the recurrence
-// S_t = lambda S_{t-1} + phi(k_t)^T v_t, o_t = phi(q_t) S_t, per head (S is Dh x Dh).
-Mat norm_attention(const Mat& q, const Mat& k, const Mat& v, size_t n, const ModelConfig& c) {
-  const size_t D = c.width, H = c.heads, Dh = c.head_dim();
-  const auto phi = [&](double x) { return feature(static_cast<FeatureMap>(int(c.feature_map)), x); };
-  Mat o(n * D, 0.0);
-  std::vector<double> state(Dh * Dh), fq(Dh);
+// o_t = sum_{s<=t} lambda_h^(t-s) (q_t . k_s) v_s as the recurrence S_t = lambda S_{t-1} + k_t^T v_t,
+// o_t = q_t S_t, per head (S is dk x dv); q, k [n, H * dk] with the feature map already applied,
+// v [n, H * dv]. modeling_transnormer.py computes the same sum block-wise (prefill) and as this
+// recurrence (decode): no 1/sqrt(d) scale, no denominator.
+Mat norm_attention(const Mat& q, const Mat& k, const Mat& v, size_t n, size_t H, size_t dk, size_t dv,
+                   std::span<const float> decay) {
+  Mat o(n * H * dv, 0.0);
+  std::vector<double> state(dk * dv);
   for (size_t h = 0; h < H; ++h) {
-    const double lambda = c.decay.empty() ? 1.0 : double(c.decay[h]);
+    const double lambda = decay.empty() ? 1.0 : double(decay[h]);
     std::fill(state.begin(), state.end(), 0.0);
     for (size_t t = 0; t < n; ++t) {
-      const size_t row = t * D + h * Dh;
-      for (size_t i = 0; i < Dh; ++i) {
-        const double fk = phi(k[row + i]);
-        for (size_t j = 0; j < Dh; ++j) state[i * Dh + j] = lambda * state[i * Dh + j] + fk * v[row + j];
-      }
-      for (size_t i = 0; i < Dh; ++i) fq[i] = phi(q[row + i]);
-      for (size_t j = 0; j < Dh; ++j) {
+      const size_t qk = (t * H + h) * dk, vo = (t * H + h) * dv;
+      for (size_t i = 0; i < dk; ++i)
+        for (size_t j = 0; j < dv; ++j) state[i * dv + j] = lambda * state[i * dv + j] + k[qk + i] * v[vo + j];
+      for (size_t j = 0; j < dv; ++j) {
         double acc = 0.0;
-        for (size_t i = 0; i < Dh; ++i) acc += fq[i] * state[i * Dh + j];
-        o[row + j] = acc;
+        for (size_t i = 0; i < dk; ++i) acc += q[qk + i] * state[i * dv + j];
+        o[vo + j] = acc;
       }
     }
   }
   return o;
+}
+
+Mat apply_feature(Mat x, FeatureMap f) {
+  for (double& e : x) e = feature(f, e);
+  return x;
+}
+
+// LRPE (modeling_transnormer.py, class Lrpe): per head, x [Dh] at absolute position p becomes
+// [x cos(theta p), x sin(theta p)] (2 Dh features), theta [H, Dh] learned. x [n, H * Dh] ->
+// [n, H * 2 Dh]. The published code forms the angle in the model's dtype; here it is exact.
+Mat lrpe(const Mat& x, size_t n, size_t H, size_t Dh, const std::vector<float>& theta) {
+  Mat y(n * H * 2 * Dh);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t j = 0; j < Dh; ++j) {
+        const double angle = double(theta[h * Dh + j]) * double(t), value = x[(t * H + h) * Dh + j];
+        y[(t * H + h) * 2 * Dh + j] = value * std::cos(angle);
+        y[(t * H + h) * 2 * Dh + Dh + j] = value * std::sin(angle);
+      }
+  return y;
 }
 
 }  // namespace
@@ -135,11 +153,12 @@ std::vector<float> transnormer_logits(const ModelConfig& c, const TransNormerWei
     for (uint32_t i = 0; i < c.layers / 2; ++i) kinds[i] = LayerKind::kDiag;
   }
 
+  // TransnormerModel.forward: the embedding times embed_scale (sqrt(D) unless no_scale_embedding).
   const std::vector<float> embed = fetch(weight, "embed", V * D);
   Mat x(N * D, 0.0);
   for (size_t t = 0; t < N; ++t)
     if (tokens[t] < V)
-      for (size_t i = 0; i < D; ++i) x[t * D + i] = embed[tokens[t] * D + i];
+      for (size_t i = 0; i < D; ++i) x[t * D + i] = double(embed[tokens[t] * D + i]) * double(c.embed_scale);
 
   for (uint32_t layer = 0; layer < c.layers; ++layer) {
     const std::string p = "layers." + std::to_string(layer) + ".";
@@ -154,7 +173,22 @@ std::vector<float> transnormer_logits(const ModelConfig& c, const TransNormerWei
     } else if (kinds[layer] == LayerKind::kSoftmax) {
       o = diag_attention(q, k, v, N, c, std::max<size_t>(N, 1));
     } else {
-      o = norm(norm_attention(q, k, v, N, c), N, D, gain(c, weight, p + "out_norm"), eps);
+      // NormLinearAttention: phi on q and k (linear_act_fun), LRPE on both in the listed layers,
+      // linear attention with the layer's decay, then a norm over all heads together.
+      const FeatureMap f = static_cast<FeatureMap>(int(c.feature_map));
+      Mat fq = apply_feature(q, f), fk = apply_feature(k, f);
+      size_t dk = Dh;
+      if (c.has_lrpe(layer)) {
+        const std::vector<float> theta = fetch(weight, p + "lrpe_theta", H * Dh);
+        fq = lrpe(fq, N, H, Dh, theta);
+        fk = lrpe(fk, N, H, Dh, theta);
+        dk = 2 * Dh;
+      }
+      o = norm(norm_attention(fq, fk, v, N, H, dk, Dh, c.layer_decay(layer)), N, D, gain(c, weight, p + "out_norm"), eps);
+    }
+    if (c.output_gate) {  // NormLinearAttention: output = u * norm(output), u from the same input
+      const Mat gate = matmul(u, N, D, fetch(weight, p + "wgate", D * D), D);
+      for (size_t e = 0; e < N * D; ++e) o[e] *= gate[e];
     }
     const Mat mixed = matmul(o, N, D, fetch(weight, p + "wo", D * D), D);
     for (size_t e = 0; e < N * D; ++e) x[e] += mixed[e];

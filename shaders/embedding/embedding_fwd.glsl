@@ -1,4 +1,4 @@
-// Embedding gather: out[t, :] = table[ids[t], :]. An id outside the vocabulary gives a zero row
+// Embedding gather: out[t, :] = table[ids[t], :] * scale. An id outside the vocabulary gives a zero row
 // and is counted in errors[0], which the dispatch function reports. ids: [tokens] u32;
 // table: [vocab, dim] sfloat; out: [tokens, dim] sfloat; errors: [1] u32.
 #include "rill_common.glsl"
@@ -10,7 +10,7 @@ layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, binding = 1) readonly buffer Table { sfloat table[]; };
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
 layout(std430, binding = 3) buffer Errors { uint errors[]; };
-layout(push_constant) uniform Push { uint tokens, vocab, dim; } p;
+layout(push_constant) uniform Push { uint tokens, vocab, dim; float scale; } p;
 
 void main() {
   const uint i = rill_global_index();
@@ -22,5 +22,5 @@ void main() {
     if (j == 0) atomicAdd(errors[0], 1u);
     return;
   }
-  out_data[i] = table[id * p.dim + j];
+  out_data[i] = sfloat(afloat(table[id * p.dim + j]) * p.scale);
 }

@@ -36,6 +36,10 @@ shared afloat scores[CHUNK * CHUNK];
 afloat phi_grad(afloat x) {
   if (FEATURE == 1) return x > 0.0 ? 1.0 : exp(x);
   if (FEATURE == 2) return x > 0.0 ? 1.0 : 0.0;
+  if (FEATURE == 3) {
+    const afloat sg = 1.0 / (1.0 + exp(-x));
+    return sg * (1.0 + x * (1.0 - sg));
+  }
   return 1.0;
 }
 

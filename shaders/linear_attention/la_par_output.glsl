@@ -29,6 +29,10 @@ shared afloat other_tile[TILE * MAX_D];  // [s][k] g(b) (CHUNK <= MAX_D rows), t
 afloat phi_grad(afloat v) {
   if (FEATURE == 1) return v > 0.0 ? 1.0 : exp(v);
   if (FEATURE == 2) return v > 0.0 ? 1.0 : 0.0;
+  if (FEATURE == 3) {
+    const afloat sg = 1.0 / (1.0 + exp(-v));
+    return sg * (1.0 + v * (1.0 - sg));
+  }
   return 1.0;
 }
 

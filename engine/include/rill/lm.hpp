@@ -22,9 +22,15 @@
 //                  aligned blocks of `block` positions (position p sees [p - p % block, p]).
 //   NormAttention: q, k = phi(u Wq_h), phi(u Wk_h), v = u Wv_h; o_t = sum_{s<=t} lambda_h^(t-s)
 //                  (q_t . k_s) v_s (no denominator); heads concatenated, then a norm over D.
+//                  lambda may differ per layer (TransNormerLLM's schedule: transnormerllm_decay).
+//                  With LRPE (lrpe_layers), q and k become [phi(q) cos(theta p), phi(q) sin(theta p)]
+//                  at absolute position p with theta = "layers.i.lrpe_theta" [H, Dh] (2 Dh features,
+//                  so q_t . k_s sums phi(q) phi(k) cos(theta (t - s)): a relative position signal).
+// Optional, for TransNormerLLM (arXiv 2307.14995): x = embed[token] * embed_scale, and an output
+// gate o = (u Wgate) * o on the token mixer's output before Wo.
 // Norm is RMSNorm with a gain, or SRMSNorm (no gain). Matrices multiply from the right (y = x W,
-// W stored [in, out]); per-head projections are stored [H, D, Dh]. LRPE (the paper's relative
-// position encoding) is not implemented: causality is the only position signal.
+// W stored [in, out]); per-head projections are stored [H, D, Dh]. engine/ref/transnormer.cpp
+// cites the published TransNormerLLM code for each of these forms.
 #pragma once
 
 #include <cstdint>
@@ -62,21 +68,44 @@ struct RILL_API ModelConfig {
   uint32_t block = 64;  // DiagAttention block size (1..256)
   uint32_t chunk = 64;  // NormAttention chunk length (1..64)
   ops::FeatureMap feature_map = ops::FeatureMap::kElu1;  // NormAttention q and k
-  std::vector<float> decay;  // per head in (0, 1], or empty: no decay
+  // NormAttention decay: one value per head in (0, 1] for every layer, or per layer and head
+  // ([layers * H], layer-major), or empty: no decay.
+  std::vector<float> decay;
   NormKind norm = NormKind::kRmsNorm;
   float norm_eps = 1e-6f;
   ops::GluActivation glu_activation = ops::GluActivation::kSilu;
   bool tie_embeddings = false;  // Head = embed^T
+  float embed_scale = 1.0f;     // x = embed[token] * embed_scale
+  bool output_gate = false;     // token mixer output (u Wgate) * o before Wo
+  std::vector<uint32_t> lrpe_layers;  // NormAttention layers with LRPE on q and k
 
   uint32_t head_dim() const { return heads == 0 ? 0 : width / heads; }
+  // The decay of a layer's heads ([H]), or empty (no decay). Needs a valid config.
+  std::span<const float> layer_decay(uint32_t layer) const {
+    if (decay.size() != uint64_t(layers) * heads || decay.size() == heads) return decay;
+    return std::span<const float>(decay).subspan(size_t(layer) * heads, heads);
+  }
+  bool has_lrpe(uint32_t layer) const {
+    for (uint32_t l : lrpe_layers)
+      if (l == layer) return true;
+    return false;
+  }
   // Checks every field (clear message naming it) and fills layer_kinds when empty.
   Status validate();
 };
 
+// TransNormerLLM's decay (its published modeling_transnormer.py): ALiBi's head slopes s_h
+// (2^(-8(h+1)/H) for H a power of two, interleaved otherwise), scaled per layer l by
+// 1 - l / (layers - 1) + 1e-5, lambda = exp(-s): [layers * H], layer-major. layers >= 2.
+RILL_API Result<std::vector<float>> transnormerllm_decay(uint32_t heads, uint32_t layers);
+
 // JSON: {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6,
 //        "layer_kinds": ["diag", "diag", "diag", "norm", "norm", "norm"] ("softmax": the baseline), "block": 64, "chunk": 64,
 //        "feature_map": "elu1" | "identity" | "relu", "decay": [..] | [], "norm": "rmsnorm" | "srmsnorm",
-//        "norm_eps": 1e-6, "glu_activation": "silu" | "sigmoid" | "identity", "tie_embeddings": false}
+//        "norm_eps": 1e-6, "glu_activation": "silu" | "sigmoid" | "identity", "tie_embeddings": false,
+//        "embed_scale": 1.0, "output_gate": false, "lrpe_layers": [0]}
+// "decay" may also be per layer ([[..H values..] x layers]) or "transnormerllm" (that schedule).
+// The TransNormerLLM keys are written only when they differ from the defaults.
 // Missing keys take the defaults above; unknown keys, wrong types and invalid values are
 // InvalidArgument naming the key. The result is validated.
 RILL_API Result<ModelConfig> config_from_json(std::string_view json);
@@ -88,7 +117,8 @@ RILL_API Result<ModelConfig> load_config(const std::string& path);
 //   per layer i: "layers.i.attn_norm" [D] (RMSNorm only), "layers.i.wq", "layers.i.wk",
 //     "layers.i.wv" [H, D, Dh], "layers.i.out_norm" [D] (NormAttention with RMSNorm only),
 //     "layers.i.wo" [D, D], "layers.i.ffn_norm" [D] (RMSNorm only), "layers.i.wu", "layers.i.wg" [D, F],
-//     "layers.i.wd" [F, D]
+//     "layers.i.wd" [F, D], "layers.i.wgate" [D, D] (output_gate), "layers.i.lrpe_theta" [H, Dh]
+//     (LRPE layers)
 //   "final_norm" [D] (RMSNorm only), "head" [D, vocab] (not when tied)
 struct WeightSpec {
   std::string name;

@@ -1,11 +1,13 @@
 // TransNormer model configs: validation with messages that name the field, and JSON reading and
 // writing. Config files are untrusted input: every key is type-checked, unknown keys are errors
 // (a misspelt key silently taking its default would build a different model).
+#include <algorithm>
 #include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 #include "core/file_io.hpp"
@@ -38,7 +40,8 @@ struct FeatureMapName {
   const char* name;
 };
 constexpr FeatureMapName kFeatureMaps[] = {
-    {ops::FeatureMap::kIdentity, "identity"}, {ops::FeatureMap::kElu1, "elu1"}, {ops::FeatureMap::kRelu, "relu"}};
+    {ops::FeatureMap::kIdentity, "identity"}, {ops::FeatureMap::kElu1, "elu1"}, {ops::FeatureMap::kRelu, "relu"},
+    {ops::FeatureMap::kSilu, "silu"}};
 struct GluName {
   ops::GluActivation value;
   const char* name;
@@ -99,6 +102,12 @@ Status read_float(const json& v, const std::string& key, float& out) {
   return Status::ok();
 }
 
+Status read_bool(const json& v, const std::string& key, bool& out) {
+  if (!v.is_boolean()) return key_error(key, "must be true or false, got " + std::string(v.type_name()));
+  out = v.get<bool>();
+  return Status::ok();
+}
+
 template <typename Table, typename E>
 Status read_enum(const json& v, const std::string& key, const Table& table, E& out) {
   if (!v.is_string()) return key_error(key, "must be a string (" + names_of(table) + ")");
@@ -123,11 +132,7 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c) {
   if (key == "feature_map") return read_enum(v, key, kFeatureMaps, c.feature_map);
   if (key == "norm") return read_enum(v, key, kNorms, c.norm);
   if (key == "glu_activation") return read_enum(v, key, kGluActivations, c.glu_activation);
-  if (key == "tie_embeddings") {
-    if (!v.is_boolean()) return key_error(key, "must be true or false, got " + std::string(v.type_name()));
-    c.tie_embeddings = v.get<bool>();
-    return Status::ok();
-  }
+  if (key == "tie_embeddings") return read_bool(v, key, c.tie_embeddings);
   if (key == "layer_kinds") {
     if (!v.is_array()) return key_error(key, "must be an array of strings (" + names_of(kLayerKinds) + ")");
     if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, more than " + str(kMaxLayers));
@@ -136,11 +141,40 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c) {
       RILL_RETURN_IF_ERROR(read_enum(v[i], key + "[" + str(i) + "]", kLayerKinds, c.layer_kinds[i]));
     return Status::ok();
   }
+  if (key == "embed_scale") return read_float(v, key, c.embed_scale);
+  if (key == "output_gate") return read_bool(v, key, c.output_gate);
+  if (key == "lrpe_layers") {
+    if (!v.is_array()) return key_error(key, "must be an array of layer indices");
+    if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, more than " + str(kMaxLayers));
+    c.lrpe_layers.assign(v.size(), 0);
+    for (size_t i = 0; i < v.size(); ++i) RILL_RETURN_IF_ERROR(read_u32(v[i], key + "[" + str(i) + "]", c.lrpe_layers[i]));
+    return Status::ok();
+  }
   if (key == "decay") {
-    if (!v.is_array()) return key_error(key, "must be an array of numbers");
-    if (v.size() > (1u << 16)) return key_error(key, "has " + str(v.size()) + " entries, too many");
-    c.decay.assign(v.size(), 0.0f);
-    for (size_t i = 0; i < v.size(); ++i) RILL_RETURN_IF_ERROR(read_float(v[i], key + "[" + str(i) + "]", c.decay[i]));
+    // "transnormerllm" is filled in by finish_decay() once "heads" and "layers" are known.
+    if (v.is_string()) {
+      if (v.get<std::string>() != "transnormerllm")
+        return key_error(key, "is '" + v.get<std::string>() + "'; the only named schedule is 'transnormerllm'");
+      c.decay.assign(1, -1.0f);  // marker, replaced before validation
+      return Status::ok();
+    }
+    if (!v.is_array()) return key_error(key, "must be an array of numbers, an array of arrays, or \"transnormerllm\"");
+    if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, too many");
+    c.decay.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string at = key + "[" + str(i) + "]";
+      if (!v[i].is_array()) {
+        RILL_RETURN_IF_ERROR(read_float(v[i], at, c.decay.emplace_back()));
+        continue;
+      }
+      // One row per layer: the rows are kept flat, layer-major; validate() checks the sizes.
+      if (v[i].size() > (1u << 16)) return key_error(at, "has " + str(v[i].size()) + " entries, too many");
+      for (size_t h = 0; h < v[i].size(); ++h)
+        RILL_RETURN_IF_ERROR(read_float(v[i][h], at + "[" + str(h) + "]", c.decay.emplace_back()));
+    }
+    const bool nested = !v.empty() && v[0].is_array();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].is_array() != nested) return key_error(key, "mixes numbers and arrays");
     return Status::ok();
   }
   return invalid_argument("lm config JSON: unknown key '" + key + "'");
@@ -175,11 +209,22 @@ Status ModelConfig::validate() {
   RILL_RETURN_IF_ERROR(field(name_of(kFeatureMaps, feature_map) != nullptr, "feature_map is not a known value"));
   RILL_RETURN_IF_ERROR(field(name_of(kNorms, norm) != nullptr, "norm is not a known value"));
   RILL_RETURN_IF_ERROR(field(name_of(kGluActivations, glu_activation) != nullptr, "glu_activation is not a known value"));
-  RILL_RETURN_IF_ERROR(field(decay.empty() || decay.size() == heads,
-                             "decay must be empty or hold one value per head (" + str(heads) + "), got " + str(decay.size())));
+  RILL_RETURN_IF_ERROR(field(decay.empty() || decay.size() == heads || decay.size() == uint64_t(layers) * heads,
+                             "decay must be empty, or hold one value per head (" + str(heads) +
+                                 ") or per layer and head (" + str(uint64_t(layers) * heads) + "), got " +
+                                 str(decay.size())));
   for (size_t h = 0; h < decay.size(); ++h)
     RILL_RETURN_IF_ERROR(field(std::isfinite(decay[h]) && decay[h] > 0.0f && decay[h] <= 1.0f,
                                "decay[" + str(h) + "] must be in (0, 1], got " + std::to_string(decay[h])));
+  RILL_RETURN_IF_ERROR(field(std::isfinite(embed_scale) && embed_scale > 0.0f, "embed_scale must be finite and > 0"));
+  for (size_t i = 0; i < lrpe_layers.size(); ++i) {
+    const uint32_t l = lrpe_layers[i];
+    RILL_RETURN_IF_ERROR(field(l < layers, "lrpe_layers[" + str(i) + "] is " + str(l) + ", past the last layer"));
+    RILL_RETURN_IF_ERROR(field(layer_kinds[l] == LayerKind::kNorm,
+                               "lrpe_layers[" + str(i) + "]: layer " + str(l) + " is not a NormAttention layer"));
+    for (size_t j = 0; j < i; ++j)
+      RILL_RETURN_IF_ERROR(field(lrpe_layers[j] != l, "lrpe_layers names layer " + str(l) + " twice"));
+  }
   RILL_RETURN_IF_ERROR(field(std::isfinite(norm_eps) && norm_eps > 0.0f, "norm_eps must be finite and > 0"));
   // No overflow: each factor is below 2^32.
   RILL_RETURN_IF_ERROR(field(uint64_t(vocab) * width <= kMaxElements, "vocab * width must be < 2^31 elements"));
@@ -206,7 +251,15 @@ std::string config_to_json(const ModelConfig& c) {
   const char* fm = name_of(kFeatureMaps, c.feature_map);
   j["feature_map"] = fm ? fm : "?";
   json decay = json::array();
-  for (float d : c.decay) decay.push_back(shortest(d));
+  if (c.decay.size() == uint64_t(c.layers) * c.heads && c.layers > 1) {  // per layer: one row each
+    for (uint32_t l = 0; l < c.layers; ++l) {
+      json row = json::array();
+      for (uint32_t h = 0; h < c.heads; ++h) row.push_back(shortest(c.decay[size_t(l) * c.heads + h]));
+      decay.push_back(row);
+    }
+  } else {
+    for (float d : c.decay) decay.push_back(shortest(d));
+  }
   j["decay"] = decay;
   const char* nm = name_of(kNorms, c.norm);
   j["norm"] = nm ? nm : "?";
@@ -214,8 +267,40 @@ std::string config_to_json(const ModelConfig& c) {
   const char* act = name_of(kGluActivations, c.glu_activation);
   j["glu_activation"] = act ? act : "?";
   j["tie_embeddings"] = c.tie_embeddings;
+  // Written only when used, so the configs (and fingerprints) of models without them are unchanged.
+  if (c.embed_scale != 1.0f) j["embed_scale"] = shortest(c.embed_scale);
+  if (c.output_gate) j["output_gate"] = true;
+  if (!c.lrpe_layers.empty()) j["lrpe_layers"] = c.lrpe_layers;
   // NaN and Inf (invalid anyway) dump as null and fail to read back with a clear message.
   return j.dump();
+}
+
+Result<std::vector<float>> transnormerllm_decay(uint32_t heads, uint32_t layers) {
+  // modeling_transnormer.py (OpenNLPLab/TransNormerLLM): _build_slope_tensor's get_slopes (ALiBi's
+  // slopes) and slope_rate = slopes * (1 - idx / (num_layers - 1) + 1e-5), applied as exp(-slope).
+  if (heads < 1 || heads > 4096) return invalid_argument("transnormerllm decay: heads must be in [1, 4096]");
+  if (layers < 2) return invalid_argument("transnormerllm decay: needs at least 2 layers (the schedule divides by layers - 1)");
+  // Slopes for a power of two n: start^(i+1) with start = 2^(-8/n).
+  auto power_of_two = [](uint32_t n) {
+    std::vector<double> s(n);
+    const double start = std::pow(2.0, -8.0 / double(n));
+    for (uint32_t i = 0; i < n; ++i) s[i] = std::pow(start, double(i + 1));
+    return s;
+  };
+  std::vector<double> slopes;
+  uint32_t closest = 1;
+  while (closest * 2 <= heads) closest *= 2;
+  slopes = power_of_two(closest);
+  if (closest != heads) {  // then every other slope of twice as many heads, until there are enough
+    const std::vector<double> twice = power_of_two(2 * closest);
+    for (uint32_t i = 0; slopes.size() < heads; i += 2) slopes.push_back(twice[i]);
+  }
+  std::vector<float> decay(size_t(layers) * heads);
+  for (uint32_t l = 0; l < layers; ++l) {
+    const double scale = 1.0 - double(l) / double(layers - 1) + 1e-5;
+    for (uint32_t h = 0; h < heads; ++h) decay[size_t(l) * heads + h] = float(std::exp(-slopes[h] * scale));
+  }
+  return decay;
 }
 
 Result<ModelConfig> config_from_json(std::string_view text) {
@@ -228,6 +313,11 @@ Result<ModelConfig> config_from_json(std::string_view text) {
   if (!j.is_object()) return invalid_argument("lm config JSON: not a JSON object");
   ModelConfig c;
   for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c));
+  if (c.decay.size() == 1 && c.decay[0] < 0.0f) {  // "decay": "transnormerllm"
+    auto schedule = transnormerllm_decay(c.heads, c.layers);
+    if (!schedule.is_ok()) return schedule.status().with_context("lm config JSON: 'decay'");
+    c.decay = std::move(schedule).value();
+  }
   RILL_RETURN_IF_ERROR(c.validate());
   return c;
 }

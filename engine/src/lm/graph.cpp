@@ -36,6 +36,13 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
     RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "residual"));
   RILL_RETURN_IF_ERROR(make(g.rstd, DType::kF32, {L}, "rstd"));
   for (Tensor* t : {&g.q, &g.k, &g.v, &g.o}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, Dh}, "qkvo"));
+  if (!c.lrpe_layers.empty()) {
+    for (Tensor* t : {&g.q2, &g.k2}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, 2 * Dh}, "lrpe_qk"));
+    g.lrpe_base.resize(c.layers);
+    for (uint32_t l : c.lrpe_layers) RILL_RETURN_IF_ERROR(make(g.lrpe_base[l], DType::kF32, {H * Dh, 2}, "lrpe_base"));
+  }
+  if (c.output_gate)
+    for (Tensor* t : {&g.gate, &g.gated}) RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "gate"));
   if (!g.decode && has_kind(c, LayerKind::kDiag)) RILL_RETURN_IF_ERROR(make(g.lse, DType::kF32, {1, H, L}, "lse"));
   for (Tensor* t : {&g.a, &g.b, &g.hidden}) RILL_RETURN_IF_ERROR(make(*t, dt, {L, F}, "ffn"));
   if (L > 1) RILL_RETURN_IF_ERROR(make(g.last, dt, {1, D}, "last"));
@@ -50,10 +57,17 @@ Status record_mixer(const Model::Impl& m, StateTensors& state, Graph& g, size_t 
   switch (l.kind) {
     case LayerKind::kNorm: {
       ops::LinearAttentionOptions o{.causal = true, .feature_map = c.feature_map,
-                                    .decay = m.tensors.decay.valid() ? &m.tensors.decay : nullptr,
+                                    .decay = l.decay.valid() ? &l.decay : nullptr,
                                     .chunk = c.chunk, .continue_state = true};
-      if (g.decode) return ops::linear_attention_step(seq, g.q, g.k, g.v, g.o, state.la_state[i], o);
-      return ops::linear_attention_forward(seq, g.q, g.k, g.v, g.o, state.la_state[i], o);
+      const Tensor *q = &g.q, *k = &g.k;
+      if (l.lrpe_fine.valid()) {  // the feature map goes first, then the rotation (2 Dh features)
+        RILL_RETURN_IF_ERROR(lrpe(seq, g.q, g.lrpe_base[i], l.lrpe_coarse, l.lrpe_fine, g.q2, c.feature_map));
+        RILL_RETURN_IF_ERROR(lrpe(seq, g.k, g.lrpe_base[i], l.lrpe_coarse, l.lrpe_fine, g.k2, c.feature_map));
+        q = &g.q2, k = &g.k2;
+        o.feature_map = ops::FeatureMap::kIdentity;
+      }
+      if (g.decode) return ops::linear_attention_step(seq, *q, *k, g.v, g.o, state.la_state[i], o);
+      return ops::linear_attention_forward(seq, *q, *k, g.v, g.o, state.la_state[i], o);
     }
     case LayerKind::kDiag: {
       if (g.decode) {
@@ -83,7 +97,7 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   const ModelTensors& w = m.tensors;
   Sequence& seq = *g.seq;
   const float eps = c.norm_eps;
-  RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed, g.x[0], g.errors));
+  RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed, g.x[0], g.errors, c.embed_scale));
   RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.x[0], gain_of(w.layers[0].attn_norm), g.u, g.rstd, eps));
   int cur = 0;
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -98,6 +112,11 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
     if (l.kind == LayerKind::kNorm) {
       RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.merged, gain_of(l.out_norm), g.mixed, g.rstd, eps));
       mixed = &g.mixed;
+    }
+    if (c.output_gate) {  // o = (u Wgate) * o
+      RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wgate, g.gate));
+      RILL_RETURN_IF_ERROR(ops::glu_forward(seq, g.gate, *mixed, g.gated, ops::GluActivation::kIdentity));
+      mixed = &g.gated;
     }
     RILL_RETURN_IF_ERROR(ops::matmul(seq, *mixed, l.wo, g.attn_out));
     // h = x + mixer, g = Norm(h); then the GLU channel mixer.
@@ -145,6 +164,9 @@ Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<c
       m.ctx->upload(g.ids, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size_bytes())));
   const uint32_t pos = uint32_t(position);
   RILL_RETURN_IF_ERROR(m.ctx->upload(g.pos, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&pos), 4)));
+  for (size_t i = 0; i < g.lrpe_base.size(); ++i)
+    if (g.lrpe_base[i].valid())
+      RILL_RETURN_IF_ERROR(m.ctx->upload_floats(g.lrpe_base[i], lrpe_rotations(m.tensors.layers[i].lrpe_theta, position, 1, 1)));
   RILL_RETURN_IF_ERROR(g.seq->run());
   return g.seq->read_floats(g.logits_id);
 }

@@ -137,4 +137,43 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
                        .bytes = keys * (dq.cols + cv.cols) * dtype_size(q.dtype()) * dq.batches});
 }
 
+Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& coarse, const Tensor& fine,
+            const Tensor& y, ops::FeatureMap feature_map) {
+  const char* op = "lrpe";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(x, op));
+  RILL_ASSIGN_OR_RETURN(Dims3 d, dims3(x, op, "x"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(y, x.dtype(), op, "y"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_elements(y, 2 * x.element_count(), op, "y"));
+  const uint64_t channels = uint64_t(d.batches) * d.cols, coarse_rows = (uint64_t(d.rows) + 63) / 64;
+  for (const Tensor* t : {&base, &coarse, &fine}) RILL_RETURN_IF_ERROR(ops::detail::require_dtype(*t, DType::kF32, op, "table"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_elements(base, channels * 2, op, "base"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_elements(fine, 64 * channels * 2, op, "fine"));
+  if (coarse.element_count() < coarse_rows * channels * 2)
+    return invalid_argument("lrpe: coarse " + coarse.describe() + " holds fewer than " + std::to_string(coarse_rows) +
+                            " rows of " + std::to_string(channels) + " rotations");
+  struct Push {
+    uint32_t heads, len, dim;
+  };
+  const uint64_t n = x.element_count();
+  return seq.dispatch({.kernel = "lm/lrpe_" + suffix,
+                       .bindings = {&x, &base, &coarse, &fine, &y},
+                       .push = push_bytes(Push{d.batches, d.rows, d.cols}),
+                       .groups = ops::detail::groups_for(n, 256),
+                       .spec = {spec_uint("WG_SIZE", 256), spec_uint("FEATURE", uint32_t(feature_map))},
+                       .bytes = 3 * x.size_bytes() + 24 * n});
+}
+
+std::vector<float> lrpe_rotations(std::span<const float> theta, uint64_t first, uint64_t step, uint32_t rows) {
+  std::vector<float> out(size_t(rows) * theta.size() * 2);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const double position = double(first + uint64_t(r) * step);
+    for (size_t c = 0; c < theta.size(); ++c) {
+      const double angle = double(theta[c]) * position;
+      out[(size_t(r) * theta.size() + c) * 2] = float(std::cos(angle));
+      out[(size_t(r) * theta.size() + c) * 2 + 1] = float(std::sin(angle));
+    }
+  }
+  return out;
+}
+
 }  // namespace rill::lm::detail

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
+#include "rill/ops/linear_attention.hpp"
 #include "rill/sequence.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
@@ -28,5 +31,14 @@ Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& 
 // with Dv columns. max_position bounds pos + NQ - 1 (for the loop budget and the capacity check).
 Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const Tensor& pos,
               const Tensor& o, uint32_t block, uint64_t max_position);
+
+// LRPE (see shaders/lm/lrpe.glsl): y [.., H, L, 2 Dh] from x [.., H, L, Dh] with the feature map
+// applied; base f32 [H * Dh, 2], coarse [>= ceil(L / 64), H * Dh, 2], fine [64, H * Dh, 2].
+Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& coarse, const Tensor& fine,
+            const Tensor& y, ops::FeatureMap feature_map);
+
+// (cos, sin) of theta[c] * (first + r * step) for rows r < rows, [rows, theta.size(), 2], computed
+// in double: the angles stay exact at any position a session reaches.
+std::vector<float> lrpe_rotations(std::span<const float> theta, uint64_t first, uint64_t step, uint32_t rows);
 
 }  // namespace rill::lm::detail

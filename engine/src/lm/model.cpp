@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
 
 namespace rill::lm {
@@ -74,22 +75,34 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     RILL_RETURN_IF_ERROR(load(l.wv, p + "wv", {H, D, Dh}));
     if (gains && l.kind == LayerKind::kNorm)
       RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
+    if (config.output_gate) RILL_RETURN_IF_ERROR(load(l.wgate, p + "wgate", {D, D}));
     RILL_RETURN_IF_ERROR(load(l.wo, p + "wo", {D, D}));
     if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
     RILL_RETURN_IF_ERROR(load(l.wu, p + "wu", {D, F}));
     RILL_RETURN_IF_ERROR(load(l.wg, p + "wg", {D, F}));
     RILL_RETURN_IF_ERROR(load(l.wd, p + "wd", {F, D}));
+    if (const auto decay = config.layer_decay(i); !decay.empty()) {
+      RILL_ASSIGN_OR_RETURN(l.decay, ctx.tensor(DType::kF32, {H}, p + "decay", MemoryPool::kWeights));
+      RILL_RETURN_IF_ERROR(ctx.upload_floats(l.decay, std::vector<float>(decay.begin(), decay.end())));
+    }
+    if (config.has_lrpe(i)) {
+      // The rotations of the positions inside a segment; each call adds its start position's.
+      RILL_ASSIGN_OR_RETURN(l.lrpe_theta, weights.floats(p + "lrpe_theta"));
+      const uint32_t coarse_rows = (impl->segment + 63) / 64;
+      RILL_ASSIGN_OR_RETURN(l.lrpe_coarse, ctx.tensor(DType::kF32, {coarse_rows, H * Dh, 2}, p + "lrpe_coarse",
+                                                      MemoryPool::kWeights));
+      RILL_ASSIGN_OR_RETURN(l.lrpe_fine, ctx.tensor(DType::kF32, {64, H * Dh, 2}, p + "lrpe_fine", MemoryPool::kWeights));
+      RILL_RETURN_IF_ERROR(ctx.upload_floats(l.lrpe_coarse, detail::lrpe_rotations(l.lrpe_theta, 0, 64, coarse_rows)));
+      RILL_RETURN_IF_ERROR(ctx.upload_floats(l.lrpe_fine, detail::lrpe_rotations(l.lrpe_theta, 0, 1, 64)));
+    }
     w.layers.push_back(std::move(l));
   }
   if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
   if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load(w.head, "head", {D, V}));
-  if (!config.decay.empty()) {
-    RILL_ASSIGN_OR_RETURN(w.decay, ctx.tensor(DType::kF32, {H}, "decay", MemoryPool::kWeights));
-    RILL_RETURN_IF_ERROR(ctx.upload_floats(w.decay, config.decay));
-  }
-  uint64_t bytes = w.embed.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes() + w.decay.size_bytes();
+  uint64_t bytes = w.embed.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
   for (const auto& l : w.layers)
-    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.out_norm, &l.wo, &l.ffn_norm, &l.wu, &l.wg, &l.wd})
+    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.out_norm, &l.wgate, &l.wo, &l.ffn_norm, &l.wu, &l.wg,
+                            &l.wd, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();
   impl->weight_bytes = bytes;
   return Model(std::move(impl));

@@ -14,12 +14,17 @@ namespace rill::lm::detail {
 struct LayerTensors {
   LayerKind kind = LayerKind::kNorm;
   Tensor attn_norm, wq, wk, wv, out_norm, wo, ffn_norm, wu, wg, wd;  // norms empty for SRMSNorm
+  Tensor wgate;  // [D, D] with the output gate
+  Tensor decay;  // [H] f32, empty when the layer has none
+  // LRPE layers: the angles theta [H * Dh] on the host (each call's base rotation is computed from
+  // them) and the rotations within a segment, [64 * ceil(segment / 64) positions: coarse, fine].
+  std::vector<float> lrpe_theta;
+  Tensor lrpe_coarse, lrpe_fine;  // f32 [rows, H * Dh, 2] (cos, sin)
 };
 
 struct ModelTensors {
   Tensor embed, final_norm, head;  // head empty when tied
   std::vector<LayerTensors> layers;
-  Tensor decay;  // [H] f32, empty when the config has none
 };
 
 // Per-session state: NormAttention states [1, H, Dh, Dh] f32, DiagAttention block caches and
@@ -35,6 +40,8 @@ struct Graph {
   bool decode = false;  // one position through the recurrent forms (state step, cache attention)
   Tensor ids, pos, errors;
   Tensor x[2], u, rstd, q, k, v, o, lse, merged, mixed, attn_out, h, g, a, b, hidden, ffn_out, last, logits;
+  Tensor q2, k2, gate, gated;       // LRPE's [1, H, L, 2 Dh] q and k; the output gate and its product
+  std::vector<Tensor> lrpe_base;    // per layer (LRPE layers only): f32 [H * Dh, 2], set by each run
   std::optional<Sequence> seq;  // recorded once, replayed for every segment or token
   DownloadId logits_id;
 };

@@ -59,7 +59,8 @@ Result<Session> Model::session() {
   for (size_t i = 0; i < n; ++i) {
     const LayerKind kind = c.layer_kinds[i];
     if (kind == LayerKind::kNorm) {
-      RILL_ASSIGN_OR_RETURN(s->state.la_state[i], ctx.tensor(DType::kF32, {1, H, Dh, Dh}, layer_name(i, "state"),
+      const int64_t Dk = c.has_lrpe(uint32_t(i)) ? 2 * Dh : Dh;  // LRPE doubles q and k
+      RILL_ASSIGN_OR_RETURN(s->state.la_state[i], ctx.tensor(DType::kF32, {1, H, Dk, Dh}, layer_name(i, "state"),
                                                              MemoryPool::kWeights));
     } else {
       const int64_t rows = kind == LayerKind::kDiag ? c.block : impl_->options.softmax_capacity;

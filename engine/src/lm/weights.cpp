@@ -80,7 +80,9 @@ std::vector<WeightSpec> weight_specs(const ModelConfig& c) {
     s.push_back({p + "wq", {H, D, Dh}});
     s.push_back({p + "wk", {H, D, Dh}});
     s.push_back({p + "wv", {H, D, Dh}});
+    if (c.has_lrpe(i)) s.push_back({p + "lrpe_theta", {H, Dh}});
     if (gains && kinds[i] == LayerKind::kNorm) s.push_back({p + "out_norm", {D}});
+    if (c.output_gate) s.push_back({p + "wgate", {D, D}});
     s.push_back({p + "wo", {D, D}});
     if (gains) s.push_back({p + "ffn_norm", {D}});
     s.push_back({p + "wu", {D, F}});
@@ -156,6 +158,10 @@ Result<Weights> Weights::random(ModelConfig config, uint64_t seed) {
       v.resize(size_t(element_count(spec.shape)));
       if (spec.shape.size() == 1) {  // every rank-1 weight is a norm gain
         std::fill(v.begin(), v.end(), 1.0f);
+        continue;
+      }
+      if (spec.name.ends_with(".lrpe_theta")) {  // the published initial angles: 10000^(-2c / D)
+        for (size_t ch = 0; ch < v.size(); ++ch) v[ch] = float(std::pow(10000.0, -2.0 * double(ch) / double(v.size())));
         continue;
       }
       // Unit-variance outputs for unit-variance inputs: 1 / fan_in, the `in` dimension [.., in, out].

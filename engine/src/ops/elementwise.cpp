@@ -2,6 +2,8 @@
 // (softmax: one workgroup per row).
 #include "rill/ops/elementwise.hpp"
 
+#include <cmath>
+
 #include "ops/op_common.hpp"
 
 namespace rill::ops {
@@ -13,8 +15,12 @@ struct N {
 struct Rows {
   uint32_t rows, vocab;
 };
-struct Embed {
+struct EmbedShape {
   uint32_t tokens, vocab, dim;
+};
+struct Embed {
+  EmbedShape shape;
+  float scale;
 };
 
 Result<uint32_t> count_of(const Tensor& t, const char* op) {
@@ -62,7 +68,7 @@ Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tenso
 }
 
 Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
-                         const Tensor& errors) {
+                         const Tensor& errors, float scale) {
   const char* op = "embedding";
   RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(table, op));
@@ -73,10 +79,11 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
   RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
   if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
+  if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
   RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
   return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
                        .bindings = {&ids, &table, &out, &errors},
-                       .push = push_bytes(Embed{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+                       .push = push_bytes(Embed{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale}),
                        .groups = detail::groups_for(tokens * dim, 256),
                        .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
 }
@@ -94,7 +101,7 @@ Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, co
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
   return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
                        .bindings = {&ids, &dy, &dtable},
-                       .push = push_bytes(Embed{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+                       .push = push_bytes(EmbedShape{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
                        .groups = detail::groups_for(vocab * dim, 256),
                        .flops = vocab * dim * tokens,
                        .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});

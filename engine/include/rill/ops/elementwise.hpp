@@ -25,11 +25,11 @@ RILL_API Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, con
 RILL_API Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
                              const Tensor& db, GluActivation act = GluActivation::kSilu);
 
-// out[t, :] = table[ids[t], :]. ids: [...] u32 (tokens = its element count); table: [vocab, dim];
+// out[t, :] = table[ids[t], :] * scale. ids: [...] u32 (tokens = its element count); table: [vocab, dim];
 // out: [tokens, dim] (any shape with that many elements). errors: [1] u32, zeroed by the op and
 // counting ids >= vocab after the sequence has run (their rows are zero): read it to detect bad input.
 RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
-                                  const Tensor& errors);
+                                  const Tensor& errors, float scale = 1.0f);
 // dtable[v, :] = sum of dy[t, :] over t with ids[t] == v, deterministic; dtable f32 [vocab, dim].
 RILL_API Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable);
 

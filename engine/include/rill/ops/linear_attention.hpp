@@ -17,7 +17,7 @@
 
 namespace rill::ops {
 
-enum class FeatureMap { kIdentity = 0, kElu1 = 1, kRelu = 2 };
+enum class FeatureMap { kIdentity = 0, kElu1 = 1, kRelu = 2, kSilu = 3 };
 
 struct LinearAttentionOptions {
   bool causal = true;

@@ -1,0 +1,140 @@
+"""Reading and writing checkpoint files for the converters and the PyTorch references: safetensors
+(read and written here: the format is an 8-byte little-endian header length, a JSON header, then the
+data) and published Hugging Face checkpoint folders (config.json with pytorch_model*.bin or
+*.safetensors, sharded or not). Files are untrusted: problems raise CheckpointError with the path."""
+import json
+import os
+import struct
+import tempfile
+
+import torch
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
+          "I32": torch.int32, "I64": torch.int64}
+NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class CheckpointError(Exception):
+    pass
+
+
+def read_safetensors(path):
+    """(name -> tensor, metadata). U32 tensors come back as int64."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CheckpointError("cannot read '%s': %s" % (path, e.strerror))
+    if len(data) < 8:
+        raise CheckpointError("'%s' is not a safetensors file (%d bytes)" % (path, len(data)))
+    (header_len,) = struct.unpack_from("<Q", data, 0)
+    if header_len > len(data) - 8:
+        raise CheckpointError("'%s': the header length %d runs past the end of the file" % (path, header_len))
+    try:
+        header = json.loads(data[8:8 + header_len])
+    except ValueError as e:
+        raise CheckpointError("'%s': the header is not JSON (%s)" % (path, e))
+    base, out = 8 + header_len, {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        if not 0 <= begin <= end <= len(data) - base:
+            raise CheckpointError("'%s': tensor '%s' lies outside the file" % (path, name))
+        raw = data[base + begin:base + end]
+        if entry["dtype"] == "U32":
+            t = torch.tensor(struct.unpack("<%dI" % (len(raw) // 4), raw), dtype=torch.int64)
+        elif entry["dtype"] in DTYPES:
+            dtype = DTYPES[entry["dtype"]]
+            t = torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+        else:
+            raise CheckpointError("'%s': tensor '%s' has dtype %s" % (path, name, entry["dtype"]))
+        count = 1
+        for s in entry["shape"]:
+            count *= s
+        if t.numel() != count:
+            raise CheckpointError("'%s': tensor '%s' holds %d values, its shape %s needs %d" %
+                                  (path, name, t.numel(), entry["shape"], count))
+        out[name] = t.reshape(entry["shape"])
+    return out, header.get("__metadata__", {})
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Writes name -> tensor atomically (a temporary file renamed over `path`)."""
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(struct.pack("<Q", len(text)))
+            f.write(text)
+            for raw in chunks:
+                f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path, text):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_published(folder):
+    """(config dict, state dict) of a Hugging Face checkpoint folder."""
+    config_path = os.path.join(folder, "config.json")
+    try:
+        with open(config_path) as f:
+            config = json.load(f)
+    except OSError as e:
+        raise CheckpointError("cannot read '%s': %s" % (config_path, e.strerror))
+    except ValueError as e:
+        raise CheckpointError("'%s' is not JSON: %s" % (config_path, e))
+    if not isinstance(config, dict):
+        raise CheckpointError("'%s' is not a JSON object" % config_path)
+    names = sorted(os.listdir(folder))
+    safetensors = [n for n in names if n.endswith(".safetensors") and n.startswith("model")]
+    bins = [n for n in names if n.startswith("pytorch_model") and n.endswith(".bin")]
+    if not safetensors and not bins:
+        raise CheckpointError("'%s' holds no weights (model*.safetensors or pytorch_model*.bin)" % folder)
+    state = {}
+    for name in safetensors or bins:
+        path = os.path.join(folder, name)
+        if name.endswith(".safetensors"):
+            part, _ = read_safetensors(path)
+        else:
+            try:
+                part = torch.load(path, map_location="cpu", weights_only=True)  # no code runs from the file
+            except Exception as e:  # noqa: BLE001  (pickle and zip errors of every kind)
+                raise CheckpointError("cannot load '%s': %s" % (path, e))
+            if not isinstance(part, dict):
+                raise CheckpointError("'%s' does not hold a state dict" % path)
+        for key, value in part.items():
+            if key in state:
+                raise CheckpointError("tensor '%s' appears in two weight files of '%s'" % (key, folder))
+            if not isinstance(value, torch.Tensor):
+                raise CheckpointError("'%s': entry '%s' is not a tensor" % (path, key))
+            state[key] = value
+    return config, state
