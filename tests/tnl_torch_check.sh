@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# TransNormerLLM end to end against the PyTorch reference of the published model
+# (tools/peers/transnormerllm_torch.py): random checkpoints in the published layout (a tied
+# pytorch_model.bin in f32; model.safetensors in bf16), converted by tools/convert/transnormerllm.py,
+# run by `rill generate` on prompts of 1, 300 and 5,000 tokens and 6 decoded tokens: the logits
+# after the prompt and after every decoded token must match within 1e-4 relative. Then folders the
+# converter must refuse, each with a message naming the problem. Exit 77 without python3-torch.
+#   tests/tnl_torch_check.sh RILL_BINARY SOURCE_DIR WORK_DIR
+set -euo pipefail
+rill=$1
+src=$2
+work=$3
+py=/usr/bin/python3
+$py -c "import torch" 2>/dev/null || { echo "python3-torch is not installed: not checked"; exit 77; }
+ref=$src/tools/peers/transnormerllm_torch.py
+convert=$src/tools/convert/transnormerllm.py
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+$py -c "
+import random; random.seed(1)
+text = ''.join(random.choice('abcdefghijklmnopqrstuvwxyz ,.') for _ in range(5000))
+for n in (1, 300, 5000): open('prompt%d.txt' % n, 'w').write(text[:n])"
+
+check() {  # check FOLDER DTYPE: convert, generate, compare for every prompt length
+  local pub=$1 dtype=$2
+  $py "$convert" --model "$pub" --out "$pub-rill" --dtype "$dtype" > /dev/null
+  for n in 1 300 5000; do
+    "$rill" generate --config "$pub-rill/config.json" --weights "$pub-rill/model.safetensors" --prompt-file "prompt$n.txt" \
+      --tokens 6 --temperature 0 --segment 2048 --export-logits "$pub-l$n.safetensors" > /dev/null 2>&1
+    echo -n "$pub ($dtype weights), prompt $n: "
+    $py "$ref" --model "$pub" --check "$pub-l$n.safetensors"
+  done
+}
+$py "$ref" make --out bin-f32 --seed 3 --format bin > /dev/null
+check bin-f32 f32
+$py "$ref" make --out st-bf16 --seed 4 --format safetensors --dtype bf16 > /dev/null
+check st-bf16 bf16
+
+refused() {  # refused FOLDER PATTERN
+  if $py "$convert" --model "$1" --out "$1-rill" 2> "$1.err"; then echo "$1 was converted"; exit 1; fi
+  grep -q "$2" "$1.err" || { cat "$1.err"; echo "$1: the error does not say '$2'"; exit 1; }
+  echo "refused $1: $(cat "$1.err")"
+}
+mkdir -p empty && echo '{}' > empty/config.json
+refused empty "holds no weights"
+cp -r bin-f32 biased && sed -i 's/"bias": false/"bias": true/' biased/config.json
+refused biased "'bias' is true"
+cp -r bin-f32 wide && sed -i 's/"hidden_dim": 32/"hidden_dim": 64/' wide/config.json
+refused wide "hidden_dim 64 differs"
+$py - <<'PY'
+import torch
+sd = torch.load("bin-f32/pytorch_model.bin")
+for name, edit in (("missing", lambda d: d.pop("model.layers.1.channel_mixer.l2.weight")),
+                   ("extra", lambda d: d.__setitem__("model.layers.0.token_mixer.norm.weight", torch.ones(32)))):
+    import shutil, os
+    shutil.copytree("bin-f32", name)
+    d = dict(sd)
+    edit(d)
+    torch.save(d, os.path.join(name, "pytorch_model.bin"))
+bad = dict(sd)
+bad["model.layers.2.token_mixer.out_proj.weight"] = sd["model.layers.2.token_mixer.out_proj.weight"].clone()
+bad["model.layers.2.token_mixer.out_proj.weight"][3, 5] = float("nan")
+import shutil; shutil.copytree("bin-f32", "nan")
+torch.save(bad, "nan/pytorch_model.bin")
+PY
+refused missing "missing tensor 'model.layers.1.channel_mixer.l2.weight'"
+refused extra "unknown tensors .*token_mixer.norm.weight"
+refused nan "non-finite value at \[3, 5\]"
+echo "rill matches the PyTorch TransNormerLLM"
