@@ -19,7 +19,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers
-  catch2 nlohmann-json3-dev libcli11-dev
+  catch2 nlohmann-json3-dev libcli11-dev libsentencepiece-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -46,7 +46,7 @@ CONFIG_DEFAULTS = {"vocab_size": 64000, "decoder_embed_dim": 1024, "decoder_laye
                    "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "init_std": 0.02}
 PRESETS = {
     # Small enough for tests in double precision; every feature on (LRPE in two layers, SiLU, scaling).
-    "tiny": {"vocab_size": 300, "decoder_embed_dim": 32, "hidden_dim": 32, "decoder_layers": 3,
+    "tiny": {"vocab_size": 512, "decoder_embed_dim": 32, "hidden_dim": 32, "decoder_layers": 3,
              "decoder_attention_heads": 2, "glu_dim": 48, "linear_use_lrpe_list": [1, 0, 1],
              "linear_act_fun": "swish"},
     # TransNormerLLM-385M's shape (HF OpenNLPLab/TransNormerLLM-385M): the configuration defaults.

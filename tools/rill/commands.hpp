@@ -98,7 +98,10 @@ int run_train_icl(const TrainIclArgs& args);
 
 // `rill generate`: a TransNormer language model (loaded, or random weights) continues a prompt.
 struct GenerateArgs {
+  std::string model;            // a model folder: config.json, model.safetensors, tokenizer.model (optional)
   std::string config, weights;  // JSON config and safetensors weights
+  std::string tokenizer;        // a SentencePiece model; none: byte tokens
+  bool bos = false;             // start the prompt with the tokenizer's beginning-of-sequence token
   bool random = false;          // random weights (the --config shape, or the defaults)
   uint64_t random_seed = 0;
   std::optional<std::string> prompt;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 #include "rill/files.hpp"
 #include "rill/lm.hpp"
 #include "rill/safetensors.hpp"
+#include "rill/tokenizer.hpp"
 
 namespace rill_cli {
 namespace {
@@ -97,13 +99,19 @@ void prefill_progress(uint64_t done, uint64_t total, Clock::time_point t0) {
 }  // namespace
 
 CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
-  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a TransNormer language model (byte tokens)");
+  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a TransNormer language model");
+  auto* model = cmd->add_option("--model", a.model,
+                                 "A model folder: config.json, model.safetensors and, when present, tokenizer.model "
+                                 "(what tools/convert/transnormerllm.py writes)");
   auto* config = cmd->add_option("--config", a.config, "Model config (JSON)");
   auto* weights = cmd->add_option("--weights", a.weights, "Model weights (safetensors; needs --config)");
   auto* random =
       cmd->add_flag("--random", a.random, "Random weights of the --config shape (default: the default config)");
   weights->needs(config);
   random->excludes(weights);
+  model->excludes(config)->excludes(weights)->excludes(random);
+  cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece tokenizer.model (default: bytes, or the --model one)");
+  cmd->add_flag("--bos", a.bos, "Start the prompt with the tokenizer's beginning-of-sequence token");
   cmd->add_option("--random-seed", a.random_seed, "Seed of the random weights");
   auto* prompt = cmd->add_option("--prompt", a.prompt, "Prompt text (its bytes are the tokens)");
   auto* prompt_file = cmd->add_option("--prompt-file", a.prompt_file, "Read the prompt from a file (-: stdin)");
@@ -133,11 +141,20 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   return cmd;
 }
 
-int run_generate(const GenerateArgs& a) {
+int run_generate(const GenerateArgs& args) {
   auto fail = [](const rill::Status& s) {
     std::fprintf(stderr, "rill generate: %s\n", s.to_string().c_str());
     return 1;
   };
+  GenerateArgs a = args;
+  if (!a.model.empty()) {  // a converted folder
+    a.config = a.model + "/config.json";
+    a.weights = a.model + "/model.safetensors";
+    if (a.tokenizer.empty() && std::filesystem::exists(a.model + "/tokenizer.model")) a.tokenizer = a.model + "/tokenizer.model";
+  }
+  auto tokenizer = a.tokenizer.empty() ? rill::Result<lm::Tokenizer>(lm::Tokenizer::bytes())
+                                       : lm::Tokenizer::load_sentencepiece(a.tokenizer);
+  if (!tokenizer.is_ok()) return fail(tokenizer.status());
   const lm::SamplerOptions sampler_options{
       .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .seed = a.seed};
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
@@ -179,9 +196,14 @@ int run_generate(const GenerateArgs& a) {
                  config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
                  human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
 
-  // The prompt: its bytes are the tokens.
-  std::vector<uint32_t> prompt_tokens(prompt->begin(), prompt->end());
-  for (uint32_t& t : prompt_tokens) t &= 0xFFu;  // char may be signed
+  if (tokenizer->vocab_size() > config.vocab)
+    return fail(rill::invalid_argument("the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                                       " tokens, more than the model's vocabulary (" + std::to_string(config.vocab) + ")"));
+  auto encoded = tokenizer->encode(*prompt, a.bos);
+  if (!encoded.is_ok()) return fail(encoded.status());
+  const std::vector<uint32_t> prompt_tokens = std::move(encoded).value();
+  if (prompt_tokens.empty()) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
+  const std::optional<uint32_t> eos = tokenizer->eos();
   const uint64_t start_position = session->position();
   const auto prefill_start = Clock::now();
   auto logits = session->prefill(prompt_tokens,
@@ -198,9 +220,19 @@ int run_generate(const GenerateArgs& a) {
   for (int64_t i = 0; i < a.tokens; ++i) {
     const uint32_t token = sampler.sample(logits.value(), session->position());
     generated.push_back(token);
-    text += escaped(token);
+    std::string piece;
+    if (tokenizer->is_bytes()) {
+      piece = escaped(token);
+    } else {
+      // SentencePiece text is the decoding of every token so far (pieces join, bytes combine into
+      // characters): print what it adds to the text printed before.
+      auto full = tokenizer->decode(generated);
+      if (!full.is_ok()) return fail(full.status());
+      if (full->size() >= text.size() && full->compare(0, text.size(), text) == 0) piece = full->substr(text.size());
+    }
+    text += piece;
     if (!a.json) {
-      std::fputs(escaped(token).c_str(), stdout);
+      std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
     }
     logits = session->decode(token);
@@ -208,6 +240,7 @@ int run_generate(const GenerateArgs& a) {
     if (!a.export_logits.empty()) exported.insert(exported.end(), logits->begin(), logits->end());
     if (a.save_state_every > 0 && (i + 1) % a.save_state_every == 0)
       if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
+    if (eos && token == *eos) break;  // the model ended the text
   }
   const double decode_seconds = seconds_since(decode_start);
   if (!a.json) {

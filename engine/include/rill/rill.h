@@ -254,6 +254,24 @@ RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const cha
 RILL_C_API rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options,
                                       uint64_t step, uint32_t* token_out);
 
+/* ---- Tokenizers (rill/tokenizer.hpp) ----
+ * A SentencePiece model (tokenizer.model), or bytes (path NULL: token = byte). Encoding and
+ * decoding follow the size-query convention: pass capacity 0 (buffer may be NULL) to learn the
+ * size in *count_out / *length_out, then call again with room for it; a too-small buffer is
+ * RILL_OUT_OF_RANGE with the needed size still written. Decoded text is UTF-8 as the model made it,
+ * not NUL-terminated. */
+typedef struct rill_tokenizer rill_tokenizer;
+RILL_C_API rill_status rill_tokenizer_load(const char* path, rill_tokenizer** out);
+RILL_C_API void rill_tokenizer_destroy(rill_tokenizer* tokenizer); /* accepts NULL */
+/* add_bos: start with the beginning-of-sequence token (when the model has one). */
+RILL_C_API rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, const char* text, size_t length,
+                                             int add_bos, uint32_t* tokens_out, size_t capacity, size_t* count_out);
+RILL_C_API rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, const uint32_t* tokens, size_t count,
+                                             char* text_out, size_t capacity, size_t* length_out);
+/* Vocabulary size; the beginning- and end-of-sequence tokens, or -1 where the model has none. */
+RILL_C_API rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab_out, int64_t* bos_out,
+                                           int64_t* eos_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,74 @@
+// C API: tokenizers (rill/tokenizer.hpp).
+#include <cstring>
+
+#include "capi_common.hpp"
+#include "rill/tokenizer.hpp"
+
+struct rill_tokenizer {
+  rill::lm::Tokenizer tokenizer;
+};
+
+using rill::capi::fail;
+using rill::capi::from_status;
+using rill::capi::guarded;
+
+rill_status rill_tokenizer_load(const char* path, rill_tokenizer** out) {
+  return guarded("rill_tokenizer_load", [&]() -> rill_status {
+    if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_load: out is NULL");
+    *out = nullptr;
+    if (path == nullptr) {
+      *out = new rill_tokenizer{rill::lm::Tokenizer::bytes()};
+      return RILL_OK;
+    }
+    auto t = rill::lm::Tokenizer::load_sentencepiece(path);
+    if (!t.is_ok()) return from_status(t.status());
+    *out = new rill_tokenizer{std::move(t).value()};
+    return RILL_OK;
+  });
+}
+
+void rill_tokenizer_destroy(rill_tokenizer* tokenizer) { delete tokenizer; }
+
+rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, const char* text, size_t length, int add_bos,
+                                  uint32_t* tokens_out, size_t capacity, size_t* count_out) {
+  return guarded("rill_tokenizer_encode", [&]() -> rill_status {
+    if (tokenizer == nullptr || count_out == nullptr || (text == nullptr && length > 0) ||
+        (tokens_out == nullptr && capacity > 0))
+      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_encode: NULL argument");
+    auto tokens = tokenizer->tokenizer.encode(std::string_view(text ? text : "", length), add_bos != 0);
+    if (!tokens.is_ok()) return from_status(tokens.status());
+    *count_out = tokens->size();
+    if (tokens->size() > capacity)
+      return fail(RILL_OUT_OF_RANGE, "rill_tokenizer_encode: " + std::to_string(tokens->size()) +
+                                         " tokens, room for " + std::to_string(capacity));
+    if (!tokens->empty()) std::memcpy(tokens_out, tokens->data(), tokens->size() * sizeof(uint32_t));
+    return RILL_OK;
+  });
+}
+
+rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, const uint32_t* tokens, size_t count, char* text_out,
+                                  size_t capacity, size_t* length_out) {
+  return guarded("rill_tokenizer_decode", [&]() -> rill_status {
+    if (tokenizer == nullptr || length_out == nullptr || (tokens == nullptr && count > 0) ||
+        (text_out == nullptr && capacity > 0))
+      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_decode: NULL argument");
+    auto text = tokenizer->tokenizer.decode(std::span<const uint32_t>(tokens, count));
+    if (!text.is_ok()) return from_status(text.status());
+    *length_out = text->size();
+    if (text->size() > capacity)
+      return fail(RILL_OUT_OF_RANGE, "rill_tokenizer_decode: " + std::to_string(text->size()) + " bytes, room for " +
+                                         std::to_string(capacity));
+    if (!text->empty()) std::memcpy(text_out, text->data(), text->size());
+    return RILL_OK;
+  });
+}
+
+rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab_out, int64_t* bos_out,
+                                int64_t* eos_out) {
+  if (tokenizer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_info: tokenizer is NULL");
+  const auto& t = tokenizer->tokenizer;
+  if (vocab_out) *vocab_out = t.vocab_size();
+  if (bos_out) *bos_out = t.bos() ? int64_t(*t.bos()) : -1;
+  if (eos_out) *eos_out = t.eos() ? int64_t(*t.eos()) : -1;
+  return RILL_OK;
+}
