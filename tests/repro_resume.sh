@@ -10,24 +10,31 @@ work=$2
 rm -rf "$work"
 mkdir -p "$work"
 every=7
-opts=(--quick --experiments adam-vs-sgd --steps 60)
-"$rill" repro-icl "${opts[@]}" --out "$work/whole" > "$work/whole.log"
-
-"$rill" repro-icl "${opts[@]}" --checkpoint-every $every --out "$work/killed" > "$work/killed.log" 2>&1 &
-pid=$!
 runs=$work/killed/runs
-# Kill once two runs are recorded and a third has written a checkpoint.
-for _ in $(seq 1200); do
-  finished=$(find "$runs" -name '*.result.json' 2>/dev/null | wc -l)
-  checkpoints=$(find "$runs" -name '*.safetensors' 2>/dev/null | wc -l)
-  (( finished >= 2 && checkpoints >= 1 )) && break
-  kill -0 $pid 2>/dev/null || { cat "$work/killed.log"; echo "the reproduction ended before it was killed"; exit 1; }
-  sleep 0.05
+count() { local files=("$runs"/$1); [[ -e ${files[0]} ]] && echo ${#files[@]} || echo 0; }
+# Kill once a run is recorded and another has written a checkpoint. A machine fast enough to finish
+# before the kill gets a longer reproduction (both runs use the same options).
+for steps in 60 240 960; do
+  opts=(--quick --experiments adam-vs-sgd --steps $steps)
+  rm -rf "$work/whole" "$work/killed"
+  "$rill" repro-icl "${opts[@]}" --out "$work/whole" > "$work/whole.log"
+  "$rill" repro-icl "${opts[@]}" --checkpoint-every $every --out "$work/killed" > "$work/killed.log" 2>&1 &
+  pid=$!
+  caught=0
+  while kill -0 $pid 2>/dev/null; do
+    if (( $(count '*.result.json') >= 1 && $(count '*.safetensors') >= 1 )); then
+      kill -9 $pid 2>/dev/null && caught=1
+      break
+    fi
+    sleep 0.02
+  done
+  wait $pid 2>/dev/null || true
+  (( caught )) && break
+  echo "the reproduction of $steps steps per run ended before it was killed; trying a longer one"
 done
-kill -9 $pid
-wait $pid 2>/dev/null || true
-finished=$(find "$runs" -name '*.result.json' | wc -l)
-checkpoints=$(find "$runs" -name '*.safetensors' | wc -l)
+(( caught )) || { cat "$work/killed.log"; echo "never caught a reproduction part-way"; exit 1; }
+finished=$(count '*.result.json')
+checkpoints=$(count '*.safetensors')
 echo "killed with $finished runs finished and $checkpoints checkpoint(s)"
 
 "$rill" repro-icl "${opts[@]}" --checkpoint-every $every --resume --out "$work/killed" > "$work/resumed.log"
@@ -45,7 +52,7 @@ cmp "$work/whole/repro-icl.csv" "$work/killed/repro-icl.csv" ||
 left=$(find "$runs" -name '*.safetensors' | wc -l)
 (( left == 0 )) || { echo "$left checkpoints left after every run finished"; exit 1; }
 # A resume with other settings is refused before any work (its table would mix budgets).
-if "$rill" repro-icl --quick --experiments adam-vs-sgd --steps 61 --resume --out "$work/killed" > "$work/other.log" 2>&1 ||
+if "$rill" repro-icl --quick --experiments adam-vs-sgd --steps $((steps + 1)) --resume --out "$work/killed" > "$work/other.log" 2>&1 ||
    ! grep -q "was started with" "$work/other.log"; then
   cat "$work/other.log"; echo "a resume with other settings was not refused"; exit 1
 fi
