@@ -17,7 +17,7 @@ Exit code 77 when PyTorch is not installed (tests report that as skipped).
 import argparse
 import json
 import math
-import struct
+import os
 import sys
 import time
 
@@ -30,30 +30,9 @@ except ImportError:
 DEFAULTS = {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6, "block": 64, "chunk": 64,
             "feature_map": "elu1", "decay": [], "norm": "rmsnorm", "norm_eps": 1e-6, "glu_activation": "silu",
             "tie_embeddings": False, "layer_kinds": []}
-DTYPES = {"F32": (torch.float32, 4), "F16": (torch.float16, 2), "BF16": (torch.bfloat16, 2), "F64": (torch.float64, 8),
-          "U32": (None, 4), "I32": (torch.int32, 4)}
 
-
-def read_safetensors(path):
-    """name -> tensor; the format: 8-byte little-endian header length, JSON header, data."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (header_len,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + header_len])
-    base = 8 + header_len
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        dtype, size = DTYPES[entry["dtype"]]
-        begin, end = entry["data_offsets"]
-        raw = data[base + begin:base + end]
-        if entry["dtype"] == "U32":
-            t = torch.tensor(struct.unpack("<%dI" % (len(raw) // 4), raw), dtype=torch.int64)
-        else:
-            t = torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
-        out[name] = t.reshape(entry["shape"])
-    return out, header.get("__metadata__", {})
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "convert"))
+from checkpoint_io import read_safetensors  # noqa: E402  (tools/convert/checkpoint_io.py)
 
 
 def load_config(path):
