@@ -1,5 +1,6 @@
 // The TransNormer model on the device against the CPU reference (engine/ref/transnormer.hpp):
 // prefill logits, decoding after a prefill at every position, segment boundaries, f16 weights,
+// packed (int8, f16) linear weights,
 // the softmax baseline, state save/restore, bounded memory and bad input.
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,7 @@
 #include "gpu_test.hpp"
 #include "op_test.hpp"
 #include "rill/lm.hpp"
+#include "rill/ops/packed_weights.hpp"
 #include "transnormer.hpp"
 
 using rill::lm::LayerKind;
@@ -185,6 +187,64 @@ GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][
   check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
 }
 
+// The reference on the values packed weights keep: each linear layer's weight packed and unpacked
+// on the host exactly as the device reads it.
+std::vector<float> packed_reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens,
+                                    rill::ops::WeightFormat format, uint32_t group) {
+  auto floats = [&](const std::string& name) {
+    std::vector<float> v = w.floats(name).value();
+    const std::string leaf = name.substr(name.rfind('.') + 1);
+    if (leaf != "wq" && leaf != "wk" && leaf != "wv" && leaf != "wgate" && leaf != "wo" && leaf != "wu" &&
+        leaf != "wg" && leaf != "wd" && leaf != "head")
+      return v;
+    std::vector<int64_t> shape;
+    for (const auto& spec : rill::lm::weight_specs(w.config()))
+      if (spec.name == name) shape = spec.shape;
+    const auto p = rill::ops::pack_weights(v, shape, format, group).value();
+    size_t i = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t r = 0; r < p.rows; ++r)
+        for (int64_t c = 0; c < p.cols; ++c) v[i++] = p.value(b, r, c);
+    return v;
+  };
+  return rill::ref::transnormer_logits(w.config(), floats, tokens);
+}
+
+GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the packed values", "[lm][gpu]") {
+  using rill::lm::WeightStorage;
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm});
+    c.output_gate = true;  // every linear weight: q, k, v, gate, o, the GLU's three and the head
+    c.lrpe_layers = {2};
+    c.tie_embeddings = false;
+    REQUIRE(c.validate().is_ok());
+    const auto w = rill::lm::Weights::random(c, 8).value();
+    const uint64_t f32_bytes = make_model(ctx, w).weight_bytes();
+    uint64_t previous = f32_bytes;
+    for (auto [storage, format] : {std::pair{WeightStorage::kF16, rill::ops::WeightFormat::kF16},
+                                   std::pair{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8}}) {
+      INFO(rill::lm::weight_storage_name(storage));
+      auto model = make_model(ctx, w, {.weights = storage, .int8_group = 16, .prefill_segment = 16});
+      CHECK(model.weight_bytes() < previous);  // f32 > f16 > int8
+      previous = model.weight_bytes();
+      const size_t n = 41, prompt = 35;
+      const auto tokens = tokens_of(n, c.vocab, 9);
+      const auto ref = packed_reference(w, tokens, format, 16);
+      auto s = model.session().value();
+      auto logits = s.prefill(std::span(tokens).first(prompt));
+      INFO(logits.status().to_string());
+      REQUIRE(logits.is_ok());
+      check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
+      for (size_t t = prompt; t < n; ++t) {
+        auto step = s.decode(tokens[t]);
+        REQUIRE(step.is_ok());
+        check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+      }
+    }
+  }
+}
+
 GPU_TEST_CASE("lm softmax baseline equals the reference and refuses positions past its capacity", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kSoftmax, LayerKind::kNorm}), 4).value();
@@ -272,6 +332,10 @@ GPU_TEST_CASE("lm rejects bad tokens and options with clear errors", "[lm][gpu]"
   CHECK(s.decode(99).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(s.position() == 0);
   CHECK(rill::lm::Model::create(ctx, w, {.prefill_segment = 0}).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(rill::lm::Model::create(ctx, w, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 0}).status().code() ==
+        rill::StatusCode::kInvalidArgument);
+  CHECK(rill::lm::Model::create(ctx, w, {.weights = rill::lm::WeightStorage(7)}).status().code() ==
+        rill::StatusCode::kInvalidArgument);
 }
 
 GPU_TEST_CASE("lm prefill memory does not grow with the prompt", "[lm][gpu]") {

@@ -1,14 +1,21 @@
 // Shared interface of the matmul kernels: C[b] = op(A[b]) op(B[b]) (+ bias) (+ C[b] if ACCUMULATE).
 // Element (m, k) of A is a[a_off + m * a_rs + k * a_cs]: strides express transposes, and a batch
 // stride of 0 broadcasts one matrix over the batch. Same for B (k, n). C is [batch, M, N] row-major.
-// A, B, C, bias: sfloat storage; accumulation in f32.
+// A, B, C, bias: sfloat storage; accumulation in f32. With B_INT8 or B_F16, B is a packed weight
+// matrix (rill/ops/packed_weights.hpp): u32 words, b_rs words per row, b_bs words per matrix, and
+// for int8 f32 scales per (group of b_group rows, column), s_bs per matrix.
 #include "rill_common.glsl"
 
 layout(constant_id = 2) const bool HAS_BIAS = false;
 layout(constant_id = 3) const bool ACCUMULATE = false;
 
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
+#if defined(B_INT8) || defined(B_F16)
+layout(std430, binding = 1) readonly buffer B { uint b_words[]; };
+layout(std430, binding = 4) readonly buffer Scales { float b_scales[]; };
+#else
 layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
+#endif
 layout(std430, binding = 2) readonly buffer Bias { sfloat bias[]; };
 layout(std430, binding = 3) buffer C { sfloat c[]; };
 layout(push_constant) uniform Push {
@@ -16,10 +23,22 @@ layout(push_constant) uniform Push {
   uint a_rs, a_cs, a_bs;  // row, column and batch strides of A (elements)
   uint b_rs, b_cs, b_bs;
   uint c_bs;
+  uint b_group, s_bs;  // packed B only
 } p;
 
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
-afloat load_b(uint base, uint k, uint n) { return afloat(b[base + k * p.b_rs + n * p.b_cs]); }
+afloat load_b(uint batch, uint k, uint n) {
+#if defined(B_INT8)
+  const uint word = b_words[batch * p.b_bs + k * p.b_rs + (n >> 2)];
+  const float q = float(bitfieldExtract(int(word), int((n & 3u) * 8u), 8));
+  return afloat(q * b_scales[batch * p.s_bs + (k / p.b_group) * p.N + n]);
+#elif defined(B_F16)
+  const vec2 pair = unpackHalf2x16(b_words[batch * p.b_bs + k * p.b_rs + (n >> 1)]);
+  return afloat((n & 1u) == 0u ? pair.x : pair.y);
+#else
+  return afloat(b[batch * p.b_bs + k * p.b_rs + n * p.b_cs]);
+#endif
+}
 
 void store_c(uint base, uint m, uint n, afloat v) {
   if (HAS_BIAS) v += afloat(bias[n]);

@@ -20,9 +20,9 @@ afloat av[TM];
 uint cols[TN];
 
 // One k step: row values from lane j of av, this lane's B values of row k.
-void k_step(uint b_base, uint k, uint j) {
+void k_step(uint batch, uint k, uint j) {
   afloat bv[TN];
-  [[unroll]] for (uint c = 0; c < TN; ++c) bv[c] = load_b(b_base, k, cols[c]);
+  [[unroll]] for (uint c = 0; c < TN; ++c) bv[c] = load_b(batch, k, cols[c]);
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     const afloat a_ik = subgroupShuffle(av[i], j);
     [[unroll]] for (uint c = 0; c < TN; ++c) acc[i][c] = fma(a_ik, bv[c], acc[i][c]);
@@ -33,7 +33,7 @@ void main() {
   const uint batch = gl_WorkGroupID.z, lane = gl_LocalInvocationID.x;
   const uint m0 = gl_WorkGroupID.y * TM;
   const uint n0 = gl_WorkGroupID.x * SG * TN + lane;
-  const uint a_base = batch * p.a_bs, b_base = batch * p.b_bs;
+  const uint a_base = batch * p.a_bs;
   [[unroll]] for (uint i = 0; i < TM; ++i)
     [[unroll]] for (uint c = 0; c < TN; ++c) acc[i][c] = 0.0;
   // Clamp indices instead of branching in the loop; out-of-range results are never stored.
@@ -45,9 +45,9 @@ void main() {
       av[i] = k_in ? load_a(a_base, min(m0 + i, p.M - 1), min(k, p.K - 1)) : afloat(0.0);
     const uint steps = min(SG, p.K - k0);
     if (steps == SG) {
-      [[unroll]] for (uint j = 0; j < SG; ++j) k_step(b_base, k0 + j, j);
+      [[unroll]] for (uint j = 0; j < SG; ++j) k_step(batch, k0 + j, j);
     } else {
-      for (uint j = 0; j < steps; ++j) k_step(b_base, k0 + j, j);
+      for (uint j = 0; j < steps; ++j) k_step(batch, k0 + j, j);
     }
   }
   const uint c_base = batch * p.c_bs;

@@ -20,7 +20,7 @@ void main() {
   const uint block_m = gl_WorkGroupID.y * BM, block_n = gl_WorkGroupID.x * BN;
   const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
   const uint threads = WG_X * WG_Y;
-  const uint a_base = batch * p.a_bs, b_base = batch * p.b_bs;
+  const uint a_base = batch * p.a_bs;
   afloat acc[TM][TN];
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
@@ -35,7 +35,7 @@ void main() {
     for (uint e = tid; e < BK * BN; e += threads) {
       const uint kk = e / BN, nn = e % BN;
       const uint n = block_n + nn, k = k0 + kk;
-      tile_b[kk][nn] = (n < p.N && k < p.K) ? load_b(b_base, k, n) : 0.0;
+      tile_b[kk][nn] = (n < p.N && k < p.K) ? load_b(batch, k, n) : 0.0;
     }
     barrier();  // tiles written -> read by every invocation
     for (uint kk = 0; kk < BK; ++kk) {

@@ -129,6 +129,13 @@ RILL_API std::vector<WeightSpec> weight_specs(const ModelConfig& config);
 // Storage type the model runs in: f32, or f16 storage with f32 arithmetic (half the memory).
 enum class Precision { kF32, kF16 };
 
+// How the linear layers' weights are kept on the device (the embedding, norms and angles keep the
+// precision): as the precision says, or packed f16 or int8 with group scales whatever the file
+// holds (rill/ops/packed_weights.hpp; converted at load, arithmetic stays f32). Int8 takes about
+// a quarter of the f32 bytes: the edge-memory form.
+enum class WeightStorage { kPrecision, kF16, kInt8 };
+RILL_API const char* weight_storage_name(WeightStorage storage);
+
 // A config and its weights on the host. Weights from a file stay in the (mapped) file until the
 // model uploads them: no copy is made for f32 or f16 data that matches the model's precision.
 class RILL_API Weights {
@@ -187,6 +194,8 @@ class RILL_API Sampler {
 
 struct ModelOptions {
   Precision precision = Precision::kF32;
+  WeightStorage weights = WeightStorage::kPrecision;
+  uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
   // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
   // device memory stays bounded whatever the prompt length.
   uint32_t prefill_segment = 2048;

@@ -17,6 +17,11 @@ namespace {
 
 const Tensor* gain_of(const Tensor& t) { return t.valid() ? &t : nullptr; }
 
+// y = x W for a linear layer's weight in either form.
+Status linear(Sequence& seq, const Tensor& x, const LinearWeight& w, const Tensor& y) {
+  return w.packed.valid() ? ops::matmul(seq, x, w.packed, y) : ops::matmul(seq, x, w.dense, y);
+}
+
 bool has_kind(const ModelConfig& c, LayerKind kind) {
   return std::find(c.layer_kinds.begin(), c.layer_kinds.end(), kind) != c.layer_kinds.end();
 }
@@ -103,9 +108,9 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerTensors& l = w.layers[i];
     // Token mixer on u = Norm(x).
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wq, g.q));
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wk, g.k));
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wv, g.v));
+    RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wq, g.q));
+    RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wk, g.k));
+    RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wv, g.v));
     RILL_RETURN_IF_ERROR(record_mixer(m, state, g, i));
     RILL_RETURN_IF_ERROR(merge_heads(seq, g.o, g.merged));
     const Tensor* mixed = &g.merged;
@@ -114,18 +119,18 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
       mixed = &g.mixed;
     }
     if (c.output_gate) {  // o = (u Wgate) * o
-      RILL_RETURN_IF_ERROR(ops::matmul(seq, g.u, l.wgate, g.gate));
+      RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wgate, g.gate));
       RILL_RETURN_IF_ERROR(ops::glu_forward(seq, g.gate, *mixed, g.gated, ops::GluActivation::kIdentity));
       mixed = &g.gated;
     }
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, *mixed, l.wo, g.attn_out));
+    RILL_RETURN_IF_ERROR(linear(seq, *mixed, l.wo, g.attn_out));
     // h = x + mixer, g = Norm(h); then the GLU channel mixer.
     RILL_RETURN_IF_ERROR(ops::rmsnorm_residual_forward(seq, g.attn_out, g.x[cur], gain_of(l.ffn_norm), g.h, g.g,
                                                        g.rstd, eps));
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.g, l.wu, g.a));
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.g, l.wg, g.b));
+    RILL_RETURN_IF_ERROR(linear(seq, g.g, l.wu, g.a));
+    RILL_RETURN_IF_ERROR(linear(seq, g.g, l.wg, g.b));
     RILL_RETURN_IF_ERROR(ops::glu_forward(seq, g.a, g.b, g.hidden, c.glu_activation));
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, g.hidden, l.wd, g.ffn_out));
+    RILL_RETURN_IF_ERROR(linear(seq, g.hidden, l.wd, g.ffn_out));
     // x = h + ffn, u = the next layer's Norm(x) (the final norm after the last layer).
     const Tensor* next_gain = i + 1 < w.layers.size() ? gain_of(w.layers[i + 1].attn_norm) : gain_of(w.final_norm);
     RILL_RETURN_IF_ERROR(ops::rmsnorm_residual_forward(seq, g.ffn_out, g.h, next_gain, g.x[1 - cur], g.u, g.rstd, eps));
@@ -139,7 +144,7 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   if (c.tie_embeddings) {
     RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed, g.logits, {.transpose_b = true}));
   } else {
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.head, g.logits));
+    RILL_RETURN_IF_ERROR(linear(seq, *last, w.head, g.logits));
   }
   RILL_ASSIGN_OR_RETURN(g.logits_id, seq.download(g.logits));
   return seq.finish();

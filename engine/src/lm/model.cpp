@@ -26,13 +26,46 @@ Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::st
   return t;
 }
 
+// A linear layer's weight: packed when the options ask for it and the precision does not already
+// give that form (f16 weights in an f16 model are plain f16 tensors).
+Result<detail::LinearWeight> upload_linear(Context& ctx, const Weights& weights, const std::string& name,
+                                           std::vector<int64_t> shape, DType dtype, const ModelOptions& options) {
+  detail::LinearWeight w;
+  const bool packed = options.weights == WeightStorage::kInt8 ||
+                      (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
+  if (!packed) {
+    RILL_ASSIGN_OR_RETURN(w.dense, upload_weight(ctx, weights, name, std::move(shape), dtype));
+    return w;
+  }
+  const auto format = options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
+  RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats(name));
+  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, options.int8_group));
+  values = {};  // the 385M model's largest matrix is 262 MB as floats: free it before the upload
+  RILL_ASSIGN_OR_RETURN(w.packed, ops::upload_packed(ctx, host, name));
+  return w;
+}
+
 }  // namespace
+
+const char* weight_storage_name(WeightStorage storage) {
+  switch (storage) {
+    case WeightStorage::kPrecision: return "precision";
+    case WeightStorage::kF16: return "f16";
+    case WeightStorage::kInt8: return "int8";
+  }
+  return "unknown";
+}
 
 Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
   ModelConfig config = weights.config();
   RILL_RETURN_IF_ERROR(config.validate());
   if (options.prefill_segment == 0) return invalid_argument("lm model: prefill_segment must be at least 1");
   if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
+  if (options.weights != WeightStorage::kPrecision && options.weights != WeightStorage::kF16 &&
+      options.weights != WeightStorage::kInt8)
+    return invalid_argument("lm model: unknown weight storage " + std::to_string(int(options.weights)));
+  if (options.weights == WeightStorage::kInt8 && options.int8_group == 0)
+    return invalid_argument("lm model: int8_group must be at least 1");
   auto impl = std::make_shared<Impl>();
   impl->ctx = &ctx;
   impl->config = config;
@@ -64,23 +97,27 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     RILL_ASSIGN_OR_RETURN(t, upload_weight(ctx, weights, name, std::move(shape), dt));
     return Status::ok();
   };
+  auto load_linear = [&](detail::LinearWeight& t, const std::string& name, std::vector<int64_t> shape) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, upload_linear(ctx, weights, name, std::move(shape), dt, options));
+    return Status::ok();
+  };
   RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
   for (uint32_t i = 0; i < config.layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     detail::LayerTensors l;
     l.kind = config.layer_kinds[i];
     if (gains) RILL_RETURN_IF_ERROR(load(l.attn_norm, p + "attn_norm", {D}));
-    RILL_RETURN_IF_ERROR(load(l.wq, p + "wq", {H, D, Dh}));
-    RILL_RETURN_IF_ERROR(load(l.wk, p + "wk", {H, D, Dh}));
-    RILL_RETURN_IF_ERROR(load(l.wv, p + "wv", {H, D, Dh}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wq, p + "wq", {H, D, Dh}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wk, p + "wk", {H, D, Dh}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wv, p + "wv", {H, D, Dh}));
     if (gains && l.kind == LayerKind::kNorm)
       RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
-    if (config.output_gate) RILL_RETURN_IF_ERROR(load(l.wgate, p + "wgate", {D, D}));
-    RILL_RETURN_IF_ERROR(load(l.wo, p + "wo", {D, D}));
+    if (config.output_gate) RILL_RETURN_IF_ERROR(load_linear(l.wgate, p + "wgate", {D, D}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wo, p + "wo", {D, D}));
     if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
-    RILL_RETURN_IF_ERROR(load(l.wu, p + "wu", {D, F}));
-    RILL_RETURN_IF_ERROR(load(l.wg, p + "wg", {D, F}));
-    RILL_RETURN_IF_ERROR(load(l.wd, p + "wd", {F, D}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wu, p + "wu", {D, F}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wg, p + "wg", {D, F}));
+    RILL_RETURN_IF_ERROR(load_linear(l.wd, p + "wd", {F, D}));
     if (const auto decay = config.layer_decay(i); !decay.empty()) {
       RILL_ASSIGN_OR_RETURN(l.decay, ctx.tensor(DType::kF32, {H}, p + "decay", MemoryPool::kWeights));
       RILL_RETURN_IF_ERROR(ctx.upload_floats(l.decay, std::vector<float>(decay.begin(), decay.end())));
@@ -98,12 +135,14 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     w.layers.push_back(std::move(l));
   }
   if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
-  if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load(w.head, "head", {D, V}));
+  if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load_linear(w.head, "head", {D, V}));
   uint64_t bytes = w.embed.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
-  for (const auto& l : w.layers)
-    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.out_norm, &l.wgate, &l.wo, &l.ffn_norm, &l.wu, &l.wg,
-                            &l.wd, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
+  for (const auto& l : w.layers) {
+    for (const Tensor* t : {&l.attn_norm, &l.out_norm, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();
+    for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
+      bytes += t->size_bytes();
+  }
   impl->weight_bytes = bytes;
   return Model(std::move(impl));
 }

@@ -8,13 +8,23 @@
 
 #include "rill/context.hpp"
 #include "rill/lm.hpp"
+#include "rill/ops/packed_weights.hpp"
 
 namespace rill::lm::detail {
 
+// A linear layer's weight [.., in, out]: a tensor in the model's precision, or packed
+// (ModelOptions::weights); the graph's matmuls take either.
+struct LinearWeight {
+  Tensor dense;
+  ops::PackedWeights packed;
+  uint64_t size_bytes() const { return dense.size_bytes() + packed.size_bytes(); }
+};
+
 struct LayerTensors {
   LayerKind kind = LayerKind::kNorm;
-  Tensor attn_norm, wq, wk, wv, out_norm, wo, ffn_norm, wu, wg, wd;  // norms empty for SRMSNorm
-  Tensor wgate;  // [D, D] with the output gate
+  Tensor attn_norm, out_norm, ffn_norm;  // empty for SRMSNorm
+  LinearWeight wq, wk, wv, wo, wu, wg, wd;
+  LinearWeight wgate;  // [D, D] with the output gate
   Tensor decay;  // [H] f32, empty when the layer has none
   // LRPE layers: the angles theta [H * Dh] on the host (each call's base rotation is computed from
   // them) and the rotations within a segment, [64 * ceil(segment / 64) positions: coarse, fine].
@@ -23,7 +33,8 @@ struct LayerTensors {
 };
 
 struct ModelTensors {
-  Tensor embed, final_norm, head;  // head empty when tied
+  Tensor embed, final_norm;
+  LinearWeight head;  // empty when tied
   std::vector<LayerTensors> layers;
 };
 

@@ -2,6 +2,8 @@
 #include "rill/ops/matmul.hpp"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
@@ -16,6 +18,7 @@ struct Push {
   uint32_t a_rs, a_cs, a_bs;
   uint32_t b_rs, b_cs, b_bs;
   uint32_t c_bs;
+  uint32_t b_group, s_bs;  // packed B: rows per int8 scale, scales per matrix
 };
 
 struct Matrix {
@@ -31,44 +34,44 @@ Result<Matrix> as_matrix(const Tensor& t, const char* role) {
   return m;
 }
 
-}  // namespace
-
-Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& o) {
+// The checks on A, C and the bias common to both forms of B, and the dispatch. B is `mb` as
+// matrices, kb x N after a transpose (its strides are already in `push`); b_bindings are B's
+// tensors, bound at 1 (and 4, 5, ... after C).
+Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint64_t kb, uint64_t N, const Tensor& c,
+                          const MatmulOptions& o, Push push, const std::string& kernel,
+                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
-  RILL_ASSIGN_OR_RETURN(Matrix mb, as_matrix(b, "B"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
-  if (b.dtype() != a.dtype() || c.dtype() != a.dtype())
-    return invalid_argument("matmul: A, B and C must share one dtype (" + a.describe() + ", " + b.describe() + ", " +
-                            c.describe() + ")");
+  if (c.dtype() != a.dtype())
+    return invalid_argument("matmul: A and C must share one dtype (" + a.describe() + ", " + c.describe() + ")");
   const uint64_t M = o.transpose_a ? ma.cols : ma.rows, K = o.transpose_a ? ma.rows : ma.cols;
-  const uint64_t kb = o.transpose_b ? mb.cols : mb.rows, N = o.transpose_b ? mb.rows : mb.cols;
-  if (kb != K) return invalid_argument("matmul: inner dimensions differ: " + a.describe() + " and " + b.describe());
+  if (kb != K) return invalid_argument("matmul: inner dimensions differ: " + a.describe() + " and B's " + std::to_string(kb));
   if (mc.rows != M || mc.cols != N)
     return invalid_argument("matmul: C " + c.describe() + " must be " + std::to_string(M) + " x " + std::to_string(N));
   if ((ma.batch != 1 && ma.batch != mc.batch) || (mb.batch != 1 && mb.batch != mc.batch))
-    return invalid_argument("matmul: batch dimensions of " + a.describe() + " and " + b.describe() +
-                            " must equal C's or be absent");
+    return invalid_argument("matmul: batch dimensions of A " + a.describe() + " and B (" + std::to_string(mb.batch) +
+                            ") must equal C's or be absent");
   if (mc.batch > 65535) return out_of_range("matmul: more than 65535 batches");
-  if (c.element_count() > UINT32_MAX || a.element_count() > UINT32_MAX || b.element_count() > UINT32_MAX)
+  if (c.element_count() > UINT32_MAX || a.element_count() > UINT32_MAX)
     return out_of_range("matmul: more than 2^32 elements in one operand");
   if (o.bias) {
     RILL_RETURN_IF_ERROR(detail::require_dtype(*o.bias, a.dtype(), kOp, "bias"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*o.bias, N, kOp, "bias"));
   }
-  const Push push{uint32_t(M), uint32_t(N), uint32_t(K),
-                  o.transpose_a ? 1u : uint32_t(K), o.transpose_a ? uint32_t(M) : 1u,
-                  ma.batch == 1 ? 0u : uint32_t(M * K),
-                  o.transpose_b ? 1u : uint32_t(N), o.transpose_b ? uint32_t(K) : 1u,
-                  mb.batch == 1 ? 0u : uint32_t(K * N),
-                  uint32_t(M * N)};
+  push.M = uint32_t(M), push.N = uint32_t(N), push.K = uint32_t(K);
+  push.a_rs = o.transpose_a ? 1u : uint32_t(K), push.a_cs = o.transpose_a ? uint32_t(M) : 1u;
+  push.a_bs = ma.batch == 1 ? 0u : uint32_t(M * K);
+  push.c_bs = uint32_t(M * N);
   // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
   const plan::MatmulPlan p = plan::matmul(plan::traits_of(seq), M, N, K);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   const uint64_t es = dtype_size(a.dtype());
-  return seq.dispatch({.kernel = "matmul/matmul_" + suffix,
-                       .bindings = {&a, &b, o.bias ? o.bias : &c, &c},
+  std::vector<const Tensor*> bindings = {&a, b_bindings[0], o.bias ? o.bias : &c, &c};
+  bindings.insert(bindings.end(), b_bindings.begin() + 1, b_bindings.end());
+  return seq.dispatch({.kernel = kernel + suffix,
+                       .bindings = std::move(bindings),
                        .push = push_bytes(push),
                        .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m),
                                   uint32_t(mc.batch)},
@@ -77,7 +80,39 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
                                 spec_uint("ACCUMULATE", o.accumulate)},
                        .variant = p.variant(),
                        .flops = 2 * M * N * K * mc.batch,
-                       .bytes = es * (ma.batch * M * K + mb.batch * K * N + (o.accumulate ? 2 : 1) * mc.batch * M * N)});
+                       .bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b_bytes});
+}
+
+}  // namespace
+
+Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& o) {
+  RILL_ASSIGN_OR_RETURN(Matrix mb, as_matrix(b, "B"));
+  if (b.dtype() != a.dtype())
+    return invalid_argument("matmul: A, B and C must share one dtype (" + a.describe() + ", " + b.describe() + ", " +
+                            c.describe() + ")");
+  if (b.element_count() > UINT32_MAX) return out_of_range("matmul: more than 2^32 elements in one operand");
+  const uint64_t K = o.transpose_b ? mb.cols : mb.rows, N = o.transpose_b ? mb.rows : mb.cols;
+  Push push{};
+  push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
+  push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
+  return check_and_dispatch(seq, a, mb, K, N, c, o, push, "matmul/matmul_", {&b}, dtype_size(b.dtype()) * b.element_count());
+}
+
+Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {
+  if (!b.valid()) return invalid_argument("matmul: packed B is empty");
+  if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
+  const bool int8 = b.format == WeightFormat::kInt8;
+  if (b.words.dtype() != DType::kU32 || b.words.shape().size() != 3 || b.words.shape()[0] != b.batch ||
+      b.words.shape()[1] != b.rows || (int8 && (!b.scales.valid() || b.group == 0)))
+    return invalid_argument("matmul: packed B " + b.describe() + " does not hold the words its shape needs");
+  Push push{};
+  push.b_rs = uint32_t(b.words.shape()[2]);
+  push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);
+  push.b_group = int8 ? b.group : 1u;
+  push.s_bs = int8 && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
+  const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
+  return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push, int8 ? "matmul/matmul_q8_" : "matmul/matmul_w16_",
+                            {&b.words, int8 ? &b.scales : &b.words}, b.size_bytes());
 }
 
 }  // namespace rill::ops

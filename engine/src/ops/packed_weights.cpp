@@ -1,0 +1,130 @@
+// Packing weight matrices on the host (f16 pairs, int8 quartets with group scales) and uploading
+// them; the layout is described in rill/ops/packed_weights.hpp and read by matmul_common.glsl.
+#include "rill/ops/packed_weights.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+
+#include "rill/context.hpp"
+#include "rill/half.hpp"
+
+namespace rill::ops {
+namespace {
+
+uint32_t per_word(WeightFormat f) { return f == WeightFormat::kInt8 ? 4 : 2; }
+
+// Symmetric int8 of one group: the largest magnitude maps to 127. The scale is rounded to f32 first
+// and q computed against that f32 scale, so q * scale is the closest the stored scale allows.
+float int8_scale(double max_abs) { return float(max_abs / 127.0); }
+
+int32_t quantize(float w, float scale) {
+  if (scale == 0.0f) return 0;
+  return int32_t(std::clamp(std::nearbyint(double(w) / double(scale)), -127.0, 127.0));
+}
+
+}  // namespace
+
+const char* weight_format_name(WeightFormat format) { return format == WeightFormat::kInt8 ? "int8" : "f16"; }
+
+uint32_t HostPackedWeights::words_per_row() const {
+  return uint32_t((cols + per_word(format) - 1) / per_word(format));
+}
+
+uint32_t HostPackedWeights::groups() const {
+  return format == WeightFormat::kInt8 ? uint32_t((rows + group - 1) / group) : 0;
+}
+
+float HostPackedWeights::value(int64_t b, int64_t r, int64_t c) const {
+  const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / per_word(format))];
+  if (format == WeightFormat::kF16) return half_to_float(uint16_t(word >> (16 * (c % 2))));
+  const int32_t q = int32_t(int8_t(uint8_t(word >> (8 * (c % 4)))));
+  return float(q) * scales[size_t((b * groups() + r / group) * cols + c)];
+}
+
+Result<HostPackedWeights> pack_weights(std::span<const float> values, const std::vector<int64_t>& shape,
+                                       WeightFormat format, uint32_t group) {
+  if (shape.size() != 2 && shape.size() != 3)
+    return invalid_argument("pack_weights: shape needs 2 or 3 dimensions ([rows, cols] or [batch, rows, cols])");
+  HostPackedWeights p;
+  p.format = format;
+  p.batch = shape.size() == 3 ? shape[0] : 1;
+  p.rows = shape[shape.size() - 2];
+  p.cols = shape.back();
+  if (p.batch < 1 || p.rows < 1 || p.cols < 1 || p.batch > INT32_MAX || p.rows > INT32_MAX || p.cols > INT32_MAX ||
+      p.batch * p.rows > INT32_MAX || p.batch * p.rows * p.cols > INT32_MAX)
+    return invalid_argument("pack_weights: every dimension must be at least 1 and the matrix below 2^31 elements");
+  if (values.size() != size_t(p.batch * p.rows * p.cols))
+    return invalid_argument("pack_weights: " + std::to_string(values.size()) + " values for a shape of " +
+                            std::to_string(p.batch * p.rows * p.cols));
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return invalid_argument("pack_weights: value " + std::to_string(i) + " is not finite");
+  p.group = format == WeightFormat::kInt8 ? uint32_t(group == 0 ? p.rows : std::min<int64_t>(group, p.rows)) : 0;
+  const uint32_t wpr = p.words_per_row();
+  try {
+    p.words.assign(size_t(p.batch * p.rows) * wpr, 0u);
+    if (format == WeightFormat::kInt8) p.scales.assign(size_t(p.batch) * p.groups() * size_t(p.cols), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("pack_weights: out of host memory");
+  }
+  auto at = [&](int64_t b, int64_t r, int64_t c) { return values[size_t((b * p.rows + r) * p.cols + c)]; };
+  for (int64_t b = 0; b < p.batch; ++b) {
+    if (format == WeightFormat::kInt8)
+      for (uint32_t g = 0; g < p.groups(); ++g) {
+        const int64_t r0 = int64_t(g) * p.group, r1 = std::min<int64_t>(r0 + p.group, p.rows);
+        for (int64_t c = 0; c < p.cols; ++c) {
+          double max_abs = 0.0;
+          for (int64_t r = r0; r < r1; ++r) max_abs = std::max(max_abs, std::fabs(double(at(b, r, c))));
+          p.scales[size_t((b * p.groups() + g) * p.cols + c)] = int8_scale(max_abs);
+        }
+      }
+    for (int64_t r = 0; r < p.rows; ++r)
+      for (int64_t c = 0; c < p.cols; ++c) {
+        uint32_t bits;
+        uint32_t shift;
+        if (format == WeightFormat::kF16) {
+          bits = float_to_half(at(b, r, c));
+          if ((bits & 0x7fffu) == 0x7c00u)  // rounds to infinity
+            return out_of_range("pack_weights: value " + std::to_string((b * p.rows + r) * p.cols + c) + " (" +
+                                std::to_string(at(b, r, c)) + ") is beyond the f16 range");
+          shift = 16 * uint32_t(c % 2);
+        } else {
+          const float scale = p.scales[size_t((b * p.groups() + r / p.group) * p.cols + c)];
+          bits = uint32_t(uint8_t(int8_t(quantize(at(b, r, c), scale))));
+          shift = 8 * uint32_t(c % 4);
+        }
+        p.words[size_t((b * p.rows + r) * wpr + c / per_word(format))] |= bits << shift;
+      }
+  }
+  return p;
+}
+
+std::string PackedWeights::describe() const {
+  std::string s = std::string(weight_format_name(format)) + " [" + std::to_string(batch) + ", " + std::to_string(rows) +
+                  ", " + std::to_string(cols) + "]";
+  if (format == WeightFormat::kInt8) s += " (group " + std::to_string(group) + ")";
+  return s;
+}
+
+Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host, const std::string& name,
+                                    MemoryPool pool) {
+  const uint64_t words = uint64_t(host.batch * host.rows) * host.words_per_row();
+  if (host.words.size() != words || host.scales.size() != uint64_t(host.batch) * host.groups() * uint64_t(host.cols))
+    return invalid_argument("upload_packed: '" + name + "': words or scales do not match the shape");
+  PackedWeights p;
+  p.format = host.format;
+  p.batch = host.batch, p.rows = host.rows, p.cols = host.cols, p.group = host.group;
+  RILL_ASSIGN_OR_RETURN(p.words, ctx.tensor(DType::kU32, {host.batch, host.rows, int64_t(host.words_per_row())},
+                                            name, pool));
+  RILL_RETURN_IF_ERROR(ctx.upload(
+      p.words, std::span(reinterpret_cast<const uint8_t*>(host.words.data()), host.words.size() * sizeof(uint32_t))));
+  if (host.format == WeightFormat::kInt8) {
+    RILL_ASSIGN_OR_RETURN(p.scales, ctx.tensor(DType::kF32, {host.batch, int64_t(host.groups()), host.cols},
+                                               name + ".scales", pool));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(p.scales, host.scales));
+  }
+  return p;
+}
+
+}  // namespace rill::ops

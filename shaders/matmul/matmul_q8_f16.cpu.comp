@@ -1,0 +1,6 @@
+// Matmul, f16 activations, int8 weights (group scales), cpu variant; the kernel is in matmul_register.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#define B_INT8
+#include "matmul_register.glsl"

@@ -1,0 +1,193 @@
+// Packed weight matrices (f16 pairs, int8 with group scales): the host packing against its
+// definition, and matmul with a packed B against the double-precision reference on the values the
+// packing keeps, over odd shapes, groups, batches, f32 and f16 activations and both kernel families.
+#include <cmath>
+
+#include "matmul.hpp"
+#include "op_test.hpp"
+#include "rill/half.hpp"
+#include "rill/ops/matmul.hpp"
+
+namespace {
+
+using rill::DType;
+using rill::ops::WeightFormat;
+
+rill::ops::HostPackedWeights pack(const std::vector<float>& v, std::vector<int64_t> shape, WeightFormat f,
+                                  uint32_t group = 64) {
+  auto p = rill::ops::pack_weights(v, shape, f, group);
+  INFO(p.status().to_string());
+  REQUIRE(p.is_ok());
+  return std::move(p).value();
+}
+
+std::vector<float> unpacked(const rill::ops::HostPackedWeights& p) {
+  std::vector<float> out;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t r = 0; r < p.rows; ++r)
+      for (int64_t c = 0; c < p.cols; ++c) out.push_back(p.value(b, r, c));
+  return out;
+}
+
+struct Case {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool a_batched = true, transpose_a = false, bias = false, accumulate = false;
+  uint32_t group = 64;
+};
+
+void check_case(rill::Context& ctx, DType dtype, WeightFormat format, const Case& t, uint32_t seed) {
+  INFO("batch " << t.batch << " M " << t.m << " N " << t.n << " K " << t.k << " group " << t.group << " tA "
+                << t.transpose_a << " bias " << t.bias << " acc " << t.accumulate << " f16 " << (dtype == DType::kF16)
+                << " format " << rill::ops::weight_format_name(format) << " seed " << seed);
+  const int64_t ba = t.a_batched ? t.batch : 1;
+  const auto a = rill_test::stored(rill_test::random_vector(size_t(ba * t.m * t.k), seed), dtype);
+  const auto w = rill_test::random_vector(size_t(t.batch * t.k * t.n), seed + 1);
+  const auto bias = t.bias ? rill_test::stored(rill_test::random_vector(size_t(t.n), seed + 2), dtype) : std::vector<float>{};
+  const auto host = pack(w, {t.batch, t.k, t.n}, format, t.group);
+  auto c_ref = rill_test::stored(rill_test::random_vector(size_t(t.batch * t.m * t.n), seed + 3), dtype);
+  const auto c_init = c_ref;
+  rill::ref::matmul(a, unpacked(host), bias,
+                    {.batch = t.batch, .m = t.m, .n = t.n, .k = t.k, .a_batched = t.a_batched, .transpose_a = t.transpose_a},
+                    t.accumulate, c_ref);
+
+  std::vector<int64_t> a_shape = t.transpose_a ? std::vector<int64_t>{t.k, t.m} : std::vector<int64_t>{t.m, t.k};
+  if (t.a_batched) a_shape.insert(a_shape.begin(), t.batch);
+  auto ta = rill_test::tensor_from(ctx, dtype, a_shape, a, "A");
+  auto tc = rill_test::tensor_from(ctx, dtype, {t.batch, t.m, t.n}, c_init, "C");
+  auto packed = rill::ops::upload_packed(ctx, host, "B");
+  REQUIRE(packed.is_ok());
+  rill::Tensor tbias;
+  if (t.bias) tbias = rill_test::tensor_from(ctx, dtype, {t.n}, bias, "bias");
+  auto seq = ctx.sequence();
+  const rill::Status st = rill::ops::matmul(*seq, ta, *packed, tc,
+                                            {.transpose_a = t.transpose_a, .accumulate = t.accumulate,
+                                             .bias = t.bias ? &tbias : nullptr});
+  INFO(st.to_string());
+  REQUIRE(st.is_ok());
+  REQUIRE(seq->run().is_ok());
+  // f32 sums of exactly representable products: the reference's tolerance for plain matmul.
+  const double atol = dtype == DType::kF16 ? 2e-3 * (1.0 + t.k / 64.0) : 1e-6 * (4.0 + t.k);
+  rill_test::require_close(rill_test::read(ctx, tc), c_ref, atol * (t.accumulate ? 2 : 1), dtype == DType::kF16 ? 2e-3 : 1e-5,
+                           "C");
+}
+
+}  // namespace
+
+TEST_CASE("pack_weights keeps int8 within half a step of each group's scale", "[packed_weights]") {
+  const int64_t rows = 70, cols = 9;
+  auto w = rill_test::random_vector(size_t(rows * cols), 7, -3.0f, 3.0f);
+  w[5 * cols + 2] = 40.0f;   // an outlier widens its own group's scale only
+  for (int64_t r = 0; r < 64; ++r) w[size_t(r * cols + 4)] = 0.0f;  // an all-zero group and column
+  const auto p = pack(w, {rows, cols}, WeightFormat::kInt8, 32);
+  REQUIRE(p.group == 32);
+  REQUIRE(p.groups() == 3);
+  REQUIRE(p.words_per_row() == 3);  // 9 columns, 4 per word
+  REQUIRE(p.scales.size() == size_t(3 * cols));
+  for (uint32_t g = 0; g < p.groups(); ++g)
+    for (int64_t c = 0; c < cols; ++c) {
+      double max_abs = 0.0;
+      for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r)
+        max_abs = std::max(max_abs, std::fabs(double(w[size_t(r * cols + c)])));
+      const float scale = p.scales[size_t(g * cols + c)];
+      CHECK(scale == float(max_abs / 127.0));
+      for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r) {
+        const float v = p.value(0, r, c);
+        CHECK(std::fabs(double(v) - w[size_t(r * cols + c)]) <= 0.5 * scale * (1 + 1e-6));
+        CHECK(v == (scale == 0.0f ? 0.0f : float(std::nearbyint(double(w[size_t(r * cols + c)]) / scale)) * scale));
+      }
+    }
+  CHECK(p.value(0, 5, 2) == 40.0f);      // the group's largest magnitude is exact
+  CHECK(p.value(0, 10, 4) == 0.0f);      // zero group: scale 0, values 0
+  CHECK(p.words[size_t(0 * 3 + 2)] >> 8 == 0u);  // the ragged last word's unused bytes are zero
+  // group 0: one scale per column over all rows; a group above the rows is clamped.
+  CHECK(pack(w, {rows, cols}, WeightFormat::kInt8, 0).groups() == 1);
+  CHECK(pack(w, {rows, cols}, WeightFormat::kInt8, 1000).group == uint32_t(rows));
+}
+
+TEST_CASE("pack_weights keeps f16 exactly as half precision rounds", "[packed_weights]") {
+  auto w = rill_test::random_vector(2 * 5 * 3, 3, -65000.0f, 65000.0f);
+  w[1] = 1e-8f;  // a subnormal half
+  const auto p = pack(w, {2, 5, 3}, WeightFormat::kF16);
+  REQUIRE(p.words_per_row() == 2);
+  REQUIRE(p.scales.empty());
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t r = 0; r < 5; ++r)
+      for (int64_t c = 0; c < 3; ++c) {
+        const float want = rill::half_to_float(rill::float_to_half(w[size_t((b * 5 + r) * 3 + c)]));
+        CHECK(p.value(b, r, c) == want);
+      }
+}
+
+TEST_CASE("pack_weights refuses bad shapes, counts and non-finite values", "[packed_weights]") {
+  using rill::StatusCode;
+  const std::vector<float> v(12, 1.0f);
+  CHECK(rill::ops::pack_weights(v, {12}, WeightFormat::kInt8).status().code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::pack_weights(v, {3, 5}, WeightFormat::kInt8).status().code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::pack_weights(v, {0, 12}, WeightFormat::kF16).status().code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::pack_weights(v, {1, 1, 2, 6}, WeightFormat::kF16).status().code() == StatusCode::kInvalidArgument);
+  std::vector<float> bad = v;
+  bad[7] = NAN;
+  const auto s = rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kInt8).status();
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("value 7") != std::string::npos);
+  bad[7] = 70000.0f;  // finite, but past the largest half
+  CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kF16).status().code() == StatusCode::kOutOfRange);
+  CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kInt8).is_ok());
+  CHECK(rill::ops::pack_weights(v, {3, 4}, WeightFormat::kInt8).is_ok());
+}
+
+GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and groups", "[packed_weights][matmul][gpu]") {
+  uint32_t seed = 1;
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+        for (int64_t m : {1, 7, 65}) {
+          for (int64_t n : {1, 5, 34, 100}) {
+            for (int64_t k : {1, 17, 130}) {
+              check_case(ctx, dtype, format, {.m = m, .n = n, .k = k, .group = uint32_t(k % 3 == 0 ? 0 : 16)}, ++seed);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bias and accumulates",
+              "[packed_weights][matmul][gpu]") {
+  uint32_t seed = 900;
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+        check_case(ctx, dtype, format, {.batch = 3, .m = 20, .n = 9, .k = 66, .group = 8}, ++seed);
+        check_case(ctx, dtype, format, {.batch = 4, .m = 33, .n = 12, .k = 40, .a_batched = false, .group = 16}, ++seed);
+        check_case(ctx, dtype, format, {.m = 37, .n = 70, .k = 29, .transpose_a = true, .bias = true, .accumulate = true},
+                   ++seed);
+        check_case(ctx, dtype, format, {.m = 2, .n = 257, .k = 200, .bias = true, .group = 1}, ++seed);
+      }
+    }
+  }
+}
+
+GPU_TEST_CASE("matmul refuses a packed B that does not fit A and C", "[packed_weights][matmul][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill_test::random_vector(8 * 5, 1);
+  auto b = rill::ops::upload_packed(ctx, pack(w, {8, 5}, WeightFormat::kInt8), "B");
+  REQUIRE(b.is_ok());
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  auto a_wrong = rill_test::empty_tensor(ctx, DType::kF32, {4, 7});
+  auto c = rill_test::empty_tensor(ctx, DType::kF32, {4, 5});
+  auto c_half = rill_test::empty_tensor(ctx, DType::kF16, {4, 5});
+  auto seq = ctx.sequence();
+  using rill::StatusCode;
+  CHECK(rill::ops::matmul(*seq, a_wrong, *b, c).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, *b, c_half).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, *b, c, {.transpose_b = true}).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::matmul(*seq, a, rill::ops::PackedWeights{}, c).code() == StatusCode::kInvalidArgument);
+  auto no_scales = rill::ops::upload_packed(ctx, pack(w, {8, 5}, WeightFormat::kInt8), "B");
+  REQUIRE(no_scales.is_ok());
+  no_scales->scales = rill::Tensor{};
+  CHECK(rill::ops::matmul(*seq, a, *no_scales, c).code() == StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+  CHECK(rill::ops::matmul(*seq, a, *b, c).is_ok());
+}
