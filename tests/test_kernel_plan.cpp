@@ -140,11 +140,19 @@ TEST_CASE("kernel plan: overrides parse, and bad ones are named", "[plan]") {
 
 TEST_CASE("kernel plan: the loop budget bounds one chunk of the serial kernel", "[plan]") {
   DeviceTraits d = lavapipe_like();
+  const auto wide = linear_attention_serial(d, la_shape(1, 4096, 256));  // LRPE's doubled heads
+  REQUIRE(wide.is_ok());
+  CHECK(wide->chunk < 64);  // halved until one chunk fits
+  CHECK(wide->chunk >= 8);
   d.loop_budget = 1000;
-  const auto r = linear_attention_serial_chunks(d, la_shape(1, 4096, 64));
-  REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().code() == rill::StatusCode::kOutOfRange);
-  CHECK(r.status().message().find("smaller chunk") != std::string::npos);
+  const auto r = linear_attention_serial(d, la_shape(1, 4096, 64));
+  REQUIRE(r.is_ok());
+  CHECK(r->chunk < 8);
+  d.loop_budget = 100;  // not even one position
+  const auto none = linear_attention_serial(d, la_shape(1, 4096, 64));
+  REQUIRE_FALSE(none.is_ok());
+  CHECK(none.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(none.status().message().find("one position") != std::string::npos);
 }
 
 TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {

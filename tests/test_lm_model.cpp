@@ -187,24 +187,36 @@ GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][
   check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
 }
 
-// The reference on the values packed weights keep: each linear layer's weight packed and unpacked
-// on the host exactly as the device reads it.
+// The reference on the values packed weights keep: each linear layer's weight, and the embedding
+// as its transpose [D, V], packed and unpacked on the host exactly as the device reads them.
 std::vector<float> packed_reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens,
                                     rill::ops::WeightFormat format, uint32_t group) {
-  auto floats = [&](const std::string& name) {
-    std::vector<float> v = w.floats(name).value();
-    const std::string leaf = name.substr(name.rfind('.') + 1);
-    if (leaf != "wq" && leaf != "wk" && leaf != "wv" && leaf != "wgate" && leaf != "wo" && leaf != "wu" &&
-        leaf != "wg" && leaf != "wd" && leaf != "head")
-      return v;
-    std::vector<int64_t> shape;
-    for (const auto& spec : rill::lm::weight_specs(w.config()))
-      if (spec.name == name) shape = spec.shape;
+  auto through_packing = [&](std::vector<float> v, const std::vector<int64_t>& shape) {
     const auto p = rill::ops::pack_weights(v, shape, format, group).value();
     size_t i = 0;
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t r = 0; r < p.rows; ++r)
         for (int64_t c = 0; c < p.cols; ++c) v[i++] = p.value(b, r, c);
+    return v;
+  };
+  auto floats = [&](const std::string& name) {
+    std::vector<float> v = w.floats(name).value();
+    const int64_t V = w.config().vocab, D = w.config().width;
+    if (name == "embed") {
+      std::vector<float> t(v.size());
+      for (int64_t r = 0; r < V; ++r)
+        for (int64_t d = 0; d < D; ++d) t[size_t(d * V + r)] = v[size_t(r * D + d)];
+      t = through_packing(std::move(t), {D, V});
+      for (int64_t r = 0; r < V; ++r)
+        for (int64_t d = 0; d < D; ++d) v[size_t(r * D + d)] = t[size_t(d * V + r)];
+      return v;
+    }
+    const std::string leaf = name.substr(name.rfind('.') + 1);
+    if (leaf != "wq" && leaf != "wk" && leaf != "wv" && leaf != "wgate" && leaf != "wo" && leaf != "wu" &&
+        leaf != "wg" && leaf != "wd" && leaf != "head")
+      return v;
+    for (const auto& spec : rill::lm::weight_specs(w.config()))
+      if (spec.name == name) return through_packing(std::move(v), spec.shape);
     return v;
   };
   return rill::ref::transnormer_logits(w.config(), floats, tokens);
@@ -213,11 +225,13 @@ std::vector<float> packed_reference(const rill::lm::Weights& w, std::span<const 
 GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the packed values", "[lm][gpu]") {
   using rill::lm::WeightStorage;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    INFO(ctx.kernel_variant("util/saxpy").value());
+   for (bool tied : {false, true}) {
+    INFO(ctx.kernel_variant("util/saxpy").value() << (tied ? " tied" : " untied"));
     ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm});
     c.output_gate = true;  // every linear weight: q, k, v, gate, o, the GLU's three and the head
     c.lrpe_layers = {2};
-    c.tie_embeddings = false;
+    c.embed_scale = 1.5f;
+    c.tie_embeddings = tied;
     REQUIRE(c.validate().is_ok());
     const auto w = rill::lm::Weights::random(c, 8).value();
     const uint64_t f32_bytes = make_model(ctx, w).weight_bytes();
@@ -242,6 +256,7 @@ GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the pa
         check_row(*step, ref, t, c.vocab, 2e-4, "decode");
       }
     }
+   }
   }
 }
 

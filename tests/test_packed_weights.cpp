@@ -1,8 +1,10 @@
 // Packed weight matrices (f16 pairs, int8 with group scales): the host packing against its
-// definition, and matmul with a packed B against the double-precision reference on the values the
-// packing keeps, over odd shapes, groups, batches, f32 and f16 activations and both kernel families.
+// definition, and matmul with a packed B (and the embedding gather from a packed table) against the
+// double-precision reference on the values the packing keeps, over odd shapes, groups, batches,
+// f32 and f16 activations and both kernel families.
 #include <cmath>
 
+#include "elementwise.hpp"
 #include "matmul.hpp"
 #include "op_test.hpp"
 #include "rill/half.hpp"
@@ -190,4 +192,38 @@ GPU_TEST_CASE("matmul refuses a packed B that does not fit A and C", "[packed_we
   CHECK(rill::ops::matmul(*seq, a, *no_scales, c).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
   CHECK(rill::ops::matmul(*seq, a, *b, c).is_ok());
+}
+
+GPU_TEST_CASE("embedding from a packed transposed table gathers the packed values and counts bad ids",
+              "[packed_weights][elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+      for (auto [vocab, dim] : {std::pair<int64_t, int64_t>{13, 7}, {5, 1}, {301, 70}}) {
+        INFO("vocab " << vocab << " dim " << dim << " f16 " << (dtype == DType::kF16) << " "
+                      << rill::ops::weight_format_name(format));
+        const std::vector<uint32_t> ids = {3, 0, uint32_t(vocab - 1), 3, 99999, 2, 1u << 31};  // two out of range
+        const auto table_t = pack(rill_test::random_vector(size_t(vocab * dim), uint32_t(vocab)), {dim, vocab}, format, 16);
+        std::vector<float> table(size_t(vocab * dim));  // the packed values, row per token
+        for (int64_t v = 0; v < vocab; ++v)
+          for (int64_t d = 0; d < dim; ++d) table[size_t(v * dim + d)] = table_t.value(0, d, v);
+        std::vector<float> out_ref;
+        rill::ref::embedding_forward(ids, table, vocab, dim, out_ref);
+        for (float& x : out_ref) x = rill_test::stored({x * 2.5f}, dtype)[0];
+        auto tids = rill_test::empty_tensor(ctx, DType::kU32, {int64_t(ids.size())});
+        REQUIRE(ctx.upload(tids, std::span(reinterpret_cast<const uint8_t*>(ids.data()), ids.size() * 4)).is_ok());
+        auto packed = rill::ops::upload_packed(ctx, table_t, "table");
+        REQUIRE(packed.is_ok());
+        auto tout = rill_test::empty_tensor(ctx, dtype, {int64_t(ids.size()), dim});
+        auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+        auto seq = ctx.sequence();
+        REQUIRE(rill::ops::embedding_forward(*seq, tids, *packed, tout, terr, 2.5f).is_ok());
+        REQUIRE(seq->run().is_ok());
+        rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, dtype == DType::kF16 ? 1e-3 : 0.0, "rows");
+        uint32_t count = 0;
+        REQUIRE(ctx.download(terr, std::span(reinterpret_cast<uint8_t*>(&count), 4)).is_ok());
+        CHECK(count == 2);
+      }
+    }
+  }
 }

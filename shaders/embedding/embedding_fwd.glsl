@@ -1,16 +1,28 @@
 // Embedding gather: out[t, :] = table[ids[t], :] * scale. An id outside the vocabulary gives a zero row
 // and is counted in errors[0], which the dispatch function reports. ids: [tokens] u32;
-// table: [vocab, dim] sfloat; out: [tokens, dim] sfloat; errors: [1] u32.
+// table: [vocab, dim] sfloat, or with B_INT8 / B_F16 its transpose [dim, vocab] packed
+// (packed_weights.glsl: the same matrix serves a tied output head); out: [tokens, dim] sfloat;
+// errors: [1] u32.
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
+#if defined(B_INT8) || defined(B_F16)
+#define PW_WORDS_BINDING 1
+#define PW_SCALES_BINDING 4
+#include "packed_weights.glsl"
+#else
 layout(std430, binding = 1) readonly buffer Table { sfloat table[]; };
+#endif
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
 layout(std430, binding = 3) buffer Errors { uint errors[]; };
-layout(push_constant) uniform Push { uint tokens, vocab, dim; float scale; } p;
+layout(push_constant) uniform Push {
+  uint tokens, vocab, dim;
+  float scale;
+  uint words_per_row, group;  // packed table only
+} p;
 
 void main() {
   const uint i = rill_global_index();
@@ -22,5 +34,9 @@ void main() {
     if (j == 0) atomicAdd(errors[0], 1u);
     return;
   }
+#if defined(B_INT8) || defined(B_F16)
+  out_data[i] = sfloat(packed_value(0u, p.words_per_row, 0u, p.group, p.vocab, j, id) * p.scale);
+#else
   out_data[i] = sfloat(afloat(table[id * p.dim + j]) * p.scale);
+#endif
 }

@@ -11,8 +11,9 @@ layout(constant_id = 3) const bool ACCUMULATE = false;
 
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 #if defined(B_INT8) || defined(B_F16)
-layout(std430, binding = 1) readonly buffer B { uint b_words[]; };
-layout(std430, binding = 4) readonly buffer Scales { float b_scales[]; };
+#define PW_WORDS_BINDING 1
+#define PW_SCALES_BINDING 4
+#include "packed_weights.glsl"
 #else
 layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 #endif
@@ -28,13 +29,8 @@ layout(push_constant) uniform Push {
 
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
 afloat load_b(uint batch, uint k, uint n) {
-#if defined(B_INT8)
-  const uint word = b_words[batch * p.b_bs + k * p.b_rs + (n >> 2)];
-  const float q = float(bitfieldExtract(int(word), int((n & 3u) * 8u), 8));
-  return afloat(q * b_scales[batch * p.s_bs + (k / p.b_group) * p.N + n]);
-#elif defined(B_F16)
-  const vec2 pair = unpackHalf2x16(b_words[batch * p.b_bs + k * p.b_rs + (n >> 1)]);
-  return afloat((n & 1u) == 0u ? pair.x : pair.y);
+#if defined(B_INT8) || defined(B_F16)
+  return afloat(packed_value(batch * p.b_bs, p.b_rs, batch * p.s_bs, p.b_group, p.N, k, n));
 #else
   return afloat(b[batch * p.b_bs + k * p.b_rs + n * p.b_cs]);
 #endif

@@ -140,14 +140,23 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     if (n <= (quick ? 4096 : args.lm_max_tokens)) lengths.push_back(n);
   if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "options");
   const int decode_tokens = quick ? 8 : 48;  // host round trips per token are noisy on shared machines
+  rill::lm::ModelOptions options;
+  auto storage = rill::lm::weight_storage_from_name(args.lm_weight_storage);
+  if (!report(storage.status(), "options")) return false;
+  options.weights = *storage;
+  if (args.lm_segment != 0) options.prefill_segment = args.lm_segment;
   auto weights = rill::lm::Weights::random(config, 1);
   if (!report(weights.status(), "weights")) return false;
-  auto model = rill::lm::Model::create(ctx, *weights);
+  ctx.reset_peak_memory();
+  auto model = rill::lm::Model::create(ctx, *weights, options);
   if (!report(model.status(), "model")) return false;
+  const uint64_t weight_bytes = model->weight_bytes();
   const nlohmann::json model_shape = {{"width", config.width}, {"heads", config.heads}, {"layers", config.layers},
                                       {"ffn_width", config.ffn_width}, {"vocab", config.vocab}, {"block", config.block},
                                       {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
-                                      {"segment", model->options().prefill_segment}};
+                                      {"segment", model->options().prefill_segment},
+                                      {"weight_storage", rill::lm::weight_storage_name(options.weights)},
+                                      {"weight_bytes", weight_bytes}};
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
   std::string peer_config, peer_weights;
   if (args.peers) {
@@ -214,8 +223,10 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     std::filesystem::remove(peer_config);
     std::filesystem::remove(peer_weights);
   }
-  out.push_back({{"op", "lm_prefill_fit"}, {"variant", "transnormer"}, {"shape", {{"from", 4096}, {"to", lengths.back()}}},
-                 {"time_exponent", fitted_exponent(fit)}});
+  if (fit.size() >= 2)
+    out.push_back({{"op", "lm_prefill_fit"}, {"variant", "transnormer"},
+                   {"shape", {{"from", 4096}, {"to", lengths.back()}}}, {"time_exponent", fitted_exponent(fit)}});
+  if (args.lm_no_baseline) return true;
 
   // The softmax baseline: same widths, every attention layer full causal softmax attention.
   rill::lm::ModelConfig soft = config;

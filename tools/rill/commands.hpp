@@ -30,6 +30,9 @@ struct BenchArgs {
   bool peers = false;     // kernels: time the PyTorch peer of each record in the same run
   std::string lm_config;  // lm: model config JSON; empty: the default (width 256, 8 heads, 6 layers)
   uint64_t lm_max_tokens = 1 << 20;  // lm: longest prompt to time
+  std::string lm_weight_storage = "precision";  // lm: the linear layers' weights (precision, f16, int8)
+  uint32_t lm_segment = 0;                      // lm: prefill segment (0: the model's default)
+  bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
 };
 int run_bench(const BenchArgs& args);
 
@@ -112,6 +115,8 @@ struct GenerateArgs {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool f16 = false;
+  std::string weight_storage = "precision";  // linear layers: precision, f16 or int8
+  uint32_t int8_group = 64;
   uint32_t segment = 0;  // 0: the model's default
   std::string save_state, load_state;
   int64_t save_state_every = 0;           // also save the state every N generated tokens (0: at the end)

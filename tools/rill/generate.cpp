@@ -123,6 +123,11 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_option("--seed", a.seed, "Seed of the sampler (each draw depends on the seed and the position)")
       ->check(kSeed);
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
+  cmd->add_option("--weight-storage", a.weight_storage,
+                  "The linear layers' weights on the device: precision (as --f16 says), f16, or int8 with group "
+                  "scales (a quarter of f32; converted at load)")
+      ->check(CLI::IsMember({"precision", "f16", "int8"}));
+  cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
   cmd->add_option("--save-state-every", a.save_state_every,
@@ -175,6 +180,10 @@ int run_generate(const GenerateArgs& args) {
 
   lm::ModelOptions model_options;
   model_options.precision = a.f16 ? lm::Precision::kF16 : lm::Precision::kF32;
+  auto storage = lm::weight_storage_from_name(a.weight_storage);
+  if (!storage.is_ok()) return fail(storage.status());
+  model_options.weights = *storage;
+  model_options.int8_group = a.int8_group;
   if (a.segment != 0) model_options.prefill_segment = a.segment;
   const auto load_start = Clock::now();
   auto model = [&]() -> rill::Result<lm::Model> {  // the host weights are freed once uploaded
@@ -192,8 +201,9 @@ int run_generate(const GenerateArgs& args) {
   const double load_seconds = seconds_since(load_start);
   const lm::ModelConfig& config = model->config();
   if (!a.json)
-    std::fprintf(stderr, "model: vocab %u, width %u, heads %u, layers %u, %s, weights %s, state %s; ready in %.2f s\n",
-                 config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
+    std::fprintf(stderr, "model: vocab %u, width %u, heads %u, layers %u, %s, %s linear weights, weights %s, state %s; "
+                 "ready in %.2f s\n", config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
+                 a.weight_storage == "precision" ? (a.f16 ? "f16" : "f32") : a.weight_storage.c_str(),
                  human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
 
   if (tokenizer->vocab_size() > config.vocab)
@@ -273,6 +283,7 @@ int run_generate(const GenerateArgs& args) {
         {"device", ctx->device().name},
         {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
         {"precision", a.f16 ? "f16" : "f32"},
+        {"weight_storage", a.weight_storage},
         {"weight_bytes", model->weight_bytes()},
         {"state_bytes", session->state_bytes()},
         {"load_seconds", load_seconds},

@@ -134,7 +134,8 @@ enum class Precision { kF32, kF16 };
 // holds (rill/ops/packed_weights.hpp; converted at load, arithmetic stays f32). Int8 takes about
 // a quarter of the f32 bytes: the edge-memory form.
 enum class WeightStorage { kPrecision, kF16, kInt8 };
-RILL_API const char* weight_storage_name(WeightStorage storage);
+RILL_API const char* weight_storage_name(WeightStorage storage);  // "precision", "f16", "int8"
+RILL_API Result<WeightStorage> weight_storage_from_name(std::string_view name);
 
 // A config and its weights on the host. Weights from a file stay in the (mapped) file until the
 // model uploads them: no copy is made for f32 or f16 data that matches the model's precision.

@@ -102,7 +102,11 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   const ModelTensors& w = m.tensors;
   Sequence& seq = *g.seq;
   const float eps = c.norm_eps;
-  RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed, g.x[0], g.errors, c.embed_scale));
+  if (w.embed_t.valid()) {
+    RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed_t, g.x[0], g.errors, c.embed_scale));
+  } else {
+    RILL_RETURN_IF_ERROR(ops::embedding_forward(seq, g.ids, w.embed, g.x[0], g.errors, c.embed_scale));
+  }
   RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.x[0], gain_of(w.layers[0].attn_norm), g.u, g.rstd, eps));
   int cur = 0;
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -141,7 +145,9 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
     RILL_RETURN_IF_ERROR(copy_rows(seq, g.u, g.len - 1, g.last, 0, 1));
     last = &g.last;
   }
-  if (c.tie_embeddings) {
+  if (c.tie_embeddings && w.embed_t.valid()) {
+    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed_t, g.logits));
+  } else if (c.tie_embeddings) {
     RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed, g.logits, {.transpose_b = true}));
   } else {
     RILL_RETURN_IF_ERROR(linear(seq, *last, w.head, g.logits));

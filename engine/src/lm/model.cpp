@@ -26,23 +26,42 @@ Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::st
   return t;
 }
 
-// A linear layer's weight: packed when the options ask for it and the precision does not already
-// give that form (f16 weights in an f16 model are plain f16 tensors).
+// Whether the options pack the weights: not when the precision already gives that form (f16
+// weights in an f16 model are plain f16 tensors).
+bool packs_weights(const ModelOptions& options, DType dtype) {
+  return options.weights == WeightStorage::kInt8 || (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
+}
+
+Result<ops::PackedWeights> upload_packed(Context& ctx, std::vector<float> values, const std::string& name,
+                                         const std::vector<int64_t>& shape, const ModelOptions& options) {
+  const auto format = options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
+  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, options.int8_group));
+  values = {};  // free the floats before the upload allocates its staging copy
+  return ops::upload_packed(ctx, host, name);
+}
+
 Result<detail::LinearWeight> upload_linear(Context& ctx, const Weights& weights, const std::string& name,
                                            std::vector<int64_t> shape, DType dtype, const ModelOptions& options) {
   detail::LinearWeight w;
-  const bool packed = options.weights == WeightStorage::kInt8 ||
-                      (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
-  if (!packed) {
+  if (!packs_weights(options, dtype)) {
     RILL_ASSIGN_OR_RETURN(w.dense, upload_weight(ctx, weights, name, std::move(shape), dtype));
     return w;
   }
-  const auto format = options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
   RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats(name));
-  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, options.int8_group));
-  values = {};  // the 385M model's largest matrix is 262 MB as floats: free it before the upload
-  RILL_ASSIGN_OR_RETURN(w.packed, ops::upload_packed(ctx, host, name));
+  RILL_ASSIGN_OR_RETURN(w.packed, upload_packed(ctx, std::move(values), name, shape, options));
   return w;
+}
+
+// The embedding packed as its transpose [D, V] (ops::embedding_forward's packed form), which is also
+// the tied head's B: a 385M model's f32 table (262 MB) is more than many devices bind at once.
+Result<ops::PackedWeights> upload_embedding_packed(Context& ctx, const Weights& weights, int64_t V, int64_t D,
+                                                   const ModelOptions& options) {
+  RILL_ASSIGN_OR_RETURN(std::vector<float> table, weights.floats("embed"));
+  std::vector<float> transposed(table.size());
+  for (int64_t v = 0; v < V; ++v)
+    for (int64_t d = 0; d < D; ++d) transposed[size_t(d * V + v)] = table[size_t(v * D + d)];
+  table = {};
+  return upload_packed(ctx, std::move(transposed), "embed", {D, V}, options);
 }
 
 }  // namespace
@@ -54,6 +73,12 @@ const char* weight_storage_name(WeightStorage storage) {
     case WeightStorage::kInt8: return "int8";
   }
   return "unknown";
+}
+
+Result<WeightStorage> weight_storage_from_name(std::string_view name) {
+  for (WeightStorage s : {WeightStorage::kPrecision, WeightStorage::kF16, WeightStorage::kInt8})
+    if (name == weight_storage_name(s)) return s;
+  return invalid_argument("lm: unknown weight storage '" + std::string(name) + "' (precision, f16 or int8)");
 }
 
 Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
@@ -101,7 +126,11 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     RILL_ASSIGN_OR_RETURN(t, upload_linear(ctx, weights, name, std::move(shape), dt, options));
     return Status::ok();
   };
-  RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
+  if (packs_weights(options, dt)) {
+    RILL_ASSIGN_OR_RETURN(w.embed_t, upload_embedding_packed(ctx, weights, V, D, options));
+  } else {
+    RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
+  }
   for (uint32_t i = 0; i < config.layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     detail::LayerTensors l;
@@ -136,7 +165,7 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   }
   if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
   if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load_linear(w.head, "head", {D, V}));
-  uint64_t bytes = w.embed.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
+  uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
   for (const auto& l : w.layers) {
     for (const Tensor* t : {&l.attn_norm, &l.out_norm, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();

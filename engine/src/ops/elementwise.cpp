@@ -21,6 +21,7 @@ struct EmbedShape {
 struct Embed {
   EmbedShape shape;
   float scale;
+  uint32_t words_per_row = 0, group = 1;  // packed table only
 };
 
 Result<uint32_t> count_of(const Tensor& t, const char* op) {
@@ -86,6 +87,30 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
                        .push = push_bytes(Embed{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale}),
                        .groups = detail::groups_for(tokens * dim, 256),
                        .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
+}
+
+Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
+                         const Tensor& errors, float scale) {
+  const char* op = "embedding";
+  RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(out, op));
+  const bool int8 = table_t.format == WeightFormat::kInt8;
+  if (!table_t.valid() || table_t.batch != 1 || table_t.words.shape().size() != 3 || (int8 && !table_t.scales.valid()))
+    return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix with its words (and scales)");
+  const uint64_t dim = uint64_t(table_t.rows), vocab = uint64_t(table_t.cols), tokens = ids.element_count();
+  RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
+  if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
+  if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
+  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
+  const Embed push{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale, uint32_t(table_t.words.shape()[2]),
+                   int8 ? table_t.group : 1u};
+  return seq.dispatch({.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
+                       .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
+                       .push = push_bytes(push),
+                       .groups = detail::groups_for(tokens * dim, 256),
+                       .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
 }
 
 Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable) {

@@ -172,17 +172,21 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block
   return p;
 }
 
-Result<uint32_t> linear_attention_serial_chunks(const DeviceTraits& d, const LinearAttentionShape& s) {
+Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const LinearAttentionShape& shape) {
+  // A smaller chunk changes only the rounding (the same sums, grouped differently).
+  LinearAttentionShape s = shape;
+  while (s.chunk > 1 && serial_iterations_per_chunk(s, 64) > d.loop_budget) s.chunk /= 2;
   const uint64_t per_chunk = serial_iterations_per_chunk(s, 64);
   if (per_chunk > d.loop_budget)
-    return out_of_range("linear_attention: one chunk (use a smaller chunk) needs about " + std::to_string(per_chunk) +
+    return out_of_range("linear_attention: one position (heads of " + std::to_string(s.dk) + " x " +
+                        std::to_string(s.dv) + ") needs about " + std::to_string(per_chunk) +
                         " loop iterations per invocation; the device stops loops after " +
                         std::to_string(d.loop_budget * 8 / 7));
   // A GPU watchdog (mobile) kills long dispatches, and a driver loop limit (lavapipe) bounds the
   // serial work of one invocation; elsewhere fewer, longer dispatches.
   uint64_t per = s.chunks_per_dispatch != 0 ? s.chunks_per_dispatch : (d.short_dispatches ? 16 : 256);
   per = std::min<uint64_t>(per, d.loop_budget / per_chunk);
-  return uint32_t(std::max<uint64_t>(per, 1));
+  return SerialChunks{s.chunk, uint32_t(std::max<uint64_t>(per, 1))};
 }
 
 namespace {
@@ -267,8 +271,9 @@ Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAtte
   // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
   LinearAttentionPlan p;
   p.algorithm = Algorithm::kChunkedSerial;
-  p.chunk = s.chunk;
-  RILL_ASSIGN_OR_RETURN(p.chunks_per_dispatch, linear_attention_serial_chunks(d, s));
+  RILL_ASSIGN_OR_RETURN(const SerialChunks serial, linear_attention_serial(d, s));
+  p.chunk = serial.chunk;
+  p.chunks_per_dispatch = serial.chunks_per_dispatch;
   return p;
 }
 

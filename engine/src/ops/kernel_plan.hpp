@@ -116,10 +116,15 @@ struct LinearAttentionShape {
   uint32_t chunks_per_dispatch = 0;  // the caller's bound (0: the plan's)
 };
 // Plans the causal forward; chunked kernels' other passes (non-causal, backward) use
-// linear_attention_serial_chunks. OutOfRange when one chunk exceeds the loop budget;
+// linear_attention_serial. OutOfRange when even a chunk of one position exceeds the loop budget;
 // InvalidArgument when a forced algorithm cannot run on the device or shape.
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s);
-Result<uint32_t> linear_attention_serial_chunks(const DeviceTraits& d, const LinearAttentionShape& s);
+// The serial chunked kernel: the caller's chunk, halved while one chunk's loops exceed the budget
+// (wide heads on lavapipe: LRPE doubles Dk to 256), and the chunks one dispatch covers.
+struct SerialChunks {
+  uint32_t chunk = 64, chunks_per_dispatch = 1;
+};
+Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const LinearAttentionShape& s);
 // Plans the causal backward: its three gradients are each a causal form like the forward (two of
 // them backward in time), parallel over chunks on GPUs, else the serial chunked kernel (there is
 // no register-scan backward).

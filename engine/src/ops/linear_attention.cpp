@@ -55,9 +55,10 @@ plan::LinearAttentionShape shape_of(const Dims& d, const LinearAttentionOptions&
           .chunks_per_dispatch = opt.chunks_per_dispatch};
 }
 
-// Chunks per dispatch of the serial chunked kernels (the plan bounds each dispatch's length).
-Result<uint32_t> chunks_per_dispatch(const Sequence& seq, const Dims& d, const LinearAttentionOptions& opt) {
-  return plan::linear_attention_serial_chunks(plan::traits_of(seq), shape_of(d, opt));
+// The chunk and the chunks per dispatch of the serial chunked kernels (the plan bounds each
+// dispatch's length and may shrink the chunk).
+Result<plan::SerialChunks> serial_chunks(const Sequence& seq, const Dims& d, const LinearAttentionOptions& opt) {
+  return plan::linear_attention_serial(plan::traits_of(seq), shape_of(d, opt));
 }
 
 std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt, uint32_t workgroup = kWorkgroup) {
@@ -161,7 +162,7 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
                     uint32_t mode) {
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  uint32_t per = 0;
+  plan::SerialChunks serial;
   if (mode == 0) {
     RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                           plan::linear_attention_forward(plan::traits_of(seq), shape_of(d, opt)));
@@ -170,27 +171,28 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
       return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state,
                              opt, p);
-    per = p.chunks_per_dispatch;
+    serial = {p.chunk, p.chunks_per_dispatch};
   } else {
-    RILL_ASSIGN_OR_RETURN(per, chunks_per_dispatch(seq, d, opt));
+    RILL_ASSIGN_OR_RETURN(serial, serial_chunks(seq, d, opt));
   }
-  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
+  const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
+  const uint32_t chunks = (d.n + chunk - 1) / chunk;
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   for (uint32_t first = 0; first < chunks; first += per) {
     const uint32_t count = std::min(per, chunks - first);
-    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
     // Per position: inter q S and update k^T v (2 Dk Dv FMAs each), intra ~C/2 (Dk + Dv) FMAs.
     uint64_t flops = 0;
     if (mode != 2) flops += 2ull * d.dk * d.dv;
     if (mode != 1) flops += 2ull * d.dk * d.dv;
-    if (mode == 0) flops += uint64_t(opt.chunk) * (d.dk + d.dv);
+    if (mode == 0) flops += uint64_t(chunk) * (d.dk + d.dv);
     const uint64_t bytes =
         es * positions * ((mode == 2 ? 1 : 2) * d.dk + (mode == 1 ? 1 : 2) * d.dv) + 8ull * d.dk * d.dv;
     struct Push {
       uint32_t heads, n, dk, dv, first_chunk, chunk_count;
     } push{d.heads, d.n, d.dk, d.dv, first, count};
     auto spec = spec_for(opt);
-    spec.push_back(spec_uint("CHUNK", opt.chunk));
+    spec.push_back(spec_uint("CHUNK", chunk));
     spec.push_back(spec_uint("MODE", mode));
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
                                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
@@ -236,8 +238,9 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  const uint32_t chunks = (d.n + opt.chunk - 1) / opt.chunk;
-  RILL_ASSIGN_OR_RETURN(const uint32_t per, chunks_per_dispatch(seq, d, opt));
+  RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
+  const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
+  const uint32_t chunks = (d.n + chunk - 1) / chunk;
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   // One scan of the backward kernel in `mode`, over every chunk range (forward or backward in time).
   auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
@@ -245,12 +248,12 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
     for (uint32_t r = 0; r < ranges; ++r) {
       const uint32_t index = mode == 0 ? r : ranges - 1 - r;
       const uint32_t first = index * per, count = std::min(per, chunks - first);
-      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
       struct Push {
         uint32_t heads, n, dk, dv, first_chunk, chunk_count;
       } push{d.heads, d.n, d.dk, d.dv, first, count};
       auto spec = spec_for(opt);
-      spec.push_back(spec_uint("CHUNK", opt.chunk));
+      spec.push_back(spec_uint("CHUNK", chunk));
       spec.push_back(spec_uint("MODE", mode));
       spec.push_back(spec_uint("CAUSAL", opt.causal));
       RILL_RETURN_IF_ERROR(seq.dispatch(
@@ -259,7 +262,7 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
            .push = push_bytes(push),
            .groups = {uint32_t(bh), 1, 1},
            .spec = spec,
-           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(opt.chunk) * (d.dk + d.dv) : 0)),
+           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(chunk) * (d.dk + d.dv) : 0)),
            .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
     }
     return Status::ok();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "rill/export.hpp"
+#include "rill/ops/packed_weights.hpp"
 #include "rill/sequence.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
@@ -29,6 +30,11 @@ RILL_API Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, co
 // out: [tokens, dim] (any shape with that many elements). errors: [1] u32, zeroed by the op and
 // counting ids >= vocab after the sequence has run (their rows are zero): read it to detect bad input.
 RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
+                                  const Tensor& errors, float scale = 1.0f);
+// The same gather from a packed table stored transposed, [dim, vocab] (token t is column t): the
+// layout matmul's packed B takes, so one packed matrix is both a model's embedding and its tied
+// output head. out keeps the activations' storage type.
+RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
                                   const Tensor& errors, float scale = 1.0f);
 // dtable[v, :] = sum of dy[t, :] over t with ids[t] == v, deterministic; dtable f32 [vocab, dim].
 RILL_API Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable);
