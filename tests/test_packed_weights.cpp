@@ -143,7 +143,7 @@ GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and gr
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
-        for (int64_t m : {1, 7, 65}) {
+        for (int64_t m : {1, 4, 7, 65}) {  // 1-4 rows: the matvec kernel
           for (int64_t n : {1, 5, 34, 100}) {
             for (int64_t k : {1, 17, 130}) {
               check_case(ctx, dtype, format, {.m = m, .n = n, .k = k, .group = uint32_t(k % 3 == 0 ? 0 : 16)}, ++seed);
@@ -162,6 +162,7 @@ GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bi
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
         check_case(ctx, dtype, format, {.batch = 3, .m = 20, .n = 9, .k = 66, .group = 8}, ++seed);
+        check_case(ctx, dtype, format, {.batch = 3, .m = 3, .n = 9, .k = 66, .a_batched = false, .bias = true, .accumulate = true, .group = 8}, ++seed);
         check_case(ctx, dtype, format, {.batch = 4, .m = 33, .n = 12, .k = 40, .a_batched = false, .group = 16}, ++seed);
         check_case(ctx, dtype, format, {.m = 37, .n = 70, .k = 29, .transpose_a = true, .bias = true, .accumulate = true},
                    ++seed);

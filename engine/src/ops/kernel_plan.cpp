@@ -149,6 +149,19 @@ MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
   return p;
 }
 
+std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m, uint64_t k, uint32_t group) {
+  // A few rows read each weight once either way; the tiled kernels' 4-column strides between lanes
+  // and per-element scales cost 10-20x on lavapipe (385M int8 decode: 3.1 s per token).
+  if (m == 0 || m > 4) return std::nullopt;
+  PackedMatvecPlan p;
+  // A CPU driver runs a workgroup's invocations as SIMD lanes: one subgroup's worth of columns.
+  p.workgroup = d.family == Family::kCpu ? std::max(d.subgroup, 1u) : std::min(64u, d.max_invocations);
+  p.rows = uint32_t(m);
+  p.words = d.family == Family::kCpu ? 4 : 1;
+  p.inner_loops = k + ceil_div(k, std::max(group, 1u)) + 8;
+  return p;
+}
+
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
   BlockAttentionPlan p;
   if (d.family == Family::kGpu && block <= 64) {

@@ -87,6 +87,16 @@ struct MatmulPlan {
 };
 MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k);
 
+// Matmul with a packed B and at most 4 rows (a decoding step): matvec_packed.glsl, one word column
+// of B per invocation. Empty when the tiled kernels serve the shape better.
+struct PackedMatvecPlan {
+  uint32_t workgroup = 64;
+  uint32_t rows = 1;            // spec constant ROWS = M
+  uint32_t words = 1;           // word columns per invocation
+  uint64_t inner_loops = 0;     // K plus one per int8 group
+};
+std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m, uint64_t k, uint32_t group);
+
 // Block attention forward.
 struct BlockAttentionPlan {
   bool register_kernel = false;  // block_attention_fwd_cpu: one subgroup, rows_per_lane query rows each

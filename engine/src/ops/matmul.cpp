@@ -37,9 +37,10 @@ Result<Matrix> as_matrix(const Tensor& t, const char* role) {
 // The checks on A, C and the bias common to both forms of B, and the dispatch. B is `mb` as
 // matrices, kb x N after a transpose (its strides are already in `push`); b_bindings are B's
 // tensors, bound at 1 (and 4, 5, ... after C).
+// `matvec_kernel` (packed B only): the kernel for a few rows, when the plan picks it.
 Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint64_t kb, uint64_t N, const Tensor& c,
                           const MatmulOptions& o, Push push, const std::string& kernel,
-                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes) {
+                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes, const char* matvec_kernel = nullptr) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
@@ -63,13 +64,29 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   push.a_rs = o.transpose_a ? 1u : uint32_t(K), push.a_cs = o.transpose_a ? uint32_t(M) : 1u;
   push.a_bs = ma.batch == 1 ? 0u : uint32_t(M * K);
   push.c_bs = uint32_t(M * N);
-  // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
-  const plan::MatmulPlan p = plan::matmul(plan::traits_of(seq), M, N, K);
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
-  const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
-  const uint64_t es = dtype_size(a.dtype());
   std::vector<const Tensor*> bindings = {&a, b_bindings[0], o.bias ? o.bias : &c, &c};
   bindings.insert(bindings.end(), b_bindings.begin() + 1, b_bindings.end());
+  const uint64_t es = dtype_size(a.dtype());
+  const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b_bytes;
+  const plan::DeviceTraits traits = plan::traits_of(seq);
+  if (matvec_kernel != nullptr) {
+    if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
+      RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kOp, "the inner dimension K"));
+      return seq.dispatch({.kernel = matvec_kernel + suffix,
+                           .bindings = std::move(bindings),
+                           .push = push_bytes(push),
+                           .groups = {uint32_t((push.b_rs + v->workgroup * v->words - 1) / (v->workgroup * v->words)), 1,
+                                      uint32_t(mc.batch)},
+                           .spec = {spec_uint("WG", v->workgroup), spec_uint("ROWS", v->rows), spec_uint("WORDS", v->words),
+                                    spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
+                           .flops = 2 * M * N * K * mc.batch,
+                           .bytes = bytes});
+    }
+  }
+  // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
+  const plan::MatmulPlan p = plan::matmul(traits, M, N, K);
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
+  const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   return seq.dispatch({.kernel = kernel + suffix,
                        .bindings = std::move(bindings),
                        .push = push_bytes(push),
@@ -80,7 +97,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
                                 spec_uint("ACCUMULATE", o.accumulate)},
                        .variant = p.variant(),
                        .flops = 2 * M * N * K * mc.batch,
-                       .bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b_bytes});
+                       .bytes = bytes});
 }
 
 }  // namespace
@@ -112,7 +129,8 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
   push.s_bs = int8 && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
   const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
   return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push, int8 ? "matmul/matmul_q8_" : "matmul/matmul_w16_",
-                            {&b.words, int8 ? &b.scales : &b.words}, b.size_bytes());
+                            {&b.words, int8 ? &b.scales : &b.words}, b.size_bytes(),
+                            int8 ? "matmul/matvec_q8_" : "matmul/matvec_w16_");
 }
 
 }  // namespace rill::ops
