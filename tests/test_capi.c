@@ -121,6 +121,22 @@ int main(void) {
     EXPECT(info_lm.vocab == 256 && info_lm.width == 16 && info_lm.heads == 2 && info_lm.layers == 2);
     EXPECT(info_lm.ffn_width == 32 && info_lm.block == 4 && info_lm.chunk == 4 && info_lm.prefill_segment == 8);
     EXPECT(info_lm.precision == RILL_LM_F32 && info_lm.weight_bytes > 0);
+    {
+      /* Int8 linear weights (and embedding): under half the f32 bytes; an unknown form is refused. */
+      rill_lm_model* small_model = NULL;
+      rill_lm_info info_int8;
+      rill_lm_model_options int8_options = model_options;
+      EXPECT(model_options.weights == RILL_LM_WEIGHTS_PRECISION && model_options.int8_group > 0);
+      int8_options.weights = RILL_LM_WEIGHTS_INT8;
+      EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_OK);
+      EXPECT(rill_lm_model_info(small_model, &info_int8) == RILL_OK);
+      EXPECT(info_int8.weight_bytes * 2 < info_lm.weight_bytes);
+      rill_lm_model_destroy(small_model);
+      small_model = NULL;
+      int8_options.weights = 9;
+      EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);
+      EXPECT(strstr(rill_last_error(), "weights") != NULL && small_model == NULL);
+    }
 
     EXPECT(rill_lm_session_create(model, &session) == RILL_OK);
     EXPECT(rill_lm_prefill(session, prompt, 5, logits, 256) == RILL_OK);

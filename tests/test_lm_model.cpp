@@ -2,9 +2,8 @@
 // prefill logits, decoding after a prefill at every position, segment boundaries, f16 weights,
 // packed (int8, f16) linear weights,
 // the softmax baseline, state save/restore, bounded memory and bad input.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -62,6 +61,22 @@ rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill:
   INFO(m.status().to_string());
   REQUIRE(m.is_ok());
   return std::move(m).value();
+}
+
+// Prefill `prompt` of the tokens, then decode the rest: every checked row within tol of ref.
+void check_prefill_then_decode(rill::lm::Model& model, std::span<const uint32_t> tokens, size_t prompt,
+                               const std::vector<float>& ref, double tol) {
+  const size_t vocab = model.config().vocab;
+  auto s = model.session().value();
+  auto logits = s.prefill(tokens.first(prompt));
+  INFO(logits.status().to_string());
+  REQUIRE(logits.is_ok());
+  check_row(*logits, ref, prompt - 1, vocab, tol, "prefill");
+  for (size_t t = prompt; t < tokens.size(); ++t) {
+    auto step = s.decode(tokens[t]);
+    REQUIRE(step.is_ok());
+    check_row(*step, ref, t, vocab, tol, "decode");
+  }
 }
 
 }  // namespace
@@ -152,17 +167,7 @@ GPU_TEST_CASE("lm TransNormerLLM form: SiLU maps, per-layer decay, LRPE, output 
     auto model = make_model(ctx, w, {.prefill_segment = 96});
     const size_t n = 230, prompt = 200;
     const auto tokens = tokens_of(n, c.vocab, 5);
-    const auto ref = reference(w, tokens);
-    auto s = model.session().value();
-    auto logits = s.prefill(std::span(tokens).first(prompt));
-    INFO(logits.status().to_string());
-    REQUIRE(logits.is_ok());
-    check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
-    for (size_t t = prompt; t < n; ++t) {
-      auto step = s.decode(tokens[t]);
-      REQUIRE(step.is_ok());
-      check_row(*step, ref, t, c.vocab, 2e-4, "decode");
-    }
+    check_prefill_then_decode(model, tokens, prompt, reference(w, tokens), 2e-4);
   }
 }
 
@@ -186,6 +191,8 @@ GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][
   REQUIRE(step.is_ok());
   check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
 }
+
+namespace {
 
 // The reference on the values packed weights keep: each linear layer's weight, and the embedding
 // as its transpose [D, V], packed and unpacked on the host exactly as the device reads them.
@@ -222,41 +229,33 @@ std::vector<float> packed_reference(const rill::lm::Weights& w, std::span<const 
   return rill::ref::transnormer_logits(w.config(), floats, tokens);
 }
 
+}  // namespace
+
 GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the packed values", "[lm][gpu]") {
   using rill::lm::WeightStorage;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-   for (bool tied : {false, true}) {
-    INFO(ctx.kernel_variant("util/saxpy").value() << (tied ? " tied" : " untied"));
-    ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm});
-    c.output_gate = true;  // every linear weight: q, k, v, gate, o, the GLU's three and the head
-    c.lrpe_layers = {2};
-    c.embed_scale = 1.5f;
-    c.tie_embeddings = tied;
-    REQUIRE(c.validate().is_ok());
-    const auto w = rill::lm::Weights::random(c, 8).value();
-    const uint64_t f32_bytes = make_model(ctx, w).weight_bytes();
-    uint64_t previous = f32_bytes;
-    for (auto [storage, format] : {std::pair{WeightStorage::kF16, rill::ops::WeightFormat::kF16},
-                                   std::pair{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8}}) {
-      INFO(rill::lm::weight_storage_name(storage));
-      auto model = make_model(ctx, w, {.weights = storage, .int8_group = 16, .prefill_segment = 16});
-      CHECK(model.weight_bytes() < previous);  // f32 > f16 > int8
-      previous = model.weight_bytes();
-      const size_t n = 41, prompt = 35;
-      const auto tokens = tokens_of(n, c.vocab, 9);
-      const auto ref = packed_reference(w, tokens, format, 16);
-      auto s = model.session().value();
-      auto logits = s.prefill(std::span(tokens).first(prompt));
-      INFO(logits.status().to_string());
-      REQUIRE(logits.is_ok());
-      check_row(*logits, ref, prompt - 1, c.vocab, 2e-4, "prefill");
-      for (size_t t = prompt; t < n; ++t) {
-        auto step = s.decode(tokens[t]);
-        REQUIRE(step.is_ok());
-        check_row(*step, ref, t, c.vocab, 2e-4, "decode");
+    for (bool tied : {false, true}) {
+      INFO(ctx.kernel_variant("util/saxpy").value() << (tied ? " tied" : " untied"));
+      ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kNorm});
+      c.output_gate = true;  // every linear weight: q, k, v, gate, o, the GLU's three and the head
+      c.lrpe_layers = {2};
+      c.embed_scale = 1.5f;
+      c.tie_embeddings = tied;
+      REQUIRE(c.validate().is_ok());
+      const auto w = rill::lm::Weights::random(c, 8).value();
+      const uint64_t f32_bytes = make_model(ctx, w).weight_bytes();
+      uint64_t previous = f32_bytes;
+      for (auto [storage, format] : {std::pair{WeightStorage::kF16, rill::ops::WeightFormat::kF16},
+                                     std::pair{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8}}) {
+        INFO(rill::lm::weight_storage_name(storage));
+        auto model = make_model(ctx, w, {.weights = storage, .int8_group = 16, .prefill_segment = 16});
+        CHECK(model.weight_bytes() < previous);  // f32 > f16 > int8
+        previous = model.weight_bytes();
+        const size_t n = 41, prompt = 35;
+        const auto tokens = tokens_of(n, c.vocab, 9);
+        check_prefill_then_decode(model, tokens, prompt, packed_reference(w, tokens, format, 16), 2e-4);
       }
     }
-   }
   }
 }
 

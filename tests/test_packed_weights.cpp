@@ -44,13 +44,15 @@ void check_case(rill::Context& ctx, DType dtype, WeightFormat format, const Case
   const int64_t ba = t.a_batched ? t.batch : 1;
   const auto a = rill_test::stored(rill_test::random_vector(size_t(ba * t.m * t.k), seed), dtype);
   const auto w = rill_test::random_vector(size_t(t.batch * t.k * t.n), seed + 1);
-  const auto bias = t.bias ? rill_test::stored(rill_test::random_vector(size_t(t.n), seed + 2), dtype) : std::vector<float>{};
+  const auto bias =
+      t.bias ? rill_test::stored(rill_test::random_vector(size_t(t.n), seed + 2), dtype) : std::vector<float>{};
   const auto host = pack(w, {t.batch, t.k, t.n}, format, t.group);
   auto c_ref = rill_test::stored(rill_test::random_vector(size_t(t.batch * t.m * t.n), seed + 3), dtype);
   const auto c_init = c_ref;
-  rill::ref::matmul(a, unpacked(host), bias,
-                    {.batch = t.batch, .m = t.m, .n = t.n, .k = t.k, .a_batched = t.a_batched, .transpose_a = t.transpose_a},
-                    t.accumulate, c_ref);
+  rill::ref::matmul(
+      a, unpacked(host), bias,
+      {.batch = t.batch, .m = t.m, .n = t.n, .k = t.k, .a_batched = t.a_batched, .transpose_a = t.transpose_a},
+      t.accumulate, c_ref);
 
   std::vector<int64_t> a_shape = t.transpose_a ? std::vector<int64_t>{t.k, t.m} : std::vector<int64_t>{t.m, t.k};
   if (t.a_batched) a_shape.insert(a_shape.begin(), t.batch);
@@ -61,16 +63,16 @@ void check_case(rill::Context& ctx, DType dtype, WeightFormat format, const Case
   rill::Tensor tbias;
   if (t.bias) tbias = rill_test::tensor_from(ctx, dtype, {t.n}, bias, "bias");
   auto seq = ctx.sequence();
-  const rill::Status st = rill::ops::matmul(*seq, ta, *packed, tc,
-                                            {.transpose_a = t.transpose_a, .accumulate = t.accumulate,
-                                             .bias = t.bias ? &tbias : nullptr});
+  const rill::Status st =
+      rill::ops::matmul(*seq, ta, *packed, tc,
+                        {.transpose_a = t.transpose_a, .accumulate = t.accumulate, .bias = t.bias ? &tbias : nullptr});
   INFO(st.to_string());
   REQUIRE(st.is_ok());
   REQUIRE(seq->run().is_ok());
   // f32 sums of exactly representable products: the reference's tolerance for plain matmul.
   const double atol = dtype == DType::kF16 ? 2e-3 * (1.0 + t.k / 64.0) : 1e-6 * (4.0 + t.k);
-  rill_test::require_close(rill_test::read(ctx, tc), c_ref, atol * (t.accumulate ? 2 : 1), dtype == DType::kF16 ? 2e-3 : 1e-5,
-                           "C");
+  rill_test::require_close(rill_test::read(ctx, tc), c_ref, atol * (t.accumulate ? 2 : 1),
+                           dtype == DType::kF16 ? 2e-3 : 1e-5, "C");
 }
 
 }  // namespace
@@ -78,7 +80,7 @@ void check_case(rill::Context& ctx, DType dtype, WeightFormat format, const Case
 TEST_CASE("pack_weights keeps int8 within half a step of each group's scale", "[packed_weights]") {
   const int64_t rows = 70, cols = 9;
   auto w = rill_test::random_vector(size_t(rows * cols), 7, -3.0f, 3.0f);
-  w[5 * cols + 2] = 40.0f;   // an outlier widens its own group's scale only
+  w[5 * cols + 2] = 40.0f;                                          // an outlier widens its own group's scale only
   for (int64_t r = 0; r < 64; ++r) w[size_t(r * cols + 4)] = 0.0f;  // an all-zero group and column
   const auto p = pack(w, {rows, cols}, WeightFormat::kInt8, 32);
   REQUIRE(p.group == 32);
@@ -98,8 +100,8 @@ TEST_CASE("pack_weights keeps int8 within half a step of each group's scale", "[
         CHECK(v == (scale == 0.0f ? 0.0f : float(std::nearbyint(double(w[size_t(r * cols + c)]) / scale)) * scale));
       }
     }
-  CHECK(p.value(0, 5, 2) == 40.0f);      // the group's largest magnitude is exact
-  CHECK(p.value(0, 10, 4) == 0.0f);      // zero group: scale 0, values 0
+  CHECK(p.value(0, 5, 2) == 40.0f);              // the group's largest magnitude is exact
+  CHECK(p.value(0, 10, 4) == 0.0f);              // zero group: scale 0, values 0
   CHECK(p.words[size_t(0 * 3 + 2)] >> 8 == 0u);  // the ragged last word's unused bytes are zero
   // group 0: one scale per column over all rows; a group above the rows is clamped.
   CHECK(pack(w, {rows, cols}, WeightFormat::kInt8, 0).groups() == 1);
@@ -138,7 +140,8 @@ TEST_CASE("pack_weights refuses bad shapes, counts and non-finite values", "[pac
   CHECK(rill::ops::pack_weights(v, {3, 4}, WeightFormat::kInt8).is_ok());
 }
 
-GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and groups", "[packed_weights][matmul][gpu]") {
+GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and groups",
+              "[packed_weights][matmul][gpu]") {
   uint32_t seed = 1;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
@@ -162,10 +165,14 @@ GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bi
     for (DType dtype : {DType::kF32, DType::kF16}) {
       for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
         check_case(ctx, dtype, format, {.batch = 3, .m = 20, .n = 9, .k = 66, .group = 8}, ++seed);
-        check_case(ctx, dtype, format, {.batch = 3, .m = 3, .n = 9, .k = 66, .a_batched = false, .bias = true, .accumulate = true, .group = 8}, ++seed);
-        check_case(ctx, dtype, format, {.batch = 4, .m = 33, .n = 12, .k = 40, .a_batched = false, .group = 16}, ++seed);
-        check_case(ctx, dtype, format, {.m = 37, .n = 70, .k = 29, .transpose_a = true, .bias = true, .accumulate = true},
+        check_case(
+            ctx, dtype, format,
+            {.batch = 3, .m = 3, .n = 9, .k = 66, .a_batched = false, .bias = true, .accumulate = true, .group = 8},
+            ++seed);
+        check_case(ctx, dtype, format, {.batch = 4, .m = 33, .n = 12, .k = 40, .a_batched = false, .group = 16},
                    ++seed);
+        check_case(ctx, dtype, format,
+                   {.m = 37, .n = 70, .k = 29, .transpose_a = true, .bias = true, .accumulate = true}, ++seed);
         check_case(ctx, dtype, format, {.m = 2, .n = 257, .k = 200, .bias = true, .group = 1}, ++seed);
       }
     }
@@ -204,7 +211,8 @@ GPU_TEST_CASE("embedding from a packed transposed table gathers the packed value
         INFO("vocab " << vocab << " dim " << dim << " f16 " << (dtype == DType::kF16) << " "
                       << rill::ops::weight_format_name(format));
         const std::vector<uint32_t> ids = {3, 0, uint32_t(vocab - 1), 3, 99999, 2, 1u << 31};  // two out of range
-        const auto table_t = pack(rill_test::random_vector(size_t(vocab * dim), uint32_t(vocab)), {dim, vocab}, format, 16);
+        const auto table_t =
+            pack(rill_test::random_vector(size_t(vocab * dim), uint32_t(vocab)), {dim, vocab}, format, 16);
         std::vector<float> table(size_t(vocab * dim));  // the packed values, row per token
         for (int64_t v = 0; v < vocab; ++v)
           for (int64_t d = 0; d < dim; ++d) table[size_t(v * dim + d)] = table_t.value(0, d, v);

@@ -151,8 +151,12 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   auto model = rill::lm::Model::create(ctx, *weights, options);
   if (!report(model.status(), "model")) return false;
   const uint64_t weight_bytes = model->weight_bytes();
-  const nlohmann::json model_shape = {{"width", config.width}, {"heads", config.heads}, {"layers", config.layers},
-                                      {"ffn_width", config.ffn_width}, {"vocab", config.vocab}, {"block", config.block},
+  const nlohmann::json model_shape = {{"width", config.width},
+                                      {"heads", config.heads},
+                                      {"layers", config.layers},
+                                      {"ffn_width", config.ffn_width},
+                                      {"vocab", config.vocab},
+                                      {"block", config.block},
                                       {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
                                       {"segment", model->options().prefill_segment},
                                       {"weight_storage", rill::lm::weight_storage_name(options.weights)},
@@ -224,8 +228,10 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     std::filesystem::remove(peer_weights);
   }
   if (fit.size() >= 2)
-    out.push_back({{"op", "lm_prefill_fit"}, {"variant", "transnormer"},
-                   {"shape", {{"from", 4096}, {"to", lengths.back()}}}, {"time_exponent", fitted_exponent(fit)}});
+    out.push_back({{"op", "lm_prefill_fit"},
+                   {"variant", "transnormer"},
+                   {"shape", {{"from", 4096}, {"to", lengths.back()}}},
+                   {"time_exponent", fitted_exponent(fit)}});
   if (args.lm_no_baseline) return true;
 
   // The softmax baseline: same widths, every attention layer full causal softmax attention.

@@ -201,8 +201,10 @@ int run_generate(const GenerateArgs& args) {
   const double load_seconds = seconds_since(load_start);
   const lm::ModelConfig& config = model->config();
   if (!a.json)
-    std::fprintf(stderr, "model: vocab %u, width %u, heads %u, layers %u, %s, %s linear weights, weights %s, state %s; "
-                 "ready in %.2f s\n", config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
+    std::fprintf(stderr,
+                 "model: vocab %u, width %u, heads %u, layers %u, %s, %s linear weights, weights %s, state %s; "
+                 "ready in %.2f s\n",
+                 config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
                  a.weight_storage == "precision" ? (a.f16 ? "f16" : "f32") : a.weight_storage.c_str(),
                  human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
 

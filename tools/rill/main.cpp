@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
                       "peer_ms and speedup_vs_peer to each kernel record (needs python3-torch)");
   bench_cmd->add_option("--lm-config", bench.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
   bench_cmd->add_option("--lm-max-tokens", bench.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
-  bench_cmd->add_option("--lm-weight-storage", bench.lm_weight_storage,
-                        "lm: the linear layers' weights: precision (f32), f16 or int8")
+  bench_cmd
+      ->add_option("--lm-weight-storage", bench.lm_weight_storage,
+                   "lm: the linear layers' weights: precision (f32), f16 or int8")
       ->check(CLI::IsMember({"precision", "f16", "int8"}));
   bench_cmd->add_option("--lm-segment", bench.lm_segment, "lm: prefill segment length (0: the model's default)");
   bench_cmd->add_flag("--lm-no-baseline", bench.lm_no_baseline,

@@ -2,6 +2,7 @@
 // and the model and session calls. Every argument is checked before anything runs, so a rejected
 // call leaves a session as it was.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -35,13 +36,30 @@ using rill::capi::guarded;
 rill::Result<lm::ModelOptions> from_c(const rill_lm_model_options* in) {
   lm::ModelOptions options;
   if (in == nullptr) return options;
-  if (in->struct_size != sizeof(rill_lm_model_options))
+  // 0.1's struct ended before `weights`: still accepted, with the defaults for what it lacks.
+  const bool v01 = in->struct_size == offsetof(rill_lm_model_options, weights);
+  if (in->struct_size != sizeof(rill_lm_model_options) && !v01)
     return rill::invalid_argument("rill_lm_model_options was not set up with rill_lm_model_options_init");
   if (in->precision != RILL_LM_F32 && in->precision != RILL_LM_F16)
     return rill::invalid_argument("rill_lm_model_options: precision must be RILL_LM_F32 or RILL_LM_F16");
   options.precision = in->precision == RILL_LM_F16 ? lm::Precision::kF16 : lm::Precision::kF32;
   options.prefill_segment = in->prefill_segment;
   options.softmax_capacity = in->softmax_capacity;
+  if (v01) return options;
+  switch (in->weights) {
+    case RILL_LM_WEIGHTS_PRECISION:
+      options.weights = lm::WeightStorage::kPrecision;
+      break;
+    case RILL_LM_WEIGHTS_F16:
+      options.weights = lm::WeightStorage::kF16;
+      break;
+    case RILL_LM_WEIGHTS_INT8:
+      options.weights = lm::WeightStorage::kInt8;
+      break;
+    default:
+      return rill::invalid_argument("rill_lm_model_options: weights must be RILL_LM_WEIGHTS_PRECISION, _F16 or _INT8");
+  }
+  options.int8_group = in->int8_group;
   return options;
 }
 
@@ -97,6 +115,8 @@ void rill_lm_model_options_init(rill_lm_model_options* options) {
   options->precision = RILL_LM_F32;
   options->prefill_segment = defaults.prefill_segment;
   options->softmax_capacity = defaults.softmax_capacity;
+  options->weights = RILL_LM_WEIGHTS_PRECISION;
+  options->int8_group = defaults.int8_group;
 }
 
 void rill_lm_sampler_options_init(rill_lm_sampler_options* options) {

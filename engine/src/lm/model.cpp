@@ -68,9 +68,12 @@ Result<ops::PackedWeights> upload_embedding_packed(Context& ctx, const Weights& 
 
 const char* weight_storage_name(WeightStorage storage) {
   switch (storage) {
-    case WeightStorage::kPrecision: return "precision";
-    case WeightStorage::kF16: return "f16";
-    case WeightStorage::kInt8: return "int8";
+    case WeightStorage::kPrecision:
+      return "precision";
+    case WeightStorage::kF16:
+      return "f16";
+    case WeightStorage::kInt8:
+      return "int8";
   }
   return "unknown";
 }

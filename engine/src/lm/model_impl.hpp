@@ -35,7 +35,7 @@ struct LayerTensors {
 struct ModelTensors {
   Tensor embed, final_norm;
   ops::PackedWeights embed_t;  // with packed weights: the embedding transposed, [D, V] (and the tied head)
-  LinearWeight head;  // empty when tied
+  LinearWeight head;           // empty when tied
   std::vector<LayerTensors> layers;
 };
 

@@ -68,6 +68,22 @@ Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tenso
   return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, {spec_uint("ACT", uint32_t(act))}, 10);
 }
 
+namespace {
+
+// The checks both embedding gathers share; zeroes the error count.
+Status check_gather(Sequence& seq, const Tensor& out, const Tensor& errors, uint64_t tokens, uint64_t vocab,
+                    uint64_t dim, float scale) {
+  const char* op = "embedding";
+  RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
+  if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
+  if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
+  return seq.fill_zero(errors);
+}
+
+}  // namespace
+
 Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
                          const Tensor& errors, float scale) {
   const char* op = "embedding";
@@ -76,12 +92,7 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   if (table.shape().size() != 2) return invalid_argument("embedding: table " + table.describe() + " must be [vocab, dim]");
   const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
-  RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
-  if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
-  if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
-  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
+  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
   return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
                        .bindings = {&ids, &table, &out, &errors},
                        .push = push_bytes(Embed{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale}),
@@ -98,19 +109,17 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
   if (!table_t.valid() || table_t.batch != 1 || table_t.words.shape().size() != 3 || (int8 && !table_t.scales.valid()))
     return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix with its words (and scales)");
   const uint64_t dim = uint64_t(table_t.rows), vocab = uint64_t(table_t.cols), tokens = ids.element_count();
-  RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
-  RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
-  if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
-  if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
-  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
-  const Embed push{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale, uint32_t(table_t.words.shape()[2]),
+  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
+  const Embed push{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)},
+                   scale,
+                   uint32_t(table_t.words.shape()[2]),
                    int8 ? table_t.group : 1u};
-  return seq.dispatch({.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
-                       .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
-                       .push = push_bytes(push),
-                       .groups = detail::groups_for(tokens * dim, 256),
-                       .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
+  return seq.dispatch(
+      {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
+       .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
+       .push = push_bytes(push),
+       .groups = detail::groups_for(tokens * dim, 256),
+       .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
 }
 
 Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable) {

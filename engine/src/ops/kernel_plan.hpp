@@ -91,9 +91,9 @@ MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k);
 // of B per invocation. Empty when the tiled kernels serve the shape better.
 struct PackedMatvecPlan {
   uint32_t workgroup = 64;
-  uint32_t rows = 1;            // spec constant ROWS = M
-  uint32_t words = 1;           // word columns per invocation
-  uint64_t inner_loops = 0;     // K plus one per int8 group
+  uint32_t rows = 1;         // spec constant ROWS = M
+  uint32_t words = 1;        // word columns per invocation
+  uint64_t inner_loops = 0;  // K plus one per int8 group
 };
 std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m, uint64_t k, uint32_t group);
 

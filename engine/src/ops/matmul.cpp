@@ -40,14 +40,16 @@ Result<Matrix> as_matrix(const Tensor& t, const char* role) {
 // `matvec_kernel` (packed B only): the kernel for a few rows, when the plan picks it.
 Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint64_t kb, uint64_t N, const Tensor& c,
                           const MatmulOptions& o, Push push, const std::string& kernel,
-                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes, const char* matvec_kernel = nullptr) {
+                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes,
+                          const char* matvec_kernel = nullptr) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
   if (c.dtype() != a.dtype())
     return invalid_argument("matmul: A and C must share one dtype (" + a.describe() + ", " + c.describe() + ")");
   const uint64_t M = o.transpose_a ? ma.cols : ma.rows, K = o.transpose_a ? ma.rows : ma.cols;
-  if (kb != K) return invalid_argument("matmul: inner dimensions differ: " + a.describe() + " and B's " + std::to_string(kb));
+  if (kb != K)
+    return invalid_argument("matmul: inner dimensions differ: " + a.describe() + " and B's " + std::to_string(kb));
   if (mc.rows != M || mc.cols != N)
     return invalid_argument("matmul: C " + c.describe() + " must be " + std::to_string(M) + " x " + std::to_string(N));
   if ((ma.batch != 1 && ma.batch != mc.batch) || (mb.batch != 1 && mb.batch != mc.batch))
@@ -72,32 +74,32 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   if (matvec_kernel != nullptr) {
     if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
       RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kOp, "the inner dimension K"));
-      return seq.dispatch({.kernel = matvec_kernel + suffix,
-                           .bindings = std::move(bindings),
-                           .push = push_bytes(push),
-                           .groups = {uint32_t((push.b_rs + v->workgroup * v->words - 1) / (v->workgroup * v->words)), 1,
-                                      uint32_t(mc.batch)},
-                           .spec = {spec_uint("WG", v->workgroup), spec_uint("ROWS", v->rows), spec_uint("WORDS", v->words),
-                                    spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
-                           .flops = 2 * M * N * K * mc.batch,
-                           .bytes = bytes});
+      return seq.dispatch(
+          {.kernel = matvec_kernel + suffix,
+           .bindings = std::move(bindings),
+           .push = push_bytes(push),
+           .groups = {uint32_t((push.b_rs + v->workgroup * v->words - 1) / (v->workgroup * v->words)), 1,
+                      uint32_t(mc.batch)},
+           .spec = {spec_uint("WG", v->workgroup), spec_uint("ROWS", v->rows), spec_uint("WORDS", v->words),
+                    spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
+           .flops = 2 * M * N * K * mc.batch,
+           .bytes = bytes});
     }
   }
   // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
   const plan::MatmulPlan p = plan::matmul(traits, M, N, K);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
-  return seq.dispatch({.kernel = kernel + suffix,
-                       .bindings = std::move(bindings),
-                       .push = push_bytes(push),
-                       .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m),
-                                  uint32_t(mc.batch)},
-                       .spec = {spec_uint(p.register_kernel ? "SG" : "WG_X", p.wg_x), spec_uint("WG_Y", p.wg_y),
-                                spec_uint("TM", p.tm), spec_uint("TN", p.tn), spec_uint("HAS_BIAS", o.bias != nullptr),
-                                spec_uint("ACCUMULATE", o.accumulate)},
-                       .variant = p.variant(),
-                       .flops = 2 * M * N * K * mc.batch,
-                       .bytes = bytes});
+  return seq.dispatch(
+      {.kernel = kernel + suffix,
+       .bindings = std::move(bindings),
+       .push = push_bytes(push),
+       .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m), uint32_t(mc.batch)},
+       .spec = {spec_uint(p.register_kernel ? "SG" : "WG_X", p.wg_x), spec_uint("WG_Y", p.wg_y), spec_uint("TM", p.tm),
+                spec_uint("TN", p.tn), spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
+       .variant = p.variant(),
+       .flops = 2 * M * N * K * mc.batch,
+       .bytes = bytes});
 }
 
 }  // namespace
@@ -112,7 +114,8 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
   Push push{};
   push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
   push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
-  return check_and_dispatch(seq, a, mb, K, N, c, o, push, "matmul/matmul_", {&b}, dtype_size(b.dtype()) * b.element_count());
+  return check_and_dispatch(seq, a, mb, K, N, c, o, push, "matmul/matmul_", {&b},
+                            dtype_size(b.dtype()) * b.element_count());
 }
 
 Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {

@@ -27,9 +27,7 @@ int32_t quantize(float w, float scale) {
 
 const char* weight_format_name(WeightFormat format) { return format == WeightFormat::kInt8 ? "int8" : "f16"; }
 
-uint32_t HostPackedWeights::words_per_row() const {
-  return uint32_t((cols + per_word(format) - 1) / per_word(format));
-}
+uint32_t HostPackedWeights::words_per_row() const { return uint32_t((cols + per_word(format) - 1) / per_word(format)); }
 
 uint32_t HostPackedWeights::groups() const {
   return format == WeightFormat::kInt8 ? uint32_t((rows + group - 1) / group) : 0;
@@ -115,13 +113,13 @@ Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host,
   PackedWeights p;
   p.format = host.format;
   p.batch = host.batch, p.rows = host.rows, p.cols = host.cols, p.group = host.group;
-  RILL_ASSIGN_OR_RETURN(p.words, ctx.tensor(DType::kU32, {host.batch, host.rows, int64_t(host.words_per_row())},
-                                            name, pool));
+  RILL_ASSIGN_OR_RETURN(p.words,
+                        ctx.tensor(DType::kU32, {host.batch, host.rows, int64_t(host.words_per_row())}, name, pool));
   RILL_RETURN_IF_ERROR(ctx.upload(
       p.words, std::span(reinterpret_cast<const uint8_t*>(host.words.data()), host.words.size() * sizeof(uint32_t))));
   if (host.format == WeightFormat::kInt8) {
-    RILL_ASSIGN_OR_RETURN(p.scales, ctx.tensor(DType::kF32, {host.batch, int64_t(host.groups()), host.cols},
-                                               name + ".scales", pool));
+    RILL_ASSIGN_OR_RETURN(
+        p.scales, ctx.tensor(DType::kF32, {host.batch, int64_t(host.groups()), host.cols}, name + ".scales", pool));
     RILL_RETURN_IF_ERROR(ctx.upload_floats(p.scales, host.scales));
   }
   return p;

@@ -36,7 +36,7 @@ struct RILL_API HostPackedWeights {
   std::vector<float> scales;    // kInt8: [batch, groups(), cols]; empty for kF16
 
   uint32_t words_per_row() const;
-  uint32_t groups() const;  // scale rows per matrix (kInt8)
+  uint32_t groups() const;                             // scale rows per matrix (kInt8)
   float value(int64_t b, int64_t r, int64_t c) const;  // the element the device reads
 };
 
