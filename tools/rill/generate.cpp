@@ -124,8 +124,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
       ->check(kSeed);
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
   cmd->add_option("--weight-storage", a.weight_storage,
-                  "The linear layers' weights on the device: precision (as --f16 says), f16, or int8 with group "
-                  "scales (a quarter of f32; converted at load)")
+                  "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, or "
+                  "int8 with group scales (a quarter of f32; converted at load)")
       ->check(CLI::IsMember({"precision", "f16", "int8"}));
   cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
