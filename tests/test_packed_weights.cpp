@@ -198,6 +198,11 @@ GPU_TEST_CASE("matmul refuses a packed B that does not fit A and C", "[packed_we
   REQUIRE(no_scales.is_ok());
   no_scales->scales = rill::Tensor{};
   CHECK(rill::ops::matmul(*seq, a, *no_scales, c).code() == StatusCode::kInvalidArgument);
+  auto too_wide = rill::ops::upload_packed(ctx, pack(w, {8, 5}, WeightFormat::kInt8), "B");
+  REQUIRE(too_wide.is_ok());
+  too_wide->cols = 9;  // 3 words per row, but the tensor holds 2: refused, not read past its end
+  auto c9 = rill_test::empty_tensor(ctx, DType::kF32, {4, 9});
+  CHECK(rill::ops::matmul(*seq, a, *too_wide, c9).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
   CHECK(rill::ops::matmul(*seq, a, *b, c).is_ok());
 }

@@ -106,8 +106,8 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
   RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(out, op));
   const bool int8 = table_t.format == WeightFormat::kInt8;
-  if (!table_t.valid() || table_t.batch != 1 || table_t.words.shape().size() != 3 || (int8 && !table_t.scales.valid()))
-    return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix with its words (and scales)");
+  if (table_t.batch != 1) return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix");
+  RILL_RETURN_IF_ERROR(table_t.check(op));
   const uint64_t dim = uint64_t(table_t.rows), vocab = uint64_t(table_t.cols), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
   const Embed push{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)},

@@ -121,10 +121,8 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
 Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {
   if (!b.valid()) return invalid_argument("matmul: packed B is empty");
   if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
+  RILL_RETURN_IF_ERROR(b.check(kOp));
   const bool int8 = b.format == WeightFormat::kInt8;
-  if (b.words.dtype() != DType::kU32 || b.words.shape().size() != 3 || b.words.shape()[0] != b.batch ||
-      b.words.shape()[1] != b.rows || (int8 && (!b.scales.valid() || b.group == 0)))
-    return invalid_argument("matmul: packed B " + b.describe() + " does not hold the words its shape needs");
   Push push{};
   push.b_rs = uint32_t(b.words.shape()[2]);
   push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);

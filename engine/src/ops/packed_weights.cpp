@@ -98,6 +98,19 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
   return p;
 }
 
+Status PackedWeights::check(const char* op) const {
+  const int64_t per = format == WeightFormat::kInt8 ? 4 : 2;
+  const bool int8 = format == WeightFormat::kInt8;
+  const bool words_fit = words.valid() && words.dtype() == DType::kU32 &&
+                         words.shape() == std::vector<int64_t>{batch, rows, (cols + per - 1) / per};
+  const bool scales_fit = !int8 || (group > 0 && scales.valid() && scales.dtype() == DType::kF32 &&
+                                    scales.shape() == std::vector<int64_t>{batch, (rows + group - 1) / group, cols});
+  if (batch < 1 || rows < 1 || cols < 1 || !words_fit || !scales_fit)
+    return invalid_argument(std::string(op) + ": packed weights " + describe() +
+                            " do not hold the words (and scales) their shape needs");
+  return Status::ok();
+}
+
 std::string PackedWeights::describe() const {
   std::string s = std::string(weight_format_name(format)) + " [" + std::to_string(batch) + ", " + std::to_string(rows) +
                   ", " + std::to_string(cols) + "]";

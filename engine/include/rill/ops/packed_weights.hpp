@@ -54,6 +54,9 @@ struct RILL_API PackedWeights {
   Tensor words, scales;
 
   bool valid() const { return words.valid(); }
+  // InvalidArgument unless the words (u32) and scales (f32, int8 only) have the shapes this
+  // matrix needs: a hand-assembled PackedWeights must not let a kernel read past its buffers.
+  Status check(const char* op) const;
   uint64_t size_bytes() const { return words.size_bytes() + scales.size_bytes(); }
   std::string describe() const;  // "int8 [8, 1024, 128] (group 64)"
 };
