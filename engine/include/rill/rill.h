@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
+#if defined(RILL_STATIC_DEFINE)
+#define RILL_C_API
+#elif defined(_WIN32)
 #if defined(RILL_BUILDING_LIBRARY)
 #define RILL_C_API __declspec(dllexport)
 #else
