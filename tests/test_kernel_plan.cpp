@@ -97,9 +97,17 @@ TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
   CHECK(la.value().workgroup == 256);
-  // 64 x 64 scores (and their decay powers) exceed 16 KiB of shared memory: the serial kernel, in
-  // short dispatches for the watchdog.
+  // 64 x 64 scores (and their decay powers) exceed 16 KiB of shared memory: still parallel over
+  // chunks, of 32 rows (the same result, twice the chunks to scan).
   la = linear_attention_forward(d, la_shape(8, 65536, 32, 64));
+  REQUIRE(la.is_ok());
+  CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
+  CHECK(la.value().chunk == 32);
+  CHECK(la.value().tile == 8);  // 32 x 32 scores and two 16-row tiles of 128-wide heads are 16512 bytes
+  // Forced serial, 64-row chunks run in short dispatches for the watchdog.
+  DeviceTraits serial = d;
+  serial.forced.linear_attention = LinearAttentionAlgorithm::kChunkedSerial;
+  la = linear_attention_forward(serial, la_shape(8, 65536, 32, 64));
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedSerial);
   CHECK(la.value().chunks_per_dispatch == 16);

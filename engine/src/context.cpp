@@ -80,6 +80,10 @@ Context::~Context() = default;
 
 Result<Context> Context::create(const ContextOptions& options) {
   auto impl = std::make_shared<detail::ContextImpl>();
+  std::string profile = options.limit_profile;
+  if (const char* env = std::getenv("RILL_LIMIT_PROFILE"); profile.empty() && env != nullptr) profile = env;
+  auto apply_profile = [&](DeviceInfo& info) { return profile.empty() ? Status::ok() : apply_limit_profile(profile, info); };
+  if (DeviceInfo probe; !profile.empty()) RILL_RETURN_IF_ERROR(apply_profile(probe));  // a bad name fails first
   std::vector<vk::PhysicalDevice> devices;
   int chosen = -1;
   if (options.external != nullptr) {
@@ -90,6 +94,7 @@ Result<Context> Context::create(const ContextOptions& options) {
     devices.push_back(vk::describe_physical_device(ext.physical_device, 0, impl->instance->api_version()));
     chosen = 0;
     impl->selection_reason = "the application supplied the device";
+    RILL_RETURN_IF_ERROR(apply_profile(devices[0].info));
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::wrap(devices[0], ext.device, ext.queue, ext.queue_family_index));
   } else {
     vk::InstanceConfig config;
@@ -99,6 +104,8 @@ Result<Context> Context::create(const ContextOptions& options) {
     RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::create(config));
     RILL_ASSIGN_OR_RETURN(devices, vk::enumerate_physical_devices(impl->instance->handle(), impl->instance->api_version()));
     RILL_ASSIGN_OR_RETURN(chosen, vk::choose_device(devices, options.device, impl->selection_reason));
+    // Applied before the device is created, so that the features a profile removes are not enabled.
+    RILL_RETURN_IF_ERROR(apply_profile(devices[size_t(chosen)].info));
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::create(devices[size_t(chosen)]));
   }
   vk::Device& device = *impl->device;

@@ -6,10 +6,11 @@
 // q [H, NQ, DK], cache_k [H, cap, DK], cache_v [H, cap, DV], o [H, NQ, DV].
 // One workgroup per (row, head); its invocations take every WG_SIZE-th key with an online
 // softmax each (numerically stable: logits of 1e4 do not overflow), then merge their partial
-// results through subgroup reductions and, across subgroups, shared memory. DK and DV are
-// specialization constants so that the per-invocation q and accumulator arrays stay in registers.
+// results through subgroup reductions and, across subgroups, shared memory (without subgroup
+// arithmetic, RILL_NO_SUBGROUP_ARITHMETIC: all through shared memory, CHANNELS accumulator channels
+// at a time). DK and DV are specialization constants so that the per-invocation q and accumulator
+// arrays stay in registers.
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 64;
@@ -25,10 +26,17 @@ layout(std430, binding = 3) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 4) writeonly buffer O { sfloat o[]; };
 layout(push_constant) uniform Push { uint nq, cap; float scale; } p;
 
+#ifdef RILL_NO_SUBGROUP_ARITHMETIC
+#include "rill_reduce.glsl"
+const uint CHANNELS = 16;  // WG_SIZE <= 128: 8 KiB
+shared float sh_channels[CHANNELS * WG_SIZE];
+#else
+#extension GL_KHR_shader_subgroup_arithmetic : require
 const uint MAX_SUBGROUPS = 32;  // the host keeps WG_SIZE <= 32 subgroups
 shared float sh_m[MAX_SUBGROUPS];
 shared float sh_l[MAX_SUBGROUPS];
 shared float sh_acc[MAX_SUBGROUPS * DV];
+#endif
 
 void main() {
   const uint r = gl_WorkGroupID.x, h = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
@@ -50,6 +58,23 @@ void main() {
     [[unroll]] for (uint c = 0; c < DV; ++c) acc[c] = acc[c] * keep + e * afloat(cache_v[vb + c]);
     m = m_new;
   }
+#ifdef RILL_NO_SUBGROUP_ARITHMETIC
+  // Every query row has at least its own key, so m_all is finite.
+  const afloat m_all = rill_workgroup_max(m);
+  const afloat w = m == -1.0 / 0.0 ? 0.0 : exp(m - m_all);
+  const afloat l_all = rill_workgroup_sum(l * w);
+  [[unroll]] for (uint c0 = 0; c0 < DV; c0 += CHANNELS) {
+    [[unroll]] for (uint j = 0; j < CHANNELS; ++j)
+      if (c0 + j < DV) sh_channels[j * WG_SIZE + lid] = acc[c0 + j] * w;
+    barrier();  // channels written -> summed
+    for (uint j = lid; j < CHANNELS && c0 + j < DV; j += WG_SIZE) {
+      afloat sum = 0.0;
+      for (uint g = 0; g < WG_SIZE; ++g) sum += sh_channels[j * WG_SIZE + g];
+      o[(h * p.nq + r) * DV + c0 + j] = sfloat(sum / l_all);
+    }
+    barrier();  // summed -> the next channels overwrite them
+  }
+#else
   // Merge within the subgroup (an invocation without keys has m = -inf and weighs nothing).
   const afloat m_sg = subgroupMax(m);
   const afloat w = m == -1.0 / 0.0 ? 0.0 : exp(m - m_sg);
@@ -78,4 +103,5 @@ void main() {
       if (sh_m[g] != -1.0 / 0.0) sum += sh_acc[g * DV + c] * exp(sh_m[g] - m_all);
     o[(h * p.nq + r) * DV + c] = sfloat(sum / l_all);
   }
+#endif
 }

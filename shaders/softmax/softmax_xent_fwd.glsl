@@ -16,18 +16,6 @@ layout(push_constant) uniform Push { uint rows, vocab; } p;
 
 #include "rill_reduce.glsl"
 
-// Workgroup maximum, shaped like rill_workgroup_sum (and sharing its partials).
-afloat rill_workgroup_max(afloat v) {
-  const afloat s = subgroupMax(v);
-  if (gl_NumSubgroups == 1) return s;
-  if (subgroupElect()) rill_partials[gl_SubgroupID] = s;
-  barrier();  // partials written -> read by all
-  afloat m = rill_partials[0];
-  for (uint i = 1; i < gl_NumSubgroups; ++i) m = max(m, rill_partials[i]);
-  barrier();  // partials read -> reused by the sum
-  return m;
-}
-
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.rows) return;  // uniform per workgroup

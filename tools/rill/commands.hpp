@@ -14,6 +14,7 @@ namespace rill_cli {
 
 struct InfoArgs {
   bool json = false;
+  std::string profile;  // a limit profile to apply to every device (also RILL_LIMIT_PROFILE)
 };
 int run_info(const InfoArgs& args);
 

@@ -25,7 +25,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
       {"index", d.index}, {"name", d.name}, {"type", rill::device_type_name(d.type)},
       {"vendor_id", d.vendor_id}, {"device_id", d.device_id}, {"driver_name", d.driver_name},
       {"driver_info", d.driver_info}, {"api_version", version_text(c.api_version)},
-      {"usable", d.usable}, {"quirks", d.quirks},
+      {"usable", d.usable}, {"quirks", d.quirks}, {"limit_profile", d.limit_profile},
       {"caps", {{"subgroup_size", c.subgroup_size}, {"min_subgroup_size", c.min_subgroup_size},
                 {"max_subgroup_size", c.max_subgroup_size}, {"subgroup_size_control", c.subgroup_size_control},
                 {"subgroup_arithmetic", c.subgroup_arithmetic},
@@ -53,7 +53,15 @@ int run_info(const InfoArgs& args) {
     std::fprintf(stderr, "rill info: %s\n", listing.status().to_string().c_str());
     return 1;
   }
-  const rill::DeviceListing& l = listing.value();
+  rill::DeviceListing& l = listing.value();
+  if (!args.profile.empty()) {
+    for (auto& d : l.devices) {
+      if (auto applied = rill::apply_limit_profile(args.profile, d); !applied.is_ok()) {
+        std::fprintf(stderr, "rill info: %s\n", applied.to_string().c_str());
+        return 2;
+      }
+    }
+  }
   if (args.json) {
     nlohmann::json j = {{"version", RILL_VERSION_STRING}, {"chosen", l.chosen}, {"reason", l.reason},
                         {"devices", nlohmann::json::array()}};
@@ -69,8 +77,9 @@ int run_info(const InfoArgs& args) {
                 rill::device_type_name(d.type), d.usable ? "" : (" - unusable: " + d.unusable_reason).c_str());
     std::printf("    driver %s %s, Vulkan %s, vendor 0x%04x device 0x%04x\n", d.driver_name.c_str(),
                 d.driver_info.c_str(), version_text(c.api_version).c_str(), d.vendor_id, d.device_id);
-    std::printf("    subgroup %u (%u..%u), shared memory %u B, max workgroup %u invocations\n", c.subgroup_size,
-                c.min_subgroup_size, c.max_subgroup_size, c.shared_memory_bytes, c.max_workgroup_invocations);
+    std::printf("    subgroup %u (%u..%u, arithmetic %s), shared memory %u B, max workgroup %u invocations\n",
+                c.subgroup_size, c.min_subgroup_size, c.max_subgroup_size, c.subgroup_arithmetic ? "yes" : "no",
+                c.shared_memory_bytes, c.max_workgroup_invocations);
     std::printf("    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s\n", c.storage_buffer_16bit ? "yes" : "no",
                 c.float16_arithmetic ? "yes" : "no", c.storage_buffer_8bit ? "yes" : "no", c.int8_arithmetic ? "yes" : "no");
     std::printf("    memory %.0f MiB device-local%s, max allocation %.0f MiB, max storage range %.0f MiB\n",
@@ -81,6 +90,7 @@ int run_info(const InfoArgs& args) {
     std::string quirks;
     for (const auto& q : d.quirks) quirks += (quirks.empty() ? "" : ", ") + q;
     std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());
+    if (!d.limit_profile.empty()) std::printf("    limit profile: %s (the limits above are its)\n", d.limit_profile.c_str());
     if (!d.usable) continue;
     std::printf("    kernel plans:\n");
     for (const auto& p : rill::describe_kernel_plans(d, forced_family()))

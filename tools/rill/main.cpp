@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "rill/device.hpp"
 #include "rill/version.hpp"
 #include "suggest.hpp"
 
@@ -62,6 +63,12 @@ int main(int argc, char** argv) {
   rill_cli::InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "List Vulkan devices, which one rill picks and why, and their capabilities");
   info_cmd->add_flag("--json", info.json, "Print JSON instead of text");
+  std::vector<std::string> profile_names;
+  for (const auto& p : rill::limit_profiles()) profile_names.push_back(p.name);
+  info_cmd->add_option("--profile", info.profile,
+                       "Show each device as a limit profile would make it, and the kernels rill would pick then")
+      ->check(CLI::IsMember(profile_names))
+      ->envname("RILL_LIMIT_PROFILE");
 
   rill_cli::DemoArgs demo;
   auto* demo_cmd = app.add_subcommand("demo", "Run a small computation on the device and check it against the CPU");

@@ -63,6 +63,9 @@ struct ContextOptions {
   // RILL_KERNEL_PLAN. Comma-separated key=value: linear_attention=scan|serial|parallel (the causal
   // forward's algorithm). Unknown keys or values make Context::create fail with InvalidArgument.
   std::string kernel_plan;
+  // Run within a limit profile ("mali", "adreno", "vulkan11-minimum"; see device.hpp); also
+  // RILL_LIMIT_PROFILE. Empty: the device's own limits. An unknown name fails Context::create.
+  std::string limit_profile;
   // Size of each memory block that tensors are sub-allocated from (clamped to device limits).
   uint64_t memory_block_bytes = 64ull << 20;
   // Use an application-owned device instead of creating one.

@@ -58,7 +58,26 @@ struct DeviceInfo {
   std::vector<std::string> quirks;  // names of the quirks-table entries that apply
   bool usable = true;               // false: rill cannot run on it (see unusable_reason)
   std::string unusable_reason;
+  std::string limit_profile;  // the limit profile applied to caps (see below); empty: none
 };
+
+// Limit profiles: run as a smaller class of device would, on any device. A profile lowers `caps`
+// to its limits (shared memory, workgroup sizes and counts, storage-buffer range, push constants)
+// and removes the features it lacks (subgroup arithmetic or size control, 16- and 8-bit storage and
+// arithmetic); the engine then picks kernels within them, and a kernel that asks for more is
+// refused by name. It never raises a limit, and the subgroup size stays the device's own.
+//   "mali"             Mali-class: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers,
+//                      no subgroup arithmetic
+//   "adreno"           Adreno-class: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers
+//   "vulkan11-minimum" the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations,
+//                      128 MiB storage buffers, 128-byte push constants, no 16-bit storage,
+//                      no subgroup arithmetic
+struct LimitProfileInfo {
+  std::string name, description;
+};
+RILL_API std::vector<LimitProfileInfo> limit_profiles();
+// Applies the profile `name` to `device` (InvalidArgument naming the known ones if there is none).
+RILL_API Status apply_limit_profile(std::string_view name, DeviceInfo& device);
 
 // Which device to use. An explicit index or name here wins over the RILL_DEVICE environment
 // variable, which wins over rill's own ranking (discrete, integrated, virtual, CPU).

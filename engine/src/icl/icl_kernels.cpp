@@ -246,7 +246,7 @@ Status Recorder::optimize(Sequence& seq, const Workspace& ws, const ModelState& 
   const bool sgd = o.kind == OptimizerKind::kSgd;
   OptimizePush p{shape_.params, m.history_capacity, config_.on_nonfinite == NonFinitePolicy::kStop ? 1u : 0u,
                  o.lr, sgd ? o.momentum : o.beta1, o.beta2, o.eps, o.clip_norm, set_tasks, ws.batch};
-  return seq.dispatch({.kernel = "icl/icl_optimize",
+  return seq.dispatch({.kernel = "icl/icl_optimize" + std::string(ops::detail::reduction_variant(seq)),
                        .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
                        .push = push_bytes(p),
                        .groups = {1, 1, 1},

@@ -41,8 +41,8 @@ Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out) {
   return seq.dispatch({.kernel = "lm/merge_heads_" + suffix,
                        .bindings = {&in, &out},
                        .push = push_bytes(Push{d.batches, d.rows, d.cols}),
-                       .groups = ops::detail::groups_for(n, 256),
-                       .spec = {spec_uint("WG_SIZE", 256)},
+                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
                        .bytes = 2 * in.size_bytes()});
 }
 
@@ -65,8 +65,8 @@ Status copy_rows(Sequence& seq, const Tensor& src, uint32_t src_first, const Ten
   return seq.dispatch({.kernel = "lm/copy_rows_" + suffix,
                        .bindings = {&src, &dst},
                        .push = push_bytes(Push{s.batches, rows, s.cols, s.rows, src_first, d.rows, dst_first}),
-                       .groups = ops::detail::groups_for(n, 256),
-                       .spec = {spec_uint("WG_SIZE", 256)},
+                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
                        .bytes = 2 * n * dtype_size(src.dtype())});
 }
 
@@ -111,8 +111,6 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
     return invalid_argument("attend: shapes do not match: q " + q.describe() + ", caches " + cache_k.describe() + ", " +
                             cache_v.describe() + ", o " + o.describe());
   if (dq.cols > 128 || cv.cols > 128) return unimplemented("attend: head dimensions above 128");
-  if (!seq.device().caps.subgroup_arithmetic)
-    return unimplemented("attend: needs subgroup arithmetic, which " + seq.device().name + " lacks");
   if (block == 0 && max_position >= ck.rows)
     return out_of_range("attend: position " + std::to_string(max_position) + " is past the cache capacity " +
                         std::to_string(ck.rows));
@@ -127,7 +125,7 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
     float scale;
   };
   const float scale = float(1.0 / std::sqrt(double(dq.cols)));
-  return seq.dispatch({.kernel = "lm/attend_" + suffix,
+  return seq.dispatch({.kernel = "lm/attend" + std::string(ops::detail::reduction_variant(seq)) + "_" + suffix,
                        .bindings = {&q, &cache_k, &cache_v, &pos, &o},
                        .push = push_bytes(Push{dq.rows, ck.rows, scale}),
                        .groups = {dq.rows, dq.batches, 1},
@@ -158,8 +156,8 @@ Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& co
   return seq.dispatch({.kernel = "lm/lrpe_" + suffix,
                        .bindings = {&x, &base, &coarse, &fine, &y},
                        .push = push_bytes(Push{d.batches, d.rows, d.cols}),
-                       .groups = ops::detail::groups_for(n, 256),
-                       .spec = {spec_uint("WG_SIZE", 256), spec_uint("FEATURE", uint32_t(feature_map))},
+                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq)), spec_uint("FEATURE", uint32_t(feature_map))},
                        .bytes = 3 * x.size_bytes() + 24 * n});
 }
 

@@ -35,11 +35,12 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(*same[0], op));
   for (size_t i = 1; i < same.size(); ++i) RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
   RILL_ASSIGN_OR_RETURN(uint32_t n, count_of(*same[0], op));
-  spec.insert(spec.begin(), spec_uint("WG_SIZE", 256));
+  const uint32_t wg = detail::elementwise_workgroup(seq);
+  spec.insert(spec.begin(), spec_uint("WG_SIZE", wg));
   return seq.dispatch({.kernel = kernel + "_" + suffix,
                        .bindings = std::vector<const Tensor*>(same.begin(), same.end()),
                        .push = push_bytes(N{n}),
-                       .groups = detail::groups_for(n, 256),
+                       .groups = detail::groups_for(n, wg),
                        .spec = std::move(spec),
                        .flops = flops_per_element * n,
                        .bytes = uint64_t(n) * dtype_size(same[0]->dtype()) * same.size()});
@@ -96,7 +97,8 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
                        .bindings = {&ids, &table, &out, &errors},
                        .push = push_bytes(Embed{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale}),
-                       .groups = detail::groups_for(tokens * dim, 256),
+                       .groups = detail::groups_for(tokens * dim, detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
 }
 
@@ -118,7 +120,8 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
       {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
        .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
        .push = push_bytes(push),
-       .groups = detail::groups_for(tokens * dim, 256),
+       .groups = detail::groups_for(tokens * dim, detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
        .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
 }
 
@@ -136,7 +139,8 @@ Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, co
   return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
                        .bindings = {&ids, &dy, &dtable},
                        .push = push_bytes(EmbedShape{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
-                       .groups = detail::groups_for(vocab * dim, 256),
+                       .groups = detail::groups_for(vocab * dim, detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .flops = vocab * dim * tokens,
                        .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});
 }
@@ -155,13 +159,11 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
     RILL_RETURN_IF_ERROR(detail::require_dtype(*loss, DType::kF32, op, "loss"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*loss, rd.rows, op, "loss"));
   }
-  if (!seq.device().caps.subgroup_arithmetic)
-    return unimplemented("softmax needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
   // Three passes over each invocation's share of the row: widen the workgroup under a loop limit.
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + wg - 1) / wg), op, "a row of this length"));
-  return seq.dispatch({.kernel = "softmax/softmax_xent_fwd_" + suffix,
+  return seq.dispatch({.kernel = "softmax/softmax_xent_fwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
                        .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
                        .push = push_bytes(Rows{rd.rows, rd.dim}),
                        .groups = detail::grid_for(rd.rows),
@@ -195,7 +197,8 @@ Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const 
   return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
                        .bindings = {&probs, &targets, &dloss, &dlogits},
                        .push = push_bytes(Rows{rd.rows, rd.dim}),
-                       .groups = detail::groups_for(n, 256),
+                       .groups = detail::groups_for(n, detail::elementwise_workgroup(seq)),
+                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .flops = 2 * n,
                        .bytes = 2 * n * dtype_size(probs.dtype())});
 }

@@ -105,7 +105,8 @@ uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim) {
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   RmsnormPlan p;
   // Rows up to 4096 fit the register kernel's per-lane arrays; longer rows need more registers than pays.
-  if (register_kernels_fit(d) && dim <= 4096) {
+  // The register kernel reduces with subgroupAdd; without it, the generic kernel's shared-memory tree.
+  if (register_kernels_fit(d) && d.subgroup_arithmetic && dim <= 4096) {
     p.register_kernel = true;
     p.rows_per_group = 16;  // a subgroup keeps its share of the gain in registers over 16 rows
     p.workgroup = d.subgroup;
@@ -227,14 +228,24 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
 std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
   constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
   if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
-  const uint64_t c = s.chunk;
   // Shared memory of the output pass (scores, powers, A tile, the other tile) and the states pass.
-  auto shared_bytes = [&](uint64_t tile) {
+  auto shared_bytes = [&](uint64_t c, uint64_t tile) {
     return 4 * std::max(c * c + c + 1 + c * tile + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
   };
+  // Narrower tiles first, then shorter chunks (the same result, more chunks to scan): 64-row
+  // chunks' scores alone fill a Mali-class GPU's 16 KiB.
+  uint64_t c = s.chunk;
   uint32_t tile = 16;
-  while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
-  if (shared_bytes(tile) > d.shared_bytes) return std::nullopt;
+  while (shared_bytes(c, tile) > d.shared_bytes) {
+    if (tile > 4) {
+      tile /= 2;
+    } else if (c > 8) {
+      c = (c + 1) / 2;
+      tile = 16;
+    } else {
+      return std::nullopt;
+    }
+  }
   const uint32_t wg = std::min(256u, d.max_invocations);
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
   // the scores times h(C), per round of 4 x 4 blocks.
@@ -255,7 +266,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   if (window < 1) return std::nullopt;
   LinearAttentionPlan p;
   p.algorithm = LinearAttentionAlgorithm::kChunkedParallel;
-  p.chunk = s.chunk;
+  p.chunk = uint32_t(c);
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
   p.tile = tile;

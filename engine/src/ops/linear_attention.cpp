@@ -111,21 +111,21 @@ struct ParallelForm {
 Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const ParallelForm& f,
                        const Tensor& state, const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
   const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
-  const uint32_t chunks = uint32_t((uint64_t(d.n) + opt.chunk - 1) / opt.chunk);
+  const uint32_t chunks = uint32_t((uint64_t(d.n) + p.chunk - 1) / p.chunk);
   RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
   const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
   auto spec = spec_for(opt, p.workgroup);
   for (auto& [name, on] : {std::pair<const char*, bool>{"PHI_A", f.phi_a}, {"PHI_B", f.phi_b}, {"PHI_C", f.phi_c},
                            {"REVERSE", f.reverse}})
     spec.push_back(spec_uint(name, on));
-  spec.push_back(spec_uint("CHUNK", opt.chunk));
+  spec.push_back(spec_uint("CHUNK", p.chunk));
   spec.push_back(spec_uint("TILE", p.tile));
   auto output_spec = spec;
   output_spec.push_back(spec_uint("GRAD_SCALE", f.x != nullptr));
   const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
   for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
     const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
-    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * opt.chunk, d.n - uint64_t(first) * opt.chunk);
+    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * p.chunk, d.n - uint64_t(first) * p.chunk);
     struct Push {
       uint32_t heads, n, dk, dv, first_chunk, window;
     } push{d.heads, d.n, f.dk, f.dv, first, count};
@@ -144,7 +144,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                                        .flops = 2 * bh * count * elements,
                                        .bytes = bh * (8 * count * elements + 8 * elements)}));
     // Per position: a P (2 dk dv FLOPs) and on average (C + 1) / 2 scores and value rows.
-    const uint64_t intra = uint64_t(opt.chunk + 1) * (f.dk + f.dv);
+    const uint64_t intra = uint64_t(p.chunk + 1) * (f.dk + f.dv);
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_output_" + suffix,
                                        .bindings = {f.a, f.b, f.c, &decay, chunk_states, f.x ? f.x : f.c, f.out},
                                        .push = push_bytes(push),

@@ -72,6 +72,15 @@ Status check_loop_budget(const Sequence& seq, uint64_t iterations, const char* o
   return plan::check_loop_budget(plan::traits_of(seq), seq.device(), iterations, op, what);
 }
 
+uint32_t elementwise_workgroup(const Sequence& seq) {
+  const DeviceCaps& caps = seq.device().caps;
+  return std::min({256u, caps.max_workgroup_invocations, caps.max_workgroup_size[0]});
+}
+
+const char* reduction_variant(const Sequence& seq) {
+  return seq.device().caps.subgroup_arithmetic ? "" : "_nosubgroup";
+}
+
 uint32_t reduction_workgroup(const Sequence& seq, uint64_t dim) {
   return plan::reduction_workgroup(plan::traits_of(seq), dim);
 }

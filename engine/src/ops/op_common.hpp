@@ -32,6 +32,13 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group);
 // plan's choice (kernel_plan.hpp).
 uint32_t reduction_workgroup(const Sequence& seq, uint64_t dim = 0);
 
+// Workgroup width of one-invocation-per-element kernels: 256, or the device's limit below it.
+uint32_t elementwise_workgroup(const Sequence& seq);
+
+// The variant of a kernel built on rill_reduce.glsl for the sequence's device: "_nosubgroup"
+// (reductions through shared memory) where it lacks subgroup arithmetic, else "".
+const char* reduction_variant(const Sequence& seq);
+
 // A workspace of at least `elements` f32 values owned by the sequence (for intermediate results
 // within one op; its contents do not survive to the next op). The sequence keeps one and reuses it
 // while it is large enough, so a replayed recording holds one workspace, not one per op.

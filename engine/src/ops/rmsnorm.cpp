@@ -28,8 +28,6 @@ Status check_gain(const Tensor* gain, const Tensor& x, uint32_t dim) {
 }
 
 Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::RowsDim rd) {
-  if (!seq.device().caps.subgroup_arithmetic)
-    return unimplemented("rmsnorm needs subgroup arithmetic in compute shaders, which " + seq.device().name + " lacks");
   RILL_RETURN_IF_ERROR(detail::require_dtype(rstd, DType::kF32, kOp, "rstd"));
   (void)x;
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + 255) / 256), kOp, "a row of this length"));
@@ -56,7 +54,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
-  const std::string kernel = "rmsnorm/" + name + "_" + suffix;
+  const std::string kernel = "rmsnorm/" + name + detail::reduction_variant(seq) + "_" + suffix;
   // The generic kernel reads each row twice.
   return seq.dispatch({.kernel = kernel,
                        .bindings = std::move(bindings),
@@ -113,7 +111,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   }
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_" + suffix,
+  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
                                      .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
                                      .push = push_bytes(BackwardPush{rd.rows, rd.dim}),
                                      .groups = detail::grid_for(rd.rows),

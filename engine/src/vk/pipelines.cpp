@@ -9,6 +9,7 @@
 #include "core/file_io.hpp"
 #include "core/log.hpp"
 #include "vk/pipeline_cache_file.hpp"
+#include "vk/spirv_needs.hpp"
 
 namespace rill::vk {
 namespace {
@@ -207,6 +208,11 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
     ++stats_.lookups;
     return it->second;
   }
+  // What the kernel asks of the device, against its capabilities (a limit profile may lower them).
+  std::vector<uint32_t> spec_ids;
+  for (const auto& sc : shader.spec_constants) spec_ids.push_back(sc.id);
+  RILL_ASSIGN_OR_RETURN(ShaderNeeds needs, shader_needs(shader.spirv, spec_ids, values));
+  RILL_RETURN_IF_ERROR(check_shader_needs(needs, device_.info(), shader.kernel));
   RILL_ASSIGN_OR_RETURN(Layout * layout, layout_for(shader));
 
   std::vector<VkSpecializationMapEntry> entries;

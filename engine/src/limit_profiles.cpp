@@ -1,0 +1,74 @@
+// The limit profiles of device.hpp: what a smaller class of device offers, applied as minimums.
+#include <algorithm>
+#include <array>
+
+#include "rill/device.hpp"
+
+namespace rill {
+namespace {
+
+struct LimitProfile {
+  const char* name;
+  const char* description;
+  uint32_t shared_memory_bytes;
+  uint32_t max_invocations;
+  std::array<uint32_t, 3> max_workgroup_size;
+  std::array<uint32_t, 3> max_workgroup_count;
+  uint64_t max_storage_buffer_range;
+  uint32_t max_push_constants_bytes;
+  bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
+};
+
+constexpr LimitProfile kProfiles[] = {
+    {"mali", "Mali-class GPU: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers, no subgroup arithmetic",
+     16384, 256,
+     {256, 256, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, false, false, true, true, true, true},
+    {"adreno", "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers", 32768, 1024,
+     {1024, 1024, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, true, true, true, true, true, true},
+    {"vulkan11-minimum",
+     "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
+     "no 16-bit storage, no subgroup arithmetic",
+     16384, 128, {128, 128, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, false, false, false, false, false,
+     false},
+};
+
+}  // namespace
+
+std::vector<LimitProfileInfo> limit_profiles() {
+  std::vector<LimitProfileInfo> out;
+  for (const LimitProfile& p : kProfiles) out.push_back({p.name, p.description});
+  return out;
+}
+
+Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
+  const LimitProfile* profile = nullptr;
+  std::string known;
+  for (const LimitProfile& p : kProfiles) {
+    if (name == p.name) profile = &p;
+    known += std::string(known.empty() ? "" : ", ") + p.name;
+  }
+  if (profile == nullptr)
+    return invalid_argument("unknown limit profile '" + std::string(name) + "' (known: " + known + ")");
+  DeviceCaps& c = device.caps;
+  c.shared_memory_bytes = std::min(c.shared_memory_bytes, profile->shared_memory_bytes);
+  c.max_workgroup_invocations = std::min(c.max_workgroup_invocations, profile->max_invocations);
+  for (int d = 0; d < 3; ++d) {
+    c.max_workgroup_size[d] = std::min({c.max_workgroup_size[d], profile->max_workgroup_size[d], c.max_workgroup_invocations});
+    c.max_workgroup_count[d] = std::min(c.max_workgroup_count[d], profile->max_workgroup_count[d]);
+  }
+  c.max_storage_buffer_range = std::min(c.max_storage_buffer_range, profile->max_storage_buffer_range);
+  c.max_push_constants_bytes = std::min(c.max_push_constants_bytes, profile->max_push_constants_bytes);
+  c.subgroup_arithmetic = c.subgroup_arithmetic && profile->subgroup_arithmetic;
+  if (!profile->subgroup_size_control) {
+    c.subgroup_size_control = false;
+    c.min_subgroup_size = c.max_subgroup_size = c.subgroup_size;
+  }
+  c.storage_buffer_16bit = c.storage_buffer_16bit && profile->storage_16bit;
+  c.float16_arithmetic = c.float16_arithmetic && profile->float16;
+  c.storage_buffer_8bit = c.storage_buffer_8bit && profile->storage_8bit;
+  c.int8_arithmetic = c.int8_arithmetic && profile->int8;
+  device.limit_profile = profile->name;
+  return Status::ok();
+}
+
+}  // namespace rill

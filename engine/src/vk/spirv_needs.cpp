@@ -1,0 +1,192 @@
+// One walk over a SPIR-V module (opcodes and enumerants from the SPIR-V 1.6 specification):
+// capabilities, specialization constants (with the values given, and the integer operations
+// glslang folds array lengths into), types, and the Workgroup-class variables.
+#include "vk/spirv_needs.hpp"
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rill::vk {
+namespace {
+
+enum Op : uint32_t {
+  kOpCapability = 17, kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23,
+  kOpTypeMatrix = 24, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstantTrue = 41,
+  kOpConstantFalse = 42, kOpConstant = 43, kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49,
+  kOpSpecConstant = 50, kOpSpecConstantOp = 52, kOpVariable = 59, kOpDecorate = 71,
+};
+enum Capability : uint32_t {
+  kFloat16 = 9, kInt8 = 39, kGroupNonUniformArithmetic = 63, kStorageBuffer16BitAccess = 4433,
+  kUniformAndStorageBuffer16BitAccess = 4434, kStoragePushConstant16 = 4435, kStorageBuffer8BitAccess = 4448,
+  kUniformAndStorageBuffer8BitAccess = 4449, kStoragePushConstant8 = 4450,
+};
+constexpr uint32_t kDecorationSpecId = 1;
+constexpr uint32_t kStorageClassWorkgroup = 4;
+
+// The integer and logical operations OpSpecConstantOp may apply in a shader; nullopt: not one.
+std::optional<uint32_t> fold(uint32_t opcode, const std::vector<uint32_t>& a) {
+  auto arg = [&](size_t i) { return i < a.size() ? a[i] : 0u; };
+  const uint32_t x = arg(0), y = arg(1);
+  const int32_t sx = int32_t(x), sy = int32_t(y);
+  switch (opcode) {
+    case 113: case 114: return x;                      // UConvert, SConvert (32-bit here)
+    case 126: return uint32_t(-sx);                    // SNegate
+    case 128: return x + y;                            // IAdd
+    case 130: return x - y;                            // ISub
+    case 132: return x * y;                            // IMul
+    case 134: return y == 0 ? std::nullopt : std::optional<uint32_t>(x / y);  // UDiv
+    case 135: return sy == 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(sx / sy));  // SDiv
+    case 137: return y == 0 ? std::nullopt : std::optional<uint32_t>(x % y);  // UMod
+    case 138: case 139:                                // SRem, SMod (non-negative sizes)
+      return sy == 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(sx % sy));
+    case 164: return uint32_t(x == y);                 // LogicalEqual
+    case 165: return uint32_t(x != y);                 // LogicalNotEqual
+    case 166: return uint32_t(x || y);                 // LogicalOr
+    case 167: return uint32_t(x && y);                 // LogicalAnd
+    case 168: return uint32_t(!x);                     // LogicalNot
+    case 169: return x ? y : arg(2);                   // Select
+    case 170: return uint32_t(x == y);                 // IEqual
+    case 171: return uint32_t(x != y);                 // INotEqual
+    case 172: return uint32_t(x > y);                  // UGreaterThan
+    case 173: return uint32_t(sx > sy);                // SGreaterThan
+    case 174: return uint32_t(x >= y);                 // UGreaterThanEqual
+    case 175: return uint32_t(sx >= sy);               // SGreaterThanEqual
+    case 176: return uint32_t(x < y);                  // ULessThan
+    case 177: return uint32_t(sx < sy);                // SLessThan
+    case 178: return uint32_t(x <= y);                 // ULessThanEqual
+    case 179: return uint32_t(sx <= sy);               // SLessThanEqual
+    case 194: return y >= 32 ? 0u : x >> y;            // ShiftRightLogical
+    case 195: return y >= 32 ? uint32_t(sx >> 31) : uint32_t(sx >> y);  // ShiftRightArithmetic
+    case 196: return y >= 32 ? 0u : x << y;            // ShiftLeftLogical
+    case 197: return x | y;
+    case 198: return x ^ y;
+    case 199: return x & y;
+    case 200: return ~x;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<const uint32_t> spec_ids,
+                                 std::span<const uint32_t> spec_values) {
+  if (spirv.size() < 5 || spirv[0] != 0x07230203u) return internal_error("shader_needs: not a SPIR-V module");
+  ShaderNeeds needs;
+  std::unordered_map<uint32_t, uint32_t> spec_id_of;               // result id -> SpecId
+  std::unordered_map<uint32_t, std::optional<uint32_t>> constant;  // result id -> value (unknown: nullopt)
+  std::unordered_map<uint32_t, uint64_t> type_bytes;               // sized types
+  std::unordered_map<uint32_t, uint32_t> pointee;                  // Workgroup pointer type -> pointee
+  auto spec_value = [&](uint32_t result, uint32_t declared) {
+    auto id = spec_id_of.find(result);
+    if (id != spec_id_of.end())
+      for (size_t i = 0; i < spec_ids.size() && i < spec_values.size(); ++i)
+        if (spec_ids[i] == id->second) return spec_values[i];
+    return declared;
+  };
+  for (size_t pos = 5; pos < spirv.size();) {
+    const uint32_t count = spirv[pos] >> 16, op = spirv[pos] & 0xffffu;
+    if (count == 0 || pos + count > spirv.size()) return internal_error("shader_needs: truncated instruction");
+    const uint32_t* w = &spirv[pos];
+    auto bytes_of = [&](uint32_t type) -> Result<uint64_t> {
+      auto it = type_bytes.find(type);
+      if (it == type_bytes.end()) return internal_error("shader_needs: a Workgroup variable of an unsized type");
+      return it->second;
+    };
+    switch (op) {
+      case kOpCapability:
+        switch (w[1]) {
+          case kGroupNonUniformArithmetic: needs.subgroup_arithmetic = true; break;
+          case kStorageBuffer16BitAccess: case kUniformAndStorageBuffer16BitAccess: case kStoragePushConstant16:
+            needs.storage_16bit = true;
+            break;
+          case kFloat16: needs.float16 = true; break;
+          case kStorageBuffer8BitAccess: case kUniformAndStorageBuffer8BitAccess: case kStoragePushConstant8:
+            needs.storage_8bit = true;
+            break;
+          case kInt8: needs.int8 = true; break;
+          default: break;
+        }
+        break;
+      case kOpDecorate:
+        if (count >= 4 && w[2] == kDecorationSpecId) spec_id_of[w[1]] = w[3];
+        break;
+      case kOpTypeBool: type_bytes[w[1]] = 4; break;
+      case kOpTypeInt: case kOpTypeFloat: type_bytes[w[1]] = w[2] / 8; break;
+      case kOpTypeVector: case kOpTypeMatrix: {
+        RILL_ASSIGN_OR_RETURN(uint64_t part, bytes_of(w[2]));
+        type_bytes[w[1]] = part * (w[3] == 3 ? 4 : w[3]);
+        break;
+      }
+      case kOpTypeArray: {
+        auto length = constant.find(w[3]);
+        if (type_bytes.count(w[2]) && length != constant.end() && length->second)
+          type_bytes[w[1]] = type_bytes[w[2]] * *length->second;
+        break;  // an array of unknown size only matters if a Workgroup variable uses it
+      }
+      case kOpTypeStruct: {
+        uint64_t total = 0;
+        bool sized = true;
+        for (uint32_t i = 2; i < count; ++i) {
+          auto it = type_bytes.find(w[i]);
+          if (it == type_bytes.end()) sized = false;
+          else total += it->second;
+        }
+        if (sized) type_bytes[w[1]] = total;
+        break;
+      }
+      case kOpTypePointer:
+        if (w[2] == kStorageClassWorkgroup) pointee[w[1]] = w[3];
+        break;
+      case kOpConstantTrue: constant[w[2]] = 1u; break;
+      case kOpConstantFalse: constant[w[2]] = 0u; break;
+      case kOpConstant: constant[w[2]] = w[3]; break;
+      case kOpSpecConstantTrue: constant[w[2]] = spec_value(w[2], 1u) != 0 ? 1u : 0u; break;
+      case kOpSpecConstantFalse: constant[w[2]] = spec_value(w[2], 0u) != 0 ? 1u : 0u; break;
+      case kOpSpecConstant: constant[w[2]] = spec_value(w[2], w[3]); break;
+      case kOpSpecConstantOp: {
+        std::vector<uint32_t> args;
+        bool known = true;
+        for (uint32_t i = 4; i < count; ++i) {
+          auto it = constant.find(w[i]);
+          if (it == constant.end() || !it->second) known = false;
+          else args.push_back(*it->second);
+        }
+        constant[w[2]] = known ? fold(w[3], args) : std::nullopt;
+        break;
+      }
+      case kOpVariable:
+        if (w[3] == kStorageClassWorkgroup) {
+          auto it = pointee.find(w[1]);
+          if (it == pointee.end()) return internal_error("shader_needs: a Workgroup variable without its pointer type");
+          RILL_ASSIGN_OR_RETURN(uint64_t size, bytes_of(it->second));
+          needs.workgroup_memory_bytes += size;
+        }
+        break;
+      default: break;
+    }
+    pos += count;
+  }
+  return needs;
+}
+
+Status check_shader_needs(const ShaderNeeds& needs, const DeviceInfo& device, std::string_view kernel) {
+  const DeviceCaps& caps = device.caps;
+  const std::string who = device.name + (device.limit_profile.empty() ? "" : " (limit profile " + device.limit_profile + ")");
+  auto lacks = [&](const char* what) {
+    return unimplemented("kernel " + std::string(kernel) + " needs " + what + ", which " + who + " lacks");
+  };
+  if (needs.subgroup_arithmetic && !caps.subgroup_arithmetic) return lacks("subgroup arithmetic");
+  if (needs.storage_16bit && !caps.storage_buffer_16bit) return lacks("16-bit storage buffers");
+  if (needs.float16 && !caps.float16_arithmetic) return lacks("16-bit float arithmetic");
+  if (needs.storage_8bit && !caps.storage_buffer_8bit) return lacks("8-bit storage buffers");
+  if (needs.int8 && !caps.int8_arithmetic) return lacks("8-bit integer arithmetic");
+  if (needs.workgroup_memory_bytes > caps.shared_memory_bytes)
+    return unimplemented("kernel " + std::string(kernel) + " declares " + std::to_string(needs.workgroup_memory_bytes) +
+                         " bytes of shared memory, more than the " + std::to_string(caps.shared_memory_bytes) +
+                         " of " + who);
+  return Status::ok();
+}
+
+}  // namespace rill::vk

@@ -1,0 +1,5 @@
+// softmax xent fwd, f32 storage, without subgroup arithmetic; the kernel is in softmax_xent_fwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_NO_SUBGROUP_ARITHMETIC
+#include "softmax_xent_fwd.glsl"

@@ -1,0 +1,183 @@
+// Limit profiles (device.hpp) and the SPIR-V needs check behind them: a profile only lowers what a
+// device offers, a context under one creates no pipeline its class of device could not, and names
+// what is missing when asked for one.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "vk/shader_registry.hpp"
+#include "vk/spirv_needs.hpp"
+
+namespace {
+
+const rill::vk::ShaderInfo& shader(std::string_view kernel) {
+  for (const auto& s : rill::vk::shader_registry())
+    if (s.kernel == kernel && s.variant.empty()) return s;
+  FAIL("no kernel " << kernel);
+  std::abort();
+}
+
+// The needs of `kernel` with the named specialization constants set (the others at defaults).
+rill::vk::ShaderNeeds needs_of(std::string_view kernel, std::vector<std::pair<std::string, uint32_t>> spec) {
+  const auto& s = shader(kernel);
+  std::vector<uint32_t> ids, values;
+  for (const auto& sc : s.spec_constants) {
+    ids.push_back(sc.id);
+    values.push_back(sc.default_bits);
+    for (const auto& [name, value] : spec)
+      if (sc.name == name) values.back() = value;
+  }
+  auto needs = rill::vk::shader_needs(s.spirv, ids, values);
+  REQUIRE(needs.is_ok());
+  return needs.value();
+}
+
+rill::DeviceInfo large_device() {
+  rill::DeviceInfo d;
+  d.name = "large";
+  rill::DeviceCaps& c = d.caps;
+  c.subgroup_size = c.min_subgroup_size = 32;
+  c.max_subgroup_size = 64;
+  c.subgroup_size_control = c.subgroup_arithmetic = true;
+  c.storage_buffer_16bit = c.float16_arithmetic = c.storage_buffer_8bit = c.int8_arithmetic = true;
+  c.shared_memory_bytes = 65536;
+  c.max_workgroup_size = {1024, 1024, 1024};
+  c.max_workgroup_invocations = 1024;
+  c.max_workgroup_count = {1u << 31, 65535, 65535};
+  c.max_storage_buffer_range = 1ull << 32;
+  c.max_push_constants_bytes = 256;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the specialization", "[registry][limits]") {
+  // softmax: rill_partials[WG_SIZE] floats; subgroup arithmetic unless built without it.
+  auto sg = needs_of("softmax/softmax_xent_fwd_f32", {{"WG_SIZE", 256}});
+  CHECK(sg.subgroup_arithmetic);
+  CHECK_FALSE(sg.storage_16bit);
+  CHECK(sg.workgroup_memory_bytes == 256 * 4);
+  CHECK(needs_of("softmax/softmax_xent_fwd_f32", {{"WG_SIZE", 64}}).workgroup_memory_bytes == 64 * 4);
+  auto tree = needs_of("softmax/softmax_xent_fwd_nosubgroup_f32", {{"WG_SIZE", 96}});
+  CHECK_FALSE(tree.subgroup_arithmetic);
+  CHECK(tree.workgroup_memory_bytes == 96 * 4);
+  CHECK(needs_of("softmax/softmax_xent_fwd_f16", {}).storage_16bit);
+  // attend: sh_m[32], sh_l[32], sh_acc[32 * DV]; without subgroups rill_partials[WG_SIZE] and
+  // sh_channels[16 * WG_SIZE].
+  CHECK(needs_of("lm/attend_f32", {{"DV", 128}}).workgroup_memory_bytes == (32 + 32 + 32 * 128) * 4);
+  CHECK(needs_of("lm/attend_f32", {{"DV", 24}}).workgroup_memory_bytes == (32 + 32 + 32 * 24) * 4);
+  CHECK(needs_of("lm/attend_nosubgroup_f32", {{"WG_SIZE", 128}}).workgroup_memory_bytes == (128 + 16 * 128) * 4);
+
+  const std::vector<uint32_t> none;
+  CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{1, 2, 3}, none, none).is_ok());
+  // A header whose first instruction claims more words than the module has.
+  CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, none, none).is_ok());
+}
+
+TEST_CASE("limit profiles lower a device's capabilities and never raise them", "[limits]") {
+  const rill::DeviceInfo large = large_device();
+  REQUIRE(rill::limit_profiles().size() == 3);
+  for (const auto& profile : rill::limit_profiles()) {
+    INFO(profile.name);
+    rill::DeviceInfo d = large;
+    REQUIRE(rill::apply_limit_profile(profile.name, d).is_ok());
+    CHECK(d.limit_profile == profile.name);
+    CHECK(d.caps.shared_memory_bytes <= large.caps.shared_memory_bytes);
+    CHECK(d.caps.max_workgroup_invocations <= large.caps.max_workgroup_invocations);
+    for (int i = 0; i < 3; ++i) CHECK(d.caps.max_workgroup_size[i] <= d.caps.max_workgroup_invocations);
+    CHECK(d.caps.max_storage_buffer_range == (1ull << 27));
+    CHECK(d.caps.subgroup_size == 32);  // a device's own
+    // Applying it to a device already below it changes nothing.
+    rill::DeviceInfo again = d;
+    REQUIRE(rill::apply_limit_profile(profile.name, again).is_ok());
+    CHECK(again.caps.shared_memory_bytes == d.caps.shared_memory_bytes);
+    CHECK(again.caps.max_workgroup_invocations == d.caps.max_workgroup_invocations);
+  }
+  rill::DeviceInfo mali = large;
+  REQUIRE(rill::apply_limit_profile("mali", mali).is_ok());
+  CHECK(mali.caps.shared_memory_bytes == 16384);
+  CHECK(mali.caps.max_workgroup_invocations == 256);
+  CHECK_FALSE(mali.caps.subgroup_arithmetic);
+  CHECK_FALSE(mali.caps.subgroup_size_control);
+  CHECK(mali.caps.max_subgroup_size == 32);
+  CHECK(mali.caps.storage_buffer_16bit);
+  rill::DeviceInfo minimum = large;
+  REQUIRE(rill::apply_limit_profile("vulkan11-minimum", minimum).is_ok());
+  CHECK(minimum.caps.max_workgroup_invocations == 128);
+  CHECK(minimum.caps.max_push_constants_bytes == 128);
+  CHECK_FALSE(minimum.caps.storage_buffer_16bit);
+  CHECK_FALSE(minimum.caps.float16_arithmetic);
+  rill::DeviceInfo adreno = large;
+  REQUIRE(rill::apply_limit_profile("adreno", adreno).is_ok());
+  CHECK(adreno.caps.shared_memory_bytes == 32768);
+  CHECK(adreno.caps.subgroup_arithmetic);
+
+  rill::DeviceInfo d = large;
+  const rill::Status unknown = rill::apply_limit_profile("iphone", d);
+  CHECK(unknown.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(unknown.message().find("mali, adreno, vulkan11-minimum") != std::string::npos);
+  CHECK(d.limit_profile.empty());
+
+  // The check itself: what a device lacks is named.
+  rill::vk::ShaderNeeds needs;
+  needs.workgroup_memory_bytes = 20000;
+  const rill::Status too_big = rill::vk::check_shader_needs(needs, mali, "k/big");
+  CHECK(too_big.code() == rill::StatusCode::kUnimplemented);
+  CHECK(too_big.message().find("20000 bytes of shared memory, more than the 16384 of large (limit profile mali)") !=
+        std::string::npos);
+  CHECK(rill::vk::check_shader_needs(needs, large, "k/big").is_ok());
+}
+
+GPU_TEST_CASE("a context under a limit profile refuses kernels beyond it, by name", "[limits][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.limit_profile = "mali";
+  auto ctx = rill_test::make_context(options);
+  CHECK(ctx.device().limit_profile == "mali");
+  CHECK_FALSE(ctx.device().caps.subgroup_arithmetic);
+  CHECK(ctx.device().caps.shared_memory_bytes <= 16384);
+  auto logits = std::move(ctx.tensor(rill::DType::kF32, {4, 300}, "logits")).value();
+  auto probs = std::move(ctx.tensor(rill::DType::kF32, {4, 300}, "probs")).value();
+  auto seq = std::move(ctx.sequence()).value();
+  struct Rows {
+    uint32_t rows, vocab;
+  };
+  rill::Dispatch d{.kernel = "softmax/softmax_xent_fwd_f32",
+                   .bindings = {&logits, &logits, &probs, &probs},
+                   .push = rill::push_bytes(Rows{4, 300}),
+                   .groups = {4, 1, 1},
+                   .spec = {rill::spec_uint("WG_SIZE", 64), rill::spec_uint("HAS_TARGETS", 0)}};
+  const rill::Status arithmetic = seq.dispatch(d);
+  CHECK(arithmetic.code() == rill::StatusCode::kUnimplemented);
+  CHECK(arithmetic.message().find("needs subgroup arithmetic") != std::string::npos);
+  CHECK(arithmetic.message().find("(limit profile mali)") != std::string::npos);
+  // The tree variant runs, and so does the op, which picks it.
+  d.kernel = "softmax/softmax_xent_fwd_nosubgroup_f32";
+  CHECK(seq.dispatch(d).is_ok());
+  CHECK(rill::ops::softmax_forward(seq, logits, probs).is_ok());
+  // 256 invocations are within Mali-class limits, 17408 bytes of shared memory are not.
+  auto q = std::move(ctx.tensor(rill::DType::kF32, {1, 1, 32}, "q")).value();
+  auto cache = std::move(ctx.tensor(rill::DType::kF32, {1, 8, 32}, "cache")).value();
+  auto pos = std::move(ctx.tensor(rill::DType::kU32, {1}, "pos")).value();
+  struct AttendPush {
+    uint32_t nq, cap;
+    float scale;
+  };
+  const rill::Status shared = seq.dispatch({.kernel = "lm/attend_nosubgroup_f32",
+                                            .bindings = {&q, &cache, &cache, &pos, &q},
+                                            .push = rill::push_bytes(AttendPush{1, 8, 1.0f}),
+                                            .groups = {1, 1, 1},
+                                            .spec = {rill::spec_uint("WG_SIZE", 256), rill::spec_uint("DK", 32),
+                                                     rill::spec_uint("DV", 32)}});
+  CHECK(shared.code() == rill::StatusCode::kUnimplemented);
+  CHECK(shared.message().find("17408 bytes of shared memory") != std::string::npos);
+}
+
+TEST_CASE("an unknown limit profile fails context creation with the known names", "[limits]") {
+  rill::ContextOptions options;
+  options.limit_profile = "nokia-3310";
+  auto ctx = rill::Context::create(options);
+  REQUIRE_FALSE(ctx.is_ok());
+  CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(ctx.status().message().find("vulkan11-minimum") != std::string::npos);
+}
