@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/log.hpp"
@@ -136,10 +137,20 @@ Instance::~Instance() {
   vkDestroyInstance(instance_, nullptr);
 }
 
-VKAPI_ATTR VkBool32 VKAPI_CALL Instance::on_debug_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+bool is_loader_notice(VkDebugUtilsMessageTypeFlagsEXT types, const char* message_id_name) {
+  return types == VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT && message_id_name != nullptr &&
+         std::string_view(message_id_name) == "Loader Message";
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL Instance::on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                          VkDebugUtilsMessageTypeFlagsEXT types,
+                                                          const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                          void* user) {
   auto* self = static_cast<Instance*>(user);
+  if (is_loader_notice(types, data->pMessageIdName)) {
+    log_message(MessageSeverity::kInfo, std::string("Vulkan loader: ") + (data->pMessage ? data->pMessage : ""));
+    return VK_FALSE;
+  }
   const MessageSeverity s = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)
                                 ? MessageSeverity::kError
                                 : MessageSeverity::kWarning;

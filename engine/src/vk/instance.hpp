@@ -14,6 +14,12 @@ namespace rill::vk {
 // Loads the Vulkan loader through volk once per process.
 Status load_vulkan();
 
+// True for the loader's own notices (type GENERAL only, id "Loader Message"): they describe the
+// machine, not rill's use of Vulkan. A machine with another architecture's Mesa installed (32-bit
+// or arm64 drivers beside the native ones) reports every ICD it cannot load; those must not count
+// as validation errors. They go to rill's log at info level instead.
+bool is_loader_notice(VkDebugUtilsMessageTypeFlagsEXT types, const char* message_id_name);
+
 struct InstanceConfig {
   bool validation = false;
   bool synchronization_validation = true;
