@@ -32,6 +32,12 @@ rill::ContextOptions validated_options() {
   return o;
 }
 
+std::vector<rill::DType> float_dtypes(const rill::Context& ctx) {
+  if (ctx.device().caps.storage_buffer_16bit) return {rill::DType::kF32, rill::DType::kF16};
+  WARN("f16 cases skipped: " << ctx.device().name << " has no usable 16-bit storage");
+  return {rill::DType::kF32};
+}
+
 rill::Context make_context(rill::ContextOptions options) {
   auto ctx = rill::Context::create(options);
   INFO(ctx.status().to_string());
@@ -39,16 +45,26 @@ rill::Context make_context(rill::ContextOptions options) {
   return std::move(ctx).value();
 }
 
+// Workgroups of 128 invocations, the most every Vulkan device (and limit profile) allows.
+constexpr uint32_t kHelperWorkgroup = 128;
+
 rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value) {
-  return {.kernel = "util/fill", .bindings = {&out}, .push = rill::push_bytes(Fill{n, value}),
-          .groups = {(n + 255) / 256, 1, 1}};
+  return {.kernel = "util/fill",
+          .bindings = {&out},
+          .push = rill::push_bytes(Fill{n, value}),
+          .groups = {(n + kHelperWorkgroup - 1) / kHelperWorkgroup, 1, 1},
+          .spec = {rill::spec_uint("WG_SIZE", kHelperWorkgroup)}};
 }
 
 rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint32_t n, float a,
                               std::string_view variant) {
-  // Enough groups for either variant (default: 256 per group; cpu: 64 x 16 per group).
-  return {.kernel = "util/saxpy", .bindings = {&x, &y}, .push = rill::push_bytes(Saxpy{n, a}),
-          .groups = {(n + 255) / 256, 1, 1}, .variant = variant};
+  // Enough groups for either variant (default: 128 per group; cpu: 128 x 16 per group).
+  return {.kernel = "util/saxpy",
+          .bindings = {&x, &y},
+          .push = rill::push_bytes(Saxpy{n, a}),
+          .groups = {(n + kHelperWorkgroup - 1) / kHelperWorkgroup, 1, 1},
+          .spec = {rill::spec_uint("WG_SIZE", kHelperWorkgroup)},
+          .variant = variant};
 }
 
 std::string temp_path(const std::string& name) {

@@ -35,6 +35,11 @@ rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint
 
 std::string temp_path(const std::string& name);
 
+// f32, and f16 where the device can store it (not under the vulkan11-minimum profile, nor on
+// arm64 lavapipe: vk/quirks.cpp). Each skip is reported as a warning in the test's output; that
+// f16 work is refused cleanly there is tested in test_limit_profiles.cpp.
+std::vector<rill::DType> float_dtypes(const rill::Context& ctx);
+
 }  // namespace rill_test
 
 #define RILL_TEST_CONCAT_INNER(a, b) a##b

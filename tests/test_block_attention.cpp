@@ -51,7 +51,7 @@ GPU_TEST_CASE("block attention matches the reference over odd shapes", "[block-a
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     INFO(ctx.kernel_variant("util/saxpy").value());
     uint32_t seed = 1;
-    for (DType dtype : {DType::kF32, DType::kF16})
+    for (DType dtype : rill_test::float_dtypes(ctx))
       for (const Case& c : cases) run_case(ctx, c, dtype, seed += 10);
   }
 }
@@ -85,7 +85,7 @@ GPU_TEST_CASE("block attention backward matches the reference gradients", "[bloc
   const Case cases[] = {{1, 1, 1, 1, 1, 64, true},     {1, 2, 7, 16, 17, 64, true}, {2, 1, 65, 8, 8, 64, false},
                         {1, 3, 130, 33, 5, 16, true},  {1, 1, 63, 64, 64, 7, false}, {1, 1, 100, 128, 128, 64, true}};
   uint32_t seed = 900;
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     for (const Case& c : cases) {
       seed += 10;
       INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " block "

@@ -31,7 +31,7 @@ uint32_t read_u32(rill::Context& ctx, const rill::Tensor& t) {
 GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[elementwise][gpu]") {
   auto ctx = rill_test::make_context();
   uint32_t seed = 1;
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     for (int64_t n : {1, 7, 257, 1000}) {
       INFO("n " << n << " f16 " << (dtype == DType::kF16));
       const auto a = rill_test::stored(rill_test::random_vector(size_t(n), ++seed, -4.0f, 4.0f), dtype);
@@ -85,7 +85,7 @@ TEST_CASE("activation derivatives equal central finite differences", "[elementwi
 
 GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per row", "[elementwise][gpu]") {
   auto ctx = rill_test::make_context();
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     const int64_t vocab = 13, dim = 7;
     const std::vector<uint32_t> ids = {3, 0, 12, 3, 99, 5, 3, 12, 1000000};  // two out of range
     const auto table = rill_test::stored(rill_test::random_vector(size_t(vocab * dim), 3), dtype);
@@ -116,7 +116,7 @@ GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per ro
 
 GPU_TEST_CASE("softmax and cross-entropy match the reference, stay finite, and differentiate", "[elementwise][gpu]") {
   auto ctx = rill_test::make_context();
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     for (auto [rows, vocab, scale] : {std::tuple<int64_t, int64_t, float>{1, 1, 1.0f}, {3, 7, 3.0f}, {5, 256, 5.0f},
                                       {2, 1000, 1.0f}, {4, 33, 1e4f}}) {
       INFO("rows " << rows << " vocab " << vocab << " scale " << scale << " f16 " << (dtype == DType::kF16));

@@ -20,7 +20,8 @@ rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result)
   RILL_ASSIGN_OR_RETURN(rill::Sequence seq, ctx.sequence({.timestamps = ctx.device().caps.timestamps}));
   RILL_RETURN_IF_ERROR(seq.dispatch(rill_test::fill_dispatch(y, n, 1.0f)));
   auto d = rill_test::saxpy_dispatch(x, y, n, 3.0f);
-  d.spec = {rill::spec_uint("WG_SIZE", 64 + uint32_t(round % 900))};  // a new pipeline every round
+  const uint32_t sizes = ctx.device().caps.max_workgroup_invocations - 63;  // 64 .. the device's most
+  d.spec = {rill::spec_uint("WG_SIZE", 64 + uint32_t(round) % sizes)};      // a new pipeline every round
   d.groups = {(n + 63) / 64, 1, 1};
   RILL_RETURN_IF_ERROR(seq.dispatch(d));
   RILL_RETURN_IF_ERROR(seq.fill_zero(big));

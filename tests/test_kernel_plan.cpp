@@ -72,7 +72,16 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   const DeviceTraits d = h100_like();
   CHECK_FALSE(rmsnorm_forward(d, 4096).register_kernel);
   CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
-  CHECK_FALSE(matmul(d, 1024, 1024, 1024).register_kernel);
+  const MatmulPlan m = matmul(d, 1024, 1024, 1024);
+  CHECK_FALSE(m.register_kernel);
+  CHECK(m.wg_x * m.wg_y == 256);
+  // A device with Vulkan's minimum of 128 invocations gets the same 64 x 64 block from fewer.
+  DeviceTraits small = d;
+  small.max_invocations = 128;
+  const MatmulPlan sm = matmul(small, 1024, 1024, 1024);
+  CHECK(sm.wg_x * sm.wg_y == 128);
+  CHECK(sm.wg_y * sm.tm == m.wg_y * m.tm);
+  CHECK(sm.wg_x * sm.tn == m.wg_x * m.tn);
   CHECK_FALSE(block_attention_forward(d, 64).register_kernel);
   CHECK(block_attention_forward(d, 64).tiled);
   CHECK_FALSE(block_attention_forward(d, 128).tiled);  // its scores would not fit: the generic kernel

@@ -1,11 +1,14 @@
 // Limit profiles (device.hpp) and the SPIR-V needs check behind them: a profile only lowers what a
 // device offers, a context under one creates no pipeline its class of device could not, and names
 // what is missing when asked for one.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "gpu_test.hpp"
+#include "rill/lm.hpp"
+#include "vk/quirks.hpp"
 #include "vk/shader_registry.hpp"
 #include "vk/spirv_needs.hpp"
 
@@ -180,4 +183,53 @@ TEST_CASE("an unknown limit profile fails context creation with the known names"
   REQUIRE_FALSE(ctx.is_ok());
   CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(ctx.status().message().find("vulkan11-minimum") != std::string::npos);
+}
+
+// What the f16 skips in the op tests stand on: without 16-bit storage an f16 op is refused by name
+// (not run, not crashed), and a model asked for f16 runs in f32 and says so.
+GPU_TEST_CASE("without 16-bit storage f16 ops are refused and models fall back to f32", "[limits][lm][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.limit_profile = "vulkan11-minimum";
+  auto ctx = rill_test::make_context(options);
+  REQUIRE_FALSE(ctx.device().caps.storage_buffer_16bit);
+  CHECK(rill_test::float_dtypes(ctx) == std::vector<rill::DType>{rill::DType::kF32});
+  auto x = std::move(ctx.tensor(rill::DType::kF16, {2, 8}, "x")).value();
+  auto y = std::move(ctx.tensor(rill::DType::kF16, {2, 8}, "y")).value();
+  auto rstd = std::move(ctx.tensor(rill::DType::kF32, {2}, "rstd")).value();
+  auto seq = std::move(ctx.sequence()).value();
+  const rill::Status refused = rill::ops::rmsnorm_forward(seq, x, nullptr, y, rstd, 1e-5f);
+  CHECK(refused.code() == rill::StatusCode::kUnimplemented);
+  CHECK(refused.message().find("16-bit storage") != std::string::npos);
+
+  std::vector<std::string> logged;
+  rill::set_log_callback([&](rill::MessageSeverity, std::string_view m) { logged.emplace_back(m); });
+  rill::lm::ModelConfig config;
+  config.vocab = 32;
+  config.width = 16;
+  config.heads = 2;
+  config.ffn_width = 32;
+  config.layers = 1;
+  config.layer_kinds = {rill::lm::LayerKind::kNorm};
+  REQUIRE(config.validate().is_ok());
+  auto weights = rill::lm::Weights::random(config, 5);
+  REQUIRE(weights.is_ok());
+  auto model = rill::lm::Model::create(ctx, *weights, {.precision = rill::lm::Precision::kF16});
+  rill::set_log_callback(nullptr);
+  REQUIRE(model.is_ok());
+  CHECK(model->options().precision == rill::lm::Precision::kF32);
+  CHECK(std::count_if(logged.begin(), logged.end(), [](const std::string& m) {
+          return m.find("f16 precision needs 16-bit storage") != std::string::npos;
+        }) == 1);
+  auto session = model->session();
+  REQUIRE(session.is_ok());
+  const std::vector<uint32_t> tokens = {1, 2, 3};
+  CHECK(session->prefill(tokens).is_ok());
+}
+
+TEST_CASE("quirks read the LLVM version of Mesa's CPU driver", "[limits]") {
+  CHECK(rill::vk::llvm_major_version("Mesa 22.3.6 (LLVM 15.0.6)") == 15);
+  CHECK(rill::vk::llvm_major_version("Mesa 24.2.8-1 (LLVM 19.1.7)") == 19);
+  CHECK(rill::vk::llvm_major_version("Mesa 22.3.6") == 0);
+  CHECK(rill::vk::llvm_major_version("") == 0);
+  CHECK(rill::vk::llvm_major_version("LLVM 99999999999999") == 0);
 }

@@ -75,7 +75,7 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
         {1, 1, 65, 128, 128, FeatureMap::kIdentity, false, 64, 0},
     };
     uint32_t seed = 10;
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 10;
         INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
@@ -104,7 +104,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);
     uint32_t seed = 500;
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 7;
         INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv

@@ -34,7 +34,7 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
         {1, 2, 150, 24, 40, FeatureMap::kRelu, true, 32, 0},
     };
     uint32_t seed = 300;
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 10;
         INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
@@ -111,7 +111,7 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
   auto ctx = rill_test::make_context();
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
                           Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},
                           Case{1, 1, 130, 33, 7, FeatureMap::kRelu, false, 64, 1}}) {

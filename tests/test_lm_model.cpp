@@ -173,7 +173,8 @@ GPU_TEST_CASE("lm TransNormerLLM form: SiLU maps, per-layer decay, LRPE, output 
 
 GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
-  REQUIRE(ctx.device().caps.storage_buffer_16bit);  // like the f16 op tests: rill needs it for f16
+  // Without 16-bit storage the model falls back to f32 (test_limit_profiles.cpp): nothing f16 to test.
+  if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;
   const auto w32 = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 3).value();
   // Round the weights to f16 through a saved file, so the reference sees what the device holds.
   const std::string cfg = rill_test::temp_path("lm-f16.json"), file = rill_test::temp_path("lm-f16.safetensors");

@@ -51,7 +51,7 @@ void check_case(rill::Context& ctx, DType dtype, const rill::ref::MatmulShape& s
 GPU_TEST_CASE("matmul matches the reference over odd shapes and every transpose", "[matmul][gpu]") {
   uint32_t seed = 1;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (int64_t m : {1, 7, 64, 65}) {
         for (int64_t n : {1, 33, 100}) {
           for (int64_t k : {1, 17, 130}) {
@@ -70,7 +70,7 @@ GPU_TEST_CASE("matmul matches the reference over odd shapes and every transpose"
 GPU_TEST_CASE("matmul adds bias, accumulates, and batches with broadcast", "[matmul][gpu]") {
   uint32_t seed = 500;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29}, true, false, ++seed);
       check_case(ctx, dtype, {.batch = 1, .m = 37, .n = 70, .k = 29, .transpose_b = true}, true, true, ++seed);
       check_case(ctx, dtype, {.batch = 3, .m = 20, .n = 9, .k = 66}, false, false, ++seed);

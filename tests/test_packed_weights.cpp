@@ -144,7 +144,7 @@ GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and gr
               "[packed_weights][matmul][gpu]") {
   uint32_t seed = 1;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
         for (int64_t m : {1, 4, 7, 65}) {  // 1-4 rows: the matvec kernel
           for (int64_t n : {1, 5, 34, 100}) {
@@ -162,7 +162,7 @@ GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bi
               "[packed_weights][matmul][gpu]") {
   uint32_t seed = 900;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
         check_case(ctx, dtype, format, {.batch = 3, .m = 20, .n = 9, .k = 66, .group = 8}, ++seed);
         check_case(
@@ -210,7 +210,7 @@ GPU_TEST_CASE("matmul refuses a packed B that does not fit A and C", "[packed_we
 GPU_TEST_CASE("embedding from a packed transposed table gathers the packed values and counts bad ids",
               "[packed_weights][elementwise][gpu]") {
   auto ctx = rill_test::make_context();
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
     for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
       for (auto [vocab, dim] : {std::pair<int64_t, int64_t>{13, 7}, {5, 1}, {301, 70}}) {
         INFO("vocab " << vocab << " dim " << dim << " f16 " << (dtype == DType::kF16) << " "

@@ -23,7 +23,7 @@ const Shape kShapes[] = {{1, 1}, {1, 7}, {3, 64}, {7, 65}, {5, 127}, {64, 63}, {
 GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes, f32 and f16", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     uint32_t seed = 1;
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Shape& s : kShapes) {
         for (bool with_gain : {true, false}) {
           ++seed;
@@ -57,7 +57,7 @@ GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes, f32 and f1
 
 GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       // Rows of 1000 take the register kernel on CPU drivers (up to 4096, kernel_plan.cpp); at 4096 its
       // fully unrolled 512-value rows took lavapipe over 6 minutes to compile, for no other path.
       for (const Shape& s : {Shape{1, 3}, Shape{9, 129}, Shape{4, 1000}}) {
@@ -90,7 +90,7 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
 GPU_TEST_CASE("rmsnorm backward matches the reference, accumulates, and computes dgain", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     uint32_t seed = 100;
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Shape& s : kShapes) {
         ++seed;
         INFO(ctx.kernel_variant("util/saxpy").value()

@@ -21,7 +21,7 @@ void unpack(uint word, out float w[PER_WORD]) {
 #if defined(B_INT8)
   [[unroll]] for (uint c = 0; c < 4; ++c) w[c] = float(bitfieldExtract(int(word), int(8 * c), 8));
 #else
-  const vec2 pair = unpackHalf2x16(word);
+  const vec2 pair = rill_unpack_half2(word);
   w[0] = pair.x;
   w[1] = pair.y;
 #endif

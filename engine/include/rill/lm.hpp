@@ -194,6 +194,8 @@ class RILL_API Sampler {
 };
 
 struct ModelOptions {
+  // kF16 needs 16-bit storage buffers: where the device cannot use them the model runs in f32 with
+  // a warning in rill's log, and Model::options() says kF32.
   Precision precision = Precision::kF32;
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
@@ -216,7 +218,7 @@ class RILL_API Model {
   ~Model();
 
   const ModelConfig& config() const;
-  const ModelOptions& options() const;
+  const ModelOptions& options() const;  // as in effect (see ModelOptions::precision)
   uint64_t weight_bytes() const;  // device bytes of the weights
   Result<Session> session();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/log.hpp"
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
 
@@ -98,14 +99,20 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   impl->ctx = &ctx;
   impl->config = config;
   impl->options = options;
-  impl->dtype = options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
+  // f16 activations need 16-bit storage buffers; without them (a minimal Vulkan 1.1 device, or a
+  // driver whose compiler fails on them: vk/quirks.cpp) the model runs in f32, which only costs
+  // memory, and says so. options() reports the precision in effect.
+  if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit) {
+    log_message(MessageSeverity::kWarning, "lm model: f16 precision needs 16-bit storage, which " + ctx.device().name +
+                                               " cannot use; running in f32");
+    impl->options.precision = Precision::kF32;
+  }
+  impl->dtype = impl->options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
   // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
   const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
   impl->segment = has_diag ? std::max(config.block, options.prefill_segment / config.block * config.block)
                            : options.prefill_segment;
   if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
-  if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit)
-    return unimplemented("lm model: f16 precision needs 16-bit storage, which " + ctx.device().name + " lacks");
 
   if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
     // A softmax layer's cache is one tensor per layer: it must fit one storage-buffer binding.

@@ -146,6 +146,11 @@ MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
     p.wg_y = 1;
     p.tm = 64;
     while (p.tm > 1 && p.tm > m) p.tm /= 2;
+  } else if (d.max_invocations < p.wg_x * p.wg_y) {
+    // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
+    // 128 invocations per workgroup (the vulkan11-minimum profile).
+    p.wg_y = 8;
+    p.tm = 8;
   }
   return p;
 }

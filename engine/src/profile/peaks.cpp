@@ -61,14 +61,23 @@ Result<double> best_ms(Context& ctx, const Dispatch& d, int reps) {
   return best;
 }
 
+// 256 invocations per workgroup, or the device's most (Vulkan guarantees 128).
+uint32_t peak_workgroup(const Context& ctx) { return std::min(256u, ctx.device().caps.max_workgroup_invocations); }
+
 Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations, int reps) {
   RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kF32, {int64_t(invocations) * 4}, "peak_fma_out"));
   struct Push {
     float seed;
   } push{0.5f};
-  const double flops = double(invocations) * kFmaIterations * kFmaFlopsPerIteration;
-  Dispatch d{.kernel = kernel, .bindings = {&out}, .push = push_bytes(push), .groups = {invocations / 256, 1, 1},
-             .flops = uint64_t(flops), .bytes = 16ull * invocations};
+  const uint32_t wg = peak_workgroup(ctx), groups = invocations / wg;
+  const double flops = double(groups) * wg * kFmaIterations * kFmaFlopsPerIteration;
+  Dispatch d{.kernel = kernel,
+             .bindings = {&out},
+             .push = push_bytes(push),
+             .groups = {groups, 1, 1},
+             .spec = {spec_uint("WG_SIZE", wg)},
+             .flops = uint64_t(flops),
+             .bytes = 16ull * groups * wg};
   RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
   return flops / (ms * 1e-3) / 1e9;
 }
@@ -79,8 +88,12 @@ Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
   struct Push {
     uint32_t n;
   } push{vec4s};
-  Dispatch d{.kernel = "bench/copy_vec4", .bindings = {&src, &dst}, .push = push_bytes(push),
-             .groups = {(vec4s + 255) / 256, 1, 1}, .bytes = 32ull * vec4s};
+  Dispatch d{.kernel = "bench/copy_vec4",
+             .bindings = {&src, &dst},
+             .push = push_bytes(push),
+             .groups = {(vec4s + peak_workgroup(ctx) - 1) / peak_workgroup(ctx), 1, 1},
+             .spec = {spec_uint("WG_SIZE", peak_workgroup(ctx))},
+             .bytes = 32ull * vec4s};
   RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
   return 32.0 * vec4s / (ms * 1e-3) / 1e9;
 }

@@ -203,6 +203,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
     if ((mem.memoryTypes[t].propertyFlags & unified_flags) == unified_flags) caps.unified_memory = true;
 
   for (const Quirk* q : quirks_for(info)) info.quirks.emplace_back(q->name);
+  if (quirk_flags_for(info).no_16bit_storage) caps.storage_buffer_16bit = caps.float16_arithmetic = false;
   return pd;
 }
 

@@ -13,17 +13,57 @@ constexpr uint32_t kVendorImgTec = 0x1010;    // PowerVR
 
 constexpr uint32_t kDriverLlvmpipe = 13;   // VK_DRIVER_ID_MESA_LLVMPIPE
 
+// lavapipe runs shaders on the host CPU, so the host's architecture is the device's.
+bool arm64_llvm15_or_older(const DeviceInfo& info) {
+#if defined(__aarch64__)
+  const uint32_t llvm = llvm_major_version(info.driver_info);
+  return llvm != 0 && llvm <= 15;
+#else
+  (void)info;
+  return false;
+#endif
+}
+
 const Quirk kQuirks[] = {
-    {"lavapipe-loop-limit", 0, kDriverLlvmpipe, false, {.max_loop_iterations = 65535},
+    {"lavapipe-loop-limit",
+     0,
+     kDriverLlvmpipe,
+     false,
+     {.max_loop_iterations = 65535},
      "Mesa's gallivm (lavapipe) ends every loop of an invocation after 65535 iterations in total, "
      "silently: seen on Mesa 22.3 as outputs never written past that point"},
-    {"cpu-driver", 0, 0, true, {.prefer_cpu_kernels = true},
+    {"lavapipe-arm64-f16",
+     0,
+     kDriverLlvmpipe,
+     false,
+     {.no_16bit_storage = true},
+     "LLVM 15's AArch64 back end cannot select the f16-to-f32 vector conversion of 16-bit storage "
+     "loads (LLVM ERROR: Cannot select: v4f32 = fp_extend ... v4i16), which aborts the process: seen "
+     "with Debian 12's Mesa 22.3 on arm64 for every f16 kernel",
+     &arm64_llvm15_or_older},
+    {"cpu-driver",
+     0,
+     0,
+     true,
+     {.prefer_cpu_kernels = true},
      "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
-    {"mobile-watchdog-arm", kVendorArm, 0, false, {.short_dispatches = true},
+    {"mobile-watchdog-arm",
+     kVendorArm,
+     0,
+     false,
+     {.short_dispatches = true},
      "Mali drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
-    {"mobile-watchdog-qualcomm", kVendorQualcomm, 0, false, {.short_dispatches = true},
+    {"mobile-watchdog-qualcomm",
+     kVendorQualcomm,
+     0,
+     false,
+     {.short_dispatches = true},
      "Adreno drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
-    {"mobile-watchdog-imgtec", kVendorImgTec, 0, false, {.short_dispatches = true},
+    {"mobile-watchdog-imgtec",
+     kVendorImgTec,
+     0,
+     false,
+     {.short_dispatches = true},
      "PowerVR drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
 };
 
@@ -31,10 +71,21 @@ bool matches(const Quirk& q, const DeviceInfo& info) {
   if (q.cpu_device_only && info.type != DeviceType::kCpu) return false;
   if (q.vendor_id != 0 && q.vendor_id != info.vendor_id) return false;
   if (q.driver_id != 0 && q.driver_id != info.driver_id) return false;
-  return true;
+  return q.applies == nullptr || q.applies(info);
 }
 
 }  // namespace
+
+uint32_t llvm_major_version(std::string_view driver_info) {
+  const size_t at = driver_info.find("LLVM ");
+  if (at == std::string_view::npos) return 0;
+  uint32_t major = 0;
+  for (size_t i = at + 5; i < driver_info.size() && driver_info[i] >= '0' && driver_info[i] <= '9'; ++i) {
+    major = major * 10 + uint32_t(driver_info[i] - '0');
+    if (major > 100000) return 0;
+  }
+  return major;
+}
 
 std::vector<const Quirk*> quirks_for(const DeviceInfo& info) {
   std::vector<const Quirk*> out;
@@ -48,6 +99,7 @@ QuirkFlags quirk_flags_for(const DeviceInfo& info) {
   for (const Quirk* q : quirks_for(info)) {
     f.prefer_cpu_kernels |= q->flags.prefer_cpu_kernels;
     f.short_dispatches |= q->flags.short_dispatches;
+    f.no_16bit_storage |= q->flags.no_16bit_storage;
     if (q->flags.max_loop_iterations != 0 &&
         (f.max_loop_iterations == 0 || q->flags.max_loop_iterations < f.max_loop_iterations))
       f.max_loop_iterations = q->flags.max_loop_iterations;

@@ -19,6 +19,9 @@ struct QuirkFlags {
   // Total loop iterations one shader invocation may run before the driver silently ends its loops
   // (0: no limit). Ops bound the serial work per invocation below it, or refuse the shape.
   uint32_t max_loop_iterations = 0;
+  // The driver's shader compiler fails on 16-bit storage (it aborts the process): rill reports
+  // the device without 16-bit storage, so f16 kernels are refused and models run in f32.
+  bool no_16bit_storage = false;
 };
 
 struct Quirk {
@@ -28,7 +31,11 @@ struct Quirk {
   bool cpu_device_only;
   QuirkFlags flags;
   std::string_view why;
+  bool (*applies)(const DeviceInfo&) = nullptr;  // a further condition (driver version, host), or none
 };
+
+// The LLVM major version in a Mesa driver_info string ("Mesa 22.3.6 (LLVM 15.0.6)"), 0 if absent.
+uint32_t llvm_major_version(std::string_view driver_info);
 
 // The entries that match `info`, and their flags merged.
 std::vector<const Quirk*> quirks_for(const DeviceInfo& info);
