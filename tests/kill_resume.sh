@@ -11,8 +11,7 @@ rm -rf "$work"
 mkdir -p "$work"
 ck=$work/run.safetensors
 every=20
-common=(--steps 1000000 --eval-every 1000000 --eval-tasks 16 --checkpoint "$ck" --checkpoint-every $every
-        --csv "" --plot "")
+common=(--steps 1000000 --eval-every 1000000 --eval-tasks 16 --checkpoint "$ck" --checkpoint-every $every)
 last=0
 for round in 1 2 3; do
   inode=$( [[ -f $ck ]] && stat -c %i "$ck" || echo none )
@@ -33,7 +32,7 @@ for round in 1 2 3; do
   kill -9 $pid
   wait $pid 2>/dev/null || true
   # The checkpoint resumes, at a whole number of intervals, further along than before.
-  line=$("$rill" train-icl --resume "$ck" --steps 1 --eval-every 1 --eval-tasks 16 --csv "" --plot "" | grep ' at step ')
+  line=$("$rill" train-icl --resume "$ck" --steps 1 --eval-every 1 --eval-tasks 16 2>&1 | grep ' at step ')
   step=${line##* }
   echo "round $round: killed, resumed at step $step"
   (( step % every == 0 )) || { echo "step $step is not a multiple of $every"; exit 1; }

@@ -1,4 +1,5 @@
 /* The C API, compiled as C: context lifecycle, device info, status codes and messages. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,24 @@ int main(void) {
   rill_context_destroy(NULL);
   EXPECT(strcmp(rill_status_name(RILL_DEVICE_LOST), "DeviceLost") == 0);
   EXPECT(strlen(rill_version()) > 0);
+
+  /* A limit profile clamps the device's limits; an unknown one is refused by name; options set up
+     by a 0.1 build (no limit_profile field) still work. */
+  {
+    rill_context* small = NULL;
+    rill_context_options_init(&options);
+    options.limit_profile = "mali";
+    EXPECT(rill_context_create(&options, &small) == RILL_OK);
+    EXPECT(rill_context_device_info(small, &info) == RILL_OK);
+    EXPECT(info.shared_memory_bytes <= 16384);
+    rill_context_destroy(small);
+    options.limit_profile = "nokia-3310";
+    EXPECT(rill_context_create(&options, &small) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "nokia-3310") != NULL);
+    options.struct_size = (uint32_t)offsetof(rill_context_options, limit_profile);
+    EXPECT(rill_context_create(&options, &small) == RILL_OK); /* the field past the size is not read */
+    rill_context_destroy(small);
+  }
 
   /* NULL options mean defaults. */
   EXPECT(rill_context_create(NULL, &ctx) == RILL_OK);

@@ -106,7 +106,8 @@ TEST_CASE("check_writable names the path and the reason", "[core]") {
   CHECK(rill::check_writable(tmp("ok.bin")).is_ok());
   const rill::Status missing = rill::check_writable("/nonexistent-dir/x.bin");
   CHECK(missing.code() == rill::StatusCode::kNotFound);
-  CHECK_THAT(missing.message(), Catch::Contains("/nonexistent-dir/x.bin") && Catch::Contains("No such file"));
+  CHECK_THAT(missing.message(),
+             Catch::Contains("/nonexistent-dir/x.bin") && Catch::Contains("no such directory '/nonexistent-dir'"));
   CHECK(rill::check_writable("/tmp").code() == rill::StatusCode::kInvalidArgument);  // a directory
   CHECK(rill::check_writable("").code() == rill::StatusCode::kInvalidArgument);
 }

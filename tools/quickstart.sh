@@ -8,6 +8,7 @@
 # RILL_SKIP_ASAN=1 skips the sanitizer build in `test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/packages.sh
 
 mode="${1:-}"
 if [[ "$mode" != "run" && "$mode" != "test" ]]; then
@@ -21,19 +22,7 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers
   catch2 nlohmann-json3-dev libcli11-dev libsentencepiece-dev
 )
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "== installing: ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_missing "${packages[@]}"
 
 build() {  # preset
   echo "== building ($1)"
@@ -44,7 +33,7 @@ build() {  # preset
 if [[ "$mode" == "run" ]]; then
   build release
   echo "== rill train-icl (the main job: in-context regression trained on the device)"
-  build/release/bin/rill train-icl "${@:2}"
+  build/release/bin/rill train-icl --out build/main-job "${@:2}"
   exit 0
 fi
 

@@ -9,7 +9,11 @@
 // Without a file the input is N synthetic bytes of word salad (default 1 MB). Without --weights the
 // model has random weights of the --config shape (or the default shape): its text is noise, its
 // speed and memory are real.
+#ifdef _WIN32
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +31,12 @@ namespace {
 
 namespace lm = rill::lm;
 using Clock = std::chrono::steady_clock;
+
+#ifdef _WIN32
+bool stderr_is_terminal() { return _isatty(_fileno(stderr)) != 0; }
+#else
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
+#endif
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -103,7 +113,7 @@ struct Progress {
   void operator()(uint64_t done, uint64_t) {
     const uint64_t at = offset + done;
     const double s = seconds_since(start);
-    if (isatty(STDERR_FILENO)) {
+    if (stderr_is_terminal()) {
       const int width = 30, filled = int(width * double(at) / double(std::max<uint64_t>(total, 1)));
       std::fprintf(stderr, "\rprefill [%s%s] %llu/%llu  %.1f s", std::string(size_t(filled), '#').c_str(),
                    std::string(size_t(width - filled), '.').c_str(), (unsigned long long)at, (unsigned long long)total,

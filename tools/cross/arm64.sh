@@ -9,6 +9,7 @@
 # Which tests run, and why not all: tests/CMakeLists.txt (label "arm64").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/lib/packages.sh
 
 mode="${1:-}"
 staging="$PWD/build/arm64-staging"
@@ -18,22 +19,12 @@ setup() {
   if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   local packages=(crossbuild-essential-arm64 qemu-user libvulkan-dev:arm64 mesa-vulkan-drivers:arm64
                   vulkan-validationlayers:arm64)
-  local missing=()
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "== adding the arm64 architecture"
     $sudo dpkg --add-architecture arm64
     $sudo apt-get update -qq
   fi
-  for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-      missing+=("$p")
-    fi
-  done
-  if ((${#missing[@]})); then
-    echo "== installing: ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
+  install_missing "${packages[@]}"
   # libsentencepiece-dev:arm64 would replace the native package: unpack it into the build tree.
   if [[ ! -f "$staging/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ]]; then
     echo "== staging sentencepiece for arm64 in $staging"

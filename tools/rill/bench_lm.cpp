@@ -1,7 +1,6 @@
 // `rill bench --op lm`: TransNormer prefill time and peak device memory against the prompt length,
 // and decode ms/token against the position, next to a softmax-attention model of equal size
 // (every attention layer full causal softmax attention with a growing key/value cache).
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include "bench_ops.hpp"
 #include "bench_peers.hpp"
 #include "commands.hpp"
+#include "process.hpp"
 #include "rill/lm.hpp"
 
 namespace rill_cli {
@@ -164,7 +164,8 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
   std::string peer_config, peer_weights;
   if (args.peers) {
-    const std::string stem = (std::filesystem::temp_directory_path() / ("rill-lm-peer-" + std::to_string(getpid()))).string();
+    const std::string stem =
+        (std::filesystem::temp_directory_path() / ("rill-lm-peer-" + std::to_string(process_id()))).string();
     peer_config = stem + ".json";
     peer_weights = stem + ".safetensors";
     if (!report(weights->save(peer_config, peer_weights), "saving the model for the peer")) return false;

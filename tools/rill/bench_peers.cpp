@@ -1,12 +1,12 @@
 // Side-by-side PyTorch peers (bench_peers.hpp).
 #include "bench_peers.hpp"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+
+#include "process.hpp"
 
 namespace rill_cli {
 namespace {
@@ -27,15 +27,9 @@ nlohmann::json peer_request(const nlohmann::json& record, bool quick) {
 }  // namespace
 
 nlohmann::json run_python_json(const std::string& script, const std::string& args) {
-  const std::string cmd = "/usr/bin/python3 " + script + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return {{"unavailable", "cannot start python3"}};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
-  const int rc = pclose(pipe.release());
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  if (rc != 0 || j.is_discarded() || !j.is_object())
+  const std::optional<std::string> out = python_output(script + " " + args);
+  nlohmann::json j = out ? nlohmann::json::parse(*out, nullptr, false) : nlohmann::json();
+  if (!out || j.is_discarded() || !j.is_object())
     return {{"unavailable", script + " failed (is python3-torch installed?)"}};
   return j;
 }
@@ -51,7 +45,7 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
   }
   if (requests.empty()) return {{"unavailable", "no kernel record has a PyTorch peer"}};
   const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(getpid()) + ".json");
+      std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(process_id()) + ".json");
   std::ofstream(file) << requests.dump();
   nlohmann::json answer =
       run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", file.string());

@@ -61,8 +61,8 @@ struct TrainIclArgs {
   int eval_tasks = 1000;
   std::string checkpoint, resume, train_tasks, eval_file;
   int64_t checkpoint_every = 0;  // 0: only at the end
-  std::string csv = "icl-curves.csv";
-  std::string plot = "icl-curves.svg";
+  std::string out;               // a folder for icl-curves.csv and icl-curves.svg
+  std::string csv, plot;
 };
 CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& args);
 

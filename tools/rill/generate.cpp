@@ -1,26 +1,26 @@
 // `rill generate`: a TransNormer language model continues a prompt on the device. The prompt runs
 // as one prefill (in bounded segments), then tokens are sampled and decoded one at a time, each at
-// the same cost whatever the position. The text goes to stdout as it is made (bytes; anything not
-// printable as \xNN); the timings and the peak device memory go to stderr (or all of it as JSON).
-#include <unistd.h>
-
+// the same cost whatever the position. The text goes to stdout as it is made (UTF-8 as it is; for
+// byte-level models what is not text is escaped, utf8_stream.hpp); the timings and the peak device
+// memory go to stderr (or all of it as JSON).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "process.hpp"
 #include "rill/context.hpp"
 #include "rill/files.hpp"
 #include "rill/lm.hpp"
 #include "rill/safetensors.hpp"
 #include "rill/tokenizer.hpp"
+#include "utf8_stream.hpp"
 
 namespace rill_cli {
 namespace {
@@ -59,21 +59,6 @@ rill::Result<lm::Weights> make_weights(const GenerateArgs& a) {
   return lm::Weights::random(std::move(config), a.random_seed);
 }
 
-// Printable ASCII and newlines as they are, a backslash doubled, any other byte as \xNN, and a
-// token past the bytes as <N>.
-std::string escaped(uint32_t token) {
-  char buffer[16];
-  if (token > 255)
-    std::snprintf(buffer, sizeof buffer, "<%u>", token);
-  else if (token == '\\')
-    return "\\\\";
-  else if (token == '\n' || (token >= 0x20 && token < 0x7f))
-    return std::string(1, char(token));
-  else
-    std::snprintf(buffer, sizeof buffer, "\\x%02X", token);
-  return buffer;
-}
-
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = double(bytes);
@@ -86,7 +71,7 @@ std::string human_bytes(uint64_t bytes) {
 
 // A progress bar for long prefills, on a terminal only (like train-icl).
 void prefill_progress(uint64_t done, uint64_t total, Clock::time_point t0) {
-  if (!isatty(STDERR_FILENO)) return;
+  if (!stderr_is_terminal()) return;
   const int width = 30, filled = int(width * double(done) / double(std::max<uint64_t>(total, 1)));
   const double s = seconds_since(t0);
   std::fprintf(stderr, "\rprefill [%s%s] %llu/%llu positions  %.1f s  %.0f tokens/s",
@@ -228,13 +213,14 @@ int run_generate(const GenerateArgs& args) {
   std::vector<float> exported = a.export_logits.empty() ? std::vector<float>{} : logits.value();
   std::vector<uint32_t> generated;
   std::string text;
+  Utf8Stream byte_text;
   const auto decode_start = Clock::now();
   for (int64_t i = 0; i < a.tokens; ++i) {
     const uint32_t token = sampler.sample(logits.value(), session->position());
     generated.push_back(token);
     std::string piece;
     if (tokenizer->is_bytes()) {
-      piece = escaped(token);
+      piece = byte_text.push(token);
     } else {
       // SentencePiece text is the decoding of every token so far (pieces join, bytes combine into
       // characters): print what it adds to the text printed before.
@@ -255,8 +241,10 @@ int run_generate(const GenerateArgs& args) {
     if (eos && token == *eos) break;  // the model ended the text
   }
   const double decode_seconds = seconds_since(decode_start);
+  const std::string unfinished = byte_text.finish();
+  text += unfinished;
   if (!a.json) {
-    std::printf("\n");
+    std::printf("%s\n", unfinished.c_str());
     std::fflush(stdout);  // the text before the summary on stderr, also when both go to one pipe
   }
 
@@ -301,7 +289,8 @@ int run_generate(const GenerateArgs& args) {
         {"peak_device_bytes", peak},
         {"tokens", generated},
         {"text", text}};
-    std::printf("%s\n", j.dump(2).c_str());
+    // Invalid UTF-8 (a SentencePiece model can decode to any bytes) becomes U+FFFD: always valid JSON.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fprintf(stderr,
                  "prompt %zu tokens, prefill %.3f s (%.0f tokens/s); decode %zu tokens, %.1f tokens/s (%.2f ms/token); "

@@ -1,14 +1,12 @@
 // `rill profile -- <subcommand ...>`: runs any rill subcommand with RILL_PROFILE set, then prints
 // the per-kernel summary against the device's measured peaks and optionally draws the roofline.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "commands.hpp"
+#include "process.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -48,27 +46,12 @@ int run_profile(const ProfileArgs& args) {
     }
     peaks = p.value();
   }
-  std::fflush(stdout);
-  const pid_t child = fork();
-  if (child < 0) {
-    std::perror("rill profile: fork");
+  const auto child = run_self(args.command, "RILL_PROFILE", args.trace);
+  if (!child.is_ok()) {
+    std::fprintf(stderr, "rill profile: %s\n", child.status().to_string().c_str());
     return 1;
   }
-  if (child == 0) {
-    setenv("RILL_PROFILE", args.trace.c_str(), 1);
-    std::vector<char*> argv;
-    std::string self = "rill";
-    argv.push_back(self.data());
-    std::vector<std::string> command = args.command;
-    for (auto& a : command) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    std::perror("rill profile: exec");
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const int code = child.value();
 
   if (code != 0) {
     std::fprintf(stderr, "rill profile: the profiled command failed (exit code %d)\n", code);

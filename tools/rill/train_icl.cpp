@@ -1,19 +1,20 @@
 // `rill train-icl`: trains in-context linear-regression transformers on the device (tasks made on
 // the GPU, one recorded training step replayed), evaluates them against ridge baselines, and
-// writes the curves as CSV and an SVG plot. rill's main job.
-#include <unistd.h>
+// writes the curves as CSV and an SVG plot where asked (--out, --csv, --plot). rill's main job;
+// the results (the table, the speed) go to stdout, the device, model and file lines to stderr.
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "line_plot.hpp"
+#include "process.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -79,7 +80,7 @@ rill::Result<TrainConfig> build_config(const TrainIclArgs& a) {
 }
 
 void progress(const std::string& what, int64_t done, int64_t total, double seconds) {
-  if (!isatty(STDERR_FILENO)) return;
+  if (!stderr_is_terminal()) return;
   const int width = 30, filled = int(width * done / std::max<int64_t>(total, 1));
   std::fprintf(stderr, "\r%-6s [%s%s] %lld/%lld steps  %.1f s", what.c_str(), std::string(filled, '#').c_str(),
                std::string(width - filled, '.').c_str(), (long long)done, (long long)total, seconds);
@@ -164,8 +165,12 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--resume", a.resume,
                   "Continue the run saved in this checkpoint, with its settings (model, task and optimizer options "
                   "are refused); --steps more steps");
-  cmd->add_option("--csv", a.csv, "CSV of the curves (empty: none)")->capture_default_str();
-  cmd->add_option("--plot", a.plot, "SVG plot of loss against step (empty: none)")->capture_default_str();
+  cmd->add_option("--out", a.out,
+                  "Write the curves to this folder (created if missing) as icl-curves.csv and icl-curves.svg; "
+                  "without it, or --csv/--plot, no file is written");
+  cmd->add_option("--csv", a.csv, "CSV of the curves (default: DIR/icl-curves.csv with --out, else none)");
+  cmd->add_option("--plot", a.plot,
+                  "SVG plot of loss against step (default: DIR/icl-curves.svg with --out, else none)");
   // A resumed run takes its settings from the checkpoint: options that would change them are refused
   // (silently ignoring them would train something other than what was asked for).
   CLI::Option* resume = cmd->get_option("--resume");
@@ -177,11 +182,19 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   return cmd;
 }
 
-int run_train_icl(const TrainIclArgs& a) {
+int run_train_icl(const TrainIclArgs& args_in) {
   auto fail = [](const rill::Status& s) {
     std::fprintf(stderr, "rill train-icl: %s\n", s.to_string().c_str());
     return 1;
   };
+  TrainIclArgs a = args_in;
+  if (!a.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    if (ec) return fail(rill::invalid_argument("cannot create the output folder '" + a.out + "': " + ec.message()));
+    if (a.csv.empty()) a.csv = a.out + "/icl-curves.csv";
+    if (a.plot.empty()) a.plot = a.out + "/icl-curves.svg";
+  }
   // Everything that can be checked is checked before any work or output.
   for (size_t i = 0; i < a.optimizers.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -218,11 +231,11 @@ int run_train_icl(const TrainIclArgs& a) {
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   const TrainConfig& base = config.value();
-  std::printf("device: %s\n", ctx->device().name.c_str());
+  std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
   auto print_model = [&](const TrainConfig& c) {
-    std::printf("model: %s, d=%d n=%d L=%d heads=%d, %lld parameters; batch %d, %lld steps per optimizer\n",
-                std::string(name(c.model.param)).c_str(), c.task.d, c.task.n, c.model.layers, c.model.heads,
-                (long long)parameter_count(c.model, c.task.d), c.batch, (long long)a.steps);
+    std::fprintf(stderr, "model: %s, d=%d n=%d L=%d heads=%d, %lld parameters; batch %d, %lld steps per optimizer\n",
+                 std::string(name(c.model.param)).c_str(), c.task.d, c.task.n, c.model.layers, c.model.heads,
+                 (long long)parameter_count(c.model, c.task.d), c.batch, (long long)a.steps);
   };
   if (a.resume.empty()) print_model(base);  // a resumed run prints the checkpoint's model below
 
@@ -245,7 +258,7 @@ int run_train_icl(const TrainIclArgs& a) {
     } else {
       trainer = Trainer::resume(ctx.value(), a.resume, train_set ? &*train_set : nullptr);
       if (trainer.is_ok()) {
-        std::printf("resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
+        std::fprintf(stderr, "resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
         print_model(trainer->config());
       }
     }
@@ -255,7 +268,7 @@ int run_train_icl(const TrainIclArgs& a) {
     size_t eval_from = 0;  // the train loss printed with an evaluation is the mean since the last one
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
-    if (isatty(STDERR_FILENO)) {  // the first step builds the pipelines: seconds, minutes for big unrolled models
+    if (stderr_is_terminal()) {  // the first step builds the pipelines: seconds, minutes for big unrolled models
       std::fprintf(stderr, "%s: preparing kernels (slow only the first time on a device)...", opt_name.c_str());
       std::fflush(stderr);
     }
@@ -297,7 +310,7 @@ int run_train_icl(const TrainIclArgs& a) {
     if (!a.checkpoint.empty()) {
       const std::string path = checkpoint_path(opt_name);
       if (auto s = trainer->save_checkpoint(path); !s.is_ok()) return fail(s);
-      std::printf("checkpoint: %s\n", path.c_str());
+      std::fprintf(stderr, "checkpoint: %s\n", path.c_str());
     }
     curves.push_back(std::move(curve));
   }
@@ -305,7 +318,7 @@ int run_train_icl(const TrainIclArgs& a) {
   std::string error;
   if (!a.csv.empty()) {
     if (!write_text_atomic(a.csv, csv_of(curves), &error)) return fail(rill::invalid_argument(error));
-    std::printf("curves: %s\n", a.csv.c_str());
+    std::fprintf(stderr, "curves: %s\n", a.csv.c_str());
   }
   if (!a.plot.empty()) {
     PlotSpec plot{"In-context linear regression (d=" + std::to_string(base.task.d) + ", n=" +
@@ -321,7 +334,7 @@ int run_train_icl(const TrainIclArgs& a) {
     }
     plot.baselines = {{"ridge oracle", last.ridge_oracle}, {"least squares", last.least_squares}};
     if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return fail(rill::invalid_argument(error));
-    std::printf("plot: %s\n", a.plot.c_str());
+    std::fprintf(stderr, "plot: %s\n", a.plot.c_str());
   }
   return 0;
 }

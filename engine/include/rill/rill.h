@@ -62,6 +62,10 @@ typedef struct rill_context_options {
   const char* device_name;         /* substring of the device name; NULL: not set */
   int32_t validation;              /* nonzero: Khronos validation layer (with sync validation) */
   const char* pipeline_cache_path; /* NULL: in-memory pipeline cache only */
+  /* Since 0.2 (a struct_size without it means NULL). A named smaller device's limits ("mali",
+     "adreno", "vulkan11-minimum"; `rill info --profile` shows each): the engine then runs only
+     kernels that fit them. NULL: the device's own limits. */
+  const char* limit_profile;
 } rill_context_options;
 
 typedef struct rill_device_info {
@@ -81,7 +85,7 @@ typedef struct rill_device_info {
   int32_t float16_arithmetic;
 } rill_device_info;
 
-/* Fills defaults: no device override, no validation, no cache file. */
+/* Fills defaults: no device override, no validation, no cache file, no limit profile. */
 RILL_C_API void rill_context_options_init(rill_context_options* options);
 
 /* options may be NULL (defaults). On failure *out is set to NULL. */

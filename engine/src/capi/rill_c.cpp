@@ -1,13 +1,13 @@
 // The C API: converts between C structs and rill's C++ types, and C++ Status into a status code
 // plus a thread-local message. Nothing thrown or aborted escapes.
-#include "rill/rill.h"
-
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "capi/capi_common.hpp"
 #include "rill/context.hpp"
+#include "rill/rill.h"
 #include "rill/version.hpp"
 
 namespace rill::capi {
@@ -56,12 +56,14 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
   *out = nullptr;
   rill::ContextOptions opts;
   if (options != nullptr) {
-    if (options->struct_size != sizeof(rill_context_options))
+    const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
+    if (options->struct_size != sizeof(rill_context_options) && !v01)
       return fail(RILL_INVALID_ARGUMENT, "rill_context_create: options were not set up with rill_context_options_init");
     opts.device.index = options->device_index;
     if (options->device_name) opts.device.name = options->device_name;
     opts.validation = options->validation != 0;
     if (options->pipeline_cache_path) opts.pipeline_cache_path = options->pipeline_cache_path;
+    if (!v01 && options->limit_profile) opts.limit_profile = options->limit_profile;
   }
   try {
     auto context = rill::Context::create(opts);

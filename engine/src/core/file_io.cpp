@@ -1,129 +1,80 @@
-// Atomic file writes and size-capped reads (POSIX).
+// Atomic file writes and size-capped reads, in portable C++ over the platform layer.
 #include "core/file_io.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <chrono>
+#include <fstream>
+#include <system_error>
 
-#include <cerrno>
-#include <ctime>
-#include <cstring>
+#include "platform/files.hpp"
 
 namespace rill {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+namespace fs = std::filesystem;
+using platform::path_from_utf8;
 
-std::string directory_of(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
+fs::path directory_of(const fs::path& path) {
+  const fs::path parent = path.parent_path();
+  return parent.empty() ? fs::path(".") : parent;
 }
 
 // Temporaries PATH.tmp.XXXXXX left by writers that were killed between write and rename. Only
 // those older than a minute: a younger one may belong to a writer still at work.
-void remove_stale_temporaries(const std::string& path) {
-  const std::string dir = directory_of(path);
-  const std::string prefix = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1) + ".tmp.";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  const time_t now = ::time(nullptr);
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+void remove_stale_temporaries(const fs::path& path) {
+  const std::u8string prefix = path.filename().u8string() + u8".tmp.";
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(directory_of(path), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::u8string name = it->path().filename().u8string();
     if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string full = dir + "/" + name;
-    struct stat st {};
-    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 60) ::unlink(full.c_str());
+    std::error_code entry_ec;
+    if (!it->is_regular_file(entry_ec) || it->is_symlink(entry_ec)) continue;
+    const auto written = it->last_write_time(entry_ec);
+    if (!entry_ec && now - written > std::chrono::minutes(1)) fs::remove(it->path(), entry_ec);
   }
-  ::closedir(d);
 }
 
 }  // namespace
 
 Status check_writable(const std::string& path) {
   if (path.empty()) return invalid_argument("an output path is empty");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return invalid_argument("cannot write '" + path + "': it is a directory");
-  const std::string dir = directory_of(path);
-  if (::stat(dir.c_str(), &st) != 0) return not_found("cannot write '" + path + "': " + errno_text());
-  if (!S_ISDIR(st.st_mode)) return invalid_argument("cannot write '" + path + "': '" + dir + "' is not a directory");
-  if (::access(dir.c_str(), W_OK) != 0) return invalid_argument("cannot write '" + path + "': " + errno_text());
+  const fs::path p = path_from_utf8(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) return invalid_argument("cannot write '" + path + "': it is a directory");
+  const fs::path dir = directory_of(p);
+  const std::string dir_text = platform::utf8_from_path(dir);
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return not_found("cannot write '" + path + "': no such directory '" + dir_text + "'");
+  if (!fs::is_directory(st))
+    return invalid_argument("cannot write '" + path + "': '" + dir_text + "' is not a directory");
+  if (!platform::directory_is_writable(dir_text))
+    return invalid_argument("cannot write '" + path + "': " + platform::last_error_text());
   return Status::ok();
 }
 
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
   if (path.empty()) return invalid_argument("write_file_atomic: empty path");
-  remove_stale_temporaries(path);
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = mkstemp(tmp.data());
-  if (fd < 0) return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + errno_text());
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status s = resource_exhausted("writing '" + path + "' failed: " + errno_text());
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
-    Status s = unavailable("writing '" + path + "' failed (sync): " + errno_text());
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + errno_text());
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  // Persist the rename itself.
-  int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return Status::ok();
+  remove_stale_temporaries(path_from_utf8(path));
+  return platform::replace_file_durably(path, bytes);
 }
 
 Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    if (errno == ENOENT) return not_found("no such file: '" + path + "'");
-    return unavailable("cannot open '" + path + "': " + errno_text());
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument("'" + path + "' is not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
-    return out_of_range("'" + path + "' is " + std::to_string(st.st_size) +
-                        " bytes, more than the limit of " + std::to_string(max_bytes));
-  }
-  std::vector<uint8_t> data(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = unavailable("reading '" + path + "' failed: " + errno_text());
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;  // file shrank while reading
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  data.resize(done);
+  const fs::path p = path_from_utf8(path);
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (!fs::exists(st)) return not_found("no such file: '" + path + "'");
+  if (!fs::is_regular_file(st)) return invalid_argument("'" + path + "' is not a regular file");
+  const uint64_t size = fs::file_size(p, ec);
+  if (ec) return unavailable("cannot read '" + path + "': " + ec.message());
+  if (size > max_bytes)
+    return out_of_range("'" + path + "' is " + std::to_string(size) + " bytes, more than the limit of " +
+                        std::to_string(max_bytes));
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return unavailable("cannot open '" + path + "'");
+  std::vector<uint8_t> data(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  if (in.bad()) return unavailable("reading '" + path + "' failed");
+  data.resize(static_cast<size_t>(in.gcount()));  // the file may have shrunk since
   return data;
 }
 

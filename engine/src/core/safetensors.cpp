@@ -1,25 +1,20 @@
-// Safetensors: header validation of untrusted files, zero-copy access through mmap, and a writer
+// Safetensors: header validation of untrusted files, zero-copy access through a file mapping, and a writer
 // that lays tensors out back to back behind a space-padded, 8-byte aligned header.
 #include "rill/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <new>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
 #include "core/json_keys.hpp"
+#include "platform/files.hpp"
 #include "rill/half.hpp"
 
 static_assert(std::endian::native == std::endian::little,
@@ -201,8 +196,7 @@ int64_t SafetensorsEntry::elements() const {
 struct SafetensorsFile::Impl {
   std::string label;           // path or "<memory>"
   std::vector<uint8_t> owned;  // from_bytes()
-  void* mapping = nullptr;     // open()
-  size_t mapping_size = 0;
+  platform::MappedFile mapping;   // open()
   const uint8_t* data = nullptr;  // whole file
   uint64_t size = 0;
   std::vector<SafetensorsEntry> entries;
@@ -212,9 +206,7 @@ struct SafetensorsFile::Impl {
   Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
-  ~Impl() {
-    if (mapping) ::munmap(mapping, mapping_size);
-  }
+  ~Impl() = default;
 
   std::string where() const { return "safetensors " + in_quotes(label) + ": "; }
   Status corrupt(const std::string& what) const { return data_loss(where() + what); }
@@ -413,36 +405,11 @@ Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<uint8_t> bytes, 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path, const SafetensorsLimits& limits) {
   auto impl = std::make_unique<Impl>();
   impl->label = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return not_found(impl->where() + "no such file");
-    return unavailable(impl->where() + "cannot open: " + std::strerror(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(impl->where() + "not a regular file");
-  }
-  const auto file_size = static_cast<uint64_t>(st.st_size);
-  if (file_size > limits.max_file_bytes) {
-    ::close(fd);
-    return out_of_range(impl->where() + std::to_string(file_size) + " bytes exceed the limit of " +
-                        std::to_string(limits.max_file_bytes));
-  }
-  if (file_size >= kLengthPrefixBytes) {  // mmap refuses length 0; parse() reports short files
-    void* mapping = ::mmap(nullptr, static_cast<size_t>(file_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return resource_exhausted(impl->where() + "mmap failed: " + std::strerror(err));
-    }
-    impl->mapping = mapping;
-    impl->mapping_size = static_cast<size_t>(file_size);
-    impl->data = static_cast<const uint8_t*>(mapping);
-  }
-  ::close(fd);  // the mapping keeps the file
-  impl->size = file_size;
+  auto mapped = platform::MappedFile::open(path, limits.max_file_bytes);
+  if (!mapped.is_ok()) return Status(mapped.status().code(), impl->where() + mapped.status().message());
+  impl->mapping = std::move(mapped).value();
+  impl->data = impl->mapping.bytes().data();
+  impl->size = impl->mapping.bytes().size();
   RILL_RETURN_IF_ERROR(impl->parse(limits));
   return SafetensorsFile(std::move(impl));
 }

@@ -1,11 +1,8 @@
-// Tokenizer: bytes, or SentencePiece through libsentencepiece (whose status codes become Statuses).
+// Tokenizer: bytes, or a SentencePiece model (lm/sentencepiece_model.hpp).
 #include "rill/tokenizer.hpp"
 
-#include <sentencepiece_processor.h>
-
-#include <filesystem>
-
 #include "core/file_io.hpp"
+#include "lm/sentencepiece_model.hpp"
 
 namespace rill::lm {
 
@@ -14,7 +11,7 @@ constexpr uint64_t kMaxModelBytes = 64ull << 20;  // published tokenizer.model f
 }
 
 struct Tokenizer::Impl {
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;  // null: bytes
+  std::unique_ptr<detail::SentencePieceModel> sp;  // null: bytes
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -28,11 +25,7 @@ Result<Tokenizer> Tokenizer::load_sentencepiece(const std::string& path) {
   // Read it ourselves (bounded size, clear errors), then parse from memory.
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, kMaxModelBytes));
   auto impl = std::make_unique<Impl>();
-  impl->sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto s = impl->sp->LoadFromSerializedProto(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  if (!s.ok()) return data_loss("tokenizer '" + path + "' is not a SentencePiece model: " + s.ToString());
-  if (impl->sp->GetPieceSize() <= 0) return data_loss("tokenizer '" + path + "' has no pieces");
+  RILL_ASSIGN_OR_RETURN(impl->sp, detail::SentencePieceModel::parse(bytes, path));
   return Tokenizer(std::move(impl));
 }
 
@@ -45,9 +38,7 @@ Result<std::vector<uint32_t>> Tokenizer::encode(std::string_view text, bool add_
                reinterpret_cast<const uint8_t*>(text.data()) + text.size());
     return out;
   }
-  std::vector<int> ids;
-  const auto s = impl_->sp->Encode(text, &ids);
-  if (!s.ok()) return invalid_argument("tokenizer: cannot encode the text: " + s.ToString());
+  RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> ids, impl_->sp->encode(text));
   out.insert(out.end(), ids.begin(), ids.end());
   return out;
 }
@@ -59,23 +50,14 @@ Result<std::string> Tokenizer::decode(std::span<const uint32_t> tokens) const {
       return invalid_argument("tokenizer: token " + std::to_string(tokens[i]) + " at " + std::to_string(i) +
                               " is past the vocabulary (" + std::to_string(vocab) + ")");
   if (!impl_->sp) return std::string(tokens.begin(), tokens.end());
-  std::string text;
-  const auto s = impl_->sp->Decode(std::vector<int>(tokens.begin(), tokens.end()), &text);
-  if (!s.ok()) return invalid_argument("tokenizer: cannot decode: " + s.ToString());
-  return text;
+  return impl_->sp->decode(tokens);
 }
 
-uint32_t Tokenizer::vocab_size() const { return impl_->sp ? uint32_t(impl_->sp->GetPieceSize()) : 256u; }
+uint32_t Tokenizer::vocab_size() const { return impl_->sp ? impl_->sp->size() : 256u; }
 
-std::optional<uint32_t> Tokenizer::bos() const {
-  if (!impl_->sp || impl_->sp->bos_id() < 0) return std::nullopt;
-  return uint32_t(impl_->sp->bos_id());
-}
+std::optional<uint32_t> Tokenizer::bos() const { return impl_->sp ? impl_->sp->bos() : std::nullopt; }
 
-std::optional<uint32_t> Tokenizer::eos() const {
-  if (!impl_->sp || impl_->sp->eos_id() < 0) return std::nullopt;
-  return uint32_t(impl_->sp->eos_id());
-}
+std::optional<uint32_t> Tokenizer::eos() const { return impl_->sp ? impl_->sp->eos() : std::nullopt; }
 
 bool Tokenizer::is_bytes() const { return !impl_->sp; }
 

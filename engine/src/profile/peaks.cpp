@@ -5,13 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/stat.h>
+#include <system_error>
 
 #include "core/file_io.hpp"
 #include "core/json_keys.hpp"
 #include "core/log.hpp"
+#include "platform/files.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
@@ -27,7 +29,9 @@ std::string cache_directory(const std::string& dir) {
   if (const char* d = std::getenv("RILL_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rill";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/rill";
-  return "/tmp/rill-cache";
+  if (const char* a = std::getenv("LOCALAPPDATA"); a && *a) return std::string(a) + "/rill/cache";  // Windows
+  std::error_code ec;
+  return platform::utf8_from_path(std::filesystem::temp_directory_path(ec) / "rill-cache");
 }
 
 std::string cache_file(const DeviceInfo& d, const std::string& dir) {
@@ -36,9 +40,10 @@ std::string cache_file(const DeviceInfo& d, const std::string& dir) {
   return cache_directory(dir) + name;
 }
 
+// Best effort: a cache that cannot be written is measured again next time.
 void make_dirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
+  std::error_code ec;
+  std::filesystem::create_directories(platform::path_from_utf8(path), ec);
 }
 
 // Best (shortest) GPU time of one dispatch over `reps` runs; host time where there are no timestamps.

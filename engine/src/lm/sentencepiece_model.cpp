@@ -1,0 +1,44 @@
+// SentencePieceModel over libsentencepiece, whose status codes become Statuses.
+#include "lm/sentencepiece_model.hpp"
+
+#include <sentencepiece_processor.h>
+
+namespace rill::lm::detail {
+namespace {
+
+std::optional<uint32_t> id_or_none(int id) { return id < 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(id)); }
+
+class LibSentencePiece final : public SentencePieceModel {
+ public:
+  sentencepiece::SentencePieceProcessor sp;
+
+  Result<std::vector<uint32_t>> encode(std::string_view text) const override {
+    std::vector<int> ids;
+    const auto s = sp.Encode(text, &ids);
+    if (!s.ok()) return invalid_argument("tokenizer: cannot encode the text: " + s.ToString());
+    return std::vector<uint32_t>(ids.begin(), ids.end());
+  }
+  Result<std::string> decode(std::span<const uint32_t> tokens) const override {
+    std::string text;
+    const auto s = sp.Decode(std::vector<int>(tokens.begin(), tokens.end()), &text);
+    if (!s.ok()) return invalid_argument("tokenizer: cannot decode: " + s.ToString());
+    return text;
+  }
+  uint32_t size() const override { return uint32_t(sp.GetPieceSize()); }
+  std::optional<uint32_t> bos() const override { return id_or_none(sp.bos_id()); }
+  std::optional<uint32_t> eos() const override { return id_or_none(sp.eos_id()); }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SentencePieceModel>> SentencePieceModel::parse(std::span<const uint8_t> serialized,
+                                                                      const std::string& label) {
+  auto model = std::make_unique<LibSentencePiece>();
+  const auto s = model->sp.LoadFromSerializedProto(
+      std::string_view(reinterpret_cast<const char*>(serialized.data()), serialized.size()));
+  if (!s.ok()) return data_loss("tokenizer '" + label + "' is not a SentencePiece model: " + s.ToString());
+  if (model->sp.GetPieceSize() <= 0) return data_loss("tokenizer '" + label + "' has no pieces");
+  return std::unique_ptr<SentencePieceModel>(std::move(model));
+}
+
+}  // namespace rill::lm::detail

@@ -1,0 +1,59 @@
+// What rill's file handling needs from the operating system, behind one small interface with a
+// POSIX implementation (files_posix.cpp) and a Windows one (files_windows.cpp); everything above it
+// is portable C++. Paths are UTF-8 on every platform.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "rill/status.hpp"
+
+namespace rill::platform {
+
+// A whole regular file mapped read-only into memory (zero-copy reads of large weight files).
+class MappedFile {
+ public:
+  // Errors name no path (callers add their own context): NotFound "no such file", Unavailable
+  // "cannot open: <reason>", InvalidArgument "not a regular file", OutOfRange "<n> bytes exceed the
+  // limit of <max_bytes>", ResourceExhausted "mapping failed: <reason>". An empty file maps to an
+  // empty view.
+  static Result<MappedFile> open(const std::string& path, uint64_t max_bytes);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(view_), size_}; }
+
+ private:
+  void* view_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Writes `bytes` to a new temporary file `path`.tmp.XXXXXX beside `path`, flushes it to the disk,
+// renames it over `path` and persists the rename where the platform can. On failure the temporary
+// is removed and `path` is untouched.
+Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes);
+
+// Whether this process may create files in the directory `dir` (which exists).
+bool directory_is_writable(const std::string& dir);
+
+// The text of the last system error (errno, or GetLastError on Windows).
+std::string last_error_text();
+
+// UTF-8 strings to and from std::filesystem paths (a plain std::string would be read in the ANSI
+// code page on Windows).
+inline std::filesystem::path path_from_utf8(const std::string& utf8) {
+  return std::filesystem::path(std::u8string(utf8.begin(), utf8.end()));
+}
+inline std::string utf8_from_path(const std::filesystem::path& path) {
+  const std::u8string s = path.u8string();
+  return std::string(s.begin(), s.end());
+}
+
+}  // namespace rill::platform

@@ -1,0 +1,108 @@
+// The platform file layer on POSIX systems (Linux, Android, macOS): mmap, mkstemp, fsync, rename.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "platform/files.hpp"
+
+namespace rill::platform {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string last_error_text() { return std::strerror(errno); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : view_(std::exchange(other.view_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (view_) ::munmap(view_, size_);
+    view_ = std::exchange(other.view_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (view_) ::munmap(view_, size_);
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return not_found("no such file");
+    return unavailable("cannot open: " + last_error_text());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument("not a regular file");
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    return out_of_range(std::to_string(size) + " bytes exceed the limit of " + std::to_string(max_bytes));
+  }
+  MappedFile file;
+  if (size > 0) {  // mmap refuses length 0
+    void* view = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (view == MAP_FAILED) {
+      Status s = resource_exhausted("mapping failed: " + last_error_text());
+      ::close(fd);
+      return s;
+    }
+    file.view_ = view;
+    file.size_ = static_cast<size_t>(size);
+  }
+  ::close(fd);  // the mapping keeps the file
+  return file;
+}
+
+Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
+  auto fail = [&](Status s) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0)
+    return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + last_error_text());
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  // Persist the rename itself.
+  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return Status::ok();
+}
+
+bool directory_is_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
+
+}  // namespace rill::platform

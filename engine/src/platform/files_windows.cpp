@@ -1,0 +1,145 @@
+// The platform file layer on Windows: file mappings, CREATE_NEW temporaries, FlushFileBuffers and
+// MoveFileExW. Paths arrive as UTF-8 and are converted to UTF-16 for the wide API.
+#define WIN32_LEAN_AND_MEAN
+#ifndef NOMINMAX  // MinGW's libstdc++ may define it already
+#define NOMINMAX
+#endif
+#include <windows.h>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "platform/files.hpp"
+
+namespace rill::platform {
+namespace {
+
+std::wstring wide(const std::string& utf8) {
+  if (utf8.empty()) return {};
+  const int n = MultiByteToWideChar(CP_UTF8, 0, utf8.data(), int(utf8.size()), nullptr, 0);
+  std::wstring out(size_t(n > 0 ? n : 0), L'\0');
+  if (n > 0) MultiByteToWideChar(CP_UTF8, 0, utf8.data(), int(utf8.size()), out.data(), n);
+  return out;
+}
+
+std::string error_text(DWORD code) {
+  char* text = nullptr;
+  const DWORD n =
+      FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+                     nullptr, code, 0, reinterpret_cast<char*>(&text), 0, nullptr);
+  std::string out = n > 0 && text ? std::string(text, n) : "error " + std::to_string(code);
+  if (text) LocalFree(text);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.')) out.pop_back();
+  return out;
+}
+
+// Six random letters and digits, as mkstemp's XXXXXX.
+std::string random_suffix() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device device;
+  std::string out(6, '\0');
+  for (char& c : out) c = kAlphabet[device() % (sizeof kAlphabet - 1)];
+  return out;
+}
+
+}  // namespace
+
+std::string last_error_text() { return error_text(GetLastError()); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : view_(std::exchange(other.view_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (view_) UnmapViewOfFile(view_);
+    view_ = std::exchange(other.view_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (view_) UnmapViewOfFile(view_);
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
+  HANDLE file = CreateFileW(wide(path).c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
+                            FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file == INVALID_HANDLE_VALUE) {
+    const DWORD err = GetLastError();
+    if (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND) return not_found("no such file");
+    if (err == ERROR_ACCESS_DENIED && (GetFileAttributesW(wide(path).c_str()) & FILE_ATTRIBUTE_DIRECTORY))
+      return invalid_argument("not a regular file");
+    return unavailable("cannot open: " + error_text(err));
+  }
+  LARGE_INTEGER size{};
+  if (GetFileType(file) != FILE_TYPE_DISK || !GetFileSizeEx(file, &size)) {
+    CloseHandle(file);
+    return invalid_argument("not a regular file");
+  }
+  if (uint64_t(size.QuadPart) > max_bytes) {
+    CloseHandle(file);
+    return out_of_range(std::to_string(size.QuadPart) + " bytes exceed the limit of " + std::to_string(max_bytes));
+  }
+  MappedFile mapped;
+  if (size.QuadPart > 0) {  // a mapping of an empty file is refused
+    HANDLE mapping = CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
+    void* view = mapping ? MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0) : nullptr;
+    const DWORD err = GetLastError();
+    if (mapping) CloseHandle(mapping);  // the view keeps the mapping
+    if (!view) {
+      CloseHandle(file);
+      return resource_exhausted("mapping failed: " + error_text(err));
+    }
+    mapped.view_ = view;
+    mapped.size_ = size_t(size.QuadPart);
+  }
+  CloseHandle(file);
+  return mapped;
+}
+
+Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  std::string tmp;
+  HANDLE file = INVALID_HANDLE_VALUE;
+  for (int attempt = 0; attempt < 16 && file == INVALID_HANDLE_VALUE; ++attempt) {
+    tmp = path + ".tmp." + random_suffix();
+    file = CreateFileW(wide(tmp).c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
+    if (file == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_EXISTS) break;
+  }
+  if (file == INVALID_HANDLE_VALUE)
+    return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
+  auto fail = [&](Status s) {
+    CloseHandle(file);
+    DeleteFileW(wide(tmp).c_str());
+    return s;
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    const DWORD chunk = DWORD(std::min<size_t>(bytes.size() - done, 1u << 30));
+    DWORD written = 0;
+    if (!WriteFile(file, bytes.data() + done, chunk, &written, nullptr) || written == 0)
+      return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
+    done += written;
+  }
+  if (!FlushFileBuffers(file)) return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
+  CloseHandle(file);
+  // MOVEFILE_WRITE_THROUGH returns only once the rename is on the disk.
+  if (!MoveFileExW(wide(tmp).c_str(), wide(path).c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    Status s = unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + last_error_text());
+    DeleteFileW(wide(tmp).c_str());
+    return s;
+  }
+  return Status::ok();
+}
+
+bool directory_is_writable(const std::string& dir) {
+  // Windows has no cheap access(W_OK) for directories: try to create a file there.
+  const std::string probe = (dir.empty() ? std::string(".") : dir) + "\\.rill-write-probe." + random_suffix();
+  HANDLE file = CreateFileW(wide(probe).c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
+                            FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE, nullptr);
+  if (file == INVALID_HANDLE_VALUE) return false;
+  CloseHandle(file);
+  return true;
+}
+
+}  // namespace rill::platform

@@ -1,0 +1,102 @@
+// The platform file layer (engine/src/platform/files.hpp): mappings of every kind of file, UTF-8
+// paths through every file entry point, and atomic replacement leaving nothing behind.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "platform/files.hpp"
+#include "rill/safetensors.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using rill::StatusCode;
+using rill::platform::MappedFile;
+
+// A fresh directory for one test case, removed with its contents at the end.
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("rill-platform-" + std::to_string(::getpid()) + "-" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& utf8_name) const {
+    return rill::platform::utf8_from_path(path) + "/" + utf8_name;
+  }
+};
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(rill::platform::path_from_utf8(path), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a mapped file holds the file's bytes, and an empty file maps empty", "[core][platform]") {
+  ScratchDir dir("map");
+  const std::vector<uint8_t> bytes = {1, 2, 3, 250, 0, 7};
+  write_bytes(dir / "six.bin", bytes);
+  write_bytes(dir / "empty.bin", {});
+  auto six = MappedFile::open(dir / "six.bin", 6);
+  REQUIRE(six.is_ok());
+  CHECK(std::vector<uint8_t>(six->bytes().begin(), six->bytes().end()) == bytes);
+  MappedFile moved = std::move(six).value();  // the view moves with it
+  CHECK(moved.bytes().size() == 6);
+  CHECK(moved.bytes()[3] == 250);
+  auto empty = MappedFile::open(dir / "empty.bin", 6);
+  REQUIRE(empty.is_ok());
+  CHECK(empty->bytes().empty());
+}
+
+TEST_CASE("a mapping refuses missing, oversized and non-regular files with their reasons", "[core][platform]") {
+  ScratchDir dir("refuse");
+  write_bytes(dir / "ten.bin", std::vector<uint8_t>(10, 1));
+  const auto missing = MappedFile::open(dir / "missing.bin", 100);
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() == "no such file");
+  const auto big = MappedFile::open(dir / "ten.bin", 9);
+  CHECK(big.status().code() == StatusCode::kOutOfRange);
+  CHECK(big.status().message() == "10 bytes exceed the limit of 9");
+  CHECK(MappedFile::open(rill::platform::utf8_from_path(dir.path), 100).status().code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("files with non-ASCII UTF-8 names are written, read and mapped", "[core][platform]") {
+  ScratchDir dir("utf8");
+  const std::string name = dir / "m\xc3\xbcller-\xe6\xa8\xa1\xe5\x9e\x8b.safetensors";  // müller-模型
+  rill::SafetensorsWriter writer;
+  REQUIRE(writer.add_floats("w", {2}, std::vector<float>{1.5f, -2.0f}).is_ok());
+  REQUIRE(writer.write(name).is_ok());
+  CHECK(fs::exists(rill::platform::path_from_utf8(name)));
+  CHECK(rill::check_writable(name).is_ok());
+  auto bytes = rill::read_file(name, 1 << 20);
+  REQUIRE(bytes.is_ok());
+  CHECK(bytes->size() == fs::file_size(rill::platform::path_from_utf8(name)));
+  auto file = rill::SafetensorsFile::open(name);
+  REQUIRE(file.is_ok());
+  CHECK(file->entries().size() == 1);
+}
+
+TEST_CASE("an atomic replacement leaves only the new file", "[core][platform]") {
+  ScratchDir dir("replace");
+  const std::string path = dir / "state.bin";
+  REQUIRE(rill::write_file_atomic(path, std::vector<uint8_t>(3, 1)).is_ok());
+  REQUIRE(rill::write_file_atomic(path, std::vector<uint8_t>(5, 2)).is_ok());
+  CHECK(rill::read_file(path, 100).value() == std::vector<uint8_t>(5, 2));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  CHECK(entries == 1);  // no temporaries left beside it
+  const rill::Status into_missing_dir = rill::write_file_atomic(dir / "no-such-dir/x.bin", std::vector<uint8_t>(1));
+  CHECK(into_missing_dir.code() == StatusCode::kUnavailable);
+  CHECK_THAT(into_missing_dir.message(), Catch::Contains("no-such-dir/x.bin"));
+}

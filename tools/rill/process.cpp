@@ -1,0 +1,98 @@
+// The rill tool's operating-system needs (process.hpp): POSIX (fork, exec of /proc/self/exe, popen)
+// and Windows (_spawnv of the module's own path, _popen).
+#include "process.hpp"
+
+#include <cerrno>
+#include <cstdio>
+
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#ifndef NOMINMAX  // MinGW's libstdc++ may define it already
+#define NOMINMAX
+#endif
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#else
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+namespace rill_cli {
+namespace {
+
+#ifdef _WIN32
+constexpr const char* kPythonCommand = "python ";
+constexpr const char* kDiscardStderr = " 2>NUL";
+FILE* open_pipe(const char* command) { return _popen(command, "r"); }
+int close_pipe(FILE* pipe) { return _pclose(pipe); }
+#else
+constexpr const char* kPythonCommand = "/usr/bin/python3 ";  // the system's, where python3-torch is
+constexpr const char* kDiscardStderr = " 2>/dev/null";
+FILE* open_pipe(const char* command) { return popen(command, "r"); }
+int close_pipe(FILE* pipe) { return pclose(pipe); }
+#endif
+
+}  // namespace
+
+#ifdef _WIN32
+bool stderr_is_terminal() { return _isatty(_fileno(stderr)) != 0; }
+long process_id() { return long(_getpid()); }
+#else
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
+long process_id() { return long(getpid()); }
+#endif
+
+std::optional<std::string> python_output(const std::string& arguments) {
+  const std::string command = kPythonCommand + arguments + kDiscardStderr;
+  FILE* pipe = open_pipe(command.c_str());
+  if (pipe == nullptr) return std::nullopt;
+  std::string out;
+  char buffer[4096];
+  while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  if (close_pipe(pipe) != 0) return std::nullopt;
+  return out;
+}
+
+rill::Result<int> run_self(const std::vector<std::string>& args, const std::string& env_name,
+                           const std::string& env_value) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+#ifdef _WIN32
+  char self[MAX_PATH];
+  const DWORD n = GetModuleFileNameA(nullptr, self, MAX_PATH);
+  if (n == 0 || n == MAX_PATH) return rill::unavailable("cannot find this program's own path");
+  if (_putenv_s(env_name.c_str(), env_value.c_str()) != 0)
+    return rill::unavailable("cannot set " + env_name + " for the child process");
+  // _spawnv joins the arguments into one command line: quote each.
+  std::vector<std::string> quoted = {"\"" + std::string(self) + "\""};
+  for (const std::string& a : args) quoted.push_back("\"" + a + "\"");
+  std::vector<const char*> argv;
+  for (const std::string& q : quoted) argv.push_back(q.c_str());
+  argv.push_back(nullptr);
+  const intptr_t code = _spawnv(_P_WAIT, self, argv.data());
+  if (code == -1) return rill::unavailable("cannot start " + std::string(self));
+  return int(code);
+#else
+  const pid_t child = fork();
+  if (child < 0) return rill::unavailable("cannot start a child process (fork failed)");
+  if (child == 0) {
+    setenv(env_name.c_str(), env_value.c_str(), 1);
+    std::vector<std::string> owned = {"rill"};
+    owned.insert(owned.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : owned) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("rill: exec of /proc/self/exe");
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return rill::unavailable("waiting for the child process failed");
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+#endif
+}
+
+}  // namespace rill_cli

@@ -1,0 +1,29 @@
+// What the rill tool needs from the operating system beyond the engine: terminals, child processes
+// and names unique to this process. POSIX and Windows implementations live in process.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rill/status.hpp"
+
+namespace rill_cli {
+
+// Whether standard error is a terminal (progress bars are drawn only there).
+bool stderr_is_terminal();
+
+// This process's id, for names of temporary files that concurrent runs must not share.
+long process_id();
+
+// Runs `arguments` (a script and its arguments, quoted as needed) with the system's Python 3 and
+// returns its standard output; its standard error is discarded. Nullopt when Python could not start
+// or the script exited non-zero.
+std::optional<std::string> python_output(const std::string& arguments);
+
+// Runs this executable again with `args` (without the program name) and `env_name`=`env_value`
+// added to its environment; waits and returns its exit code.
+rill::Result<int> run_self(const std::vector<std::string>& args, const std::string& env_name,
+                           const std::string& env_value);
+
+}  // namespace rill_cli
