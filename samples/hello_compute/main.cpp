@@ -24,7 +24,7 @@ int main() {
   // x = 2, y = 1, then y = 3 * x + y. rill places the barriers between the dependent dispatches.
   rill::Status s = seq->dispatch({.kernel = "util/fill", .bindings = {&*x}, .push = rill::push_bytes(Fill{n, 2.0f}), .groups = {(n + 255) / 256, 1, 1}});
   if (s.is_ok()) s = seq->dispatch({.kernel = "util/fill", .bindings = {&*y}, .push = rill::push_bytes(Fill{n, 1.0f}), .groups = {(n + 255) / 256, 1, 1}});
-  if (s.is_ok()) s = seq->dispatch({.kernel = "util/saxpy", .bindings = {&*x, &*y}, .push = rill::push_bytes(Saxpy{n, 3.0f}), .groups = {n, 1, 1}});
+  if (s.is_ok()) s = seq->dispatch({.kernel = "util/saxpy", .bindings = {&*x, &*y}, .push = rill::push_bytes(Saxpy{n, 3.0f}), .groups = {(n + 255) / 256, 1, 1}});
   if (s.is_ok()) s = seq->run();
   if (!s.is_ok()) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
