@@ -1,7 +1,10 @@
 #include "gpu_test.hpp"
 
-#include <mutex>
 #include <unistd.h>
+
+#include <mutex>
+
+#include "vk/kernel_contracts.hpp"
 
 namespace rill_test {
 namespace {
@@ -51,7 +54,7 @@ constexpr uint32_t kHelperWorkgroup = 128;
 rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value) {
   return {.kernel = "util/fill",
           .bindings = {&out},
-          .push = rill::push_bytes(Fill{n, value}),
+          .push = rill::push_bytes(rill::gpu::FillPush{n, value}),
           .groups = {(n + kHelperWorkgroup - 1) / kHelperWorkgroup, 1, 1},
           .spec = {rill::spec_uint("WG_SIZE", kHelperWorkgroup)}};
 }
@@ -61,7 +64,7 @@ rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint
   // Enough groups for either variant (default: 128 per group; cpu: 128 x 16 per group).
   return {.kernel = "util/saxpy",
           .bindings = {&x, &y},
-          .push = rill::push_bytes(Saxpy{n, a}),
+          .push = rill::push_bytes(rill::gpu::SaxpyPush{n, a}),
           .groups = {(n + kHelperWorkgroup - 1) / kHelperWorkgroup, 1, 1},
           .spec = {rill::spec_uint("WG_SIZE", kHelperWorkgroup)},
           .variant = variant};

@@ -20,14 +20,6 @@ rill::ContextOptions validated_options();
 // A context with validation; REQUIREs that creation succeeds.
 rill::Context make_context(rill::ContextOptions options = validated_options());
 
-struct Fill {
-  uint32_t n;
-  float value;
-};
-struct Saxpy {
-  uint32_t n;
-  float a;
-};
 // Dispatch helpers for the util kernels, sized for their default workgroups.
 rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value);
 rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint32_t n, float a,

@@ -1,6 +1,7 @@
 // A dispatch that does not match its kernel is refused with InvalidArgument (or NotFound for
 // names), records nothing, and leaves the sequence usable.
 #include "gpu_test.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace {
 
@@ -33,8 +34,11 @@ GPU_TEST_CASE("bad dispatches are refused with a message naming the problem", "[
   d.bindings = {&f.x, nullptr};
   expect(d, StatusCode::kInvalidArgument, "binding 1");
   d = good;
-  d.push.pop_back();
+  d.push.bytes.pop_back();
   expect(d, StatusCode::kInvalidArgument, "8 bytes of push constants");
+  d = good;  // the right size, but another kernel's struct
+  d.push = rill::push_bytes(rill::gpu::FillPush{100, 2.0f});
+  expect(d, StatusCode::kInvalidArgument, "takes push constants SaxpyPush; the dispatch gives FillPush");
   d = good;
   d.spec = {rill::spec_uint("NOPE", 1)};
   expect(d, StatusCode::kInvalidArgument, "no specialization constant 'NOPE'");

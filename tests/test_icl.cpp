@@ -79,7 +79,7 @@ ref::TaskBatch gpu_batch(rill::Context& ctx, const TrainConfig& c, uint32_t batc
   Recorder rec(c, shape);
   auto ws = must(Workspace::create(ctx, shape, batch));
   ModelState m;
-  m.state = ctx.tensor(rill::DType::kU32, {kStateWords}).value();
+  m.state = ctx.tensor(rill::DType::kU32, {rill::gpu::kIclStateWords}).value();
   auto seq = ctx.sequence().value();
   REQUIRE(seq.fill_zero(m.state).is_ok());
   REQUIRE(rec.sample(seq, ws, m, {.seed = c.seed, .step_from_state = false, .step = step}).is_ok());

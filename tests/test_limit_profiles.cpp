@@ -8,6 +8,7 @@
 
 #include "gpu_test.hpp"
 #include "rill/lm.hpp"
+#include "vk/kernel_contracts.hpp"
 #include "vk/quirks.hpp"
 #include "vk/shader_registry.hpp"
 #include "vk/spirv_needs.hpp"
@@ -142,12 +143,9 @@ GPU_TEST_CASE("a context under a limit profile refuses kernels beyond it, by nam
   auto logits = std::move(ctx.tensor(rill::DType::kF32, {4, 300}, "logits")).value();
   auto probs = std::move(ctx.tensor(rill::DType::kF32, {4, 300}, "probs")).value();
   auto seq = std::move(ctx.sequence()).value();
-  struct Rows {
-    uint32_t rows, vocab;
-  };
   rill::Dispatch d{.kernel = "softmax/softmax_xent_fwd_f32",
                    .bindings = {&logits, &logits, &probs, &probs},
-                   .push = rill::push_bytes(Rows{4, 300}),
+                   .push = rill::push_bytes(rill::gpu::SoftmaxPush{4, 300}),
                    .groups = {4, 1, 1},
                    .spec = {rill::spec_uint("WG_SIZE", 64), rill::spec_uint("HAS_TARGETS", 0)}};
   const rill::Status arithmetic = seq.dispatch(d);
@@ -162,16 +160,12 @@ GPU_TEST_CASE("a context under a limit profile refuses kernels beyond it, by nam
   auto q = std::move(ctx.tensor(rill::DType::kF32, {1, 1, 32}, "q")).value();
   auto cache = std::move(ctx.tensor(rill::DType::kF32, {1, 8, 32}, "cache")).value();
   auto pos = std::move(ctx.tensor(rill::DType::kU32, {1}, "pos")).value();
-  struct AttendPush {
-    uint32_t nq, cap;
-    float scale;
-  };
-  const rill::Status shared = seq.dispatch({.kernel = "lm/attend_nosubgroup_f32",
-                                            .bindings = {&q, &cache, &cache, &pos, &q},
-                                            .push = rill::push_bytes(AttendPush{1, 8, 1.0f}),
-                                            .groups = {1, 1, 1},
-                                            .spec = {rill::spec_uint("WG_SIZE", 256), rill::spec_uint("DK", 32),
-                                                     rill::spec_uint("DV", 32)}});
+  const rill::Status shared =
+      seq.dispatch({.kernel = "lm/attend_nosubgroup_f32",
+                    .bindings = {&q, &cache, &cache, &pos, &q},
+                    .push = rill::push_bytes(rill::gpu::AttendPush{1, 8, 1.0f}),
+                    .groups = {1, 1, 1},
+                    .spec = {rill::spec_uint("WG_SIZE", 256), rill::spec_uint("DK", 32), rill::spec_uint("DV", 32)}});
   CHECK(shared.code() == rill::StatusCode::kUnimplemented);
   CHECK(shared.message().find("17408 bytes of shared memory") != std::string::npos);
 }

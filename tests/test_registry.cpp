@@ -52,3 +52,37 @@ TEST_CASE("reflection rejects what is not a compute module", "[registry]") {
   CHECK_FALSE(spirv_embed::reflect({0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, r, error));
   CHECK(error.find("truncated") != std::string::npos);
 }
+
+TEST_CASE("every kernel's push constants are a named contract struct", "[registry]") {
+  const auto* fill = find("util/fill");
+  REQUIRE(fill != nullptr);
+  CHECK(fill->push_block == "FillPush");
+  for (const auto& s : rill::vk::shader_registry()) {
+    INFO(s.kernel << " " << s.variant);
+    CHECK(s.push_block.empty() == (s.push_constant_bytes == 0));
+  }
+}
+
+TEST_CASE("reflection refuses push constants outside a contract struct", "[registry]") {
+  const auto* fill = find("util/fill");
+  REQUIRE(fill != nullptr);
+  std::vector<uint32_t> words(fill->spirv.begin(), fill->spirv.end());
+  spirv_embed::Reflection r;
+  std::string error;
+  REQUIRE(spirv_embed::reflect(words, r, error));
+  CHECK(r.push_block == "FillPush");
+  REQUIRE(r.push_members.size() == 2);
+  CHECK(r.push_members[1].name == "value");
+  CHECK(r.push_members[1].offset == 4);
+  // Rename the block's member p (OpMemberName, opcode 6, string "p"): no longer the accepted form.
+  bool renamed = false;
+  for (size_t pos = 5; pos < words.size(); pos += words[pos] >> 16) {
+    if ((words[pos] & 0xffffu) == 6 && (words[pos] >> 16) == 4 && words[pos + 3] == uint32_t('p')) {
+      words[pos + 3] = uint32_t('q');
+      renamed = true;
+    }
+  }
+  REQUIRE(renamed);
+  CHECK_FALSE(spirv_embed::reflect(words, r, error));
+  CHECK(error.find("shaders/include/contract/") != std::string::npos);
+}

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "gpu_test.hpp"
+#include "vk/kernel_contracts.hpp"
 
 GPU_TEST_CASE("f32 and f16 tensors round-trip through upload_floats/download_floats", "[transfer][gpu]") {
   auto ctx = rill_test::make_context();
@@ -89,9 +90,7 @@ GPU_TEST_CASE("f16 cast kernels match the host conversion", "[transfer][gpu]") {
   REQUIRE(ctx.upload_floats(*src, values).is_ok());
   auto seq = ctx.sequence();
   REQUIRE(seq.is_ok());
-  struct Push {
-    uint32_t n;
-  } push{n};
+  const rill::gpu::CountPush push{n};
   const uint32_t groups = (n + 255) / 256;
   REQUIRE(seq->dispatch({.kernel = "util/cast_f32_to_f16", .bindings = {&*src, &*half}, .push = rill::push_bytes(push), .groups = {groups, 1, 1}}).is_ok());
   REQUIRE(seq->dispatch({.kernel = "util/cast_f16_to_f32", .bindings = {&*half, &*dst}, .push = rill::push_bytes(push), .groups = {groups, 1, 1}}).is_ok());

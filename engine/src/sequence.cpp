@@ -182,9 +182,12 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     accesses.push_back({s.buffer(), s.offset(), s.bytes, b.access != vk::BindingAccess::kReadOnly,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT});
   }
-  if (d.push.size() != shader->push_constant_bytes)
+  if (d.push.bytes.size() != shader->push_constant_bytes)
     return invalid_argument("kernel " + kernel + " takes " + std::to_string(shader->push_constant_bytes) +
-                            " bytes of push constants; the dispatch gives " + std::to_string(d.push.size()));
+                            " bytes of push constants; the dispatch gives " + std::to_string(d.push.bytes.size()));
+  if (!d.push.block.empty() && d.push.block != shader->push_block)
+    return invalid_argument("kernel " + kernel + " takes push constants " + std::string(shader->push_block) +
+                            "; the dispatch gives " + std::string(d.push.block));
   for (int i = 0; i < 3; ++i) {
     if (d.groups[i] == 0 || d.groups[i] > caps.max_workgroup_count[i])
       return invalid_argument("kernel " + kernel + ": workgroup count " + std::to_string(d.groups[i]) +
@@ -235,9 +238,9 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (timed_dispatch) fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
   fn.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
   fn.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
-  if (!d.push.empty())
+  if (!d.push.bytes.empty())
     fn.vkCmdPushConstants(cb, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                          static_cast<uint32_t>(d.push.size()), d.push.data());
+                          static_cast<uint32_t>(d.push.bytes.size()), d.push.bytes.data());
   fn.vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
   if (timed_dispatch) {
     fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);

@@ -9,7 +9,8 @@ layout(constant_id = 1) const uint ITERATIONS = 512;
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) writeonly buffer Out { vec4 out_data[]; };
-layout(push_constant) uniform Push { float seed; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { SeedPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -22,10 +22,8 @@ layout(std430, binding = 5) readonly buffer Lse { float lse[]; };
 layout(std430, binding = 6) buffer Delta { float delta[]; };
 layout(std430, binding = 7) writeonly buffer G0 { sfloat g0[]; };  // dq (MODE 0) or dk (MODE 1)
 layout(std430, binding = 8) writeonly buffer G1 { sfloat g1[]; };  // dv (MODE 1)
-layout(push_constant) uniform Push {
-  uint n, dk, dv;
-  float scale;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { BlockAttentionPush p; };
 
 afloat score(uint qk, uint t, uint s) {
   afloat x = 0.0;
@@ -47,7 +45,7 @@ void main() {
   const uint b1 = min(b0 + BLOCK, p.n);
   const uint qk = bh * p.n * p.dk, vo = bh * p.n * p.dv, rb = bh * p.n;  // row base of lse, delta
   afloat acc0[MAX_D], acc1[MAX_D];
-  if (MODE == 0) {
+  if (MODE == kBlockBackwardDq) {
     const uint t = row;
     afloat d = 0.0;
     for (uint j = 0; j < p.dv; ++j) d += afloat(dout[vo + t * p.dv + j]) * afloat(o[vo + t * p.dv + j]);

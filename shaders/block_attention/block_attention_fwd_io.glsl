@@ -6,7 +6,5 @@ layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
 layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) writeonly buffer O { sfloat o[]; };
 layout(std430, binding = 4) writeonly buffer Lse { float lse[]; };
-layout(push_constant) uniform Push {
-  uint n, dk, dv;
-  float scale;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { BlockAttentionPush p; };

@@ -8,11 +8,12 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
-layout(push_constant) uniform Push { uint n; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { CountPush p; };
 
 void main() {
   const uint i = rill_global_index();
   if (i >= p.n) return;
   const afloat x = afloat(a[i]), y = afloat(b[i]);
-  out_data[i] = sfloat(OP == 0 ? x + y : x * y);
+  out_data[i] = sfloat(OP == kBinaryAdd ? x + y : x * y);
 }

@@ -9,7 +9,8 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
-layout(push_constant) uniform Push { uint n; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { CountPush p; };
 
 void main() {
   const uint i = rill_global_index();

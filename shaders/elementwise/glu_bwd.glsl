@@ -11,7 +11,8 @@ layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 layout(std430, binding = 2) readonly buffer Dy { sfloat dy[]; };
 layout(std430, binding = 3) writeonly buffer Da { sfloat da[]; };
 layout(std430, binding = 4) writeonly buffer Db { sfloat db[]; };
-layout(push_constant) uniform Push { uint n; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { CountPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -9,11 +9,12 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
 layout(std430, binding = 1) readonly buffer Dy { sfloat dy[]; };  // unused in forward
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
-layout(push_constant) uniform Push { uint n; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { CountPush p; };
 
 void main() {
   const uint i = rill_global_index();
   if (i >= p.n) return;
   const afloat v = afloat(x[i]);
-  out_data[i] = sfloat(BACKWARD ? afloat(dy[i]) * act_grad(2, v) : act(2, v));
+  out_data[i] = sfloat(BACKWARD ? afloat(dy[i]) * act_grad(kActSilu, v) : act(kActSilu, v));
 }

@@ -9,7 +9,8 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, binding = 1) readonly buffer Dy { sfloat dy[]; };
 layout(std430, binding = 2) writeonly buffer Dtable { float dtable[]; };
-layout(push_constant) uniform Push { uint tokens, vocab, dim; } p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { EmbeddingBackwardPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -18,11 +18,8 @@ layout(std430, binding = 1) readonly buffer Table { sfloat table[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer Out { sfloat out_data[]; };
 layout(std430, binding = 3) buffer Errors { uint errors[]; };
-layout(push_constant) uniform Push {
-  uint tokens, vocab, dim;
-  float scale;
-  uint words_per_row, group;  // packed table only
-} p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { EmbeddingPush p; };
 
 void main() {
   const uint i = rill_global_index();

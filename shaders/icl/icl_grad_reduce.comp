@@ -11,10 +11,8 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Partials { float partials[]; };  // [params][batch]
 layout(std430, binding = 1) readonly buffer TaskLoss { float task_loss[]; };
 layout(std430, binding = 2) writeonly buffer Out { float reduced[]; };      // [params + 1]
-layout(push_constant) uniform Push {
-  uint params;
-  uint batch;
-} p;
+#include "contract/icl.glsl"
+layout(push_constant) uniform PushBlock { IclReducePush p; };
 
 void main() {
   const uint i = rill_global_index();

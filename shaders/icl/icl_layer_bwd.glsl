@@ -13,12 +13,8 @@ layout(std430, binding = 2) readonly buffer Mats { float mats[]; };
 layout(std430, binding = 3) readonly buffer GradOut { float g_out[]; };  // dLoss/d(layer output)
 layout(std430, binding = 4) writeonly buffer GradIn { float g_in[]; };   // dLoss/d(layer input)
 layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };
-layout(push_constant) uniform Push {
-  uint batch;
-  uint layer;
-  float scale;
-  uint input_grad;  // 0 for the first layer: the data needs no gradient
-} p;
+#include "contract/icl.glsl"
+layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
 RILL_ICL_PARAM_ACCESSORS(params)
 

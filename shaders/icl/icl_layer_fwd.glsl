@@ -6,12 +6,8 @@
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
 layout(std430, binding = 1) buffer Acts { float acts[]; };
 layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
-layout(push_constant) uniform Push {
-  uint batch;
-  uint layer;
-  float scale;  // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
-  uint unused;  // the backward's input_grad: both layer kernels share one push layout
-} p;
+#include "contract/icl.glsl"
+layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
 RILL_ICL_PARAM_ACCESSORS(params)
 

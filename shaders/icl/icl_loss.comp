@@ -10,12 +10,8 @@ layout(std430, binding = 1) readonly buffer Targets { float targets[]; };
 layout(std430, binding = 2) writeonly buffer TaskLoss { float task_loss[]; };
 layout(std430, binding = 3) writeonly buffer Preds { float preds[]; };
 layout(std430, binding = 4) writeonly buffer Grad { float grad[]; };  // [TOKEN_ELEMS][batch]
-layout(push_constant) uniform Push {
-  uint batch;
-  uint layers;
-  float loss_factor;  // c: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.)
-  uint write_grad;    // 0 for evaluation
-} p;
+#include "contract/icl.glsl"
+layout(push_constant) uniform PushBlock { IclLossPush p; };
 
 void main() {
   const uint t = rill_global_index();

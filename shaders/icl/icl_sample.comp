@@ -14,27 +14,8 @@ layout(std430, binding = 0) readonly buffer State { uint state[]; };
 layout(std430, binding = 1) buffer Tokens { float tokens[]; };
 layout(std430, binding = 2) writeonly buffer Targets { float targets[]; };
 layout(std430, binding = 3) writeonly buffer Sigmas { float sigmas[]; };
-layout(push_constant) uniform Push {
-  uint batch;
-  uint first_task;
-  uint step;            // used when use_state_step == 0
-  uint use_state_step;  // 1: step = state[0]
-  uint seed_lo;
-  uint seed_hi;
-  uint d;
-  uint n;
-  uint data_kind;
-  uint noise_kind;
-  uint category_count;
-  uint stream_base;
-  float sigma_max;
-  float categories[6];
-  float gamma_shape;
-  float gamma_scale;
-  float gamma_inv_shape;
-  float gamma_mt_d;
-  float gamma_mt_c;
-} p;
+#include "contract/icl.glsl"
+layout(push_constant) uniform PushBlock { IclSamplePush p; };
 
 uint g_task;
 #define ICL_TOKEN(i, k) tokens[((i) * (p.d + 1u) + (k)) * p.batch + g_task]
@@ -57,6 +38,6 @@ void main() {
   s.sigma_max = p.sigma_max;
   for (int i = 0; i < RILL_ICL_MAX_CATEGORIES; ++i) s.categories[i] = p.categories[i];
   s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
-  const uint step = p.use_state_step != 0u ? state[0] : p.step;
+  const uint step = p.use_state_step != 0u ? state[kIclStateStep] : p.step;
   rill_icl_sample_task(s, p.first_task + g_task, step);
 }

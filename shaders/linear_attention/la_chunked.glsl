@@ -21,10 +21,8 @@ layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S[]; };
 layout(std430, binding = 5) writeonly buffer O { sfloat o[]; };
-layout(push_constant) uniform Push {
-  uint heads, n, dk, dv;
-  uint first_chunk, chunk_count;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaChunkPush p; };
 
 shared afloat scores[CHUNK * CHUNK];
 
@@ -37,7 +35,7 @@ void main() {
     const uint t0 = c * CHUNK;
     if (t0 >= p.n) break;  // uniform across the workgroup
     const uint len = min(CHUNK, p.n - t0);
-    if (MODE == 0) {
+    if (MODE == kLaForwardCausal) {
       for (uint e = tid; e < len * len; e += WG_SIZE) {
         const uint t = e / len, s = e % len;
         afloat dot = 0.0;
@@ -51,19 +49,19 @@ void main() {
       barrier();  // scores written -> read by every column owner
     }
     for (uint j = tid; j < p.dv; j += WG_SIZE) {
-      if (MODE != 1) {
+      if (MODE != kLaForwardState) {
         for (uint t = 0; t < len; ++t) {
           afloat inter = 0.0;
           for (uint i = 0; i < p.dk; ++i) inter += phi(afloat(q[qk_base + (t0 + t) * p.dk + i])) * S[s_base + i * p.dv + j];
           afloat val = inter;
-          if (MODE == 0) {
+          if (MODE == kLaForwardCausal) {
             if (HAS_DECAY) val *= pow(lambda, afloat(t + 1));
             for (uint s = 0; s <= t; ++s) val += scores[t * CHUNK + s] * afloat(v[v_base + (t0 + s) * p.dv + j]);
           }
           o[v_base + (t0 + t) * p.dv + j] = sfloat(val);
         }
       }
-      if (MODE != 2) {
+      if (MODE != kLaForwardApply) {
         const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
         for (uint i = 0; i < p.dk; ++i) {
           afloat acc = carry * S[s_base + i * p.dv + j];
@@ -76,6 +74,6 @@ void main() {
         }
       }
     }
-    if (MODE == 0) barrier();  // scores read -> overwritten by the next chunk
+    if (MODE == kLaForwardCausal) barrier();  // scores read -> overwritten by the next chunk
   }
 }

@@ -26,17 +26,15 @@ layout(std430, binding = 3) readonly buffer Do { sfloat dout[]; };
 layout(std430, binding = 4) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 5) buffer State { float S[]; };
 layout(std430, binding = 6) writeonly buffer Grad { sfloat grad[]; };
-layout(push_constant) uniform Push {
-  uint heads, n, dk, dv;
-  uint first_chunk, chunk_count;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaChunkPush p; };
 
 shared afloat scores[CHUNK * CHUNK];
 
 afloat phi_grad(afloat x) {
-  if (FEATURE == 1) return x > 0.0 ? 1.0 : exp(x);
-  if (FEATURE == 2) return x > 0.0 ? 1.0 : 0.0;
-  if (FEATURE == 3) {
+  if (FEATURE == kFeatureElu1) return x > 0.0 ? 1.0 : exp(x);
+  if (FEATURE == kFeatureRelu) return x > 0.0 ? 1.0 : 0.0;
+  if (FEATURE == kFeatureSilu) {
     const afloat sg = 1.0 / (1.0 + exp(-x));
     return sg * (1.0 + x * (1.0 - sg));
   }
@@ -77,18 +75,18 @@ void main() {
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
   const uint qk = bh * p.n * p.dk, vo = bh * p.n * p.dv, sb = bh * p.dk * p.dv;
   // Causal scans run while producing gradients; non-causal gradients only read the full state.
-  const bool update = CAUSAL || MODE == 3;
+  const bool update = CAUSAL || MODE == kLaBackwardState;
   for (uint step = 0; step < p.chunk_count; ++step) {
-    const uint c = MODE == 0 ? p.first_chunk + step : p.first_chunk + p.chunk_count - 1 - step;
+    const uint c = MODE == kLaBackwardDq ? p.first_chunk + step : p.first_chunk + p.chunk_count - 1 - step;
     const uint t0 = c * CHUNK;
     if (t0 >= p.n) continue;  // uniform across the workgroup
     const uint len = min(CHUNK, p.n - t0);
-    if (CAUSAL && MODE != 3) {
+    if (CAUSAL && MODE != kLaBackwardState) {
       for (uint e = tid; e < len * len; e += WG_SIZE) {
         const uint t = e / len, s = e % len;
         afloat x = 0.0;
         if (s <= t) {
-          if (MODE == 2) {
+          if (MODE == kLaBackwardDv) {
             for (uint i = 0; i < p.dk; ++i) x += fq(qk, t0 + t, i) * fk(qk, t0 + s, i);
           } else {
             for (uint j = 0; j < p.dv; ++j) x += afloat(dout[vo + (t0 + t) * p.dv + j]) * afloat(v[vo + (t0 + s) * p.dv + j]);
@@ -100,7 +98,7 @@ void main() {
     }
     barrier();  // scores written -> read by every row or column owner
     const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
-    if (MODE == 0) {
+    if (MODE == kLaBackwardDq) {
       for (uint i = tid; i < p.dk; i += WG_SIZE) {
         for (uint t = 0; t < len; ++t) {
           afloat inter = 0.0;
@@ -112,9 +110,9 @@ void main() {
         }
         if (update) update_s_row(sb, qk, vo, t0, len, i, lambda);
       }
-    } else if (MODE == 1 || MODE == 3) {
+    } else if (MODE == kLaBackwardDk || MODE == kLaBackwardState) {
       for (uint i = tid; i < p.dk; i += WG_SIZE) {
-        for (uint s = 0; s < len && MODE == 1; ++s) {
+        for (uint s = 0; s < len && MODE == kLaBackwardDk; ++s) {
           afloat inter = 0.0;
           for (uint j = 0; j < p.dv; ++j) inter += S[sb + i * p.dv + j] * afloat(v[vo + (t0 + s) * p.dv + j]);
           afloat g = HAS_DECAY ? inter * pow(lambda, afloat(len - s)) : inter;

@@ -12,10 +12,8 @@ layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
 layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer O { sfloat o[]; };
-layout(push_constant) uniform Push {
-  uint heads, n, dk, dv, total;  // total = batch * heads * n * dv
-  uint s_begin, s_end, accumulate;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaNaivePush p; };
 
 void main() {
   const uint idx = rill_global_index();

@@ -19,10 +19,8 @@ layout(constant_id = 10) const uint TILE = 16;
 
 #include "la_common.glsl"
 
-layout(push_constant) uniform Push {
-  uint heads, n, dk, dv;
-  uint first_chunk, window;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaWindowPush p; };
 
 // The storage row of (mapped) position t.
 uint la_row(uint t) { return REVERSE ? p.n - 1u - t : t; }

@@ -27,9 +27,9 @@ shared afloat a_tile[CHUNK * TILE];                      // [t][k]: f(a_t) on TI
 shared afloat other_tile[TILE * MAX_D];  // [s][k] g(b) (CHUNK <= MAX_D rows), then [k][j] P, then [s][j] h(c)
 
 afloat phi_grad(afloat v) {
-  if (FEATURE == 1) return v > 0.0 ? 1.0 : exp(v);
-  if (FEATURE == 2) return v > 0.0 ? 1.0 : 0.0;
-  if (FEATURE == 3) {
+  if (FEATURE == kFeatureElu1) return v > 0.0 ? 1.0 : exp(v);
+  if (FEATURE == kFeatureRelu) return v > 0.0 ? 1.0 : 0.0;
+  if (FEATURE == kFeatureSilu) {
     const afloat sg = 1.0 / (1.0 + exp(-v));
     return sg * (1.0 + v * (1.0 - sg));
   }

@@ -21,10 +21,8 @@ layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S_mem[]; };
 layout(std430, binding = 5) writeonly buffer O { sfloat o[]; };
-layout(push_constant) uniform Push {
-  uint heads, n, dk, dv;
-  uint first, count;  // positions
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaScanPush p; };
 
 const uint KS = (DK + SG - 1) / SG;  // spread slots per lane for a q or k row
 

@@ -12,9 +12,8 @@ layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S[]; };
 layout(std430, binding = 5) writeonly buffer O { sfloat o[]; };
-layout(push_constant) uniform Push {
-  uint heads, dk, dv;
-} p;
+#include "contract/attention.glsl"
+layout(push_constant) uniform PushBlock { LaStepPush p; };
 
 void main() {
   const uint bh = gl_WorkGroupID.x;

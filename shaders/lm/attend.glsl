@@ -24,7 +24,8 @@ layout(std430, binding = 1) readonly buffer CacheK { sfloat cache_k[]; };
 layout(std430, binding = 2) readonly buffer CacheV { sfloat cache_v[]; };
 layout(std430, binding = 3) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 4) writeonly buffer O { sfloat o[]; };
-layout(push_constant) uniform Push { uint nq, cap; float scale; } p;
+#include "contract/lm.glsl"
+layout(push_constant) uniform PushBlock { AttendPush p; };
 
 #ifdef RILL_NO_SUBGROUP_ARITHMETIC
 #include "rill_reduce.glsl"

@@ -8,11 +8,8 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Src { sfloat src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { sfloat dst[]; };
-layout(push_constant) uniform Push {
-  uint batches, rows, cols;
-  uint src_rows, src_first;
-  uint dst_rows, dst_first;
-} p;
+#include "contract/lm.glsl"
+layout(push_constant) uniform PushBlock { CopyRowsPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -14,7 +14,8 @@ layout(std430, binding = 1) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 2) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 3) writeonly buffer CacheK { sfloat cache_k[]; };
 layout(std430, binding = 4) writeonly buffer CacheV { sfloat cache_v[]; };
-layout(push_constant) uniform Push { uint heads, nq, dk, dv, cap; } p;
+#include "contract/lm.glsl"
+layout(push_constant) uniform PushBlock { KvAppendPush p; };
 
 void main() {
   const uint i = rill_global_index();

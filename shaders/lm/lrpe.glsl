@@ -15,7 +15,8 @@ layout(std430, binding = 1) readonly buffer Base { vec2 base[]; };
 layout(std430, binding = 2) readonly buffer Coarse { vec2 coarse[]; };
 layout(std430, binding = 3) readonly buffer Fine { vec2 fine[]; };
 layout(std430, binding = 4) writeonly buffer Out { sfloat y[]; };
-layout(push_constant) uniform Push { uint heads, len, dim; } p;
+#include "contract/lm.glsl"
+layout(push_constant) uniform PushBlock { HeadsPush p; };
 
 vec2 rotate(vec2 a, vec2 b) { return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 

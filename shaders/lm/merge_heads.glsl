@@ -6,7 +6,8 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer In { sfloat in_data[]; };
 layout(std430, binding = 1) writeonly buffer Out { sfloat out_data[]; };
-layout(push_constant) uniform Push { uint heads, len, dim; } p;
+#include "contract/lm.glsl"
+layout(push_constant) uniform PushBlock { HeadsPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -19,13 +19,8 @@ layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 #endif
 layout(std430, binding = 2) readonly buffer Bias { sfloat bias[]; };
 layout(std430, binding = 3) buffer C { sfloat c[]; };
-layout(push_constant) uniform Push {
-  uint M, N, K;
-  uint a_rs, a_cs, a_bs;  // row, column and batch strides of A (elements)
-  uint b_rs, b_cs, b_bs;
-  uint c_bs;
-  uint b_group, s_bs;  // packed B only
-} p;
+#include "contract/matmul.glsl"
+layout(push_constant) uniform PushBlock { MatmulPush p; };
 
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
 afloat load_b(uint batch, uint k, uint n) {

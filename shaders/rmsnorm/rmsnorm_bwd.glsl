@@ -15,10 +15,8 @@ layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
 layout(std430, binding = 2) readonly buffer Rstd { float rstd[]; };
 layout(std430, binding = 3) readonly buffer Dy { sfloat dy[]; };
 layout(std430, binding = 4) buffer Dx { sfloat dx[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-} p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { RmsnormBackwardPush p; };
 
 #include "rill_reduce.glsl"
 

@@ -13,11 +13,8 @@ layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
 layout(std430, binding = 1) readonly buffer Rstd { float rstd[]; };
 layout(std430, binding = 2) readonly buffer Dy { sfloat dy[]; };
 layout(std430, binding = 3) writeonly buffer Partial { float partial[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  uint rows_per_block;
-} p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { RmsnormGainPush p; };
 
 void main() {
   const uint c = gl_GlobalInvocationID.x, block = gl_WorkGroupID.y;

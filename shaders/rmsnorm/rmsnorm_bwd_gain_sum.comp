@@ -9,10 +9,8 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Partial { float partial[]; };
 layout(std430, binding = 1) writeonly buffer Dgain { float dgain[]; };
-layout(push_constant) uniform Push {
-  uint blocks;
-  uint dim;
-} p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { RmsnormGainSumPush p; };
 
 void main() {
   const uint c = rill_global_index();

@@ -13,11 +13,8 @@ layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
 layout(std430, binding = 2) writeonly buffer Y { sfloat y[]; };
 layout(std430, binding = 3) writeonly buffer Rstd { float rstd[]; };
 #endif
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  float eps;
-} p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { RmsnormForwardPush p; };
 
 afloat load_input(uint i) {
 #ifdef RESIDUAL

@@ -9,7 +9,8 @@ layout(std430, binding = 0) readonly buffer Probs { sfloat probs[]; };
 layout(std430, binding = 1) readonly buffer Targets { uint targets[]; };
 layout(std430, binding = 2) readonly buffer Dloss { float dloss[]; };
 layout(std430, binding = 3) writeonly buffer Dlogits { sfloat dlogits[]; };
-layout(push_constant) uniform Push { uint rows, vocab; } p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { SoftmaxPush p; };
 
 void main() {
   const uint i = rill_global_index();

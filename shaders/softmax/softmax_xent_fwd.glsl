@@ -12,7 +12,8 @@ layout(std430, binding = 0) readonly buffer Logits { sfloat logits[]; };
 layout(std430, binding = 1) readonly buffer Targets { uint targets[]; };
 layout(std430, binding = 2) writeonly buffer Probs { sfloat probs[]; };
 layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
-layout(push_constant) uniform Push { uint rows, vocab; } p;
+#include "contract/norm.glsl"
+layout(push_constant) uniform PushBlock { SoftmaxPush p; };
 
 #include "rill_reduce.glsl"
 

@@ -9,7 +9,8 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Src { sfloat src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { float dst[]; };
-layout(push_constant) uniform Push { uint n; } p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { CountPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -7,10 +7,8 @@ layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(push_constant) uniform Push {
-  uint n;
-  float value;
-} p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { FillPush p; };
 
 void main() {
   const uint i = rill_global_index();

@@ -10,10 +10,8 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer Y { float y[]; };
-layout(push_constant) uniform Push {
-  uint n;
-  float a;
-} p;
+#include "contract/util.glsl"
+layout(push_constant) uniform PushBlock { SaxpyPush p; };
 
 void main() {
   const uint first = rill_global_index() * PER_THREAD;

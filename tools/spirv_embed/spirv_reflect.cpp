@@ -48,6 +48,7 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
     return false;
   }
   std::map<uint32_t, std::string> names;
+  std::map<uint32_t, std::map<uint32_t, std::string>> member_names;  // struct id -> member -> name
   std::map<uint32_t, Type> types;
   std::map<uint32_t, uint32_t> constants;  // id -> value (32-bit scalars)
   std::map<uint32_t, std::map<uint32_t, uint32_t>> decorations;  // id -> decoration -> value
@@ -72,6 +73,9 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
     switch (op) {
       case kOpName:
         if (count >= 3) names[w[1]] = read_string(w + 2, count - 2);
+        break;
+      case kOpMemberName:
+        if (count >= 4) member_names[w[1]][w[2]] = read_string(w + 3, count - 3);
         break;
       case kOpEntryPoint:
         ++entry_points;
@@ -219,6 +223,23 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
     const uint32_t pointee = pt->second.operands[1];
     if (v.storage_class == kPushConstant) {
       out.push_constant_bytes = uint32_t(type_size(type_size, pointee));
+      // The one accepted form: `uniform PushBlock { SomePush p; }` with SomePush a contract struct,
+      // so the engine can name and check the struct a dispatch pushes.
+      const Type& block = types[pointee];
+      const auto inner = block.operands.size() == 1 ? types.find(block.operands[0]) : types.end();
+      if (inner == types.end() || inner->second.op != kOpTypeStruct || member_names[pointee][0] != "p" ||
+          member_decorations[pointee][0][kOffset] != 0 || names[block.operands[0]].empty()) {
+        error =
+            "push constants must be declared as one member p of a struct from "
+            "shaders/include/contract/: layout(push_constant) uniform PushBlock { SomePush p; };";
+        return false;
+      }
+      const uint32_t contract = block.operands[0];
+      out.push_block = names[contract];
+      for (size_t m = 0; m < inner->second.operands.size(); ++m)
+        out.push_members.push_back({member_names[contract][uint32_t(m)],
+                                    member_decorations[contract][uint32_t(m)][kOffset],
+                                    uint32_t(type_size(type_size, inner->second.operands[m]))});
       continue;
     }
     if (v.storage_class == kUniformConstant) {

@@ -1,5 +1,6 @@
-// Minimal SPIR-V reflection for compute shaders: descriptor bindings with their access,
-// push-constant block size, specialization constants and the workgroup size.
+// Minimal SPIR-V reflection for compute shaders: descriptor bindings with their access, the
+// push-constant block (its contract struct and that struct's members), specialization constants
+// and the workgroup size.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,16 @@ struct SpecConstant {
   std::string name;
 };
 
+struct PushMember {
+  std::string name;
+  uint32_t offset = 0, bytes = 0;
+};
+
 struct Reflection {
   std::vector<Binding> bindings;
   uint32_t push_constant_bytes = 0;
+  std::string push_block;  // the contract struct the block holds (shaders/include/contract/)
+  std::vector<PushMember> push_members;
   std::vector<SpecConstant> spec_constants;
   uint32_t local_size[3] = {1, 1, 1};
   int32_t local_size_spec_id[3] = {-1, -1, -1};

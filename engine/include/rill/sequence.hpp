@@ -14,6 +14,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "rill/device.hpp"
@@ -41,10 +43,20 @@ RILL_API SpecValue spec_uint(std::string name, uint32_t value);
 RILL_API SpecValue spec_int(std::string name, int32_t value);
 RILL_API SpecValue spec_float(std::string name, float value);
 
+// Push-constant bytes for Dispatch::push. `block` names the struct's type in the kernel when the
+// struct is one the kernels share with C++ (rill's own: shaders/include/contract/); the dispatch
+// then checks that it is the one the kernel declares. Other bytes are checked by size only.
+struct PushConstants {
+  PushConstants() = default;
+  PushConstants(std::vector<uint8_t> raw) : bytes(std::move(raw)) {}  // NOLINT(google-explicit-constructor)
+  std::vector<uint8_t> bytes;
+  std::string_view block;
+};
+
 struct Dispatch {
   std::string_view kernel;                // registry name, e.g. "util/fill"
   std::vector<const Tensor*> bindings;    // in binding order (binding 0, 1, ...)
-  std::vector<uint8_t> push;              // push-constant bytes; size must match the shader
+  PushConstants push;                     // push-constant bytes; size must match the shader
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<SpecValue> spec;            // overrides of specialization-constant defaults
   std::string_view variant;               // force a variant; empty: the device's choice
@@ -53,11 +65,16 @@ struct Dispatch {
   uint64_t bytes = 0;                     // bytes it reads and writes, for profiles
 };
 
-// Bytes of a trivially copyable struct, for Dispatch::push.
+// The bytes of a trivially copyable struct, for Dispatch::push, with the struct's block name when
+// it has one (a contract struct: push_block_name is found by argument-dependent lookup).
 template <typename T>
-std::vector<uint8_t> push_bytes(const T& value) {
-  std::vector<uint8_t> out(sizeof(T));
-  std::memcpy(out.data(), &value, sizeof(T));
+PushConstants push_bytes(const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>, "push constants are copied byte for byte");
+  PushConstants out;
+  out.bytes.resize(sizeof(T));
+  std::memcpy(out.bytes.data(), &value, sizeof(T));
+  if constexpr (requires { push_block_name(static_cast<const T*>(nullptr)); })
+    out.block = push_block_name(static_cast<const T*>(nullptr));
   return out;
 }
 

@@ -26,7 +26,7 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
   RILL_RETURN_IF_ERROR(w.set_metadata("version", kVersion));
   RILL_RETURN_IF_ERROR(w.set_metadata("config", config_to_json(c.config)));
-  RILL_RETURN_IF_ERROR(w.set_metadata("step", std::to_string(c.state.at(kStep))));
+  RILL_RETURN_IF_ERROR(w.set_metadata("step", std::to_string(c.state.at(gpu::kIclStateStep))));
   RILL_RETURN_IF_ERROR(w.add_floats("params", {p}, c.params));
   RILL_RETURN_IF_ERROR(w.add_floats("moment1", {p}, c.moment1));
   RILL_RETURN_IF_ERROR(w.add_floats("moment2", {p}, c.moment2));
@@ -64,15 +64,17 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   RILL_RETURN_IF_ERROR(floats("params", c.params));
   RILL_RETURN_IF_ERROR(floats("moment1", c.moment1));
   RILL_RETURN_IF_ERROR(floats("moment2", c.moment2));
-  const std::vector<int64_t> state_shape{kStateWords};
+  const std::vector<int64_t> state_shape{gpu::kIclStateWords};
   auto state = file.tensor("state", TensorDType::kU32, state_shape);
   if (!state.is_ok()) return Status(state.status().code(), where + state.status().message());
-  c.state.resize(kStateWords);
-  std::memcpy(c.state.data(), state->data(), kStateWords * sizeof(uint32_t));
+  c.state.resize(gpu::kIclStateWords);
+  std::memcpy(c.state.data(), state->data(), gpu::kIclStateWords * sizeof(uint32_t));
   // The step counter must leave room to train on (it would wrap), and the halt flag is 0 or 1.
-  if (c.state[kStep] >= UINT32_MAX - (1u << 20))
-    return data_loss(where + "step counter " + std::to_string(c.state[kStep]) + " is at the end of its range");
-  if (c.state[kHalted] > 1) return data_loss(where + "halt flag " + std::to_string(c.state[kHalted]) + " is not 0 or 1");
+  if (c.state[gpu::kIclStateStep] >= UINT32_MAX - (1u << 20))
+    return data_loss(where + "step counter " + std::to_string(c.state[gpu::kIclStateStep]) +
+                     " is at the end of its range");
+  if (c.state[gpu::kIclStateHalted] > 1)
+    return data_loss(where + "halt flag " + std::to_string(c.state[gpu::kIclStateHalted]) + " is not 0 or 1");
   return c;
 }
 

@@ -11,35 +11,6 @@ namespace {
 
 constexpr uint32_t kTaskWorkgroup = 64;
 
-struct SamplePush {
-  uint32_t batch, first_task, step, use_state_step, seed_lo, seed_hi, d, n, data_kind, noise_kind, category_count,
-      stream_base;
-  float sigma_max;
-  float categories[6];
-  float gamma_shape, gamma_scale, gamma_inv_shape, gamma_mt_d, gamma_mt_c;
-};
-struct LayerPush {
-  uint32_t batch, layer;
-  float scale;
-  uint32_t input_grad;
-};
-struct LossPush {
-  uint32_t batch, layers;
-  float loss_factor;
-  uint32_t write_grad;
-};
-struct ReducePush {
-  uint32_t params, batch;
-};
-struct OptimizePush {
-  uint32_t params, history_capacity, stop_on_nonfinite;
-  float lr, beta1, beta2, eps, clip_norm;
-  uint32_t set_tasks, batch;
-};
-struct GatherPush {
-  uint32_t batch, tasks, token_elems;
-};
-
 float layer_scale(const TrainConfig& c) {
   return c.model.convention == Convention::kAhn ? 1.0f / float(c.task.n) : 1.0f;
 }
@@ -138,7 +109,7 @@ Status Recorder::check_device(const Sequence& seq, uint32_t batch) const {
 Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& r) const {
   const TaskConfig& task = config_.task;
   const auto g = ref::icl::gamma_constants(task.gamma_shape, task.gamma_scale);
-  SamplePush p{};
+  gpu::IclSamplePush p{};
   p.batch = ws.batch;
   p.first_task = 0;
   p.step = r.step;
@@ -152,7 +123,8 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   p.category_count = uint32_t(task.categories.size());
   p.stream_base = r.stream_base;
   p.sigma_max = task.sigma_max;
-  for (size_t i = 0; i < task.categories.size() && i < 6; ++i) p.categories[i] = task.categories[i];
+  for (size_t i = 0; i < task.categories.size() && i < gpu::kIclMaxCategories; ++i)
+    p.categories[i] = task.categories[i];
   if (r.fixed_sigma) {  // one noise level: a one-value categorical draw
     p.noise_kind = *r.fixed_sigma > 0.0f ? 2 : 0;
     p.category_count = 1;
@@ -179,7 +151,7 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   for (uint32_t l = 0; l < shape_.layers; ++l) {
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_fwd_unrolled" : "icl/icl_layer_fwd",
                                        .bindings = {&m.params, &ws.acts, &ws.mats},
-                                       .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), 0}),
+                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, l, layer_scale(config_), 0}),
                                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
                                        .spec = model_spec(seq),
                                        .label = "icl.layer_fwd",
@@ -190,13 +162,14 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
 }
 
 Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) const {
-  return seq.dispatch({.kernel = "icl/icl_loss",
-                       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
-                       .push = push_bytes(LossPush{ws.batch, shape_.layers, loss_factor(config_), with_gradient ? 1u : 0u}),
-                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                       .spec = model_spec(seq),
-                       .label = "icl.loss",
-                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
+  return seq.dispatch(
+      {.kernel = "icl/icl_loss",
+       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
+       .push = push_bytes(gpu::IclLossPush{ws.batch, shape_.layers, loss_factor(config_), with_gradient ? 1u : 0u}),
+       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+       .spec = model_spec(seq),
+       .label = "icl.loss",
+       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
 }
 
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
@@ -208,14 +181,15 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const bool odd = (shape_.layers - 1 - l) % 2 == 1;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_bwd_unrolled" : "icl/icl_layer_bwd",
-                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
-                                       .push = push_bytes(LayerPush{ws.batch, l, layer_scale(config_), l > 0 ? 1u : 0u}),
-                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                                       .spec = model_spec(seq),
-                                       .label = "icl.layer_bwd",
-                                       .flops = flops,
-                                       .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_bwd_unrolled" : "icl/icl_layer_bwd",
+                      .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
+                      .push = push_bytes(gpu::IclLayerPush{ws.batch, l, layer_scale(config_), l > 0 ? 1u : 0u}),
+                      .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                      .spec = model_spec(seq),
+                      .label = "icl.layer_bwd",
+                      .flops = flops,
+                      .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
   }
   return Status::ok();
 }
@@ -223,7 +197,7 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
 Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
   return seq.dispatch({.kernel = "icl/icl_grad_reduce",
                        .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
-                       .push = push_bytes(ReducePush{shape_.params, ws.batch}),
+                       .push = push_bytes(gpu::IclReducePush{shape_.params, ws.batch}),
                        .groups = ops::detail::groups_for(shape_.params + 1, kTaskWorkgroup),
                        .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
                        .label = "icl.grad_reduce",
@@ -232,28 +206,38 @@ Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
 }
 
 Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const {
-  return seq.dispatch({.kernel = "icl/icl_gather",
-                       .bindings = {&m.state, &set.tokens, &set.targets, &set.sigmas, &ws.acts, &ws.targets, &ws.sigmas},
-                       .push = push_bytes(GatherPush{ws.batch, set.tasks, shape_.token_elems}),
-                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
-                       .label = "icl.gather",
-                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 8});
+  return seq.dispatch(
+      {.kernel = "icl/icl_gather",
+       .bindings = {&m.state, &set.tokens, &set.targets, &set.sigmas, &ws.acts, &ws.targets, &ws.sigmas},
+       .push = push_bytes(gpu::IclGatherPush{ws.batch, set.tasks, shape_.token_elems}),
+       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+       .label = "icl.gather",
+       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 8});
 }
 
 Status Recorder::optimize(Sequence& seq, const Workspace& ws, const ModelState& m, uint32_t set_tasks) const {
   const OptimizerConfig& o = config_.optimizer;
   const bool sgd = o.kind == OptimizerKind::kSgd;
-  OptimizePush p{shape_.params, m.history_capacity, config_.on_nonfinite == NonFinitePolicy::kStop ? 1u : 0u,
-                 o.lr, sgd ? o.momentum : o.beta1, o.beta2, o.eps, o.clip_norm, set_tasks, ws.batch};
-  return seq.dispatch({.kernel = "icl/icl_optimize" + std::string(ops::detail::reduction_variant(seq)),
-                       .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
-                       .push = push_bytes(p),
-                       .groups = {1, 1, 1},
-                       .spec = {spec_uint("WG_SIZE", workgroup(seq)), spec_uint("OPTIMIZER", sgd ? 0 : 1)},
-                       .label = "icl.optimize",
-                       .flops = uint64_t(shape_.params) * 12,
-                       .bytes = uint64_t(shape_.params) * 6 * 4});
+  gpu::IclOptimizePush p{shape_.params,
+                         m.history_capacity,
+                         config_.on_nonfinite == NonFinitePolicy::kStop ? 1u : 0u,
+                         o.lr,
+                         sgd ? o.momentum : o.beta1,
+                         o.beta2,
+                         o.eps,
+                         o.clip_norm,
+                         set_tasks,
+                         ws.batch};
+  return seq.dispatch(
+      {.kernel = "icl/icl_optimize" + std::string(ops::detail::reduction_variant(seq)),
+       .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
+       .push = push_bytes(p),
+       .groups = {1, 1, 1},
+       .spec = {spec_uint("WG_SIZE", workgroup(seq)), spec_uint("OPTIMIZER", sgd ? gpu::kIclSgd : gpu::kIclAdam)},
+       .label = "icl.optimize",
+       .flops = uint64_t(shape_.params) * 12,
+       .bytes = uint64_t(shape_.params) * 6 * 4});
 }
 
 Status Recorder::training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const {

@@ -8,6 +8,7 @@
 #include "rill/icl.hpp"
 #include "rill/sequence.hpp"
 #include "rill/tensor.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::icl::detail {
 
@@ -42,18 +43,6 @@ struct ModelState {
 struct DeviceTaskSet {
   Tensor tokens, targets, sigmas;  // task-major, as in the file
   uint32_t tasks = 0;
-};
-
-enum StateWord : uint32_t {
-  kStep = 0,
-  kHalted = 1,
-  kHaltedStep = 2,
-  kNonFiniteWhat = 3,
-  kSkipped = 4,
-  kBeta1Power = 5,
-  kBeta2Power = 6,
-  kSetCursor = 7,
-  kStateWords = 8,
 };
 
 struct SampleRequest {

@@ -33,7 +33,7 @@ struct Trainer::Impl {
   Impl(Context& c, const TrainConfig& cfg) : ctx(&c), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
 
   Result<std::vector<uint32_t>> read_state() {
-    std::vector<uint32_t> words(detail::kStateWords);
+    std::vector<uint32_t> words(gpu::kIclStateWords);
     RILL_RETURN_IF_ERROR(ctx->download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
     return words;
   }
@@ -107,7 +107,7 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const T
   RILL_ASSIGN_OR_RETURN(m.params, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.params", MemoryPool::kWeights));
   RILL_ASSIGN_OR_RETURN(m.moment1, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment1", MemoryPool::kWeights));
   RILL_ASSIGN_OR_RETURN(m.moment2, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment2", MemoryPool::kWeights));
-  RILL_ASSIGN_OR_RETURN(m.state, ctx.tensor(DType::kU32, {detail::kStateWords}, "icl.state"));
+  RILL_ASSIGN_OR_RETURN(m.state, ctx.tensor(DType::kU32, {gpu::kIclStateWords}, "icl.state"));
   RILL_ASSIGN_OR_RETURN(m.history, ctx.tensor(DType::kF32, {int64_t(m.history_capacity) * 2}, "icl.history"));
   RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
   if (train_tasks != nullptr) {
@@ -120,8 +120,8 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const T
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, zeros));
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, zeros));
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.history, std::vector<float>(m.history_capacity * 2, 0.0f)));
-  std::vector<uint32_t> state(detail::kStateWords, 0);
-  state[detail::kBeta1Power] = state[detail::kBeta2Power] = std::bit_cast<uint32_t>(1.0f);
+  std::vector<uint32_t> state(gpu::kIclStateWords, 0);
+  state[gpu::kIclStateBeta1Power] = state[gpu::kIclStateBeta2Power] = std::bit_cast<uint32_t>(1.0f);
   RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(state.data()), state.size() * 4}));
 
   RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.training_step"}));
@@ -153,17 +153,17 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
     left -= run;
     RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.read_state());
     RILL_ASSIGN_OR_RETURN(std::vector<float> history, im.ctx->download_floats(im.model.history));
-    const bool halted = state[detail::kHalted] != 0;
-    const int64_t end = halted ? int64_t(state[detail::kHaltedStep]) + 1 : int64_t(state[detail::kStep]);
+    const bool halted = state[gpu::kIclStateHalted] != 0;
+    const int64_t end = halted ? int64_t(state[gpu::kIclStateHaltedStep]) + 1 : int64_t(state[gpu::kIclStateStep]);
     for (int64_t s = im.step; s < end; ++s) {
       const size_t slot = size_t(s % im.model.history_capacity);
       records.push_back({s, history[2 * slot], history[2 * slot + 1]});
     }
-    im.step = int64_t(state[detail::kStep]);
-    im.skipped = int64_t(state[detail::kSkipped]);
+    im.step = int64_t(state[gpu::kIclStateStep]);
+    im.skipped = int64_t(state[gpu::kIclStateSkipped]);
     if (halted) {
-      return failed_precondition("icl training stopped at step " + std::to_string(state[detail::kHaltedStep]) + ": " +
-                                 nonfinite_what(state[detail::kNonFiniteWhat]) +
+      return failed_precondition("icl training stopped at step " + std::to_string(state[gpu::kIclStateHaltedStep]) +
+                                 ": " + nonfinite_what(state[gpu::kIclStateNonFinite]) +
                                  " not finite (parameters keep the values of the step before; "
                                  "lower the learning rate or use the skip-batch policy)");
     }
@@ -215,7 +215,7 @@ Status Trainer::save_checkpoint(const std::string& path) {
 
 Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const TaskSet* train_tasks) {
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
-  if (train_tasks != nullptr && c.state[detail::kSetCursor] >= uint64_t(train_tasks->tasks))
+  if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
     return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
   RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
   ModelState& m = t.impl_->model;
@@ -223,8 +223,8 @@ Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const Tas
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, c.moment1));
   RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, c.moment2));
   RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(c.state.data()), c.state.size() * 4}));
-  t.impl_->step = int64_t(c.state[detail::kStep]);
-  t.impl_->skipped = int64_t(c.state[detail::kSkipped]);
+  t.impl_->step = int64_t(c.state[gpu::kIclStateStep]);
+  t.impl_->skipped = int64_t(c.state[gpu::kIclStateSkipped]);
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::lm::detail {
 namespace {
@@ -34,13 +35,10 @@ Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out) {
   RILL_RETURN_IF_ERROR(ops::detail::require_dtype(out, in.dtype(), op, "out"));
   if (out.shape() != std::vector<int64_t>{int64_t(d.rows), int64_t(d.batches) * d.cols})
     return invalid_argument("merge_heads: out " + out.describe() + " must be [L, H * D] for in " + in.describe());
-  struct Push {
-    uint32_t heads, len, dim;
-  };
   const uint64_t n = in.element_count();
   return seq.dispatch({.kernel = "lm/merge_heads_" + suffix,
                        .bindings = {&in, &out},
-                       .push = push_bytes(Push{d.batches, d.rows, d.cols}),
+                       .push = push_bytes(gpu::HeadsPush{d.batches, d.rows, d.cols}),
                        .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
                        .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
                        .bytes = 2 * in.size_bytes()});
@@ -58,16 +56,14 @@ Status copy_rows(Sequence& seq, const Tensor& src, uint32_t src_first, const Ten
   if (uint64_t(src_first) + rows > s.rows || uint64_t(dst_first) + rows > d.rows)
     return out_of_range("copy_rows: rows out of range of " + src.describe() + " or " + dst.describe());
   if (rows == 0) return Status::ok();
-  struct Push {
-    uint32_t batches, rows, cols, src_rows, src_first, dst_rows, dst_first;
-  };
   const uint64_t n = uint64_t(s.batches) * rows * s.cols;
-  return seq.dispatch({.kernel = "lm/copy_rows_" + suffix,
-                       .bindings = {&src, &dst},
-                       .push = push_bytes(Push{s.batches, rows, s.cols, s.rows, src_first, d.rows, dst_first}),
-                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
-                       .bytes = 2 * n * dtype_size(src.dtype())});
+  return seq.dispatch(
+      {.kernel = "lm/copy_rows_" + suffix,
+       .bindings = {&src, &dst},
+       .push = push_bytes(gpu::CopyRowsPush{s.batches, rows, s.cols, s.rows, src_first, d.rows, dst_first}),
+       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
+       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
+       .bytes = 2 * n * dtype_size(src.dtype())});
 }
 
 Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& pos, const Tensor& cache_k,
@@ -84,13 +80,10 @@ Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& 
       ck.cols != dk.cols || cv.cols != dv.cols || ck.rows != cv.rows || (block > 0 && ck.rows != block))
     return invalid_argument("kv_append: shapes do not match: k " + k.describe() + ", v " + v.describe() + ", caches " +
                             cache_k.describe() + ", " + cache_v.describe());
-  struct Push {
-    uint32_t heads, nq, dk, dv, cap;
-  };
   const uint64_t n = uint64_t(dk.batches) * dk.rows * std::max(dk.cols, dv.cols);
   return seq.dispatch({.kernel = "lm/kv_append_" + suffix,
                        .bindings = {&k, &v, &pos, &cache_k, &cache_v},
-                       .push = push_bytes(Push{dk.batches, dk.rows, dk.cols, dv.cols, ck.rows}),
+                       .push = push_bytes(gpu::KvAppendPush{dk.batches, dk.rows, dk.cols, dv.cols, ck.rows}),
                        .groups = ops::detail::groups_for(n, 64),
                        .spec = {spec_uint("WG_SIZE", 64), spec_uint("BLOCK", block)},
                        .bytes = 2 * (k.size_bytes() + v.size_bytes())});
@@ -120,14 +113,10 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
   const uint64_t keys = block > 0 ? block : max_position + 1;
   const uint32_t wg = uint32_t(std::clamp<uint64_t>((keys + sg - 1) / sg * sg, sg, std::min<uint32_t>(128, 32 * sg)));
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, (keys + wg - 1) / wg + 64, op, "the number of cached keys"));
-  struct Push {
-    uint32_t nq, cap;
-    float scale;
-  };
   const float scale = float(1.0 / std::sqrt(double(dq.cols)));
   return seq.dispatch({.kernel = "lm/attend" + std::string(ops::detail::reduction_variant(seq)) + "_" + suffix,
                        .bindings = {&q, &cache_k, &cache_v, &pos, &o},
-                       .push = push_bytes(Push{dq.rows, ck.rows, scale}),
+                       .push = push_bytes(gpu::AttendPush{dq.rows, ck.rows, scale}),
                        .groups = {dq.rows, dq.batches, 1},
                        .spec = {spec_uint("WG_SIZE", wg), spec_uint("BLOCK", block), spec_uint("DK", dq.cols),
                                 spec_uint("DV", cv.cols)},
@@ -149,15 +138,13 @@ Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& co
   if (coarse.element_count() < coarse_rows * channels * 2)
     return invalid_argument("lrpe: coarse " + coarse.describe() + " holds fewer than " + std::to_string(coarse_rows) +
                             " rows of " + std::to_string(channels) + " rotations");
-  struct Push {
-    uint32_t heads, len, dim;
-  };
   const uint64_t n = x.element_count();
   return seq.dispatch({.kernel = "lm/lrpe_" + suffix,
                        .bindings = {&x, &base, &coarse, &fine, &y},
-                       .push = push_bytes(Push{d.batches, d.rows, d.cols}),
+                       .push = push_bytes(gpu::HeadsPush{d.batches, d.rows, d.cols}),
                        .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq)), spec_uint("FEATURE", uint32_t(feature_map))},
+                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq)),
+                                spec_uint("FEATURE", uint32_t(feature_map))},
                        .bytes = 3 * x.size_bytes() + 24 * n});
 }
 

@@ -6,6 +6,7 @@
 
 #include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
 
@@ -52,10 +53,7 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   return Geometry{suffix, bh, n, dk, dv, blocks, scale};
 }
 
-struct Push {
-  uint32_t n, dk, dv;
-  float scale;
-};
+using Push = gpu::BlockAttentionPush;
 
 }  // namespace
 
@@ -110,17 +108,17 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
-  for (uint32_t mode : {0u, 1u}) {
+  for (uint32_t mode : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv}) {
     // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv (its G1 binding is unused in MODE 0).
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "block_attention/block_attention_bwd_" + suffix,
-                                       .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, mode == 0 ? &dq : &dk_out,
-                                                    mode == 0 ? &dq : &dv_out},
-                                       .push = push_bytes(push),
-                                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
-                                       .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal),
-                                                spec_uint("MODE", mode)},
-                                       .flops = 2 * bh * pairs * (mode == 0 ? 2 * dk + dv : 2 * dk + 2 * dv),
-                                       .bytes = bh * n * (es * (3 * dk + 3 * dv) + 8)}));
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = "block_attention/block_attention_bwd_" + suffix,
+                      .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, mode == gpu::kBlockBackwardDq ? &dq : &dk_out,
+                                   mode == gpu::kBlockBackwardDq ? &dq : &dv_out},
+                      .push = push_bytes(push),
+                      .groups = {uint32_t(blocks), uint32_t(bh), 1},
+                      .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal), spec_uint("MODE", mode)},
+                      .flops = 2 * bh * pairs * (mode == gpu::kBlockBackwardDq ? 2 * dk + dv : 2 * dk + 2 * dv),
+                      .bytes = bh * n * (es * (3 * dk + 3 * dv) + 8)}));
   }
   return Status::ok();
 }

@@ -5,24 +5,14 @@
 #include <cmath>
 
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
-namespace {
 
-struct N {
-  uint32_t n;
-};
-struct Rows {
-  uint32_t rows, vocab;
-};
-struct EmbedShape {
-  uint32_t tokens, vocab, dim;
-};
-struct Embed {
-  EmbedShape shape;
-  float scale;
-  uint32_t words_per_row = 0, group = 1;  // packed table only
-};
+static_assert(uint32_t(GluActivation::kIdentity) == gpu::kActIdentity &&
+              uint32_t(GluActivation::kSigmoid) == gpu::kActSigmoid && uint32_t(GluActivation::kSilu) == gpu::kActSilu);
+
+namespace {
 
 Result<uint32_t> count_of(const Tensor& t, const char* op) {
   if (!t.valid()) return invalid_argument(std::string(op) + ": a tensor is empty");
@@ -39,7 +29,7 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
   spec.insert(spec.begin(), spec_uint("WG_SIZE", wg));
   return seq.dispatch({.kernel = kernel + "_" + suffix,
                        .bindings = std::vector<const Tensor*>(same.begin(), same.end()),
-                       .push = push_bytes(N{n}),
+                       .push = push_bytes(gpu::CountPush{n}),
                        .groups = detail::groups_for(n, wg),
                        .spec = std::move(spec),
                        .flops = flops_per_element * n,
@@ -49,10 +39,10 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
 }  // namespace
 
 Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", 0)}, 1);
+  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", gpu::kBinaryAdd)}, 1);
 }
 Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", 1)}, 1);
+  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", gpu::kBinaryMul)}, 1);
 }
 Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
   // The dy binding is unused forward: x stands in.
@@ -96,7 +86,12 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
   return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
                        .bindings = {&ids, &table, &out, &errors},
-                       .push = push_bytes(Embed{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}, scale}),
+                       .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
+                                                             .vocab = uint32_t(vocab),
+                                                             .dim = uint32_t(dim),
+                                                             .scale = scale,
+                                                             .words_per_row = 0,
+                                                             .group = 1}),
                        .groups = detail::groups_for(tokens * dim, detail::elementwise_workgroup(seq)),
                        .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
@@ -112,10 +107,12 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
   RILL_RETURN_IF_ERROR(table_t.check(op));
   const uint64_t dim = uint64_t(table_t.rows), vocab = uint64_t(table_t.cols), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
-  const Embed push{{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)},
-                   scale,
-                   uint32_t(table_t.words.shape()[2]),
-                   int8 ? table_t.group : 1u};
+  const gpu::EmbeddingPush push{.tokens = uint32_t(tokens),
+                                .vocab = uint32_t(vocab),
+                                .dim = uint32_t(dim),
+                                .scale = scale,
+                                .words_per_row = uint32_t(table_t.words.shape()[2]),
+                                .group = int8 ? table_t.group : 1u};
   return seq.dispatch(
       {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
        .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
@@ -138,7 +135,7 @@ Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, co
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
   return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
                        .bindings = {&ids, &dy, &dtable},
-                       .push = push_bytes(EmbedShape{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+                       .push = push_bytes(gpu::EmbeddingBackwardPush{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
                        .groups = detail::groups_for(vocab * dim, detail::elementwise_workgroup(seq)),
                        .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .flops = vocab * dim * tokens,
@@ -163,13 +160,14 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
   // Three passes over each invocation's share of the row: widen the workgroup under a loop limit.
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + wg - 1) / wg), op, "a row of this length"));
-  return seq.dispatch({.kernel = "softmax/softmax_xent_fwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
-                       .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
-                       .push = push_bytes(Rows{rd.rows, rd.dim}),
-                       .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_TARGETS", targets != nullptr)},
-                       .flops = 4 * n,
-                       .bytes = 2 * n * dtype_size(logits.dtype())});
+  return seq.dispatch(
+      {.kernel = "softmax/softmax_xent_fwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
+       .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
+       .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
+       .groups = detail::grid_for(rd.rows),
+       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_TARGETS", targets != nullptr)},
+       .flops = 4 * n,
+       .bytes = 2 * n * dtype_size(logits.dtype())});
 }
 
 }  // namespace
@@ -196,7 +194,7 @@ Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const 
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
   return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
                        .bindings = {&probs, &targets, &dloss, &dlogits},
-                       .push = push_bytes(Rows{rd.rows, rd.dim}),
+                       .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
                        .groups = detail::groups_for(n, detail::elementwise_workgroup(seq)),
                        .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
                        .flops = 2 * n,

@@ -5,8 +5,14 @@
 
 #include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
+
+static_assert(uint32_t(FeatureMap::kIdentity) == gpu::kFeatureIdentity &&
+              uint32_t(FeatureMap::kElu1) == gpu::kFeatureElu1 && uint32_t(FeatureMap::kRelu) == gpu::kFeatureRelu &&
+              uint32_t(FeatureMap::kSilu) == gpu::kFeatureSilu);
+
 namespace {
 
 constexpr const char* kOp = "linear_attention";
@@ -80,9 +86,7 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
   const std::string kernel = "linear_attention/la_scan_cpu_" + suffix;
   for (uint64_t first = 0; first < d.n; first += per) {
     const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
-    struct Push {
-      uint32_t heads, n, dk, dv, first, count;
-    } push{d.heads, d.n, d.dk, d.dv, uint32_t(first), count};
+    const gpu::LaScanPush push{d.heads, d.n, d.dk, d.dv, uint32_t(first), count};
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = kernel,
                                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
                                        .push = push_bytes(push),
@@ -126,9 +130,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
     const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
     const uint64_t positions = std::min<uint64_t>(uint64_t(count) * p.chunk, d.n - uint64_t(first) * p.chunk);
-    struct Push {
-      uint32_t heads, n, dk, dv, first_chunk, window;
-    } push{d.heads, d.n, f.dk, f.dv, first, count};
+    const gpu::LaWindowPush push{d.heads, d.n, f.dk, f.dv, first, count};
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_states_" + suffix,
                                        .bindings = {f.b, f.c, &decay, chunk_states},
                                        .push = push_bytes(push),
@@ -157,13 +159,14 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   return Status::ok();
 }
 
-// Dispatches of the forward kernel in `mode` (0 causal, 1 state only, 2 apply) over all chunks.
+// Dispatches of the forward kernel in `mode` (gpu::kLaForward*: causal, state only, apply) over all
+// chunks.
 Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
                     uint32_t mode) {
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   plan::SerialChunks serial;
-  if (mode == 0) {
+  if (mode == gpu::kLaForwardCausal) {
     RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                           plan::linear_attention_forward(plan::traits_of(seq), shape_of(d, opt)));
     if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
@@ -183,14 +186,14 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
     // Per position: inter q S and update k^T v (2 Dk Dv FMAs each), intra ~C/2 (Dk + Dv) FMAs.
     uint64_t flops = 0;
-    if (mode != 2) flops += 2ull * d.dk * d.dv;
-    if (mode != 1) flops += 2ull * d.dk * d.dv;
-    if (mode == 0) flops += uint64_t(chunk) * (d.dk + d.dv);
+    if (mode != gpu::kLaForwardApply) flops += 2ull * d.dk * d.dv;
+    if (mode != gpu::kLaForwardState) flops += 2ull * d.dk * d.dv;
+    if (mode == gpu::kLaForwardCausal) flops += uint64_t(chunk) * (d.dk + d.dv);
     const uint64_t bytes =
-        es * positions * ((mode == 2 ? 1 : 2) * d.dk + (mode == 1 ? 1 : 2) * d.dv) + 8ull * d.dk * d.dv;
-    struct Push {
-      uint32_t heads, n, dk, dv, first_chunk, chunk_count;
-    } push{d.heads, d.n, d.dk, d.dv, first, count};
+        es * positions *
+            ((mode == gpu::kLaForwardApply ? 1 : 2) * d.dk + (mode == gpu::kLaForwardState ? 1 : 2) * d.dv) +
+        8ull * d.dk * d.dv;
+    const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
     auto spec = spec_for(opt);
     spec.push_back(spec_uint("CHUNK", chunk));
     spec.push_back(spec_uint("MODE", mode));
@@ -212,7 +215,7 @@ Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, c
   const auto& s = q.shape();
   const Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
-  return forward_scan(seq, d, suffix, q, k, v, unused_out, state, opt, 1);
+  return forward_scan(seq, d, suffix, q, k, v, unused_out, state, opt, gpu::kLaForwardState);
 }
 
 }  // namespace
@@ -223,9 +226,9 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
-  if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, 0);
-  RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, 1));
-  return forward_scan(seq, d, suffix, q, k, v, o, state, opt, 2);
+  if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
+  RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardState));
+  return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardApply);
 }
 
 Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
@@ -242,16 +245,15 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
   const uint32_t chunks = (d.n + chunk - 1) / chunk;
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
-  // One scan of the backward kernel in `mode`, over every chunk range (forward or backward in time).
+  // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
+  // time for dq, else backward).
   auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
     const uint32_t ranges = (chunks + per - 1) / per;
     for (uint32_t r = 0; r < ranges; ++r) {
-      const uint32_t index = mode == 0 ? r : ranges - 1 - r;
+      const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
       const uint32_t first = index * per, count = std::min(per, chunks - first);
       const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
-      struct Push {
-        uint32_t heads, n, dk, dv, first_chunk, chunk_count;
-      } push{d.heads, d.n, d.dk, d.dv, first, count};
+      const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
       auto spec = spec_for(opt);
       spec.push_back(spec_uint("CHUNK", chunk));
       spec.push_back(spec_uint("MODE", mode));
@@ -291,21 +293,21 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
     }
     // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    RILL_RETURN_IF_ERROR(scan(0, dq));
+    RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    RILL_RETURN_IF_ERROR(scan(1, dk));
+    RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDk, dk));
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    return scan(2, dv);
+    return scan(gpu::kLaBackwardDv, dv);
   }
   // Non-causal: dq from S = phi(K)^T V (the forward's state pass), dk and dv from R = phi(Q)^T dO.
   LinearAttentionOptions state_pass = opt;
   state_pass.continue_state = false;
   RILL_RETURN_IF_ERROR(linear_attention_state(seq, q, k, v, dq, scratch, state_pass));
-  RILL_RETURN_IF_ERROR(scan(0, dq));
+  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));
   RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-  RILL_RETURN_IF_ERROR(scan(3, dk));  // R only; dk is not written by this pass
-  RILL_RETURN_IF_ERROR(scan(1, dk));
-  RILL_RETURN_IF_ERROR(scan(2, dv));
+  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardState, dk));  // R only; dk is not written by this pass
+  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDk, dk));
+  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDv, dv));
   return Status::ok();
 }
 
@@ -316,9 +318,7 @@ Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, co
   if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
-  struct Push {
-    uint32_t heads, dk, dv;
-  } push{d.heads, d.dk, d.dv};
+  const gpu::LaStepPush push{d.heads, d.dk, d.dv};
   return seq.dispatch({.kernel = "linear_attention/la_step_" + suffix,
                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
                        .push = push_bytes(push),
@@ -338,9 +338,8 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
   const uint64_t keys = std::max<uint64_t>(1, std::min<uint64_t>(d.n, detail::loop_budget(seq) / (d.dk + 2)));
   for (uint64_t s0 = 0; s0 < d.n; s0 += keys) {
     const uint64_t s1 = std::min<uint64_t>(d.n, s0 + keys);
-    struct Push {
-      uint32_t heads, n, dk, dv, total, s_begin, s_end, accumulate;
-    } push{d.heads, d.n, d.dk, d.dv, uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
+    const gpu::LaNaivePush push{d.heads,         d.n,          d.dk,         d.dv,
+                                uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
     // Pairs (t, s) with s in [s0, s1) and s <= t.
     const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + suffix,

@@ -7,19 +7,14 @@
 
 #include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
 namespace {
 
 constexpr const char* kOp = "matmul";
 
-struct Push {
-  uint32_t M, N, K;
-  uint32_t a_rs, a_cs, a_bs;
-  uint32_t b_rs, b_cs, b_bs;
-  uint32_t c_bs;
-  uint32_t b_group, s_bs;  // packed B: rows per int8 scale, scales per matrix
-};
+using Push = gpu::MatmulPush;
 
 struct Matrix {
   uint64_t batch, rows, cols;

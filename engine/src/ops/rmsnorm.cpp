@@ -7,19 +7,12 @@
 
 #include "ops/kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
 namespace {
 
 constexpr const char* kOp = "rmsnorm";
-
-struct ForwardPush {
-  uint32_t rows, dim;
-  float eps;
-};
-struct BackwardPush {
-  uint32_t rows, dim;
-};
 
 Status check_gain(const Tensor* gain, const Tensor& x, uint32_t dim) {
   if (!gain) return Status::ok();
@@ -47,7 +40,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
     const std::string kernel = "rmsnorm/" + name + "_cpu_" + suffix;
     return seq.dispatch({.kernel = kernel,
                          .bindings = std::move(bindings),
-                         .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
+                         .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
                          .groups = detail::grid_for(groups),
                          .spec = {spec_uint("SG", sg), spec_uint("HAS_GAIN", has_gain),
                                   spec_uint("R", (rd.dim + sg - 1) / sg), spec_uint("ROWS", p.rows_per_group)},
@@ -58,7 +51,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
   // The generic kernel reads each row twice.
   return seq.dispatch({.kernel = kernel,
                        .bindings = std::move(bindings),
-                       .push = push_bytes(ForwardPush{rd.rows, rd.dim, eps}),
+                       .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
                        .groups = detail::grid_for(rd.rows),
                        .spec = {spec_uint("WG_SIZE", p.workgroup), spec_uint("HAS_GAIN", has_gain)},
                        .flops = flops_per_element * n,
@@ -111,14 +104,14 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   }
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
-                                     .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
-                                     .push = push_bytes(BackwardPush{rd.rows, rd.dim}),
-                                     .groups = detail::grid_for(rd.rows),
-                                     .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_GAIN", gain != nullptr),
-                                              spec_uint("ACCUMULATE", accumulate)},
-                                     .flops = 7 * n,
-                                     .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows}));
+  RILL_RETURN_IF_ERROR(seq.dispatch(
+      {.kernel = "rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
+       .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
+       .push = push_bytes(gpu::RmsnormBackwardPush{rd.rows, rd.dim}),
+       .groups = detail::grid_for(rd.rows),
+       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_GAIN", gain != nullptr), spec_uint("ACCUMULATE", accumulate)},
+       .flops = 7 * n,
+       .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows}));
   if (!dgain) return Status::ok();
   // dgain: partial column sums over blocks of rows, then (with more than one block) their sum.
   const uint32_t blocks = gain_plan.blocks;
@@ -126,19 +119,17 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   if (blocks > 1) {
     RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kOp));
   }
-  struct GainPush {
-    uint32_t rows, dim, rows_per_block;
-  };
-  RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_" + suffix,
-                                     .bindings = {&x, &rstd, &dy, partial},
-                                     .push = push_bytes(GainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
-                                     .groups = {(rd.dim + 63) / 64, blocks, 1},
-                                     .flops = 3 * n,
-                                     .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
+  RILL_RETURN_IF_ERROR(
+      seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_" + suffix,
+                    .bindings = {&x, &rstd, &dy, partial},
+                    .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
+                    .groups = {(rd.dim + 63) / 64, blocks, 1},
+                    .flops = 3 * n,
+                    .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
   if (blocks == 1) return Status::ok();
   return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
                        .bindings = {partial, dgain},
-                       .push = push_bytes(BackwardPush{blocks, rd.dim}),
+                       .push = push_bytes(gpu::RmsnormGainSumPush{blocks, rd.dim}),
                        .groups = detail::groups_for(rd.dim, 64),
                        .flops = uint64_t(blocks) * rd.dim,
                        .bytes = 4ull * (blocks + 1) * rd.dim});

@@ -17,6 +17,7 @@
 #include "profile/peaks_cache.hpp"
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill {
 namespace {
@@ -71,9 +72,7 @@ uint32_t peak_workgroup(const Context& ctx) { return std::min(256u, ctx.device()
 
 Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations, int reps) {
   RILL_ASSIGN_OR_RETURN(Tensor out, ctx.tensor(DType::kF32, {int64_t(invocations) * 4}, "peak_fma_out"));
-  struct Push {
-    float seed;
-  } push{0.5f};
+  const gpu::SeedPush push{0.5f};
   const uint32_t wg = peak_workgroup(ctx), groups = invocations / wg;
   const double flops = double(groups) * wg * kFmaIterations * kFmaFlopsPerIteration;
   Dispatch d{.kernel = kernel,
@@ -90,9 +89,7 @@ Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations
 Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
   RILL_ASSIGN_OR_RETURN(Tensor src, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_src"));
   RILL_ASSIGN_OR_RETURN(Tensor dst, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_dst"));
-  struct Push {
-    uint32_t n;
-  } push{vec4s};
+  const gpu::CountPush push{vec4s};
   Dispatch d{.kernel = "bench/copy_vec4",
              .bindings = {&src, &dst},
              .push = push_bytes(push),

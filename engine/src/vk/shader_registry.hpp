@@ -33,6 +33,7 @@ struct ShaderInfo {
   std::span<const uint32_t> spirv;
   std::span<const BindingInfo> bindings;  // sorted by binding
   uint32_t push_constant_bytes;
+  std::string_view push_block;  // the contract struct of its push constants ("" without)
   std::span<const SpecConstantInfo> spec_constants;
   uint32_t local_size[3];        // as compiled (defaults)
   int32_t local_size_spec_id[3]; // spec id that sets each dimension, -1 if fixed

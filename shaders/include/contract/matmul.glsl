@@ -1,0 +1,22 @@
+// Contract of the matmul and matvec kernels (see prelude.glsl).
+#ifndef RILL_CONTRACT_MATMUL_GLSL
+#define RILL_CONTRACT_MATMUL_GLSL
+#include "contract/prelude.glsl"
+
+// C[M, N] = A[M, K] B[K, N] per batch, with strides in elements.
+RILL_PUSH_STRUCT(MatmulPush) {
+  uint M;
+  uint N;
+  uint K;
+  uint a_rs;  // row, column and batch strides of A
+  uint a_cs;
+  uint a_bs;
+  uint b_rs;
+  uint b_cs;
+  uint b_bs;
+  uint c_bs;
+  uint b_group;  // packed B: rows per int8 scale
+  uint s_bs;     // packed B: scales per matrix
+};
+
+#endif  // RILL_CONTRACT_MATMUL_GLSL
