@@ -37,7 +37,16 @@ TEST_CASE("Status carries code and message; macros propagate the first error", "
   CHECK(out == 5);
   rill::Status s = use_macros(-1, &out);
   CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+  const bool shown = rill::status_locations();
+  rill::set_status_locations(false);
   CHECK(s.to_string() == "InvalidArgument: not positive: -1");
+  // The origin is where the status was made (use_macros), kept through with_context.
+  CHECK(s.location().find("tests/test_core.cpp:") == 0);
+  CHECK(s.with_context("loading").location() == s.location());
+  rill::set_status_locations(true);
+  CHECK(s.to_string() == "InvalidArgument: not positive: -1 (at " + s.location() + ")");
+  rill::set_status_locations(shown);
+  CHECK(rill::Status::ok().location().empty());
   CHECK(use_macros(500, &out).code() == rill::StatusCode::kOutOfRange);
   CHECK(s.with_context("loading").message() == "loading: not positive: -1");
   rill::Result<int> bad = rill::Status::ok();  // an OK status is not a value

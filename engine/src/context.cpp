@@ -74,6 +74,7 @@ Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char*
 }  // namespace
 
 Context::Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+Context detail::share_context(const Context& context) { return Context(context.impl_); }
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 Context::~Context() = default;

@@ -89,9 +89,11 @@ Status ContextImpl::run_once(Record&& record) {
   if (r != VK_SUCCESS) return device->check(r, "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  fn.vkBeginCommandBuffer(cb, &begin);
-  record(cb);
-  Status status = device->check(fn.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  Status status = device->check(fn.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+  if (status.is_ok()) {
+    record(cb);
+    status = device->check(fn.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  }
   if (status.is_ok()) {
     auto serial = submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
     status = serial.is_ok() ? submissions->wait(serial.value()) : serial.status();

@@ -1,6 +1,5 @@
 // `rill`: the command-line face of the engine (device info, demo, benchmarks).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -8,6 +7,7 @@
 
 #include "commands.hpp"
 #include "rill/device.hpp"
+#include "rill/status.hpp"
 #include "rill/version.hpp"
 #include "suggest.hpp"
 
@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", RILL_VERSION_STRING);
   app.option_defaults()->always_capture_default();  // --help shows each option's default
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "Errors name the line of rill's source that raised them");
+  app.fallthrough();  // --verbose after the command too
 
   rill_cli::InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "List Vulkan devices, which one rill picks and why, and their capabilities");
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_options(app, argc, argv);
     return app.exit(e);
   }
+  if (verbose) rill::set_status_locations(true);
   if (profile_cmd->parsed() && !profile.command.empty()) {
     if (profile.command[0] == "profile") {
       std::fprintf(stderr, "rill profile: profile a command other than profile itself\n");

@@ -28,8 +28,10 @@ struct VkQueue_T;
 
 namespace rill {
 
+class Context;
 namespace detail {
 class ContextImpl;
+Context share_context(const Context& context);  // internal: another handle on the same context
 }
 
 // A device the application already owns. rill records into its queue and never destroys it.
@@ -142,6 +144,7 @@ class RILL_API Context {
   detail::ContextImpl& impl() const { return *impl_; }
 
  private:
+  friend Context detail::share_context(const Context& context);
   explicit Context(std::shared_ptr<detail::ContextImpl> impl);
   std::shared_ptr<detail::ContextImpl> impl_;
 };

@@ -170,7 +170,8 @@ RILL_API Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions
 
 class RILL_API Trainer {
  public:
-  // The trainer refers to `ctx`, which must outlive it and stay at its address (not be moved).
+  // The trainer shares `ctx` (as tensors and sequences do): the Context may be moved or destroyed
+  // first; the device stays until the trainer is gone too.
   // Allocates the model and its buffers, initialises the parameters from the seed and records
   // the training step. Clear errors for configurations the device cannot run. With train_tasks
   // (its d and n must match the config) every step takes the next `batch` tasks of that set,

@@ -209,7 +209,8 @@ struct ModelOptions {
 
 class Session;
 
-// The weights on the device and the kernels that run them. Sessions share a model.
+// The weights on the device and the kernels that run them. Sessions share a model; the model shares
+// `ctx` (as tensors do), so the Context may be moved or destroyed first.
 class RILL_API Model {
  public:
   static Result<Model> create(Context& ctx, const Weights& weights, const ModelOptions& options = {});

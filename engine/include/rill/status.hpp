@@ -1,7 +1,9 @@
 // Status and Result<T>: how every fallible rill call reports failure. No exceptions cross the API.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,10 +29,13 @@ enum class StatusCode : int {
 
 RILL_API const char* status_code_name(StatusCode code);
 
+// A Status records where in rill's source it was created (the origin of an error, however far it
+// travels up): location() gives it, and to_string() appends it when locations are shown.
 class [[nodiscard]] RILL_API Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, std::source_location where = std::source_location::current())
+      : code_(code), message_(std::move(message)), file_(where.file_name()), line_(where.line()) {}
 
   static Status ok() { return Status(); }
 
@@ -38,8 +43,11 @@ class [[nodiscard]] RILL_API Status {
   explicit operator bool() const { return is_ok(); }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
-  // "InvalidArgument: <message>", or "OK".
+  // "InvalidArgument: <message>", or "OK"; with " (at engine/src/x.cpp:12)" when locations are shown.
   std::string to_string() const;
+  // "engine/src/x.cpp:12": the source file (from the project's top folder) and line that created
+  // this status; empty for OK.
+  std::string location() const;
 
   // Prefixes context to the message ("while loading x: <message>"); keeps the code.
   Status with_context(std::string_view context) const;
@@ -47,17 +55,24 @@ class [[nodiscard]] RILL_API Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  const char* file_ = nullptr;  // static storage (std::source_location)
+  uint32_t line_ = 0;
 };
 
-RILL_API Status invalid_argument(std::string message);
-RILL_API Status not_found(std::string message);
-RILL_API Status resource_exhausted(std::string message);
-RILL_API Status failed_precondition(std::string message);
-RILL_API Status unavailable(std::string message);
-RILL_API Status data_loss(std::string message);
-RILL_API Status out_of_range(std::string message);
-RILL_API Status internal_error(std::string message);
-RILL_API Status unimplemented(std::string message);
+// Whether Status::to_string() appends the location: on by default in debug builds of rill (and
+// where the environment sets RILL_STATUS_LOCATIONS=1), off otherwise; `rill --verbose` turns it on.
+RILL_API void set_status_locations(bool shown);
+RILL_API bool status_locations();
+
+RILL_API Status invalid_argument(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status not_found(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status resource_exhausted(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status failed_precondition(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status unavailable(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status data_loss(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status out_of_range(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status internal_error(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status unimplemented(std::string message, std::source_location where = std::source_location::current());
 
 // Result<T> holds a T or a non-OK Status.
 template <typename T>

@@ -1,7 +1,41 @@
 // Status helpers: names for codes and the constructors used across the engine.
 #include "rill/status.hpp"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 namespace rill {
+namespace {
+
+bool locations_by_default() {
+  const char* env = std::getenv("RILL_STATUS_LOCATIONS");
+  if (env != nullptr && *env != '\0') return std::strcmp(env, "0") != 0;
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
+
+std::atomic<bool>& locations_shown() {
+  static std::atomic<bool> shown{locations_by_default()};
+  return shown;
+}
+
+// The path from the project's top folder: the compiler's path is wherever the build ran.
+std::string_view project_relative(std::string_view file) {
+  for (const char* top : {"/engine/", "/tools/", "/tests/", "/samples/"}) {
+    const size_t at = file.rfind(top);
+    if (at != std::string_view::npos) return file.substr(at + 1);
+  }
+  return file;
+}
+
+}  // namespace
+
+void set_status_locations(bool shown) { locations_shown().store(shown); }
+bool status_locations() { return locations_shown().load(); }
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
@@ -22,22 +56,45 @@ const char* status_code_name(StatusCode code) {
 
 std::string Status::to_string() const {
   if (is_ok()) return "OK";
-  return std::string(status_code_name(code_)) + ": " + message_;
+  std::string text = std::string(status_code_name(code_)) + ": " + message_;
+  if (status_locations() && file_ != nullptr) text += " (at " + location() + ")";
+  return text;
+}
+
+std::string Status::location() const {
+  if (is_ok() || file_ == nullptr) return {};
+  return std::string(project_relative(file_)) + ":" + std::to_string(line_);
 }
 
 Status Status::with_context(std::string_view context) const {
   if (is_ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  Status out = *this;  // keeps the origin
+  out.message_ = std::string(context) + ": " + message_;
+  return out;
 }
 
-Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
-Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
-Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
-Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
-Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
-Status unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
+Status invalid_argument(std::string m, std::source_location where) {
+  return {StatusCode::kInvalidArgument, std::move(m), where};
+}
+Status not_found(std::string m, std::source_location where) { return {StatusCode::kNotFound, std::move(m), where}; }
+Status resource_exhausted(std::string m, std::source_location where) {
+  return {StatusCode::kResourceExhausted, std::move(m), where};
+}
+Status failed_precondition(std::string m, std::source_location where) {
+  return {StatusCode::kFailedPrecondition, std::move(m), where};
+}
+Status unavailable(std::string m, std::source_location where) {
+  return {StatusCode::kUnavailable, std::move(m), where};
+}
+Status data_loss(std::string m, std::source_location where) { return {StatusCode::kDataLoss, std::move(m), where}; }
+Status out_of_range(std::string m, std::source_location where) {
+  return {StatusCode::kOutOfRange, std::move(m), where};
+}
+Status internal_error(std::string m, std::source_location where) {
+  return {StatusCode::kInternal, std::move(m), where};
+}
+Status unimplemented(std::string m, std::source_location where) {
+  return {StatusCode::kUnimplemented, std::move(m), where};
+}
 
 }  // namespace rill

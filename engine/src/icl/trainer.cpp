@@ -19,7 +19,7 @@ using detail::Workspace;
 using detail::loss_factor;
 
 struct Trainer::Impl {
-  Context* ctx = nullptr;
+  Context ctx;  // shares the application's context: the trainer keeps the device alive
   TrainConfig config;
   Shape shape;
   Recorder recorder;
@@ -30,11 +30,12 @@ struct Trainer::Impl {
   int64_t step = 0;
   int64_t skipped = 0;
 
-  Impl(Context& c, const TrainConfig& cfg) : ctx(&c), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
+  Impl(const Context& c, const TrainConfig& cfg)
+      : ctx(rill::detail::share_context(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
 
   Result<std::vector<uint32_t>> read_state() {
     std::vector<uint32_t> words(gpu::kIclStateWords);
-    RILL_RETURN_IF_ERROR(ctx->download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
+    RILL_RETURN_IF_ERROR(ctx.download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
     return words;
   }
 };
@@ -152,7 +153,7 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
     RILL_RETURN_IF_ERROR(im.step_sequence->run(run));
     left -= run;
     RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.read_state());
-    RILL_ASSIGN_OR_RETURN(std::vector<float> history, im.ctx->download_floats(im.model.history));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> history, im.ctx.download_floats(im.model.history));
     const bool halted = state[gpu::kIclStateHalted] != 0;
     const int64_t end = halted ? int64_t(state[gpu::kIclStateHaltedStep]) + 1 : int64_t(state[gpu::kIclStateStep]);
     for (int64_t s = im.step; s < end; ++s) {
@@ -171,19 +172,19 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
   return records;
 }
 
-Result<std::vector<float>> Trainer::parameters() { return impl_->ctx->download_floats(impl_->model.params); }
+Result<std::vector<float>> Trainer::parameters() { return impl_->ctx.download_floats(impl_->model.params); }
 
 Status Trainer::set_parameters(std::span<const float> values) {
   if (values.size() != impl_->shape.params)
     return invalid_argument("icl set_parameters: expected " + std::to_string(impl_->shape.params) + " values, got " +
                             std::to_string(values.size()));
-  return impl_->ctx->upload_floats(impl_->model.params, values);
+  return impl_->ctx.upload_floats(impl_->model.params, values);
 }
 
 Result<Trainer::Probe> Trainer::probe(int64_t step) {
   Impl& im = *impl_;
   if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.probe"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.probe"}));
   RILL_RETURN_IF_ERROR(im.recorder.sample(
       seq, im.workspace, im.model, {.seed = im.config.seed, .step_from_state = false, .step = uint32_t(step)}));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
@@ -206,9 +207,9 @@ Status Trainer::save_checkpoint(const std::string& path) {
   Impl& im = *impl_;
   detail::Checkpoint c;
   c.config = im.config;
-  RILL_ASSIGN_OR_RETURN(c.params, im.ctx->download_floats(im.model.params));
-  RILL_ASSIGN_OR_RETURN(c.moment1, im.ctx->download_floats(im.model.moment1));
-  RILL_ASSIGN_OR_RETURN(c.moment2, im.ctx->download_floats(im.model.moment2));
+  RILL_ASSIGN_OR_RETURN(c.params, im.ctx.download_floats(im.model.params));
+  RILL_ASSIGN_OR_RETURN(c.moment1, im.ctx.download_floats(im.model.moment1));
+  RILL_ASSIGN_OR_RETURN(c.moment2, im.ctx.download_floats(im.model.moment2));
   RILL_ASSIGN_OR_RETURN(c.state, im.read_state());
   return detail::write_checkpoint(path, c);
 }
@@ -278,15 +279,15 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   const Shape& s = im.shape;
   RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
   const uint32_t tasks = uint32_t(set.tasks);
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.run_on"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.run_on"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, s, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, tasks));
   // The layer-0 slice of acts holds the inputs, element-major and task-minor.
   std::vector<float> acts(size_t(s.layers + 1) * s.token_elems * tasks, 0.0f);
   for (uint32_t t = 0; t < tasks; ++t)
     for (uint32_t e = 0; e < s.token_elems; ++e) acts[size_t(e) * tasks + t] = set.tokens[size_t(t) * s.token_elems + e];
-  RILL_RETURN_IF_ERROR(im.ctx->upload_floats(ws.acts, acts));
-  RILL_RETURN_IF_ERROR(im.ctx->upload_floats(ws.targets, set.targets));
+  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.acts, acts));
+  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.targets, set.targets));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, true));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, ws, im.model));
@@ -307,9 +308,9 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional
   Impl& im = *impl_;
   if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
   const Shape& s = im.shape;
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.sample_task_set"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, s, uint32_t(tasks)));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks)));
   RILL_RETURN_IF_ERROR(im.recorder.sample(
       seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = sigma}));
   RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
@@ -333,9 +334,9 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
     return invalid_argument("icl evaluate: sigma must be finite and >= 0");
   const uint32_t tasks = uint32_t(options.tasks);
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx->sequence({.label = "icl.evaluate"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(*im.ctx, im.shape, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, tasks));
   RILL_RETURN_IF_ERROR(im.recorder.sample(seq, ws, im.model,
                                           {.seed = options.seed, .stream_base = 16, .step_from_state = false,
                                            .step = 0, .fixed_sigma = options.sigma}));

@@ -162,8 +162,8 @@ Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& st
   auto g = std::make_unique<Graph>();
   g->len = len;
   g->decode = decode;
-  RILL_RETURN_IF_ERROR(allocate(*m.ctx, m, *g));
-  RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx->sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
+  RILL_RETURN_IF_ERROR(allocate(m.ctx, m, *g));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx.sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
   g->seq.emplace(std::move(seq));
   RILL_RETURN_IF_ERROR(record(m, state, *g));
   return g;
@@ -171,13 +171,14 @@ Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& st
 
 Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens, uint64_t position) {
   if (tokens.size() != g.len) return internal_error("lm: graph length differs from the tokens");
-  RILL_RETURN_IF_ERROR(
-      m.ctx->upload(g.ids, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size_bytes())));
+  RILL_RETURN_IF_ERROR(m.ctx.upload(
+      g.ids, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size_bytes())));
   const uint32_t pos = uint32_t(position);
-  RILL_RETURN_IF_ERROR(m.ctx->upload(g.pos, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&pos), 4)));
+  RILL_RETURN_IF_ERROR(m.ctx.upload(g.pos, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&pos), 4)));
   for (size_t i = 0; i < g.lrpe_base.size(); ++i)
     if (g.lrpe_base[i].valid())
-      RILL_RETURN_IF_ERROR(m.ctx->upload_floats(g.lrpe_base[i], lrpe_rotations(m.tensors.layers[i].lrpe_theta, position, 1, 1)));
+      RILL_RETURN_IF_ERROR(
+          m.ctx.upload_floats(g.lrpe_base[i], lrpe_rotations(m.tensors.layers[i].lrpe_theta, position, 1, 1)));
   RILL_RETURN_IF_ERROR(g.seq->run());
   return g.seq->read_floats(g.logits_id);
 }

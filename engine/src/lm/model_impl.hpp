@@ -63,7 +63,10 @@ struct Graph {
 namespace rill::lm {
 
 struct Model::Impl {
-  Context* ctx = nullptr;  // the application's; must outlive the model and its sessions
+  explicit Impl(Context shared) : ctx(std::move(shared)) {}
+  // Shares the application's context, so the model and its sessions keep the device alive. Mutable:
+  // a const model still records and uploads through it, as through the pointer it replaced.
+  mutable Context ctx;
   ModelConfig config;
   ModelOptions options;
   DType dtype = DType::kF32;

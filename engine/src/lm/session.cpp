@@ -37,7 +37,7 @@ std::string layer_name(size_t i, const char* what) { return "layers." + std::to_
 }  // namespace
 
 Status Session::Impl::zero_state() {
-  RILL_ASSIGN_OR_RETURN(Sequence seq, model->ctx->sequence({.label = "lm reset"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, model->ctx.sequence({.label = "lm reset"}));
   for (auto* list : {&state.la_state, &state.cache_k, &state.cache_v})
     for (const Tensor& t : *list)
       if (t.valid()) RILL_RETURN_IF_ERROR(seq.fill_zero(t));
@@ -49,7 +49,7 @@ Status Session::Impl::zero_state() {
 Result<Session> Model::session() {
   auto s = std::make_unique<Session::Impl>();
   s->model = impl_;
-  Context& ctx = *impl_->ctx;
+  Context& ctx = impl_->ctx;
   const ModelConfig& c = impl_->config;
   const int64_t H = c.heads, Dh = c.head_dim();
   const size_t n = c.layer_kinds.size();
@@ -147,7 +147,7 @@ constexpr const char* kFormat = "rill.lm.state.v1";
 
 Result<std::vector<uint8_t>> Session::serialize_state() const {
   const Impl& s = *impl_;
-  Context& ctx = *s.model->ctx;
+  Context& ctx = s.model->ctx;
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
   RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
@@ -209,7 +209,7 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
   if (file.entries().size() != uploads.size())
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
                      std::to_string(uploads.size()));
-  for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx->upload(*t, data));
+  for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx.upload(*t, data));
   s.position = position;
   return Status::ok();
 }

@@ -101,12 +101,12 @@ Device::~Device() {
   if (owned_ && device_ != VK_NULL_HANDLE) table_.vkDestroyDevice(device_, nullptr);
 }
 
-Status Device::check(VkResult result, std::string_view what) {
+Status Device::check(VkResult result, std::string_view what, std::source_location where) {
   if (result == VK_ERROR_DEVICE_LOST && !lost_) {
     lost_ = true;
     lost_at_ = std::string(what);
   }
-  return status_from_result(result, what);
+  return status_from_result(result, what, where);
 }
 
 Status Device::lost_status() const {

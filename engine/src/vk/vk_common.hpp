@@ -13,7 +13,8 @@ namespace rill::vk {
 const char* result_name(VkResult result);
 
 // The one mapping from VkResult to Status. `what` names the call that failed.
-Status status_from_result(VkResult result, std::string_view what);
+Status status_from_result(VkResult result, std::string_view what,
+                          std::source_location where = std::source_location::current());
 
 }  // namespace rill::vk
 

@@ -93,9 +93,9 @@ static StatusCode code_for(VkResult r) {
   }
 }
 
-Status status_from_result(VkResult r, std::string_view what) {
+Status status_from_result(VkResult r, std::string_view what, std::source_location where) {
   if (r == VK_SUCCESS) return Status::ok();
-  return Status(code_for(r), std::string(what) + " returned " + result_name(r));
+  return Status(code_for(r), std::string(what) + " returned " + result_name(r), where);
 }
 
 }  // namespace rill::vk
