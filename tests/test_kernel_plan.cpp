@@ -2,7 +2,7 @@
 // GPU. Plans are plain values, so each decision is checked here without a device.
 #include <catch2/catch.hpp>
 
-#include "ops/kernel_plan.hpp"
+#include "kernel_plan.hpp"
 
 namespace {
 

@@ -1,14 +1,13 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
-#include "ops/kernel_plan.hpp"
-#include "context_impl.hpp"
-
 #include <cstdlib>
 #include <cstring>
 
+#include "context_impl.hpp"
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
-#include "profile/peaks_cache.hpp"
 #include "core/log.hpp"
+#include "kernel_plan.hpp"
+#include "profile/peaks_cache.hpp"
 #include "rill/half.hpp"
 
 namespace rill {

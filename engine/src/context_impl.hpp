@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "profile/profiler.hpp"
+#include "core/profiler.hpp"
 #include "rill/context.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"

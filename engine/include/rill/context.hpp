@@ -15,10 +15,12 @@
 
 #include "rill/device.hpp"
 #include "rill/export.hpp"
+#include "rill/log.hpp"
 #include "rill/profile.hpp"
 #include "rill/sequence.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
+#include "rill/types.hpp"
 
 // Vulkan handles without including Vulkan headers (the typedefs are compatible with vulkan_core.h).
 struct VkInstance_T;
@@ -46,8 +48,6 @@ struct ExternalVulkan {
   uint32_t api_version = 0;  // the apiVersion the instance was created with
 };
 
-enum class MessageSeverity { kInfo, kWarning, kError };
-
 struct ContextOptions {
   DeviceSelector device;
   // Khronos validation layer; also switched on by RILL_VALIDATION=1.
@@ -74,25 +74,6 @@ struct ContextOptions {
   const ExternalVulkan* external = nullptr;
   // Profile into this Chrome trace file (see profile.hpp); also RILL_PROFILE. Empty: off.
   std::string profile_path;
-};
-
-struct MemoryStats {
-  uint64_t blocks = 0;              // VkDeviceMemory objects held
-  uint64_t reserved_bytes = 0;      // their total size
-  uint64_t used_bytes = 0;          // bytes of live sub-allocations (after alignment)
-  uint64_t peak_used_bytes = 0;
-  uint64_t live_allocations = 0;
-  uint64_t device_memory_allocations = 0;  // vkAllocateMemory calls so far
-};
-
-struct PipelineStats {
-  uint64_t pipelines_created = 0;
-  uint64_t lookups = 0;            // dispatch-time lookups of an existing pipeline
-  uint64_t driver_cache_hits = 0;  // creation served from the VkPipelineCache (creation feedback)
-  double creation_ms_total = 0.0;
-  double creation_ms_max = 0.0;
-  bool cache_loaded = false;         // a pipeline-cache file was read and accepted
-  std::string cache_rejected_reason; // why a cache file was ignored; empty when none was
 };
 
 class RILL_API Context {
@@ -148,9 +129,5 @@ class RILL_API Context {
   explicit Context(std::shared_ptr<detail::ContextImpl> impl);
   std::shared_ptr<detail::ContextImpl> impl_;
 };
-
-// Log sink for warnings and diagnostics from rill (default: stderr). Not for errors: those are
-// returned as Status.
-RILL_API void set_log_callback(std::function<void(MessageSeverity, std::string_view)> callback);
 
 }  // namespace rill

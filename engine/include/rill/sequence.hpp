@@ -22,6 +22,7 @@
 #include "rill/export.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
+#include "rill/types.hpp"
 
 namespace rill {
 
@@ -33,15 +34,6 @@ struct SequenceOptions {
   bool timestamps = false;  // per-dispatch GPU timestamps (needs device support)
   std::string label;        // debug label of the whole sequence
 };
-
-// A specialization constant set by the name it has in the shader.
-struct SpecValue {
-  std::string name;
-  uint32_t bits = 0;  // the 32-bit value (use spec_float for floats)
-};
-RILL_API SpecValue spec_uint(std::string name, uint32_t value);
-RILL_API SpecValue spec_int(std::string name, int32_t value);
-RILL_API SpecValue spec_float(std::string name, float value);
 
 // Push-constant bytes for Dispatch::push. `block` names the struct's type in the kernel when the
 // struct is one the kernels share with C++ (rill's own: shaders/include/contract/); the dispatch

@@ -8,16 +8,9 @@
 
 #include "rill/export.hpp"
 #include "rill/status.hpp"
+#include "rill/types.hpp"
 
 namespace rill {
-
-enum class DType { kF32, kF16, kI32, kU32, kU8 };
-RILL_API const char* dtype_name(DType dtype);
-RILL_API uint32_t dtype_size(DType dtype);
-
-// Weights live for the whole program; activations are short-lived scratch. They come from
-// separate blocks so that churn in one does not fragment the other.
-enum class MemoryPool { kWeights, kActivations };
 
 namespace detail {
 struct TensorStorage;

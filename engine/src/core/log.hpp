@@ -3,7 +3,7 @@
 
 #include <string_view>
 
-#include "rill/context.hpp"
+#include "rill/log.hpp"
 
 namespace rill {
 

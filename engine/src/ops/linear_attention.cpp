@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ops/kernel_plan.hpp"
+#include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
 

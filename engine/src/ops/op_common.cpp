@@ -2,10 +2,8 @@
 
 #include <algorithm>
 
-#include "ops/kernel_plan.hpp"
+#include "kernel_plan.hpp"
 #include "sequence_impl.hpp"
-#include "vk/quirks.hpp"
-
 
 namespace rill::ops::detail {
 

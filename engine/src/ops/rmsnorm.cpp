@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/kernel_plan.hpp"
+#include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
 

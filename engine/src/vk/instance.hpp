@@ -6,7 +6,7 @@
 #include <memory>
 #include <string_view>
 
-#include "rill/context.hpp"
+#include "rill/types.hpp"
 #include "vk/vk_common.hpp"
 
 namespace rill::vk {

@@ -9,8 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "rill/context.hpp"
-#include "rill/tensor.hpp"
+#include "rill/types.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
 

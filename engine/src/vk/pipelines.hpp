@@ -11,9 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rill/context.hpp"
-#include "profile/profiler.hpp"
-#include "rill/sequence.hpp"
+#include "core/profiler.hpp"
+#include "rill/types.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
 #include "vk/shader_registry.hpp"

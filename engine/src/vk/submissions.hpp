@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "profile/profiler.hpp"
+#include "core/profiler.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
 

@@ -1,5 +1,5 @@
 // Kernel plans (kernel_plan.hpp): the one place that reads device traits to choose kernels.
-#include "ops/kernel_plan.hpp"
+#include "kernel_plan.hpp"
 
 #include <algorithm>
 
@@ -257,10 +257,10 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
   const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, 4), wg);
   const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, 4), wg);
-  const uint64_t output_loops =
-      score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
-      out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
-                    s_steps * (ceil_div(tile * s.dv, wg) + tile)) + 8;
+  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
+                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
+                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
+                                8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
   uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
@@ -355,9 +355,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   const BlockAttentionPlan b = block_attention_forward(d, 64);
   out.push_back({"block_attention_forward", "block 64",
                  b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"
-                 : b.tiled         ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) +
-                                 " per block, tiles of " + std::to_string(b.tile)
-                                   : "generic kernel, one invocation per query row"});
+                 : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
+                                 std::to_string(b.tile)
+                           : "generic kernel, one invocation per query row"});
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
     const LinearAttentionShape s{.heads = heads, .n = 65536, .dk = dim, .dv = dim, .chunk = 64};
     auto la = linear_attention_forward(d, s);

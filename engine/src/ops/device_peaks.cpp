@@ -1,19 +1,12 @@
 // Device peaks: FMA throughput (f32, f16 where the device has f16 math), copy bandwidth and
-// dispatch latency, measured with the engine's own dispatch path and cached per device + driver.
+// dispatch latency, measured with the engine's own dispatch path (the bench/ kernels) and cached
+// per device and driver (profile/peaks_cache.cpp).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <system_error>
+#include <vector>
 
-#include "core/file_io.hpp"
-#include "core/json_keys.hpp"
 #include "core/log.hpp"
-#include "platform/files.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
@@ -24,28 +17,6 @@ namespace {
 
 constexpr uint32_t kFmaIterations = 512;
 constexpr double kFmaFlopsPerIteration = 8 * 4 * 2;  // 8 vec4 chains, 2 FLOPs per FMA
-
-std::string cache_directory(const std::string& dir) {
-  if (!dir.empty()) return dir;
-  if (const char* d = std::getenv("RILL_CACHE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rill";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/rill";
-  if (const char* a = std::getenv("LOCALAPPDATA"); a && *a) return std::string(a) + "/rill/cache";  // Windows
-  std::error_code ec;
-  return platform::utf8_from_path(std::filesystem::temp_directory_path(ec) / "rill-cache");
-}
-
-std::string cache_file(const DeviceInfo& d, const std::string& dir) {
-  char name[160];
-  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x.json", d.vendor_id, d.device_id, d.driver_version);
-  return cache_directory(dir) + name;
-}
-
-// Best effort: a cache that cannot be written is measured again next time.
-void make_dirs(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(platform::path_from_utf8(path), ec);
-}
 
 // Best (shortest) GPU time of one dispatch over `reps` runs; host time where there are no timestamps.
 Result<double> best_ms(Context& ctx, const Dispatch& d, int reps) {
@@ -117,34 +88,6 @@ Result<double> dispatch_latency_us(Context& ctx, int reps) {
 
 }  // namespace
 
-namespace detail {
-
-Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir) {
-  const std::string path = cache_file(device, cache_dir);
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (auto dup = first_duplicate_key(text)) return data_loss("peaks cache '" + path + "' has the key '" + *dup + "' twice");
-  try {
-    const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
-    DevicePeaks p;
-    p.device = j.at("device").get<std::string>();
-    p.fma_f32_gflops = j.at("fma_f32_gflops").get<double>();
-    p.fma_f16_gflops = j.at("fma_f16_gflops").get<double>();
-    p.copy_gbps = j.at("copy_gbps").get<double>();
-    p.dispatch_latency_us = j.at("dispatch_latency_us").get<double>();
-    // Each figure finite and within what any device could measure (a datacenter GPU is ~1e5 GFLOP/s).
-    auto within = [](double v, double low, double high) { return std::isfinite(v) && v >= low && v <= high; };
-    if (!within(p.fma_f32_gflops, 1e-3, 1e7) || !within(p.fma_f16_gflops, 0.0, 1e7) ||
-        !within(p.copy_gbps, 1e-3, 1e6) || !within(p.dispatch_latency_us, 0.0, 1e7) || p.device != device.name)
-      return data_loss("peaks cache '" + path + "' holds implausible values");
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    return data_loss("peaks cache '" + path + "' is malformed: " + e.what());
-  }
-}
-
-}  // namespace detail
-
 Result<DevicePeaks> cached_device_peaks(Context& ctx, const std::string& cache_dir) {
   return detail::read_cached_peaks(ctx.device(), cache_dir);
 }
@@ -172,14 +115,7 @@ Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
   RILL_ASSIGN_OR_RETURN(p.dispatch_latency_us, dispatch_latency_us(ctx, quick ? 20 : 100));
   // Peaks measured under profiling carry its overhead (forced timestamps): not worth caching.
   if (options.use_cache && !ctx.profiling()) {
-    const std::string path = cache_file(ctx.device(), options.cache_dir);
-    make_dirs(cache_directory(options.cache_dir));
-    const nlohmann::json j = {{"device", p.device}, {"fma_f32_gflops", p.fma_f32_gflops},
-                              {"fma_f16_gflops", p.fma_f16_gflops}, {"copy_gbps", p.copy_gbps},
-                              {"dispatch_latency_us", p.dispatch_latency_us}};
-    const std::string text = j.dump(2);
-    // A cache that cannot be written is not an error: the peaks are still returned.
-    (void)write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+    detail::write_cached_peaks(ctx.device(), options.cache_dir, p);
   }
   return p;
 }
