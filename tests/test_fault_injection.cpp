@@ -3,6 +3,7 @@
 // ResourceExhausted, nothing leaks, and the context still works after.
 #include <functional>
 
+#include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 #include "rill/icl.hpp"
@@ -58,7 +59,7 @@ rill::lm::ModelConfig small_lm_config() {
 // every failure must be a clean ResourceExhausted, free everything, and leave the context working
 // (the same work then succeeds). Returns the number of failures injected.
 int drill(rill::Context& ctx, const std::function<rill::Status(int round)>& work) {
-  auto& faults = ctx.impl().faults;
+  auto& faults = rill::detail::Access::impl(ctx).faults;
   int failures = 0;
   for (uint64_t k = 1; k < 2000; ++k) {
     INFO("failing call " << k);
@@ -132,7 +133,7 @@ GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work wi
   auto trainer = rill::icl::Trainer::create(ctx, small_icl_config());
   REQUIRE(trainer.is_ok());
   // What a driver reports on a GPU reset, through the latch every real call goes through.
-  (void)ctx.impl().device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  (void)rill::detail::Access::impl(ctx).device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
   for (int attempt = 0; attempt < 2; ++attempt) {  // sticky: the second call is refused the same way
     CHECK(session->decode(4).status().code() == rill::StatusCode::kDeviceLost);
     CHECK(session->prefill(std::vector<uint32_t>{5}).status().code() == rill::StatusCode::kDeviceLost);

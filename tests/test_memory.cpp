@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 
@@ -14,7 +15,7 @@ struct Placement {
 };
 
 Placement placement(const rill::Tensor& t) {
-  const auto& a = t.storage()->allocation;
+  const auto& a = rill::detail::Access::storage(t)->allocation;
   return {a.block, a.offset, a.size};
 }
 

@@ -3,11 +3,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 
@@ -50,7 +51,7 @@ GPU_TEST_CASE("with profiling off no query pool is created and nothing is record
   auto ctx = rill_test::make_context();
   run_workload(ctx, 1000);
   CHECK_FALSE(ctx.profiling());
-  CHECK(ctx.impl().query_pools_created == 0);
+  CHECK(rill::detail::Access::impl(ctx).query_pools_created == 0);
   CHECK(ctx.profile_events().empty());
   CHECK(ctx.write_profile().code() == rill::StatusCode::kFailedPrecondition);
 }
@@ -63,7 +64,7 @@ GPU_TEST_CASE("a profiled context writes a Chrome trace with GPU and host tracks
     auto ctx = rill_test::make_context(options);
     REQUIRE(ctx.profiling());
     run_workload(ctx, 4096);
-    if (ctx.device().caps.timestamps) CHECK(ctx.impl().query_pools_created >= 1);
+    if (ctx.device().caps.timestamps) CHECK(rill::detail::Access::impl(ctx).query_pools_created >= 1);
   }  // written on destruction
   const nlohmann::json doc = nlohmann::json::parse(read_text(path));
   REQUIRE(doc["traceEvents"].is_array());

@@ -2,6 +2,7 @@
 // survive the application dropping handles, kernel variants, timestamps.
 #include <cmath>
 
+#include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 
@@ -184,7 +185,7 @@ GPU_TEST_CASE("device loss is sticky: every later call reports it", "[sequence][
   auto t = ctx.tensor(rill::DType::kF32, {8});
   REQUIRE(t.is_ok());
   // Simulate what a driver reports on a GPU reset, through the same latch real calls use.
-  const rill::Status lost = ctx.impl().device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  const rill::Status lost = rill::detail::Access::impl(ctx).device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
   CHECK(lost.code() == rill::StatusCode::kDeviceLost);
   CHECK(ctx.device_lost());
   CHECK(ctx.tensor(rill::DType::kF32, {8}).status().code() == rill::StatusCode::kDeviceLost);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "access.hpp"
 #include "gpu_test.hpp"
 #include "sequence_impl.hpp"
 #include "vk/instance.hpp"
@@ -21,7 +22,7 @@ TEST_CASE("synchronization validation reports a missing barrier", "[validation][
     REQUIRE(y.is_ok());
     auto seq = ctx.sequence();
     REQUIRE(seq.is_ok());
-    seq->impl().auto_barriers = false;
+    rill::detail::Access::impl(*seq).auto_barriers = false;
     REQUIRE(seq->dispatch(rill_test::fill_dispatch(*x, n, 1.0f)).is_ok());       // writes x
     REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 1.0f)).is_ok());  // reads x: RAW hazard
     REQUIRE(seq->run().is_ok());

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "access.hpp"
 #include "context_impl.hpp"
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
@@ -65,7 +66,7 @@ bool env_true(const char* name) {
 
 Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char* what) {
   if (!t.valid()) return invalid_argument(std::string(what) + ": the tensor is empty");
-  if (t.storage()->context.get() != &ctx)
+  if (detail::Access::storage(t)->context.get() != &ctx)
     return invalid_argument(std::string(what) + ": tensor '" + t.name() + "' belongs to another context");
   return ctx.check_usable();
 }
@@ -73,7 +74,6 @@ Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char*
 }  // namespace
 
 Context::Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
-Context detail::share_context(const Context& context) { return Context(context.impl_); }
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 Context::~Context() = default;
@@ -190,14 +190,14 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtyp
   storage->elements = elements;
   storage->bytes = *bytes;
   storage->name = std::move(name);
-  return Tensor(std::move(storage));
+  return detail::Access::tensor(std::move(storage));
 }
 
 }  // namespace detail
 
 Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
   RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));
-  const detail::TensorStorage& t = *tensor.storage();
+  const detail::TensorStorage& t = *detail::Access::storage(tensor);
   if (bytes.size() != t.bytes)
     return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));
@@ -229,7 +229,7 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
 
 Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
   RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download"));
-  const detail::TensorStorage& t = *tensor.storage();
+  const detail::TensorStorage& t = *detail::Access::storage(tensor);
   if (bytes.size() != t.bytes)
     return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "access.hpp"
 #include "sequence_impl.hpp"
 #include "vk/quirks.hpp"
 
@@ -67,7 +68,8 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
 DeviceTraits traits_of(const Sequence& seq) {
   DeviceTraits d = traits_of(seq.device(), seq.kernel_preference());
   // Validated when the context was created.
-  if (auto forced = parse_overrides(seq.impl().ctx->kernel_plan); forced.is_ok()) d.forced = forced.value();
+  if (auto forced = parse_overrides(rill::detail::Access::impl(seq).ctx->kernel_plan); forced.is_ok())
+    d.forced = forced.value();
   return d;
 }
 

@@ -1,13 +1,19 @@
 // rill::Sequence: recording with automatic barriers, replayed submission, downloads, timings.
-#include "sequence_impl.hpp"
-
 #include <algorithm>
 #include <cstring>
 
+#include "access.hpp"
 #include "core/checked_math.hpp"
 #include "rill/half.hpp"
+#include "sequence_impl.hpp"
 
 namespace rill {
+namespace detail {
+
+Sequence Access::sequence(std::unique_ptr<SequenceImpl> impl) { return Sequence(std::move(impl)); }
+
+}  // namespace detail
+
 namespace detail {
 namespace {
 
@@ -171,14 +177,15 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     const vk::BindingInfo& b = shader->bindings[i];
     const std::string where = "kernel " + kernel + " binding " + std::to_string(i) + " (" + std::string(b.name) + ")";
     if (t == nullptr || !t->valid()) return invalid_argument(where + ": no tensor given");
-    if (t->storage()->context != ctx) return invalid_argument(where + ": tensor '" + t->name() + "' belongs to another context");
+    if (detail::Access::storage(*t)->context != ctx)
+      return invalid_argument(where + ": tensor '" + t->name() + "' belongs to another context");
     if (b.kind != vk::DescriptorKind::kStorageBuffer)
       return unimplemented(where + ": uniform-buffer bindings are not supported; use a storage buffer");
     if (t->size_bytes() > caps.max_storage_buffer_range)
       return out_of_range(where + ": " + t->describe() + " is " + std::to_string(t->size_bytes()) +
                           " bytes, more than the device's maxStorageBufferRange of " +
                           std::to_string(caps.max_storage_buffer_range) + "; split it");
-    const TensorStorage& s = *t->storage();
+    const TensorStorage& s = *detail::Access::storage(*t);
     accesses.push_back({s.buffer(), s.offset(), s.bytes, b.access != vk::BindingAccess::kReadOnly,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT});
   }
@@ -216,7 +223,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   std::vector<VkDescriptorBufferInfo> infos(d.bindings.size());
   std::vector<VkWriteDescriptorSet> writes(d.bindings.size());
   for (size_t i = 0; i < d.bindings.size(); ++i) {
-    const TensorStorage& s = *d.bindings[i]->storage();
+    const TensorStorage& s = *detail::Access::storage(*d.bindings[i]);
     infos[i] = {s.buffer(), s.offset(), s.bytes};
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
@@ -249,7 +256,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   }
   if (labels) vkCmdEndDebugUtilsLabelEXT(cb);
   hazards.add(accesses);
-  for (const Tensor* t : d.bindings) reference(t->storage());
+  for (const Tensor* t : d.bindings) reference(detail::Access::storage(*t));
   ++stats.dispatches;
   return Status::ok();
 }
@@ -262,7 +269,8 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
   for (const Tensor* t : {src, dst}) {
     if (t == nullptr) continue;
     if (!t->valid()) return invalid_argument("transfer: the tensor is empty");
-    if (t->storage()->context != ctx) return invalid_argument("transfer: tensor '" + t->name() + "' belongs to another context");
+    if (detail::Access::storage(*t)->context != ctx)
+      return invalid_argument("transfer: tensor '" + t->name() + "' belongs to another context");
   }
   if (kind == Transfer::kCopy && src->size_bytes() != dst->size_bytes())
     return invalid_argument("copy from " + src->describe() + " to " + dst->describe() + ": sizes differ (" +
@@ -283,34 +291,41 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
     }
   }
   std::vector<HazardTracker::Access> accesses;
-  if (src) accesses.push_back({src->storage()->buffer(), src->storage()->offset(), src->size_bytes(), false, VK_PIPELINE_STAGE_TRANSFER_BIT});
-  if (dst) accesses.push_back({dst->storage()->buffer(), dst->storage()->offset(), dst->size_bytes(), true, VK_PIPELINE_STAGE_TRANSFER_BIT});
+  if (src)
+    accesses.push_back({detail::Access::storage(*src)->buffer(), detail::Access::storage(*src)->offset(),
+                        src->size_bytes(), false, VK_PIPELINE_STAGE_TRANSFER_BIT});
+  if (dst)
+    accesses.push_back({detail::Access::storage(*dst)->buffer(), detail::Access::storage(*dst)->offset(),
+                        dst->size_bytes(), true, VK_PIPELINE_STAGE_TRANSFER_BIT});
   RILL_RETURN_IF_ERROR(insert_barrier_if_needed(accesses));
   const auto& fn = ctx->device->fn();
   switch (kind) {
     case Transfer::kCopy: {
-      VkBufferCopy region{src->storage()->offset(), dst->storage()->offset(), src->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, src->storage()->buffer(), dst->storage()->buffer(), 1, &region);
+      VkBufferCopy region{detail::Access::storage(*src)->offset(), detail::Access::storage(*dst)->offset(),
+                          src->size_bytes()};
+      fn.vkCmdCopyBuffer(cb, detail::Access::storage(*src)->buffer(), detail::Access::storage(*dst)->buffer(), 1,
+                         &region);
       break;
     }
     case Transfer::kUpload: {
-      VkBufferCopy region{stage.offset, dst->storage()->offset(), dst->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, stage.block->buffer, dst->storage()->buffer(), 1, &region);
+      VkBufferCopy region{stage.offset, detail::Access::storage(*dst)->offset(), dst->size_bytes()};
+      fn.vkCmdCopyBuffer(cb, stage.block->buffer, detail::Access::storage(*dst)->buffer(), 1, &region);
       break;
     }
     case Transfer::kDownload: {
-      VkBufferCopy region{src->storage()->offset(), stage.offset, src->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, src->storage()->buffer(), stage.block->buffer, 1, &region);
+      VkBufferCopy region{detail::Access::storage(*src)->offset(), stage.offset, src->size_bytes()};
+      fn.vkCmdCopyBuffer(cb, detail::Access::storage(*src)->buffer(), stage.block->buffer, 1, &region);
       break;
     }
     case Transfer::kZero:
       // Fill needs a multiple of 4 bytes; allocations are padded to 256, so rounding up stays ours.
-      fn.vkCmdFillBuffer(cb, dst->storage()->buffer(), dst->storage()->offset(), align_up(dst->size_bytes(), 4), 0);
+      fn.vkCmdFillBuffer(cb, detail::Access::storage(*dst)->buffer(), detail::Access::storage(*dst)->offset(),
+                         align_up(dst->size_bytes(), 4), 0);
       break;
   }
   hazards.add(accesses);
-  if (src) reference(src->storage());
-  if (dst) reference(dst->storage());
+  if (src) reference(detail::Access::storage(*src));
+  if (dst) reference(detail::Access::storage(*dst));
   ++stats.copies;
   return Status::ok();
 }
@@ -431,7 +446,7 @@ Result<Sequence> Context::sequence(const SequenceOptions& options) {
   if (impl_->profiler.enabled() && has_timestamps) opts.timestamps = true;
   auto impl = std::make_unique<detail::SequenceImpl>(impl_, std::move(opts));
   RILL_RETURN_IF_ERROR(impl->begin());
-  return Sequence(std::move(impl));
+  return detail::Access::sequence(std::move(impl));
 }
 
 Status Sequence::dispatch(const Dispatch& d) { return impl_->record_dispatch(d); }

@@ -1,6 +1,7 @@
 // rill::Tensor accessors and dtype helpers.
 #include "rill/tensor.hpp"
 
+#include "access.hpp"
 #include "context_impl.hpp"
 
 namespace rill {
@@ -67,7 +68,7 @@ Result<Tensor> Tensor::reshaped(std::vector<int64_t> shape) const {
   view->name = storage_->name;
   view->last_use = storage_->last_use;
   view->parent = storage_->parent ? storage_->parent : storage_;
-  return Tensor(std::move(view));
+  return detail::Access::tensor(std::move(view));
 }
 
 }  // namespace rill

@@ -30,10 +30,9 @@ struct VkQueue_T;
 
 namespace rill {
 
-class Context;
 namespace detail {
 class ContextImpl;
-Context share_context(const Context& context);  // internal: another handle on the same context
+struct Access;  // the engine's own access to the implementation (engine/src/access.hpp)
 }
 
 // A device the application already owns. rill records into its queue and never destroys it.
@@ -122,10 +121,8 @@ class RILL_API Context {
   void reset_peak_memory();
   PipelineStats pipeline_stats() const;
 
-  detail::ContextImpl& impl() const { return *impl_; }
-
  private:
-  friend Context detail::share_context(const Context& context);
+  friend struct detail::Access;
   explicit Context(std::shared_ptr<detail::ContextImpl> impl);
   std::shared_ptr<detail::ContextImpl> impl_;
 };

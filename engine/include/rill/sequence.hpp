@@ -28,6 +28,7 @@ namespace rill {
 
 namespace detail {
 class SequenceImpl;
+struct Access;  // the engine's own access to the implementation (engine/src/access.hpp)
 }
 
 struct SequenceOptions {
@@ -131,10 +132,9 @@ class RILL_API Sequence {
   // ContextOptions::kernel_variant override the device's own preference).
   std::string_view kernel_preference() const;
 
-  detail::SequenceImpl& impl() const { return *impl_; }
-  explicit Sequence(std::unique_ptr<detail::SequenceImpl> impl);
-
  private:
+  friend struct detail::Access;
+  explicit Sequence(std::unique_ptr<detail::SequenceImpl> impl);
   std::unique_ptr<detail::SequenceImpl> impl_;
 };
 

@@ -14,6 +14,7 @@ namespace rill {
 
 namespace detail {
 struct TensorStorage;
+struct Access;  // the engine's own access to the implementation (engine/src/access.hpp)
 }
 
 class RILL_API Tensor {
@@ -36,11 +37,10 @@ class RILL_API Tensor {
   // through either are seen by both; the memory lives while any of them does.
   Result<Tensor> reshaped(std::vector<int64_t> shape) const;
 
-  // Internal: shared so that a recorded sequence keeps what it binds alive.
-  const std::shared_ptr<detail::TensorStorage>& storage() const { return storage_; }
-  explicit Tensor(std::shared_ptr<detail::TensorStorage> storage) : storage_(std::move(storage)) {}
-
  private:
+  friend struct detail::Access;
+  explicit Tensor(std::shared_ptr<detail::TensorStorage> storage) : storage_(std::move(storage)) {}
+  // Shared, so that a recorded sequence keeps what it binds alive.
   std::shared_ptr<detail::TensorStorage> storage_;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "access.hpp"
 #include "icl/checkpoint.hpp"
 #include "icl/icl_kernels.hpp"
 #include "icl/ridge.hpp"
@@ -31,7 +32,7 @@ struct Trainer::Impl {
   int64_t skipped = 0;
 
   Impl(const Context& c, const TrainConfig& cfg)
-      : ctx(rill::detail::share_context(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
+      : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
 
   Result<std::vector<uint32_t>> read_state() {
     std::vector<uint32_t> words(gpu::kIclStateWords);

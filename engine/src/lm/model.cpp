@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "access.hpp"
 #include "core/log.hpp"
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
@@ -95,7 +96,7 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     return invalid_argument("lm model: unknown weight storage " + std::to_string(int(options.weights)));
   if (options.weights == WeightStorage::kInt8 && options.int8_group == 0)
     return invalid_argument("lm model: int8_group must be at least 1");
-  auto impl = std::make_shared<Impl>(rill::detail::share_context(ctx));
+  auto impl = std::make_shared<Impl>(rill::detail::Access::share(ctx));
   impl->config = config;
   impl->options = options;
   // f16 activations need 16-bit storage buffers; without them (a minimal Vulkan 1.1 device, or a

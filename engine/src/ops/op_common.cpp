@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "access.hpp"
 #include "kernel_plan.hpp"
 #include "sequence_impl.hpp"
 
@@ -55,11 +56,12 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) {
 }
 
 Result<const Tensor*> workspace(Sequence& seq, uint64_t elements, const char* op) {
-  auto& spaces = seq.impl().workspaces;
+  auto& spaces = rill::detail::Access::impl(seq).workspaces;
   if (!spaces.empty() && spaces.back().element_count() >= elements) return &spaces.back();
   // Earlier dispatches may still name the smaller one: keep it alive with the recording.
-  RILL_ASSIGN_OR_RETURN(Tensor t, rill::detail::make_tensor(seq.impl().ctx, DType::kF32, {int64_t(elements)},
-                                                      std::string(op) + " workspace", MemoryPool::kActivations));
+  RILL_ASSIGN_OR_RETURN(Tensor t,
+                        rill::detail::make_tensor(rill::detail::Access::impl(seq).ctx, DType::kF32, {int64_t(elements)},
+                                                  std::string(op) + " workspace", MemoryPool::kActivations));
   spaces.push_back(std::move(t));
   return &spaces.back();
 }
