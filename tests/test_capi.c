@@ -89,6 +89,18 @@ int main(void) {
     rill_icl_trainer_destroy(trainer);
     rill_icl_trainer_destroy(NULL);
 
+    /* A trainer may outlive its context: it shares the device. */
+    {
+      rill_context* short_lived = NULL;
+      rill_icl_trainer* survivor = NULL;
+      EXPECT(rill_context_create(NULL, &short_lived) == RILL_OK);
+      EXPECT(rill_icl_trainer_create(short_lived, &config, &survivor) == RILL_OK);
+      rill_context_destroy(short_lived);
+      EXPECT(rill_icl_train(survivor, 2, losses, NULL) == RILL_OK);
+      EXPECT(losses[1] > 0.0f);
+      rill_icl_trainer_destroy(survivor);
+    }
+
     trainer = (rill_icl_trainer*)&config; /* must be reset to NULL on failure */
     config.d = 0;
     EXPECT(rill_icl_trainer_create(ctx, &config, &trainer) == RILL_INVALID_ARGUMENT);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernel_plan.hpp"
+#include "ops/op_common.hpp"
 
 namespace {
 
@@ -193,4 +194,12 @@ TEST_CASE("kernel plan: RMSNorm's dgain is summed in row blocks that fit the gri
   DeviceTraits tight = lavapipe_like();
   tight.loop_budget = 100;
   CHECK(rmsnorm_backward_gain(tight, 20000).status().code() == rill::StatusCode::kOutOfRange);
+}
+
+TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]") {
+  using rill::ops::detail::groups_for;
+  CHECK(groups_for(100, 64) == std::array<uint32_t, 3>{2, 1, 1});
+  CHECK(groups_for(65535ull * 64 * 3, 64) == std::array<uint32_t, 3>{65535, 3, 1});
+  // 2^50 groups: y saturates, which every dispatch refuses (past any device's workgroup count).
+  CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }

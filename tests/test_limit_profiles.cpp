@@ -2,6 +2,7 @@
 // device offers, a context under one creates no pipeline its class of device could not, and names
 // what is missing when asked for one.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -226,4 +227,37 @@ TEST_CASE("quirks read the LLVM version of Mesa's CPU driver", "[limits]") {
   CHECK(rill::vk::llvm_major_version("Mesa 22.3.6") == 0);
   CHECK(rill::vk::llvm_major_version("") == 0);
   CHECK(rill::vk::llvm_major_version("LLVM 99999999999999") == 0);
+}
+
+TEST_CASE("quirk version ranges compare Mesa's own version, or the driver's", "[limits]") {
+  using rill::vk::mesa_version;
+  const rill::vk::DriverVersions mesa_23 = {.first = mesa_version(23, 0, 0), .last = mesa_version(23, 3, 99)};
+  CHECK(mesa_23.contains(mesa_version(23, 1, 4)));
+  CHECK_FALSE(mesa_23.contains(mesa_version(22, 3, 6)));
+  CHECK_FALSE(mesa_23.contains(mesa_version(24, 0, 0)));
+  rill::DeviceInfo lavapipe;
+  lavapipe.type = rill::DeviceType::kCpu;
+  lavapipe.driver_id = 13;      // VK_DRIVER_ID_MESA_LLVMPIPE
+  lavapipe.driver_version = 1;  // what lavapipe reports, whatever the Mesa version
+  lavapipe.driver_info = "Mesa 23.1.4 (LLVM 15.0.6)";
+  CHECK(rill::vk::driver_version_of(lavapipe) == mesa_version(23, 1, 4));
+  CHECK(mesa_23.contains(rill::vk::driver_version_of(lavapipe)));
+  const rill::vk::QuirkFlags flags = rill::vk::quirk_flags_for(lavapipe);
+  CHECK(flags.prefer_cpu_kernels);
+  CHECK(flags.max_loop_iterations == 65535);
+  // Not a Mesa version string: the driver's own driverVersion.
+  rill::DeviceInfo other;
+  other.driver_version = 0x12345678;
+  for (const char* info : {"", "Mesa", "Mesa x.y", "Mesa 23.", "NVIDIA 550.54"}) {
+    other.driver_info = info;
+    CHECK(rill::vk::driver_version_of(other) == 0x12345678);
+  }
+  // The device this test runs on.
+  auto ctx = rill_test::make_context();
+  unsigned major = 0, minor = 0, patch = 0;
+  if (std::sscanf(ctx.device().driver_info.c_str(), "Mesa %u.%u.%u", &major, &minor, &patch) == 3) {
+    CHECK(rill::vk::driver_version_of(ctx.device()) == mesa_version(major, minor, patch));
+  } else {
+    WARN("not a Mesa driver (" << ctx.device().driver_info << "): Mesa parsing not exercised here");
+  }
 }

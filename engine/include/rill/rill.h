@@ -110,7 +110,7 @@ RILL_C_API const char* rill_version(void);
  *   rill_icl_trainer_create(ctx, &config, &trainer);
  *   float losses[500];
  *   rill_icl_train(trainer, 500, losses, NULL);
- *   rill_icl_trainer_destroy(trainer);              // before the context
+ *   rill_icl_trainer_destroy(trainer);              // before or after the context
  */
 typedef struct rill_icl_trainer rill_icl_trainer;
 
@@ -184,11 +184,11 @@ RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const
  *   rill_lm_sample(logits, vocab, &sampler_options, position, &token);
  *   rill_lm_decode(session, token, logits, vocab);      // same cost at every position
  *   rill_lm_session_destroy(session);
- *   rill_lm_model_destroy(model);                       // before the context
+ *   rill_lm_model_destroy(model);
  *
- * Lifetimes: models and sessions keep a reference to their context: destroy them before it (as
- * with the ICL trainer). A session keeps its model alive, so a model and its sessions may be
- * destroyed in any order. A context and everything made from it are not thread-safe. */
+ * Lifetimes: models, sessions and trainers share their context's device, and a session keeps its
+ * model alive, so a context and everything made from it may be destroyed in any order. A context and everything made
+ * from it are not thread-safe. */
 typedef struct rill_lm_model rill_lm_model;
 typedef struct rill_lm_session rill_lm_session;
 

@@ -46,14 +46,15 @@ Result<RowsDim> rows_and_dim(const Tensor& t, const char* op) {
   return RowsDim{uint32_t(rows), uint32_t(dim)};
 }
 
-std::array<uint32_t, 3> grid_for(uint32_t count) {
-  if (count <= 65535) return {std::max(count, 1u), 1, 1};
-  return {65535, (count + 65534) / 65535, 1};
+std::array<uint32_t, 3> grid_for(uint64_t count) {
+  if (count <= 65535) return {std::max(uint32_t(count), 1u), 1, 1};
+  // Never wraps: a count past what y can hold saturates, and the dispatch refuses that grid by
+  // name (workgroup count outside the device's limit) instead of running a smaller one.
+  const uint64_t rows = (count + 65534) / 65535;
+  return {65535, uint32_t(std::min<uint64_t>(rows, UINT32_MAX)), 1};
 }
 
-std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) {
-  return grid_for(uint32_t((n + per_group - 1) / per_group));
-}
+std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group) { return grid_for((n + per_group - 1) / per_group); }
 
 Result<const Tensor*> workspace(Sequence& seq, uint64_t elements, const char* op) {
   auto& spaces = rill::detail::Access::impl(seq).workspaces;

@@ -23,8 +23,9 @@ struct RowsDim {
 // Rows = product of leading dimensions, dim = last; both must fit in 32 bits.
 Result<RowsDim> rows_and_dim(const Tensor& t, const char* op);
 
-// Workgroups for `count` independent items (rows), spread over y beyond 65535 in x.
-std::array<uint32_t, 3> grid_for(uint32_t count);
+// Workgroups for `count` independent items (rows), spread over y beyond 65535 in x. A count no
+// device can launch gives a grid the dispatch refuses (never a wrapped, smaller one).
+std::array<uint32_t, 3> grid_for(uint64_t count);
 // Groups of `per_group` invocations covering n elements (1-D, spread like grid_for).
 std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t per_group);
 

@@ -2,6 +2,8 @@
 // special case elsewhere in the engine.
 #include "vk/quirks.hpp"
 
+#include <algorithm>
+
 #include "vk/vk_common.hpp"
 
 namespace rill::vk {
@@ -24,53 +26,44 @@ bool arm64_llvm15_or_older(const DeviceInfo& info) {
 #endif
 }
 
+// Entries name what they match with designated fields; everything unnamed matches any device.
 const Quirk kQuirks[] = {
-    {"lavapipe-loop-limit",
-     0,
-     kDriverLlvmpipe,
-     false,
-     {.max_loop_iterations = 65535},
-     "Mesa's gallivm (lavapipe) ends every loop of an invocation after 65535 iterations in total, "
-     "silently: seen on Mesa 22.3 as outputs never written past that point"},
-    {"lavapipe-arm64-f16",
-     0,
-     kDriverLlvmpipe,
-     false,
-     {.no_16bit_storage = true},
-     "LLVM 15's AArch64 back end cannot select the f16-to-f32 vector conversion of 16-bit storage "
-     "loads (LLVM ERROR: Cannot select: v4f32 = fp_extend ... v4i16), which aborts the process: seen "
-     "with Debian 12's Mesa 22.3 on arm64 for every f16 kernel",
-     &arm64_llvm15_or_older},
-    {"cpu-driver",
-     0,
-     0,
-     true,
-     {.prefer_cpu_kernels = true},
-     "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
-    {"mobile-watchdog-arm",
-     kVendorArm,
-     0,
-     false,
-     {.short_dispatches = true},
-     "Mali drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
-    {"mobile-watchdog-qualcomm",
-     kVendorQualcomm,
-     0,
-     false,
-     {.short_dispatches = true},
-     "Adreno drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
-    {"mobile-watchdog-imgtec",
-     kVendorImgTec,
-     0,
-     false,
-     {.short_dispatches = true},
-     "PowerVR drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+    {.name = "lavapipe-loop-limit",
+     .driver_id = kDriverLlvmpipe,
+     .driver_versions = {.first = 0, .last = UINT32_MAX},  // seen on 22.3; no version known without it
+     .flags = {.max_loop_iterations = 65535},
+     .why = "Mesa's gallivm (lavapipe) ends every loop of an invocation after 65535 iterations in total, "
+            "silently: seen on Mesa 22.3 as outputs never written past that point"},
+    {.name = "lavapipe-arm64-f16",
+     .driver_id = kDriverLlvmpipe,
+     .flags = {.no_16bit_storage = true},
+     .why = "LLVM 15's AArch64 back end cannot select the f16-to-f32 vector conversion of 16-bit storage "
+            "loads (LLVM ERROR: Cannot select: v4f32 = fp_extend ... v4i16), which aborts the process: seen "
+            "with Debian 12's Mesa 22.3 on arm64 for every f16 kernel",
+     .applies = &arm64_llvm15_or_older},
+    {.name = "cpu-driver",
+     .cpu_device_only = true,
+     .flags = {.prefer_cpu_kernels = true},
+     .why = "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
+    {.name = "mobile-watchdog-arm",
+     .vendor_id = kVendorArm,
+     .flags = {.short_dispatches = true},
+     .why = "Mali drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+    {.name = "mobile-watchdog-qualcomm",
+     .vendor_id = kVendorQualcomm,
+     .flags = {.short_dispatches = true},
+     .why = "Adreno drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
+    {.name = "mobile-watchdog-imgtec",
+     .vendor_id = kVendorImgTec,
+     .flags = {.short_dispatches = true},
+     .why = "PowerVR drivers reset the GPU on dispatches that run for seconds (reported as device lost)"},
 };
 
 bool matches(const Quirk& q, const DeviceInfo& info) {
   if (q.cpu_device_only && info.type != DeviceType::kCpu) return false;
   if (q.vendor_id != 0 && q.vendor_id != info.vendor_id) return false;
   if (q.driver_id != 0 && q.driver_id != info.driver_id) return false;
+  if (!q.driver_versions.contains(driver_version_of(info))) return false;
   return q.applies == nullptr || q.applies(info);
 }
 
@@ -85,6 +78,22 @@ uint32_t llvm_major_version(std::string_view driver_info) {
     if (major > 100000) return 0;
   }
   return major;
+}
+
+uint32_t driver_version_of(const DeviceInfo& info) {
+  const std::string_view text = info.driver_info;
+  const size_t at = text.find("Mesa ");
+  if (at == std::string_view::npos) return info.driver_version;
+  uint32_t parts[3] = {0, 0, 0};
+  size_t i = at + 5;
+  for (int p = 0; p < 3; ++p) {
+    size_t digits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 4; ++i, ++digits)
+      parts[p] = parts[p] * 10 + uint32_t(text[i] - '0');
+    if (digits == 0) return info.driver_version;  // not a version after all
+    if (p < 2 && (i >= text.size() || text[i++] != '.')) return info.driver_version;
+  }
+  return mesa_version(std::min(parts[0], 1023u), std::min(parts[1], 1023u), std::min(parts[2], 4095u));
 }
 
 std::vector<const Quirk*> quirks_for(const DeviceInfo& info) {
