@@ -8,35 +8,10 @@
 #include <vector>
 
 #include "context_impl.hpp"
+#include "hazard_tracker.hpp"
 #include "rill/sequence.hpp"
 
 namespace rill::detail {
-
-// Accesses since the last barrier; a new access that conflicts with one of them needs a barrier.
-class HazardTracker {
- public:
-  struct Access {
-    VkBuffer buffer;
-    uint64_t offset, size;
-    bool write;
-    VkPipelineStageFlags stage;
-  };
-  // Returns the source stages to wait for (0: no barrier needed) before `next`.
-  VkPipelineStageFlags conflicts(const std::vector<Access>& next) const;
-  // The stages of every access since the last barrier: a barrier that forgets them all must wait
-  // for all of them, not only for the conflicting ones (a fill, then a dispatch that conflicts with
-  // something else, then a dispatch that writes the filled buffer needs the transfer stage too).
-  VkPipelineStageFlags pending_stages() const {
-    VkPipelineStageFlags stages = 0;
-    for (const Access& a : pending_) stages |= a.stage;
-    return stages;
-  }
-  void barrier() { pending_.clear(); }
-  void add(const std::vector<Access>& accesses) { pending_.insert(pending_.end(), accesses.begin(), accesses.end()); }
-
- private:
-  std::vector<Access> pending_;
-};
 
 class SequenceImpl {
  public:

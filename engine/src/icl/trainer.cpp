@@ -1,45 +1,15 @@
 // The ICL trainer: owns the model, optimizer state and one batch workspace, records the training
-// step once and replays it; reads losses every read_every steps.
+// step once and replays it; reads losses every read_every steps; checkpoints. Evaluation is in
+// trainer_evaluation.cpp.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
-#include "access.hpp"
 #include "icl/checkpoint.hpp"
-#include "icl/icl_kernels.hpp"
-#include "icl/ridge.hpp"
-#include "rill/icl.hpp"
+#include "icl/trainer_impl.hpp"
 
 namespace rill::icl {
-
-using detail::ModelState;
-using detail::Recorder;
-using detail::Shape;
-using detail::Workspace;
-using detail::loss_factor;
-
-struct Trainer::Impl {
-  Context ctx;  // shares the application's context: the trainer keeps the device alive
-  TrainConfig config;
-  Shape shape;
-  Recorder recorder;
-  ModelState model;
-  Workspace workspace;
-  std::optional<detail::DeviceTaskSet> train_set;
-  std::optional<Sequence> step_sequence;
-  int64_t step = 0;
-  int64_t skipped = 0;
-
-  Impl(const Context& c, const TrainConfig& cfg)
-      : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
-
-  Result<std::vector<uint32_t>> read_state() {
-    std::vector<uint32_t> words(gpu::kIclStateWords);
-    RILL_RETURN_IF_ERROR(ctx.download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
-    return words;
-  }
-};
 
 namespace {
 
@@ -72,16 +42,6 @@ std::string nonfinite_what(uint32_t bits) {
 
 namespace {
 
-Status check_task_set(const TaskSet& set, const Shape& s, const char* where) {
-  if (set.d != int(s.d) || set.n != int(s.n))
-    return invalid_argument(std::string(where) + ": the task set has d=" + std::to_string(set.d) + ", n=" +
-                            std::to_string(set.n) + "; the model is for d=" + std::to_string(s.d) + ", n=" + std::to_string(s.n));
-  if (set.tasks < 1 || set.tasks >= (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
-      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
-    return invalid_argument(std::string(where) + ": the task set's arrays do not match its task count (1 to 2^24 tasks)");
-  return Status::ok();
-}
-
 Result<detail::DeviceTaskSet> upload_task_set(Context& ctx, const TaskSet& set) {
   detail::DeviceTaskSet d;
   d.tasks = uint32_t(set.tasks);
@@ -95,6 +55,18 @@ Result<detail::DeviceTaskSet> upload_task_set(Context& ctx, const TaskSet& set) 
 }
 
 }  // namespace
+
+Status detail::check_task_set(const TaskSet& set, const Shape& s, const char* where) {
+  if (set.d != int(s.d) || set.n != int(s.n))
+    return invalid_argument(std::string(where) + ": the task set has d=" + std::to_string(set.d) +
+                            ", n=" + std::to_string(set.n) + "; the model is for d=" + std::to_string(s.d) +
+                            ", n=" + std::to_string(s.n));
+  if (set.tasks < 1 || set.tasks >= (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
+      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
+    return invalid_argument(std::string(where) +
+                            ": the task set's arrays do not match its task count (1 to 2^24 tasks)");
+  return Status::ok();
+}
 
 Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks) {
   RILL_RETURN_IF_ERROR(validate(config));
@@ -113,7 +85,7 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const T
   RILL_ASSIGN_OR_RETURN(m.history, ctx.tensor(DType::kF32, {int64_t(m.history_capacity) * 2}, "icl.history"));
   RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
   if (train_tasks != nullptr) {
-    RILL_RETURN_IF_ERROR(check_task_set(*train_tasks, s, "icl trainer"));
+    RILL_RETURN_IF_ERROR(detail::check_task_set(*train_tasks, s, "icl trainer"));
     RILL_ASSIGN_OR_RETURN(impl->train_set, upload_task_set(ctx, *train_tasks));
   }
 
@@ -228,132 +200,6 @@ Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const Tas
   t.impl_->step = int64_t(c.state[gpu::kIclStateStep]);
   t.impl_->skipped = int64_t(c.state[gpu::kIclStateSkipped]);
   return t;
-}
-
-// The model's and the baselines' mean losses over tasks whose inputs are `acts` (element-major,
-// task-minor, as the kernels store them). Without sigmas the ridge oracle is NaN.
-namespace {
-EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint32_t tasks, const std::vector<float>& preds,
-                 const std::vector<float>& targets, const std::vector<float>* sigmas, const EvalOptions& options) {
-  EvalReport report;
-  report.tasks = int(tasks);
-  std::vector<float> task_tokens(s.token_elems);
-  for (uint32_t t = 0; t < tasks; ++t) {
-    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
-    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
-    const double y = targets[t];
-    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
-    report.model += loss(preds[t]);
-    report.ridge_oracle += sigmas ? loss(ridge_predict(view, double((*sigmas)[t]) * (*sigmas)[t])) : NAN;
-    report.least_squares += loss(ridge_predict(view, 0.0));
-    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
-    report.adarr += loss(adarr_predict(view));
-    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
-  }
-  report.tunedrr_factor = options.tunedrr_factor;
-  report.tunedrr_cap = options.tunedrr_cap;
-  for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
-                    &report.tunedrr})
-    *v /= tasks;
-  return report;
-}
-}  // namespace
-
-// The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
-Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
-  if (!options.tune_tunedrr) return options;
-  if (options.tuning_tasks < 1) return invalid_argument("icl evaluate: tuning_tasks must be >= 1");
-  RILL_ASSIGN_OR_RETURN(TaskSet tuning, sample_task_set(options.tuning_tasks, options.seed ^ 0x7E5700D5ull, options.sigma));
-  const size_t per_task = size_t(tuning.n + 1) * (tuning.d + 1);
-  std::vector<TaskView> views;
-  for (int64_t t = 0; t < tuning.tasks; ++t) views.push_back({tuning.d, tuning.n, tuning.tokens.data() + t * per_task});
-  const TunedRR tuned = tune_tunedrr(views, tuning.targets);
-  EvalOptions out = options;
-  out.tunedrr_factor = tuned.factor;
-  out.tunedrr_cap = tuned.cap;
-  return out;
-}
-
-Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
-  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
-  Impl& im = *impl_;
-  const Shape& s = im.shape;
-  RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
-  const uint32_t tasks = uint32_t(set.tasks);
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.run_on"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, tasks));
-  // The layer-0 slice of acts holds the inputs, element-major and task-minor.
-  std::vector<float> acts(size_t(s.layers + 1) * s.token_elems * tasks, 0.0f);
-  for (uint32_t t = 0; t < tasks; ++t)
-    for (uint32_t e = 0; e < s.token_elems; ++e) acts[size_t(e) * tasks + t] = set.tokens[size_t(t) * s.token_elems + e];
-  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.acts, acts));
-  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.targets, set.targets));
-  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, true));
-  RILL_RETURN_IF_ERROR(im.recorder.backward(seq, ws, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, ws));
-  RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(ws.reduced));
-  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
-  RILL_RETURN_IF_ERROR(seq.run());
-  TaskSetRun out;
-  RILL_ASSIGN_OR_RETURN(out.gradient, seq.read_floats(reduced));
-  out.loss = out.gradient.back();
-  out.gradient.pop_back();
-  RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds_id));
-  out.report = score(s, loss_factor(im.config), acts, tasks, out.predictions, set.targets, set.sigmas.empty() ? nullptr : &set.sigmas, options);
-  return out;
-}
-
-Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
-  Impl& im = *impl_;
-  if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
-  const Shape& s = im.shape;
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks)));
-  RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = sigma}));
-  RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
-  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
-  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
-  RILL_RETURN_IF_ERROR(seq.run());
-  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(acts_id));
-  TaskSet set{.d = int(s.d), .n = int(s.n), .tasks = tasks, .tokens = {}, .targets = {}, .sigmas = {}};
-  set.tokens.resize(size_t(tasks) * s.token_elems);
-  for (uint32_t t = 0; t < uint32_t(tasks); ++t)
-    for (uint32_t e = 0; e < s.token_elems; ++e) set.tokens[size_t(t) * s.token_elems + e] = acts[size_t(e) * tasks + t];
-  RILL_ASSIGN_OR_RETURN(set.targets, seq.read_floats(targets_id));
-  RILL_ASSIGN_OR_RETURN(set.sigmas, seq.read_floats(sigmas_id));
-  return set;
-}
-
-Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
-  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
-  Impl& im = *impl_;
-  if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
-  if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
-    return invalid_argument("icl evaluate: sigma must be finite and >= 0");
-  const uint32_t tasks = uint32_t(options.tasks);
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, tasks));
-  RILL_RETURN_IF_ERROR(im.recorder.sample(seq, ws, im.model,
-                                          {.seed = options.seed, .stream_base = 16, .step_from_state = false,
-                                           .step = 0, .fixed_sigma = options.sigma}));
-  RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
-  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
-  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
-  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
-  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
-  RILL_RETURN_IF_ERROR(seq.run());
-  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(inputs));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> preds, seq.read_floats(preds_id));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
-
-  return score(im.shape, loss_factor(im.config), acts, tasks, preds, targets, &sigmas, options);
 }
 
 }  // namespace rill::icl

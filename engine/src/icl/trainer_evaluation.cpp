@@ -1,0 +1,146 @@
+// The trainer's evaluation: the current model and the baselines (ridge oracle, least squares,
+// constant ridge, AdaRR, TunedRR) on fresh tasks or a given task set, and task sets drawn by the
+// GPU sampler for other implementations.
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "icl/ridge.hpp"
+#include "icl/trainer_impl.hpp"
+
+namespace rill::icl {
+
+using detail::check_task_set;
+
+// The model's and the baselines' mean losses over tasks whose inputs are `acts` (element-major,
+// task-minor, as the kernels store them). Without sigmas the ridge oracle is NaN.
+namespace {
+EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint32_t tasks,
+                 const std::vector<float>& preds, const std::vector<float>& targets, const std::vector<float>* sigmas,
+                 const EvalOptions& options) {
+  EvalReport report;
+  report.tasks = int(tasks);
+  std::vector<float> task_tokens(s.token_elems);
+  for (uint32_t t = 0; t < tasks; ++t) {
+    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
+    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
+    const double y = targets[t];
+    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
+    report.model += loss(preds[t]);
+    report.ridge_oracle += sigmas ? loss(ridge_predict(view, double((*sigmas)[t]) * (*sigmas)[t])) : NAN;
+    report.least_squares += loss(ridge_predict(view, 0.0));
+    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
+    report.adarr += loss(adarr_predict(view));
+    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
+  }
+  report.tunedrr_factor = options.tunedrr_factor;
+  report.tunedrr_cap = options.tunedrr_cap;
+  for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
+                    &report.tunedrr})
+    *v /= tasks;
+  return report;
+}
+}  // namespace
+
+// The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
+Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
+  if (!options.tune_tunedrr) return options;
+  if (options.tuning_tasks < 1) return invalid_argument("icl evaluate: tuning_tasks must be >= 1");
+  RILL_ASSIGN_OR_RETURN(TaskSet tuning,
+                        sample_task_set(options.tuning_tasks, options.seed ^ 0x7E5700D5ull, options.sigma));
+  const size_t per_task = size_t(tuning.n + 1) * (tuning.d + 1);
+  std::vector<TaskView> views;
+  for (int64_t t = 0; t < tuning.tasks; ++t) views.push_back({tuning.d, tuning.n, tuning.tokens.data() + t * per_task});
+  const TunedRR tuned = tune_tunedrr(views, tuning.targets);
+  EvalOptions out = options;
+  out.tunedrr_factor = tuned.factor;
+  out.tunedrr_cap = tuned.cap;
+  return out;
+}
+
+Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
+  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
+  Impl& im = *impl_;
+  const Shape& s = im.shape;
+  RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
+  const uint32_t tasks = uint32_t(set.tasks);
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.run_on"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, tasks));
+  // The layer-0 slice of acts holds the inputs, element-major and task-minor.
+  std::vector<float> acts(size_t(s.layers + 1) * s.token_elems * tasks, 0.0f);
+  for (uint32_t t = 0; t < tasks; ++t)
+    for (uint32_t e = 0; e < s.token_elems; ++e)
+      acts[size_t(e) * tasks + t] = set.tokens[size_t(t) * s.token_elems + e];
+  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.acts, acts));
+  RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.targets, set.targets));
+  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, true));
+  RILL_RETURN_IF_ERROR(im.recorder.backward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, ws));
+  RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(ws.reduced));
+  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
+  RILL_RETURN_IF_ERROR(seq.run());
+  TaskSetRun out;
+  RILL_ASSIGN_OR_RETURN(out.gradient, seq.read_floats(reduced));
+  out.loss = out.gradient.back();
+  out.gradient.pop_back();
+  RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds_id));
+  out.report = score(s, loss_factor(im.config), acts, tasks, out.predictions, set.targets,
+                     set.sigmas.empty() ? nullptr : &set.sigmas, options);
+  return out;
+}
+
+Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
+  Impl& im = *impl_;
+  if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
+  const Shape& s = im.shape;
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks)));
+  RILL_RETURN_IF_ERROR(im.recorder.sample(
+      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = sigma}));
+  RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
+  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+  RILL_RETURN_IF_ERROR(seq.run());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(acts_id));
+  TaskSet set{.d = int(s.d), .n = int(s.n), .tasks = tasks, .tokens = {}, .targets = {}, .sigmas = {}};
+  set.tokens.resize(size_t(tasks) * s.token_elems);
+  for (uint32_t t = 0; t < uint32_t(tasks); ++t)
+    for (uint32_t e = 0; e < s.token_elems; ++e)
+      set.tokens[size_t(t) * s.token_elems + e] = acts[size_t(e) * tasks + t];
+  RILL_ASSIGN_OR_RETURN(set.targets, seq.read_floats(targets_id));
+  RILL_ASSIGN_OR_RETURN(set.sigmas, seq.read_floats(sigmas_id));
+  return set;
+}
+
+Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
+  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
+  Impl& im = *impl_;
+  if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
+  if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
+    return invalid_argument("icl evaluate: sigma must be finite and >= 0");
+  const uint32_t tasks = uint32_t(options.tasks);
+  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, tasks));
+  RILL_RETURN_IF_ERROR(im.recorder.sample(
+      seq, ws, im.model,
+      {.seed = options.seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = options.sigma}));
+  RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
+  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
+  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
+  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
+  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+  RILL_RETURN_IF_ERROR(seq.run());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(inputs));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> preds, seq.read_floats(preds_id));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
+  RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
+
+  return score(im.shape, loss_factor(im.config), acts, tasks, preds, targets, &sigmas, options);
+}
+
+}  // namespace rill::icl

@@ -1,0 +1,46 @@
+// The trainer's state, shared by its training (trainer.cpp) and evaluation (trainer_evaluation.cpp).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "access.hpp"
+#include "icl/icl_kernels.hpp"
+#include "rill/icl.hpp"
+
+namespace rill::icl {
+
+using detail::loss_factor;
+using detail::ModelState;
+using detail::Recorder;
+using detail::Shape;
+using detail::Workspace;
+
+struct Trainer::Impl {
+  Context ctx;  // shares the application's context: the trainer keeps the device alive
+  TrainConfig config;
+  Shape shape;
+  Recorder recorder;
+  ModelState model;
+  Workspace workspace;
+  std::optional<detail::DeviceTaskSet> train_set;
+  std::optional<Sequence> step_sequence;
+  int64_t step = 0;
+  int64_t skipped = 0;
+
+  Impl(const Context& c, const TrainConfig& cfg)
+      : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
+
+  Result<std::vector<uint32_t>> read_state() {
+    std::vector<uint32_t> words(gpu::kIclStateWords);
+    RILL_RETURN_IF_ERROR(ctx.download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
+    return words;
+  }
+};
+
+namespace detail {
+// InvalidArgument naming `where` unless the set's tasks match the trainer's d and n.
+Status check_task_set(const TaskSet& set, const Shape& s, const char* where);
+}  // namespace detail
+
+}  // namespace rill::icl
