@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rill's TransNormer against an independent PyTorch implementation (tools/peers/transnormer_torch.py):
-# random models of two configs (every layer kind, decay, feature maps, norms, GLU activations, tied
-# and untied heads), logits after the prompt and after each generated token. Exit 77 (reported as
+# random models of three configs (every layer kind, decay per head and per layer, feature maps,
+# norms, GLU activations, tied and untied heads, and the TransNormerLLM options: the scaled
+# embedding, LRPE, the output gate), logits after the prompt and after each generated token. Exit 77 (reported as
 # skipped) where python3-torch is not installed.
 #   tests/lm_torch_check.sh RILL_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -16,6 +17,10 @@ configs=(
     "decay": [0.9, 0.75], "block": 8, "chunk": 4, "feature_map": "relu", "glu_activation": "sigmoid"}'
   '{"width": 24, "heads": 3, "layers": 2, "ffn_width": 40, "norm": "srmsnorm", "tie_embeddings": true,
     "block": 16, "chunk": 16, "feature_map": "elu1", "glu_activation": "silu"}'
+  '{"width": 32, "heads": 4, "layers": 3, "ffn_width": 48, "layer_kinds": ["norm", "diag", "norm"],
+    "decay": "transnormerllm", "block": 8, "chunk": 8, "feature_map": "silu", "norm": "srmsnorm",
+    "glu_activation": "identity", "embed_scale": 5.66, "output_gate": true, "lrpe_layers": [0, 2],
+    "tie_embeddings": true}'
 )
 for i in "${!configs[@]}"; do
   echo "${configs[$i]}" > "$work/config$i.json"

@@ -30,6 +30,7 @@ inline void umulExtended(uint a, uint b, uint& hi, uint& lo) {
 }
 
 #define precise
+#include "contract/icl.glsl"
 #include "rill_random.glsl"
 
 // The sampler writes through lvalue macros; here they address one task of a TaskBatch.
@@ -67,7 +68,8 @@ TaskBatch sample_tasks(const SamplerSpec& spec, uint32_t step, uint32_t first_ta
   s.category_count = uint32_t(spec.categories.size());
   s.stream_base = spec.stream_base;
   s.sigma_max = spec.sigma_max;
-  for (size_t i = 0; i < spec.categories.size() && i < RILL_ICL_MAX_CATEGORIES; ++i) s.categories[i] = spec.categories[i];
+  for (size_t i = 0; i < spec.categories.size() && i < glsl::kIclMaxCategories; ++i)
+    s.categories[i] = spec.categories[i];
   s.gamma = to_glsl(gamma_constants(spec.gamma_shape, spec.gamma_scale));
 
   TaskBatch batch;

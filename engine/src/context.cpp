@@ -25,7 +25,7 @@ ContextImpl::~ContextImpl() {
     if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
   }
   pipelines.reset();
-  if (transfer_pool != VK_NULL_HANDLE) device->fn().vkDestroyCommandPool(device->handle(), transfer_pool, nullptr);
+  transfer_pool.reset();
   submissions.reset();
   allocator.reset();
   device.reset();
@@ -46,13 +46,6 @@ Status ContextImpl::write_profile() {
 Status ContextImpl::wait_for(const TensorStorage& storage) {
   if (storage.last_use > submissions->completed()) return submissions->wait(storage.last_use);
   return Status::ok();
-}
-
-TensorStorage::~TensorStorage() {
-  if (parent || !allocation || !context) return;  // a view: the parent releases the memory
-  ContextImpl* ctx = context.get();
-  vk::Allocation a = allocation;
-  ctx->submissions->retire(last_use, [ctx, a] { ctx->allocator->release(a); });
 }
 
 }  // namespace detail
@@ -128,7 +121,11 @@ Result<Context> Context::create(const ContextOptions& options) {
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   pool_info.queueFamilyIndex = device.queue_family();
-  RILL_DEVICE_RETURN_IF_ERROR(device, device.fn().vkCreateCommandPool(device.handle(), &pool_info, nullptr, &impl->transfer_pool));
+  RILL_ASSIGN_OR_RETURN(
+      impl->transfer_pool,
+      vk::create_unique<vk::UniqueCommandPool>(device, impl->faults, "vkCreateCommandPool", [&](auto* out) {
+        return device.fn().vkCreateCommandPool(device.handle(), &pool_info, nullptr, out);
+      }));
   return Context(std::move(impl));
 }
 
@@ -213,7 +210,7 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
   const auto& fn = impl_->device->fn();
   Status s = impl_->run_once([&](VkCommandBuffer cb) {
     VkBufferCopy region{staging.offset, t.offset(), t.bytes};
-    fn.vkCmdCopyBuffer(cb, staging.block->buffer, t.buffer(), 1, &region);
+    fn.vkCmdCopyBuffer(cb, staging.buffer(), t.buffer(), 1, &region);
     // Copy -> later compute or transfer work of other submissions.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -244,7 +241,7 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
   const auto& fn = impl_->device->fn();
   Status s = impl_->run_once([&](VkCommandBuffer cb) {
     VkBufferCopy region{t.offset(), staging.offset, t.bytes};
-    fn.vkCmdCopyBuffer(cb, t.buffer(), staging.block->buffer, 1, &region);
+    fn.vkCmdCopyBuffer(cb, t.buffer(), staging.buffer(), 1, &region);
     // Copy -> host read of the staging memory after the fence.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                             VK_ACCESS_HOST_READ_BIT};

@@ -23,23 +23,17 @@ SequenceImpl::~SequenceImpl() {
   ContextImpl* c = ctx.get();
   // End an unfinished recording first: the Khronos validation layer (1.3.239) leaks its state for
   // a command buffer that is destroyed while still recording.
-  if (state == State::kRecording && cb != VK_NULL_HANDLE) {
-    if (c->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb);
-    c->device->fn().vkEndCommandBuffer(cb);
+  if (state == State::kRecording && objects.cb) {
+    if (c->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb());
+    (void)c->device->fn().vkEndCommandBuffer(cb());  // a failure leaves nothing to undo: it is freed next
   }
-  // The GPU may still run this sequence: its objects go when its last submission has finished.
-  c->submissions->retire(last_serial, [c, pool = pool, cmd = cb, dpools = descriptor_pools, qpools = query_pools,
-                                       staging = staging, downloads = downloads] {
-    const auto& fn = c->device->fn();
-    VkDevice dev = c->device->handle();
-    for (VkQueryPool q : qpools) fn.vkDestroyQueryPool(dev, q, nullptr);
-    for (VkDescriptorPool p : dpools) fn.vkDestroyDescriptorPool(dev, p, nullptr);
-    // Freed explicitly before its pool: the validation layer (1.3.239) leaks otherwise.
-    if (cmd != VK_NULL_HANDLE) fn.vkFreeCommandBuffers(dev, pool, 1, &cmd);
-    if (pool != VK_NULL_HANDLE) fn.vkDestroyCommandPool(dev, pool, nullptr);
-    for (const auto& a : staging) c->allocator->release(a);
-    for (const auto& d : downloads) c->allocator->release(d.staging);
-  });
+  // The GPU may still run this sequence: its objects go when its last submission has finished
+  // (the Vulkan objects with the retiree, once it has run).
+  c->submissions->retire(
+      last_serial, [c, vulkan = std::move(objects), staging = std::move(staging), downloads = std::move(downloads)] {
+        for (const auto& a : staging) c->allocator->release(a);
+        for (const auto& d : downloads) c->allocator->release(d.staging);
+      });
 }
 
 Status SequenceImpl::begin() {
@@ -47,22 +41,19 @@ Status SequenceImpl::begin() {
   VkDevice dev = ctx->device->handle();
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.queueFamilyIndex = ctx->device->queue_family();
-  VkResult r = ctx->faults.run([&] { return fn.vkCreateCommandPool(dev, &pool_info, nullptr, &pool); });
-  if (r != VK_SUCCESS) return ctx->device->check(r, "vkCreateCommandPool");
-  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  alloc.commandPool = pool;
-  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  alloc.commandBufferCount = 1;
-  r = ctx->faults.run([&] { return fn.vkAllocateCommandBuffers(dev, &alloc, &cb); });
-  if (r != VK_SUCCESS) return ctx->device->check(r, "vkAllocateCommandBuffers");
+  RILL_ASSIGN_OR_RETURN(objects.pool, vk::create_unique<vk::UniqueCommandPool>(
+                                          *ctx->device, ctx->faults, "vkCreateCommandPool", [&](auto* out) {
+                                            return fn.vkCreateCommandPool(dev, &pool_info, nullptr, out);
+                                          }));
+  RILL_ASSIGN_OR_RETURN(objects.cb, vk::allocate_command_buffer(*ctx->device, ctx->faults, objects.pool.get()));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   // Replays put the same command buffer into one batch several times.
   begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
-  RILL_DEVICE_RETURN_IF_ERROR(*ctx->device, fn.vkBeginCommandBuffer(cb, &begin));
+  RILL_DEVICE_RETURN_IF_ERROR(*ctx->device, fn.vkBeginCommandBuffer(cb(), &begin));
   if (ctx->instance->debug_utils() && !options.label.empty()) {
     VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
     label.pLabelName = options.label.c_str();
-    vkCmdBeginDebugUtilsLabelEXT(cb, &label);
+    vkCmdBeginDebugUtilsLabelEXT(cb(), &label);
   }
   return Status::ok();
 }
@@ -75,33 +66,34 @@ Status SequenceImpl::ensure_descriptor_pool() {
   info.maxSets = kSetsPerPool;
   info.poolSizeCount = 2;
   info.pPoolSizes = sizes;
-  VkDescriptorPool p = VK_NULL_HANDLE;
   const auto& fn = ctx->device->fn();
   VkDevice dev = ctx->device->handle();
-  VkResult r = ctx->faults.run([&] { return fn.vkCreateDescriptorPool(dev, &info, nullptr, &p); });
-  if (r != VK_SUCCESS) return ctx->device->check(r, "vkCreateDescriptorPool");
-  descriptor_pools.push_back(p);
+  RILL_ASSIGN_OR_RETURN(auto pool, vk::create_unique<vk::UniqueDescriptorPool>(
+                                       *ctx->device, ctx->faults, "vkCreateDescriptorPool",
+                                       [&](auto* out) { return fn.vkCreateDescriptorPool(dev, &info, nullptr, out); }));
+  objects.descriptor_pools.push_back(std::move(pool));
   sets_left_in_pool = kSetsPerPool;
   return Status::ok();
 }
 
 Result<uint32_t> SequenceImpl::next_timestamp_pair(VkQueryPool* out) {
-  if (query_pools.empty() || queries_used + 2 > kQueriesPerPool) {
+  if (objects.query_pools.empty() || queries_used + 2 > kQueriesPerPool) {
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = kQueriesPerPool;
-    VkQueryPool q = VK_NULL_HANDLE;
     const auto& fn = ctx->device->fn();
     VkDevice dev = ctx->device->handle();
-    VkResult r = ctx->faults.run([&] { return fn.vkCreateQueryPool(dev, &info, nullptr, &q); });
-    if (r != VK_SUCCESS) return ctx->device->check(r, "vkCreateQueryPool");
-    query_pools.push_back(q);
+    RILL_ASSIGN_OR_RETURN(auto pool, vk::create_unique<vk::UniqueQueryPool>(
+                                         *ctx->device, ctx->faults, "vkCreateQueryPool", [&](auto* pool_out) {
+                                           return fn.vkCreateQueryPool(dev, &info, nullptr, pool_out);
+                                         }));
+    // Reset inside the command buffer so that every replay starts from reset queries.
+    fn.vkCmdResetQueryPool(cb(), pool.get(), 0, kQueriesPerPool);
+    objects.query_pools.push_back(std::move(pool));
     ++ctx->query_pools_created;
     queries_used = 0;
-    // Reset inside the command buffer so that every replay starts from reset queries.
-    fn.vkCmdResetQueryPool(cb, q, 0, kQueriesPerPool);
   }
-  *out = query_pools.back();
+  *out = objects.query_pools.back().get();
   const uint32_t first = queries_used;
   queries_used += 2;
   return first;
@@ -121,11 +113,11 @@ Status SequenceImpl::finish() {
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
                           VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                           kAllWorkAccess | VK_ACCESS_HOST_READ_BIT};
-  fn.vkCmdPipelineBarrier(cb, kWorkStages, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr,
-                          0, nullptr);
+  fn.vkCmdPipelineBarrier(cb(), kWorkStages, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                          nullptr);
   ++stats.barriers;
-  if (ctx->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb);
-  VkResult r = fn.vkEndCommandBuffer(cb);
+  if (ctx->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb());
+  VkResult r = fn.vkEndCommandBuffer(cb());
   if (r != VK_SUCCESS) {
     state = State::kBroken;
     broken = ctx->device->check(r, "vkEndCommandBuffer");
@@ -139,7 +131,7 @@ Status SequenceImpl::submit(uint32_t times) {
   if (times == 0) return invalid_argument("submit: times must be >= 1");
   RILL_RETURN_IF_ERROR(ctx->check_usable());
   RILL_RETURN_IF_ERROR(finish());
-  std::vector<VkCommandBuffer> batch(times, cb);
+  std::vector<VkCommandBuffer> batch(times, cb());
   submit_us = ctx->profiler.now_us();
   RILL_ASSIGN_OR_RETURN(uint64_t serial, ctx->submissions->submit(batch));
   last_serial = serial;
@@ -183,11 +175,12 @@ Result<std::vector<DispatchTiming>> SequenceImpl::read_timings() const {
   std::vector<DispatchTiming> out = timed;
   std::vector<uint64_t> ticks(2 * out.size());
   size_t done = 0;
-  for (VkQueryPool q : query_pools) {
+  for (const vk::UniqueQueryPool& pool : objects.query_pools) {
     const uint32_t n = static_cast<uint32_t>(std::min<size_t>(kQueriesPerPool, ticks.size() - done));
     if (n == 0) break;
-    VkResult r = fn.vkGetQueryPoolResults(ctx->device->handle(), q, 0, n, n * sizeof(uint64_t), ticks.data() + done,
-                                          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    VkResult r =
+        fn.vkGetQueryPoolResults(ctx->device->handle(), pool.get(), 0, n, n * sizeof(uint64_t), ticks.data() + done,
+                                 sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (r != VK_SUCCESS) return ctx->device->check(r, "vkGetQueryPoolResults");
     done += n;
   }

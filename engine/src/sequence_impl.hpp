@@ -10,6 +10,7 @@
 #include "context_impl.hpp"
 #include "hazard_tracker.hpp"
 #include "rill/sequence.hpp"
+#include "vk/unique.hpp"
 
 namespace rill::detail {
 
@@ -38,11 +39,16 @@ class SequenceImpl {
   enum class State { kRecording, kFinished, kBroken } state = State::kRecording;
   Status broken;  // why recording stopped (a failed call after commands were recorded)
 
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  std::vector<VkDescriptorPool> descriptor_pools;
+  // The Vulkan objects of the recording, destroyed together (in reverse order of declaration)
+  // once the GPU has finished the last submission that used them.
+  struct VulkanObjects {
+    vk::UniqueCommandPool pool;
+    vk::UniqueCommandBuffer cb;
+    std::vector<vk::UniqueDescriptorPool> descriptor_pools;
+    std::vector<vk::UniqueQueryPool> query_pools;
+  } objects;
+  VkCommandBuffer cb() const { return objects.cb.get(); }
   uint32_t sets_left_in_pool = 0;
-  std::vector<VkQueryPool> query_pools;
   uint32_t queries_used = 0;  // in the last query pool
   std::vector<vk::Allocation> staging;
   struct Download {

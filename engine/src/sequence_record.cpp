@@ -18,7 +18,7 @@ Status SequenceImpl::insert_barrier_if_needed(const std::vector<HazardTracker::A
   // for some other conflict, then a fill of X would otherwise be unordered with the first write.
   const VkPipelineStageFlags src = hazards.pending_stages();
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, writes_of(src), reads_and_writes_of(kWorkStages)};
-  ctx->device->fn().vkCmdPipelineBarrier(cb, src, kWorkStages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ctx->device->fn().vkCmdPipelineBarrier(cb(), src, kWorkStages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   hazards.barrier();
   ++stats.barriers;
   return Status::ok();
@@ -71,7 +71,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   const auto& fn = ctx->device->fn();
   VkDevice dev = ctx->device->handle();
   VkDescriptorSetAllocateInfo set_alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  set_alloc.descriptorPool = descriptor_pools.back();
+  set_alloc.descriptorPool = objects.descriptor_pools.back().get();
   set_alloc.descriptorSetCount = 1;
   set_alloc.pSetLayouts = &pipeline.set_layout;
   VkDescriptorSet set = VK_NULL_HANDLE;
@@ -105,21 +105,21 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (labels) {
     VkDebugUtilsLabelEXT l{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
     l.pLabelName = label.c_str();
-    vkCmdBeginDebugUtilsLabelEXT(cb, &l);
+    vkCmdBeginDebugUtilsLabelEXT(cb(), &l);
   }
-  if (timed_dispatch) fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
-  fn.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-  fn.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
+  if (timed_dispatch) fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
+  fn.vkCmdBindPipeline(cb(), VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+  fn.vkCmdBindDescriptorSets(cb(), VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
   if (!d.push.bytes.empty())
-    fn.vkCmdPushConstants(cb, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+    fn.vkCmdPushConstants(cb(), pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           static_cast<uint32_t>(d.push.bytes.size()), d.push.bytes.data());
-  fn.vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
+  fn.vkCmdDispatch(cb(), d.groups[0], d.groups[1], d.groups[2]);
   if (timed_dispatch) {
-    fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);
+    fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);
     timed.push_back({label, kernel, std::string(shader->variant.empty() ? "default" : shader->variant), d.groups,
                      d.flops, d.bytes, 0.0, 0.0});
   }
-  if (labels) vkCmdEndDebugUtilsLabelEXT(cb);
+  if (labels) vkCmdEndDebugUtilsLabelEXT(cb());
   hazards.add(accesses);
   for (const Tensor* t : d.bindings) reference(detail::Access::storage(*t));
   ++stats.dispatches;
@@ -168,23 +168,23 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
     case Transfer::kCopy: {
       VkBufferCopy region{detail::Access::storage(*src)->offset(), detail::Access::storage(*dst)->offset(),
                           src->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, detail::Access::storage(*src)->buffer(), detail::Access::storage(*dst)->buffer(), 1,
+      fn.vkCmdCopyBuffer(cb(), detail::Access::storage(*src)->buffer(), detail::Access::storage(*dst)->buffer(), 1,
                          &region);
       break;
     }
     case Transfer::kUpload: {
       VkBufferCopy region{stage.offset, detail::Access::storage(*dst)->offset(), dst->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, stage.block->buffer, detail::Access::storage(*dst)->buffer(), 1, &region);
+      fn.vkCmdCopyBuffer(cb(), stage.buffer(), detail::Access::storage(*dst)->buffer(), 1, &region);
       break;
     }
     case Transfer::kDownload: {
       VkBufferCopy region{detail::Access::storage(*src)->offset(), stage.offset, src->size_bytes()};
-      fn.vkCmdCopyBuffer(cb, detail::Access::storage(*src)->buffer(), stage.block->buffer, 1, &region);
+      fn.vkCmdCopyBuffer(cb(), detail::Access::storage(*src)->buffer(), stage.buffer(), 1, &region);
       break;
     }
     case Transfer::kZero:
       // Fill needs a multiple of 4 bytes; allocations are padded to 256, so rounding up stays ours.
-      fn.vkCmdFillBuffer(cb, detail::Access::storage(*dst)->buffer(), detail::Access::storage(*dst)->offset(),
+      fn.vkCmdFillBuffer(cb(), detail::Access::storage(*dst)->buffer(), detail::Access::storage(*dst)->offset(),
                          align_up(dst->size_bytes(), 4), 0);
       break;
   }

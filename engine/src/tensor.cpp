@@ -1,10 +1,20 @@
-// rill::Tensor accessors and dtype helpers.
+// rill::Tensor accessors, dtype helpers, and the release of a tensor's memory when its storage goes.
 #include "rill/tensor.hpp"
 
 #include "access.hpp"
 #include "context_impl.hpp"
 
 namespace rill {
+namespace detail {
+
+TensorStorage::~TensorStorage() {
+  if (parent || !allocation || !context) return;  // a view: the parent releases the memory
+  ContextImpl* ctx = context.get();
+  vk::Allocation a = allocation;
+  ctx->submissions->retire(last_use, [ctx, a] { ctx->allocator->release(a); });
+}
+
+}  // namespace detail
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {

@@ -36,7 +36,7 @@ void main() {
   s.category_count = p.category_count;
   s.stream_base = p.stream_base;
   s.sigma_max = p.sigma_max;
-  for (int i = 0; i < RILL_ICL_MAX_CATEGORIES; ++i) s.categories[i] = p.categories[i];
+  for (uint i = 0u; i < kIclMaxCategories; ++i) s.categories[i] = p.categories[i];
   s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
   const uint step = p.use_state_step != 0u ? state[kIclStateStep] : p.step;
   rill_icl_sample_task(s, p.first_task + g_task, step);

@@ -3,6 +3,7 @@
 // PW_WORDS_BINDING) and pw_scales (PW_SCALES_BINDING, int8 only) and packed_value().
 #ifndef RILL_PACKED_WEIGHTS_GLSL
 #define RILL_PACKED_WEIGHTS_GLSL
+#include "contract/matmul.glsl"  // values per word
 
 layout(std430, binding = PW_WORDS_BINDING) readonly buffer PackedWords { uint pw_words[]; };
 layout(std430, binding = PW_SCALES_BINDING) readonly buffer PackedScales { float pw_scales[]; };
@@ -27,12 +28,12 @@ vec2 rill_unpack_half2(uint word) {
 // at scale_base (one per group of `group` rows and column, `cols` per scale row).
 float packed_value(uint word_base, uint words_per_row, uint scale_base, uint group, uint cols, uint r, uint c) {
 #if defined(B_INT8)
-  const uint word = pw_words[word_base + r * words_per_row + (c >> 2)];
-  const float q = float(bitfieldExtract(int(word), int((c & 3u) * 8u), 8));
+  const uint word = pw_words[word_base + r * words_per_row + c / kPackedInt8PerWord];
+  const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));
   return q * pw_scales[scale_base + (r / group) * cols + c];
 #else
-  const vec2 pair = rill_unpack_half2(pw_words[word_base + r * words_per_row + (c >> 1)]);
-  return (c & 1u) == 0u ? pair.x : pair.y;
+  const vec2 pair = rill_unpack_half2(pw_words[word_base + r * words_per_row + c / kPackedF16PerWord]);
+  return c % kPackedF16PerWord == 0u ? pair.x : pair.y;
 #endif
 }
 

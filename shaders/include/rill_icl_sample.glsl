@@ -15,9 +15,9 @@
 #ifndef RILL_ICL_SAMPLE_GLSL
 #define RILL_ICL_SAMPLE_GLSL
 
+#include "contract/icl.glsl"  // kIclMaxCategories (a C++ includer includes it first, at namespace scope)
 #include "rill_random.glsl"
 
-#define RILL_ICL_MAX_CATEGORIES 6
 #define RILL_ICL_GAMMA_ATTEMPTS 16
 
 struct IclSampler {
@@ -30,7 +30,7 @@ struct IclSampler {
   uint category_count;
   uint stream_base;  // 0 for training batches; other values give independent streams (evaluation)
   float sigma_max;
-  float categories[RILL_ICL_MAX_CATEGORIES];
+  float categories[kIclMaxCategories];
   RillGammaParams gamma;
 };
 

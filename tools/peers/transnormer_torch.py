@@ -7,7 +7,10 @@ softmax attention inside aligned blocks; NormAttention: causal linear attention 
 and a feature map, no denominator, then a norm; softmax: full causal attention), x += mixed Wo; a
 GLU channel mixer x += (g Wu * act(g Wg)) Wd on g = Norm(x); a final norm and the head (or the tied
 embedding). Linear attention runs in the chunked form (C = the config's chunk) and block attention
-block by block, as a user of PyTorch would write them.
+block by block, as a user of PyTorch would write them. The TransNormerLLM options of the config are
+followed too: the embedding times embed_scale, a SiLU feature map, per-layer decay (a list per
+layer, or "transnormerllm": ALiBi's slopes scaled per layer), LRPE on q and k in lrpe_layers
+([x cos(theta p), x sin(theta p)]), the output gate (u Wgate) * o and the identity GLU.
 
   --check EXPORT   compare with the logits `rill generate --export-logits EXPORT` wrote (prefill and
                    every decoding step) for the same model; prints JSON, exits 1 on a mismatch
@@ -29,10 +32,11 @@ except ImportError:
 
 DEFAULTS = {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 6, "block": 64, "chunk": 64,
             "feature_map": "elu1", "decay": [], "norm": "rmsnorm", "norm_eps": 1e-6, "glu_activation": "silu",
-            "tie_embeddings": False, "layer_kinds": []}
+            "tie_embeddings": False, "layer_kinds": [], "embed_scale": 1.0, "output_gate": False, "lrpe_layers": []}
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "convert"))
 from checkpoint_io import read_safetensors  # noqa: E402  (tools/convert/checkpoint_io.py)
+from transnormerllm_torch import slopes  # noqa: E402  (ALiBi's head slopes, as the published code forms them)
 
 
 def load_config(path):
@@ -43,11 +47,26 @@ def load_config(path):
     return c
 
 
+def layer_decays(c):
+    """Each layer's per-head decay [H] (or None: no decay) from the config's "decay"."""
+    h, layers, d = c["heads"], c["layers"], c["decay"]
+    if d == "transnormerllm":  # lambda = exp(-s_h (1 - l / (L - 1) + 1e-5))
+        return [[math.exp(-s * (1 - l / (layers - 1) + 1e-5)) for s in slopes(h)] for l in range(layers)]
+    if not d:
+        return [None] * layers
+    if isinstance(d[0], list):
+        return d
+    if len(d) == h:
+        return [d] * layers
+    return [d[l * h:(l + 1) * h] for l in range(layers)]  # flat, layer-major
+
 def feature(name, x):
     if name == "elu1":
         return torch.where(x > 0, x + 1, torch.exp(x))
     if name == "relu":
         return torch.relu(x)
+    if name == "silu":
+        return x * torch.sigmoid(x)
     return x
 
 
@@ -64,8 +83,7 @@ class TransNormer:
         self.c = config
         self.w = {k: v.to(device=device, dtype=dtype) for k, v in weights.items()}
         self.device, self.dtype = device, dtype
-        decay = config["decay"]
-        self.decay = torch.tensor(decay, device=device, dtype=dtype) if decay else None
+        self.decay = [None if d is None else torch.tensor(d, device=device, dtype=dtype) for d in layer_decays(config)]
 
     def norm(self, x, gain_name):
         c = self.c
@@ -86,42 +104,59 @@ class TransNormer:
         p = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)
         return (p @ vb).reshape(h, nb * block, d)[:, :n]
 
-    def linear_attention(self, q, k, v):
-        """Causal, chunked: within a chunk the decayed, masked (phi(Q) phi(K)^T) V; across chunks phi(Q) S."""
+    def lrpe(self, layer, x, first):
+        """x [H, n, d] at positions first.. -> [H, n, 2d]: [x cos(theta p), x sin(theta p)]."""
+        theta = self.w["layers.%d.lrpe_theta" % layer].reshape(x.shape[0], 1, -1).double()  # [H, 1, d]
+        p = torch.arange(first, first + x.shape[1], dtype=torch.float64, device=x.device)[None, :, None]
+        angle = theta * p
+        return torch.cat([x * torch.cos(angle).to(x.dtype), x * torch.sin(angle).to(x.dtype)], -1)
+
+    def features(self, layer, q, k, first):
+        """phi(q), phi(k) of a NormAttention layer, with LRPE where the config asks for it."""
         c = self.c
         q, k = feature(c["feature_map"], q), feature(c["feature_map"], k)
+        if layer in c["lrpe_layers"]:
+            q, k = self.lrpe(layer, q, first), self.lrpe(layer, k, first)
+        return q, k
+
+    def linear_attention(self, layer, q, k, v):
+        """Causal, chunked: within a chunk the decayed, masked (phi(Q) phi(K)^T) V; across chunks phi(Q) S."""
+        c = self.c
+        q, k = self.features(layer, q, k, 0)
         h, n, d = q.shape
+        dv = v.shape[-1]
         C = c["chunk"]
         pad = (-n) % C
         q, k, v = (torch.nn.functional.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
         nc = (n + pad) // C
-        qc, kc, vc = (t.reshape(h, nc, C, d) for t in (q, k, v))
+        qc, kc = (t.reshape(h, nc, C, d) for t in (q, k))
+        vc = v.reshape(h, nc, C, dv)
         t = torch.arange(C, device=q.device, dtype=q.dtype)
         mask = torch.ones(C, C, device=q.device, dtype=torch.bool).tril()
-        if self.decay is None:
+        if self.decay[layer] is None:
             intra = ((qc @ kc.transpose(-1, -2)) * mask) @ vc
             states = kc.transpose(-1, -2) @ vc
             before = states.cumsum(1) - states
-            return (intra + qc @ before).reshape(h, nc * C, d)[:, :n]
-        log_l = torch.log(self.decay)[:, None]  # [H, 1]
+            return (intra + qc @ before).reshape(h, nc * C, dv)[:, :n]
+        log_l = torch.log(self.decay[layer])[:, None]  # [H, 1]
         within = torch.exp((t[:, None] - t[None, :]) * log_l[:, :, None]) * mask  # lambda^(t-s), s <= t
         intra = ((qc @ kc.transpose(-1, -2)) * within[:, None]) @ vc
         k_weight = torch.exp((C - 1 - t) * log_l)[:, None, :, None]  # lambda^(C-1-s)
         q_weight = torch.exp((t + 1) * log_l)[:, None, :, None]      # lambda^(t+1)
         states = (kc * k_weight).transpose(-1, -2) @ vc
         carry = torch.exp(C * log_l)[:, :, None]  # lambda^C per head
-        before, s = [], torch.zeros(h, d, d, device=q.device, dtype=q.dtype)
+        before, s = [], torch.zeros(h, d, dv, device=q.device, dtype=q.dtype)
         for j in range(nc):
             before.append(s)
             s = carry * s + states[:, j]
         inter = (qc * q_weight) @ torch.stack(before, 1)
-        return (intra + inter).reshape(h, nc * C, d)[:, :n]
+        return (intra + inter).reshape(h, nc * C, dv)[:, :n]
 
     def logits(self, tokens):
         c, w = self.c, self.w
         ids = torch.tensor(tokens, device=self.device)
         valid = ids < c["vocab"]
-        x = w["embed"][ids.clamp(max=c["vocab"] - 1)] * valid[:, None]
+        x = w["embed"][ids.clamp(max=c["vocab"] - 1)] * valid[:, None] * c["embed_scale"]
         n = x.shape[0]
         for i, kind in enumerate(c["layer_kinds"]):
             p = "layers.%d." % i
@@ -132,10 +167,12 @@ class TransNormer:
             elif kind == "softmax":
                 o = self.block_attention(q, k, v, n)
             else:
-                o = self.linear_attention(q, k, v)
+                o = self.linear_attention(i, q, k, v)
             o = o.transpose(0, 1).reshape(n, c["width"])  # heads side by side
             if kind == "norm":
                 o = self.norm(o, p + "out_norm")
+            if c["output_gate"]:
+                o = o * (u @ w[p + "wgate"])
             x = x + o @ w[p + "wo"]
             g = self.norm(x, p + "ffn_norm")
             x = x + ((g @ w[p + "wu"]) * activation(c["glu_activation"], g @ w[p + "wg"])) @ w[p + "wd"]
@@ -150,7 +187,8 @@ class DecodeState:
     def __init__(self, model):
         c, h = model.c, model.c["heads"]
         d = c["width"] // h
-        self.state = {i: torch.zeros(h, d, d, device=model.device, dtype=model.dtype)
+        dk = {i: 2 * d if i in c["lrpe_layers"] else d for i in range(c["layers"])}
+        self.state = {i: torch.zeros(h, dk[i], d, device=model.device, dtype=model.dtype)
                       for i, kind in enumerate(c["layer_kinds"]) if kind == "norm"}
         self.keys = {i: [] for i, kind in enumerate(c["layer_kinds"]) if kind != "norm"}
         self.values = {i: [] for i in self.keys}
@@ -159,14 +197,14 @@ class DecodeState:
 def decode_step(model, token, position, s):
     """Logits after `token` at `position`, one token at a time (constant cost for NormAttention)."""
     c, w = model.c, model.w
-    x = w["embed"][min(token, c["vocab"] - 1)][None] * (token < c["vocab"])
+    x = w["embed"][min(token, c["vocab"] - 1)][None] * (token < c["vocab"]) * c["embed_scale"]
     for i, kind in enumerate(c["layer_kinds"]):
         p = "layers.%d." % i
         u = model.norm(x, p + "attn_norm")
         q, k, v = (model.heads(u, p + n)[:, 0] for n in ("wq", "wk", "wv"))  # [H, Dh]
         if kind == "norm":
-            fq, fk = feature(c["feature_map"], q), feature(c["feature_map"], k)
-            lam = model.decay[:, None, None] if model.decay is not None else 1.0
+            fq, fk = (t[:, 0] for t in model.features(i, q[:, None], k[:, None], position))
+            lam = model.decay[i][:, None, None] if model.decay[i] is not None else 1.0
             s.state[i] = lam * s.state[i] + fk[:, :, None] * v[:, None, :]
             o = model.norm((fq[:, None, :] @ s.state[i])[:, 0].reshape(1, -1), p + "out_norm")
         else:
@@ -177,6 +215,8 @@ def decode_step(model, token, position, s):
             keys, values = torch.stack(s.keys[i], 1), torch.stack(s.values[i], 1)  # [H, T, Dh]
             p_att = torch.softmax((keys @ q[:, :, None])[:, :, 0] / math.sqrt(q.shape[1]), -1)
             o = (p_att[:, None, :] @ values)[:, 0].reshape(1, -1)
+        if c["output_gate"]:
+            o = o * (u @ w[p + "wgate"])
         x = x + o @ w[p + "wo"]
         g = model.norm(x, p + "ffn_norm")
         x = x + ((g @ w[p + "wu"]) * activation(c["glu_activation"], g @ w[p + "wg"])) @ w[p + "wd"]

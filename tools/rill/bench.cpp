@@ -2,12 +2,13 @@
 //   dispatch: host cost of recording, GPU+host cost per dispatch with and without barriers,
 //             and the submit-to-completion round trip.
 //   pipeline: pipeline creation cold, from a warm pipeline-cache file, and cached lookups.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "bench_ops.hpp"
@@ -127,6 +128,27 @@ bool bench_pipeline(bool quick, nlohmann::json& out) {
 }
 
 }  // namespace
+
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
+  auto* cmd = app.add_subcommand("bench", "Benchmarks; prints JSON");
+  cmd->add_option("--op", a.ops,
+                  "Comma-separated: peaks, dispatch, pipeline, rmsnorm, matmul, linear_attention, block_attention, "
+                  "icl, lm; or all");
+  cmd->add_flag("--quick", a.quick, "Fewer repetitions (under a minute)");
+  cmd->add_flag("--no-torch", a.no_torch, "icl: do not time the PyTorch-CPU baseline");
+  cmd->add_flag("--peers", a.peers,
+                "time the same work in PyTorch in this run (CUDA when it sees a GPU, else the CPU) and add "
+                "peer_ms and speedup_vs_peer to each kernel record (needs python3-torch)");
+  cmd->add_option("--lm-config", a.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
+  cmd->add_option("--lm-max-tokens", a.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
+  cmd->add_option("--lm-weight-storage", a.lm_weight_storage,
+                  "lm: the linear layers' weights: precision (f32), f16 or int8")
+      ->check(CLI::IsMember({"precision", "f16", "int8"}));
+  cmd->add_option("--lm-segment", a.lm_segment, "lm: prefill segment length (0: the model's default)");
+  cmd->add_flag("--lm-no-baseline", a.lm_no_baseline,
+                "lm: skip the softmax-attention baseline (a large config's quadratic baseline takes hours)");
+  return cmd;
+}
 
 int run_bench(const BenchArgs& args) {
   // Every name is checked before any work: a typo must not give an empty, successful run.

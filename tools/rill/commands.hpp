@@ -16,12 +16,14 @@ struct InfoArgs {
   bool json = false;
   std::string profile;  // a limit profile to apply to every device (also RILL_LIMIT_PROFILE)
 };
+CLI::App* add_info_command(CLI::App& app, InfoArgs& args);
 int run_info(const InfoArgs& args);
 
 struct DemoArgs {
   uint32_t elements = 1u << 20;
   uint32_t replays = 100;
 };
+CLI::App* add_demo_command(CLI::App& app, DemoArgs& args);
 int run_demo(const DemoArgs& args);
 
 struct BenchArgs {
@@ -35,6 +37,7 @@ struct BenchArgs {
   uint32_t lm_segment = 0;                      // lm: prefill segment (0: the model's default)
   bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
 };
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench(const BenchArgs& args);
 
 struct ProfileArgs {
@@ -43,6 +46,7 @@ struct ProfileArgs {
   bool quick_peaks = false;
   std::vector<std::string> command;  // the rill subcommand and its arguments
 };
+CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args);
 int run_profile(const ProfileArgs& args);
 
 // Unset options keep the preset's value.
@@ -65,6 +69,7 @@ struct TrainIclArgs {
   std::string csv, plot;
 };
 CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& args);
+int run_train_icl(const TrainIclArgs& args);
 
 struct ReproIclArgs {
   std::string out = "repro-icl";
@@ -75,6 +80,7 @@ struct ReproIclArgs {
   std::vector<std::string> experiments = {"adam-vs-sgd", "adjusted-vs-depth"};
 };
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);
+int run_repro_icl(const ReproIclArgs& args);
 
 struct IclExportArgs {
   std::string checkpoint, tasks, out;
@@ -97,8 +103,6 @@ struct IclDiagnoseArgs {
 };
 CLI::App* add_icl_diagnose_command(CLI::App& app, IclDiagnoseArgs& args);
 int run_icl_diagnose(const IclDiagnoseArgs& args);
-int run_repro_icl(const ReproIclArgs& args);
-int run_train_icl(const TrainIclArgs& args);
 
 // `rill generate`: a TransNormer language model (loaded, or random weights) continues a prompt.
 struct GenerateArgs {

@@ -1,4 +1,5 @@
 // `rill demo`: saxpy on the device, recorded once and replayed, checked against the CPU.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,13 @@
 #include "rill/rill.hpp"
 
 namespace rill_cli {
+
+CLI::App* add_demo_command(CLI::App& app, DemoArgs& a) {
+  auto* cmd = app.add_subcommand("demo", "Run a small computation on the device and check it against the CPU");
+  cmd->add_option("--elements", a.elements, "Vector length")->check(CLI::Range(1u, 1u << 28));
+  cmd->add_option("--replays", a.replays, "Times the recorded sequence is replayed")->check(CLI::Range(1u, 1u << 20));
+  return cmd;
+}
 
 int run_demo(const DemoArgs& args) {
   auto ctx = rill::Context::create();

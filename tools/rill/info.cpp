@@ -1,4 +1,5 @@
 // `rill info`: devices, the choice and its reason, capabilities and quirks (text or JSON).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,18 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
 }
 
 }  // namespace
+
+CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
+  auto* cmd = app.add_subcommand("info", "List Vulkan devices, which one rill picks and why, and their capabilities");
+  cmd->add_flag("--json", a.json, "Print JSON instead of text");
+  std::vector<std::string> profile_names;
+  for (const auto& p : rill::limit_profiles()) profile_names.push_back(p.name);
+  cmd->add_option("--profile", a.profile,
+                  "Show each device as a limit profile would make it, and the kernels rill would pick then")
+      ->check(CLI::IsMember(profile_names))
+      ->envname("RILL_LIMIT_PROFILE");
+  return cmd;
+}
 
 int run_info(const InfoArgs& args) {
   auto listing = rill::list_devices();

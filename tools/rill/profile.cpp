@@ -1,5 +1,6 @@
 // `rill profile -- <subcommand ...>`: runs any rill subcommand with RILL_PROFILE set, then prints
 // the per-kernel summary against the device's measured peaks and optionally draws the roofline.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,16 @@ bool write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+CLI::App* add_profile_command(CLI::App& app, ProfileArgs& a) {
+  auto* cmd =
+      app.add_subcommand("profile", "Run a rill subcommand with profiling: Chrome trace, per-kernel summary, roofline");
+  cmd->add_option("--trace", a.trace, "Chrome trace-event JSON to write");
+  cmd->add_option("--roofline", a.roofline, "Roofline plot (SVG) to write");
+  cmd->add_flag("--quick-peaks", a.quick_peaks, "Measure device peaks quickly if not cached");
+  cmd->add_option("command", a.command, "The subcommand to profile, after --, e.g. -- demo --replays 10");
+  return cmd;
+}
 
 int run_profile(const ProfileArgs& args) {
   if (args.command.empty()) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "rill/icl.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::icl {
 
@@ -62,7 +63,9 @@ Status validate(const TrainConfig& c) {
   if (t.noise == NoiseKind::kUniform)
     RILL_RETURN_IF_ERROR(field(std::isfinite(t.sigma_max) && t.sigma_max >= 0.0f, "sigma_max must be finite and >= 0"));
   if (t.noise == NoiseKind::kCategorical) {
-    RILL_RETURN_IF_ERROR(field(!t.categories.empty() && t.categories.size() <= 6, "categorical noise needs 1 to 6 sigma values"));
+    RILL_RETURN_IF_ERROR(
+        field(!t.categories.empty() && t.categories.size() <= gpu::kIclMaxCategories,
+              "categorical noise needs 1 to " + std::to_string(gpu::kIclMaxCategories) + " sigma values"));
     for (float s : t.categories) RILL_RETURN_IF_ERROR(field(std::isfinite(s) && s >= 0.0f, "sigma values must be finite and >= 0"));
   }
   const ModelConfig& m = c.model;

@@ -5,6 +5,7 @@
 
 #include "icl_sampler.hpp"
 #include "ops/op_common.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::icl::detail {
 namespace {
@@ -76,8 +77,8 @@ Recorder::Recorder(const TrainConfig& config, Shape shape) : config_(config), sh
 }
 
 std::vector<SpecValue> Recorder::model_spec(const Sequence&) const {
-  return {spec_uint("WG_SIZE", kTaskWorkgroup), spec_uint("D1", shape_.width), spec_uint("NCTX", shape_.n),
-          spec_uint("HEADS", shape_.heads), spec_uint("PARAM", uint32_t(config_.model.param))};
+  return {gpu::spec("WG_SIZE", kTaskWorkgroup), gpu::spec("D1", shape_.width), gpu::spec("NCTX", shape_.n),
+          gpu::spec("HEADS", shape_.heads), gpu::spec("PARAM", uint32_t(config_.model.param))};
 }
 
 uint32_t Recorder::workgroup(const Sequence& seq) const { return ops::detail::reduction_workgroup(seq); }
@@ -139,7 +140,7 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
                        .bindings = {&m.state, &ws.acts, &ws.targets, &ws.sigmas},
                        .push = push_bytes(p),
                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+                       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
                        .label = "icl.sample",
                        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
 }
@@ -199,7 +200,7 @@ Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
                        .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
                        .push = push_bytes(gpu::IclReducePush{shape_.params, ws.batch}),
                        .groups = ops::detail::groups_for(shape_.params + 1, kTaskWorkgroup),
-                       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+                       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
                        .label = "icl.grad_reduce",
                        .flops = uint64_t(shape_.params + 1) * ws.batch,
                        .bytes = uint64_t(shape_.params + 1) * ws.batch * 4});
@@ -211,7 +212,7 @@ Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m,
        .bindings = {&m.state, &set.tokens, &set.targets, &set.sigmas, &ws.acts, &ws.targets, &ws.sigmas},
        .push = push_bytes(gpu::IclGatherPush{ws.batch, set.tasks, shape_.token_elems}),
        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-       .spec = {spec_uint("WG_SIZE", kTaskWorkgroup)},
+       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
        .label = "icl.gather",
        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 8});
 }
@@ -234,7 +235,7 @@ Status Recorder::optimize(Sequence& seq, const Workspace& ws, const ModelState& 
        .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
        .push = push_bytes(p),
        .groups = {1, 1, 1},
-       .spec = {spec_uint("WG_SIZE", workgroup(seq)), spec_uint("OPTIMIZER", sgd ? gpu::kIclSgd : gpu::kIclAdam)},
+       .spec = {gpu::spec("WG_SIZE", workgroup(seq)), gpu::spec("OPTIMIZER", sgd ? gpu::kIclSgd : gpu::kIclAdam)},
        .label = "icl.optimize",
        .flops = uint64_t(shape_.params) * 12,
        .bytes = uint64_t(shape_.params) * 6 * 4});

@@ -7,6 +7,7 @@
 
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::lm::detail {
 namespace {
@@ -36,11 +37,12 @@ Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out) {
   if (out.shape() != std::vector<int64_t>{int64_t(d.rows), int64_t(d.batches) * d.cols})
     return invalid_argument("merge_heads: out " + out.describe() + " must be [L, H * D] for in " + in.describe());
   const uint64_t n = in.element_count();
+  const uint32_t wg = ops::detail::elementwise_workgroup(seq);
   return seq.dispatch({.kernel = "lm/merge_heads_" + suffix,
                        .bindings = {&in, &out},
                        .push = push_bytes(gpu::HeadsPush{d.batches, d.rows, d.cols}),
-                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
+                       .groups = ops::detail::groups_for(n, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
                        .bytes = 2 * in.size_bytes()});
 }
 
@@ -57,12 +59,13 @@ Status copy_rows(Sequence& seq, const Tensor& src, uint32_t src_first, const Ten
     return out_of_range("copy_rows: rows out of range of " + src.describe() + " or " + dst.describe());
   if (rows == 0) return Status::ok();
   const uint64_t n = uint64_t(s.batches) * rows * s.cols;
+  const uint32_t wg = ops::detail::elementwise_workgroup(seq);
   return seq.dispatch(
       {.kernel = "lm/copy_rows_" + suffix,
        .bindings = {&src, &dst},
        .push = push_bytes(gpu::CopyRowsPush{s.batches, rows, s.cols, s.rows, src_first, d.rows, dst_first}),
-       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
-       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq))},
+       .groups = ops::detail::groups_for(n, wg),
+       .spec = {gpu::spec("WG_SIZE", wg)},
        .bytes = 2 * n * dtype_size(src.dtype())});
 }
 
@@ -85,7 +88,7 @@ Status kv_append(Sequence& seq, const Tensor& k, const Tensor& v, const Tensor& 
                        .bindings = {&k, &v, &pos, &cache_k, &cache_v},
                        .push = push_bytes(gpu::KvAppendPush{dk.batches, dk.rows, dk.cols, dv.cols, ck.rows}),
                        .groups = ops::detail::groups_for(n, 64),
-                       .spec = {spec_uint("WG_SIZE", 64), spec_uint("BLOCK", block)},
+                       .spec = {gpu::spec("WG_SIZE", 64), gpu::spec("BLOCK", block)},
                        .bytes = 2 * (k.size_bytes() + v.size_bytes())});
 }
 
@@ -118,8 +121,8 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
                        .bindings = {&q, &cache_k, &cache_v, &pos, &o},
                        .push = push_bytes(gpu::AttendPush{dq.rows, ck.rows, scale}),
                        .groups = {dq.rows, dq.batches, 1},
-                       .spec = {spec_uint("WG_SIZE", wg), spec_uint("BLOCK", block), spec_uint("DK", dq.cols),
-                                spec_uint("DV", cv.cols)},
+                       .spec = {gpu::spec("WG_SIZE", wg), gpu::spec("BLOCK", block), gpu::spec("DK", dq.cols),
+                                gpu::spec("DV", cv.cols)},
                        .flops = 2 * keys * (dq.cols + cv.cols) * dq.rows * dq.batches,
                        .bytes = keys * (dq.cols + cv.cols) * dtype_size(q.dtype()) * dq.batches});
 }
@@ -139,12 +142,12 @@ Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& co
     return invalid_argument("lrpe: coarse " + coarse.describe() + " holds fewer than " + std::to_string(coarse_rows) +
                             " rows of " + std::to_string(channels) + " rotations");
   const uint64_t n = x.element_count();
+  const uint32_t wg = ops::detail::elementwise_workgroup(seq);
   return seq.dispatch({.kernel = "lm/lrpe_" + suffix,
                        .bindings = {&x, &base, &coarse, &fine, &y},
                        .push = push_bytes(gpu::HeadsPush{d.batches, d.rows, d.cols}),
-                       .groups = ops::detail::groups_for(n, ops::detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", ops::detail::elementwise_workgroup(seq)),
-                                spec_uint("FEATURE", uint32_t(feature_map))},
+                       .groups = ops::detail::groups_for(n, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg), gpu::spec("FEATURE", uint32_t(feature_map))},
                        .bytes = 3 * x.size_bytes() + 24 * n});
 }
 

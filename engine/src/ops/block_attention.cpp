@@ -7,6 +7,7 @@
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::ops {
 
@@ -70,7 +71,7 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
              .bindings = {&q, &k, &v, &o, &lse},
              .push = push_bytes(push),
              .groups = {uint32_t(blocks), uint32_t(bh), 1},
-             .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal)},
+             .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal)},
              .flops = 2 * bh * pairs * (dk + dv),
              .bytes = bh * n * (es * (2 * dk + 2 * dv) + 4)};
   // CPU drivers: the register kernel (head dimensions as specialization constants, keys and values
@@ -81,15 +82,15 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
   if (p.tiled) {
     d.kernel = tiled_kernel;
-    d.spec = {spec_uint("WG_SIZE", p.workgroup), spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal),
-              spec_uint("TILE", p.tile)};
+    d.spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
+              gpu::spec("TILE", p.tile)};
   } else if (p.register_kernel) {
     d.kernel = cpu_kernel;
     d.groups[2] = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
-    d.spec.push_back(spec_uint("TQ", p.rows_per_lane));
-    d.spec.push_back(spec_uint("DK", uint32_t(dk)));
-    d.spec.push_back(spec_uint("DV", uint32_t(dv)));
-    d.spec.push_back(spec_uint("SG", p.subgroup));
+    d.spec.push_back(gpu::spec("TQ", p.rows_per_lane));
+    d.spec.push_back(gpu::spec("DK", uint32_t(dk)));
+    d.spec.push_back(gpu::spec("DV", uint32_t(dv)));
+    d.spec.push_back(gpu::spec("SG", p.subgroup));
   }
   return seq.dispatch(d);
 }
@@ -116,7 +117,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
                                    mode == gpu::kBlockBackwardDq ? &dq : &dv_out},
                       .push = push_bytes(push),
                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
-                      .spec = {spec_uint("BLOCK", opt.block), spec_uint("CAUSAL", opt.causal), spec_uint("MODE", mode)},
+                      .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("MODE", mode)},
                       .flops = 2 * bh * pairs * (mode == gpu::kBlockBackwardDq ? 2 * dk + dv : 2 * dk + 2 * dv),
                       .bytes = bh * n * (es * (3 * dk + 3 * dv) + 8)}));
   }

@@ -11,6 +11,7 @@
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill {
 namespace {
@@ -50,7 +51,7 @@ Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations
              .bindings = {&out},
              .push = push_bytes(push),
              .groups = {groups, 1, 1},
-             .spec = {spec_uint("WG_SIZE", wg)},
+             .spec = {gpu::spec("WG_SIZE", wg)},
              .flops = uint64_t(flops),
              .bytes = 16ull * groups * wg};
   RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
@@ -65,7 +66,7 @@ Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
              .bindings = {&src, &dst},
              .push = push_bytes(push),
              .groups = {(vec4s + peak_workgroup(ctx) - 1) / peak_workgroup(ctx), 1, 1},
-             .spec = {spec_uint("WG_SIZE", peak_workgroup(ctx))},
+             .spec = {gpu::spec("WG_SIZE", peak_workgroup(ctx))},
              .bytes = 32ull * vec4s};
   RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
   return 32.0 * vec4s / (ms * 1e-3) / 1e9;

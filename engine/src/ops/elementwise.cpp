@@ -6,6 +6,7 @@
 
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::ops {
 
@@ -26,7 +27,7 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
   for (size_t i = 1; i < same.size(); ++i) RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
   RILL_ASSIGN_OR_RETURN(uint32_t n, count_of(*same[0], op));
   const uint32_t wg = detail::elementwise_workgroup(seq);
-  spec.insert(spec.begin(), spec_uint("WG_SIZE", wg));
+  spec.insert(spec.begin(), gpu::spec("WG_SIZE", wg));
   return seq.dispatch({.kernel = kernel + "_" + suffix,
                        .bindings = std::vector<const Tensor*>(same.begin(), same.end()),
                        .push = push_bytes(gpu::CountPush{n}),
@@ -39,24 +40,24 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
 }  // namespace
 
 Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", gpu::kBinaryAdd)}, 1);
+  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {gpu::spec("OP", gpu::kBinaryAdd)}, 1);
 }
 Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {spec_uint("OP", gpu::kBinaryMul)}, 1);
+  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
 }
 Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
   // The dy binding is unused forward: x stands in.
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, {spec_uint("BACKWARD", 0)}, 4);
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, {gpu::spec("BACKWARD", 0)}, 4);
 }
 Status silu_backward(Sequence& seq, const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, {spec_uint("BACKWARD", 1)}, 8);
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, {gpu::spec("BACKWARD", 1)}, 8);
 }
 Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, {spec_uint("ACT", uint32_t(act))}, 5);
+  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, {gpu::spec("ACT", uint32_t(act))}, 5);
 }
 Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
                     const Tensor& db, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, {spec_uint("ACT", uint32_t(act))}, 10);
+  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, {gpu::spec("ACT", uint32_t(act))}, 10);
 }
 
 namespace {
@@ -84,6 +85,7 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
   RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
+  const uint32_t wg = detail::elementwise_workgroup(seq);
   return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
                        .bindings = {&ids, &table, &out, &errors},
                        .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
@@ -92,8 +94,8 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
                                                              .scale = scale,
                                                              .words_per_row = 0,
                                                              .group = 1}),
-                       .groups = detail::groups_for(tokens * dim, detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
+                       .groups = detail::groups_for(tokens * dim, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
                        .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
 }
 
@@ -113,12 +115,13 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
                                 .scale = scale,
                                 .words_per_row = uint32_t(table_t.words.shape()[2]),
                                 .group = int8 ? table_t.group : 1u};
+  const uint32_t wg = detail::elementwise_workgroup(seq);
   return seq.dispatch(
       {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
        .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
        .push = push_bytes(push),
-       .groups = detail::groups_for(tokens * dim, detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
+       .groups = detail::groups_for(tokens * dim, wg),
+       .spec = {gpu::spec("WG_SIZE", wg)},
        .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
 }
 
@@ -133,11 +136,12 @@ Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, co
   if (vocab * dim > UINT32_MAX) return out_of_range("embedding_backward: more than 2^32 elements");
   // One invocation per (row, column) walks every token.
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
+  const uint32_t wg = detail::elementwise_workgroup(seq);
   return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
                        .bindings = {&ids, &dy, &dtable},
                        .push = push_bytes(gpu::EmbeddingBackwardPush{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
-                       .groups = detail::groups_for(vocab * dim, detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
+                       .groups = detail::groups_for(vocab * dim, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
                        .flops = vocab * dim * tokens,
                        .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});
 }
@@ -165,7 +169,7 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
        .bindings = {&logits, targets ? targets : &logits, &probs, loss ? loss : &probs},
        .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
        .groups = detail::grid_for(rd.rows),
-       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_TARGETS", targets != nullptr)},
+       .spec = {gpu::spec("WG_SIZE", wg), gpu::spec("HAS_TARGETS", targets != nullptr)},
        .flops = 4 * n,
        .bytes = 2 * n * dtype_size(logits.dtype())});
 }
@@ -192,11 +196,12 @@ Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const 
   RILL_RETURN_IF_ERROR(detail::require_dtype(dloss, DType::kF32, op, "dloss"));
   RILL_RETURN_IF_ERROR(detail::require_elements(dloss, rd.rows, op, "dloss"));
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
+  const uint32_t wg = detail::elementwise_workgroup(seq);
   return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
                        .bindings = {&probs, &targets, &dloss, &dlogits},
                        .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
-                       .groups = detail::groups_for(n, detail::elementwise_workgroup(seq)),
-                       .spec = {spec_uint("WG_SIZE", detail::elementwise_workgroup(seq))},
+                       .groups = detail::groups_for(n, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
                        .flops = 2 * n,
                        .bytes = 2 * n * dtype_size(probs.dtype())});
 }

@@ -6,6 +6,7 @@
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::ops {
 
@@ -68,8 +69,8 @@ Result<plan::SerialChunks> serial_chunks(const Sequence& seq, const Dims& d, con
 }
 
 std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt, uint32_t workgroup = kWorkgroup) {
-  return {spec_uint("WG_SIZE", workgroup), spec_uint("FEATURE", uint32_t(opt.feature_map)),
-          spec_uint("HAS_DECAY", opt.decay != nullptr)};
+  return {gpu::spec("WG_SIZE", workgroup), gpu::spec("FEATURE", uint32_t(opt.feature_map)),
+          gpu::spec("HAS_DECAY", opt.decay != nullptr)};
 }
 
 }  // namespace
@@ -87,15 +88,15 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
   for (uint64_t first = 0; first < d.n; first += per) {
     const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
     const gpu::LaScanPush push{d.heads, d.n, d.dk, d.dv, uint32_t(first), count};
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = kernel,
-                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
-                                       .push = push_bytes(push),
-                                       .groups = {uint32_t(bh), (d.dv + sg * cj - 1) / (sg * cj), 1},
-                                       .spec = {spec_uint("SG", sg), spec_uint("FEATURE", uint32_t(opt.feature_map)),
-                                                spec_uint("HAS_DECAY", opt.decay != nullptr), spec_uint("DK", d.dk),
-                                                spec_uint("CJ", cj)},
-                                       .flops = 4ull * d.dk * d.dv * count * bh,
-                                       .bytes = bh * (es * count * (2ull * d.dk + 2ull * d.dv) + 8ull * d.dk * d.dv)}));
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = kernel,
+         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+         .push = push_bytes(push),
+         .groups = {uint32_t(bh), (d.dv + sg * cj - 1) / (sg * cj), 1},
+         .spec = {gpu::spec("SG", sg), gpu::spec("FEATURE", uint32_t(opt.feature_map)),
+                  gpu::spec("HAS_DECAY", opt.decay != nullptr), gpu::spec("DK", d.dk), gpu::spec("CJ", cj)},
+         .flops = 4ull * d.dk * d.dv * count * bh,
+         .bytes = bh * (es * count * (2ull * d.dk + 2ull * d.dv) + 8ull * d.dk * d.dv)}));
   }
   return Status::ok();
 }
@@ -119,13 +120,12 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
   const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
   auto spec = spec_for(opt, p.workgroup);
-  for (auto& [name, on] : {std::pair<const char*, bool>{"PHI_A", f.phi_a}, {"PHI_B", f.phi_b}, {"PHI_C", f.phi_c},
-                           {"REVERSE", f.reverse}})
-    spec.push_back(spec_uint(name, on));
-  spec.push_back(spec_uint("CHUNK", p.chunk));
-  spec.push_back(spec_uint("TILE", p.tile));
+  spec.insert(spec.end(), {gpu::spec("PHI_A", f.phi_a), gpu::spec("PHI_B", f.phi_b), gpu::spec("PHI_C", f.phi_c),
+                           gpu::spec("REVERSE", f.reverse)});
+  spec.push_back(gpu::spec("CHUNK", p.chunk));
+  spec.push_back(gpu::spec("TILE", p.tile));
   auto output_spec = spec;
-  output_spec.push_back(spec_uint("GRAD_SCALE", f.x != nullptr));
+  output_spec.push_back(gpu::spec("GRAD_SCALE", f.x != nullptr));
   const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
   for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
     const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
@@ -195,8 +195,8 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
         8ull * d.dk * d.dv;
     const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
     auto spec = spec_for(opt);
-    spec.push_back(spec_uint("CHUNK", chunk));
-    spec.push_back(spec_uint("MODE", mode));
+    spec.push_back(gpu::spec("CHUNK", chunk));
+    spec.push_back(gpu::spec("MODE", mode));
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
                                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
                                        .push = push_bytes(push),
@@ -255,9 +255,9 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
       const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
       const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
       auto spec = spec_for(opt);
-      spec.push_back(spec_uint("CHUNK", chunk));
-      spec.push_back(spec_uint("MODE", mode));
-      spec.push_back(spec_uint("CAUSAL", opt.causal));
+      spec.push_back(gpu::spec("CHUNK", chunk));
+      spec.push_back(gpu::spec("MODE", mode));
+      spec.push_back(gpu::spec("CAUSAL", opt.causal));
       RILL_RETURN_IF_ERROR(seq.dispatch(
           {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
            .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},

@@ -8,6 +8,7 @@
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::ops {
 namespace {
@@ -75,8 +76,8 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
            .push = push_bytes(push),
            .groups = {uint32_t((push.b_rs + v->workgroup * v->words - 1) / (v->workgroup * v->words)), 1,
                       uint32_t(mc.batch)},
-           .spec = {spec_uint("WG", v->workgroup), spec_uint("ROWS", v->rows), spec_uint("WORDS", v->words),
-                    spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
+           .spec = {gpu::spec("WG", v->workgroup), gpu::spec("ROWS", v->rows), gpu::spec("WORDS", v->words),
+                    gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
            .flops = 2 * M * N * K * mc.batch,
            .bytes = bytes});
     }
@@ -90,8 +91,9 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
        .bindings = std::move(bindings),
        .push = push_bytes(push),
        .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m), uint32_t(mc.batch)},
-       .spec = {spec_uint(p.register_kernel ? "SG" : "WG_X", p.wg_x), spec_uint("WG_Y", p.wg_y), spec_uint("TM", p.tm),
-                spec_uint("TN", p.tn), spec_uint("HAS_BIAS", o.bias != nullptr), spec_uint("ACCUMULATE", o.accumulate)},
+       .spec = {p.register_kernel ? gpu::spec("SG", p.wg_x) : gpu::spec("WG_X", p.wg_x), gpu::spec("WG_Y", p.wg_y),
+                gpu::spec("TM", p.tm), gpu::spec("TN", p.tn), gpu::spec("HAS_BIAS", o.bias != nullptr),
+                gpu::spec("ACCUMULATE", o.accumulate)},
        .variant = p.variant(),
        .flops = 2 * M * N * K * mc.batch,
        .bytes = bytes});

@@ -8,11 +8,16 @@
 
 #include "rill/context.hpp"
 #include "rill/half.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
 namespace {
 
-uint32_t per_word(WeightFormat f) { return f == WeightFormat::kInt8 ? 4 : 2; }
+uint32_t per_word(WeightFormat f) {
+  return f == WeightFormat::kInt8 ? gpu::kPackedInt8PerWord : gpu::kPackedF16PerWord;
+}
+// Where column c's value starts in its word.
+uint32_t bit_shift(WeightFormat f, int64_t c) { return 32 / per_word(f) * uint32_t(c % per_word(f)); }
 
 // Symmetric int8 of one group: the largest magnitude maps to 127. The scale is rounded to f32 first
 // and q computed against that f32 scale, so q * scale is the closest the stored scale allows.
@@ -35,8 +40,8 @@ uint32_t HostPackedWeights::groups() const {
 
 float HostPackedWeights::value(int64_t b, int64_t r, int64_t c) const {
   const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / per_word(format))];
-  if (format == WeightFormat::kF16) return half_to_float(uint16_t(word >> (16 * (c % 2))));
-  const int32_t q = int32_t(int8_t(uint8_t(word >> (8 * (c % 4)))));
+  if (format == WeightFormat::kF16) return half_to_float(uint16_t(word >> bit_shift(format, c)));
+  const int32_t q = int32_t(int8_t(uint8_t(word >> bit_shift(format, c))));
   return float(q) * scales[size_t((b * groups() + r / group) * cols + c)];
 }
 
@@ -80,19 +85,16 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
     for (int64_t r = 0; r < p.rows; ++r)
       for (int64_t c = 0; c < p.cols; ++c) {
         uint32_t bits;
-        uint32_t shift;
         if (format == WeightFormat::kF16) {
           bits = float_to_half(at(b, r, c));
           if ((bits & 0x7fffu) == 0x7c00u)  // rounds to infinity
             return out_of_range("pack_weights: value " + std::to_string((b * p.rows + r) * p.cols + c) + " (" +
                                 std::to_string(at(b, r, c)) + ") is beyond the f16 range");
-          shift = 16 * uint32_t(c % 2);
         } else {
           const float scale = p.scales[size_t((b * p.groups() + r / p.group) * p.cols + c)];
           bits = uint32_t(uint8_t(int8_t(quantize(at(b, r, c), scale))));
-          shift = 8 * uint32_t(c % 4);
         }
-        p.words[size_t((b * p.rows + r) * wpr + c / per_word(format))] |= bits << shift;
+        p.words[size_t((b * p.rows + r) * wpr + c / per_word(format))] |= bits << bit_shift(format, c);
       }
   }
   return p;

@@ -8,6 +8,7 @@
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
+#include "vk/spec_name.hpp"
 
 namespace rill::ops {
 namespace {
@@ -42,8 +43,8 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                          .bindings = std::move(bindings),
                          .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
                          .groups = detail::grid_for(groups),
-                         .spec = {spec_uint("SG", sg), spec_uint("HAS_GAIN", has_gain),
-                                  spec_uint("R", (rd.dim + sg - 1) / sg), spec_uint("ROWS", p.rows_per_group)},
+                         .spec = {gpu::spec("SG", sg), gpu::spec("HAS_GAIN", has_gain),
+                                  gpu::spec("R", (rd.dim + sg - 1) / sg), gpu::spec("ROWS", p.rows_per_group)},
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
@@ -53,7 +54,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                        .bindings = std::move(bindings),
                        .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
                        .groups = detail::grid_for(rd.rows),
-                       .spec = {spec_uint("WG_SIZE", p.workgroup), spec_uint("HAS_GAIN", has_gain)},
+                       .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("HAS_GAIN", has_gain)},
                        .flops = flops_per_element * n,
                        .bytes = (row_tensors + reread) * n * es + 4ull * rd.rows});
 }
@@ -109,7 +110,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
        .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
        .push = push_bytes(gpu::RmsnormBackwardPush{rd.rows, rd.dim}),
        .groups = detail::grid_for(rd.rows),
-       .spec = {spec_uint("WG_SIZE", wg), spec_uint("HAS_GAIN", gain != nullptr), spec_uint("ACCUMULATE", accumulate)},
+       .spec = {gpu::spec("WG_SIZE", wg), gpu::spec("HAS_GAIN", gain != nullptr), gpu::spec("ACCUMULATE", accumulate)},
        .flops = 7 * n,
        .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows}));
   if (!dgain) return Status::ok();

@@ -71,36 +71,28 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
                       VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkDevice dev = device_.handle();
-  VkResult r = faults_.run([&] { return fn.vkCreateBuffer(dev, &buffer_info, nullptr, &block->buffer); });
-  if (r != VK_SUCCESS) return device_.check(r, "vkCreateBuffer (" + mib(size) + " block)");
-
+  RILL_ASSIGN_OR_RETURN(
+      block->buffer,
+      create_unique<UniqueBuffer>(device_, faults_, "vkCreateBuffer (" + mib(size) + " block)",
+                                  [&](auto* out) { return fn.vkCreateBuffer(dev, &buffer_info, nullptr, out); }));
   VkMemoryRequirements req{};
-  fn.vkGetBufferMemoryRequirements(dev, block->buffer, &req);
+  fn.vkGetBufferMemoryRequirements(dev, block->buffer.get(), &req);
   const int type = memory_type_for(req.memoryTypeBits, pool);
-  if (type < 0) {
-    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
-    return unavailable("no suitable memory type for a " + mib(size) + " buffer");
-  }
+  if (type < 0) return unavailable("no suitable memory type for a " + mib(size) + " buffer");
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = static_cast<uint32_t>(type);
-  r = faults_.run([&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &block->memory); });
-  if (r != VK_SUCCESS) {
-    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
-    return device_.check(r, "vkAllocateMemory (" + mib(req.size) + ")");
-  }
+  RILL_ASSIGN_OR_RETURN(block->memory, create_unique<UniqueDeviceMemory>(
+                                           device_, faults_, "vkAllocateMemory (" + mib(req.size) + ")",
+                                           [&](auto* out) { return fn.vkAllocateMemory(dev, &alloc, nullptr, out); }));
   ++stats_.device_memory_allocations;
-  r = fn.vkBindBufferMemory(dev, block->buffer, block->memory, 0);
+  VkResult r = fn.vkBindBufferMemory(dev, block->buffer.get(), block->memory.get(), 0);
   const bool host_visible =
       device_.memory_properties().memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
   void* mapped = nullptr;
   if (r == VK_SUCCESS && host_visible)
-    r = faults_.run([&] { return fn.vkMapMemory(dev, block->memory, 0, VK_WHOLE_SIZE, 0, &mapped); });
-  if (r != VK_SUCCESS) {
-    fn.vkDestroyBuffer(dev, block->buffer, nullptr);
-    fn.vkFreeMemory(dev, block->memory, nullptr);
-    return device_.check(r, "binding or mapping a memory block");
-  }
+    r = faults_.run([&] { return fn.vkMapMemory(dev, block->memory.get(), 0, VK_WHOLE_SIZE, 0, &mapped); });
+  if (r != VK_SUCCESS) return device_.check(r, "binding or mapping a memory block");
   block->mapped = static_cast<uint8_t*>(mapped);
   block->free[0] = size;
   ++stats_.blocks;
@@ -110,10 +102,9 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
 }
 
 void Allocator::destroy_block(MemoryBlock* block) {
-  const auto& fn = device_.fn();
-  if (block->mapped) fn.vkUnmapMemory(device_.handle(), block->memory);
-  fn.vkDestroyBuffer(device_.handle(), block->buffer, nullptr);
-  fn.vkFreeMemory(device_.handle(), block->memory, nullptr);
+  if (block->mapped) device_.fn().vkUnmapMemory(device_.handle(), block->memory.get());
+  block->buffer.reset();
+  block->memory.reset();
   --stats_.blocks;
   stats_.reserved_bytes -= block->size;
 }

@@ -12,14 +12,15 @@
 #include "rill/types.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
+#include "vk/unique.hpp"
 
 namespace rill::vk {
 
 enum class PoolKind { kWeights, kActivations, kStaging };
 
 struct MemoryBlock {
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkBuffer buffer = VK_NULL_HANDLE;
+  UniqueDeviceMemory memory;
+  UniqueBuffer buffer;  // after the memory: destroyed before it
   uint64_t size = 0;
   uint8_t* mapped = nullptr;  // host pointer when host-visible
   PoolKind pool = PoolKind::kActivations;
@@ -33,6 +34,7 @@ struct Allocation {
   uint64_t offset = 0;
   uint64_t size = 0;  // reserved (aligned) size
   explicit operator bool() const { return block != nullptr; }
+  VkBuffer buffer() const { return block->buffer.get(); }
   uint8_t* mapped() const { return block && block->mapped ? block->mapped + offset : nullptr; }
 };
 

@@ -44,18 +44,6 @@ PipelineManager::PipelineManager(Device& device, FaultInjector& faults, detail::
   }
 }
 
-PipelineManager::~PipelineManager() {
-  const auto& fn = device_.fn();
-  VkDevice dev = device_.handle();
-  for (auto& [key, p] : pipelines_) fn.vkDestroyPipeline(dev, p.pipeline, nullptr);
-  for (auto& [shader, l] : layouts_) {
-    fn.vkDestroyPipelineLayout(dev, l.layout, nullptr);
-    fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
-    fn.vkDestroyShaderModule(dev, l.module, nullptr);
-  }
-  if (cache_ != VK_NULL_HANDLE) fn.vkDestroyPipelineCache(dev, cache_, nullptr);
-}
-
 Status PipelineManager::init() {
   std::vector<uint8_t> initial;
   if (!cache_path_.empty()) {
@@ -77,17 +65,19 @@ Status PipelineManager::init() {
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   info.initialDataSize = initial.size();
   info.pInitialData = initial.empty() ? nullptr : initial.data();
-  VkDevice dev = device_.handle();
-  VkResult r = faults_.run([&] { return device_.fn().vkCreatePipelineCache(dev, &info, nullptr, &cache_); });
-  if (r != VK_SUCCESS && !initial.empty()) {
+  auto create = [&](VkPipelineCache* out) {
+    return device_.fn().vkCreatePipelineCache(device_.handle(), &info, nullptr, out);
+  };
+  auto cache = create_unique<UniquePipelineCache>(device_, faults_, "vkCreatePipelineCache", create);
+  if (!cache.is_ok() && !initial.empty() && !device_.lost()) {
     // The driver refused data that passed our checks: start empty rather than fail.
     stats_.cache_loaded = false;
-    stats_.cache_rejected_reason = std::string("the driver rejected the cache data: ") + result_name(r);
+    stats_.cache_rejected_reason = "the driver rejected the cache data: " + cache.status().message();
     info.initialDataSize = 0;
     info.pInitialData = nullptr;
-    r = faults_.run([&] { return device_.fn().vkCreatePipelineCache(dev, &info, nullptr, &cache_); });
+    cache = create_unique<UniquePipelineCache>(device_, faults_, "vkCreatePipelineCache", create);
   }
-  if (r != VK_SUCCESS) return device_.check(r, "vkCreatePipelineCache");
+  RILL_ASSIGN_OR_RETURN(cache_, std::move(cache));
   return Status::ok();
 }
 
@@ -146,23 +136,23 @@ Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& s
   module_info.codeSize = shader.spirv.size_bytes();
   module_info.pCode = shader.spirv.data();
 
-  VkResult r = faults_.run([&] { return fn.vkCreateShaderModule(dev, &module_info, nullptr, &l.module); });
-  if (r == VK_SUCCESS)
-    r = faults_.run([&] { return fn.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &l.set_layout); });
-  if (r == VK_SUCCESS) {
-    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    layout_info.setLayoutCount = 1;
-    layout_info.pSetLayouts = &l.set_layout;
-    layout_info.pushConstantRangeCount = shader.push_constant_bytes > 0 ? 1 : 0;
-    layout_info.pPushConstantRanges = &range;
-    r = faults_.run([&] { return fn.vkCreatePipelineLayout(dev, &layout_info, nullptr, &l.layout); });
-  }
-  if (r != VK_SUCCESS) {
-    fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
-    fn.vkDestroyShaderModule(dev, l.module, nullptr);
-    return device_.check(r, "creating the layout of kernel " + std::string(shader.kernel));
-  }
-  return &layouts_.emplace(&shader, l).first->second;
+  const std::string what = "creating the layout of kernel " + std::string(shader.kernel);
+  RILL_ASSIGN_OR_RETURN(l.module, create_unique<UniqueShaderModule>(device_, faults_, what, [&](auto* out) {
+                          return fn.vkCreateShaderModule(dev, &module_info, nullptr, out);
+                        }));
+  RILL_ASSIGN_OR_RETURN(l.set_layout, create_unique<UniqueDescriptorSetLayout>(device_, faults_, what, [&](auto* out) {
+                          return fn.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, out);
+                        }));
+  const VkDescriptorSetLayout set_layout = l.set_layout.get();
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &set_layout;
+  layout_info.pushConstantRangeCount = shader.push_constant_bytes > 0 ? 1 : 0;
+  layout_info.pPushConstantRanges = &range;
+  RILL_ASSIGN_OR_RETURN(l.layout, create_unique<UniquePipelineLayout>(device_, faults_, what, [&](auto* out) {
+                          return fn.vkCreatePipelineLayout(dev, &layout_info, nullptr, out);
+                        }));
+  return &layouts_.emplace(&shader, std::move(l)).first->second;
 }
 
 Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const SpecValue> spec) {
@@ -206,7 +196,7 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) {
     ++stats_.lookups;
-    return it->second;
+    return it->second.pipeline;
   }
   // What the kernel asks of the device, against its capabilities (a limit profile may lower them).
   std::vector<uint32_t> spec_ids;
@@ -222,26 +212,24 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = layout->module;
+  info.stage.module = layout->module.get();
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec_info;
-  info.layout = layout->layout;
+  info.layout = layout->layout.get();
   VkPipelineCreationFeedback feedback{};
   VkPipelineCreationFeedbackCreateInfo feedback_info{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
   feedback_info.pPipelineCreationFeedback = &feedback;
   if (caps.pipeline_creation_feedback) info.pNext = &feedback_info;
 
-  Pipeline p;
-  p.layout = layout->layout;
-  p.set_layout = layout->set_layout;
-  p.local_size = local;
   const auto start = std::chrono::steady_clock::now();
   const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
-  VkDevice dev = device_.handle();
-  VkResult r = faults_.run(
-      [&] { return device_.fn().vkCreateComputePipelines(dev, cache_, 1, &info, nullptr, &p.pipeline); });
+  RILL_ASSIGN_OR_RETURN(
+      UniquePipeline owned,
+      create_unique<UniquePipeline>(
+          device_, faults_, "vkCreateComputePipelines (" + std::string(shader.kernel) + ")", [&](auto* out) {
+            return device_.fn().vkCreateComputePipelines(device_.handle(), cache_.get(), 1, &info, nullptr, out);
+          }));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (r != VK_SUCCESS) return device_.check(r, "vkCreateComputePipelines (" + std::string(shader.kernel) + ")");
   profiler_.add_host("create pipeline " + std::string(shader.kernel), "pipeline", start_us);
   ++stats_.pipelines_created;
   stats_.creation_ms_total += ms;
@@ -249,17 +237,22 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   if ((feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
       (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
     ++stats_.driver_cache_hits;
-  pipelines_.emplace(std::move(key), p);
+  Pipeline p;
+  p.pipeline = owned.get();
+  p.layout = layout->layout.get();
+  p.set_layout = layout->set_layout.get();
+  p.local_size = local;
+  pipelines_.emplace(std::move(key), Created{std::move(owned), p});
   return p;
 }
 
 Status PipelineManager::save() const {
-  if (cache_path_.empty() || cache_ == VK_NULL_HANDLE) return Status::ok();
+  if (cache_path_.empty() || !cache_) return Status::ok();
   const auto& fn = device_.fn();
   size_t size = 0;
-  RILL_VK_RETURN_IF_ERROR(fn.vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr));
+  RILL_VK_RETURN_IF_ERROR(fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, nullptr));
   std::vector<uint8_t> data(size);
-  VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_, &size, data.data());
+  VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, data.data());
   if (r != VK_SUCCESS && r != VK_INCOMPLETE) return status_from_result(r, "vkGetPipelineCacheData");
   data.resize(size);
   return write_file_atomic(cache_path_, encode_pipeline_cache(identity_of(device_), data))

@@ -16,9 +16,11 @@
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
 #include "vk/shader_registry.hpp"
+#include "vk/unique.hpp"
 
 namespace rill::vk {
 
+// A pipeline as a recorder uses it; the handles belong to the PipelineManager.
 struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
@@ -30,7 +32,6 @@ class PipelineManager {
  public:
   PipelineManager(Device& device, FaultInjector& faults, detail::Profiler& profiler, std::string cache_path,
                   std::string variant_override);
-  ~PipelineManager();
   PipelineManager(const PipelineManager&) = delete;
   PipelineManager& operator=(const PipelineManager&) = delete;
 
@@ -51,9 +52,13 @@ class PipelineManager {
 
  private:
   struct Layout {
-    VkShaderModule module = VK_NULL_HANDLE;
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-    VkPipelineLayout layout = VK_NULL_HANDLE;
+    UniqueShaderModule module;
+    UniqueDescriptorSetLayout set_layout;
+    UniquePipelineLayout layout;  // last: destroyed before the set layout it uses
+  };
+  struct Created {
+    UniquePipeline owned;
+    Pipeline pipeline;
   };
   Result<Layout*> layout_for(const ShaderInfo& shader);
 
@@ -62,9 +67,10 @@ class PipelineManager {
   detail::Profiler& profiler_;
   std::string cache_path_;
   std::string variant_override_;
-  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  // Declared in creation order, so destroyed pipelines first, then layouts, then the cache.
+  UniquePipelineCache cache_;
   std::map<const ShaderInfo*, Layout> layouts_;
-  std::map<std::pair<const ShaderInfo*, std::vector<uint32_t>>, Pipeline> pipelines_;
+  std::map<std::pair<const ShaderInfo*, std::vector<uint32_t>>, Created> pipelines_;
   PipelineStats stats_;
 };
 

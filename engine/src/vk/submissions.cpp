@@ -3,15 +3,13 @@
 
 namespace rill::vk {
 
-Submissions::~Submissions() {
-  drain();
-  for (VkFence f : free_fences_) device_.fn().vkDestroyFence(device_.handle(), f, nullptr);
-}
+Submissions::~Submissions() { drain(); }
 
 void Submissions::drain() {
-  device_.fn().vkDeviceWaitIdle(device_.handle());  // on a lost device this returns at once
-  for (auto& f : in_flight_) free_fences_.push_back(f.fence);
-  in_flight_.clear();
+  // On a lost device this returns at once; the loss is latched and everything is released anyway.
+  const VkResult r = device_.fn().vkDeviceWaitIdle(device_.handle());
+  if (r != VK_SUCCESS) (void)device_.check(r, "vkDeviceWaitIdle");
+  in_flight_.clear();  // their fences may be signalled, not reset: destroyed
   completed_ = last_submitted_;
   while (!retirees_.empty()) run_retirees();
 }
@@ -19,25 +17,26 @@ void Submissions::drain() {
 Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_buffers) {
   if (device_.lost()) return device_.lost_status();
   const auto& fn = device_.fn();
-  VkFence fence = VK_NULL_HANDLE;
+  UniqueFence fence;
   if (!free_fences_.empty()) {
-    fence = free_fences_.back();
+    fence = std::move(free_fences_.back());
     free_fences_.pop_back();
   } else {
     VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkResult r = faults_.run([&] { return fn.vkCreateFence(device_.handle(), &info, nullptr, &fence); });
-    if (r != VK_SUCCESS) return device_.check(r, "vkCreateFence");
+    RILL_ASSIGN_OR_RETURN(fence, create_unique<UniqueFence>(device_, faults_, "vkCreateFence", [&](VkFence* out) {
+                            return fn.vkCreateFence(device_.handle(), &info, nullptr, out);
+                          }));
   }
   const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
   submit.pCommandBuffers = command_buffers.data();
-  VkResult r = fn.vkQueueSubmit(device_.queue(), 1, &submit, fence);
+  VkResult r = fn.vkQueueSubmit(device_.queue(), 1, &submit, fence.get());
   if (r != VK_SUCCESS) {
-    free_fences_.push_back(fence);
+    free_fences_.push_back(std::move(fence));  // unsignalled: a failed submit queues nothing
     return device_.check(r, "vkQueueSubmit");
   }
-  in_flight_.push_back({++last_submitted_, fence});
+  in_flight_.push_back({++last_submitted_, std::move(fence)});
   profiler_.add_host("vkQueueSubmit (" + std::to_string(command_buffers.size()) + " command buffers)", "submit", start_us);
   return last_submitted_;
 }
@@ -45,14 +44,16 @@ Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_bu
 Status Submissions::poll() {
   const auto& fn = device_.fn();
   while (!in_flight_.empty()) {
-    VkResult r = fn.vkGetFenceStatus(device_.handle(), in_flight_.front().fence);
+    VkResult r = fn.vkGetFenceStatus(device_.handle(), in_flight_.front().fence.get());
     if (r == VK_NOT_READY) break;
     if (r != VK_SUCCESS) return device_.check(r, "vkGetFenceStatus");
-    VkFence fence = in_flight_.front().fence;
+    UniqueFence fence = std::move(in_flight_.front().fence);
     completed_ = in_flight_.front().serial;
     in_flight_.pop_front();
-    fn.vkResetFences(device_.handle(), 1, &fence);
-    free_fences_.push_back(fence);
+    const VkFence handle = fence.get();
+    // A fence that cannot be reset is destroyed here, not reused signalled.
+    RILL_DEVICE_RETURN_IF_ERROR(device_, fn.vkResetFences(device_.handle(), 1, &handle));
+    free_fences_.push_back(std::move(fence));
   }
   run_retirees();
   return Status::ok();
@@ -64,7 +65,7 @@ Status Submissions::wait(uint64_t serial) {
   const bool waits = completed_ < serial && !in_flight_.empty();
   const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
   while (completed_ < serial && !in_flight_.empty()) {
-    VkFence fence = in_flight_.front().fence;
+    const VkFence fence = in_flight_.front().fence.get();
     VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());
@@ -73,7 +74,7 @@ Status Submissions::wait(uint64_t serial) {
   return poll();
 }
 
-void Submissions::retire(uint64_t serial, std::function<void()> fn) {
+void Submissions::retire(uint64_t serial, Retiree fn) {
   if (serial <= completed_) {
     fn();
     return;
@@ -83,7 +84,7 @@ void Submissions::retire(uint64_t serial, std::function<void()> fn) {
 
 void Submissions::run_retirees() {
   // Collect first: a retiree may queue another retiree.
-  std::vector<std::function<void()>> ready;
+  std::vector<Retiree> ready;
   for (auto it = retirees_.begin(); it != retirees_.end();) {
     if (it->first <= completed_) {
       ready.push_back(std::move(it->second));

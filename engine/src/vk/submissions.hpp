@@ -5,13 +5,14 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/profiler.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
+#include "vk/unique.hpp"
 
 namespace rill::vk {
 
@@ -32,15 +33,36 @@ class Submissions {
 
   uint64_t completed() const { return completed_; }
   uint64_t last_submitted() const { return last_submitted_; }
+  // Work that waits for the GPU; it may own move-only resources (Unique handles), which it
+  // destroys when it has run.
+  class Retiree {
+   public:
+    template <typename F>
+    Retiree(F fn) : impl_(std::make_unique<Model<F>>(std::move(fn))) {}  // NOLINT(google-explicit-constructor)
+    void operator()() { impl_->run(); }
+
+   private:
+    struct Concept {
+      virtual ~Concept() = default;
+      virtual void run() = 0;
+    };
+    template <typename F>
+    struct Model final : Concept {
+      explicit Model(F f) : fn(std::move(f)) {}
+      void run() override { fn(); }
+      F fn;
+    };
+    std::unique_ptr<Concept> impl_;
+  };
   // Runs `fn` once the submission `serial` has completed (at once if it has).
-  void retire(uint64_t serial, std::function<void()> fn);
+  void retire(uint64_t serial, Retiree fn);
   // Runs every pending retiree after waiting for the device (teardown, device loss).
   void drain();
 
  private:
   struct InFlight {
     uint64_t serial;
-    VkFence fence;
+    UniqueFence fence;
   };
   void run_retirees();
 
@@ -50,8 +72,8 @@ class Submissions {
   uint64_t last_submitted_ = 0;
   uint64_t completed_ = 0;
   std::deque<InFlight> in_flight_;
-  std::vector<VkFence> free_fences_;
-  std::deque<std::pair<uint64_t, std::function<void()>>> retirees_;
+  std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
+  std::deque<std::pair<uint64_t, Retiree>> retirees_;
 };
 
 }  // namespace rill::vk

@@ -3,6 +3,11 @@
 #define RILL_CONTRACT_MATMUL_GLSL
 #include "contract/prelude.glsl"
 
+// Packed weight words (rill/ops/packed_weights.hpp, read by packed_weights.glsl): values per 32-bit
+// word, the lowest-numbered column in the lowest bits.
+const uint kPackedInt8PerWord = 4u;
+const uint kPackedF16PerWord = 2u;
+
 // C[M, N] = A[M, K] B[K, N] per batch, with strides in elements.
 RILL_PUSH_STRUCT(MatmulPush) {
   uint M;
