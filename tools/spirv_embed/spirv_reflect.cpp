@@ -1,52 +1,26 @@
-// SPIR-V reflection by walking the instruction stream once (opcodes from the SPIR-V 1.6 spec).
+// SPIR-V reflection by walking the instruction stream once (vk/spirv_module.hpp).
 #include "spirv_reflect.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-namespace spirv_embed {
-namespace {
+#include "vk/spirv_module.hpp"
 
-enum Op : uint32_t {
-  kOpName = 5, kOpMemberName = 6, kOpEntryPoint = 15, kOpExecutionMode = 16,
-  kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeMatrix = 24,
-  kOpTypeArray = 28, kOpTypeRuntimeArray = 29, kOpTypeStruct = 30, kOpTypePointer = 32,
-  kOpConstant = 43, kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49, kOpSpecConstant = 50,
-  kOpSpecConstantComposite = 51, kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
-  kOpExecutionModeId = 331,
-};
-enum Decoration : uint32_t {
-  kSpecId = 1, kBlock = 2, kBufferBlock = 3, kMatrixStride = 7, kArrayStride = 6, kBuiltIn = 11,
-  kNonWritable = 24, kNonReadable = 25, kBinding = 33, kDescriptorSet = 34, kOffset = 35,
-};
-enum StorageClass : uint32_t { kUniformConstant = 0, kUniform = 2, kPushConstant = 9, kStorageBuffer = 12 };
-constexpr uint32_t kExecModeLocalSize = 17, kExecModeLocalSizeId = 38, kBuiltInWorkgroupSize = 25;
+namespace spirv_embed {
+
+using namespace rill::spirv;
+
+namespace {
 
 struct Type {
   uint32_t op = 0;
   std::vector<uint32_t> operands;  // words after the result id
 };
 
-std::string read_string(const uint32_t* words, size_t count) {
-  std::string s;
-  for (size_t i = 0; i < count; ++i) {
-    for (int b = 0; b < 4; ++b) {
-      char c = static_cast<char>((words[i] >> (8 * b)) & 0xff);
-      if (c == 0) return s;
-      s.push_back(c);
-    }
-  }
-  return s;
-}
-
 }  // namespace
 
 bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& error) {
-  if (words.size() < 5 || words[0] != 0x07230203u) {
-    error = "not a SPIR-V module (bad magic or too short)";
-    return false;
-  }
   std::map<uint32_t, std::string> names;
   std::map<uint32_t, std::map<uint32_t, std::string>> member_names;  // struct id -> member -> name
   std::map<uint32_t, Type> types;
@@ -61,36 +35,32 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
   std::vector<uint32_t> local_size_ids;
   int entry_points = 0;
 
-  size_t pos = 5;
-  while (pos < words.size()) {
-    const uint32_t count = words[pos] >> 16;
-    const uint32_t op = words[pos] & 0xffffu;
-    if (count == 0 || pos + count > words.size()) {
-      error = "truncated instruction at word " + std::to_string(pos);
-      return false;
-    }
-    const uint32_t* w = &words[pos];
+  InstructionReader reader(words);
+  Instruction instruction;
+  while (reader.next(instruction)) {
+    const uint32_t op = instruction.op, count = uint32_t(instruction.count());
+    const uint32_t* w = instruction.words.data();
     switch (op) {
       case kOpName:
-        if (count >= 3) names[w[1]] = read_string(w + 2, count - 2);
+        if (count >= 3) names[w[1]] = literal_string(instruction.words.subspan(2));
         break;
       case kOpMemberName:
-        if (count >= 4) member_names[w[1]][w[2]] = read_string(w + 3, count - 3);
+        if (count >= 4) member_names[w[1]][w[2]] = literal_string(instruction.words.subspan(3));
         break;
       case kOpEntryPoint:
         ++entry_points;
-        if (w[1] != 5) {  // ExecutionModel GLCompute
+        if (w[1] != kExecutionModelGLCompute) {
           error = "entry point is not a compute shader";
           return false;
         }
         break;
       case kOpExecutionMode:
-        if (count >= 6 && w[2] == kExecModeLocalSize) {
+        if (count >= 6 && w[2] == kExecutionModeLocalSize) {
           for (int i = 0; i < 3; ++i) out.local_size[i] = w[3 + i];
         }
         break;
       case kOpExecutionModeId:
-        if (count >= 6 && w[2] == kExecModeLocalSizeId) local_size_ids = {w[3], w[4], w[5]};
+        if (count >= 6 && w[2] == kExecutionModeLocalSizeId) local_size_ids = {w[3], w[4], w[5]};
         break;
       case kOpTypeBool: case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeMatrix:
       case kOpTypeArray: case kOpTypeRuntimeArray: case kOpTypeStruct: case kOpTypePointer: {
@@ -130,7 +100,10 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
       default:
         break;
     }
-    pos += count;
+  }
+  if (!reader.error().empty()) {
+    error = reader.error();
+    return false;
   }
   if (entry_points != 1) {
     error = "expected exactly one entry point, found " + std::to_string(entry_points);
@@ -154,12 +127,16 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
       case kOpTypeBool: size = 4; break;
       case kOpTypeInt: case kOpTypeFloat: size = t.operands[0] / 8; break;
       case kOpTypeVector: size = self(self, t.operands[0]) * t.operands[1]; break;
-      case kOpTypeMatrix: size = uint64_t(deco_value(id, kMatrixStride)) * t.operands[1]; break;
-      case kOpTypeArray: size = uint64_t(deco_value(id, kArrayStride)) * constants[t.operands[1]]; break;
+      case kOpTypeMatrix:
+        size = uint64_t(deco_value(id, kDecorationMatrixStride)) * t.operands[1];
+        break;
+      case kOpTypeArray:
+        size = uint64_t(deco_value(id, kDecorationArrayStride)) * constants[t.operands[1]];
+        break;
       case kOpTypeStruct: {
         auto& md = member_decorations[id];
         for (size_t m = 0; m < t.operands.size(); ++m) {
-          uint64_t end = md[uint32_t(m)][kOffset] + self(self, t.operands[m]);
+          uint64_t end = md[uint32_t(m)][kDecorationOffset] + self(self, t.operands[m]);
           size = std::max(size, end);
         }
         break;
@@ -173,19 +150,19 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
   // Workgroup size: the BuiltIn WorkgroupSize composite overrides the LocalSize mode.
   std::vector<uint32_t> size_ids = local_size_ids;
   for (const auto& [id, parts] : composites) {
-    if (parts.size() == 3 && has(id, kBuiltIn) && deco_value(id, kBuiltIn) == kBuiltInWorkgroupSize)
+    if (parts.size() == 3 && has(id, kDecorationBuiltIn) && deco_value(id, kDecorationBuiltIn) == kBuiltInWorkgroupSize)
       size_ids = parts;
   }
   for (size_t i = 0; i < size_ids.size() && i < 3; ++i) {
     uint32_t id = size_ids[i];
     if (constants.count(id)) out.local_size[i] = constants[id];
-    if (has(id, kSpecId)) out.local_size_spec_id[i] = int32_t(deco_value(id, kSpecId));
+    if (has(id, kDecorationSpecId)) out.local_size_spec_id[i] = int32_t(deco_value(id, kDecorationSpecId));
   }
 
   for (const SpecDecl& s : specs) {
-    if (!has(s.id, kSpecId)) continue;  // a spec-constant op result, not settable
+    if (!has(s.id, kDecorationSpecId)) continue;  // a spec-constant op result, not settable
     SpecConstant sc;
-    sc.id = deco_value(s.id, kSpecId);
+    sc.id = deco_value(s.id, kDecorationSpecId);
     sc.default_bits = s.value;
     sc.name = names.count(s.id) ? names[s.id] : "";
     if (s.is_bool) {
@@ -221,14 +198,14 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
     auto pt = types.find(v.pointer_type);
     if (pt == types.end() || pt->second.op != kOpTypePointer) continue;
     const uint32_t pointee = pt->second.operands[1];
-    if (v.storage_class == kPushConstant) {
+    if (v.storage_class == kStoragePushConstant) {
       out.push_constant_bytes = uint32_t(type_size(type_size, pointee));
       // The one accepted form: `uniform PushBlock { SomePush p; }` with SomePush a contract struct,
       // so the engine can name and check the struct a dispatch pushes.
       const Type& block = types[pointee];
       const auto inner = block.operands.size() == 1 ? types.find(block.operands[0]) : types.end();
       if (inner == types.end() || inner->second.op != kOpTypeStruct || member_names[pointee][0] != "p" ||
-          member_decorations[pointee][0][kOffset] != 0 || names[block.operands[0]].empty()) {
+          member_decorations[pointee][0][kDecorationOffset] != 0 || names[block.operands[0]].empty()) {
         error =
             "push constants must be declared as one member p of a struct from "
             "shaders/include/contract/: layout(push_constant) uniform PushBlock { SomePush p; };";
@@ -238,31 +215,31 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
       out.push_block = names[contract];
       for (size_t m = 0; m < inner->second.operands.size(); ++m)
         out.push_members.push_back({member_names[contract][uint32_t(m)],
-                                    member_decorations[contract][uint32_t(m)][kOffset],
+                                    member_decorations[contract][uint32_t(m)][kDecorationOffset],
                                     uint32_t(type_size(type_size, inner->second.operands[m]))});
       continue;
     }
-    if (v.storage_class == kUniformConstant) {
+    if (v.storage_class == kStorageUniformConstant) {
       error = "variable '" + names[v.id] + "' is an image or sampler; rill binds buffers only";
       return false;
     }
-    if (v.storage_class != kUniform && v.storage_class != kStorageBuffer) continue;
+    if (v.storage_class != kStorageUniform && v.storage_class != kStorageStorageBuffer) continue;
     Binding b;
-    b.set = deco_value(v.id, kDescriptorSet);
-    b.binding = deco_value(v.id, kBinding);
-    b.storage = v.storage_class == kStorageBuffer || has(pointee, kBufferBlock);
+    b.set = deco_value(v.id, kDecorationDescriptorSet);
+    b.binding = deco_value(v.id, kDecorationBinding);
+    b.storage = v.storage_class == kStorageStorageBuffer || has(pointee, kDecorationBufferBlock);
     b.name = names[v.id];
     if (b.name.empty()) b.name = names[pointee];
     // readonly/writeonly sit on the variable or on every member of the block.
-    b.non_writable = has(v.id, kNonWritable);
-    b.non_readable = has(v.id, kNonReadable);
+    b.non_writable = has(v.id, kDecorationNonWritable);
+    b.non_readable = has(v.id, kDecorationNonReadable);
     auto& members = member_decorations[pointee];
     const size_t member_count = types[pointee].operands.size();
     if (member_count > 0) {
       bool all_nw = true, all_nr = true;
       for (size_t m = 0; m < member_count; ++m) {
-        all_nw = all_nw && members[uint32_t(m)].count(kNonWritable);
-        all_nr = all_nr && members[uint32_t(m)].count(kNonReadable);
+        all_nw = all_nw && members[uint32_t(m)].count(kDecorationNonWritable);
+        all_nr = all_nr && members[uint32_t(m)].count(kDecorationNonReadable);
       }
       b.non_writable = b.non_writable || all_nw;
       b.non_readable = b.non_readable || all_nr;

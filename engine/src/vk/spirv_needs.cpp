@@ -1,4 +1,4 @@
-// One walk over a SPIR-V module (opcodes and enumerants from the SPIR-V 1.6 specification):
+// One walk over a SPIR-V module (vk/spirv_module.hpp):
 // capabilities, specialization constants (with the values given, and the integer operations
 // glslang folds array lengths into), types, and the Workgroup-class variables.
 #include "vk/spirv_needs.hpp"
@@ -8,22 +8,13 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rill::vk {
-namespace {
+#include "vk/spirv_module.hpp"
 
-enum Op : uint32_t {
-  kOpCapability = 17, kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23,
-  kOpTypeMatrix = 24, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstantTrue = 41,
-  kOpConstantFalse = 42, kOpConstant = 43, kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49,
-  kOpSpecConstant = 50, kOpSpecConstantOp = 52, kOpVariable = 59, kOpDecorate = 71,
-};
-enum Capability : uint32_t {
-  kFloat16 = 9, kInt8 = 39, kGroupNonUniformArithmetic = 63, kStorageBuffer16BitAccess = 4433,
-  kUniformAndStorageBuffer16BitAccess = 4434, kStoragePushConstant16 = 4435, kStorageBuffer8BitAccess = 4448,
-  kUniformAndStorageBuffer8BitAccess = 4449, kStoragePushConstant8 = 4450,
-};
-constexpr uint32_t kDecorationSpecId = 1;
-constexpr uint32_t kStorageClassWorkgroup = 4;
+namespace rill::vk {
+
+using namespace spirv;
+
+namespace {
 
 // The integer and logical operations OpSpecConstantOp may apply in a shader; nullopt: not one.
 std::optional<uint32_t> fold(uint32_t opcode, const std::vector<uint32_t>& a) {
@@ -72,7 +63,6 @@ std::optional<uint32_t> fold(uint32_t opcode, const std::vector<uint32_t>& a) {
 
 Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<const uint32_t> spec_ids,
                                  std::span<const uint32_t> spec_values) {
-  if (spirv.size() < 5 || spirv[0] != 0x07230203u) return internal_error("shader_needs: not a SPIR-V module");
   ShaderNeeds needs;
   std::unordered_map<uint32_t, uint32_t> spec_id_of;               // result id -> SpecId
   std::unordered_map<uint32_t, std::optional<uint32_t>> constant;  // result id -> value (unknown: nullopt)
@@ -85,10 +75,11 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         if (spec_ids[i] == id->second) return spec_values[i];
     return declared;
   };
-  for (size_t pos = 5; pos < spirv.size();) {
-    const uint32_t count = spirv[pos] >> 16, op = spirv[pos] & 0xffffu;
-    if (count == 0 || pos + count > spirv.size()) return internal_error("shader_needs: truncated instruction");
-    const uint32_t* w = &spirv[pos];
+  InstructionReader reader(spirv);
+  Instruction instruction;
+  while (reader.next(instruction)) {
+    const uint32_t op = instruction.op, count = uint32_t(instruction.count());
+    const uint32_t* w = instruction.words.data();
     auto bytes_of = [&](uint32_t type) -> Result<uint64_t> {
       auto it = type_bytes.find(type);
       if (it == type_bytes.end()) return internal_error("shader_needs: a Workgroup variable of an unsized type");
@@ -97,15 +88,25 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
     switch (op) {
       case kOpCapability:
         switch (w[1]) {
-          case kGroupNonUniformArithmetic: needs.subgroup_arithmetic = true; break;
-          case kStorageBuffer16BitAccess: case kUniformAndStorageBuffer16BitAccess: case kStoragePushConstant16:
+          case kCapabilityGroupNonUniformArithmetic:
+            needs.subgroup_arithmetic = true;
+            break;
+          case kCapabilityStorageBuffer16BitAccess:
+          case kCapabilityUniformAndStorageBuffer16BitAccess:
+          case kCapabilityStoragePushConstant16:
             needs.storage_16bit = true;
             break;
-          case kFloat16: needs.float16 = true; break;
-          case kStorageBuffer8BitAccess: case kUniformAndStorageBuffer8BitAccess: case kStoragePushConstant8:
+          case kCapabilityFloat16:
+            needs.float16 = true;
+            break;
+          case kCapabilityStorageBuffer8BitAccess:
+          case kCapabilityUniformAndStorageBuffer8BitAccess:
+          case kCapabilityStoragePushConstant8:
             needs.storage_8bit = true;
             break;
-          case kInt8: needs.int8 = true; break;
+          case kCapabilityInt8:
+            needs.int8 = true;
+            break;
           default: break;
         }
         break;
@@ -137,7 +138,7 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         break;
       }
       case kOpTypePointer:
-        if (w[2] == kStorageClassWorkgroup) pointee[w[1]] = w[3];
+        if (w[2] == kStorageWorkgroup) pointee[w[1]] = w[3];
         break;
       case kOpConstantTrue: constant[w[2]] = 1u; break;
       case kOpConstantFalse: constant[w[2]] = 0u; break;
@@ -157,7 +158,7 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         break;
       }
       case kOpVariable:
-        if (w[3] == kStorageClassWorkgroup) {
+        if (w[3] == kStorageWorkgroup) {
           auto it = pointee.find(w[1]);
           if (it == pointee.end()) return internal_error("shader_needs: a Workgroup variable without its pointer type");
           RILL_ASSIGN_OR_RETURN(uint64_t size, bytes_of(it->second));
@@ -166,8 +167,8 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         break;
       default: break;
     }
-    pos += count;
   }
+  if (!reader.error().empty()) return internal_error("shader_needs: " + reader.error());
   return needs;
 }
 
