@@ -152,7 +152,8 @@ class TransNormer:
         inter = (qc * q_weight) @ torch.stack(before, 1)
         return (intra + inter).reshape(h, nc * C, dv)[:, :n]
 
-    def logits(self, tokens):
+    def logits(self, tokens, last_only=False):
+        """Logits at every position, or (last_only: what a prefill returns) after the last token."""
         c, w = self.c, self.w
         ids = torch.tensor(tokens, device=self.device)
         valid = ids < c["vocab"]
@@ -176,7 +177,7 @@ class TransNormer:
             x = x + o @ w[p + "wo"]
             g = self.norm(x, p + "ffn_norm")
             x = x + ((g @ w[p + "wu"]) * activation(c["glu_activation"], g @ w[p + "wg"])) @ w[p + "wd"]
-        xn = self.norm(x, "final_norm")
+        xn = self.norm(x[-1:] if last_only else x, "final_norm")
         return xn @ (w["embed"].T if c["tie_embeddings"] else w["head"])
 
 
@@ -255,10 +256,10 @@ def timing(model, n, decode_steps):
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, model.c["vocab"], (n,), generator=gen).tolist()
     with torch.no_grad():
-        model.logits(tokens[:min(n, 256)])  # warm-up
+        model.logits(tokens[:min(n, 256)], last_only=True)  # warm-up
         sync()
         start = time.perf_counter()
-        model.logits(tokens)
+        model.logits(tokens, last_only=True)  # as rill's prefill: the next token's logits only
         sync()
         prefill = time.perf_counter() - start
         # Decoding at position n. Its cost does not depend on the state's values (NormAttention keeps a

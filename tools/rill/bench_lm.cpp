@@ -136,8 +136,10 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   }
   if (!report(config.validate(), "config")) return false;
   std::vector<uint64_t> lengths;
+  // --quick stops at 4096 tokens; --lm-max-tokens lowers that further.
+  const uint64_t max_tokens = std::min<uint64_t>(quick ? 4096 : UINT64_MAX, args.lm_max_tokens);
   for (uint64_t n : {1024, 4096, 16384, 65536, 262144, 1048576})
-    if (n <= (quick ? 4096 : args.lm_max_tokens)) lengths.push_back(n);
+    if (n <= max_tokens) lengths.push_back(n);
   if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "options");
   const int decode_tokens = quick ? 8 : 48;  // host round trips per token are noisy on shared machines
   rill::lm::ModelOptions options;
