@@ -67,6 +67,10 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
   CHECK(la.value().positions_per_dispatch <= d.loop_budget);
+  // The register scan is causal only: non-causal attention runs the serial kernel's two passes.
+  const auto nc = linear_attention_noncausal(d, la_shape(4, 65536, 64));
+  REQUIRE(nc.is_ok());
+  CHECK(nc.value().algorithm == LinearAttentionAlgorithm::kChunkedSerial);
 }
 
 TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chunks", "[plan]") {
@@ -96,6 +100,11 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   }
   // A short sequence is one window.
   CHECK(linear_attention_forward(d, la_shape(4, 4096, 64)).value().chunks_per_dispatch == 64);
+  // Non-causal attention and the backward are parallel over chunks too.
+  CHECK(linear_attention_noncausal(d, la_shape(4, 1 << 20, 64)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedParallel);
+  CHECK(linear_attention_backward(d, la_shape(8, 1 << 20, 32)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedParallel);
 }
 
 TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
@@ -135,6 +144,9 @@ TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[
   g.forced.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
   CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).value().algorithm ==
         LinearAttentionAlgorithm::kRegisterScan);
+  // The scan has no non-causal form: forcing it leaves non-causal attention to the serial kernel.
+  CHECK(linear_attention_noncausal(g, la_shape(2, 1000, 16)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedSerial);
   const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 256));
   REQUIRE_FALSE(too_wide.is_ok());
   CHECK(too_wide.status().code() == rill::StatusCode::kInvalidArgument);

@@ -209,26 +209,40 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
 }
 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
-                        Case{2, 2, 77, 9, 20, FeatureMap::kRelu, false, 16, 2}}) {
-    const Inputs in = make_inputs(c, DType::kF32, 3);
-    std::vector<float> o_ref, s_ref;
-    rill::ref::linear_attention_forward(in.q, in.k, in.v, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                        rill::ref::FeatureMap(int(c.feature)), false, {}, o_ref, s_ref);
-    auto q = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dk}, in.q);
-    auto k = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dk}, in.k);
-    auto v = rill_test::tensor_from(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dv}, in.v);
-    auto o = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.n, c.dv});
-    auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
-    auto seq = ctx.sequence();
-    REQUIRE(rill::ops::linear_attention_forward(
+  // The serial chunked kernel's state and apply passes and the parallel passes a GPU runs, forced.
+  for (const char* algorithm : {"serial", "parallel"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=") + algorithm;
+    rill::Context ctx = rill_test::make_context(options);
+    uint32_t seed = 3;
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
+      for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+                            Case{2, 2, 77, 9, 20, FeatureMap::kRelu, false, 16, 2},
+                            Case{1, 3, 130, 33, 5, FeatureMap::kElu1, false, 7, 3},
+                            Case{1, 1, 200, 64, 64, FeatureMap::kSilu, false, 64, 0}}) {
+        seed += 5;
+        INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
+                       << " chunk " << c.chunk << " per " << c.per_dispatch << " f16 " << (dtype == DType::kF16));
+        const Inputs in = make_inputs(c, dtype, seed);
+        std::vector<float> o_ref, s_ref;
+        rill::ref::linear_attention_forward(in.q, in.k, in.v, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                            rill::ref::FeatureMap(int(c.feature)), false, {}, o_ref, s_ref);
+        auto q = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.q);
+        auto k = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, in.k);
+        auto v = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, in.v);
+        auto o = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+        auto state = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+        auto seq = ctx.sequence();
+        REQUIRE(
+            rill::ops::linear_attention_forward(
                 *seq, q, k, v, o, state,
                 {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
                 .is_ok());
-    REQUIRE(seq->run().is_ok());
-    require_la_close(rill_test::read(ctx, o), o_ref, DType::kF32, "o");
-    require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "K^T V");
+        REQUIRE(seq->run().is_ok());
+        require_la_close(rill_test::read(ctx, o), o_ref, dtype, "o");
+        require_la_close(rill_test::read(ctx, state), s_ref, DType::kF32, "K^T V");
+      }
+    }
   }
 }
 

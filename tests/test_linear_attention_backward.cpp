@@ -110,38 +110,45 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 }
 
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
-  auto ctx = rill_test::make_context();
-  for (DType dtype : rill_test::float_dtypes(ctx)) {
-    for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
-                          Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},
-                          Case{1, 1, 130, 33, 7, FeatureMap::kRelu, false, 64, 1}}) {
-      INFO("N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature " << int(c.feature) << " f16 "
-                << (dtype == DType::kF16));
-      const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
-      const auto q = rill_test::stored(rill_test::random_vector(nq, 41), dtype);
-      const auto k = rill_test::stored(rill_test::random_vector(nq, 42), dtype);
-      const auto v = rill_test::stored(rill_test::random_vector(nv, 43), dtype);
-      const auto d_o = rill_test::stored(rill_test::random_vector(nv, 44), dtype);
-      std::vector<float> dq_ref, dk_ref, dv_ref;
-      rill::ref::linear_attention_backward(q, k, v, d_o, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                           rill::ref::FeatureMap(int(c.feature)), false, dq_ref, dk_ref, dv_ref);
-      auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
-      auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
-      auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
-      auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
-      auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-      auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-      auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
-      auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
-      auto seq = ctx.sequence();
-      REQUIRE(rill::ops::linear_attention_backward(
-                  *seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                  {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
-                  .is_ok());
-      REQUIRE(seq->run().is_ok());
-      require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
-      require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
-      require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+  // Both algorithms, forced: the serial chunked scans and the parallel passes a GPU runs.
+  for (const char* algorithm : {"serial", "parallel"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=") + algorithm;
+    auto ctx = rill_test::make_context(options);
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
+      for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
+                            Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},
+                            Case{1, 1, 130, 33, 7, FeatureMap::kRelu, false, 64, 1},
+                            Case{1, 2, 90, 24, 40, FeatureMap::kSilu, false, 7, 0}}) {
+        INFO(algorithm << ": N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature " << int(c.feature) << " f16 "
+                       << (dtype == DType::kF16));
+        const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
+        const auto q = rill_test::stored(rill_test::random_vector(nq, 41), dtype);
+        const auto k = rill_test::stored(rill_test::random_vector(nq, 42), dtype);
+        const auto v = rill_test::stored(rill_test::random_vector(nv, 43), dtype);
+        const auto d_o = rill_test::stored(rill_test::random_vector(nv, 44), dtype);
+        std::vector<float> dq_ref, dk_ref, dv_ref;
+        rill::ref::linear_attention_backward(q, k, v, d_o, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                             rill::ref::FeatureMap(int(c.feature)), false, dq_ref, dk_ref, dv_ref);
+        auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+        auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+        auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+        auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+        auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+        auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+        auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+        auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+        auto seq = ctx.sequence();
+        REQUIRE(
+            rill::ops::linear_attention_backward(
+                *seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
+                .is_ok());
+        REQUIRE(seq->run().is_ok());
+        require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
+        require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
+        require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+      }
     }
   }
 }

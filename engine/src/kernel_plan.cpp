@@ -324,6 +324,10 @@ Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, cons
   return chunked_plan(d, s, s, "linear_attention");
 }
 
+Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s) {
+  return chunked_plan(d, s, s, "linear_attention");
+}
+
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
   // The gradients exchange Dk and Dv: the parallel passes must fit the wider of the two in both places.
   LinearAttentionShape square = s;

@@ -125,19 +125,22 @@ struct LinearAttentionShape {
   uint32_t dk = 64, dv = 64, chunk = 64;
   uint32_t chunks_per_dispatch = 0;  // the caller's bound (0: the plan's)
 };
-// Plans the causal forward; chunked kernels' other passes (non-causal, backward) use
-// linear_attention_serial. OutOfRange when even a chunk of one position exceeds the loop budget;
-// InvalidArgument when a forced algorithm cannot run on the device or shape.
+// Plans the causal forward (the serial chunked kernel's chunks come from linear_attention_serial).
+// OutOfRange when even a chunk of one position exceeds the loop budget; InvalidArgument when a
+// forced algorithm cannot run on the device or shape.
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s);
+// Plans the non-causal forward (phi(Q) times the whole sequence's state): the parallel passes on
+// GPUs, else the serial chunked kernel's state and apply passes (the register scan is causal only).
+Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s);
 // The serial chunked kernel: the caller's chunk, halved while one chunk's loops exceed the budget
 // (wide heads on lavapipe: LRPE doubles Dk to 256), and the chunks one dispatch covers.
 struct SerialChunks {
   uint32_t chunk = 64, chunks_per_dispatch = 1;
 };
 Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const LinearAttentionShape& s);
-// Plans the causal backward: its three gradients are each a causal form like the forward (two of
-// them backward in time), parallel over chunks on GPUs, else the serial chunked kernel (there is
-// no register-scan backward).
+// Plans the backward: its three gradients are each a form like the forward (causal: two of them
+// backward in time), parallel over chunks on GPUs, else the serial chunked kernel (there is no
+// register-scan backward).
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s);
 
 // OutOfRange naming the op when `iterations` per invocation exceed the loop budget.

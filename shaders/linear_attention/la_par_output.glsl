@@ -7,8 +7,12 @@
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
 //   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time.
+// Without CAUSAL (the non-causal form, never decayed) every position sees the whole sequence:
+// out_t = f(a_t) S with S the total state, which la_par_scan leaves in the state buffer (bound as
+// chunk_states, one per head); only product 2 runs.
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
+layout(constant_id = 11) const bool CAUSAL = true;
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -50,12 +54,12 @@ void main() {
   const uint len = min(CHUNK, p.n - t0);
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
   const uint ab_base = bh * p.n * p.dk, c_base = bh * p.n * p.dv;
-  const uint state_base = (bh * p.window + chunk) * p.dk * p.dv;
+  const uint state_base = (CAUSAL ? bh * p.window + chunk : bh) * p.dk * p.dv;
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
   const uint blocks_t = (len + 3) / 4;
 
   // 1. Scores: 4 x 4 blocks of (t, s).
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_t; ++round) {
+  for (uint round = 0; CAUSAL && round * WG_SIZE < blocks_t * blocks_t; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_t;
     const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t * 4 : 0;
@@ -119,7 +123,7 @@ void main() {
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
     // Plus the causal scores times h(C), TILE rows of h(C) at a time.
-    for (uint s0 = 0; s0 < len; s0 += TILE) {
+    for (uint s0 = 0; CAUSAL && s0 < len; s0 += TILE) {
       const uint rows = min(TILE, len - s0);
       barrier();  // the previous tiles -> these loads
       for (uint e = tid; e < rows * p.dv; e += WG_SIZE) {

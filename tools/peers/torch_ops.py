@@ -4,26 +4,27 @@
 Reads a JSON list of requests ({"op": ..., "shape": {...}, "reps": n}) from the file given as the
 first argument and prints one JSON object: "peer" (PyTorch version, device, threads, BLAS) and
 "results", one entry per request in order ({"median_ms": t, "peer_form": ...} or
-{"unavailable": reason}). Runs on CUDA when PyTorch sees a GPU, else on the CPU; f32 matmuls keep
-TF32 off; on the CPU PyTorch uses every core (RILL_PEER_THREADS sets another count) and the BLAS
-the system provides (Debian's python3-torch falls back to the reference BLAS unless an optimised
-one such as libopenblas0-pthread is installed: the "blas" field says which was loaded). Each peer is
+{"unavailable": reason}). Runs on CUDA when PyTorch sees a GPU, else on the CPU, as peer_env.py
+sets PyTorch up (TF32 off, the system's BLAS, the faster of one thread and every core) and
+describes it. Each peer is
 what a user would run for the same work:
   matmul                   torch.matmul
   rmsnorm_fwd / _bwd       x * rsqrt(mean(x^2) + eps) * g in f32 arithmetic, and its autograd backward
   linear_attention_causal  the same chunked algorithm (C = 64): masked (Q K^T) V inside chunks, Q times
                            the exclusive prefix sum of the chunk states K^T V across them
+  linear_attention_causal_bwd  autograd of that (dq, dk and dv from dO)
+  linear_attention_noncausal   Q (K^T V)
   block_attention_fwd      scaled_dot_product_attention on the blocks (a batched softmax where the
                            installed PyTorch has none)
 """
 import json
-import os
-import re
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+import peer_env
 
 DEVICE = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 DTYPES = {"f32": torch.float32, "f16": torch.float16}
@@ -116,6 +117,18 @@ def peer(op, shape, reps):
         with torch.no_grad():
             return {"median_ms": median_ms(lambda: chunked_linear_attention(q, k, v), reps),
                     "peer_form": "chunked linear attention in PyTorch (C = 64)"}
+    if op == "linear_attention_noncausal":
+        h, n, d = shape["heads"], shape["n"], shape["dk"]
+        q, k, v = (rand(1, h, n, d) for _ in range(3))
+        with torch.no_grad():
+            return {"median_ms": median_ms(lambda: q @ (k.transpose(-1, -2) @ v), reps),
+                    "peer_form": "Q (K^T V) in PyTorch"}
+    if op == "linear_attention_causal_bwd":
+        h, n, d = shape["heads"], shape["n"], shape["dk"]
+        q, k, v = (rand(1, h, n, d).requires_grad_(True) for _ in range(3))
+        o, do = chunked_linear_attention(q, k, v), rand(1, h, n, d)
+        fn = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        return {"median_ms": median_ms(fn, reps), "peer_form": "autograd of chunked linear attention (C = 64)"}
     if op == "block_attention_fwd":
         h, n, d, block = shape["heads"], shape["n"], shape["d"], shape["block"]
         q, k, v = (rand(1, h, n, d, dtype=dtype) for _ in range(3))
@@ -130,33 +143,18 @@ def peer(op, shape, reps):
     return {"unavailable": "no PyTorch peer for op " + op}
 
 
-def blas_in_use():
-    torch.matmul(torch.ones(64, 64), torch.ones(64, 64))  # loads the BLAS if it is loaded lazily
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {m.group(1) for m in re.finditer(r"/(lib(?:openblas|blis|mkl_rt|blas)[^/\s]*)", f.read())}
-    except OSError:
-        return "unknown"
-    return ", ".join(sorted(libs)) or "built into torch"
-
-
 def main():
     with open(sys.argv[1]) as f:
         requests = json.load(f)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    peer_env.configure()
     torch.manual_seed(0)
-    # Every core, as rill's CPU driver uses them (Debian's PyTorch starts with one thread).
-    torch.set_num_threads(int(os.environ.get("RILL_PEER_THREADS", os.cpu_count() or 1)))
-    info = {"torch": torch.__version__, "device": DEVICE.type, "threads": torch.get_num_threads(), "blas": blas_in_use()}
-    if DEVICE.type == "cuda":
-        info["device_name"] = torch.cuda.get_device_name()
+    info = peer_env.describe(DEVICE)
     cache, results = {}, []
     for r in requests:
         key = json.dumps([r["op"], r["shape"]], sort_keys=True)
         if key not in cache:
             try:
-                cache[key] = peer(r["op"], r["shape"], r.get("reps", 5))
+                cache[key] = peer_env.fastest(lambda: peer(r["op"], r["shape"], r.get("reps", 5)), "median_ms")
             except (RuntimeError, MemoryError) as e:  # e.g. an f16 op the CPU build lacks, or out of memory
                 cache[key] = {"unavailable": str(e).splitlines()[0][:200]}
         results.append(cache[key])

@@ -37,6 +37,7 @@ DEFAULTS = {"vocab": 256, "width": 256, "heads": 8, "ffn_width": 512, "layers": 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "convert"))
 from checkpoint_io import read_safetensors  # noqa: E402  (tools/convert/checkpoint_io.py)
 from transnormerllm_torch import slopes  # noqa: E402  (ALiBi's head slopes, as the published code forms them)
+import peer_env  # noqa: E402
 
 
 def load_config(path):
@@ -292,10 +293,15 @@ def main():
         sys.exit(0 if ok else 1)
     if args.time:
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-        torch.backends.cuda.matmul.allow_tf32 = False
+        peer_env.configure()
         model = TransNormer(config, weights, device, torch.float32)
-        result = timing(model, args.time, args.decode_steps)
-        result.update({"torch": torch.__version__, "device": device.type, "threads": torch.get_num_threads()})
+        # Prefill and decoding each at its faster thread count.
+        result = peer_env.fastest(lambda: timing(model, args.time, args.decode_steps), "prefill_seconds")
+        runs = [r for r in result.get("thread_runs", [result]) if r.get("decode_ms_per_token") is not None]
+        if runs:
+            decode = min(runs, key=lambda r: r["decode_ms_per_token"])
+            result.update({"decode_ms_per_token": decode["decode_ms_per_token"], "decode_threads": decode["threads"]})
+        result.update({k: v for k, v in peer_env.describe(device).items() if k != "threads"})
         print(json.dumps(result))
         return
     ap.error("give --check EXPORT or --time N")

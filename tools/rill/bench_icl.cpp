@@ -1,5 +1,5 @@
 // `rill bench --op icl`: training throughput of the ICL trainer at the papers' settings, and the
-// same model trained by PyTorch on the CPU (tools/icl_torch_baseline.py, when Debian's
+// same model trained by PyTorch on the CPU (tools/peers/icl_torch_baseline.py, when Debian's
 // python3-torch is installed) measured in the same run, with the ratio.
 #include <chrono>
 #include <cstdio>
@@ -16,7 +16,7 @@ using namespace rill::icl;
 
 // Runs the PyTorch baseline and returns its JSON record, or an object saying why there is none.
 nlohmann::json torch_baseline(const std::string& setting, int steps) {
-  return run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/icl_torch_baseline.py",
+  return run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/icl_torch_baseline.py",
                          "--setting " + setting + " --steps " + std::to_string(steps));
 }
 
@@ -59,7 +59,12 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
         {"final_loss", records->back().loss}};
     if (with_torch) {
       nlohmann::json torch = torch_baseline(s.name, quick ? 20 : 100);
-      if (torch.contains("steps_per_s")) rec["speedup_vs_pytorch_cpu"] = (steps / seconds) / torch["steps_per_s"].get<double>();
+      if (torch.contains("steps_per_s") && torch["steps_per_s"].is_number()) {
+        const double peer_ms = 1e3 / torch["steps_per_s"].get<double>();
+        rec["peer_ms"] = peer_ms;
+        rec["speedup_vs_peer"] = peer_ms / rec["median_ms"].get<double>();
+        rec["speedup_vs_pytorch_cpu"] = rec["speedup_vs_peer"];  // the name records had before peer_ms
+      }
       rec["pytorch_cpu"] = torch;
     }
     out.push_back(rec);

@@ -82,12 +82,12 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
   return true;
 }
 
-
 // Causal linear attention, H = 4, D = 64: the chunked form parallel over chunks (C = 64, what GPUs
 // run), the chunked form serial over chunks (the fallback for GPUs without room for a window), the
 // register scan (what CPU drivers run), naive quadratic, and recurrent (the serial chunked kernel one
 // position at a time, i.e. chunks of 1). Sequences longer than one segment run as segments that
-// continue the state, as a long prefill does, so memory stays bounded.
+// continue the state, as a long prefill does, so memory stays bounded. Then the non-causal forward
+// and the causal backward.
 bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
   rill::ContextOptions parallel_options, serial_options, scan_options;
   parallel_options.kernel_plan = "linear_attention=parallel";
@@ -146,6 +146,46 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
     out.push_back({{"op", "linear_attention_causal"}, {"variant", form},
                    {"fitted_time_exponent", fitted_exponent(points)},
                    {"fit_range", {points.front().first, points.back().first}}});
+  }
+  // The non-causal forward and the causal backward (what training runs), in the two chunked forms:
+  // the register scan has neither. One segment each; lengths past the time budget are skipped.
+  const std::vector<int64_t> short_lengths =
+      quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 16384, 65536};
+  for (const char* form : {"chunked_parallel", "chunked_serial"}) {
+    rill::Context& ctx = contexts.at(std::string(form) == "chunked_parallel" ? "parallel" : "serial");
+    for (const char* op : {"linear_attention_noncausal", "linear_attention_causal_bwd"}) {
+      const bool backward = std::string(op) == "linear_attention_causal_bwd";
+      double last_ms = 0.0;
+      int64_t last_n = 0;
+      for (int64_t n : short_lengths) {
+        if (last_ms > 0 && last_ms * double(n) / double(last_n) > budget_ms) {
+          out.push_back({{"op", op},
+                         {"variant", form},
+                         {"shape", {{"n", n}}},
+                         {"skipped", "predicted to exceed the time budget"}});
+          continue;
+        }
+        std::vector<rill::Tensor> t;  // q, k, v, o (d_o), state (scratch), dq, dk, dv
+        for (uint32_t i = 0; i < 8; ++i)
+          t.push_back(random_tensor(
+              ctx, rill::DType::kF32,
+              i == 4 ? std::vector<int64_t>{1, heads, d, d} : std::vector<int64_t>{1, heads, n, d}, i + 1));
+        for (const rill::Tensor& x : t)
+          if (!x.valid()) return report(rill::resource_exhausted("tensor allocation failed"), op);
+        auto timing = time_op(
+            ctx,
+            [&](rill::Sequence& s) -> rill::Status {
+              if (backward)
+                return rill::ops::linear_attention_backward(s, t[0], t[1], t[2], t[3], t[5], t[6], t[7], t[4]);
+              return rill::ops::linear_attention_forward(s, t[0], t[1], t[2], t[3], t[4], {.causal = false});
+            },
+            quick ? 1 : 3);
+        if (!report(timing.status(), op)) return false;
+        out.push_back(op_record(op, form, {{"n", n}, {"heads", heads}, {"dk", d}, {"dv", d}}, timing.value(), peaks));
+        last_ms = timing->median_ms;
+        last_n = n;
+      }
+    }
   }
   return true;
 }

@@ -17,11 +17,26 @@ nlohmann::json peer_request(const nlohmann::json& record, bool quick) {
   const std::string op = record["op"];
   nlohmann::json shape = record["shape"];
   if (op == "block_attention_fwd") shape["causal"] = record.value("variant", "causal") == "causal";
-  if (op == "linear_attention_causal" && !shape.contains("dk")) return nullptr;
-  if (op != "matmul" && op != "rmsnorm_fwd" && op != "rmsnorm_bwd" && op != "linear_attention_causal" &&
-      op != "block_attention_fwd")
+  const bool linear_attention =
+      op == "linear_attention_causal" || op == "linear_attention_noncausal" || op == "linear_attention_causal_bwd";
+  if (linear_attention && !shape.contains("dk")) return nullptr;
+  if (op != "matmul" && op != "rmsnorm_fwd" && op != "rmsnorm_bwd" && !linear_attention && op != "block_attention_fwd")
     return nullptr;
   return {{"op", op}, {"shape", shape}, {"reps", quick ? 3 : 10}};
+}
+
+// The environment of the first record whose bench timed its own peer (lm, icl), for a run
+// without kernel records.
+nlohmann::json environment_of_timed_peers(const nlohmann::json& records) {
+  for (const nlohmann::json& rec : records)
+    for (const char* key : {"peer", "pytorch_cpu"}) {
+      if (!rec.contains(key) || !rec[key].is_object() || !rec[key].contains("torch")) continue;
+      nlohmann::json env;
+      for (const char* field : {"torch", "device", "device_name", "threads", "blas"})
+        if (rec[key].contains(field)) env[field] = rec[key][field];
+      return env;
+    }
+  return {{"unavailable", "no record has a PyTorch peer"}};
 }
 
 }  // namespace
@@ -43,7 +58,7 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
     requests.push_back(std::move(r));
     owners.push_back(i);
   }
-  if (requests.empty()) return {{"unavailable", "no kernel record has a PyTorch peer"}};
+  if (requests.empty()) return environment_of_timed_peers(records);
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(process_id()) + ".json");
   std::ofstream(file) << requests.dump();

@@ -112,7 +112,9 @@ struct ParallelForm {
 
 // GPUs: the form parallel over (chunk, head) in windows of chunks. Per window three passes: each
 // chunk's own state into the workspace, a scan that turns those into the state before each chunk
-// (and carries `state` past the window), then every chunk's outputs.
+// (and carries `state` past the window), then every chunk's outputs. Non-causal (opt.causal false):
+// the first two passes over every window leave the whole sequence's state in `state`, then every
+// chunk's outputs read that one state.
 Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const ParallelForm& f,
                        const Tensor& state, const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
   const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
@@ -126,36 +128,58 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   spec.push_back(gpu::spec("TILE", p.tile));
   auto output_spec = spec;
   output_spec.push_back(gpu::spec("GRAD_SCALE", f.x != nullptr));
+  output_spec.push_back(gpu::spec("CAUSAL", opt.causal));
   const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
-  for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
+  struct Window {
+    gpu::LaWindowPush push;
+    uint64_t positions;
+  };
+  auto window = [&](uint32_t first) {
     const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
-    const uint64_t positions = std::min<uint64_t>(uint64_t(count) * p.chunk, d.n - uint64_t(first) * p.chunk);
-    const gpu::LaWindowPush push{d.heads, d.n, f.dk, f.dv, first, count};
+    return Window{{d.heads, d.n, f.dk, f.dv, first, count},
+                  std::min<uint64_t>(uint64_t(count) * p.chunk, d.n - uint64_t(first) * p.chunk)};
+  };
+  auto states_and_scan = [&](const Window& w) -> Status {
+    const uint32_t count = w.push.window;
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_states_" + suffix,
                                        .bindings = {f.b, f.c, &decay, chunk_states},
-                                       .push = push_bytes(push),
+                                       .push = push_bytes(w.push),
                                        .groups = {count, uint32_t(bh), 1},
                                        .spec = spec,
-                                       .flops = 2 * bh * positions * elements,
-                                       .bytes = bh * (es * positions * (f.dk + f.dv) + 4 * count * elements)}));
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_scan",
-                                       .bindings = {&decay, chunk_states, &state},
-                                       .push = push_bytes(push),
-                                       .groups = {scan_groups, uint32_t(bh), 1},
-                                       .spec = spec,
-                                       .flops = 2 * bh * count * elements,
-                                       .bytes = bh * (8 * count * elements + 8 * elements)}));
-    // Per position: a P (2 dk dv FLOPs) and on average (C + 1) / 2 scores and value rows.
-    const uint64_t intra = uint64_t(p.chunk + 1) * (f.dk + f.dv);
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_output_" + suffix,
-                                       .bindings = {f.a, f.b, f.c, &decay, chunk_states, f.x ? f.x : f.c, f.out},
-                                       .push = push_bytes(push),
-                                       .groups = {count, uint32_t(bh), 1},
-                                       .spec = output_spec,
-                                       .flops = bh * positions * (2 * elements + intra),
-                                       .bytes = bh * (es * positions * (2 * f.dk + (f.x ? 3 : 2) * f.dv) +
-                                                      4 * count * elements)}));
+                                       .flops = 2 * bh * w.positions * elements,
+                                       .bytes = bh * (es * w.positions * (f.dk + f.dv) + 4 * count * elements)}));
+    return seq.dispatch({.kernel = "linear_attention/la_par_scan",
+                         .bindings = {&decay, chunk_states, &state},
+                         .push = push_bytes(w.push),
+                         .groups = {scan_groups, uint32_t(bh), 1},
+                         .spec = spec,
+                         .flops = 2 * bh * count * elements,
+                         .bytes = bh * (8 * count * elements + 8 * elements)});
+  };
+  auto outputs = [&](const Window& w) -> Status {
+    const uint32_t count = w.push.window;
+    // Per position: a P (2 dk dv FLOPs) and, causal, on average (C + 1) / 2 scores and value rows.
+    const uint64_t intra = opt.causal ? uint64_t(p.chunk + 1) * (f.dk + f.dv) : 0;
+    const uint64_t state_reads = opt.causal ? count : 1;
+    return seq.dispatch(
+        {.kernel = "linear_attention/la_par_output_" + suffix,
+         .bindings = {f.a, f.b, f.c, &decay, opt.causal ? chunk_states : &state, f.x ? f.x : f.c, f.out},
+         .push = push_bytes(w.push),
+         .groups = {count, uint32_t(bh), 1},
+         .spec = output_spec,
+         .flops = bh * w.positions * (2 * elements + intra),
+         .bytes =
+             bh * (es * w.positions * (opt.causal ? 2 * f.dk + (f.x ? 3 : 2) * f.dv : f.dk + (f.x ? 2 : 1) * f.dv) +
+                   4 * state_reads * elements)});
+  };
+  for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
+    const Window w = window(first);
+    RILL_RETURN_IF_ERROR(states_and_scan(w));
+    if (opt.causal) RILL_RETURN_IF_ERROR(outputs(w));
   }
+  if (!opt.causal)
+    for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch)
+      RILL_RETURN_IF_ERROR(outputs(window(first)));
   return Status::ok();
 }
 
@@ -227,6 +251,11 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
   if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
+  RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                        plan::linear_attention_noncausal(plan::traits_of(seq), shape_of(d, opt)));
+  if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
+    return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state, opt,
+                           p);
   RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardState));
   return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardApply);
 }
@@ -269,28 +298,46 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
     }
     return Status::ok();
   };
-  if (opt.causal) {
-    RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
-                          plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
-    if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel) {
-      // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
-      //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
-      //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
-      //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
-      // Each starts from a zero state in `scratch` ([Dv, Dk] for the first two: the same size).
-      const ParallelForm forms[] = {
-          {.a = &d_o, .b = &v, .c = &k, .x = &q, .out = &dq, .dk = d.dv, .dv = d.dk, .phi_a = false, .phi_b = false,
-           .phi_c = true},
-          {.a = &v, .b = &d_o, .c = &q, .x = &k, .out = &dk, .dk = d.dv, .dv = d.dk, .phi_a = false, .phi_b = false,
-           .phi_c = true, .reverse = true},
-          {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
-      };
-      for (const ParallelForm& f : forms) {
-        RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-        RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, f, scratch, opt, p));
-      }
-      return Status::ok();
+  RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                        plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
+  if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel) {
+    // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
+    //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
+    //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
+    //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
+    // Non-causal, the same forms with every s and t (and no decay). Each starts from a zero state in
+    // `scratch` ([Dv, Dk] for the first two: the same size).
+    const ParallelForm forms[] = {
+        {.a = &d_o,
+         .b = &v,
+         .c = &k,
+         .x = &q,
+         .out = &dq,
+         .dk = d.dv,
+         .dv = d.dk,
+         .phi_a = false,
+         .phi_b = false,
+         .phi_c = true},
+        {.a = &v,
+         .b = &d_o,
+         .c = &q,
+         .x = &k,
+         .out = &dk,
+         .dk = d.dv,
+         .dv = d.dk,
+         .phi_a = false,
+         .phi_b = false,
+         .phi_c = true,
+         .reverse = true},
+        {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
+    };
+    for (const ParallelForm& f : forms) {
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, f, scratch, opt, p));
     }
+    return Status::ok();
+  }
+  if (opt.causal) {
     // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
     RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));

@@ -13,7 +13,7 @@ Shapes: B tasks per batch, T = n + 1 tokens per task, D1 = d + 1 token width.
            e_i <- e_i + M e_i for every token (query included)
   output:  pred = -E[:, n, d], loss = c * mean (pred - y_q)^2
 
-Usage: /usr/bin/python3 tools/icl_torch_baseline.py --setting ahn1 --steps 200
+Usage: /usr/bin/python3 tools/peers/icl_torch_baseline.py --setting ahn1 --steps 200
 """
 
 import argparse
@@ -22,6 +22,8 @@ import sys
 import time
 
 import torch
+
+import peer_env
 
 
 # name -> (d, n, layers, batch, convention)
@@ -86,17 +88,33 @@ def main():
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="ahn1")
     parser.add_argument("--steps", type=int, default=200, help="timed training steps")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps before timing")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: the faster of one and every core)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-every", type=int, default=0,
                         help="print the loss to stderr every this many steps (0: never)")
     args = parser.parse_args()
 
+    peer_env.configure()
+    setting = SETTINGS[args.setting]
+    d, n, layers, batch = setting["d"], setting["n"], setting["layers"], setting["batch"]
+
+    def run():
+        return train(setting, args.steps, args.warmup, args.seed, args.log_every)
+
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+        result = run() | {"threads": args.threads}
+    else:
+        result = peer_env.fastest(run, "seconds")
+    print(json.dumps({"impl": "pytorch-cpu",
+                      **{k: v for k, v in peer_env.describe(torch.device("cpu")).items() if k != "threads"},
+                      "threads": result["threads"], "setting": args.setting, "d": d, "n": n, "layers": layers,
+                      "batch": batch, "steps": args.steps, **{k: v for k, v in result.items() if k != "threads"}}))
 
-    setting = SETTINGS[args.setting]
+
+def train(setting, steps, warmup, seed, log_every):
+    """Trains a fresh model for warmup + steps steps; the timed steps' figures."""
+    torch.manual_seed(seed)
     conv = CONVENTIONS[setting["convention"]]
     d, n, layers, batch = setting["d"], setting["n"], setting["layers"], setting["batch"]
     scale = 1.0 / n if conv["s_is_inv_n"] else 1.0
@@ -116,36 +134,24 @@ def main():
         return loss
 
     loss = None
-    for _ in range(args.warmup):
+    for _ in range(warmup):
         loss = train_step()
 
     final_loss = None
     start = time.perf_counter()
-    for step in range(1, args.steps + 1):
+    for step in range(1, steps + 1):
         loss = train_step()
-        if step % LOSS_READ_EVERY == 0 or step == args.steps:
+        if step % LOSS_READ_EVERY == 0 or step == steps:
             final_loss = loss.item()
-        if args.log_every and (step == 1 or step % args.log_every == 0 or step == args.steps):
+        if log_every and (step == 1 or step % log_every == 0 or step == steps):
             print(f"step {step} loss {loss.item():.6f}", file=sys.stderr)
     seconds = time.perf_counter() - start
     if final_loss is None and loss is not None:
         final_loss = loss.item()
-
-    print(json.dumps({
-        "impl": "pytorch-cpu",
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "setting": args.setting,
-        "d": d,
-        "n": n,
-        "layers": layers,
-        "batch": batch,
-        "steps": args.steps,
-        "seconds": round(seconds, 4),
-        "steps_per_s": round(args.steps / seconds, 3) if seconds > 0 else None,
-        "tasks_per_s": round(args.steps * batch / seconds, 1) if seconds > 0 else None,
-        "final_loss": final_loss,
-    }))
+    return {"seconds": round(seconds, 4),
+            "steps_per_s": round(steps / seconds, 3) if seconds > 0 else None,
+            "tasks_per_s": round(steps * batch / seconds, 1) if seconds > 0 else None,
+            "final_loss": final_loss}
 
 
 if __name__ == "__main__":
