@@ -75,6 +75,7 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
       rec["peer_ms"] = peer_ms;
       rec["speedup_vs_peer"] = ms > 0 ? peer_ms / ms : 0.0;
       rec["peer_form"] = res.value("peer_form", "");
+      if (res.contains("threads")) rec["peer_threads"] = res["threads"];  // the faster thread count
     } else {
       rec["peer_unavailable"] = res.value("unavailable", "no result");
     }
