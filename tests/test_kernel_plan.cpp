@@ -67,10 +67,17 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
   CHECK(la.value().positions_per_dispatch <= d.loop_budget);
-  // The register scan is causal only: non-causal attention runs the serial kernel's two passes.
+  // Non-causal attention and the backward are register scans too, the backward's wider head both ways.
   const auto nc = linear_attention_noncausal(d, la_shape(4, 65536, 64));
   REQUIRE(nc.is_ok());
-  CHECK(nc.value().algorithm == LinearAttentionAlgorithm::kChunkedSerial);
+  CHECK(nc.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
+  const auto bwd = linear_attention_backward(d, {.heads = 4, .n = 65536, .dk = 32, .dv = 128, .chunk = 64});
+  REQUIRE(bwd.is_ok());
+  CHECK(bwd.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(bwd.value().columns_per_lane == 2);  // sized for a 128-wide state row
+  // Heads past 128 have no register scan: the serial kernel.
+  CHECK(linear_attention_backward(d, {.heads = 4, .n = 4096, .dk = 64, .dv = 256, .chunk = 64}).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedSerial);
 }
 
 TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chunks", "[plan]") {
@@ -144,9 +151,12 @@ TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[
   g.forced.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
   CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).value().algorithm ==
         LinearAttentionAlgorithm::kRegisterScan);
-  // The scan has no non-causal form: forcing it leaves non-causal attention to the serial kernel.
   CHECK(linear_attention_noncausal(g, la_shape(2, 1000, 16)).value().algorithm ==
-        LinearAttentionAlgorithm::kChunkedSerial);
+        LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(linear_attention_backward(g, la_shape(2, 1000, 16)).value().algorithm ==
+        LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(linear_attention_backward(g, {.heads = 2, .n = 1000, .dk = 16, .dv = 256, .chunk = 64}).status().code() ==
+        rill::StatusCode::kInvalidArgument);  // the forced scan cannot hold a 256-wide gradient state
   const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 256));
   REQUIRE_FALSE(too_wide.is_ok());
   CHECK(too_wide.status().code() == rill::StatusCode::kInvalidArgument);

@@ -209,8 +209,9 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
 }
 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
-  // The serial chunked kernel's state and apply passes and the parallel passes a GPU runs, forced.
-  for (const char* algorithm : {"serial", "parallel"}) {
+  // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
+  // chunked kernel and the parallel passes a GPU runs.
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);

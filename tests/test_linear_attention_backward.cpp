@@ -21,8 +21,9 @@ void require_grad_close(const std::vector<float>& got, const std::vector<float>&
 }  // namespace
 
 GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
-  // Both algorithms, forced: the serial chunked scans and the parallel passes a GPU runs.
-  for (const char* algorithm : {"serial", "parallel"}) {
+  // Every algorithm, forced: the register scans (CPU drivers), the serial chunked scans and the
+  // parallel passes a GPU runs.
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);
@@ -110,8 +111,8 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 }
 
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
-  // Both algorithms, forced: the serial chunked scans and the parallel passes a GPU runs.
-  for (const char* algorithm : {"serial", "parallel"}) {
+  // Every algorithm, forced: the register scans, the serial chunked scans and the parallel passes.
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);

@@ -308,31 +308,38 @@ Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAtte
   return p;
 }
 
+// The register scan on CPU drivers (or forced) where it fits `fit` (the widest head of every pass),
+// else the chunked forms.
+Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearAttentionShape& s,
+                                            const LinearAttentionShape& fit, const char* op) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  const bool scan_fits = d.subgroup >= 4 && d.subgroup <= d.max_invocations && fit.dk <= 128;
+  if (forced == Algorithm::kRegisterScan) {
+    if (!scan_fits)
+      return invalid_argument(std::string(op) +
+                              ": the forced register scan needs subgroups of 4 or more lanes and Dk <= 128");
+    return register_scan_plan(d, fit);
+  }
+  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, fit);
+  return chunked_plan(d, s, fit, op);
+}
+
 }  // namespace
 
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s) {
-  using Algorithm = LinearAttentionAlgorithm;
-  const std::optional<Algorithm> forced = d.forced.linear_attention;
-  const bool scan_fits = d.subgroup >= 4 && d.subgroup <= d.max_invocations && s.dk <= 128;
-  if (forced == Algorithm::kRegisterScan) {
-    if (!scan_fits)
-      return invalid_argument(
-          "linear_attention: the forced register scan needs subgroups of 4 or more lanes and Dk <= 128");
-    return register_scan_plan(d, s);
-  }
-  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s);
-  return chunked_plan(d, s, s, "linear_attention");
+  return scan_or_chunked(d, s, s, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s) {
-  return chunked_plan(d, s, s, "linear_attention");
+  return scan_or_chunked(d, s, s, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
-  // The gradients exchange Dk and Dv: the parallel passes must fit the wider of the two in both places.
+  // The gradients exchange Dk and Dv: every pass must fit the wider of the two in both places.
   LinearAttentionShape square = s;
   square.dk = square.dv = std::max(s.dk, s.dv);
-  return chunked_plan(d, s, square, "linear_attention_backward");
+  return scan_or_chunked(d, s, square, "linear_attention_backward");
 }
 
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,

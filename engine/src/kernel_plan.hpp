@@ -129,8 +129,8 @@ struct LinearAttentionShape {
 // OutOfRange when even a chunk of one position exceeds the loop budget; InvalidArgument when a
 // forced algorithm cannot run on the device or shape.
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s);
-// Plans the non-causal forward (phi(Q) times the whole sequence's state): the parallel passes on
-// GPUs, else the serial chunked kernel's state and apply passes (the register scan is causal only).
+// Plans the non-causal forward (phi(Q) times the whole sequence's state): the register scan's
+// state and apply passes on CPU drivers, the parallel passes on GPUs, else the serial kernel's.
 Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s);
 // The serial chunked kernel: the caller's chunk, halved while one chunk's loops exceed the budget
 // (wide heads on lavapipe: LRPE doubles Dk to 256), and the chunks one dispatch covers.
@@ -139,8 +139,8 @@ struct SerialChunks {
 };
 Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const LinearAttentionShape& s);
 // Plans the backward: its three gradients are each a form like the forward (causal: two of them
-// backward in time), parallel over chunks on GPUs, else the serial chunked kernel (there is no
-// register-scan backward).
+// backward in time), each a register scan on CPU drivers, parallel over chunks on GPUs, else the
+// serial chunked kernel.
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s);
 
 // OutOfRange naming the op when `iterations` per invocation exceed the loop budget.

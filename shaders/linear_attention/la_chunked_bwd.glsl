@@ -31,16 +31,6 @@ layout(push_constant) uniform PushBlock { LaChunkPush p; };
 
 shared afloat scores[CHUNK * CHUNK];
 
-afloat phi_grad(afloat x) {
-  if (FEATURE == kFeatureElu1) return x > 0.0 ? 1.0 : exp(x);
-  if (FEATURE == kFeatureRelu) return x > 0.0 ? 1.0 : 0.0;
-  if (FEATURE == kFeatureSilu) {
-    const afloat sg = 1.0 / (1.0 + exp(-x));
-    return sg * (1.0 + x * (1.0 - sg));
-  }
-  return 1.0;
-}
-
 afloat fq(uint qk, uint t, uint i) { return phi(afloat(q[qk + t * p.dk + i])); }
 afloat fk(uint qk, uint t, uint i) { return phi(afloat(k[qk + t * p.dk + i])); }
 

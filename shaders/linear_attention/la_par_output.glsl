@@ -30,16 +30,6 @@ shared afloat power[CHUNK + 1];                          // lambda^m
 shared afloat a_tile[CHUNK * TILE];                      // [t][k]: f(a_t) on TILE inner slices
 shared afloat other_tile[TILE * MAX_D];  // [s][k] g(b) (CHUNK <= MAX_D rows), then [k][j] P, then [s][j] h(c)
 
-afloat phi_grad(afloat v) {
-  if (FEATURE == kFeatureElu1) return v > 0.0 ? 1.0 : exp(v);
-  if (FEATURE == kFeatureRelu) return v > 0.0 ? 1.0 : 0.0;
-  if (FEATURE == kFeatureSilu) {
-    const afloat sg = 1.0 / (1.0 + exp(-v));
-    return sg * (1.0 + v * (1.0 - sg));
-  }
-  return 1.0;
-}
-
 // a_tile[t][kk] = f(a_{t0+t, k0+kk}) for t < len, kk < width.
 void load_a_tile(uint ab_base, uint t0, uint len, uint k0, uint width) {
   for (uint e = gl_LocalInvocationID.x; e < len * width; e += WG_SIZE) {

@@ -147,12 +147,13 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
                    {"fitted_time_exponent", fitted_exponent(points)},
                    {"fit_range", {points.front().first, points.back().first}}});
   }
-  // The non-causal forward and the causal backward (what training runs), in the two chunked forms:
-  // the register scan has neither. One segment each; lengths past the time budget are skipped.
+  // The non-causal forward and the causal backward (what training runs), in each algorithm. One
+  // segment each; lengths past the time budget are skipped.
   const std::vector<int64_t> short_lengths =
       quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 16384, 65536};
-  for (const char* form : {"chunked_parallel", "chunked_serial"}) {
-    rill::Context& ctx = contexts.at(std::string(form) == "chunked_parallel" ? "parallel" : "serial");
+  for (const char* form : {"chunked_parallel", "chunked_serial", "scan"}) {
+    const std::string f = form;
+    rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
     for (const char* op : {"linear_attention_noncausal", "linear_attention_causal_bwd"}) {
       const bool backward = std::string(op) == "linear_attention_causal_bwd";
       double last_ms = 0.0;

@@ -77,46 +77,69 @@ std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt, uint32_t work
 
 namespace {
 
-// CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why).
-Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Tensor& q, const Tensor& k,
-                     const Tensor& v, const Tensor& o, const Tensor& state, const LinearAttentionOptions& opt,
-                     const plan::LinearAttentionPlan& p) {
-  const uint32_t sg = p.workgroup, cj = p.columns_per_lane;
-  const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
-  const uint64_t per = p.positions_per_dispatch;
-  const std::string kernel = "linear_attention/la_scan_cpu_" + suffix;
-  for (uint64_t first = 0; first < d.n; first += per) {
-    const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
-    const gpu::LaScanPush push{d.heads, d.n, d.dk, d.dv, uint32_t(first), count};
-    RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = kernel,
-         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
-         .push = push_bytes(push),
-         .groups = {uint32_t(bh), (d.dv + sg * cj - 1) / (sg * cj), 1},
-         .spec = {gpu::spec("SG", sg), gpu::spec("FEATURE", uint32_t(opt.feature_map)),
-                  gpu::spec("HAS_DECAY", opt.decay != nullptr), gpu::spec("DK", d.dk), gpu::spec("CJ", cj)},
-         .flops = 4ull * d.dk * d.dv * count * bh,
-         .bytes = bh * (es * count * (2ull * d.dk + 2ull * d.dv) + 8ull * d.dk * d.dv)}));
-  }
-  return Status::ok();
-}
-
-// The operands of the generalised causal form the parallel passes compute (la_par_common.glsl):
+// The operands of the generalised form the scan and the parallel passes compute (la_par_common.glsl):
 //   out_t = sum_{s<=t} lambda^(t-s) (f(a_t) . g(b_s)) h(c_s), times phi'(x_t) with grad_scale,
-// forward in time or, with reverse, backward. a, b: [B, H, N, dk]; c, out (and x): [B, H, N, dv].
-struct ParallelForm {
+// forward in time or, with reverse, backward (non-causal: over every s). a, b: [B, H, N, dk];
+// c, out (and x): [B, H, N, dv].
+struct Form {
   const Tensor *a, *b, *c, *x = nullptr, *out;
   uint32_t dk, dv;  // of a and b, of c and out
   bool phi_a = true, phi_b = true, phi_c = false, reverse = false;
 };
+
+// CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why), in `mode`
+// (gpu::kLaForward*: causal, state only, apply).
+Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, const Form& f, const Tensor& state,
+                     const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p, uint32_t mode) {
+  const uint32_t sg = p.workgroup, cj = p.columns_per_lane;
+  const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(f.a->dtype());
+  const uint64_t per = p.positions_per_dispatch;
+  const bool update = mode != gpu::kLaForwardApply, output = mode != gpu::kLaForwardState;
+  // Per position: the update and the output are Dk Dv FMAs each; reads of b and c, of a (and x), writes of out.
+  const uint64_t flops = 2ull * f.dk * f.dv * ((update ? 1 : 0) + (output ? 1 : 0));
+  const uint64_t row_bytes = es * ((update ? f.dk + f.dv : 0) + (output ? f.dk + (f.x ? 2 : 1) * f.dv : 0));
+  const std::vector<SpecValue> spec = {gpu::spec("SG", sg),
+                                       gpu::spec("FEATURE", uint32_t(opt.feature_map)),
+                                       gpu::spec("HAS_DECAY", opt.decay != nullptr),
+                                       gpu::spec("DK", f.dk),
+                                       gpu::spec("CJ", cj),
+                                       gpu::spec("MODE", mode),
+                                       gpu::spec("PHI_A", f.phi_a),
+                                       gpu::spec("PHI_B", f.phi_b),
+                                       gpu::spec("PHI_C", f.phi_c),
+                                       gpu::spec("REVERSE", f.reverse),
+                                       gpu::spec("GRAD_SCALE", f.x != nullptr)};
+  for (uint64_t first = 0; first < d.n; first += per) {
+    const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
+    const gpu::LaScanPush push{d.heads, d.n, f.dk, f.dv, uint32_t(first), count};
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = "linear_attention/la_scan_cpu_" + suffix,
+                      .bindings = {f.a, f.b, f.c, opt.decay ? opt.decay : f.a, &state, f.out, f.x ? f.x : f.c},
+                      .push = push_bytes(push),
+                      .groups = {uint32_t(bh), (f.dv + sg * cj - 1) / (sg * cj), 1},
+                      .spec = spec,
+                      .flops = flops * count * bh,
+                      .bytes = bh * (row_bytes * count + 8ull * f.dk * f.dv)}));
+  }
+  return Status::ok();
+}
+
+// The form over every position with the register scan: causal in one pass; non-causal as the whole
+// sequence's state, then every output from it.
+Status register_scan_form(Sequence& seq, const Dims& d, const std::string& suffix, const Form& f, const Tensor& state,
+                          const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
+  if (opt.causal) return register_scan(seq, d, suffix, f, state, opt, p, gpu::kLaForwardCausal);
+  RILL_RETURN_IF_ERROR(register_scan(seq, d, suffix, f, state, opt, p, gpu::kLaForwardState));
+  return register_scan(seq, d, suffix, f, state, opt, p, gpu::kLaForwardApply);
+}
 
 // GPUs: the form parallel over (chunk, head) in windows of chunks. Per window three passes: each
 // chunk's own state into the workspace, a scan that turns those into the state before each chunk
 // (and carries `state` past the window), then every chunk's outputs. Non-causal (opt.causal false):
 // the first two passes over every window leave the whole sequence's state in `state`, then every
 // chunk's outputs read that one state.
-Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const ParallelForm& f,
-                       const Tensor& state, const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
+Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const Form& f, const Tensor& state,
+                       const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
   const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
   const uint32_t chunks = uint32_t((uint64_t(d.n) + p.chunk - 1) / p.chunk);
   RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
@@ -194,7 +217,8 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                           plan::linear_attention_forward(plan::traits_of(seq), shape_of(d, opt)));
     if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
-      return register_scan(seq, d, suffix, q, k, v, o, state, opt, p);
+      return register_scan(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state, opt,
+                           p, gpu::kLaForwardCausal);
     if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
       return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state,
                              opt, p);
@@ -253,9 +277,11 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
   if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
   RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                         plan::linear_attention_noncausal(plan::traits_of(seq), shape_of(d, opt)));
+  const Form form{.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv};
+  if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
+    return register_scan_form(seq, d, suffix, form, state, opt, p);
   if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
-    return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state, opt,
-                           p);
+    return parallel_chunks(seq, d, suffix, form, state, opt, p);
   RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardState));
   return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardApply);
 }
@@ -300,14 +326,14 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   };
   RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                         plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
-  if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel) {
+  if (p.algorithm != plan::LinearAttentionAlgorithm::kChunkedSerial) {
     // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
     //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
     //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
     //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
     // Non-causal, the same forms with every s and t (and no decay). Each starts from a zero state in
     // `scratch` ([Dv, Dk] for the first two: the same size).
-    const ParallelForm forms[] = {
+    const Form forms[] = {
         {.a = &d_o,
          .b = &v,
          .c = &k,
@@ -331,9 +357,11 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
          .reverse = true},
         {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
     };
-    for (const ParallelForm& f : forms) {
+    for (const Form& f : forms) {
       RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-      RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, f, scratch, opt, p));
+      RILL_RETURN_IF_ERROR(p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan
+                               ? register_scan_form(seq, d, suffix, f, scratch, opt, p)
+                               : parallel_chunks(seq, d, suffix, f, scratch, opt, p));
     }
     return Status::ok();
   }
