@@ -1,5 +1,6 @@
-// Linear attention backward: the chunked scans (serial and parallel) against the reference gradients over odd shapes,
-// feature maps, decay, chunk sizes and dispatch splits; the reference against finite differences.
+// Linear attention backward: every algorithm (register scans, serial chunked scans, parallel passes)
+// against the reference gradients over odd shapes, feature maps, decay, chunk sizes and dispatch
+// splits; the reference against finite differences.
 #include <algorithm>
 
 #include "linear_attention.hpp"
@@ -16,6 +17,41 @@ using Case = rill_test::LinearAttentionCase;
 // Gradients: declared tolerance a little wider than the forward's (longer sums).
 void require_grad_close(const std::vector<float>& got, const std::vector<float>& want, DType dtype, const char* what) {
   rill_test::require_la_close(got, want, dtype, what, 4e-6, 3e-5, 3e-3);
+}
+
+// The backward of `c` (causal or not) on random inputs from `seed` against the reference gradients.
+void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t seed, bool causal) {
+  const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
+  const auto q = rill_test::stored(rill_test::random_vector(nq, seed), dtype);
+  const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
+  const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
+  const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
+  const auto decay = c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
+  std::vector<float> dq_ref, dk_ref, dv_ref;
+  rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
+                                       rill::ref::FeatureMap(int(c.feature)), causal, dq_ref, dk_ref, dv_ref);
+  auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
+  auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
+  auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
+  auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
+  auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+  auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
+  auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
+  auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
+  rill::Tensor tdecay;
+  if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
+  auto seq = ctx.sequence();
+  REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                                               {.causal = causal,
+                                                .feature_map = c.feature,
+                                                .decay = c.decay ? &tdecay : nullptr,
+                                                .chunk = c.chunk,
+                                                .chunks_per_dispatch = c.per_dispatch})
+              .is_ok());
+  REQUIRE(seq->run().is_ok());
+  require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
+  require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
+  require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
 }
 
 }  // namespace
@@ -41,37 +77,7 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
         INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
                   << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
                   << " f16 " << (dtype == DType::kF16) << " seed " << seed);
-        const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
-        const auto q = rill_test::stored(rill_test::random_vector(nq, seed), dtype);
-        const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
-        const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
-        const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
-        const auto decay =
-            c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
-        std::vector<float> dq_ref, dk_ref, dv_ref;
-        rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                             rill::ref::FeatureMap(int(c.feature)), true, dq_ref, dk_ref, dv_ref);
-        auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
-        auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
-        auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
-        auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
-        auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-        auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-        auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
-        auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
-        rill::Tensor tdecay;
-        if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
-        auto seq = ctx.sequence();
-        REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                                                     {.feature_map = c.feature,
-                                                      .decay = c.decay ? &tdecay : nullptr,
-                                                      .chunk = c.chunk,
-                                                      .chunks_per_dispatch = c.per_dispatch})
-                    .is_ok());
-        REQUIRE(seq->run().is_ok());
-        require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
-        require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
-        require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+        check_backward(ctx, c, dtype, seed, true);
       }
     }
   }
@@ -123,32 +129,7 @@ GPU_TEST_CASE("non-causal linear attention backward matches the reference gradie
                             Case{1, 2, 90, 24, 40, FeatureMap::kSilu, false, 7, 0}}) {
         INFO(algorithm << ": N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature " << int(c.feature) << " f16 "
                        << (dtype == DType::kF16));
-        const size_t nq = size_t(c.batch * c.heads * c.n * c.dk), nv = size_t(c.batch * c.heads * c.n * c.dv);
-        const auto q = rill_test::stored(rill_test::random_vector(nq, 41), dtype);
-        const auto k = rill_test::stored(rill_test::random_vector(nq, 42), dtype);
-        const auto v = rill_test::stored(rill_test::random_vector(nv, 43), dtype);
-        const auto d_o = rill_test::stored(rill_test::random_vector(nv, 44), dtype);
-        std::vector<float> dq_ref, dk_ref, dv_ref;
-        rill::ref::linear_attention_backward(q, k, v, d_o, {}, {c.batch, c.heads, c.n, c.dk, c.dv},
-                                             rill::ref::FeatureMap(int(c.feature)), false, dq_ref, dk_ref, dv_ref);
-        auto tq = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, q);
-        auto tk = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dk}, k);
-        auto tv = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, v);
-        auto tdo = rill_test::tensor_from(ctx, dtype, {c.batch, c.heads, c.n, c.dv}, d_o);
-        auto tdq = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-        auto tdk = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dk});
-        auto tdv = rill_test::empty_tensor(ctx, dtype, {c.batch, c.heads, c.n, c.dv});
-        auto scratch = rill_test::empty_tensor(ctx, DType::kF32, {c.batch, c.heads, c.dk, c.dv});
-        auto seq = ctx.sequence();
-        REQUIRE(
-            rill::ops::linear_attention_backward(
-                *seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                {.causal = false, .feature_map = c.feature, .chunk = c.chunk, .chunks_per_dispatch = c.per_dispatch})
-                .is_ok());
-        REQUIRE(seq->run().is_ok());
-        require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
-        require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
-        require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
+        check_backward(ctx, c, dtype, 41, false);
       }
     }
   }

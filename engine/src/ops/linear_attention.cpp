@@ -296,34 +296,6 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
-  const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
-  const uint32_t chunks = (d.n + chunk - 1) / chunk;
-  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
-  // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
-  // time for dq, else backward).
-  auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
-    const uint32_t ranges = (chunks + per - 1) / per;
-    for (uint32_t r = 0; r < ranges; ++r) {
-      const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
-      const uint32_t first = index * per, count = std::min(per, chunks - first);
-      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
-      const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
-      auto spec = spec_for(opt);
-      spec.push_back(gpu::spec("CHUNK", chunk));
-      spec.push_back(gpu::spec("MODE", mode));
-      spec.push_back(gpu::spec("CAUSAL", opt.causal));
-      RILL_RETURN_IF_ERROR(seq.dispatch(
-          {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
-           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},
-           .push = push_bytes(push),
-           .groups = {uint32_t(bh), 1, 1},
-           .spec = spec,
-           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(chunk) * (d.dk + d.dv) : 0)),
-           .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
-    }
-    return Status::ok();
-  };
   RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                         plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
   if (p.algorithm != plan::LinearAttentionAlgorithm::kChunkedSerial) {
@@ -365,6 +337,35 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
     }
     return Status::ok();
   }
+  // The serial chunked kernel: its own scans.
+  RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
+  const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
+  const uint32_t chunks = (d.n + chunk - 1) / chunk;
+  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
+  // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
+  // time for dq, else backward).
+  auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
+    const uint32_t ranges = (chunks + per - 1) / per;
+    for (uint32_t r = 0; r < ranges; ++r) {
+      const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
+      const uint32_t first = index * per, count = std::min(per, chunks - first);
+      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
+      const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
+      auto spec = spec_for(opt);
+      spec.push_back(gpu::spec("CHUNK", chunk));
+      spec.push_back(gpu::spec("MODE", mode));
+      spec.push_back(gpu::spec("CAUSAL", opt.causal));
+      RILL_RETURN_IF_ERROR(seq.dispatch(
+          {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
+           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},
+           .push = push_bytes(push),
+           .groups = {uint32_t(bh), 1, 1},
+           .spec = spec,
+           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(chunk) * (d.dk + d.dv) : 0)),
+           .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
+    }
+    return Status::ok();
+  };
   if (opt.causal) {
     // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
