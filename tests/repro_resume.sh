@@ -49,6 +49,9 @@ if (( checkpoints > 0 )); then
 fi
 cmp "$work/whole/repro-icl.csv" "$work/killed/repro-icl.csv" ||
   { diff "$work/whole/repro-icl.csv" "$work/killed/repro-icl.csv"; echo "the resumed table differs from the unbroken one"; exit 1; }
+# The table ends with the paper's finding and how many of the run's comparisons show it.
+grep -Eq "^The paper: Adam reaches a lower loss .* This run: [0-9]+ of [0-9]+ comparisons show it" "$work/whole/repro-icl.md" ||
+  { cat "$work/whole/repro-icl.md"; echo "the table does not say what the paper found and whether the run shows it"; exit 1; }
 left=$(find "$runs" -name '*.safetensors' | wc -l)
 (( left == 0 )) || { echo "$left checkpoints left after every run finished"; exit 1; }
 # A resume with other settings is refused before any work (its table would mix budgets).

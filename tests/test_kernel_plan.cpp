@@ -1,5 +1,6 @@
 // Kernel plans for devices rill is not running on: a CPU driver, a datacenter GPU, a phone-class
 // GPU. Plans are plain values, so each decision is checked here without a device.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kernel_plan.hpp"
@@ -198,8 +199,12 @@ TEST_CASE("kernel plan: the loop budget bounds one chunk of the serial kernel", 
 TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {
   for (const DeviceTraits& d : {lavapipe_like(), h100_like(), mali_like()}) {
     const auto lines = summarize(d);
-    CHECK(lines.size() >= 6);
+    CHECK(lines.size() >= 8);
     for (const auto& l : lines) CHECK_FALSE(l.plan.empty());
+    const auto backward = std::find_if(lines.begin(), lines.end(),
+                                       [](const PlanSummary& l) { return l.op == "linear_attention_backward"; });
+    REQUIRE(backward != lines.end());
+    CHECK(backward->plan.find(d.family == Family::kCpu ? "scan" : "parallel") != std::string::npos);
   }
 }
 

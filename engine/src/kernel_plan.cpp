@@ -371,14 +371,21 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                  : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
                                  std::to_string(b.tile)
                            : "generic kernel, one invocation per query row"});
+  auto describe = [](const Result<LinearAttentionPlan>& la) {
+    if (!la.is_ok()) return la.status().message();
+    std::string text(algorithm_name(la.value().algorithm));
+    if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
+      text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
+    return text;
+  };
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
     const LinearAttentionShape s{.heads = heads, .n = 65536, .dk = dim, .dv = dim, .chunk = 64};
-    auto la = linear_attention_forward(d, s);
-    std::string text = la.is_ok() ? std::string(algorithm_name(la.value().algorithm)) : la.status().message();
-    if (la.is_ok() && la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
-      text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
-    out.push_back({"linear_attention_forward (causal)",
-                   "BH " + std::to_string(heads) + ", N 65536, D " + std::to_string(dim), text});
+    const std::string shape = "BH " + std::to_string(heads) + ", N 65536, D " + std::to_string(dim);
+    out.push_back({"linear_attention_forward (causal)", shape, describe(linear_attention_forward(d, s))});
+    if (dim == 64) {
+      out.push_back({"linear_attention_forward (non-causal)", shape, describe(linear_attention_noncausal(d, s))});
+      out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s))});
+    }
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // `rill info`: devices, the choice and its reason, capabilities and quirks (text or JSON).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -106,8 +107,14 @@ int run_info(const InfoArgs& args) {
     if (!d.limit_profile.empty()) std::printf("    limit profile: %s (the limits above are its)\n", d.limit_profile.c_str());
     if (!d.usable) continue;
     std::printf("    kernel plans:\n");
-    for (const auto& p : rill::describe_kernel_plans(d, forced_family()))
-      std::printf("      %-34s %-24s %s\n", p.op.c_str(), p.shape.c_str(), p.plan.c_str());
+    const auto plans = rill::describe_kernel_plans(d, forced_family());
+    int op_width = 0, shape_width = 0;
+    for (const auto& p : plans) {
+      op_width = std::max(op_width, int(p.op.size()));
+      shape_width = std::max(shape_width, int(p.shape.size()));
+    }
+    for (const auto& p : plans)
+      std::printf("      %-*s %-*s %s\n", op_width, p.op.c_str(), shape_width, p.shape.c_str(), p.plan.c_str());
   }
   std::printf("chosen: %s\n", l.reason.c_str());
   return l.chosen >= 0 ? 0 : 1;

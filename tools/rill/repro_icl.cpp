@@ -6,6 +6,7 @@
 // Writes a Markdown table, a CSV and one SVG plot per experiment into --out.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -53,6 +54,24 @@ std::string fmt(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3g", v);
   return b;
+}
+
+// The papers' budgets, against which a shorter run's findings are read.
+constexpr int64_t kAhnPaperSteps = 10000;    // Ahn et al., each setting
+constexpr int64_t kVladPaperSteps = 200000;  // Vladymyrov et al., Table 1
+
+// One line saying how many of `rows` show the paper's `finding`, and, where some do not, whether
+// the budget can explain it: short runs are not evidence against the papers.
+std::string finding_line(const std::string& finding, int shown, int rows, int64_t steps, int64_t paper_steps) {
+  std::string line = "\nThe paper: " + finding + ". This run: ";
+  if (rows == 0) return line + "no comparison finished (see the failed or non-finite cells).\n";
+  line += std::to_string(shown) + " of " + std::to_string(rows) + " comparisons show it";
+  if (shown == rows) return line + ".\n";
+  if (steps < paper_steps)
+    return line + "; the paper trained " + std::to_string(paper_steps) + " steps, this run " + std::to_string(steps) +
+           ", too few for the ordering to be settled: the comparisons against it are not evidence against the " +
+           "paper (more steps, --steps or --vlad-steps, test it).\n";
+  return line + " at the paper's budget or more: the comparisons against it disagree with the paper.\n";
 }
 
 }  // namespace
@@ -131,6 +150,7 @@ int run_repro_icl(const ReproIclArgs& a) {
     std::vector<AhnRun> runs = {{1, 3}, {2, 3}, {3, 3}};
     for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
     PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
+    int adam_ahead = 0, compared = 0;
     for (const AhnRun& run : runs) {
       double loss[2] = {0, 0};
       std::string cell[2];
@@ -151,6 +171,10 @@ int run_repro_icl(const ReproIclArgs& a) {
       }
       md << "| " << run.setting << " | " << run.layers << " | " << cell[0] << " | " << cell[1] << " | "
          << fmt(loss[1] / loss[0]) << " |\n";
+      if (std::isfinite(loss[0]) && std::isfinite(loss[1])) {
+        ++compared;
+        if (loss[0] < loss[1]) ++adam_ahead;
+      }
       if (run.setting == 1) {
         adam_depth.points.emplace_back(run.layers, loss[0]);
         sgd_depth.points.emplace_back(run.layers, loss[1]);
@@ -160,7 +184,8 @@ int run_repro_icl(const ReproIclArgs& a) {
     by_x(adam_depth);
     by_x(sgd_depth);
     depth_plot.series = {adam_depth, sgd_depth};
-
+    md << finding_line("Adam reaches a lower loss than SGD with momentum (SGD / Adam above 1)", adam_ahead, compared,
+                       steps, kAhnPaperSteps);
   }
   if (vladymyrov) {
     // ---- 2. Vladymyrov et al.: adjusted evaluation loss against L ----
@@ -169,6 +194,7 @@ int run_repro_icl(const ReproIclArgs& a) {
     md << "\n### Adjusted evaluation loss against depth (Vladymyrov et al.), " << vlad_steps
        << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
        << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
+    int deeper_better = 0, series_compared = 0;
     for (float sigma_max : sigma_maxes) {
       for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
         PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
@@ -191,9 +217,22 @@ int run_repro_icl(const ReproIclArgs& a) {
           std::fflush(stdout);
           if (r.ok) series.points.emplace_back(l, adjusted);
         }
+        // FULL and DIAG (GD++ is the fixed-noise specialist the paper finds falling behind): the
+        // deepest model against the shallowest, where both finished with a finite loss.
+        if (p != Parameterization::kGdPlusPlus && series.points.size() >= 2 &&
+            series.points.front().first == depths.front() && series.points.back().first == depths.back() &&
+            std::isfinite(series.points.front().second) && std::isfinite(series.points.back().second)) {
+          ++series_compared;
+          if (series.points.back().second < series.points.front().second) ++deeper_better;
+        }
         adjusted_plot.series.push_back(std::move(series));
       }
     }
+    md << finding_line(
+        "FULL and DIAG models get closer to the ridge oracle with depth (here: the adjusted loss of "
+        "the deepest L below L = " +
+            std::to_string(depths.front()) + ", per sigma_max)",
+        deeper_better, series_compared, vlad_steps, kVladPaperSteps);
   }
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
   md << "\n(" << ctx->device().name << ", " << fmt(minutes) << " minutes in all.)\n";
