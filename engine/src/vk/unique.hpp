@@ -12,18 +12,31 @@
 
 namespace rill::vk {
 
+// How a handle goes: vkDestroy*(device, handle, nullptr) through the device's function table.
 template <typename Handle, auto Destroy>
+struct DestroyWith {
+  const Device* device = nullptr;
+  void operator()(Handle handle) const { (device->fn().*Destroy)(device->handle(), handle, nullptr); }
+};
+// A command buffer goes back to the pool it came from.
+struct FreeToPool {
+  const Device* device = nullptr;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  void operator()(VkCommandBuffer cb) const { device->fn().vkFreeCommandBuffers(device->handle(), pool, 1, &cb); }
+};
+
+template <typename Handle, typename Deleter>
 class Unique {
  public:
   Unique() = default;
-  Unique(const Device& device, Handle handle) : device_(&device), handle_(handle) {}
+  Unique(Deleter deleter, Handle handle) : deleter_(deleter), handle_(handle) {}
   ~Unique() { reset(); }
   Unique(Unique&& other) noexcept
-      : device_(other.device_), handle_(std::exchange(other.handle_, Handle(VK_NULL_HANDLE))) {}
+      : deleter_(other.deleter_), handle_(std::exchange(other.handle_, Handle(VK_NULL_HANDLE))) {}
   Unique& operator=(Unique&& other) noexcept {
     if (this != &other) {
       reset();
-      device_ = other.device_;
+      deleter_ = other.deleter_;
       handle_ = std::exchange(other.handle_, Handle(VK_NULL_HANDLE));
     }
     return *this;
@@ -35,63 +48,33 @@ class Unique {
   explicit operator bool() const { return handle_ != VK_NULL_HANDLE; }
 
   void reset() {
-    if (handle_ != VK_NULL_HANDLE) (device_->fn().*Destroy)(device_->handle(), handle_, nullptr);
+    if (handle_ != VK_NULL_HANDLE) deleter_(handle_);
     handle_ = VK_NULL_HANDLE;
   }
 
  private:
-  const Device* device_ = nullptr;
+  Deleter deleter_{};
   Handle handle_ = VK_NULL_HANDLE;
 };
 
-using UniqueFence = Unique<VkFence, &VolkDeviceTable::vkDestroyFence>;
-using UniqueBuffer = Unique<VkBuffer, &VolkDeviceTable::vkDestroyBuffer>;
-using UniqueDeviceMemory = Unique<VkDeviceMemory, &VolkDeviceTable::vkFreeMemory>;  // unmaps implicitly
-using UniqueCommandPool = Unique<VkCommandPool, &VolkDeviceTable::vkDestroyCommandPool>;
-using UniqueDescriptorPool = Unique<VkDescriptorPool, &VolkDeviceTable::vkDestroyDescriptorPool>;
-using UniqueQueryPool = Unique<VkQueryPool, &VolkDeviceTable::vkDestroyQueryPool>;
-using UniqueShaderModule = Unique<VkShaderModule, &VolkDeviceTable::vkDestroyShaderModule>;
-using UniqueDescriptorSetLayout = Unique<VkDescriptorSetLayout, &VolkDeviceTable::vkDestroyDescriptorSetLayout>;
-using UniquePipelineLayout = Unique<VkPipelineLayout, &VolkDeviceTable::vkDestroyPipelineLayout>;
-using UniquePipelineCache = Unique<VkPipelineCache, &VolkDeviceTable::vkDestroyPipelineCache>;
-using UniquePipeline = Unique<VkPipeline, &VolkDeviceTable::vkDestroyPipeline>;
-
-// A primary command buffer allocated from `pool`, freed back to it. Declare it after the
-// UniqueCommandPool it comes from so that it goes first: the validation layer (1.3.239) leaks a
-// command buffer whose pool is destroyed before it is freed.
-class UniqueCommandBuffer {
- public:
-  UniqueCommandBuffer() = default;
-  UniqueCommandBuffer(const Device& device, VkCommandPool pool, VkCommandBuffer cb)
-      : device_(&device), pool_(pool), cb_(cb) {}
-  ~UniqueCommandBuffer() { reset(); }
-  UniqueCommandBuffer(UniqueCommandBuffer&& other) noexcept
-      : device_(other.device_), pool_(other.pool_), cb_(std::exchange(other.cb_, VK_NULL_HANDLE)) {}
-  UniqueCommandBuffer& operator=(UniqueCommandBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      device_ = other.device_;
-      pool_ = other.pool_;
-      cb_ = std::exchange(other.cb_, VK_NULL_HANDLE);
-    }
-    return *this;
-  }
-  UniqueCommandBuffer(const UniqueCommandBuffer&) = delete;
-  UniqueCommandBuffer& operator=(const UniqueCommandBuffer&) = delete;
-
-  VkCommandBuffer get() const { return cb_; }
-  explicit operator bool() const { return cb_ != VK_NULL_HANDLE; }
-
-  void reset() {
-    if (cb_ != VK_NULL_HANDLE) device_->fn().vkFreeCommandBuffers(device_->handle(), pool_, 1, &cb_);
-    cb_ = VK_NULL_HANDLE;
-  }
-
- private:
-  const Device* device_ = nullptr;
-  VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer cb_ = VK_NULL_HANDLE;
-};
+template <typename Handle, auto Destroy>
+using UniqueDestroyed = Unique<Handle, DestroyWith<Handle, Destroy>>;
+using UniqueFence = UniqueDestroyed<VkFence, &VolkDeviceTable::vkDestroyFence>;
+using UniqueBuffer = UniqueDestroyed<VkBuffer, &VolkDeviceTable::vkDestroyBuffer>;
+using UniqueDeviceMemory = UniqueDestroyed<VkDeviceMemory, &VolkDeviceTable::vkFreeMemory>;  // unmaps implicitly
+using UniqueCommandPool = UniqueDestroyed<VkCommandPool, &VolkDeviceTable::vkDestroyCommandPool>;
+using UniqueDescriptorPool = UniqueDestroyed<VkDescriptorPool, &VolkDeviceTable::vkDestroyDescriptorPool>;
+using UniqueQueryPool = UniqueDestroyed<VkQueryPool, &VolkDeviceTable::vkDestroyQueryPool>;
+using UniqueShaderModule = UniqueDestroyed<VkShaderModule, &VolkDeviceTable::vkDestroyShaderModule>;
+using UniqueDescriptorSetLayout =
+    UniqueDestroyed<VkDescriptorSetLayout, &VolkDeviceTable::vkDestroyDescriptorSetLayout>;
+using UniquePipelineLayout = UniqueDestroyed<VkPipelineLayout, &VolkDeviceTable::vkDestroyPipelineLayout>;
+using UniquePipelineCache = UniqueDestroyed<VkPipelineCache, &VolkDeviceTable::vkDestroyPipelineCache>;
+using UniquePipeline = UniqueDestroyed<VkPipeline, &VolkDeviceTable::vkDestroyPipeline>;
+// A primary command buffer, freed back to its pool. Declare it after the UniqueCommandPool it comes
+// from so that it goes first: the validation layer (1.3.239) leaks a command buffer whose pool is
+// destroyed before it is freed.
+using UniqueCommandBuffer = Unique<VkCommandBuffer, FreeToPool>;
 
 // Runs `create(&handle)` (a vkCreate* call, through the fault injector) and wraps what it made; a
 // failure is checked through Device::check (which latches device loss) with `what` as its name.
@@ -101,7 +84,7 @@ Result<UniqueT> create_unique(Device& device, FaultInjector& faults, std::string
   decltype(std::declval<UniqueT>().get()) handle = VK_NULL_HANDLE;
   VkResult r = faults.run([&] { return create(&handle); });
   if (r != VK_SUCCESS) return device.check(r, what, where);
-  return UniqueT(device, handle);
+  return UniqueT({&device}, handle);
 }
 
 // One primary command buffer from `pool`.
@@ -115,7 +98,7 @@ inline Result<UniqueCommandBuffer> allocate_command_buffer(
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkResult r = faults.run([&] { return device.fn().vkAllocateCommandBuffers(device.handle(), &info, &cb); });
   if (r != VK_SUCCESS) return device.check(r, "vkAllocateCommandBuffers", where);
-  return UniqueCommandBuffer(device, pool, cb);
+  return UniqueCommandBuffer({&device, pool}, cb);
 }
 
 }  // namespace rill::vk
