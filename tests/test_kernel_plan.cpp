@@ -230,3 +230,38 @@ TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]
   // 2^50 groups: y saturates, which every dispatch refuses (past any device's workgroup count).
   CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }
+
+TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per-op elsewhere", "[plan]") {
+  const LmDecodeShape model;  // the default model: width 256, 8 heads of 32, FFN 512, vocab 256
+  const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();
+  CHECK(cpu.fused);
+  CHECK(cpu.workgroup == 8);  // one subgroup
+  CHECK(cpu.ffn_slice == 64);
+  const LmDecodePlan gpu = lm_decode(h100_like(), model).value();
+  CHECK(gpu.fused);
+  CHECK(gpu.workgroup == 128);
+  CHECK(gpu.ffn_slice == 64);
+  CHECK(lm_decode(mali_like(), model).value().fused);
+  // A wide model's rows exceed a phone's shared memory; a device with few storage-buffer bindings
+  // cannot bind the int8 mixer's 19: both decode per op, and forcing the fused form is refused.
+  LmDecodeShape wide = model;
+  wide.width = 4096;
+  wide.head_dim = 512;
+  const LmDecodePlan narrow = lm_decode(mali_like(), wide).value();
+  CHECK_FALSE(narrow.fused);
+  CHECK(narrow.per_op_reason.find("shared memory") != std::string::npos);
+  DeviceTraits few = h100_like();
+  few.max_storage_buffers = 16;
+  LmDecodeShape int8 = model;
+  int8.bindings_per_weight = 2;
+  CHECK(lm_decode(few, model).value().fused);
+  CHECK_FALSE(lm_decode(few, int8).value().fused);
+  few.forced.lm_decode_fused = true;
+  const auto refused = lm_decode(few, int8);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("19 storage buffers") != std::string::npos);
+  DeviceTraits per_op = h100_like();
+  per_op.forced = parse_overrides("lm_decode=per-op").value();
+  CHECK_FALSE(lm_decode(per_op, model).value().fused);
+  CHECK_FALSE(parse_overrides("lm_decode=fast").is_ok());
+}

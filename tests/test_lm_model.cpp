@@ -366,3 +366,96 @@ GPU_TEST_CASE("lm prefill memory does not grow with the prompt", "[lm][gpu]") {
   const uint64_t sixteen_segments = peak_after(256);
   CHECK(sixteen_segments == four_segments);
 }
+
+namespace {
+
+// Decodes `tokens` from position 0 with the fused kernels and with the per-op graph (both kernel
+// families for the fused ones): every step's logits within tol of each other, and within ref_tol of
+// the f32 reference (0: not compared - packed weights, whose per-op path is checked against the
+// packed values above).
+void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, double tol, double ref_tol,
+                        const std::string& what) {
+  const auto tokens = tokens_of(13, w.config().vocab, 7);
+  const auto ref = reference(w, tokens);
+  auto per_op_options = rill_test::validated_options();
+  per_op_options.kernel_plan = "lm_decode=per-op";
+  auto per_op_ctx = rill_test::make_context(per_op_options);
+  auto per_op = make_model(per_op_ctx, w, o);
+  auto s_ref = per_op.session().value();
+  std::vector<std::vector<float>> expected;
+  for (uint32_t t : tokens) {
+    auto step = s_ref.decode(t);
+    INFO(what << " (per-op): " << step.status().to_string());
+    REQUIRE(step.is_ok());
+    expected.push_back(std::move(step).value());
+  }
+  for (const char* family : {"cpu", "gpu"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = family;
+    options.kernel_plan = "lm_decode=fused";
+    auto ctx = rill_test::make_context(options);
+    auto model = make_model(ctx, w, o);
+    auto s = model.session().value();
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      auto step = s.decode(tokens[t]);
+      INFO(what << " (" << family << " family), step " << t << ": " << step.status().to_string());
+      REQUIRE(step.is_ok());
+      check_row(*step, expected[t], 0, w.config().vocab, tol, what + " against per-op");
+      if (ref_tol > 0) check_row(*step, ref, t, w.config().vocab, ref_tol, what + " against the reference");
+    }
+  }
+}
+
+}  // namespace
+
+GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind and option", "[lm][gpu]") {
+  ModelConfig c = tiny({LayerKind::kNorm});
+  check_fused_decode(rill::lm::Weights::random(c, 1).value(), {}, 1e-4, 2e-4, "one NormAttention layer");
+  c = tiny({LayerKind::kDiag});
+  check_fused_decode(rill::lm::Weights::random(c, 2).value(), {}, 1e-4, 2e-4, "one DiagAttention layer");
+  c = tiny({LayerKind::kSoftmax});
+  check_fused_decode(rill::lm::Weights::random(c, 3).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
+                     "one softmax layer");
+  // TransNormerLLM's options: decay, SiLU maps, LRPE, output gate, SRMSNorm, tied scaled embedding.
+  c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kNorm});
+  c.decay = rill::lm::transnormerllm_decay(c.heads, c.layers).value();
+  c.feature_map = rill::ops::FeatureMap::kSilu;
+  c.lrpe_layers = {0, 2};
+  c.output_gate = true;
+  c.embed_scale = 2.5f;
+  c.norm = rill::lm::NormKind::kSimpleRmsNorm;
+  c.glu_activation = rill::ops::GluActivation::kIdentity;
+  c.tie_embeddings = true;
+  REQUIRE(c.validate().is_ok());
+  const auto llm = rill::lm::Weights::random(c, 4).value();
+  check_fused_decode(llm, {}, 1e-4, 2e-4, "TransNormerLLM options");
+  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 16}, 1e-4, 0,
+                     "TransNormerLLM options, int8 weights");
+  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0, "TransNormerLLM options, f16 weights");
+  // Sigmoid GLU, identity maps, untied head, int8 groups that do not divide the width.
+  c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kSoftmax});
+  c.feature_map = rill::ops::FeatureMap::kIdentity;
+  c.glu_activation = rill::ops::GluActivation::kSigmoid;
+  c.decay = {0.9f, 1.0f, 0.75f};
+  const auto mixed = rill::lm::Weights::random(c, 5).value();
+  check_fused_decode(mixed, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 10, .softmax_capacity = 16}, 1e-4,
+                     0, "mixed kinds, int8 weights");
+  // f16 activations: the paths round at the same points; the reference (f32 weights) is 2e-2 away.
+  auto probe = rill_test::make_context();
+  if (rill_test::float_dtypes(probe).back() == rill::DType::kF16)
+    check_fused_decode(mixed, {.precision = rill::lm::Precision::kF16, .softmax_capacity = 16}, 2e-2, 4e-2,
+                       "mixed kinds, f16");
+}
+
+GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    const auto w = rill::lm::Weights::random(ModelConfig{}, 3).value();
+    auto model = make_model(ctx, w);
+    auto s = model.session().value();
+    CHECK(s.decode_dispatches() == 0);
+    REQUIRE(s.decode(1).is_ok());
+    // The embedding, 2 per layer, the logits.
+    CHECK(s.decode_dispatches() == 2 + 2 * w.config().layers);
+    CHECK(s.decode_dispatches() <= 20);
+  }
+}

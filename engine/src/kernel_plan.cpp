@@ -62,6 +62,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.loop_budget = q.max_loop_iterations == 0 ? UINT64_MAX : uint64_t(q.max_loop_iterations) * 7 / 8;
   d.short_dispatches = q.short_dispatches;
   d.max_storage_range = device.caps.max_storage_buffer_range;
+  d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
   return d;
 }
 
@@ -82,8 +83,15 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (key == "lm_decode") {
+      if (value != "fused" && value != "per-op")
+        return invalid_argument("kernel plan: lm_decode is '" + std::string(value) + "'; use fused or per-op");
+      out.lm_decode_fused = value == "fused";
+      continue;
+    }
     if (key != "linear_attention")
-      return invalid_argument("kernel plan: unknown key '" + std::string(key) + "' (known: linear_attention)");
+      return invalid_argument("kernel plan: unknown key '" + std::string(key) +
+                              "' (known: linear_attention, lm_decode)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -342,6 +350,67 @@ Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, con
   return scan_or_chunked(d, s, square, "linear_attention_backward");
 }
 
+namespace {
+
+uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_div(v, multiple) * multiple); }
+
+// The fused decoding kernels' sizes, or why they do not fit.
+LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
+  LmDecodePlan p;
+  auto per_op = [&](std::string why) {
+    p.fused = false;
+    p.per_op_reason = std::move(why);
+    return p;
+  };
+  // GPUs: 128 invocations, the narrow products split over rows. CPU drivers: one subgroup, whose
+  // lanes walk several columns each (barriers and shared memory cost more than registers there).
+  p.workgroup = d.family == Family::kGpu ? std::min(128u, d.max_invocations) : std::max(d.subgroup, 4u);
+  if (p.workgroup > d.max_invocations) return per_op("no workgroup size fits the device");
+  // FFN slices and logit columns: 64 columns per workgroup on GPUs (many workgroups); about eight
+  // workgroups' worth on CPU drivers, where each workgroup is a thread's long loop.
+  auto columns = [&](uint32_t total, uint32_t cpu_max) {
+    if (d.family == Family::kGpu) return std::min<uint32_t>(total, 64);
+    return std::min<uint32_t>(total, std::clamp<uint32_t>(round_up(ceil_div(total, 8), 32), 32, cpu_max));
+  };
+  p.ffn_slice = columns(s.ffn, 512);
+  p.logit_columns = columns(s.vocab, 1024);
+  p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
+  p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
+  // mv_in, mv_out, mv_split, the reduction's partials, the softmax weights, o and the softmax sums.
+  const uint64_t shared = 4ull * (p.in_max + p.out_max + 3ull * p.workgroup + 2ull * s.head_dim);
+  if (shared > d.shared_bytes)
+    return per_op("the fused kernels need " + std::to_string(shared) + " bytes of shared memory");
+  const uint32_t bindings = 9 + 5 * s.bindings_per_weight;  // the mixer's: the most of the three
+  if (bindings > d.max_storage_buffers)
+    return per_op("the fused mixer binds " + std::to_string(bindings) + " storage buffers; the device allows " +
+                  std::to_string(d.max_storage_buffers));
+  // The longest loops of one invocation: the products (columns per invocation times rows), the
+  // partial rows summed into the residual, and softmax attention's tiles of keys.
+  const uint64_t wg = p.workgroup, parts = std::max<uint64_t>(ceil_div(s.ffn, p.ffn_slice), s.heads);
+  const uint64_t feature = s.lrpe ? 2 * s.head_dim : s.head_dim;
+  const uint64_t loops = std::max({ceil_div(4 * s.head_dim, wg) * s.width, ceil_div(s.width, wg) * s.head_dim,
+                                   ceil_div(2 * p.ffn_slice, wg) * s.width, ceil_div(s.width, wg) * p.ffn_slice,
+                                   ceil_div(p.logit_columns, wg) * s.width, feature * ceil_div(s.head_dim, wg),
+                                   (ceil_div(s.max_keys, wg) + 1) * (s.head_dim + wg * ceil_div(s.head_dim, wg))}) +
+                         ceil_div(s.width, wg) * (parts + 3) + 64;
+  if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
+  p.fused = true;
+  return p;
+}
+
+}  // namespace
+
+Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
+  LmDecodePlan p = fused_decode_plan(d, s);
+  if (d.forced.lm_decode_fused == true && !p.fused)
+    return invalid_argument("lm decode: the forced fused kernels do not fit: " + p.per_op_reason);
+  if (d.forced.lm_decode_fused == false) {
+    p.fused = false;
+    p.per_op_reason = "forced";
+  }
+  return p;
+}
+
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,
                          const char* what) {
   if (iterations <= d.loop_budget) return Status::ok();
@@ -387,6 +456,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s))});
     }
   }
+  const LmDecodeShape lm;
+  const LmDecodePlan decode = fused_decode_plan(d, lm);
+  out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",
+                 decode.fused ? "fused: 2 dispatches per layer, workgroups of " + std::to_string(decode.workgroup) +
+                                    ", FFN slices of " + std::to_string(decode.ffn_slice) + ", " +
+                                    std::to_string(decode.logit_columns) + " logits per workgroup"
+                              : "per-op: " + decode.per_op_reason});
   return out;
 }
 

@@ -34,6 +34,7 @@ std::string_view algorithm_name(LinearAttentionAlgorithm a);
 // Choices forced by ContextOptions::kernel_plan / RILL_KERNEL_PLAN ("linear_attention=serial").
 struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
+  std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -49,6 +50,7 @@ struct DeviceTraits {
   // The driver's watchdog kills long dispatches: keep each one short.
   bool short_dispatches = false;
   uint64_t max_storage_range = uint64_t(1) << 31;
+  uint32_t max_storage_buffers = 64;  // storage-buffer bindings one kernel may use
   PlanOverrides forced;
 };
 // From the device and its quirks; `family` empty: the device's own preference ("cpu" or "gpu"
@@ -142,6 +144,26 @@ Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const Linear
 // backward in time), each a register scan on CPU drivers, parallel over chunks on GPUs, else the
 // serial chunked kernel.
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s);
+
+// Decoding one position of a TransNormer (lm::Session::decode): the fused kernels
+// (shaders/lm/decode_*.glsl: a layer's mixer in one dispatch, its FFN in another, then the logits)
+// where they fit the device, else the per-op graph (a dozen dispatches per layer).
+struct LmDecodeShape {
+  uint32_t width = 256, heads = 8, head_dim = 32, ffn = 512, vocab = 256;
+  uint64_t max_keys = 64;            // most keys one softmax-attention step reads (0: none)
+  bool lrpe = false;                 // LRPE doubles the linear-attention features
+  uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
+};
+struct LmDecodePlan {
+  bool fused = false;
+  std::string per_op_reason;  // why not fused
+  uint32_t workgroup = 64;
+  uint32_t ffn_slice = 0;            // FFN columns per workgroup
+  uint32_t logit_columns = 0;        // logits per workgroup
+  uint32_t in_max = 0, out_max = 0;  // the kernels' shared rows (spec constants IN_MAX, OUT_MAX)
+};
+// InvalidArgument when fused is forced and does not fit.
+Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);
 
 // OutOfRange naming the op when `iterations` per invocation exceed the loop budget.
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,

@@ -203,6 +203,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                                     {"variant", "transnormer"},
                                     {"shape", {{"position", n}, {"model", model_shape}}},
                                     {"median_ms", *decode},
+                                    {"dispatches", session->decode_dispatches()},
                                     {"state_bytes", session->state_bytes()}};
     if (args.peers) {
       const nlohmann::json peer = run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",

@@ -40,6 +40,7 @@ struct DeviceCaps {
   uint64_t max_storage_buffer_range = 0;
   uint64_t max_allocation_bytes = 0;
   uint32_t max_push_constants_bytes = 0;
+  uint32_t max_storage_buffers_per_stage = 0;  // storage-buffer bindings one kernel may use
   uint64_t min_storage_buffer_offset_alignment = 0;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
 };

@@ -255,6 +255,9 @@ class RILL_API Session {
   Result<std::vector<uint8_t>> serialize_state() const;
   Status deserialize_state(std::span<const uint8_t> bytes);
   uint64_t state_bytes() const;  // device bytes the state occupies (constant in the position)
+  // Dispatches one decoding step runs (0 before the first decode): 2 per layer plus the embedding
+  // and the logits where the fused decoding kernels fit the device, about a dozen per layer else.
+  uint32_t decode_dispatches() const;
 
  private:
   friend class Model;

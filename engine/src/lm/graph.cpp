@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "kernel_plan.hpp"
+#include "lm/decode_fused.hpp"
 #include "lm/lm_kernels.hpp"
 #include "rill/ops/block_attention.hpp"
 #include "rill/ops/elementwise.hpp"
@@ -162,9 +164,18 @@ Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& st
   auto g = std::make_unique<Graph>();
   g->len = len;
   g->decode = decode;
-  RILL_RETURN_IF_ERROR(allocate(m.ctx, m, *g));
   RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx.sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
   g->seq.emplace(std::move(seq));
+  if (decode) {
+    RILL_ASSIGN_OR_RETURN(const ops::plan::LmDecodePlan plan,
+                          ops::plan::lm_decode(ops::plan::traits_of(*g->seq), decode_shape(m)));
+    if (plan.fused) {
+      g->fused = true;
+      RILL_RETURN_IF_ERROR(record_fused_decode(m, state, *g, plan));
+      return g;
+    }
+  }
+  RILL_RETURN_IF_ERROR(allocate(m.ctx, m, *g));
   RILL_RETURN_IF_ERROR(record(m, state, *g));
   return g;
 }

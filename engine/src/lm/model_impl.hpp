@@ -54,6 +54,10 @@ struct Graph {
   Tensor x[2], u, rstd, q, k, v, o, lse, merged, mixed, attn_out, h, g, a, b, hidden, ffn_out, last, logits;
   Tensor q2, k2, gate, gated;       // LRPE's [1, H, L, 2 Dh] q and k; the output gate and its product
   std::vector<Tensor> lrpe_base;    // per layer (LRPE layers only): f32 [H * Dh, 2], set by each run
+  // Fused decoding (decode_fused.hpp): the residual row, the layer's input row, and the partial
+  // rows of the mixer [H, D + 1] (with each head's sum of squares) and of the FFN [slices, D], f32.
+  bool fused = false;
+  Tensor resid, layer_in, parts_mix, parts_ffn;
   std::optional<Sequence> seq;  // recorded once, replayed for every segment or token
   DownloadId logits_id;
 };

@@ -129,6 +129,8 @@ Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, co
 }
 
 Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decode(token); }
+
+uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->seq->stats().dispatches : 0; }
 uint64_t Session::position() const { return impl_->position; }
 Status Session::reset() { return impl_->zero_state(); }
 

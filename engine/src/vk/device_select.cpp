@@ -164,6 +164,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   caps.max_storage_buffer_range = limits.maxStorageBufferRange;
   caps.max_allocation_bytes = maint3.maxMemoryAllocationSize;
   caps.max_push_constants_bytes = limits.maxPushConstantsSize;
+  caps.max_storage_buffers_per_stage = limits.maxPerStageDescriptorStorageBuffers;
   caps.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
   caps.timestamp_period_ns = limits.timestampPeriod;
   caps.pipeline_creation_feedback = v13 || has_extension(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);

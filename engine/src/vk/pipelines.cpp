@@ -118,6 +118,12 @@ Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& s
   const auto& fn = device_.fn();
   VkDevice dev = device_.handle();
   Layout l;
+  uint32_t storage_buffers = 0;
+  for (const BindingInfo& b : shader.bindings) storage_buffers += b.kind == DescriptorKind::kStorageBuffer ? 1 : 0;
+  if (storage_buffers > device_.info().caps.max_storage_buffers_per_stage)
+    return failed_precondition("kernel " + std::string(shader.kernel) + " binds " + std::to_string(storage_buffers) +
+                               " storage buffers; " + device_.info().name + " allows " +
+                               std::to_string(device_.info().caps.max_storage_buffers_per_stage) + " per kernel");
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (const BindingInfo& b : shader.bindings) {
     VkDescriptorSetLayoutBinding lb{};

@@ -35,4 +35,34 @@ RILL_PUSH_STRUCT(AttendPush) {
   float scale;
 };
 
+// The fused decoding kernels (shaders/lm/decode_*.glsl): one position through a layer in two
+// dispatches. Residual rows are [width] in the storage type; the partial sums between dispatches
+// are f32 rows of width (+ 1 for the mixer's: its sum of squares for the output norm).
+RILL_PUSH_STRUCT(DecodeMixPush) {
+  uint width;
+  uint parts_in;  // partial rows of the previous FFN added to the residual (0: the residual is the input)
+  uint cap;       // softmax mixers: cache rows
+  uint group;     // int8 weights: rows per scale
+  float eps;
+  float scale;    // softmax mixers: 1 / sqrt(head dim)
+};
+
+RILL_PUSH_STRUCT(DecodeFfnPush) {
+  uint width;
+  uint ffn;
+  uint heads;  // the mixer's partial rows
+  uint slice;  // FFN columns per workgroup
+  uint group;
+  float eps;
+};
+
+RILL_PUSH_STRUCT(DecodeLogitsPush) {
+  uint width;
+  uint vocab;
+  uint parts_in;
+  uint columns;  // logits per workgroup
+  uint group;
+  float eps;
+};
+
 #endif  // RILL_CONTRACT_LM_GLSL

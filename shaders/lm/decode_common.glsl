@@ -1,0 +1,98 @@
+// What the fused decoding kernels share (decode_mix.glsl, decode_ffn.glsl, decode_logits.glsl):
+// weight matrices in every storage form, the shared input row and its RMSNorm, and a
+// matrix-vector product over the workgroup.
+//
+// The includer declares first: the spec constants WG_SIZE, IN_MAX and OUT_MAX (shared row
+// lengths), HAS_GAIN, its push block p (with width, group and eps) and WEIGHT_BINDING (the first
+// weight binding); then instantiates RILL_DECODE_WEIGHT(i) and RILL_DECODE_DOT(i) for its matrices
+// i = 0, 1, ... and defines column_dot() and input_gain() (declared below).
+//
+// Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
+// (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
+// W_INT8 (four per word, words at WEIGHT_BINDING + 2 i, f32 group scales at WEIGHT_BINDING + 2 i + 1),
+// as rill/ops/packed_weights.hpp lays them out.
+#extension GL_EXT_control_flow_attributes : require
+#include "contract/matmul.glsl"  // values per packed word
+#include "half_bits.glsl"
+// A tree over shared memory, the same on every device: the few reductions per dispatch do not
+// need a subgroup-arithmetic variant of every kernel.
+#define RILL_NO_SUBGROUP_ARITHMETIC
+#include "rill_reduce.glsl"
+
+shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
+shared float mv_out[OUT_MAX];  // its results
+shared float mv_split[WG_SIZE];  // partial sums of row slices
+
+float storage_round(float v) { return float(sfloat(v)); }
+
+#if defined(W_INT8)
+#define RILL_DECODE_WEIGHT(i)                                                                                  \
+  layout(std430, binding = WEIGHT_BINDING + 2 * i) readonly buffer Words##i { uint words##i[]; };              \
+  layout(std430, binding = WEIGHT_BINDING + 2 * i + 1) readonly buffer Scales##i { float scales##i[]; };       \
+  float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
+    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord;                               \
+    const uint word = words##i[(b * rows + r) * per_row + c / kPackedInt8PerWord];                            \
+    const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
+    return q * scales##i[(b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c];                   \
+  }
+#elif defined(W_F16)
+#define RILL_DECODE_WEIGHT(i)                                                                                  \
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Words##i { uint words##i[]; };                  \
+  float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
+    const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord;                                 \
+    const vec2 pair = rill_unpack_half2(words##i[(b * rows + r) * per_row + c / kPackedF16PerWord]);           \
+    return c % kPackedF16PerWord == 0u ? pair.x : pair.y;                                                      \
+  }
+#else
+#define RILL_DECODE_WEIGHT(i)                                                                                  \
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { sfloat dense##i[]; };               \
+  float weight##i(uint b, uint r, uint c, uint rows, uint cols) { return float(dense##i[(b * rows + r) * cols + c]); }
+#endif
+
+// sum over r in [r0, r1) of mv_in[r] * W_i[b, row0 + r, c] for W_i [.., rows, cols].
+#define RILL_DECODE_DOT(i)                                                                        \
+  float dot##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {               \
+    float acc = 0.0;                                                                              \
+    for (uint r = r0; r < r1; ++r) acc = fma(mv_in[r], weight##i(b, row0 + r, c, rows, cols), acc); \
+    return acc;                                                                                   \
+  }
+
+// Item j of a product (`phase` tells the includer's products apart), over input rows [r0, r1).
+float column_dot(uint phase, uint j, uint r0, uint r1);
+// The gain of the input row's RMSNorm at i (1 without gains).
+float input_gain(uint i);
+
+// mv_out[j] = column_dot(phase, j, 0, rows) for j < n. Narrow products split the rows over the
+// workgroup and sum the slices in order, so every item's bits are the same on every run.
+// Call with mv_in complete (after a barrier); returns after a barrier.
+void matvec(uint phase, uint n, uint rows) {
+  const uint lid = gl_LocalInvocationID.x;
+  const uint split = max(1u, WG_SIZE / max(n, 1u));
+  if (split == 1u) {
+    for (uint j = lid; j < n; j += WG_SIZE) mv_out[j] = column_dot(phase, j, 0u, rows);
+  } else {
+    if (lid < n * split) {
+      const uint j = lid % n, s = lid / n;
+      mv_split[lid] = column_dot(phase, j, s * rows / split, (s + 1u) * rows / split);
+    }
+    barrier();  // slices written -> summed
+    if (lid < n) {
+      float sum = 0.0;
+      for (uint s = 0u; s < split; ++s) sum += mv_split[s * n + lid];
+      mv_out[lid] = sum;
+    }
+  }
+  barrier();  // results written -> read; the input may be overwritten
+}
+
+// mv_in[i] = RMSNorm(mv_in)[i] * input_gain(i) over i < p.width, rounded to storage as the per-op
+// path stores its normalized rows. Every invocation reads back only the elements it wrote (the
+// same i = lid + k WG_SIZE walk as the caller's), and returns after a barrier.
+void normalize_input() {
+  const uint lid = gl_LocalInvocationID.x;
+  float ss = 0.0;
+  for (uint i = lid; i < p.width; i += WG_SIZE) ss += mv_in[i] * mv_in[i];
+  const float r = inversesqrt(rill_workgroup_sum(ss) / float(p.width) + p.eps);
+  for (uint i = lid; i < p.width; i += WG_SIZE) mv_in[i] = storage_round(mv_in[i] * r * input_gain(i));
+  barrier();
+}

@@ -1,0 +1,5 @@
+// Fused decoding, a layer's FFN: f16 activations, weights in the storage type; the kernel is in decode_ffn.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "decode_ffn.glsl"

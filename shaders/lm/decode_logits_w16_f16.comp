@@ -1,0 +1,6 @@
+// Fused decoding, the logits: f16 activations, f16-packed weights; the kernel is in decode_logits.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#define W_F16
+#include "decode_logits.glsl"

@@ -1,0 +1,5 @@
+// Fused decoding, a softmax-attention layer's mixer: f32 activations, weights in the storage type; the kernel is in decode_mix.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define MIX_SOFTMAX
+#include "decode_mix.glsl"
