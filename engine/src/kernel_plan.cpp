@@ -394,6 +394,10 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
                                    (ceil_div(s.max_keys, wg) + 1) * (s.head_dim + wg * ceil_div(s.head_dim, wg))}) +
                          ceil_div(s.width, wg) * (parts + 3) + 64;
   if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
+  // Loads cost a loop over the lanes on CPU drivers: four columns per load there, where every
+  // matrix's columns (and the head, so a group stays in one head) come in fours.
+  p.vec4 = d.family == Family::kCpu && s.head_dim % 4 == 0 && s.width % 4 == 0 && s.ffn % 4 == 0 && s.vocab % 4 == 0 &&
+           p.ffn_slice % 4 == 0 && p.logit_columns % 4 == 0;
   p.fused = true;
   return p;
 }

@@ -5,7 +5,11 @@
 // The includer declares first: the spec constants WG_SIZE, IN_MAX and OUT_MAX (shared row
 // lengths), HAS_GAIN, its push block p (with width, group and eps) and WEIGHT_BINDING (the first
 // weight binding); then instantiates RILL_DECODE_WEIGHT(i) and RILL_DECODE_DOT(i) for its matrices
-// i = 0, 1, ... and defines column_dot() and input_gain() (declared below).
+// i = 0, 1, ... and defines column_dot(), column_dot4() and input_gain() (declared below).
+//
+// VEC4 (CPU drivers; every matrix's columns and the head size a multiple of 4): each invocation
+// takes four adjacent columns with one load per row (a vec4, or one int8 word), where lavapipe
+// otherwise pays a loop over the lanes for every single weight.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
 // (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
@@ -19,11 +23,19 @@
 #define RILL_NO_SUBGROUP_ARITHMETIC
 #include "rill_reduce.glsl"
 
+layout(constant_id = 12) const bool VEC4 = false;
+
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
 shared float mv_split[WG_SIZE];  // partial sums of row slices
 
 float storage_round(float v) { return float(sfloat(v)); }
+
+#ifdef RILL_STORAGE_F16
+#define svec4 f16vec4
+#else
+#define svec4 vec4
+#endif
 
 #if defined(W_INT8)
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -34,6 +46,24 @@ float storage_round(float v) { return float(sfloat(v)); }
     const uint word = words##i[(b * rows + r) * per_row + c / kPackedInt8PerWord];                            \
     const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
     return q * scales##i[(b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c];                   \
+  }                                                                                                            \
+  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
+    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord;                               \
+    const uint groups = (rows + p.group - 1u) / p.group;                                                      \
+    vec4 acc = vec4(0.0);                                                                                      \
+    for (uint r = r0; r < r1;) {                                                                               \
+      const uint g = (row0 + r) / p.group, end = min(r1, (g + 1u) * p.group - row0);                           \
+      vec4 part = vec4(0.0);                                                                                   \
+      for (; r < end; ++r) {                                                                                   \
+        const int word = int(words##i[(b * rows + row0 + r) * per_row + c / kPackedInt8PerWord]);              \
+        part += mv_in[r] * vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),                      \
+                                bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));                   \
+      }                                                                                                        \
+      const uint s = (b * groups + g) * cols;                                                                  \
+      acc += part * vec4(scales##i[s + c], scales##i[s + min(c + 1u, cols - 1u)],                              \
+                         scales##i[s + min(c + 2u, cols - 1u)], scales##i[s + min(c + 3u, cols - 1u)]);        \
+    }                                                                                                          \
+    return acc;                                                                                                \
   }
 #elif defined(W_F16)
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -42,11 +72,28 @@ float storage_round(float v) { return float(sfloat(v)); }
     const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord;                                 \
     const vec2 pair = rill_unpack_half2(words##i[(b * rows + r) * per_row + c / kPackedF16PerWord]);           \
     return c % kPackedF16PerWord == 0u ? pair.x : pair.y;                                                      \
+  }                                                                                                            \
+  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
+    const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord, w = c / kPackedF16PerWord;       \
+    vec4 acc = vec4(0.0);                                                                                      \
+    for (uint r = r0; r < r1; ++r) {                                                                           \
+      const uint base = (b * rows + row0 + r) * per_row;                                                       \
+      acc += mv_in[r] * vec4(rill_unpack_half2(words##i[base + w]), rill_unpack_half2(words##i[base + min(w + 1u, per_row - 1u)])); \
+    }                                                                                                          \
+    return acc;                                                                                                \
   }
 #else
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
-  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { sfloat dense##i[]; };               \
-  float weight##i(uint b, uint r, uint c, uint rows, uint cols) { return float(dense##i[(b * rows + r) * cols + c]); }
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; };                \
+  float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
+    const uint k = (b * rows + r) * cols + c;                                                                  \
+    return float(dense##i[k / 4u][k % 4u]);                                                                    \
+  }                                                                                                            \
+  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
+    vec4 acc = vec4(0.0);                                                                                      \
+    for (uint r = r0; r < r1; ++r) acc += mv_in[r] * vec4(dense##i[((b * rows + row0 + r) * cols + c) / 4u]);   \
+    return acc;                                                                                                \
+  }
 #endif
 
 // sum over r in [r0, r1) of mv_in[r] * W_i[b, row0 + r, c] for W_i [.., rows, cols].
@@ -57,8 +104,10 @@ float storage_round(float v) { return float(sfloat(v)); }
     return acc;                                                                                   \
   }
 
-// Item j of a product (`phase` tells the includer's products apart), over input rows [r0, r1).
+// Item j of a product (`phase` tells the includer's products apart), over input rows [r0, r1);
+// column_dot4: items j..j+3 (j a multiple of 4, VEC4 only).
 float column_dot(uint phase, uint j, uint r0, uint r1);
+vec4 column_dot4(uint phase, uint j, uint r0, uint r1);
 // The gain of the input row's RMSNorm at i (1 without gains).
 float input_gain(uint i);
 
@@ -68,7 +117,15 @@ float input_gain(uint i);
 void matvec(uint phase, uint n, uint rows) {
   const uint lid = gl_LocalInvocationID.x;
   const uint split = max(1u, WG_SIZE / max(n, 1u));
-  if (split == 1u) {
+  if (VEC4 && split == 1u && n % 4u == 0u) {
+    for (uint j = 4u * lid; j < n; j += 4u * WG_SIZE) {
+      const vec4 v = column_dot4(phase, j, 0u, rows);
+      mv_out[j] = v.x;
+      mv_out[j + 1u] = v.y;
+      mv_out[j + 2u] = v.z;
+      mv_out[j + 3u] = v.w;
+    }
+  } else if (split == 1u) {
     for (uint j = lid; j < n; j += WG_SIZE) mv_out[j] = column_dot(phase, j, 0u, rows);
   } else {
     if (lid < n * split) {

@@ -29,11 +29,19 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
 #if !defined(W_INT8) && !defined(W_F16)
   if (TRANSPOSED) {
     float acc = 0.0;
-    for (uint r = r0; r < r1; ++r) acc = fma(mv_in[r], float(dense0[c * p.width + r]), acc);
+    for (uint r = r0; r < r1; ++r) acc = fma(mv_in[r], weight0(0u, c, r, p.vocab, p.width), acc);
     return acc;
   }
 #endif
   return dot0(0u, c, p.width, p.vocab, 0u, r0, r1);
+}
+
+vec4 column_dot4(uint phase, uint j, uint r0, uint r1) {
+  const uint c = gl_WorkGroupID.x * p.columns + j;
+  if (TRANSPOSED)
+    return vec4(column_dot(phase, j, r0, r1), column_dot(phase, j + 1u, r0, r1), column_dot(phase, j + 2u, r0, r1),
+                column_dot(phase, j + 3u, r0, r1));
+  return dot4_0(0u, c, p.width, p.vocab, 0u, r0, r1);
 }
 
 void main() {
