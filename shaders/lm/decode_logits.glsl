@@ -19,6 +19,7 @@ layout(push_constant) uniform PushBlock { DecodeLogitsPush p; };
 
 #define WEIGHT_BINDING 4
 #include "decode_common.glsl"
+#include "decode_residual.glsl"
 RILL_DECODE_WEIGHT(0)
 RILL_DECODE_DOT(0)
 
@@ -46,15 +47,7 @@ vec4 column_dot4(uint phase, uint j, uint r0, uint r1) {
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, D = p.width;
-  for (uint i = lid; i < D; i += WG_SIZE) {
-    float x = float(resid[i]);
-    if (p.parts_in > 0u) {
-      float f = 0.0;
-      for (uint s = 0u; s < p.parts_in; ++s) f += parts_in[s * D + i];
-      x = storage_round(x + f);
-    }
-    mv_in[i] = x;
-  }
+  load_residual();
   normalize_input();
   const uint first = gl_WorkGroupID.x * p.columns, n = min(p.columns, p.vocab - first);
   matvec(0u, n, D);

@@ -46,6 +46,7 @@ layout(push_constant) uniform PushBlock { DecodeMixPush p; };
 
 #define WEIGHT_BINDING 9
 #include "decode_common.glsl"
+#include "decode_residual.glsl"
 RILL_DECODE_WEIGHT(0)  // Wq [heads, width, DH]
 RILL_DECODE_WEIGHT(1)  // Wk
 RILL_DECODE_WEIGHT(2)  // Wv
@@ -173,16 +174,9 @@ void mix(uint h) {
 
 void main() {
   const uint h = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x, D = p.width;
-  for (uint i = lid; i < D; i += WG_SIZE) {
-    float x = float(resid[i]);
-    if (p.parts_in > 0u) {
-      float f = 0.0;
-      for (uint s = 0u; s < p.parts_in; ++s) f += parts_in[s * D + i];
-      x = storage_round(x + f);
-    }
-    mv_in[i] = x;
-    if (h == 0u) x_out[i] = sfloat(x);
-  }
+  load_residual();
+  if (h == 0u)
+    for (uint i = lid; i < D; i += WG_SIZE) x_out[i] = sfloat(mv_in[i]);  // each reads what it wrote
   normalize_input();
   matvec(0u, (HAS_GATE ? 4u : 3u) * DH, D);
   mix(h);

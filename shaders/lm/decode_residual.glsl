@@ -1,0 +1,16 @@
+// The residual row of the fused decoding kernels that follow an FFN (decode_mix.glsl,
+// decode_logits.glsl): mv_in = resid + the FFN's partial rows [p.parts_in, p.width] summed in
+// order, rounded to storage as the per-op path's residual sum (none: resid itself). The includer
+// declares the buffers resid and parts_in first. Each invocation writes i = lid + k WG_SIZE.
+void load_residual() {
+  const uint lid = gl_LocalInvocationID.x, D = p.width;
+  for (uint i = lid; i < D; i += WG_SIZE) {
+    float x = float(resid[i]);
+    if (p.parts_in > 0u) {
+      float f = 0.0;
+      for (uint s = 0u; s < p.parts_in; ++s) f += parts_in[s * D + i];
+      x = storage_round(x + f);
+    }
+    mv_in[i] = x;
+  }
+}
