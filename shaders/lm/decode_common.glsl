@@ -91,7 +91,15 @@ float storage_round(float v) { return float(sfloat(v)); }
   }                                                                                                            \
   vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
     vec4 acc = vec4(0.0);                                                                                      \
-    for (uint r = r0; r < r1; ++r) acc += mv_in[r] * vec4(dense##i[((b * rows + row0 + r) * cols + c) / 4u]);   \
+    const uint stride = cols / 4u;                                                                             \
+    uint k = ((b * rows + row0 + r0) * cols + c) / 4u;                                                         \
+    uint r = r0;                                                                                               \
+    for (; r + 4u <= r1; r += 4u, k += 4u * stride) {                                                          \
+      const vec4 u = vec4(mv_in[r], mv_in[r + 1u], mv_in[r + 2u], mv_in[r + 3u]);                              \
+      acc += u.x * vec4(dense##i[k]) + u.y * vec4(dense##i[k + stride]) + u.z * vec4(dense##i[k + 2u * stride]) + \
+             u.w * vec4(dense##i[k + 3u * stride]);                                                            \
+    }                                                                                                          \
+    for (; r < r1; ++r, k += stride) acc += mv_in[r] * vec4(dense##i[k]);                                      \
     return acc;                                                                                                \
   }
 #endif
