@@ -286,6 +286,23 @@ GPU_TEST_CASE("icl: evaluation compares the model with ridge baselines", "[icl]"
   CHECK(fixed.tunedrr_cap == 2.0);
 }
 
+GPU_TEST_CASE("icl: evaluation in chunks scores the same tasks as one batch", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 6, 1, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
+  auto trainer = must(Trainer::create(ctx, c));
+  // 8192 tasks per chunk: two chunks, the second partly filled. The same tasks drawn as one set
+  // and run as one batch give the same predictions, so every mean agrees to rounding of the sums.
+  const int tasks = 8192 + 301;
+  const rill::icl::EvalOptions o{.tasks = tasks, .seed = 77, .sigma = 0.5f, .tune_tunedrr = false};
+  const auto chunked = must(trainer.evaluate(o));
+  const auto whole = must(trainer.run_on(must(trainer.sample_task_set(tasks, 77, 0.5f)), o)).report;
+  CHECK(chunked.tasks == tasks);
+  CHECK(chunked.model == Approx(whole.model).epsilon(1e-12));
+  CHECK(chunked.ridge_oracle == Approx(whole.ridge_oracle).epsilon(1e-12));
+  CHECK(chunked.least_squares == Approx(whole.least_squares).epsilon(1e-12));
+  CHECK(chunked.adarr == Approx(whole.adarr).epsilon(1e-12));
+}
+
 GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {
   auto ctx = rill_test::make_context();
   TrainConfig c = small_config(3, 8, 2, 1, Parameterization::kFull, Convention::kAhn, 24);

@@ -112,7 +112,7 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   const auto g = ref::icl::gamma_constants(task.gamma_shape, task.gamma_scale);
   gpu::IclSamplePush p{};
   p.batch = ws.batch;
-  p.first_task = 0;
+  p.first_task = r.first_task;
   p.step = r.step;
   p.use_state_step = r.step_from_state ? 1 : 0;
   p.seed_lo = uint32_t(r.seed);

@@ -51,6 +51,7 @@ struct SampleRequest {
   bool step_from_state = true;
   uint32_t step = 0;          // when !step_from_state
   std::optional<float> fixed_sigma;  // evaluation at one noise level
+  uint32_t first_task = 0;           // the batch's first task index in the stream (evaluation in chunks)
 };
 
 class Recorder {

@@ -1,6 +1,7 @@
 // The trainer's evaluation: the current model and the baselines (ridge oracle, least squares,
 // constant ridge, AdaRR, TunedRR) on fresh tasks or a given task set, and task sets drawn by the
 // GPU sampler for other implementations.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -12,17 +13,17 @@ namespace rill::icl {
 
 using detail::check_task_set;
 
-// The model's and the baselines' mean losses over tasks whose inputs are `acts` (element-major,
-// task-minor, as the kernels store them). Without sigmas the ridge oracle is NaN.
+// The model's and the baselines' summed losses over tasks whose inputs are `acts` (element-major,
+// task-minor, as the kernels store them), added to `report`. Without sigmas the ridge oracle is NaN.
 namespace {
-EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint32_t tasks,
-                 const std::vector<float>& preds, const std::vector<float>& targets, const std::vector<float>* sigmas,
-                 const EvalOptions& options) {
-  EvalReport report;
-  report.tasks = int(tasks);
+// acts hold `stride` tasks, of which the first `tasks` are scored.
+void add_losses(EvalReport& report, const Shape& s, double c, const std::vector<float>& acts, uint32_t stride,
+                uint32_t tasks, const std::vector<float>& preds, const std::vector<float>& targets,
+                const std::vector<float>* sigmas, const EvalOptions& options) {
+  report.tasks += int(tasks);
   std::vector<float> task_tokens(s.token_elems);
   for (uint32_t t = 0; t < tasks; ++t) {
-    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * tasks + t];
+    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * stride + t];
     const TaskView view{int(s.d), int(s.n), task_tokens.data()};
     const double y = targets[t];
     auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
@@ -33,13 +34,29 @@ EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint3
     report.adarr += loss(adarr_predict(view));
     report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
   }
+}
+
+// Sums to means, with the TUNEDRR settings used.
+EvalReport mean_losses(EvalReport report, const EvalOptions& options) {
   report.tunedrr_factor = options.tunedrr_factor;
   report.tunedrr_cap = options.tunedrr_cap;
   for (double* v : {&report.model, &report.ridge_oracle, &report.least_squares, &report.ridge_constant, &report.adarr,
                     &report.tunedrr})
-    *v /= tasks;
+    *v /= report.tasks;
   return report;
 }
+
+EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint32_t tasks,
+                 const std::vector<float>& preds, const std::vector<float>& targets, const std::vector<float>* sigmas,
+                 const EvalOptions& options) {
+  EvalReport report;
+  add_losses(report, s, c, acts, tasks, tasks, preds, targets, sigmas, options);
+  return mean_losses(report, options);
+}
+
+// Evaluation runs in chunks of this many tasks: memory and the device's loop limits stay bounded at
+// the papers' 100,000 tasks, and each chunk's tasks are those of the whole draw (first_task).
+constexpr uint32_t kEvalChunk = 8192;
 }  // namespace
 
 // The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
@@ -121,26 +138,35 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
   if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
     return invalid_argument("icl evaluate: sigma must be finite and >= 0");
-  const uint32_t tasks = uint32_t(options.tasks);
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, tasks));
-  RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, ws, im.model,
-      {.seed = options.seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = options.sigma}));
-  RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
-  RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
-  RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
-  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
-  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
-  RILL_RETURN_IF_ERROR(seq.run());
-  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(inputs));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> preds, seq.read_floats(preds_id));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
-
-  return score(im.shape, loss_factor(im.config), acts, tasks, preds, targets, &sigmas, options);
+  const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, chunk));
+  EvalReport sums;
+  for (uint32_t first = 0; first < tasks; first += chunk) {
+    RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
+    RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk));
+    RILL_RETURN_IF_ERROR(im.recorder.sample(seq, ws, im.model,
+                                            {.seed = options.seed,
+                                             .stream_base = 16,
+                                             .step_from_state = false,
+                                             .step = 0,
+                                             .fixed_sigma = options.sigma,
+                                             .first_task = first}));
+    RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
+    RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
+    RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
+    RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
+    RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+    RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+    RILL_RETURN_IF_ERROR(seq.run());
+    RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(inputs));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> preds, seq.read_floats(preds_id));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> targets, seq.read_floats(targets_id));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> sigmas, seq.read_floats(sigmas_id));
+    // The last chunk fills a whole workspace too; only its first tasks - first tasks are scored.
+    add_losses(sums, im.shape, loss_factor(im.config), acts, chunk, std::min(chunk, tasks - first), preds, targets,
+               &sigmas, options);
+  }
+  return mean_losses(sums, options);
 }
 
 }  // namespace rill::icl
