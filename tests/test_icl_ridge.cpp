@@ -233,3 +233,25 @@ TEST_CASE("adarr and tunedrr are ridge with their lambda", "[icl][ridge]") {
   CHECK(icl::ridge_predict(task, s2) != icl::ridge_predict(task, 2.0 * s2));  // lambda matters here
   CHECK(icl::ridge_predict(task, 2.0 * s2) != icl::ridge_predict(task, 0.25 * s2));
 }
+
+TEST_CASE("baseline_predictions gives each baseline's value bit for bit from one system", "[icl][ridge]") {
+  std::mt19937 rng(67);
+  // Primal (n > d), square, dual (n < d), and repeated inputs (the singular least-squares path).
+  for (const auto& [d, n] : {std::pair{3, 10}, {5, 5}, {8, 4}, {4, 9}}) {
+    std::vector<float> tokens(size_t(n + 1) * (d + 1));
+    std::vector<double> w(size_t(d), 0.7);
+    linear_task(d, n, w, 0.5, rng, tokens.data());
+    if (d == 4)  // every context row the same input: rank 1
+      for (int i = 1; i < n; ++i)
+        for (int k = 0; k < d; ++k) tokens[size_t(i) * (d + 1) + k] = tokens[size_t(k)];
+    const icl::TaskView task{d, n, tokens.data()};
+    const auto b = icl::baseline_predictions(task, 0.3, 1.5, 2.0, 0.4);
+    INFO("d " << d << " n " << n);
+    CHECK(b.ridge_oracle == icl::ridge_predict(task, 0.3));
+    CHECK(b.least_squares == icl::ridge_predict(task, 0.0));
+    CHECK(b.ridge_constant == icl::ridge_predict(task, 1.5));
+    CHECK(b.adarr == icl::adarr_predict(task));
+    CHECK(b.tunedrr == icl::tunedrr_predict(task, 2.0, 0.4));
+    CHECK(b.ridge_oracle != b.ridge_constant);
+  }
+}

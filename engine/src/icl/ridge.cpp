@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <iterator>
 #include <utility>
 #include <vector>
+
+#include "core/parallel_for.hpp"
 
 namespace rill::icl {
 namespace {
@@ -138,60 +141,80 @@ void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r) {
 double x(const TaskView& t, int i, int k) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(k)]; }
 double y(const TaskView& t, int i) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(t.d)]; }
 
-// Primal form: (X^T X + lambda I) w = X^T y, d x d.
-std::vector<double> primal_weights(const TaskView& t, double lambda) {
-  std::vector<double> s(size_t(t.d) * size_t(t.d), 0.0), w(size_t(t.d), 0.0);
-  for (int i = 0; i < t.n; ++i)
-    for (int a = 0; a < t.d; ++a) {
-      w[size_t(a)] += x(t, i, a) * y(t, i);
-      for (int b = 0; b < t.d; ++b) s[size_t(a) * size_t(t.d) + size_t(b)] += x(t, i, a) * x(t, i, b);
+// The normal system of a task, built once and solved for any lambda: the primal form
+// (X^T X + lambda I) w = X^T y (d x d) when n >= d, else the dual w = X^T alpha with
+// (X X^T + lambda I) alpha = y (n x n).
+class NormalSystem {
+ public:
+  explicit NormalSystem(const TaskView& t) : t_(t), primal_(t.n >= t.d) {
+    const int m = primal_ ? t.d : t.n;
+    s_.assign(size_t(m) * size_t(m), 0.0);
+    rhs_.assign(size_t(m), 0.0);
+    if (primal_) {
+      for (int i = 0; i < t.n; ++i)
+        for (int a = 0; a < t.d; ++a) {
+          rhs_[size_t(a)] += x(t, i, a) * y(t, i);
+          for (int b = 0; b < t.d; ++b) s_[size_t(a) * size_t(t.d) + size_t(b)] += x(t, i, a) * x(t, i, b);
+        }
+      return;
     }
-  for (int a = 0; a < t.d; ++a) s[size_t(a) * size_t(t.d) + size_t(a)] += lambda;
-  psd_solve(s, t.d, w);
-  return w;
-}
-
-// Dual form: w = X^T alpha with (X X^T + lambda I) alpha = y, n x n.
-std::vector<double> dual_weights(const TaskView& t, double lambda) {
-  std::vector<double> g(size_t(t.n) * size_t(t.n), 0.0), alpha(size_t(t.n), 0.0);
-  for (int i = 0; i < t.n; ++i) {
-    for (int j = 0; j < t.n; ++j) {
-      double v = 0.0;
-      for (int k = 0; k < t.d; ++k) v += x(t, i, k) * x(t, j, k);
-      g[size_t(i) * size_t(t.n) + size_t(j)] = v + (i == j ? lambda : 0.0);
+    for (int i = 0; i < t.n; ++i) {
+      for (int j = 0; j < t.n; ++j) {
+        double v = 0.0;
+        for (int k = 0; k < t.d; ++k) v += x(t, i, k) * x(t, j, k);
+        s_[size_t(i) * size_t(t.n) + size_t(j)] = v;
+      }
+      rhs_[size_t(i)] = y(t, i);
     }
-    alpha[size_t(i)] = y(t, i);
   }
-  psd_solve(g, t.n, alpha);
-  std::vector<double> w(size_t(t.d), 0.0);
-  for (int i = 0; i < t.n; ++i)
-    for (int k = 0; k < t.d; ++k) w[size_t(k)] += x(t, i, k) * alpha[size_t(i)];
-  return w;
-}
 
-std::vector<double> ridge_weights(const TaskView& t, double lambda) {
-  return t.n >= t.d ? primal_weights(t, lambda) : dual_weights(t, lambda);
-}
+  std::vector<double> weights(double lambda) const {
+    const int m = primal_ ? t_.d : t_.n;
+    std::vector<double> s = s_, r = rhs_;
+    for (int a = 0; a < m; ++a) s[size_t(a) * size_t(m) + size_t(a)] += lambda;
+    psd_solve(s, m, r);
+    if (primal_) return r;
+    std::vector<double> w(size_t(t_.d), 0.0);
+    for (int i = 0; i < t_.n; ++i)
+      for (int k = 0; k < t_.d; ++k) w[size_t(k)] += x(t_, i, k) * r[size_t(i)];
+    return w;
+  }
+
+  double predict(const std::vector<double>& w) const {
+    double pred = 0.0;
+    for (int k = 0; k < t_.d; ++k) pred += x(t_, t_.n, k) * w[size_t(k)];
+    return pred;
+  }
+
+  // ||y - X w||^2 / (n - d) with the least-squares weights; 0 when n <= d.
+  double sigma2(const std::vector<double>& w_ls) const {
+    if (t_.n <= t_.d) return 0.0;
+    double rss = 0.0;
+    for (int i = 0; i < t_.n; ++i) {
+      double r = y(t_, i);
+      for (int k = 0; k < t_.d; ++k) r -= x(t_, i, k) * w_ls[size_t(k)];
+      rss += r * r;
+    }
+    return rss / double(t_.n - t_.d);
+  }
+
+ private:
+  const TaskView& t_;
+  bool primal_;
+  std::vector<double> s_, rhs_;
+};
 
 }  // namespace
 
 double ridge_predict(const TaskView& t, double lambda) {
-  const std::vector<double> w = ridge_weights(t, lambda);
-  double pred = 0.0;
-  for (int k = 0; k < t.d; ++k) pred += x(t, t.n, k) * w[size_t(k)];
-  return pred;
+  const NormalSystem system(t);
+  return system.predict(system.weights(lambda));
 }
 
 double adarr_sigma2(const TaskView& t) {
   if (t.n <= t.d) return 0.0;
-  const std::vector<double> w = ridge_weights(t, 0.0);
-  double rss = 0.0;
-  for (int i = 0; i < t.n; ++i) {
-    double r = y(t, i);
-    for (int k = 0; k < t.d; ++k) r -= x(t, i, k) * w[size_t(k)];
-    rss += r * r;
-  }
-  return rss / double(t.n - t.d);
+  const NormalSystem system(t);
+  return system.sigma2(system.weights(0.0));
 }
 
 double adarr_predict(const TaskView& t) { return ridge_predict(t, adarr_sigma2(t)); }
@@ -200,21 +223,46 @@ double tunedrr_predict(const TaskView& t, double factor, double cap) {
   return ridge_predict(t, std::min(factor * adarr_sigma2(t), cap));
 }
 
+BaselinePredictions baseline_predictions(const TaskView& t, double oracle_lambda, double constant_lambda,
+                                         double tunedrr_factor, double tunedrr_cap) {
+  const NormalSystem system(t);
+  const std::vector<double> w_ls = system.weights(0.0);
+  const double estimate = system.sigma2(w_ls);
+  return {.ridge_oracle = system.predict(system.weights(oracle_lambda)),
+          .least_squares = system.predict(w_ls),
+          .ridge_constant = system.predict(system.weights(constant_lambda)),
+          .adarr = system.predict(system.weights(estimate)),
+          .tunedrr = system.predict(system.weights(std::min(tunedrr_factor * estimate, tunedrr_cap)))};
+}
+
 TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float>& targets) {
   TunedRR best;
   double best_error = INFINITY;
-  std::vector<double> estimates(tasks.size());
-  for (size_t t = 0; t < tasks.size(); ++t) estimates[t] = adarr_sigma2(tasks[t]);
-  for (double factor : {0.25, 0.5, 1.0, 2.0, 4.0}) {
-    for (double cap : {0.25, 1.0, 4.0, 16.0, 1e9}) {
-      double error = 0.0;
-      for (size_t t = 0; t < tasks.size(); ++t) {
-        const double diff = ridge_predict(tasks[t], std::min(factor * estimates[t], cap)) - targets[t];
-        error += diff * diff;
-      }
-      if (error < best_error) best_error = error, best = {factor, cap};
+  constexpr double kFactors[] = {0.25, 0.5, 1.0, 2.0, 4.0}, kCaps[] = {0.25, 1.0, 4.0, 16.0, 1e9};
+  constexpr size_t kGrid = std::size(kFactors) * std::size(kCaps);
+  // Each task's squared errors over the grid from its one normal system, in parallel; the sums in
+  // task order, as a single thread would add them.
+  std::vector<double> errors(tasks.size() * kGrid);
+  detail::parallel_for(tasks.size(), 64, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      const NormalSystem system(tasks[t]);
+      const double estimate = system.sigma2(system.weights(0.0));
+      size_t g = 0;
+      for (double factor : kFactors)
+        for (double cap : kCaps) {
+          const double diff = system.predict(system.weights(std::min(factor * estimate, cap))) - targets[t];
+          errors[t * kGrid + g++] = diff * diff;
+        }
     }
-  }
+  });
+  size_t g = 0;
+  for (double factor : kFactors)
+    for (double cap : kCaps) {
+      double error = 0.0;
+      for (size_t t = 0; t < tasks.size(); ++t) error += errors[t * kGrid + g];
+      if (error < best_error) best_error = error, best = {factor, cap};
+      ++g;
+    }
   return best;
 }
 

@@ -31,6 +31,15 @@ double adarr_predict(const TaskView& task);
 // Tuned ridge: ridge_predict with lambda = min(factor * adarr_sigma2, cap).
 double tunedrr_predict(const TaskView& task, double factor, double cap);
 
+// The five baselines of one task from one normal system (the same values as the functions above,
+// bit for bit): the ridge oracle at oracle_lambda, least squares, ridge at constant_lambda, ADARR
+// and TUNEDRR.
+struct BaselinePredictions {
+  double ridge_oracle = 0.0, least_squares = 0.0, ridge_constant = 0.0, adarr = 0.0, tunedrr = 0.0;
+};
+BaselinePredictions baseline_predictions(const TaskView& task, double oracle_lambda, double constant_lambda,
+                                         double tunedrr_factor, double tunedrr_cap);
+
 // TUNEDRR's factor and cap minimising the mean squared error of tunedrr_predict over `tasks`
 // (targets[t] is task t's query label), by grid search: factor in {1/4 .. 4}, cap in {1/4 .. 16, inf}.
 struct TunedRR {

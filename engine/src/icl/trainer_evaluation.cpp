@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/parallel_for.hpp"
 #include "icl/ridge.hpp"
 #include "icl/trainer_impl.hpp"
 
@@ -16,24 +17,37 @@ using detail::check_task_set;
 // The model's and the baselines' summed losses over tasks whose inputs are `acts` (element-major,
 // task-minor, as the kernels store them), added to `report`. Without sigmas the ridge oracle is NaN.
 namespace {
-// acts hold `stride` tasks, of which the first `tasks` are scored.
+// acts hold `stride` tasks, of which the first `tasks` are scored. Tasks are scored in parallel
+// into per-task losses, then summed in task order: the sums do not depend on the thread count.
 void add_losses(EvalReport& report, const Shape& s, double c, const std::vector<float>& acts, uint32_t stride,
                 uint32_t tasks, const std::vector<float>& preds, const std::vector<float>& targets,
                 const std::vector<float>* sigmas, const EvalOptions& options) {
+  constexpr size_t kLosses = 6;  // model, ridge oracle, least squares, constant ridge, ADARR, TUNEDRR
+  std::vector<double> losses(size_t(tasks) * kLosses);
+  rill::detail::parallel_for(tasks, 512, [&](size_t begin, size_t end) {
+    std::vector<float> task_tokens(s.token_elems);
+    for (size_t t = begin; t < end; ++t) {
+      for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * stride + t];
+      const TaskView view{int(s.d), int(s.n), task_tokens.data()};
+      const double oracle_lambda = sigmas ? double((*sigmas)[t]) * (*sigmas)[t] : 0.0;
+      const BaselinePredictions b = baseline_predictions(view, oracle_lambda, options.constant_lambda,
+                                                         options.tunedrr_factor, options.tunedrr_cap);
+      const double y = targets[t];
+      auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
+      double* out = &losses[t * kLosses];
+      out[0] = loss(preds[t]);
+      out[1] = sigmas ? loss(b.ridge_oracle) : NAN;
+      out[2] = loss(b.least_squares);
+      out[3] = loss(b.ridge_constant);
+      out[4] = loss(b.adarr);
+      out[5] = loss(b.tunedrr);
+    }
+  });
   report.tasks += int(tasks);
-  std::vector<float> task_tokens(s.token_elems);
-  for (uint32_t t = 0; t < tasks; ++t) {
-    for (uint32_t e = 0; e < s.token_elems; ++e) task_tokens[e] = acts[size_t(e) * stride + t];
-    const TaskView view{int(s.d), int(s.n), task_tokens.data()};
-    const double y = targets[t];
-    auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
-    report.model += loss(preds[t]);
-    report.ridge_oracle += sigmas ? loss(ridge_predict(view, double((*sigmas)[t]) * (*sigmas)[t])) : NAN;
-    report.least_squares += loss(ridge_predict(view, 0.0));
-    report.ridge_constant += loss(ridge_predict(view, options.constant_lambda));
-    report.adarr += loss(adarr_predict(view));
-    report.tunedrr += loss(tunedrr_predict(view, options.tunedrr_factor, options.tunedrr_cap));
-  }
+  double* sums[kLosses] = {&report.model,          &report.ridge_oracle, &report.least_squares,
+                           &report.ridge_constant, &report.adarr,        &report.tunedrr};
+  for (size_t t = 0; t < tasks; ++t)
+    for (size_t k = 0; k < kLosses; ++k) *sums[k] += losses[t * kLosses + k];
 }
 
 // Sums to means, with the TUNEDRR settings used.

@@ -1,0 +1,30 @@
+// A parallel loop for host work that is large and independent per item (scoring evaluation tasks
+// against the ridge baselines): contiguous ranges on short-lived threads, joined before returning.
+// Results must not depend on the split: callers write per-item outputs and reduce them in order.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <thread>
+#include <vector>
+
+namespace rill::detail {
+
+// f(begin, end) over [0, n): up to `max_threads` ranges (the hardware's threads, at most 16), each of
+// at least `grain` items; the calling thread runs the first.
+template <typename F>
+void parallel_for(std::size_t n, std::size_t grain, F&& f) {
+  const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t ranges =
+      std::clamp<std::size_t>(n / std::max<std::size_t>(grain, 1), 1, std::min<std::size_t>(hardware, 16));
+  const std::size_t per = (n + ranges - 1) / ranges;
+  std::vector<std::thread> threads;
+  for (std::size_t r = 1; r < ranges; ++r) {
+    const std::size_t begin = r * per, end = std::min(n, begin + per);
+    if (begin < end) threads.emplace_back([&f, begin, end] { f(begin, end); });
+  }
+  f(0, std::min(n, per));
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace rill::detail
