@@ -242,6 +242,14 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(gpu.workgroup == 128);
   CHECK(gpu.ffn_slice == 64);
   CHECK(lm_decode(mali_like(), model).value().fused);
+  // TransNormerLLM-385M with int8 weights (width 1024, heads of 128, LRPE) fits lavapipe's loop
+  // limit with four columns per load.
+  const LmDecodeShape tnl{.width = 1024, .heads = 8, .head_dim = 128, .ffn = 2816, .vocab = 64000, .max_keys = 0,
+                          .lrpe = true, .bindings_per_weight = 2, .int8_group = 64};
+  const LmDecodePlan tnl_cpu = lm_decode(lavapipe_like(), tnl).value();
+  INFO(tnl_cpu.per_op_reason);
+  CHECK(tnl_cpu.fused);
+  CHECK(tnl_cpu.vec4);
   // A wide model's rows exceed a phone's shared memory; a device with few storage-buffer bindings
   // cannot bind the int8 mixer's 19: both decode per op, and forcing the fused form is refused.
   LmDecodeShape wide = model;

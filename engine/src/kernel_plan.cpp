@@ -384,20 +384,27 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   if (bindings > d.max_storage_buffers)
     return per_op("the fused mixer binds " + std::to_string(bindings) + " storage buffers; the device allows " +
                   std::to_string(d.max_storage_buffers));
-  // The longest loops of one invocation: the products (columns per invocation times rows), the
-  // partial rows summed into the residual, and softmax attention's tiles of keys.
-  const uint64_t wg = p.workgroup, parts = std::max<uint64_t>(ceil_div(s.ffn, p.ffn_slice), s.heads);
-  const uint64_t feature = s.lrpe ? 2 * s.head_dim : s.head_dim;
-  const uint64_t loops = std::max({ceil_div(4 * s.head_dim, wg) * s.width, ceil_div(s.width, wg) * s.head_dim,
-                                   ceil_div(2 * p.ffn_slice, wg) * s.width, ceil_div(s.width, wg) * p.ffn_slice,
-                                   ceil_div(p.logit_columns, wg) * s.width, feature * ceil_div(s.head_dim, wg),
-                                   (ceil_div(s.max_keys, wg) + 1) * (s.head_dim + wg * ceil_div(s.head_dim, wg))}) +
-                         ceil_div(s.width, wg) * (parts + 3) + 64;
-  if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
   // Loads cost a loop over the lanes on CPU drivers: four columns per load there, where every
   // matrix's columns (and the head, so a group stays in one head) come in fours.
   p.vec4 = d.family == Family::kCpu && s.head_dim % 4 == 0 && s.width % 4 == 0 && s.ffn % 4 == 0 && s.vocab % 4 == 0 &&
            p.ffn_slice % 4 == 0 && p.logit_columns % 4 == 0;
+  // Each kernel's loop iterations per invocation (the driver's limit counts them all): a product
+  // of n columns over `rows` is ceil(n / columns per pass) passes over the rows; the prologues sum
+  // partial rows; softmax attention walks its keys a tile at a time.
+  const uint64_t wg = p.workgroup, per_pass = wg * (p.vec4 ? 4 : 1);
+  // int8 weights add an iteration per group of rows.
+  auto product = [&](uint64_t n, uint64_t rows) {
+    return ceil_div(n, per_pass) * (rows + (s.int8_group > 0 ? ceil_div(rows, s.int8_group) : 0)) + 4;
+  };
+  auto prologue = [&](uint64_t parts) { return ceil_div(s.width, wg) * (parts + 3) + 16; };
+  const uint64_t slices = ceil_div(s.ffn, p.ffn_slice), feature = s.lrpe ? 2 * s.head_dim : s.head_dim;
+  const uint64_t mixer = std::max(feature * ceil_div(s.head_dim, wg),
+                                  (ceil_div(s.max_keys, wg) + 1) * (s.head_dim + wg * ceil_div(s.head_dim, wg)));
+  const uint64_t loops =
+      std::max({prologue(slices) + product(4 * s.head_dim, s.width) + mixer + product(s.width, s.head_dim),
+                prologue(s.heads) + product(2 * p.ffn_slice, s.width) + product(s.width, p.ffn_slice),
+                prologue(slices) + product(p.logit_columns, s.width)});
+  if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
   p.fused = true;
   return p;
 }

@@ -153,6 +153,7 @@ struct LmDecodeShape {
   uint64_t max_keys = 64;            // most keys one softmax-attention step reads (0: none)
   bool lrpe = false;                 // LRPE doubles the linear-attention features
   uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
+  uint32_t int8_group = 0;           // int8 weights: rows per scale
 };
 struct LmDecodePlan {
   bool fused = false;

@@ -192,7 +192,10 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
     if (kind == LayerKind::kSoftmax) s.max_keys = std::max<uint64_t>(s.max_keys, m.options.softmax_capacity);
   }
   const auto& l0 = m.tensors.layers.front();
-  s.bindings_per_weight = l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kInt8 ? 2 : 1;
+  if (l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kInt8) {
+    s.bindings_per_weight = 2;
+    s.int8_group = l0.wq.packed.group;
+  }
   return s;
 }
 
