@@ -249,7 +249,7 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   const LmDecodePlan tnl_cpu = lm_decode(lavapipe_like(), tnl).value();
   INFO(tnl_cpu.per_op_reason);
   CHECK(tnl_cpu.fused);
-  CHECK(tnl_cpu.vec4);
+  CHECK(tnl_cpu.lane_groups == 4);
   // A wide model's rows exceed a phone's shared memory; a device with few storage-buffer bindings
   // cannot bind the int8 mixer's 19: both decode per op, and forcing the fused form is refused.
   LmDecodeShape wide = model;

@@ -441,6 +441,16 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   const auto mixed = rill::lm::Weights::random(c, 5).value();
   check_fused_decode(mixed, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 10, .softmax_capacity = 16}, 1e-4,
                      0, "mixed kinds, int8 weights");
+  // Heads of 16 and widths in sixteens: int8 weights take 16 columns per invocation on CPU drivers.
+  ModelConfig wide = tiny({LayerKind::kNorm, LayerKind::kDiag});
+  wide.width = 32;
+  wide.heads = 2;
+  wide.ffn_width = 48;
+  wide.vocab = 48;
+  REQUIRE(wide.validate().is_ok());
+  check_fused_decode(rill::lm::Weights::random(wide, 6).value(),
+                     {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 8}, 1e-4, 0,
+                     "16 columns per lane, int8");
   // f16 activations: the paths round at the same points; the reference (f32 weights) is 2e-2 away.
   auto probe = rill_test::make_context();
   if (rill_test::float_dtypes(probe).back() == rill::DType::kF16)

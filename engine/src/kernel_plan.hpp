@@ -162,7 +162,7 @@ struct LmDecodePlan {
   uint32_t ffn_slice = 0;            // FFN columns per workgroup
   uint32_t logit_columns = 0;        // logits per workgroup
   uint32_t in_max = 0, out_max = 0;  // the kernels' shared rows (spec constants IN_MAX, OUT_MAX)
-  bool vec4 = false;                 // four adjacent columns per invocation, one load per row (CPU drivers)
+  uint32_t lane_groups = 0;          // CPU drivers: groups of 4 adjacent columns per invocation, a load each per row
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);

@@ -5,11 +5,12 @@
 // The includer declares first: the spec constants WG_SIZE, IN_MAX and OUT_MAX (shared row
 // lengths), HAS_GAIN, its push block p (with width, group and eps) and WEIGHT_BINDING (the first
 // weight binding); then instantiates RILL_DECODE_WEIGHT(i) and RILL_DECODE_DOT(i) for its matrices
-// i = 0, 1, ... and defines column_dot(), column_dot4() and input_gain() (declared below).
+// i = 0, 1, ... and defines column_dot(), column_groups() and input_gain() (declared below).
 //
-// VEC4 (CPU drivers; every matrix's columns and the head size a multiple of 4): each invocation
-// takes four adjacent columns with one load per row (a vec4, or one int8 word), where lavapipe
-// otherwise pays a loop over the lanes for every single weight.
+// LANE_GROUPS > 0 (CPU drivers; every matrix's columns and the head size a multiple of
+// 4 LANE_GROUPS): each invocation takes 4 LANE_GROUPS adjacent columns with LANE_GROUPS loads per
+// row (vec4s, int8 words or pairs of f16 words), where lavapipe otherwise pays a loop over the
+// lanes for every single weight; the input value each row reads serves them all.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
 // (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
@@ -23,7 +24,8 @@
 #define RILL_NO_SUBGROUP_ARITHMETIC
 #include "rill_reduce.glsl"
 
-layout(constant_id = 12) const bool VEC4 = false;
+layout(constant_id = 12) const uint LANE_GROUPS = 0;
+const uint LANE_SLOTS = LANE_GROUPS > 0u ? LANE_GROUPS : 1u;  // a private array's length
 
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
@@ -47,23 +49,29 @@ float storage_round(float v) { return float(sfloat(v)); }
     const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
     return q * scales##i[(b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c];                   \
   }                                                                                                            \
-  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
-    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord;                               \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
+    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord, w = c / kPackedInt8PerWord;   \
     const uint groups = (rows + p.group - 1u) / p.group;                                                      \
-    vec4 acc = vec4(0.0);                                                                                      \
+    vec4 acc[LANE_SLOTS], part[LANE_SLOTS];                                                                  \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     for (uint r = r0; r < r1;) {                                                                               \
       const uint g = (row0 + r) / p.group, end = min(r1, (g + 1u) * p.group - row0);                           \
-      vec4 part = vec4(0.0);                                                                                   \
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) part[q] = vec4(0.0);                                  \
       for (; r < end; ++r) {                                                                                   \
-        const int word = int(words##i[(b * rows + row0 + r) * per_row + c / kPackedInt8PerWord]);              \
-        part += mv_in[r] * vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),                      \
-                                bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));                   \
+        const uint base = (b * rows + row0 + r) * per_row + w;                                                 \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) {                                                   \
+          const int word = int(words##i[base + q]);                                                            \
+          part[q] += mv_in[r] * vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),                 \
+                                     bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));              \
+        }                                                                                                      \
       }                                                                                                        \
-      const uint s = (b * groups + g) * cols;                                                                  \
-      acc += part * vec4(scales##i[s + c], scales##i[s + min(c + 1u, cols - 1u)],                              \
-                         scales##i[s + min(c + 2u, cols - 1u)], scales##i[s + min(c + 3u, cols - 1u)]);        \
+      const uint s = (b * groups + g) * cols + c;                                                              \
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                       \
+        acc[q] += part[q] * vec4(scales##i[s + 4u * q], scales##i[s + 4u * q + 1u], scales##i[s + 4u * q + 2u], \
+                                 scales##i[s + 4u * q + 3u]);                                                  \
     }                                                                                                          \
-    return acc;                                                                                                \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
+      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
   }
 #elif defined(W_F16)
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -73,14 +81,18 @@ float storage_round(float v) { return float(sfloat(v)); }
     const vec2 pair = rill_unpack_half2(words##i[(b * rows + r) * per_row + c / kPackedF16PerWord]);           \
     return c % kPackedF16PerWord == 0u ? pair.x : pair.y;                                                      \
   }                                                                                                            \
-  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
     const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord, w = c / kPackedF16PerWord;       \
-    vec4 acc = vec4(0.0);                                                                                      \
+    vec4 acc[LANE_SLOTS];                                                                                     \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     for (uint r = r0; r < r1; ++r) {                                                                           \
-      const uint base = (b * rows + row0 + r) * per_row;                                                       \
-      acc += mv_in[r] * vec4(rill_unpack_half2(words##i[base + w]), rill_unpack_half2(words##i[base + min(w + 1u, per_row - 1u)])); \
+      const uint base = (b * rows + row0 + r) * per_row + w;                                                   \
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                       \
+        acc[q] += mv_in[r] * vec4(rill_unpack_half2(words##i[base + 2u * q]),                                 \
+                                  rill_unpack_half2(words##i[base + 2u * q + 1u]));                            \
     }                                                                                                          \
-    return acc;                                                                                                \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
+      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
   }
 #else
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -89,18 +101,15 @@ float storage_round(float v) { return float(sfloat(v)); }
     const uint k = (b * rows + r) * cols + c;                                                                  \
     return float(dense##i[k / 4u][k % 4u]);                                                                    \
   }                                                                                                            \
-  vec4 dot4_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1) {                           \
-    vec4 acc = vec4(0.0);                                                                                      \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
+    vec4 acc[LANE_SLOTS];                                                                                     \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     const uint stride = cols / 4u;                                                                             \
     uint k = ((b * rows + row0 + r0) * cols + c) / 4u;                                                         \
-    uint r = r0;                                                                                               \
-    for (; r + 4u <= r1; r += 4u, k += 4u * stride) {                                                          \
-      const vec4 u = vec4(mv_in[r], mv_in[r + 1u], mv_in[r + 2u], mv_in[r + 3u]);                              \
-      acc += u.x * vec4(dense##i[k]) + u.y * vec4(dense##i[k + stride]) + u.z * vec4(dense##i[k + 2u * stride]) + \
-             u.w * vec4(dense##i[k + 3u * stride]);                                                            \
-    }                                                                                                          \
-    for (; r < r1; ++r, k += stride) acc += mv_in[r] * vec4(dense##i[k]);                                      \
-    return acc;                                                                                                \
+    for (uint r = r0; r < r1; ++r, k += stride)                                                                \
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r] * vec4(dense##i[k + q]);           \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
+      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
   }
 #endif
 
@@ -113,9 +122,9 @@ float storage_round(float v) { return float(sfloat(v)); }
   }
 
 // Item j of a product (`phase` tells the includer's products apart), over input rows [r0, r1);
-// column_dot4: items j..j+3 (j a multiple of 4, VEC4 only).
+// column_groups: items j .. j + 4 LANE_GROUPS - 1 into mv_out (j a multiple of 4 LANE_GROUPS).
 float column_dot(uint phase, uint j, uint r0, uint r1);
-vec4 column_dot4(uint phase, uint j, uint r0, uint r1);
+void column_groups(uint phase, uint j, uint r0, uint r1);
 // The gain of the input row's RMSNorm at i (1 without gains).
 float input_gain(uint i);
 
@@ -125,14 +134,8 @@ float input_gain(uint i);
 void matvec(uint phase, uint n, uint rows) {
   const uint lid = gl_LocalInvocationID.x;
   const uint split = max(1u, WG_SIZE / max(n, 1u));
-  if (VEC4 && split == 1u && n % 4u == 0u) {
-    for (uint j = 4u * lid; j < n; j += 4u * WG_SIZE) {
-      const vec4 v = column_dot4(phase, j, 0u, rows);
-      mv_out[j] = v.x;
-      mv_out[j + 1u] = v.y;
-      mv_out[j + 2u] = v.z;
-      mv_out[j + 3u] = v.w;
-    }
+  if (LANE_GROUPS > 0u && split == 1u && n % (4u * LANE_GROUPS) == 0u) {
+    for (uint j = 4u * LANE_GROUPS * lid; j < n; j += 4u * LANE_GROUPS * WG_SIZE) column_groups(phase, j, 0u, rows);
   } else if (split == 1u) {
     for (uint j = lid; j < n; j += WG_SIZE) mv_out[j] = column_dot(phase, j, 0u, rows);
   } else {

@@ -42,10 +42,10 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1);
 }
 
-vec4 column_dot4(uint phase, uint j, uint r0, uint r1) {
-  if (phase == 1u) return dot4_2(0u, j, p.ffn, p.width, slice_first, r0, r1);
-  if (j < slice_cols) return dot4_0(0u, slice_first + j, p.width, p.ffn, 0u, r0, r1);
-  return dot4_1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1);
+void column_groups(uint phase, uint j, uint r0, uint r1) {
+  if (phase == 1u) dotg_2(0u, j, p.ffn, p.width, slice_first, r0, r1, j);
+  else if (j < slice_cols) dotg_0(0u, slice_first + j, p.width, p.ffn, 0u, r0, r1, j);
+  else dotg_1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1, j);
 }
 
 void main() {

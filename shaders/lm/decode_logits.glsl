@@ -37,12 +37,12 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot0(0u, c, p.width, p.vocab, 0u, r0, r1);
 }
 
-vec4 column_dot4(uint phase, uint j, uint r0, uint r1) {
-  const uint c = gl_WorkGroupID.x * p.columns + j;
-  if (TRANSPOSED)
-    return vec4(column_dot(phase, j, r0, r1), column_dot(phase, j + 1u, r0, r1), column_dot(phase, j + 2u, r0, r1),
-                column_dot(phase, j + 3u, r0, r1));
-  return dot4_0(0u, c, p.width, p.vocab, 0u, r0, r1);
+void column_groups(uint phase, uint j, uint r0, uint r1) {
+  if (TRANSPOSED) {  // the tied embedding's rows: one column at a time
+    for (uint e = 0u; e < 4u * LANE_GROUPS; ++e) mv_out[j + e] = column_dot(phase, j + e, r0, r1);
+    return;
+  }
+  dotg_0(0u, gl_WorkGroupID.x * p.columns + j, p.width, p.vocab, 0u, r0, r1, j);
 }
 
 void main() {

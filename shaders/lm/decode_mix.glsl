@@ -73,14 +73,17 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot3(0u, h * DH + c, D, D, 0u, r0, r1);
 }
 
-vec4 column_dot4(uint phase, uint j, uint r0, uint r1) {
+void column_groups(uint phase, uint j, uint r0, uint r1) {
   const uint h = gl_WorkGroupID.x, D = p.width;
-  if (phase == 1u) return dot4_4(0u, j, D, D, h * DH, r0, r1);
-  const uint m = j / DH, c = j % DH;  // DH is a multiple of 4 under VEC4
-  if (m == 0u) return dot4_0(h, c, D, DH, 0u, r0, r1);
-  if (m == 1u) return dot4_1(h, c, D, DH, 0u, r0, r1);
-  if (m == 2u) return dot4_2(h, c, D, DH, 0u, r0, r1);
-  return dot4_3(0u, h * DH + c, D, D, 0u, r0, r1);
+  if (phase == 1u) {
+    dotg_4(0u, j, D, D, h * DH, r0, r1, j);
+    return;
+  }
+  const uint m = j / DH, c = j % DH;  // DH is a multiple of the group under LANE_GROUPS
+  if (m == 0u) dotg_0(h, c, D, DH, 0u, r0, r1, j);
+  else if (m == 1u) dotg_1(h, c, D, DH, 0u, r0, r1, j);
+  else if (m == 2u) dotg_2(h, c, D, DH, 0u, r0, r1, j);
+  else dotg_3(0u, h * DH + c, D, D, 0u, r0, r1, j);
 }
 
 #ifdef MIX_SOFTMAX

@@ -93,7 +93,7 @@ Status mix(const Model::Impl& m, StateTensors& state, Graph& g, const LmDecodePl
   std::vector<const Tensor*> b = {
       &g.resid, &g.parts_ffn, &g.layer_in, &or_else(l.attn_norm, g.resid), &or_else(l.out_norm, g.resid), &g.parts_mix};
   std::vector<SpecValue> spec = {gpu::spec("WG_SIZE", plan.workgroup),
-                                 gpu::spec("VEC4", plan.vec4),
+                                 gpu::spec("LANE_GROUPS", plan.lane_groups),
                                  gpu::spec("DH", dh),
                                  gpu::spec("IN_MAX", plan.in_max),
                                  gpu::spec("OUT_MAX", plan.out_max),
@@ -142,7 +142,7 @@ Status ffn(const Model::Impl& m, Graph& g, const LmDecodePlan& plan, size_t i) {
                           .bindings = std::move(b),
                           .push = push_bytes(push),
                           .groups = {slices, 1, 1},
-                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("VEC4", plan.vec4),
+                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
                                    gpu::spec("ACT", uint32_t(c.glu_activation)), gpu::spec("IN_MAX", plan.in_max),
                                    gpu::spec("OUT_MAX", plan.out_max), gpu::spec("HAS_GAIN", l.ffn_norm.valid()),
                                    gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)},
@@ -169,7 +169,7 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
                           .bindings = std::move(b),
                           .push = push_bytes(push),
                           .groups = {(c.vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
-                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("VEC4", plan.vec4),
+                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
                                    gpu::spec("IN_MAX", plan.in_max), gpu::spec("OUT_MAX", plan.out_max),
                                    gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)},
                           .flops = 2ull * c.width * c.vocab,
