@@ -136,6 +136,7 @@ int main(void) {
     rill_lm_model_options model_options;
     rill_lm_sampler_options sampler;
     uint64_t position = 0, state_bytes = 0;
+    uint32_t dispatches = 1;
     uint32_t token = 0, greedy = 0;
     size_t i;
     int finite = 1;
@@ -175,6 +176,7 @@ int main(void) {
     EXPECT(finite);
     EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 5);
     EXPECT(rill_lm_state_bytes(session, &state_bytes) == RILL_OK && state_bytes > 0);
+    EXPECT(rill_lm_decode_dispatches(session, &dispatches) == RILL_OK && dispatches == 0); /* no decode yet */
 
     sampler.temperature = 0.0f;
     EXPECT(rill_lm_sample(logits, 256, &sampler, position, &greedy) == RILL_OK);
@@ -201,6 +203,8 @@ int main(void) {
     EXPECT(rill_lm_decode(session, greedy, resumed, 256) == RILL_OK);
     EXPECT(memcmp(paused, resumed, sizeof paused) == 0);
     EXPECT(rill_lm_decode(session, greedy, NULL, 0) == RILL_OK); /* logits not wanted */
+    EXPECT(rill_lm_decode_dispatches(session, &dispatches) == RILL_OK && dispatches > 0);
+    EXPECT(rill_lm_decode_dispatches(NULL, &dispatches) == RILL_INVALID_ARGUMENT);
     EXPECT(rill_lm_reset(session) == RILL_OK);
     EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
 

@@ -256,6 +256,9 @@ RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, 
 RILL_C_API rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out);
 /* Device bytes the session's state occupies (constant in the position for TransNormer layers). */
 RILL_C_API rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out);
+/* Dispatches one decoding step runs (0 before the first decode): 2 per layer plus the embedding and
+ * the logits where the fused decoding kernels fit the device, about a dozen per layer else. */
+RILL_C_API rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out);
 /* Back to position 0 with an empty state. */
 RILL_C_API rill_status rill_lm_reset(rill_lm_session* session);
 /* The state as a file (written atomically); restore accepts only a state saved from a model with

@@ -240,6 +240,13 @@ rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
   return RILL_OK;
 }
 
+rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out) {
+  if (session == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode_dispatches: NULL argument");
+  *out = session->session.decode_dispatches();
+  return RILL_OK;
+}
+
 rill_status rill_lm_reset(rill_lm_session* session) {
   if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_reset: session is NULL");
   return guarded("rill_lm_reset", [&] { return from_status(session->session.reset()); });
