@@ -31,7 +31,8 @@ enum class LinearAttentionAlgorithm {
 };
 std::string_view algorithm_name(LinearAttentionAlgorithm a);
 
-// Choices forced by ContextOptions::kernel_plan / RILL_KERNEL_PLAN ("linear_attention=serial").
+// Choices forced by ContextOptions::kernel_plan / RILL_KERNEL_PLAN ("linear_attention=serial",
+// "lm_decode=per-op").
 struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
