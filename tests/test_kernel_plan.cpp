@@ -272,4 +272,7 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   per_op.forced = parse_overrides("lm_decode=per-op").value();
   CHECK_FALSE(lm_decode(per_op, model).value().fused);
   CHECK_FALSE(parse_overrides("lm_decode=fast").is_ok());
+  const auto both = parse_overrides("linear_attention=serial,lm_decode=fused").value();
+  CHECK(both.linear_attention == LinearAttentionAlgorithm::kChunkedSerial);
+  CHECK(both.lm_decode_fused == true);
 }
