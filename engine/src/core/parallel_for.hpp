@@ -5,13 +5,15 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace rill::detail {
 
-// f(begin, end) over [0, n): up to `max_threads` ranges (the hardware's threads, at most 16), each of
-// at least `grain` items; the calling thread runs the first.
+// f(begin, end) over [0, n): as many ranges as the hardware has threads (at most 16), each of at
+// least `grain` items; the calling thread runs the first, and any range no thread could be
+// started for.
 template <typename F>
 void parallel_for(std::size_t n, std::size_t grain, F&& f) {
   const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
@@ -21,7 +23,12 @@ void parallel_for(std::size_t n, std::size_t grain, F&& f) {
   std::vector<std::thread> threads;
   for (std::size_t r = 1; r < ranges; ++r) {
     const std::size_t begin = r * per, end = std::min(n, begin + per);
-    if (begin < end) threads.emplace_back([&f, begin, end] { f(begin, end); });
+    if (begin >= end) continue;
+    try {
+      threads.emplace_back([&f, begin, end] { f(begin, end); });
+    } catch (const std::system_error&) {  // no thread to be had: this one does the work
+      f(begin, end);
+    }
   }
   f(0, std::min(n, per));
   for (std::thread& t : threads) t.join();
