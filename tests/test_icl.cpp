@@ -78,11 +78,9 @@ ref::TaskBatch gpu_batch(rill::Context& ctx, const TrainConfig& c, uint32_t batc
   const Shape shape = Shape::of(c);
   Recorder rec(c, shape);
   auto ws = must(Workspace::create(ctx, shape, batch));
-  ModelState m;
-  m.state = ctx.tensor(rill::DType::kU32, {rill::gpu::kIclStateWords}).value();
+  const ModelState m = must(ModelState::create(ctx, shape, {&c, 1}));
   auto seq = ctx.sequence().value();
-  REQUIRE(seq.fill_zero(m.state).is_ok());
-  REQUIRE(rec.sample(seq, ws, m, {.seed = c.seed, .step_from_state = false, .step = step}).is_ok());
+  REQUIRE(rec.sample(seq, ws, m, {.step_from_state = false, .step = step}).is_ok());
   auto acts = seq.download(ws.acts).value();
   auto targets = seq.download(ws.targets).value();
   auto sigmas = seq.download(ws.sigmas).value();

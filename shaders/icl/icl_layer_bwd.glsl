@@ -21,6 +21,7 @@ RILL_ICL_PARAM_ACCESSORS(params)
 void main() {
   const uint t = rill_global_index();
   if (t >= p.batch) return;
+  g_model_params = (t / p.model_tasks) * p.model_params;
   const uint x_base = p.layer * TOKEN_ELEMS * p.batch + t;
   const uint mats_base = p.layer * 2u * MAT * p.batch + t;
 

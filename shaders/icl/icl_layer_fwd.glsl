@@ -14,6 +14,7 @@ RILL_ICL_PARAM_ACCESSORS(params)
 void main() {
   const uint t = rill_global_index();
   if (t >= p.batch) return;
+  g_model_params = (t / p.model_tasks) * p.model_params;
   const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
   const uint out_base = in_base + TOKEN_ELEMS * p.batch;
   const uint mats_base = p.layer * 2u * MAT * p.batch + t;

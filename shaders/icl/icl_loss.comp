@@ -1,6 +1,7 @@
 // Loss of every task and the gradient that seeds the backward pass. pred = -(label slot of the
 // query token after the last layer); loss_t = c (pred - target)^2; the gradient of the batch mean
-// with respect to the output tokens is zero except d/d(query label) = -2 c (pred - target) / batch.
+// with respect to the output tokens is zero except d/d(query label) = -2 c (pred - target) / batch,
+// the batch being the task's model's tasks.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "icl_model.glsl"
@@ -23,5 +24,5 @@ void main() {
   preds[t] = pred;
   if (p.write_grad == 0u) return;
   for (uint e = 0u; e < TOKEN_ELEMS; ++e) grad[e * p.batch + t] = 0.0;
-  grad[query_label * p.batch + t] = -2.0 * p.loss_factor * diff / float(p.batch);
+  grad[query_label * p.batch + t] = -2.0 * p.loss_factor * diff / float(p.model_tasks);
 }

@@ -36,19 +36,22 @@ float param_q(uint base, uint a, uint b);
 float diag_p(uint base, uint a);
 float diag_q(uint base, uint a);
 
-#define RILL_ICL_PARAM_ACCESSORS(params)                                                 \
-  float param_p(uint base, uint a, uint b) {                                             \
-    if (PARAM == 0u) return params[base + a * D1 + b];                                   \
-    return a == b ? diag_p(base, a) : 0.0;                                               \
-  }                                                                                      \
-  float param_q(uint base, uint a, uint b) {                                             \
-    if (PARAM == 0u) return params[base + MAT + a * D1 + b];                             \
-    return a == b ? diag_q(base, a) : 0.0;                                               \
-  }                                                                                      \
-  float diag_p(uint base, uint a) { return params[base + (a + 1u == D1 ? 1u : 0u)]; }    \
-  float diag_q(uint base, uint a) {                                                      \
-    if (a + 1u == D1) return PARAM == 1u ? params[base + 3u] : 0.0;                      \
-    return params[base + 2u];                                                            \
+// `base` counts within one model; g_model_params is where the task's model starts (a cohort
+// of models keeps their parameters one after another).
+uint g_model_params;
+#define RILL_ICL_PARAM_ACCESSORS(params)                                                         \
+  float param_p(uint base, uint a, uint b) {                                                     \
+    if (PARAM == 0u) return params[g_model_params + base + a * D1 + b];                          \
+    return a == b ? diag_p(base, a) : 0.0;                                                       \
+  }                                                                                              \
+  float param_q(uint base, uint a, uint b) {                                                     \
+    if (PARAM == 0u) return params[g_model_params + base + MAT + a * D1 + b];                    \
+    return a == b ? diag_q(base, a) : 0.0;                                                       \
+  }                                                                                              \
+  float diag_p(uint base, uint a) { return params[g_model_params + base + (a + 1u == D1 ? 1u : 0u)]; } \
+  float diag_q(uint base, uint a) {                                                              \
+    if (a + 1u == D1) return PARAM == 1u ? params[g_model_params + base + 3u] : 0.0;             \
+    return params[g_model_params + base + 2u];                                                   \
   }
 
 #endif  // RILL_ICL_MODEL_GLSL

@@ -1,6 +1,6 @@
-// One optimizer step for the whole model in a single workgroup: global gradient norm, a check
-// that loss and gradient are finite, clipping, then SGD with momentum or Adam. Also advances the
-// trainer's state (step counter read by the sampler, Adam's bias-correction powers) and records
+// One optimizer step per model, a workgroup each (a cohort's models, see IclModelEntry): global
+// gradient norm, a check that loss and gradient are finite, clipping, then SGD with momentum or
+// Adam. Also advances the model's state (step counter read by the sampler, Adam's bias-correction powers) and records
 // (loss, gradient norm) of the step in a ring the host reads every K steps, so the host does no
 // per-step work.
 //
@@ -13,71 +13,79 @@ layout(constant_id = 1) const uint OPTIMIZER = 1;  // 0 SGD with momentum, 1 Ada
 layout(local_size_x_id = 0) in;
 #include "rill_reduce.glsl"
 
-layout(std430, binding = 0) buffer State { uint state[]; };
-layout(std430, binding = 1) readonly buffer Reduced { float reduced[]; };  // grads, then the loss
-layout(std430, binding = 2) buffer Params { float params[]; };
-layout(std430, binding = 3) buffer Moment1 { float m1[]; };  // SGD velocity or Adam m
-layout(std430, binding = 4) buffer Moment2 { float m2[]; };  // Adam v (unused by SGD)
-layout(std430, binding = 5) writeonly buffer History { float history[]; };  // [capacity][2]
 #include "contract/icl.glsl"
+layout(std430, binding = 0) buffer State { uint state[]; };  // [models][kIclStateWords]
+layout(std430, binding = 1) readonly buffer Models { IclModelEntry models[]; };
+layout(std430, binding = 2) readonly buffer Reduced { float reduced[]; };  // [models][grads, then the loss]
+layout(std430, binding = 3) buffer Params { float params[]; };             // [models][params]
+layout(std430, binding = 4) buffer Moment1 { float m1[]; };  // SGD velocity or Adam m
+layout(std430, binding = 5) buffer Moment2 { float m2[]; };  // Adam v (unused by SGD)
+layout(std430, binding = 6) writeonly buffer History { float history[]; };  // [models][capacity][2]
 layout(push_constant) uniform PushBlock { IclOptimizePush p; };
 
 bool finite(float x) { return !isnan(x) && !isinf(x); }
 
 void main() {
   const uint lid = gl_LocalInvocationIndex;
-  const uint step = state[kIclStateStep];
-  const bool halted = state[kIclStateHalted] != 0u;
-  const float b1pow = uintBitsToFloat(state[kIclStateBeta1Power]) * p.beta1;
-  const float b2pow = uintBitsToFloat(state[kIclStateBeta2Power]) * p.beta2;
+  const uint model = gl_WorkGroupID.x;
+  const IclModelEntry e = models[model];
+  const uint sw = model * kIclStateWords;             // this model's state words
+  const uint pw = model * p.params;                   // its parameters and moments
+  const uint rw = model * (p.params + 1u);            // its reduced gradient, then its loss
+  const uint hw = model * p.history_capacity * 2u;    // its loss ring
+  const uint step = state[sw + kIclStateStep];
+  const bool halted = state[sw + kIclStateHalted] != 0u;
+  const float b1pow = uintBitsToFloat(state[sw + kIclStateBeta1Power]) * e.beta1;
+  const float b2pow = uintBitsToFloat(state[sw + kIclStateBeta2Power]) * e.beta2;
 
   float sq = 0.0;
-  for (uint i = lid; i < p.params; i += WG_SIZE) sq += reduced[i] * reduced[i];
+  for (uint i = lid; i < p.params; i += WG_SIZE) sq += reduced[rw + i] * reduced[rw + i];
   const float norm = sqrt(rill_workgroup_sum(sq));
-  const float loss = reduced[p.params];
+  const float loss = reduced[rw + p.params];
   if (halted) return;  // uniform: every invocation read the same state
 
   const bool loss_ok = finite(loss);
   const bool grad_ok = finite(norm);
   const bool update = loss_ok && grad_ok;
   if (update) {
-    const float clip = (p.clip_norm > 0.0 && norm > p.clip_norm) ? p.clip_norm / norm : 1.0;
+    const float clip = (e.clip_norm > 0.0 && norm > e.clip_norm) ? e.clip_norm / norm : 1.0;
     for (uint i = lid; i < p.params; i += WG_SIZE) {
-      const float g = reduced[i] * clip;
+      const float g = reduced[rw + i] * clip;
       if (OPTIMIZER == kIclSgd) {
-        const float v = p.beta1 * m1[i] + g;
-        m1[i] = v;
-        params[i] -= p.lr * v;
+        const float v = e.beta1 * m1[pw + i] + g;
+        m1[pw + i] = v;
+        params[pw + i] -= e.lr * v;
       } else {
-        const float m = p.beta1 * m1[i] + (1.0 - p.beta1) * g;
-        const float v = p.beta2 * m2[i] + (1.0 - p.beta2) * g * g;
-        m1[i] = m;
-        m2[i] = v;
+        const float m = e.beta1 * m1[pw + i] + (1.0 - e.beta1) * g;
+        const float v = e.beta2 * m2[pw + i] + (1.0 - e.beta2) * g * g;
+        m1[pw + i] = m;
+        m2[pw + i] = v;
         const float m_hat = m / (1.0 - b1pow);
         const float v_hat = v / (1.0 - b2pow);
-        params[i] -= p.lr * m_hat / (sqrt(v_hat) + p.eps);
+        params[pw + i] -= e.lr * m_hat / (sqrt(v_hat) + e.eps);
       }
     }
   }
   barrier();  // every invocation has read the state before it changes
   if (lid != 0u) return;
   const uint slot = step % p.history_capacity;
-  const bool advance = update || p.stop_on_nonfinite == 0u;  // the step moves on to the next batch
-  if (advance && p.set_tasks != 0u) state[kIclStateSetCursor] = (state[kIclStateSetCursor] + p.batch % p.set_tasks) % p.set_tasks;
-  history[2u * slot] = loss;
-  history[2u * slot + 1u] = norm;
+  const bool advance = update || e.stop_on_nonfinite == 0u;  // the step moves on to the next batch
+  if (advance && p.set_tasks != 0u)
+    state[sw + kIclStateSetCursor] = (state[sw + kIclStateSetCursor] + p.batch % p.set_tasks) % p.set_tasks;
+  history[hw + 2u * slot] = loss;
+  history[hw + 2u * slot + 1u] = norm;
   if (update) {
-    state[kIclStateStep] = step + 1u;
-    state[kIclStateBeta1Power] = floatBitsToUint(b1pow);
-    state[kIclStateBeta2Power] = floatBitsToUint(b2pow);
+    state[sw + kIclStateStep] = step + 1u;
+    state[sw + kIclStateBeta1Power] = floatBitsToUint(b1pow);
+    state[sw + kIclStateBeta2Power] = floatBitsToUint(b2pow);
     return;
   }
-  state[kIclStateNonFinite] = (loss_ok ? 0u : 1u) | (grad_ok ? 0u : 2u);
-  if (p.stop_on_nonfinite != 0u) {
-    state[kIclStateHalted] = 1u;
-    state[kIclStateHaltedStep] = step;
+  state[sw + kIclStateNonFinite] = (loss_ok ? 0u : 1u) | (grad_ok ? 0u : 2u);
+  if (e.stop_on_nonfinite != 0u) {
+    state[sw + kIclStateHalted] = 1u;
+    state[sw + kIclStateHaltedStep] = step;
   } else {
-    state[kIclStateSkipped] += 1u;
-    state[kIclStateStep] = step + 1u;
+    state[sw + kIclStateSkipped] += 1u;
+    state[sw + kIclStateStep] = step + 1u;
   }
 }

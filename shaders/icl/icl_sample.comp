@@ -1,8 +1,8 @@
 // Generates a batch of in-context regression tasks on the GPU, one invocation per task (see
 // rill_icl_sample.glsl for the task distribution). Layout is element-major, task-minor
 // (tokens[e * batch + task]) so neighbouring invocations touch neighbouring addresses.
-// The step comes from the trainer's state buffer (so a replayed training step draws a fresh
-// batch) or, for evaluation batches, from the push constants.
+// The step comes from the model's state words (so a replayed training step draws a fresh batch)
+// or, for evaluation batches, from the push constants; seed and noise from the model's entry.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "rill_common.glsl"
@@ -10,11 +10,12 @@
 layout(constant_id = 0) const uint WG_SIZE = 64;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer State { uint state[]; };
-layout(std430, binding = 1) buffer Tokens { float tokens[]; };
-layout(std430, binding = 2) writeonly buffer Targets { float targets[]; };
-layout(std430, binding = 3) writeonly buffer Sigmas { float sigmas[]; };
 #include "contract/icl.glsl"
+layout(std430, binding = 0) readonly buffer State { uint state[]; };
+layout(std430, binding = 1) readonly buffer Models { IclModelEntry models[]; };
+layout(std430, binding = 2) buffer Tokens { float tokens[]; };
+layout(std430, binding = 3) writeonly buffer Targets { float targets[]; };
+layout(std430, binding = 4) writeonly buffer Sigmas { float sigmas[]; };
 layout(push_constant) uniform PushBlock { IclSamplePush p; };
 
 uint g_task;
@@ -26,18 +27,20 @@ uint g_task;
 void main() {
   g_task = rill_global_index();
   if (g_task >= p.batch) return;
+  const uint model = g_task / p.model_tasks;
+  const IclModelEntry m = models[model];
   IclSampler s;
-  s.seed_lo = p.seed_lo;
-  s.seed_hi = p.seed_hi;
+  s.seed_lo = m.seed_lo;
+  s.seed_hi = m.seed_hi;
   s.d = p.d;
   s.n = p.n;
   s.data_kind = p.data_kind;
-  s.noise_kind = p.noise_kind;
-  s.category_count = p.category_count;
+  s.noise_kind = m.noise_kind;
+  s.category_count = m.category_count;
   s.stream_base = p.stream_base;
-  s.sigma_max = p.sigma_max;
-  for (uint i = 0u; i < kIclMaxCategories; ++i) s.categories[i] = p.categories[i];
+  s.sigma_max = m.sigma_max;
+  for (uint i = 0u; i < kIclMaxCategories; ++i) s.categories[i] = m.categories[i];
   s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
-  const uint step = p.use_state_step != 0u ? state[kIclStateStep] : p.step;
-  rill_icl_sample_task(s, p.first_task + g_task, step);
+  const uint step = p.use_state_step != 0u ? state[model * kIclStateWords + kIclStateStep] : p.step;
+  rill_icl_sample_task(s, p.first_task + g_task % p.model_tasks, step);
 }

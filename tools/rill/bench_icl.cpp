@@ -1,6 +1,7 @@
 // `rill bench --op icl`: training throughput of the ICL trainer at the papers' settings, and the
 // same model trained by PyTorch on the CPU (tools/peers/icl_torch_baseline.py, when Debian's
-// python3-torch is installed) measured in the same run, with the ratio.
+// python3-torch is installed) measured in the same run, with the ratio; then a grid of models
+// trained at once (TrainerGrid), in model-steps per second against one model alone.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -18,6 +19,56 @@ using namespace rill::icl;
 nlohmann::json torch_baseline(const std::string& setting, int steps) {
   return run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/icl_torch_baseline.py",
                          "--setting " + setting + " --steps " + std::to_string(steps));
+}
+
+// Times `steps` steps after a warm-up read; seconds, or a negative value after printing the error.
+template <typename Run>
+double timed(Run&& run, const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const rill::Status s = run();
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "rill bench icl: %s: %s\n", what, s.to_string().c_str());
+    return -1.0;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Many Vladymyrov-setting models (seeds 1..M) in one grid against one of them alone, same run. A
+// GPU gets the 21 models; a CPU driver, whose cores one model already fills, 4.
+bool bench_icl_grid(rill::Context& ctx, bool quick, nlohmann::json& out) {
+  const bool cpu = ctx.device().type == rill::DeviceType::kCpu;
+  const int models = cpu ? 4 : 21, steps = quick ? 10 : (cpu ? 50 : 500);
+  std::vector<TrainConfig> configs;
+  for (int m = 0; m < models; ++m) {
+    TrainConfig c = vladymyrov_setting(Parameterization::kFull, 1.0f);
+    c.seed = uint64_t(m + 1);
+    c.read_every = steps;
+    configs.push_back(c);
+  }
+  auto grid = TrainerGrid::create(ctx, configs);
+  auto alone = Trainer::create(ctx, configs.front());
+  if (!grid.is_ok() || !alone.is_ok()) {
+    std::fprintf(stderr, "rill bench icl grid: %s\n",
+                 (grid.is_ok() ? alone.status() : grid.status()).to_string().c_str());
+    return false;
+  }
+  auto run_grid = [&] { return grid->train(steps).status(); };
+  auto run_alone = [&] { return alone->train(steps).status(); };
+  if (timed(run_grid, "grid warm-up") < 0 || timed(run_alone, "warm-up") < 0) return false;
+  const double grid_s = timed(run_grid, "grid"), alone_s = timed(run_alone, "one model");
+  if (grid_s < 0 || alone_s < 0) return false;
+  const TrainConfig& c = configs.front();
+  out.push_back(
+      {{"op", "icl_grid"},
+       {"variant", "vladymyrov"},
+       {"shape",
+        {{"d", c.task.d}, {"n", c.task.n}, {"layers", c.model.layers}, {"batch", c.batch}, {"models", models}}},
+       {"steps", steps},
+       {"median_ms", 1e3 * grid_s / steps},  // per grid step, mean over one timed run
+       {"model_steps_per_s", double(models) * steps / grid_s},
+       {"one_model_steps_per_s", steps / alone_s},
+       {"speedup_vs_one_model", double(models) * alone_s / grid_s}});
+  return true;
 }
 
 }  // namespace
@@ -69,7 +120,7 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
     }
     out.push_back(rec);
   }
-  return true;
+  return bench_icl_grid(ctx, quick, out);
 }
 
 }  // namespace rill_cli

@@ -165,7 +165,11 @@ struct Diagnostics {
   double directional_smoothness = 0.0;
 };
 
+namespace detail {
+struct Checkpoint;
+}
 class RILL_API Trainer;
+class RILL_API TrainerGrid;
 RILL_API Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& options = {});
 
 class RILL_API Trainer {
@@ -229,9 +233,60 @@ class RILL_API Trainer {
   const TrainConfig& config() const;
 
  private:
+  friend class TrainerGrid;
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
   Result<EvalOptions> with_tuned_baselines(const EvalOptions& options);
+  Status restore(const detail::Checkpoint& checkpoint);  // its parameters, moments and state words
+  std::unique_ptr<Impl> impl_;
+};
+
+// Many independent models trained at once: a grid of seeds, noise settings, learning rates,
+// depths and parameterisations (one task size d, n). Models that share a shape (d, n, data,
+// layers, heads, parameterisation, convention, optimizer kind and batch) form a cohort that
+// trains in the same dispatches, sampling, forward, backward, gradient reduction and optimizer
+// step alike; every cohort's step is recorded into one sequence, so a step of the whole grid is
+// one submission. Each model keeps its own parameters, optimizer state, curve and checkpoint and
+// trains bit for bit as it would alone in a Trainer; a model halted by a non-finite step (kStop)
+// stops alone.
+//
+//   std::vector<TrainConfig> grid;
+//   for (uint64_t seed = 1; seed <= 8; ++seed) { auto c = ahn_setting(1); c.seed = seed; grid.push_back(c); }
+//   auto models = rill::icl::TrainerGrid::create(ctx, grid).value();
+//   auto curves = models.train(1000).value();  // curves[m]: model m's records
+class RILL_API TrainerGrid {
+ public:
+  // The configs must agree on read_every (the host reads every model's losses together).
+  static Result<TrainerGrid> create(Context& ctx, std::span<const TrainConfig> configs);
+  // Continues checkpointed models (one file each, from either class): bit for bit what their
+  // uninterrupted runs give.
+  static Result<TrainerGrid> resume(Context& ctx, std::span<const std::string> paths);
+  TrainerGrid(TrainerGrid&&) noexcept;
+  TrainerGrid& operator=(TrainerGrid&&) noexcept;
+  ~TrainerGrid();
+
+  int models() const;
+  int cohorts() const;  // groups of models that share dispatches
+  const TrainConfig& config(int model) const;
+
+  // Runs `steps` steps of every model (submitted in runs of read_every); returns each model's
+  // records, curves[model]. A halted model gets no more records; status(model) says why.
+  Result<std::vector<std::vector<StepRecord>>> train(int64_t steps);
+  int64_t step(int model) const;
+  int64_t skipped_batches(int model) const;
+  Status status(int model) const;  // OK, or FailedPrecondition naming the step that halted it
+
+  Result<std::vector<float>> parameters(int model);
+  // The same file Trainer::save_checkpoint writes: Trainer::resume continues the model alone.
+  Status save_checkpoint(int model, const std::string& path);
+  // A Trainer holding a copy of the model (parameters, optimizer state, step): to evaluate,
+  // probe or diagnose it, or to train it on alone.
+  Result<Trainer> trainer(int model);
+  Result<EvalReport> evaluate(int model, const EvalOptions& options);
+
+ private:
+  struct Impl;
+  explicit TrainerGrid(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

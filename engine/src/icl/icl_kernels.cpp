@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "icl_sampler.hpp"
 #include "ops/op_common.hpp"
@@ -20,23 +21,15 @@ float layer_scale(const TrainConfig& c) {
 
 float loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0f : 0.5f; }
 
-Shape Shape::of(const TrainConfig& c) {
-  Shape s;
-  s.d = uint32_t(c.task.d);
-  s.n = uint32_t(c.task.n);
-  s.layers = uint32_t(c.model.layers);
-  s.heads = uint32_t(c.model.heads);
-  s.width = s.d + 1;
-  s.tokens = s.n + 1;
-  s.token_elems = s.tokens * s.width;
-  s.params = uint32_t(parameter_count(c.model, c.task.d));
-  return s;
-}
-
-Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t batch) {
+Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model_tasks, uint32_t models) {
+  if (models == 0 || model_tasks == 0 || uint64_t(models) * model_tasks >= (uint64_t(1) << 32))
+    return invalid_argument("icl: " + std::to_string(models) + " models of " + std::to_string(model_tasks) +
+                            " tasks do not fit a batch");
   Workspace ws;
-  ws.batch = batch;
-  const int64_t b = batch, mat = int64_t(s.width) * s.width;
+  ws.batch = models * model_tasks;
+  ws.models = models;
+  ws.model_tasks = model_tasks;
+  const int64_t b = ws.batch, mat = int64_t(s.width) * s.width;
   auto make = [&](Tensor& t, int64_t elements, const char* name) -> Status {
     RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
     return Status::ok();
@@ -50,7 +43,7 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t batch
   RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
   RILL_RETURN_IF_ERROR(make(ws.task_loss, b, "task_loss"));
   RILL_RETURN_IF_ERROR(make(ws.preds, b, "preds"));
-  RILL_RETURN_IF_ERROR(make(ws.reduced, int64_t(s.params) + 1, "reduced"));
+  RILL_RETURN_IF_ERROR(make(ws.reduced, (int64_t(s.params) + 1) * models, "reduced"));
   return ws;
 }
 
@@ -83,7 +76,8 @@ std::vector<SpecValue> Recorder::model_spec(const Sequence&) const {
 
 uint32_t Recorder::workgroup(const Sequence& seq) const { return ops::detail::reduction_workgroup(seq); }
 
-Status Recorder::check_device(const Sequence& seq, uint32_t batch) const {
+Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models) const {
+  const uint64_t batch = uint64_t(model_tasks) * models;
   const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads, d = shape_.d;
   const bool full = config_.model.param == Parameterization::kFull;
   const uint64_t head_fwd = full ? 2 * w * w * w : w * w;
@@ -97,11 +91,13 @@ Status Recorder::check_device(const Sequence& seq, uint32_t batch) const {
   const uint64_t gamma = config_.task.data == DataKind::kHeavyTailed ? 16 * 60 : 0;
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * (((d + 3) / 4) * 60 + 2 * d + gamma) + n * 16, op,
                                                       "sampling one task (lower d or n)"));
-  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, batch, op, "the gradient reduction (lower the batch)"));
+  RILL_RETURN_IF_ERROR(
+      ops::detail::check_loop_budget(seq, model_tasks, op, "the gradient reduction (lower the batch)"));
   const uint64_t per_thread = (shape_.params + workgroup(seq) - 1) / workgroup(seq);
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, 2 * per_thread, op, "the optimizer (fewer parameters)"));
-  const uint64_t biggest = std::max<uint64_t>(uint64_t(shape_.layers + 1) * shape_.token_elems,
-                                              std::max<uint64_t>(uint64_t(shape_.layers) * 2 * w * w, shape_.params));
+  const uint64_t biggest =
+      std::max<uint64_t>(uint64_t(shape_.layers + 1) * shape_.token_elems,
+                         std::max<uint64_t>(uint64_t(shape_.layers) * 2 * w * w, shape_.params + 1));
   if (biggest * batch >= (uint64_t(1) << 32))
     return out_of_range("icl: batch " + std::to_string(batch) + " is too large for this model (buffers past 2^32 elements)");
   return Status::ok();
@@ -112,37 +108,27 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   const auto g = ref::icl::gamma_constants(task.gamma_shape, task.gamma_scale);
   gpu::IclSamplePush p{};
   p.batch = ws.batch;
+  p.model_tasks = ws.model_tasks;
   p.first_task = r.first_task;
   p.step = r.step;
   p.use_state_step = r.step_from_state ? 1 : 0;
-  p.seed_lo = uint32_t(r.seed);
-  p.seed_hi = uint32_t(r.seed >> 32);
   p.d = shape_.d;
   p.n = shape_.n;
   p.data_kind = uint32_t(task.data);
-  p.noise_kind = uint32_t(task.noise);
-  p.category_count = uint32_t(task.categories.size());
   p.stream_base = r.stream_base;
-  p.sigma_max = task.sigma_max;
-  for (size_t i = 0; i < task.categories.size() && i < gpu::kIclMaxCategories; ++i)
-    p.categories[i] = task.categories[i];
-  if (r.fixed_sigma) {  // one noise level: a one-value categorical draw
-    p.noise_kind = *r.fixed_sigma > 0.0f ? 2 : 0;
-    p.category_count = 1;
-    p.categories[0] = *r.fixed_sigma;
-  }
   p.gamma_shape = g.shape;
   p.gamma_scale = g.scale;
   p.gamma_inv_shape = g.inv_shape;
   p.gamma_mt_d = g.mt_d;
   p.gamma_mt_c = g.mt_c;
-  return seq.dispatch({.kernel = "icl/icl_sample",
-                       .bindings = {&m.state, &ws.acts, &ws.targets, &ws.sigmas},
-                       .push = push_bytes(p),
-                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
-                       .label = "icl.sample",
-                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
+  return seq.dispatch(
+      {.kernel = "icl/icl_sample",
+       .bindings = {&m.state, r.entries != nullptr ? r.entries : &m.entries, &ws.acts, &ws.targets, &ws.sigmas},
+       .push = push_bytes(p),
+       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
+       .label = "icl.sample",
+       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
 }
 
 Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
@@ -150,27 +136,28 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
   for (uint32_t l = 0; l < shape_.layers; ++l) {
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_fwd_unrolled" : "icl/icl_layer_fwd",
-                                       .bindings = {&m.params, &ws.acts, &ws.mats},
-                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, l, layer_scale(config_), 0}),
-                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                                       .spec = model_spec(seq),
-                                       .label = "icl.layer_fwd",
-                                       .flops = flops,
-                                       .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = unrolled_ ? "icl/icl_layer_fwd_unrolled" : "icl/icl_layer_fwd",
+         .bindings = {&m.params, &ws.acts, &ws.mats},
+         .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l, layer_scale(config_), 0}),
+         .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+         .spec = model_spec(seq),
+         .label = "icl.layer_fwd",
+         .flops = flops,
+         .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
   }
   return Status::ok();
 }
 
 Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) const {
-  return seq.dispatch(
-      {.kernel = "icl/icl_loss",
-       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
-       .push = push_bytes(gpu::IclLossPush{ws.batch, shape_.layers, loss_factor(config_), with_gradient ? 1u : 0u}),
-       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-       .spec = model_spec(seq),
-       .label = "icl.loss",
-       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
+  return seq.dispatch({.kernel = "icl/icl_loss",
+                       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
+                       .push = push_bytes(gpu::IclLossPush{ws.batch, ws.model_tasks, shape_.layers,
+                                                           loss_factor(config_), with_gradient ? 1u : 0u}),
+                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                       .spec = model_spec(seq),
+                       .label = "icl.loss",
+                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
 }
 
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
@@ -182,15 +169,15 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const bool odd = (shape_.layers - 1 - l) % 2 == 1;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
-    RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_bwd_unrolled" : "icl/icl_layer_bwd",
-                      .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
-                      .push = push_bytes(gpu::IclLayerPush{ws.batch, l, layer_scale(config_), l > 0 ? 1u : 0u}),
-                      .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                      .spec = model_spec(seq),
-                      .label = "icl.layer_bwd",
-                      .flops = flops,
-                      .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_bwd_unrolled" : "icl/icl_layer_bwd",
+                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
+                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l,
+                                                                            layer_scale(config_), l > 0 ? 1u : 0u}),
+                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
+                                       .spec = model_spec(seq),
+                                       .label = "icl.layer_bwd",
+                                       .flops = flops,
+                                       .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
   }
   return Status::ok();
 }
@@ -198,8 +185,8 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
 Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
   return seq.dispatch({.kernel = "icl/icl_grad_reduce",
                        .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
-                       .push = push_bytes(gpu::IclReducePush{shape_.params, ws.batch}),
-                       .groups = ops::detail::groups_for(shape_.params + 1, kTaskWorkgroup),
+                       .push = push_bytes(gpu::IclReducePush{shape_.params, ws.model_tasks, ws.models}),
+                       .groups = ops::detail::groups_for((shape_.params + 1) * ws.models, kTaskWorkgroup),
                        .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
                        .label = "icl.grad_reduce",
                        .flops = uint64_t(shape_.params + 1) * ws.batch,
@@ -207,6 +194,9 @@ Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
 }
 
 Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const {
+  // The set's cursor is one state word: a task set feeds a single model.
+  if (m.models != 1)
+    return failed_precondition("icl: a task set trains one model, not a cohort of " + std::to_string(m.models));
   return seq.dispatch(
       {.kernel = "icl/icl_gather",
        .bindings = {&m.state, &set.tokens, &set.targets, &set.sigmas, &ws.acts, &ws.targets, &ws.sigmas},
@@ -218,34 +208,24 @@ Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m,
 }
 
 Status Recorder::optimize(Sequence& seq, const Workspace& ws, const ModelState& m, uint32_t set_tasks) const {
-  const OptimizerConfig& o = config_.optimizer;
-  const bool sgd = o.kind == OptimizerKind::kSgd;
-  gpu::IclOptimizePush p{shape_.params,
-                         m.history_capacity,
-                         config_.on_nonfinite == NonFinitePolicy::kStop ? 1u : 0u,
-                         o.lr,
-                         sgd ? o.momentum : o.beta1,
-                         o.beta2,
-                         o.eps,
-                         o.clip_norm,
-                         set_tasks,
-                         ws.batch};
+  const bool sgd = config_.optimizer.kind == OptimizerKind::kSgd;
+  gpu::IclOptimizePush p{shape_.params, m.history_capacity, set_tasks, ws.model_tasks};
   return seq.dispatch(
       {.kernel = "icl/icl_optimize" + std::string(ops::detail::reduction_variant(seq)),
-       .bindings = {&m.state, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
+       .bindings = {&m.state, &m.entries, &ws.reduced, &m.params, &m.moment1, &m.moment2, &m.history},
        .push = push_bytes(p),
-       .groups = {1, 1, 1},
+       .groups = {m.models, 1, 1},
        .spec = {gpu::spec("WG_SIZE", workgroup(seq)), gpu::spec("OPTIMIZER", sgd ? gpu::kIclSgd : gpu::kIclAdam)},
        .label = "icl.optimize",
-       .flops = uint64_t(shape_.params) * 12,
-       .bytes = uint64_t(shape_.params) * 6 * 4});
+       .flops = uint64_t(shape_.params) * 12 * m.models,
+       .bytes = uint64_t(shape_.params) * 6 * 4 * m.models});
 }
 
 Status Recorder::training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const {
   if (set != nullptr)
     RILL_RETURN_IF_ERROR(gather(seq, ws, m, *set));
   else
-    RILL_RETURN_IF_ERROR(sample(seq, ws, m, {.seed = config_.seed}));
+    RILL_RETURN_IF_ERROR(sample(seq, ws, m, {}));
   RILL_RETURN_IF_ERROR(forward(seq, ws, m));
   RILL_RETURN_IF_ERROR(loss(seq, ws, true));
   RILL_RETURN_IF_ERROR(backward(seq, ws, m));

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 
+#include "icl/model_state.hpp"
 #include "rill/icl.hpp"
 #include "rill/sequence.hpp"
 #include "rill/tensor.hpp"
@@ -15,28 +18,13 @@ namespace rill::icl::detail {
 // c in the per-task loss c (pred - y)^2: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.).
 float loss_factor(const TrainConfig& c);
 
-// Derived sizes of a configuration.
-struct Shape {
-  uint32_t d = 0, n = 0, layers = 0, heads = 0;
-  uint32_t width = 0;        // d + 1
-  uint32_t tokens = 0;       // n + 1
-  uint32_t token_elems = 0;  // tokens * width
-  uint32_t params = 0;
-  static Shape of(const TrainConfig& c);
-};
-
-// Per-batch activations, gradients and scratch (element-major, task-minor: see icl_model.glsl).
+// Per-batch activations, gradients and scratch (element-major, task-minor: see icl_model.glsl)
+// for `models` models of `model_tasks` tasks each, model m's tasks from m * model_tasks on.
 struct Workspace {
-  uint32_t batch = 0;
+  uint32_t batch = 0;  // tasks in all: models * model_tasks
+  uint32_t models = 1, model_tasks = 0;
   Tensor acts, targets, sigmas, mats, grad_a, grad_b, partials, task_loss, preds, reduced;
-  static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t batch);
-};
-
-// The trained model and optimizer state, plus the trainer's GPU-side state words and the ring of
-// (loss, grad norm) per step.
-struct ModelState {
-  Tensor params, moment1, moment2, state, history;
-  uint32_t history_capacity = 0;
+  static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t model_tasks, uint32_t models = 1);
 };
 
 // A task set in device memory, trained on instead of sampled tasks (icl_gather).
@@ -46,20 +34,21 @@ struct DeviceTaskSet {
 };
 
 struct SampleRequest {
-  uint64_t seed = 0;
-  uint32_t stream_base = 0;   // 0: training batches; others: evaluation
+  const Tensor* entries = nullptr;  // the models' seeds and noise; nullptr: the trained models'
+  uint32_t stream_base = 0;         // 0: training batches; others: evaluation
   bool step_from_state = true;
-  uint32_t step = 0;          // when !step_from_state
-  std::optional<float> fixed_sigma;  // evaluation at one noise level
-  uint32_t first_task = 0;           // the batch's first task index in the stream (evaluation in chunks)
+  uint32_t step = 0;        // when !step_from_state
+  uint32_t first_task = 0;  // the batch's first task index in the stream (evaluation in chunks)
 };
 
 class Recorder {
  public:
+  // `config` gives what a cohort's models share (shape, convention, data, optimizer kind); what
+  // differs per model is read from the ModelState's entries.
   Recorder(const TrainConfig& config, Shape shape);
 
-  // Device limits (lavapipe's loop limit) for this configuration and batch.
-  Status check_device(const Sequence& seq, uint32_t batch) const;
+  // Device limits (lavapipe's loop limit) for this configuration and `models` x `model_tasks` tasks.
+  Status check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models = 1) const;
 
   Status sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& request) const;
   Status forward(Sequence& seq, const Workspace& ws, const ModelState& m) const;

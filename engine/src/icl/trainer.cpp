@@ -2,43 +2,11 @@
 // step once and replays it; reads losses every read_every steps; checkpoints. Evaluation is in
 // trainer_evaluation.cpp.
 #include <algorithm>
-#include <bit>
-#include <cmath>
-#include <cstring>
 
 #include "icl/checkpoint.hpp"
 #include "icl/trainer_impl.hpp"
 
 namespace rill::icl {
-
-namespace {
-
-// Seeded N(0, std^2) initial parameters: splitmix64 uniforms, Box-Muller in double.
-std::vector<float> initial_parameters(uint64_t seed, size_t count, float std_dev) {
-  uint64_t s = seed ^ 0x1C1D5EEDull;
-  auto next = [&s]() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  auto uniform = [&next]() { return (double(next() >> 11) + 0.5) * 0x1.0p-53; };
-  std::vector<float> out(count);
-  for (size_t i = 0; i < count; i += 2) {
-    const double r = std::sqrt(-2.0 * std::log(uniform())), theta = 6.283185307179586 * uniform();
-    out[i] = float(std_dev * r * std::cos(theta));
-    if (i + 1 < count) out[i + 1] = float(std_dev * r * std::sin(theta));
-  }
-  return out;
-}
-
-std::string nonfinite_what(uint32_t bits) {
-  if (bits == 3) return "the loss and the gradient are";
-  return bits == 1 ? "the loss is" : "the gradient is";
-}
-
-
-}  // namespace
 
 namespace {
 
@@ -76,28 +44,13 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const T
     RILL_ASSIGN_OR_RETURN(Sequence probe, ctx.sequence());
     RILL_RETURN_IF_ERROR(impl->recorder.check_device(probe, uint32_t(config.batch)));
   }
-  ModelState& m = impl->model;
-  m.history_capacity = uint32_t(config.read_every);
-  RILL_ASSIGN_OR_RETURN(m.params, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.params", MemoryPool::kWeights));
-  RILL_ASSIGN_OR_RETURN(m.moment1, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment1", MemoryPool::kWeights));
-  RILL_ASSIGN_OR_RETURN(m.moment2, ctx.tensor(DType::kF32, {int64_t(s.params)}, "icl.moment2", MemoryPool::kWeights));
-  RILL_ASSIGN_OR_RETURN(m.state, ctx.tensor(DType::kU32, {gpu::kIclStateWords}, "icl.state"));
-  RILL_ASSIGN_OR_RETURN(m.history, ctx.tensor(DType::kF32, {int64_t(m.history_capacity) * 2}, "icl.history"));
+  RILL_ASSIGN_OR_RETURN(impl->model, ModelState::create(ctx, s, {&config, 1}));
+  const ModelState& m = impl->model;
   RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
   if (train_tasks != nullptr) {
     RILL_RETURN_IF_ERROR(detail::check_task_set(*train_tasks, s, "icl trainer"));
     RILL_ASSIGN_OR_RETURN(impl->train_set, upload_task_set(ctx, *train_tasks));
   }
-
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, initial_parameters(config.seed, s.params, config.model.init_std)));
-  const std::vector<float> zeros(s.params, 0.0f);
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, zeros));
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, zeros));
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.history, std::vector<float>(m.history_capacity * 2, 0.0f)));
-  std::vector<uint32_t> state(gpu::kIclStateWords, 0);
-  state[gpu::kIclStateBeta1Power] = state[gpu::kIclStateBeta2Power] = std::bit_cast<uint32_t>(1.0f);
-  RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(state.data()), state.size() * 4}));
-
   RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.training_step"}));
   RILL_RETURN_IF_ERROR(
       impl->recorder.training_step(seq, impl->workspace, m, impl->train_set ? &*impl->train_set : nullptr));
@@ -125,22 +78,12 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
     const uint32_t run = uint32_t(std::min<int64_t>(left, im.config.read_every));
     RILL_RETURN_IF_ERROR(im.step_sequence->run(run));
     left -= run;
-    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.read_state());
-    RILL_ASSIGN_OR_RETURN(std::vector<float> history, im.ctx.download_floats(im.model.history));
-    const bool halted = state[gpu::kIclStateHalted] != 0;
-    const int64_t end = halted ? int64_t(state[gpu::kIclStateHaltedStep]) + 1 : int64_t(state[gpu::kIclStateStep]);
-    for (int64_t s = im.step; s < end; ++s) {
-      const size_t slot = size_t(s % im.model.history_capacity);
-      records.push_back({s, history[2 * slot], history[2 * slot + 1]});
-    }
-    im.step = int64_t(state[gpu::kIclStateStep]);
-    im.skipped = int64_t(state[gpu::kIclStateSkipped]);
-    if (halted) {
-      return failed_precondition("icl training stopped at step " + std::to_string(state[gpu::kIclStateHaltedStep]) +
-                                 ": " + nonfinite_what(state[gpu::kIclStateNonFinite]) +
-                                 " not finite (parameters keep the values of the step before; "
-                                 "lower the learning rate or use the skip-batch policy)");
-    }
+    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.model.all_state_words(im.ctx));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> ring, im.ctx.download_floats(im.model.history));
+    const detail::ModelProgress progress = detail::read_progress(state, ring, im.step, records);
+    im.step = progress.step;
+    im.skipped = progress.skipped;
+    RILL_RETURN_IF_ERROR(progress.halted);
   }
   return records;
 }
@@ -158,8 +101,8 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
   Impl& im = *impl_;
   if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.probe"}));
-  RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, im.workspace, im.model, {.seed = im.config.seed, .step_from_state = false, .step = uint32_t(step)}));
+  RILL_RETURN_IF_ERROR(
+      im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = uint32_t(step)}));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.loss(seq, im.workspace, true));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, im.workspace, im.model));
@@ -178,12 +121,7 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
 
 Status Trainer::save_checkpoint(const std::string& path) {
   Impl& im = *impl_;
-  detail::Checkpoint c;
-  c.config = im.config;
-  RILL_ASSIGN_OR_RETURN(c.params, im.ctx.download_floats(im.model.params));
-  RILL_ASSIGN_OR_RETURN(c.moment1, im.ctx.download_floats(im.model.moment1));
-  RILL_ASSIGN_OR_RETURN(c.moment2, im.ctx.download_floats(im.model.moment2));
-  RILL_ASSIGN_OR_RETURN(c.state, im.read_state());
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, im.model.snapshot(im.ctx, 0, im.config));
   return detail::write_checkpoint(path, c);
 }
 
@@ -192,14 +130,16 @@ Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const Tas
   if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
     return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
   RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
-  ModelState& m = t.impl_->model;
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.params, c.params));
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment1, c.moment1));
-  RILL_RETURN_IF_ERROR(ctx.upload_floats(m.moment2, c.moment2));
-  RILL_RETURN_IF_ERROR(ctx.upload(m.state, {reinterpret_cast<const uint8_t*>(c.state.data()), c.state.size() * 4}));
-  t.impl_->step = int64_t(c.state[gpu::kIclStateStep]);
-  t.impl_->skipped = int64_t(c.state[gpu::kIclStateSkipped]);
+  RILL_RETURN_IF_ERROR(t.restore(c));
   return t;
+}
+
+Status Trainer::restore(const detail::Checkpoint& c) {
+  Impl& im = *impl_;
+  RILL_RETURN_IF_ERROR(im.model.restore(im.ctx, 0, c));
+  im.step = int64_t(c.state[gpu::kIclStateStep]);
+  im.skipped = int64_t(c.state[gpu::kIclStateSkipped]);
+  return Status::ok();
 }
 
 }  // namespace rill::icl

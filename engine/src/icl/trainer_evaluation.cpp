@@ -71,6 +71,8 @@ EvalReport score(const Shape& s, double c, const std::vector<float>& acts, uint3
 // Evaluation runs in chunks of this many tasks: memory and the device's loop limits stay bounded at
 // the papers' 100,000 tasks, and each chunk's tasks are those of the whole draw (first_task).
 constexpr uint32_t kEvalChunk = 8192;
+// The sampler's stream base of evaluation-like draws: disjoint from the training batches' (0).
+constexpr uint32_t kEvalStream = 16;
 }  // namespace
 
 // The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
@@ -129,8 +131,9 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
   RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks)));
+  RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, seed, sigma)));
   RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, ws, im.model, {.seed = seed, .stream_base = 16, .step_from_state = false, .step = 0, .fixed_sigma = sigma}));
+      seq, ws, im.model, {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0}));
   RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(ws.acts));
   RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
   RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
@@ -154,17 +157,14 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
     return invalid_argument("icl evaluate: sigma must be finite and >= 0");
   const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
   RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, chunk));
+  RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, options.seed, options.sigma)));
   EvalReport sums;
   for (uint32_t first = 0; first < tasks; first += chunk) {
     RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
     RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk));
-    RILL_RETURN_IF_ERROR(im.recorder.sample(seq, ws, im.model,
-                                            {.seed = options.seed,
-                                             .stream_base = 16,
-                                             .step_from_state = false,
-                                             .step = 0,
-                                             .fixed_sigma = options.sigma,
-                                             .first_task = first}));
+    RILL_RETURN_IF_ERROR(im.recorder.sample(
+        seq, ws, im.model,
+        {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0, .first_task = first}));
     RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
     RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
     RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));

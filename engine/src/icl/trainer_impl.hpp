@@ -10,9 +10,11 @@
 
 namespace rill::icl {
 
+using detail::entry_table;
 using detail::loss_factor;
 using detail::ModelState;
 using detail::Recorder;
+using detail::sampling_entry;
 using detail::Shape;
 using detail::Workspace;
 
@@ -30,12 +32,6 @@ struct Trainer::Impl {
 
   Impl(const Context& c, const TrainConfig& cfg)
       : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
-
-  Result<std::vector<uint32_t>> read_state() {
-    std::vector<uint32_t> words(gpu::kIclStateWords);
-    RILL_RETURN_IF_ERROR(ctx.download(model.state, {reinterpret_cast<uint8_t*>(words.data()), words.size() * 4}));
-    return words;
-  }
 };
 
 namespace detail {

@@ -21,21 +21,40 @@ const uint kIclAdam = 1u;
 
 const uint kIclMaxCategories = 6u;
 
-RILL_PUSH_STRUCT(IclSamplePush) {
-  uint batch;
-  uint first_task;
-  uint step;            // used when use_state_step == 0
-  uint use_state_step;  // 1: step = the state's step word
+// One model of a cohort: models that share a shape train in the same dispatches (a cohort of
+// one is the plain trainer). What may differ between them lives here, one entry per model, read
+// by icl_sample (entry task / model_tasks) and icl_optimize (entry = workgroup); everything else
+// is pushed. Plain 32-bit members, so the std430 array stride is the C++ size.
+struct IclModelEntry {
   uint seed_lo;
   uint seed_hi;
+  uint noise_kind;
+  uint category_count;
+  float sigma_max;
+  float categories[kIclMaxCategories];
+  uint stop_on_nonfinite;  // 1: halt (no more updates); 0: skip the batch and go on
+  float lr;
+  float beta1;  // SGD: momentum
+  float beta2;
+  float eps;
+  float clip_norm;  // <= 0: no clipping
+};
+const uint kIclModelEntryWords = 17u;
+
+// Per-model buffers of a cohort are model-major: params [models][params], the state words
+// [models][kIclStateWords], the loss ring [models][capacity][2], the reduced gradient
+// [models][params + 1]. Per-task buffers span models * model_tasks tasks, model m's tasks being
+// m * model_tasks onwards.
+RILL_PUSH_STRUCT(IclSamplePush) {
+  uint batch;           // tasks in the dispatch, models * model_tasks
+  uint model_tasks;     // tasks per model
+  uint first_task;      // added to the task's index within its model (evaluation in chunks)
+  uint step;            // used when use_state_step == 0
+  uint use_state_step;  // 1: step = the model's state step word
   uint d;
   uint n;
   uint data_kind;
-  uint noise_kind;
-  uint category_count;
   uint stream_base;
-  float sigma_max;
-  float categories[kIclMaxCategories];
   float gamma_shape;
   float gamma_scale;
   float gamma_inv_shape;
@@ -46,6 +65,8 @@ RILL_PUSH_STRUCT(IclSamplePush) {
 // icl_layer_fwd and icl_layer_bwd (one layout for both).
 RILL_PUSH_STRUCT(IclLayerPush) {
   uint batch;
+  uint model_tasks;
+  uint model_params;  // parameters per model: task t reads model t / model_tasks's
   uint layer;
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 for the first layer (the data needs no gradient)
@@ -53,27 +74,23 @@ RILL_PUSH_STRUCT(IclLayerPush) {
 
 RILL_PUSH_STRUCT(IclLossPush) {
   uint batch;
+  uint model_tasks;  // the loss is a mean over each model's tasks
   uint layers;
   float loss_factor;  // c: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.)
   uint write_grad;    // 0 for evaluation
 };
 
 RILL_PUSH_STRUCT(IclReducePush) {
-  uint params;
-  uint batch;
+  uint params;       // per model
+  uint model_tasks;  // summed per model
+  uint models;
 };
 
-RILL_PUSH_STRUCT(IclOptimizePush) {
-  uint params;
+RILL_PUSH_STRUCT(IclOptimizePush) {  // one workgroup per model; hyperparameters in IclModelEntry
+  uint params;  // per model
   uint history_capacity;
-  uint stop_on_nonfinite;  // 1: halt (no more updates); 0: skip the batch and go on
-  float lr;
-  float beta1;  // SGD: momentum
-  float beta2;
-  float eps;
-  float clip_norm;  // <= 0: no clipping
-  uint set_tasks;   // tasks in the task set trained on; 0: tasks are sampled
-  uint batch;
+  uint set_tasks;  // tasks in the task set trained on; 0: tasks are sampled
+  uint batch;      // tasks per model and step
 };
 
 RILL_PUSH_STRUCT(IclGatherPush) {

@@ -1,0 +1,192 @@
+// TrainerGrid: many independent ICL models trained at once. Models are grouped into cohorts of
+// one shape; a cohort's models share every dispatch (their buffers are model-major, see
+// contract/icl.glsl), and the cohorts' steps are recorded phase by phase into one sequence.
+#include <algorithm>
+
+#include "icl/checkpoint.hpp"
+#include "icl/trainer_impl.hpp"
+
+namespace rill::icl {
+
+namespace {
+
+// Models of one cohort share the kernels' specialization and push constants: everything but
+// the seed, the noise, the initialisation and the optimizer's hyperparameters.
+bool same_cohort(const TrainConfig& a, const TrainConfig& b) {
+  return a.task.d == b.task.d && a.task.n == b.task.n && a.task.data == b.task.data &&
+         a.task.gamma_shape == b.task.gamma_shape && a.task.gamma_scale == b.task.gamma_scale &&
+         a.model.layers == b.model.layers && a.model.heads == b.model.heads && a.model.param == b.model.param &&
+         a.model.convention == b.model.convention && a.optimizer.kind == b.optimizer.kind && a.batch == b.batch;
+}
+
+struct Cohort {
+  std::vector<int> members;  // grid indices of its models, in model order
+  Shape shape;
+  Recorder recorder;
+  ModelState model;
+  Workspace workspace;
+  Cohort(const TrainConfig& first, int member) : members{member}, shape(Shape::of(first)), recorder(first, shape) {}
+};
+
+struct Place {
+  size_t cohort = 0;
+  uint32_t model = 0;  // within the cohort
+};
+
+}  // namespace
+
+struct TrainerGrid::Impl {
+  Context ctx;
+  std::vector<TrainConfig> configs;
+  std::vector<Cohort> cohorts;
+  std::vector<Place> places;  // per grid model
+  std::vector<detail::ModelProgress> progress;
+  std::optional<Sequence> step_sequence;
+
+  explicit Impl(const Context& c) : ctx(rill::detail::Access::share(c)) {}
+
+  Status check_model(int model) const {
+    if (model < 0 || size_t(model) >= configs.size())
+      return out_of_range("icl grid: model " + std::to_string(model) + " of " + std::to_string(configs.size()));
+    return Status::ok();
+  }
+
+  // The model's tensors and configuration, as a checkpoint holds them.
+  Result<detail::Checkpoint> snapshot(int model) {
+    RILL_RETURN_IF_ERROR(check_model(model));
+    const Place& at = places[size_t(model)];
+    return cohorts[at.cohort].model.snapshot(ctx, at.model, configs[size_t(model)]);
+  }
+};
+
+Result<TrainerGrid> TrainerGrid::create(Context& ctx, std::span<const TrainConfig> configs) {
+  if (configs.empty()) return invalid_argument("icl grid: no models");
+  auto impl = std::make_unique<Impl>(ctx);
+  Impl& g = *impl;
+  g.configs.assign(configs.begin(), configs.end());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const TrainConfig& c = configs[i];
+    if (Status s = validate(c); !s.is_ok())
+      return invalid_argument("icl grid: model " + std::to_string(i) + ": " + s.message());
+    if (c.read_every != configs.front().read_every)
+      return invalid_argument("icl grid: model " + std::to_string(i) + " reads every " + std::to_string(c.read_every) +
+                              " steps, model 0 every " + std::to_string(configs.front().read_every) +
+                              "; a grid's models are read together");
+    auto home = std::find_if(g.cohorts.begin(), g.cohorts.end(),
+                             [&](const Cohort& k) { return same_cohort(configs[size_t(k.members.front())], c); });
+    if (home == g.cohorts.end()) {
+      g.places.push_back({g.cohorts.size(), 0});
+      g.cohorts.emplace_back(c, int(i));
+    } else {
+      g.places.push_back({size_t(home - g.cohorts.begin()), uint32_t(home->members.size())});
+      home->members.push_back(int(i));
+    }
+  }
+  RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.grid_step"}));
+  for (Cohort& k : g.cohorts) {
+    std::vector<TrainConfig> members;
+    for (int i : k.members) members.push_back(configs[size_t(i)]);
+    const uint32_t models = uint32_t(members.size()), batch = uint32_t(members.front().batch);
+    RILL_RETURN_IF_ERROR(k.recorder.check_device(seq, batch, models));
+    RILL_ASSIGN_OR_RETURN(k.model, ModelState::create(ctx, k.shape, members));
+    RILL_ASSIGN_OR_RETURN(k.workspace, Workspace::create(ctx, k.shape, batch, models));
+  }
+  // Phase by phase across cohorts: a GPU finds independent work next to each other.
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.sample(seq, k.workspace, k.model, {}));
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.forward(seq, k.workspace, k.model));
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.loss(seq, k.workspace, true));
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.backward(seq, k.workspace, k.model));
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.reduce(seq, k.workspace));
+  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.optimize(seq, k.workspace, k.model, 0));
+  RILL_RETURN_IF_ERROR(seq.finish());
+  g.step_sequence.emplace(std::move(seq));
+  g.progress.assign(configs.size(), {});
+  return TrainerGrid(std::move(impl));
+}
+
+Result<TrainerGrid> TrainerGrid::resume(Context& ctx, std::span<const std::string> paths) {
+  std::vector<detail::Checkpoint> saved;
+  std::vector<TrainConfig> configs;
+  for (const std::string& path : paths) {
+    RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+    configs.push_back(c.config);
+    saved.push_back(std::move(c));
+  }
+  RILL_ASSIGN_OR_RETURN(TrainerGrid grid, create(ctx, configs));
+  Impl& g = *grid.impl_;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const Place& at = g.places[i];
+    RILL_RETURN_IF_ERROR(g.cohorts[at.cohort].model.restore(g.ctx, at.model, saved[i]));
+    std::vector<StepRecord> none;
+    g.progress[i] = detail::read_progress(saved[i].state, {}, 0, none);
+  }
+  return grid;
+}
+
+TrainerGrid::TrainerGrid(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TrainerGrid::TrainerGrid(TrainerGrid&&) noexcept = default;
+TrainerGrid& TrainerGrid::operator=(TrainerGrid&&) noexcept = default;
+TrainerGrid::~TrainerGrid() = default;
+
+int TrainerGrid::models() const { return int(impl_->configs.size()); }
+int TrainerGrid::cohorts() const { return int(impl_->cohorts.size()); }
+const TrainConfig& TrainerGrid::config(int model) const {
+  return impl_->configs.at(size_t(std::clamp(model, 0, models() - 1)));
+}
+int64_t TrainerGrid::step(int model) const {
+  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].step : 0;
+}
+int64_t TrainerGrid::skipped_batches(int model) const {
+  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].skipped : 0;
+}
+Status TrainerGrid::status(int model) const {
+  RILL_RETURN_IF_ERROR(impl_->check_model(model));
+  return impl_->progress[size_t(model)].halted;
+}
+
+Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
+  Impl& g = *impl_;
+  if (steps < 0) return invalid_argument("icl grid train: steps must be >= 0");
+  std::vector<std::vector<StepRecord>> curves(g.configs.size());
+  const int64_t read_every = g.configs.front().read_every;
+  for (int64_t left = steps; left > 0;) {
+    const uint32_t run = uint32_t(std::min<int64_t>(left, read_every));
+    RILL_RETURN_IF_ERROR(g.step_sequence->run(run));
+    left -= run;
+    for (const Cohort& k : g.cohorts) {
+      RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> words, k.model.all_state_words(g.ctx));
+      RILL_ASSIGN_OR_RETURN(std::vector<float> rings, g.ctx.download_floats(k.model.history));
+      const size_t ring = size_t(k.model.history_capacity) * 2;
+      for (size_t m = 0; m < k.members.size(); ++m) {
+        const size_t i = size_t(k.members[m]);
+        g.progress[i] = detail::read_progress({words.data() + m * gpu::kIclStateWords, gpu::kIclStateWords},
+                                              {rings.data() + m * ring, ring}, g.progress[i].step, curves[i]);
+      }
+    }
+  }
+  return curves;
+}
+
+Result<std::vector<float>> TrainerGrid::parameters(int model) {
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+  return std::move(c.params);
+}
+
+Status TrainerGrid::save_checkpoint(int model, const std::string& path) {
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+  return detail::write_checkpoint(path, c);
+}
+
+Result<Trainer> TrainerGrid::trainer(int model) {
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+  RILL_ASSIGN_OR_RETURN(Trainer t, Trainer::create(impl_->ctx, c.config));
+  RILL_RETURN_IF_ERROR(t.restore(c));
+  return t;
+}
+
+Result<EvalReport> TrainerGrid::evaluate(int model, const EvalOptions& options) {
+  RILL_ASSIGN_OR_RETURN(Trainer t, trainer(model));
+  return t.evaluate(options);
+}
+
+}  // namespace rill::icl
