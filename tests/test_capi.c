@@ -101,6 +101,47 @@ int main(void) {
       rill_icl_trainer_destroy(survivor);
     }
 
+    /* A grid of three models: each one's losses equal those of the same model trained alone; one
+     * that diverges under the stop policy halts alone, with NaN after its last step. */
+    {
+      rill_icl_config grid_configs[3];
+      rill_icl_grid* grid = NULL;
+      float grid_losses[3 * 4];
+      float alone_losses[4];
+      rill_icl_trainer* alone = NULL;
+      rill_icl_eval grid_eval;
+      int i;
+      for (i = 0; i < 3; ++i) {
+        grid_configs[i] = config;
+        grid_configs[i].seed = (uint64_t)(i + 5);
+      }
+      grid_configs[2].optimizer = RILL_ICL_SGD;
+      grid_configs[2].lr = 1e6f;
+      grid_configs[2].clip_norm = 0.0f;
+      EXPECT(rill_icl_grid_create(ctx, grid_configs, 3, &grid) == RILL_OK);
+      EXPECT(rill_icl_grid_train(grid, 4, grid_losses) == RILL_OK);
+      EXPECT(rill_icl_trainer_create(ctx, &grid_configs[1], &alone) == RILL_OK);
+      EXPECT(rill_icl_train(alone, 4, alone_losses, NULL) == RILL_OK);
+      EXPECT(memcmp(alone_losses, grid_losses + 4, sizeof alone_losses) == 0);
+      EXPECT(rill_icl_grid_model_status(grid, 1) == RILL_OK);
+      EXPECT(rill_icl_grid_model_status(grid, 2) == RILL_FAILED_PRECONDITION);
+      EXPECT(strstr(rill_last_error(), "not finite") != NULL);
+      EXPECT(grid_losses[2 * 4 + 3] != grid_losses[2 * 4 + 3]); /* NaN: halted before step 3 */
+      EXPECT(rill_icl_grid_model_status(grid, 3) == RILL_OUT_OF_RANGE);
+      EXPECT(rill_icl_grid_evaluate(grid, 0, 40, 1, -1.0f, &grid_eval) == RILL_OK && grid_eval.tasks == 40);
+      EXPECT(rill_icl_grid_evaluate(grid, 7, 40, 1, -1.0f, &grid_eval) == RILL_OUT_OF_RANGE);
+      EXPECT(rill_icl_grid_save_checkpoint(grid, 0, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_icl_grid_train(NULL, 1, NULL) == RILL_INVALID_ARGUMENT);
+      rill_icl_trainer_destroy(alone);
+      rill_icl_grid_destroy(grid);
+      rill_icl_grid_destroy(NULL);
+      grid = (rill_icl_grid*)&config;
+      EXPECT(rill_icl_grid_create(ctx, grid_configs, 0, &grid) == RILL_INVALID_ARGUMENT && grid == NULL);
+      grid_configs[1].d = 0;
+      EXPECT(rill_icl_grid_create(ctx, grid_configs, 3, &grid) == RILL_INVALID_ARGUMENT && grid == NULL);
+      EXPECT(strstr(rill_last_error(), "config 1") != NULL);
+    }
+
     trainer = (rill_icl_trainer*)&config; /* must be reset to NULL on failure */
     config.d = 0;
     EXPECT(rill_icl_trainer_create(ctx, &config, &trainer) == RILL_INVALID_ARGUMENT);

@@ -145,6 +145,15 @@ GPU_TEST_CASE("icl grid: checkpoints move models between a grid and a trainer, b
     CHECK(same_curve(again[size_t(m)], rest[size_t(m)]));
     CHECK(same_bits(must(resumed.parameters(m)), must(grid.parameters(m))));
   }
+  // A grid started afresh takes one model's file; a file of another configuration is refused.
+  auto partly = must(TrainerGrid::create(ctx, configs));
+  REQUIRE(partly.load_checkpoint(2, paths[2]).is_ok());
+  CHECK(partly.step(2) == 4);
+  CHECK(partly.step(0) == 0);
+  const rill::Status foreign = partly.load_checkpoint(1, paths[0]);
+  CHECK(foreign.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(foreign.message().find("another configuration") != std::string::npos);
+
   auto copy = must(resumed.trainer(1));
   CHECK(copy.step() == 9);
   const auto eval_grid = must(resumed.evaluate(1, {.tasks = 50, .tune_tunedrr = false}));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "commands.hpp"
@@ -21,33 +22,80 @@ namespace {
 
 using namespace rill::icl;
 
-// Trains one run to `steps` (resuming its checkpoint when the folder holds one), evaluates it and
-// records the result; a run recorded earlier is read back instead of trained again.
-RunOutcome run_once(rill::Context& ctx, ReproRuns& runs, const std::string& key, const TrainConfig& c, int64_t steps,
-                    int64_t checkpoint_every, int eval_tasks) {
-  if (auto done = runs.finished(key)) return *done;
-  auto outcome = [&](const rill::Status& s, int64_t skipped) {
-    RunOutcome r{false, s.message(), {}, skipped};
-    if (auto rs = runs.record(key, r); !rs.is_ok()) r.error += "; " + rs.message();
-    return r;
+// One training run of an experiment: its key in OUT/runs/, its configuration and budget.
+struct Cell {
+  std::string key;
+  TrainConfig config;
+};
+
+// Trains the cells that have no recorded result yet to `steps` as one TrainerGrid (models of one
+// shape share every dispatch), resuming each from its checkpoint where the folder holds one, then
+// evaluates and records each. Models are checkpointed together; cells whose checkpoints stopped
+// at different steps (a kill between two saves) train in separate grids, so none overshoots.
+std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs, const std::vector<Cell>& cells,
+                                            int64_t steps, int64_t checkpoint_every, int eval_tasks) {
+  std::map<std::string, RunOutcome> out;
+  auto record = [&](const std::string& key, RunOutcome r) {
+    if (auto s = runs.record(key, r); !s.is_ok()) r = {false, s.message(), {}, r.skipped};
+    out[key] = r;
   };
-  const std::string checkpoint = runs.checkpoint_path(key);
-  const bool resuming = std::filesystem::exists(checkpoint);
-  auto trainer = resuming ? Trainer::resume(ctx, checkpoint) : Trainer::create(ctx, c);
-  if (!trainer.is_ok()) return outcome(trainer.status(), 0);
-  if (resuming) std::printf("%s: resumed its checkpoint at step %lld\n", key.c_str(), (long long)trainer->step());
-  while (trainer->step() < steps) {
-    const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - trainer->step() % checkpoint_every : steps;
-    auto records = trainer->train(std::min(to_save, steps - trainer->step()));
-    if (!records.is_ok()) return outcome(records.status(), trainer->skipped_batches());
-    if (checkpoint_every > 0 && trainer->step() % checkpoint_every == 0 && trainer->step() < steps)
-      if (auto s = trainer->save_checkpoint(checkpoint); !s.is_ok()) return outcome(s, trainer->skipped_batches());
+  std::map<int64_t, std::vector<Cell>> by_start;  // pending cells by the step their checkpoint holds
+  for (const Cell& c : cells) {
+    if (auto done = runs.finished(c.key)) {
+      out[c.key] = *done;
+      continue;
+    }
+    int64_t start = 0;
+    if (std::filesystem::exists(runs.checkpoint_path(c.key))) {
+      auto t = Trainer::resume(ctx, runs.checkpoint_path(c.key));
+      start = t.is_ok() ? t->step() : 0;  // an unreadable checkpoint: the run starts over
+    }
+    by_start[start].push_back(c);
   }
-  auto eval = trainer->evaluate({.tasks = eval_tasks});
-  if (!eval.is_ok()) return outcome(eval.status(), trainer->skipped_batches());
-  RunOutcome r{true, "", *eval, trainer->skipped_batches()};
-  if (auto s = runs.record(key, r); !s.is_ok()) return {false, s.message(), {}, r.skipped};
-  return r;
+  for (const auto& [start, group] : by_start) {
+    std::vector<TrainConfig> configs;
+    for (const Cell& c : group) configs.push_back(c.config);
+    auto grid = TrainerGrid::create(ctx, configs);
+    auto fail_all = [&](const rill::Status& s) {
+      for (const Cell& c : group) record(c.key, {false, s.message(), {}, 0});
+    };
+    if (!grid.is_ok()) {
+      fail_all(grid.status());
+      continue;
+    }
+    rill::Status trained = rill::Status::ok();
+    for (size_t m = 0; start > 0 && m < group.size() && trained.is_ok(); ++m) {
+      trained = grid->load_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+      std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
+    }
+    std::printf("training %zu runs together (%d kernel cohorts), %lld steps each\n", group.size(), grid->cohorts(),
+                (long long)steps);
+    std::fflush(stdout);
+    for (int64_t at = start; at < steps && trained.is_ok();) {
+      const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - at % checkpoint_every : steps;
+      const int64_t run = std::min(to_save, steps - at);
+      if (auto r = grid->train(run); !r.is_ok()) trained = r.status();
+      at += run;
+      if (trained.is_ok() && checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
+        for (size_t m = 0; m < group.size() && trained.is_ok(); ++m)
+          trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+    }
+    if (!trained.is_ok()) {
+      fail_all(trained);
+      continue;
+    }
+    for (size_t m = 0; m < group.size(); ++m) {
+      const int model = int(m);
+      if (auto s = grid->status(model); !s.is_ok()) {
+        record(group[m].key, {false, s.message(), {}, grid->skipped_batches(model)});
+        continue;
+      }
+      auto eval = grid->evaluate(model, {.tasks = eval_tasks});
+      record(group[m].key, eval.is_ok() ? RunOutcome{true, "", *eval, grid->skipped_batches(model)}
+                                        : RunOutcome{false, eval.status().message(), {}, grid->skipped_batches(model)});
+    }
+  }
+  return out;
 }
 
 std::string fmt(double v) {
@@ -151,16 +199,23 @@ int run_repro_icl(const ReproIclArgs& a) {
     for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
     PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
     int adam_ahead = 0, compared = 0;
+    auto ahn_cell = [](const AhnRun& run, int o) {
+      TrainConfig c = ahn_setting(run.setting);
+      c.model.layers = run.layers;
+      c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+      c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
+      return Cell{"ahn" + std::to_string(run.setting) + "-L" + std::to_string(run.layers) + (o == 0 ? "-adam" : "-sgd"),
+                  c};
+    };
+    std::vector<Cell> cells;
+    for (const AhnRun& run : runs)
+      for (int o = 0; o < 2; ++o) cells.push_back(ahn_cell(run, o));
+    const auto outcomes = run_cells(ctx.value(), *store, cells, steps, a.checkpoint_every, eval_tasks);
     for (const AhnRun& run : runs) {
       double loss[2] = {0, 0};
       std::string cell[2];
       for (int o = 0; o < 2; ++o) {
-        TrainConfig c = ahn_setting(run.setting);
-        c.model.layers = run.layers;
-        c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
-        c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
-        const std::string key = "ahn" + std::to_string(run.setting) + "-L" + std::to_string(run.layers) + (o == 0 ? "-adam" : "-sgd");
-        const RunOutcome r = run_once(ctx.value(), *store, key, c, steps, a.checkpoint_every, eval_tasks);
+        const RunOutcome& r = outcomes.at(ahn_cell(run, o).key);
         loss[o] = r.ok ? r.eval.model : NAN;
         cell[o] = r.ok ? fmt(r.eval.model) + (r.skipped ? " (" + std::to_string(r.skipped) + " skipped)" : "") : "failed";
         csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
@@ -195,17 +250,25 @@ int run_repro_icl(const ReproIclArgs& a) {
        << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
        << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
     int deeper_better = 0, series_compared = 0;
+    const Parameterization params[] = {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus};
+    auto vlad_cell = [](Parameterization p, float sigma_max, int l) {
+      TrainConfig c = vladymyrov_setting(p, sigma_max);
+      c.model.layers = l;
+      c.batch = 512;
+      c.optimizer.lr = 2e-3f;
+      c.on_nonfinite = NonFinitePolicy::kSkipBatch;
+      return Cell{"vladymyrov-" + std::string(name(p)) + "-sigma" + fmt(sigma_max) + "-L" + std::to_string(l), c};
+    };
+    std::vector<Cell> cells;
+    for (float sigma_max : sigma_maxes)
+      for (Parameterization p : params)
+        for (int l : depths) cells.push_back(vlad_cell(p, sigma_max, l));
+    const auto outcomes = run_cells(ctx.value(), *store, cells, vlad_steps, a.checkpoint_every, eval_tasks);
     for (float sigma_max : sigma_maxes) {
-      for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+      for (Parameterization p : params) {
         PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
         for (int l : depths) {
-          TrainConfig c = vladymyrov_setting(p, sigma_max);
-          c.model.layers = l;
-          c.batch = 512;
-          c.optimizer.lr = 2e-3f;
-          c.on_nonfinite = NonFinitePolicy::kSkipBatch;
-          const std::string key = "vladymyrov-" + std::string(name(p)) + "-sigma" + fmt(sigma_max) + "-L" + std::to_string(l);
-          const RunOutcome r = run_once(ctx.value(), *store, key, c, vlad_steps, a.checkpoint_every, eval_tasks);
+          const RunOutcome& r = outcomes.at(vlad_cell(p, sigma_max, l).key);
           const double adjusted = r.ok ? r.eval.adjusted() : NAN;
           md << "| " << name(p) << " | " << fmt(sigma_max) << " | " << l << " | " << (r.ok ? fmt(r.eval.model) : "failed")
              << " | " << (r.ok ? fmt(r.eval.ridge_oracle) : "") << " | " << (r.ok ? fmt(adjusted) : "") << " |\n";

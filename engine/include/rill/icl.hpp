@@ -279,6 +279,9 @@ class RILL_API TrainerGrid {
   Result<std::vector<float>> parameters(int model);
   // The same file Trainer::save_checkpoint writes: Trainer::resume continues the model alone.
   Status save_checkpoint(int model, const std::string& path);
+  // Continues model `model` from a checkpoint of the same configuration (InvalidArgument if the
+  // file's differs); the other models are untouched.
+  Status load_checkpoint(int model, const std::string& path);
   // A Trainer holding a copy of the model (parameters, optimizer state, step): to evaluate,
   // probe or diagnose it, or to train it on alone.
   Result<Trainer> trainer(int model);

@@ -170,6 +170,29 @@ RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t task
 RILL_C_API rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count);
 RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path);
 
+/* Many models trained at once (rill::icl::TrainerGrid): models that share a shape train in the
+ * same dispatches, each as it would alone. The configs must agree on read_every.
+ *
+ *   rill_icl_config configs[8];
+ *   for (int i = 0; i < 8; ++i) { rill_icl_config_init(&configs[i], 1); configs[i].seed = i + 1; }
+ *   rill_icl_grid* grid = NULL;
+ *   rill_icl_grid_create(ctx, configs, 8, &grid);
+ *   rill_icl_grid_train(grid, 1000, NULL);
+ */
+typedef struct rill_icl_grid rill_icl_grid;
+RILL_C_API rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* configs, int32_t count,
+                                            rill_icl_grid** out);
+RILL_C_API void rill_icl_grid_destroy(rill_icl_grid* grid); /* accepts NULL */
+/* Trains `steps` steps of every model; losses (NULL or count * steps floats, model-major) receive
+ * each model's per-step losses, NaN after a model halted (see rill_icl_grid_model_status). */
+RILL_C_API rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses);
+/* RILL_OK, or the status (and rill_last_error's message) of the step that halted the model. */
+RILL_C_API rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model);
+RILL_C_API rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed,
+                                              float sigma, rill_icl_eval* out);
+/* The file rill_icl_save_checkpoint writes: rill_icl_trainer_resume continues the model alone. */
+RILL_C_API rill_status rill_icl_grid_save_checkpoint(rill_icl_grid* grid, int32_t model, const char* path);
+
 /* ---- Language models (rill/lm.hpp: TransNormer, byte-level by default) ----
  *
  *   rill_lm_model* model = NULL;

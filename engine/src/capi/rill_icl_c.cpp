@@ -1,12 +1,18 @@
 // The C API of the ICL trainer: rill_icl_config <-> rill::icl::TrainConfig and the trainer calls.
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "capi/capi_common.hpp"
 #include "rill/icl.hpp"
 
 struct rill_icl_trainer {
   rill::icl::Trainer trainer;
+};
+
+struct rill_icl_grid {
+  rill::icl::TrainerGrid grid;
 };
 
 namespace {
@@ -76,6 +82,18 @@ rill::Result<icl::TrainConfig> from_c(const rill_icl_config* in) {
   return c;
 }
 
+icl::EvalOptions eval_options(int32_t tasks, uint64_t seed, float sigma) {
+  icl::EvalOptions options{.tasks = tasks, .seed = seed};
+  if (sigma >= 0.0f) options.sigma = sigma;
+  return options;
+}
+
+rill_status eval_to_c(const rill::Result<icl::EvalReport>& r, rill_icl_eval* out) {
+  if (!r.is_ok()) return from_status(r.status());
+  *out = {r->tasks, r->model, r->ridge_oracle, r->least_squares, r->ridge_constant, r->adarr, r->tunedrr};
+  return RILL_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -136,14 +154,8 @@ rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
 
 rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
   if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument");
-  return guarded("rill_icl_evaluate", [&] {
-    icl::EvalOptions options{.tasks = tasks, .seed = seed};
-    if (sigma >= 0.0f) options.sigma = sigma;
-    auto r = trainer->trainer.evaluate(options);
-    if (!r.is_ok()) return from_status(r.status());
-    *out = {r->tasks, r->model, r->ridge_oracle, r->least_squares, r->ridge_constant, r->adarr, r->tunedrr};
-    return RILL_OK;
-  });
+  return guarded("rill_icl_evaluate",
+                 [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out); });
 }
 
 rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count) {
@@ -162,6 +174,62 @@ rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t ca
 rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path) {
   if (trainer == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_save_checkpoint: NULL argument");
   return guarded("rill_icl_save_checkpoint", [&] { return from_status(trainer->trainer.save_checkpoint(path)); });
+}
+
+rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* configs, int32_t count,
+                                 rill_icl_grid** out) {
+  if (out != nullptr) *out = nullptr;
+  if (context == nullptr || configs == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: NULL argument");
+  if (count < 1) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: count must be >= 1");
+  return guarded("rill_icl_grid_create", [&] {
+    std::vector<icl::TrainConfig> cs;
+    for (int32_t i = 0; i < count; ++i) {
+      auto c = from_c(&configs[i]);
+      if (!c.is_ok())
+        return from_status(rill::invalid_argument("config " + std::to_string(i) + ": " + c.status().message()));
+      cs.push_back(std::move(c).value());
+    }
+    auto g = icl::TrainerGrid::create(context->context, cs);
+    if (!g.is_ok()) return from_status(g.status());
+    *out = new rill_icl_grid{std::move(g).value()};
+    return RILL_OK;
+  });
+}
+
+void rill_icl_grid_destroy(rill_icl_grid* grid) { delete grid; }
+
+rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses) {
+  if (grid == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_train: grid is NULL");
+  return guarded("rill_icl_grid_train", [&] {
+    auto curves = grid->grid.train(steps);
+    if (!curves.is_ok()) return from_status(curves.status());
+    if (losses != nullptr)
+      for (size_t m = 0; m < curves->size(); ++m) {
+        float* row = losses + m * size_t(steps);
+        std::fill(row, row + steps, std::numeric_limits<float>::quiet_NaN());
+        for (size_t i = 0; i < (*curves)[m].size(); ++i) row[i] = (*curves)[m][i].loss;
+      }
+    return RILL_OK;
+  });
+}
+
+rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model) {
+  if (grid == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_model_status: grid is NULL");
+  return from_status(grid->grid.status(model));
+}
+
+rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
+                                   rill_icl_eval* out) {
+  if (grid == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument");
+  return guarded("rill_icl_grid_evaluate",
+                 [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out); });
+}
+
+rill_status rill_icl_grid_save_checkpoint(rill_icl_grid* grid, int32_t model, const char* path) {
+  if (grid == nullptr || path == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_save_checkpoint: NULL argument");
+  return guarded("rill_icl_grid_save_checkpoint", [&] { return from_status(grid->grid.save_checkpoint(model, path)); });
 }
 
 }  // extern "C"

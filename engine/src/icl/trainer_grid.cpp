@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "icl/checkpoint.hpp"
+#include "icl/config_json.hpp"
 #include "icl/trainer_impl.hpp"
 
 namespace rill::icl {
@@ -48,6 +49,14 @@ struct TrainerGrid::Impl {
   Status check_model(int model) const {
     if (model < 0 || size_t(model) >= configs.size())
       return out_of_range("icl grid: model " + std::to_string(model) + " of " + std::to_string(configs.size()));
+    return Status::ok();
+  }
+
+  Status restore(int model, const detail::Checkpoint& c) {
+    const Place& at = places[size_t(model)];
+    RILL_RETURN_IF_ERROR(cohorts[at.cohort].model.restore(ctx, at.model, c));
+    std::vector<StepRecord> none;
+    progress[size_t(model)] = detail::read_progress(c.state, {}, 0, none);
     return Status::ok();
   }
 
@@ -113,14 +122,17 @@ Result<TrainerGrid> TrainerGrid::resume(Context& ctx, std::span<const std::strin
     saved.push_back(std::move(c));
   }
   RILL_ASSIGN_OR_RETURN(TrainerGrid grid, create(ctx, configs));
-  Impl& g = *grid.impl_;
-  for (size_t i = 0; i < saved.size(); ++i) {
-    const Place& at = g.places[i];
-    RILL_RETURN_IF_ERROR(g.cohorts[at.cohort].model.restore(g.ctx, at.model, saved[i]));
-    std::vector<StepRecord> none;
-    g.progress[i] = detail::read_progress(saved[i].state, {}, 0, none);
-  }
+  for (size_t i = 0; i < saved.size(); ++i) RILL_RETURN_IF_ERROR(grid.impl_->restore(int(i), saved[i]));
   return grid;
+}
+
+Status TrainerGrid::load_checkpoint(int model, const std::string& path) {
+  RILL_RETURN_IF_ERROR(impl_->check_model(model));
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+  if (detail::config_to_json(c.config) != detail::config_to_json(impl_->configs[size_t(model)]))
+    return invalid_argument("icl grid: checkpoint '" + path + "' holds another configuration than model " +
+                            std::to_string(model) + "'s");
+  return impl_->restore(model, c);
 }
 
 TrainerGrid::TrainerGrid(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
