@@ -74,10 +74,13 @@ int run_train_icl(const TrainIclArgs& args);
 struct ReproIclArgs {
   std::string out = "repro-icl";
   std::optional<int64_t> steps, vlad_steps;  // unset: 1000 and 600, or 150 with --quick
-  bool quick = false;
+  std::optional<int64_t> table1_steps;       // unset: 200,000 with --full, else 1000 (150 with --quick)
+  std::optional<int> seeds;                  // Table 1's seeds per cell: 5 with --full, else 1
+  std::vector<std::string> rows, columns;    // Table 1's subset (empty: --full's all, else a small one)
+  bool quick = false, full = false;
   int64_t checkpoint_every = 0;  // 0: no periodic checkpoints
   bool resume = false;
-  std::vector<std::string> experiments = {"adam-vs-sgd", "adjusted-vs-depth"};
+  std::vector<std::string> experiments;  // empty: adam-vs-sgd and adjusted-vs-depth (--full: table1 for the latter)
 };
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);
 int run_repro_icl(const ReproIclArgs& args);

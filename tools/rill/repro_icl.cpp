@@ -14,89 +14,15 @@
 
 #include "commands.hpp"
 #include "line_plot.hpp"
+#include "repro_icl_grid.hpp"
 #include "repro_icl_runs.hpp"
+#include "repro_icl_table1.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
 namespace {
 
 using namespace rill::icl;
-
-// One training run of an experiment: its key in OUT/runs/, its configuration and budget.
-struct Cell {
-  std::string key;
-  TrainConfig config;
-};
-
-// Trains the cells that have no recorded result yet to `steps` as one TrainerGrid (models of one
-// shape share every dispatch), resuming each from its checkpoint where the folder holds one, then
-// evaluates and records each. Models are checkpointed together; cells whose checkpoints stopped
-// at different steps (a kill between two saves) train in separate grids, so none overshoots.
-std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs, const std::vector<Cell>& cells,
-                                            int64_t steps, int64_t checkpoint_every, int eval_tasks) {
-  std::map<std::string, RunOutcome> out;
-  auto record = [&](const std::string& key, RunOutcome r) {
-    if (auto s = runs.record(key, r); !s.is_ok()) r = {false, s.message(), {}, r.skipped};
-    out[key] = r;
-  };
-  std::map<int64_t, std::vector<Cell>> by_start;  // pending cells by the step their checkpoint holds
-  for (const Cell& c : cells) {
-    if (auto done = runs.finished(c.key)) {
-      out[c.key] = *done;
-      continue;
-    }
-    int64_t start = 0;
-    if (std::filesystem::exists(runs.checkpoint_path(c.key))) {
-      auto t = Trainer::resume(ctx, runs.checkpoint_path(c.key));
-      start = t.is_ok() ? t->step() : 0;  // an unreadable checkpoint: the run starts over
-    }
-    by_start[start].push_back(c);
-  }
-  for (const auto& [start, group] : by_start) {
-    std::vector<TrainConfig> configs;
-    for (const Cell& c : group) configs.push_back(c.config);
-    auto grid = TrainerGrid::create(ctx, configs);
-    auto fail_all = [&](const rill::Status& s) {
-      for (const Cell& c : group) record(c.key, {false, s.message(), {}, 0});
-    };
-    if (!grid.is_ok()) {
-      fail_all(grid.status());
-      continue;
-    }
-    rill::Status trained = rill::Status::ok();
-    for (size_t m = 0; start > 0 && m < group.size() && trained.is_ok(); ++m) {
-      trained = grid->load_checkpoint(int(m), runs.checkpoint_path(group[m].key));
-      std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
-    }
-    std::printf("training %zu runs together (%d kernel cohorts), %lld steps each\n", group.size(), grid->cohorts(),
-                (long long)steps);
-    std::fflush(stdout);
-    for (int64_t at = start; at < steps && trained.is_ok();) {
-      const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - at % checkpoint_every : steps;
-      const int64_t run = std::min(to_save, steps - at);
-      if (auto r = grid->train(run); !r.is_ok()) trained = r.status();
-      at += run;
-      if (trained.is_ok() && checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
-        for (size_t m = 0; m < group.size() && trained.is_ok(); ++m)
-          trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
-    }
-    if (!trained.is_ok()) {
-      fail_all(trained);
-      continue;
-    }
-    for (size_t m = 0; m < group.size(); ++m) {
-      const int model = int(m);
-      if (auto s = grid->status(model); !s.is_ok()) {
-        record(group[m].key, {false, s.message(), {}, grid->skipped_batches(model)});
-        continue;
-      }
-      auto eval = grid->evaluate(model, {.tasks = eval_tasks});
-      record(group[m].key, eval.is_ok() ? RunOutcome{true, "", *eval, grid->skipped_batches(model)}
-                                        : RunOutcome{false, eval.status().message(), {}, grid->skipped_batches(model)});
-    }
-  }
-  return out;
-}
 
 std::string fmt(double v) {
   char b[32];
@@ -125,7 +51,8 @@ std::string finding_line(const std::string& finding, int shown, int rows, int64_
 }  // namespace
 
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
-  auto* cmd = app.add_subcommand("repro-icl", "Reproduce the ICL papers' headline experiments at reduced budgets");
+  auto* cmd =
+      app.add_subcommand("repro-icl", "Reproduce the ICL papers' headline experiments (reduced budgets unless --full)");
   cmd->add_option("--out", a.out, "Directory for the table, CSV and plots");
   cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments) [1000; --quick 150]")->check(CLI::Range(1, 1000000));
   cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments) [600; --quick 150]")
@@ -137,14 +64,34 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
   cmd->add_flag("--resume", a.resume,
                 "Continue the reproduction in --out: finished runs are kept, the interrupted one resumes from its "
                 "checkpoint (same options as the start)");
-  cmd->add_option("--experiments", a.experiments, "Which experiments to run")
+  cmd->add_option("--experiments", a.experiments,
+                  "Which experiments to run: adam-vs-sgd, adjusted-vs-depth, table1 (Vladymyrov et al.'s Table 1) "
+                  "[adam-vs-sgd,adjusted-vs-depth; --full: adam-vs-sgd,table1]")
       ->delimiter(',')
-      ->check(CLI::IsMember({"adam-vs-sgd", "adjusted-vs-depth"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"adam-vs-sgd", "adjusted-vs-depth", "table1"}));
+  cmd->add_flag("--full", a.full,
+                "The papers' budgets: 10,000 steps per Ahn et al. run; Table 1 at 200,000 steps, 5 seeds, every row "
+                "and column, 100,000 evaluation tasks (hours on a big GPU)");
+  cmd->add_option("--table1-steps", a.table1_steps, "Training steps per Table 1 run [200000 with --full, else 1000]")
+      ->check(CLI::Range(int64_t(1), int64_t(10000000)));
+  cmd->add_option("--seeds", a.seeds, "Table 1: seeds per cell, the best reported [5 with --full, else 1]")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--rows", a.rows,
+                  "Table 1 rows: full, diag, gd++ (every L), or with depths, e.g. full:3 or diag:1-4 [--full: all 21; "
+                  "else L 1-3 of each]")
+      ->delimiter(',');
+  cmd->add_option("--columns", a.columns,
+                  "Table 1 columns: 0 to 7 (sigma ~ U(0, sigma_max)), 1+3, 1+3+5 (sigma uniform over the set) "
+                  "[--full: all 10; else 0,1,3,1+3]")
+      ->delimiter(',');
   return cmd;
 }
 
-int run_repro_icl(const ReproIclArgs& a) {
+int run_repro_icl(const ReproIclArgs& args) {
+  ReproIclArgs a = args;
+  if (a.experiments.empty())
+    a.experiments = a.full ? std::vector<std::string>{"adam-vs-sgd", "table1"}
+                           : std::vector<std::string>{"adam-vs-sgd", "adjusted-vs-depth"};
   for (size_t i = 0; i < a.experiments.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (a.experiments[i] == a.experiments[j]) {
@@ -154,7 +101,30 @@ int run_repro_icl(const ReproIclArgs& a) {
   auto wanted = [&](const char* experiment) {
     return std::find(a.experiments.begin(), a.experiments.end(), experiment) != a.experiments.end();
   };
-  const bool ahn = wanted("adam-vs-sgd"), vladymyrov = wanted("adjusted-vs-depth");
+  const bool ahn = wanted("adam-vs-sgd"), vladymyrov = wanted("adjusted-vs-depth"), table1 = wanted("table1");
+  Table1Options t1;
+  {
+    // Without --full a small Table 1 that lavapipe finishes: L 1-3, four columns, 1000 steps.
+    std::vector<std::string> rows = a.rows, columns = a.columns;
+    if (rows.empty() && !a.full)
+      rows = a.quick ? std::vector<std::string>{"full:1-2", "diag:1-2", "gd++:1-2"}
+                     : std::vector<std::string>{"full:1-3", "diag:1-3", "gd++:1-3"};
+    if (columns.empty() && !a.full)
+      columns = a.quick ? std::vector<std::string>{"1"} : std::vector<std::string>{"0", "1", "3", "1+3"};
+    auto parsed_rows = parse_table1_rows(rows);
+    auto parsed_columns = parse_table1_columns(columns);
+    for (const rill::Status& s : {parsed_rows.status(), parsed_columns.status()})
+      if (!s.is_ok()) {
+        std::fprintf(stderr, "rill repro-icl: %s\n", s.message().c_str());
+        return 1;
+      }
+    t1.rows = *parsed_rows;
+    t1.columns = *parsed_columns;
+    t1.steps = a.table1_steps.value_or(a.full ? 200000 : a.quick ? 150 : 1000);
+    t1.seeds = a.seeds.value_or(a.full ? 5 : 1);
+    t1.eval_tasks = a.full ? 100000 : a.quick ? 500 : 2000;
+    t1.checkpoint_every = a.checkpoint_every;
+  }
   // The output folder must be usable before any training: a bad --out fails now, not in an hour.
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
@@ -167,10 +137,21 @@ int run_repro_icl(const ReproIclArgs& a) {
     std::fprintf(stderr, "rill repro-icl: %s\n", s.to_string().c_str());
     return 1;
   }
-  const int64_t steps = a.steps.value_or(a.quick ? 150 : 1000);
+  const int64_t steps = a.steps.value_or(a.full ? kAhnPaperSteps : a.quick ? 150 : 1000);
   const int64_t vlad_steps = a.vlad_steps.value_or(a.quick ? 150 : 600);
-  const int eval_tasks = a.quick ? 500 : 2000;
-  auto store = ReproRuns::open(a.out, {steps, vlad_steps, eval_tasks, a.quick, a.experiments}, a.resume);
+  const int eval_tasks = a.full ? 100000 : a.quick ? 500 : 2000;
+  auto store = ReproRuns::open(a.out,
+                               {.steps = steps,
+                                .vlad_steps = vlad_steps,
+                                .table1_steps = t1.steps,
+                                .eval_tasks = eval_tasks,
+                                .seeds = t1.seeds,
+                                .quick = a.quick,
+                                .full = a.full,
+                                .experiments = a.experiments,
+                                .rows = a.rows,
+                                .columns = a.columns},
+                               a.resume);
   if (!store.is_ok()) {
     std::fprintf(stderr, "rill repro-icl: %s\n", store.status().to_string().c_str());
     return 1;
@@ -180,7 +161,7 @@ int run_repro_icl(const ReproIclArgs& a) {
     std::fprintf(stderr, "rill repro-icl: %s\n", ctx.status().to_string().c_str());
     return 1;
   }
-  std::ostringstream md, csv;
+  std::ostringstream md, csv, table1_csv;
   csv << "experiment,setting,optimizer,param,layers,sigma_max,steps,eval_loss,ridge_oracle,adjusted,skipped,error\n";
   std::printf("device: %s\n", ctx->device().name.c_str());
   if (a.resume) std::printf("resuming %s: %d runs already finished\n", a.out.c_str(), store->recorded_at_open());
@@ -190,37 +171,55 @@ int run_repro_icl(const ReproIclArgs& a) {
   PlotSpec adjusted_plot{"Adjusted eval loss against depth (Vladymyrov et al.)", "layers L", "model - ridge oracle", {}, {}};
   if (ahn) {
     // ---- 1. Ahn et al.: Adam vs SGD ----
+    const int ahn_seeds = a.full ? 6 : 1;  // the paper's 6 seeds; the cells show medians
     md << "### Adam vs SGD (Ahn et al.), " << steps << " steps, batch 1000, evaluation on " << eval_tasks
-       << " fresh tasks\n\n| setting | L | Adam eval loss | SGD eval loss | SGD / Adam |\n|---|---|---|---|---|\n";
+       << " fresh tasks" << (ahn_seeds > 1 ? ", median of " + std::to_string(ahn_seeds) + " seeds" : "")
+       << "\n\n| setting | L | Adam eval loss | SGD eval loss | SGD / Adam |\n|---|---|---|---|---|\n";
     struct AhnRun {
       int setting, layers;
     };
     std::vector<AhnRun> runs = {{1, 3}, {2, 3}, {3, 3}};
     for (int l : a.quick ? std::vector<int>{2, 6} : std::vector<int>{2, 4, 6, 8}) runs.push_back({1, l});
+    if (a.full)  // the paper's depth sweep on every setting
+      for (int setting : {2, 3})
+        for (int l : {2, 4, 6, 8}) runs.push_back({setting, l});
     PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
     int adam_ahead = 0, compared = 0;
-    auto ahn_cell = [](const AhnRun& run, int o) {
+    // Seed 1 keeps the key of the one-seed runs; --full trains the paper's 6 seeds and reports medians.
+    auto ahn_cell = [](const AhnRun& run, int o, int seed) {
       TrainConfig c = ahn_setting(run.setting);
       c.model.layers = run.layers;
       c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
       c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch
-      return Cell{"ahn" + std::to_string(run.setting) + "-L" + std::to_string(run.layers) + (o == 0 ? "-adam" : "-sgd"),
+      c.seed = uint64_t(seed);
+      return Cell{"ahn" + std::to_string(run.setting) + "-L" + std::to_string(run.layers) +
+                      (o == 0 ? "-adam" : "-sgd") + (seed == 1 ? "" : "-seed" + std::to_string(seed)),
                   c};
     };
     std::vector<Cell> cells;
     for (const AhnRun& run : runs)
-      for (int o = 0; o < 2; ++o) cells.push_back(ahn_cell(run, o));
+      for (int o = 0; o < 2; ++o)
+        for (int seed = 1; seed <= ahn_seeds; ++seed) cells.push_back(ahn_cell(run, o, seed));
     const auto outcomes = run_cells(ctx.value(), *store, cells, steps, a.checkpoint_every, eval_tasks);
     for (const AhnRun& run : runs) {
       double loss[2] = {0, 0};
       std::string cell[2];
       for (int o = 0; o < 2; ++o) {
-        const RunOutcome& r = outcomes.at(ahn_cell(run, o).key);
-        loss[o] = r.ok ? r.eval.model : NAN;
-        cell[o] = r.ok ? fmt(r.eval.model) + (r.skipped ? " (" + std::to_string(r.skipped) + " skipped)" : "") : "failed";
-        csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
-            << steps << ',' << loss[o] << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",," << r.skipped << ",\""
-            << r.error << "\"\n";
+        std::vector<double> finished;
+        int64_t skipped = 0;
+        for (int seed = 1; seed <= ahn_seeds; ++seed) {
+          const RunOutcome& r = outcomes.at(ahn_cell(run, o, seed).key);
+          skipped += r.skipped;
+          if (r.ok) finished.push_back(r.eval.model);
+          csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
+              << steps << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",,"
+              << r.skipped << ",\"" << r.error << "\"\n";
+        }
+        std::sort(finished.begin(), finished.end());
+        loss[o] = finished.empty() ? NAN : finished[finished.size() / 2];  // the median (upper, for even counts)
+        cell[o] = finished.empty() ? "failed"
+                                   : fmt(loss[o]) + (skipped ? " (" + std::to_string(skipped) + " skipped)" : "") +
+                                         (ahn_seeds > 1 ? ", " + std::to_string(finished.size()) + " seeds" : "");
         std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
         std::fflush(stdout);
       }
@@ -297,6 +296,7 @@ int run_repro_icl(const ReproIclArgs& a) {
             std::to_string(depths.front()) + ", per sigma_max)",
         deeper_better, series_compared, vlad_steps, kVladPaperSteps);
   }
+  if (table1) run_table1(ctx.value(), *store, t1, md, table1_csv);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
   md << "\n(" << ctx->device().name << ", " << fmt(minutes) << " minutes in all.)\n";
 
@@ -305,13 +305,15 @@ int run_repro_icl(const ReproIclArgs& a) {
   bool ok = write_text_atomic(dir + "repro-icl.md", md.str(), &error) &&
             write_text_atomic(dir + "repro-icl.csv", csv.str(), &error) &&
             (!ahn || write_text_atomic(dir + "adam-vs-sgd-depth.svg", line_plot_svg(depth_plot), &error)) &&
-            (!vladymyrov || write_text_atomic(dir + "adjusted-vs-depth.svg", line_plot_svg(adjusted_plot), &error));
+            (!vladymyrov || write_text_atomic(dir + "adjusted-vs-depth.svg", line_plot_svg(adjusted_plot), &error)) &&
+            (!table1 || write_text_atomic(dir + "table1.csv", table1_csv.str(), &error));
   if (!ok) {
     std::fprintf(stderr, "rill repro-icl: %s\n", error.c_str());
     return 1;
   }
-  std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv%s%s\n", md.str().c_str(), dir.c_str(),
-              ahn ? ", adam-vs-sgd-depth.svg" : "", vladymyrov ? ", adjusted-vs-depth.svg" : "");
+  std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv%s%s%s\n", md.str().c_str(), dir.c_str(),
+              ahn ? ", adam-vs-sgd-depth.svg" : "", vladymyrov ? ", adjusted-vs-depth.svg" : "",
+              table1 ? ", table1.csv" : "");
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "repro_icl_runs.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,34 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json settings_json(const ReproSettings& s) {
-  return {{"steps", s.steps}, {"vlad_steps", s.vlad_steps}, {"eval_tasks", s.eval_tasks}, {"quick", s.quick}, {"experiments", s.experiments}};
+  return {{"steps", s.steps},
+          {"vlad_steps", s.vlad_steps},
+          {"table1_steps", s.table1_steps},
+          {"eval_tasks", s.eval_tasks},
+          {"seeds", s.seeds},
+          {"quick", s.quick},
+          {"full", s.full},
+          {"experiments", s.experiments},
+          {"rows", s.rows},
+          {"columns", s.columns}};
+}
+
+json spikes_json(const SpikeWatch& w) {
+  // JSON has no infinity: a non-finite peak is written as -1.
+  return {{"spikes", w.spikes},
+          {"first_step", w.first_step},
+          {"peak_ratio", std::isfinite(w.peak_ratio) ? w.peak_ratio : -1.0},
+          {"window_median", w.window_median}};
+}
+
+SpikeWatch spikes_of(const json& j) {
+  SpikeWatch w;
+  w.spikes = j.at("spikes").get<int64_t>();
+  w.first_step = j.at("first_step").get<int64_t>();
+  w.peak_ratio = j.at("peak_ratio").get<double>();
+  if (w.peak_ratio < 0) w.peak_ratio = INFINITY;
+  w.window_median = j.at("window_median").get<double>();
+  return w;
 }
 
 // The folder's own small files; anything unreadable counts as absent (the run is simply redone).
@@ -34,7 +62,7 @@ bool is_run_file(const fs::path& p) {
   auto ends = [&](const std::string& tail) {
     return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
-  return name == "settings.json" || ends(".result.json") || ends(".safetensors");
+  return name == "settings.json" || ends(".result.json") || ends(".safetensors") || ends(".spikes.json");
 }
 
 }  // namespace
@@ -72,6 +100,7 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
     r.ok = j->at("ok").get<bool>();
     r.error = j->at("error").get<std::string>();
     r.skipped = j->at("skipped").get<int64_t>();
+    if (j->contains("spikes")) r.spikes = spikes_of(j->at("spikes"));
     if (r.ok) {
       r.eval.tasks = j->at("tasks").get<int>();
       r.eval.model = j->at("model").get<double>();
@@ -84,14 +113,32 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
 }
 
 rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
-  json j = {{"ok", r.ok}, {"error", r.error}, {"skipped", r.skipped}};
+  json j = {{"ok", r.ok}, {"error", r.error}, {"skipped", r.skipped}, {"spikes", spikes_json(r.spikes)}};
   if (r.ok) j.update({{"tasks", r.eval.tasks}, {"model", r.eval.model}, {"ridge_oracle", r.eval.ridge_oracle}});
   std::string error;
   // nlohmann writes doubles with enough digits to read back the same bits.
   if (!write_text_atomic(dir_ + key + ".result.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
   std::error_code ec;
   fs::remove(checkpoint_path(key), ec);
+  fs::remove(dir_ + key + ".spikes.json", ec);
   return {};
+}
+
+rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch) {
+  std::string error;
+  if (!write_text_atomic(dir_ + key + ".spikes.json", spikes_json(watch).dump(2) + "\n", &error))
+    return rill::invalid_argument(error);
+  return {};
+}
+
+SpikeWatch ReproRuns::saved_spikes(const std::string& key) const {
+  const auto j = read_json(dir_ + key + ".spikes.json");
+  if (!j) return {};
+  try {
+    return spikes_of(*j);
+  } catch (const json::exception&) {
+    return {};
+  }
 }
 
 std::string ReproRuns::checkpoint_path(const std::string& key) const { return dir_ + key + ".safetensors"; }

@@ -10,14 +10,15 @@
 
 #include "rill/icl.hpp"
 #include "rill/status.hpp"
+#include "spike_watch.hpp"
 
 namespace rill_cli {
 
 struct ReproSettings {
-  int64_t steps = 0, vlad_steps = 0;
-  int eval_tasks = 0;
-  bool quick = false;
-  std::vector<std::string> experiments;
+  int64_t steps = 0, vlad_steps = 0, table1_steps = 0;
+  int eval_tasks = 0, seeds = 1;
+  bool quick = false, full = false;
+  std::vector<std::string> experiments, rows, columns;
 };
 
 struct RunOutcome {
@@ -25,6 +26,7 @@ struct RunOutcome {
   std::string error;
   rill::icl::EvalReport eval;
   int64_t skipped = 0;
+  SpikeWatch spikes;
 };
 
 class ReproRuns {
@@ -36,6 +38,9 @@ class ReproRuns {
   std::optional<RunOutcome> finished(const std::string& key) const;  // a run recorded earlier
   rill::Status record(const std::string& key, const RunOutcome& outcome);  // also drops its checkpoint
   std::string checkpoint_path(const std::string& key) const;
+  // The spikes a checkpointed run had seen, saved with its checkpoint (none without one).
+  rill::Status save_spikes(const std::string& key, const SpikeWatch& watch);
+  SpikeWatch saved_spikes(const std::string& key) const;
   int recorded_at_open() const { return recorded_at_open_; }
 
  private:

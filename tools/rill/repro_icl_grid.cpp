@@ -1,0 +1,88 @@
+#include "repro_icl_grid.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace rill_cli {
+using namespace rill::icl;
+
+std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs, const std::vector<Cell>& cells,
+                                            int64_t steps, int64_t checkpoint_every, int eval_tasks) {
+  std::map<std::string, RunOutcome> out;
+  auto record = [&](const std::string& key, RunOutcome r) {
+    if (auto s = runs.record(key, r); !s.is_ok()) r = {false, s.message(), {}, r.skipped, r.spikes};
+    out[key] = r;
+  };
+  std::map<int64_t, std::vector<Cell>> by_start;  // pending cells by the step their checkpoint holds
+  for (const Cell& c : cells) {
+    if (auto done = runs.finished(c.key)) {
+      out[c.key] = *done;
+      continue;
+    }
+    int64_t start = 0;
+    if (std::filesystem::exists(runs.checkpoint_path(c.key))) {
+      auto t = Trainer::resume(ctx, runs.checkpoint_path(c.key));
+      start = t.is_ok() ? t->step() : 0;  // an unreadable checkpoint: the run starts over
+    }
+    by_start[start].push_back(c);
+  }
+  for (const auto& [start, group] : by_start) {
+    std::vector<TrainConfig> configs;
+    for (const Cell& c : group) configs.push_back(c.config);
+    std::vector<SpikeWatch> watches(group.size());
+    auto grid = TrainerGrid::create(ctx, configs);
+    auto fail_all = [&](const rill::Status& s) {
+      for (size_t m = 0; m < group.size(); ++m) record(group[m].key, {false, s.message(), {}, 0, watches[m]});
+    };
+    if (!grid.is_ok()) {
+      fail_all(grid.status());
+      continue;
+    }
+    rill::Status trained = rill::Status::ok();
+    for (size_t m = 0; start > 0 && m < group.size() && trained.is_ok(); ++m) {
+      trained = grid->load_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+      watches[m] = runs.saved_spikes(group[m].key);
+      std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
+    }
+    std::printf("training %zu runs together (%d kernel cohorts), %lld steps each\n", group.size(), grid->cohorts(),
+                (long long)steps);
+    std::fflush(stdout);
+    for (int64_t at = start; at < steps && trained.is_ok();) {
+      const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - at % checkpoint_every : steps;
+      const int64_t run = std::min({to_save, steps - at, kSpikeWindow - at % kSpikeWindow});
+      auto curves = grid->train(run);
+      if (!curves.is_ok()) {
+        trained = curves.status();
+        break;
+      }
+      for (size_t m = 0; m < group.size(); ++m) watch_window(watches[m], (*curves)[m]);
+      at += run;
+      if (checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
+        for (size_t m = 0; m < group.size() && trained.is_ok(); ++m) {
+          // The spikes first: a kill between the two files over-reports, never hides, a spike.
+          trained = runs.save_spikes(group[m].key, watches[m]);
+          if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+        }
+    }
+    if (!trained.is_ok()) {
+      fail_all(trained);
+      continue;
+    }
+    for (size_t m = 0; m < group.size(); ++m) {
+      const int model = int(m);
+      const int64_t skipped = grid->skipped_batches(model);
+      if (auto s = grid->status(model); !s.is_ok()) {
+        record(group[m].key, {false, s.message(), {}, skipped, watches[m]});
+        continue;
+      }
+      auto eval = grid->evaluate(model, {.tasks = eval_tasks});
+      record(group[m].key, eval.is_ok() ? RunOutcome{true, "", *eval, skipped, watches[m]}
+                                        : RunOutcome{false, eval.status().message(), {}, skipped, watches[m]});
+    }
+  }
+  return out;
+}
+
+}  // namespace rill_cli

@@ -1,0 +1,27 @@
+// Loss-spike detection for long training runs: a step whose training loss is more than
+// kSpikeFactor times the median loss of the window of steps before it, or not finite. Counted and
+// reported, never silently kept (rill repro-icl).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rill/icl.hpp"
+
+namespace rill_cli {
+
+constexpr double kSpikeFactor = 10.0;
+constexpr int64_t kSpikeWindow = 500;  // steps per window
+
+struct SpikeWatch {
+  int64_t spikes = 0;          // steps over the threshold
+  int64_t first_step = -1;     // the first of them; -1: none
+  double peak_ratio = 0.0;     // the largest loss / window median (inf for a non-finite loss)
+  double window_median = 0.0;  // median loss of the last window (0: none yet)
+};
+
+// Feeds one window of a run's records (consecutive steps): each step against the median of the
+// window before, then this window's median becomes the reference for the next.
+void watch_window(SpikeWatch& watch, const std::vector<rill::icl::StepRecord>& records);
+
+}  // namespace rill_cli
