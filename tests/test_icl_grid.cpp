@@ -180,6 +180,10 @@ GPU_TEST_CASE("icl grid: bad input is refused with a message", "[icl][grid]") {
   auto grid = must(TrainerGrid::create(ctx, configs));
   CHECK(grid.parameters(2).status().code() == rill::StatusCode::kOutOfRange);
   CHECK(grid.status(-1).code() == rill::StatusCode::kOutOfRange);
+  CHECK(grid.config(2).status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(grid.config(1).value().batch == configs[1].batch);
+  CHECK(grid.step(2) == -1);
+  CHECK(grid.skipped_batches(-1) == -1);
   CHECK(grid.save_checkpoint(5, "unused.safetensors").code() == rill::StatusCode::kOutOfRange);
   CHECK(grid.train(-1).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(TrainerGrid::resume(ctx, std::vector<std::string>{"/nonexistent/model.safetensors"}).status().code() !=

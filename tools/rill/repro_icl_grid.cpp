@@ -1,6 +1,7 @@
 #include "repro_icl_grid.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +50,9 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     std::printf("training %zu runs together (%d kernel cohorts), %lld steps each\n", group.size(), grid->cohorts(),
                 (long long)steps);
     std::fflush(stdout);
+    // A progress line at every tenth of the budget: a --full table trains for hours.
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t report_every = std::max<int64_t>(1, steps / 10);
     for (int64_t at = start; at < steps && trained.is_ok();) {
       const int64_t to_save = checkpoint_every > 0 ? checkpoint_every - at % checkpoint_every : steps;
       const int64_t run = std::min({to_save, steps - at, kSpikeWindow - at % kSpikeWindow});
@@ -58,6 +62,12 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
         break;
       }
       for (size_t m = 0; m < group.size(); ++m) watch_window(watches[m], (*curves)[m]);
+      if ((at + run) / report_every != at / report_every && at + run < steps) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("  step %lld of %lld, %.0f s, about %.0f s to go\n", (long long)(at + run), (long long)steps,
+                    seconds, seconds / double(at + run - start) * double(steps - at - run));
+        std::fflush(stdout);
+      }
       at += run;
       if (checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
         for (size_t m = 0; m < group.size() && trained.is_ok(); ++m) {

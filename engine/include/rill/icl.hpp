@@ -267,13 +267,13 @@ class RILL_API TrainerGrid {
 
   int models() const;
   int cohorts() const;  // groups of models that share dispatches
-  const TrainConfig& config(int model) const;
+  Result<TrainConfig> config(int model) const;  // OutOfRange outside [0, models())
 
   // Runs `steps` steps of every model (submitted in runs of read_every); returns each model's
   // records, curves[model]. A halted model gets no more records; status(model) says why.
   Result<std::vector<std::vector<StepRecord>>> train(int64_t steps);
-  int64_t step(int model) const;
-  int64_t skipped_batches(int model) const;
+  int64_t step(int model) const;             // -1 for a model outside the grid
+  int64_t skipped_batches(int model) const;  // -1 for a model outside the grid
   Status status(int model) const;  // OK, or FailedPrecondition naming the step that halted it
 
   Result<std::vector<float>> parameters(int model);

@@ -91,8 +91,8 @@ Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_
   const uint64_t gamma = config_.task.data == DataKind::kHeavyTailed ? 16 * 60 : 0;
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * (((d + 3) / 4) * 60 + 2 * d + gamma) + n * 16, op,
                                                       "sampling one task (lower d or n)"));
-  RILL_RETURN_IF_ERROR(
-      ops::detail::check_loop_budget(seq, model_tasks, op, "the gradient reduction (lower the batch)"));
+  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, (model_tasks + workgroup(seq) - 1) / workgroup(seq), op,
+                                                      "the gradient reduction (lower the batch)"));
   const uint64_t per_thread = (shape_.params + workgroup(seq) - 1) / workgroup(seq);
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, 2 * per_thread, op, "the optimizer (fewer parameters)"));
   const uint64_t biggest =
@@ -183,14 +183,16 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
 }
 
 Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
-  return seq.dispatch({.kernel = "icl/icl_grad_reduce",
+  const uint32_t wg = workgroup(seq);
+  const uint64_t outputs = uint64_t(shape_.params + 1) * ws.models;  // a workgroup each
+  return seq.dispatch({.kernel = "icl/icl_grad_reduce" + std::string(ops::detail::reduction_variant(seq)),
                        .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
                        .push = push_bytes(gpu::IclReducePush{shape_.params, ws.model_tasks, ws.models}),
-                       .groups = ops::detail::groups_for((shape_.params + 1) * ws.models, kTaskWorkgroup),
-                       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
+                       .groups = ops::detail::grid_for(outputs),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
                        .label = "icl.grad_reduce",
-                       .flops = uint64_t(shape_.params + 1) * ws.batch,
-                       .bytes = uint64_t(shape_.params + 1) * ws.batch * 4});
+                       .flops = outputs * ws.model_tasks,
+                       .bytes = outputs * ws.model_tasks * 4});
 }
 
 Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const {

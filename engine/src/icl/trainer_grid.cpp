@@ -142,14 +142,15 @@ TrainerGrid::~TrainerGrid() = default;
 
 int TrainerGrid::models() const { return int(impl_->configs.size()); }
 int TrainerGrid::cohorts() const { return int(impl_->cohorts.size()); }
-const TrainConfig& TrainerGrid::config(int model) const {
-  return impl_->configs.at(size_t(std::clamp(model, 0, models() - 1)));
+Result<TrainConfig> TrainerGrid::config(int model) const {
+  RILL_RETURN_IF_ERROR(impl_->check_model(model));
+  return impl_->configs[size_t(model)];
 }
 int64_t TrainerGrid::step(int model) const {
-  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].step : 0;
+  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].step : -1;
 }
 int64_t TrainerGrid::skipped_batches(int model) const {
-  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].skipped : 0;
+  return impl_->check_model(model).is_ok() ? impl_->progress[size_t(model)].skipped : -1;
 }
 Status TrainerGrid::status(int model) const {
   RILL_RETURN_IF_ERROR(impl_->check_model(model));
