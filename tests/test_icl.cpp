@@ -132,27 +132,60 @@ GPU_TEST_CASE("icl: the GPU task sampler matches its CPU twin bit for bit", "[ic
 }
 
 GPU_TEST_CASE("icl: forward and backward match the double-precision reference", "[icl]") {
-  auto ctx = rill_test::make_context();
   struct Case {
     int d, n, layers, heads;
   };
-  for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
-    for (Convention conv : {Convention::kAhn, Convention::kVladymyrov}) {
-      for (const Case& k : {Case{1, 1, 1, 1}, Case{3, 7, 2, 2}, Case{5, 20, 3, 1}, Case{10, 13, 2, 3}}) {
-        INFO("param=" << name(p) << " conv=" << int(conv) << " d=" << k.d << " n=" << k.n << " L=" << k.layers
-                      << " H=" << k.heads);
-        const TrainConfig c = small_config(k.d, k.n, k.layers, k.heads, p, conv, 37);
-        auto trainer = must(Trainer::create(ctx, c));
-        const std::vector<float> params = trainer.parameters().value();
-        auto probe = must(trainer.probe(3));
-        const ref::TaskBatch batch = ref::sample_tasks(sampler_spec(c), 3, 0, uint32_t(c.batch));
-        std::vector<double> grad, preds;
-        const double loss = ref::loss_and_gradient(ref_shape(c), to_double(params), batch.tokens, batch.targets, grad);
-        ref::forward(ref_shape(c), to_double(params), batch.tokens, batch.targets, &preds);
-        CHECK(probe.loss == Approx(loss).epsilon(2e-4));
-        CHECK(rel_err(preds, probe.predictions) < 2e-4);
-        CHECK(rel_err(grad, probe.gradient) < 5e-4);
+  // Both layer-kernel variants: a task per invocation (CPU drivers) and a workgroup per task (GPUs).
+  for (const char* variant : {"icl_layers=per-task", "icl_layers=per-workgroup"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = variant;
+    auto ctx = rill_test::make_context(options);
+    for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+      for (Convention conv : {Convention::kAhn, Convention::kVladymyrov}) {
+        for (const Case& k : {Case{1, 1, 1, 1}, Case{3, 7, 2, 2}, Case{5, 20, 3, 1}, Case{10, 13, 2, 3}}) {
+          INFO("param=" << name(p) << " conv=" << int(conv) << " d=" << k.d << " n=" << k.n << " L=" << k.layers
+                        << " H=" << k.heads);
+          const TrainConfig c = small_config(k.d, k.n, k.layers, k.heads, p, conv, 37);
+          auto trainer = must(Trainer::create(ctx, c));
+          const std::vector<float> params = trainer.parameters().value();
+          auto probe = must(trainer.probe(3));
+          const ref::TaskBatch batch = ref::sample_tasks(sampler_spec(c), 3, 0, uint32_t(c.batch));
+          std::vector<double> grad, preds;
+          const double loss =
+              ref::loss_and_gradient(ref_shape(c), to_double(params), batch.tokens, batch.targets, grad);
+          ref::forward(ref_shape(c), to_double(params), batch.tokens, batch.targets, &preds);
+          CHECK(probe.loss == Approx(loss).epsilon(2e-4));
+          CHECK(rel_err(preds, probe.predictions) < 2e-4);
+          CHECK(rel_err(grad, probe.gradient) < 5e-4);
+        }
       }
+    }
+  }
+}
+
+GPU_TEST_CASE("icl: the workgroup-per-task layer kernels compute what the per-task ones do", "[icl]") {
+  auto per_workgroup = rill_test::validated_options();
+  per_workgroup.kernel_plan = "icl_layers=per-workgroup";
+  auto per_task = rill_test::validated_options();
+  per_task.kernel_plan = "icl_layers=per-task";
+  auto ctx_wg = rill_test::make_context(per_workgroup);
+  auto ctx_task = rill_test::make_context(per_task);
+  // Odd shapes (tasks and widths off any lane multiple), several heads, every parameterisation,
+  // a few training steps so later layers see trained parameters.
+  for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+    for (int heads : {1, 3}) {
+      INFO("param=" << name(p) << " heads=" << heads);
+      TrainConfig c = small_config(4, 9, 3, heads, p, Convention::kAhn, 29);
+      c.read_every = 5;
+      auto a = must(Trainer::create(ctx_wg, c));
+      auto b = must(Trainer::create(ctx_task, c));
+      const auto curve_a = must(a.train(5));
+      const auto curve_b = must(b.train(5));
+      for (size_t i = 0; i < curve_a.size(); ++i) CHECK(curve_a[i].loss == Approx(curve_b[i].loss).epsilon(1e-5));
+      const auto probe_a = must(a.probe(7));
+      const auto probe_b = must(b.probe(7));
+      CHECK(rel_err(to_double(probe_b.gradient), probe_a.gradient) < 1e-5);
+      CHECK(rel_err(to_double(probe_b.predictions), probe_a.predictions) < 1e-5);
     }
   }
 }

@@ -74,26 +74,32 @@ std::vector<TrainConfig> mixed_grid() {
 }  // namespace
 
 GPU_TEST_CASE("icl grid: every model trains bit for bit as it does alone", "[icl][grid]") {
-  auto ctx = rill_test::make_context();
-  const std::vector<TrainConfig> configs = mixed_grid();
-  auto grid = must(TrainerGrid::create(ctx, configs));
-  REQUIRE(grid.models() == 4);
-  REQUIRE(grid.cohorts() == 2);
-  const auto curves = must(grid.train(7));  // two reads of 3 steps and one of 1
-  REQUIRE(curves.size() == configs.size());
-  for (int m = 0; m < grid.models(); ++m) {
-    INFO("model " << m);
-    auto alone = must(Trainer::create(ctx, configs[size_t(m)]));
-    const auto curve = must(alone.train(7));
-    REQUIRE(curves[size_t(m)].size() == 7);
-    CHECK(same_curve(curves[size_t(m)], curve));
-    CHECK(same_bits(must(grid.parameters(m)), must(alone.parameters())));
-    CHECK(grid.step(m) == 7);
-    CHECK(grid.status(m).is_ok());
+  // With either layer-kernel variant (a task per invocation, or a workgroup per task as on GPUs).
+  for (const char* variant : {"icl_layers=per-task", "icl_layers=per-workgroup"}) {
+    INFO(variant);
+    auto options = rill_test::validated_options();
+    options.kernel_plan = variant;
+    auto ctx = rill_test::make_context(options);
+    const std::vector<TrainConfig> configs = mixed_grid();
+    auto grid = must(TrainerGrid::create(ctx, configs));
+    REQUIRE(grid.models() == 4);
+    REQUIRE(grid.cohorts() == 2);
+    const auto curves = must(grid.train(7));  // two reads of 3 steps and one of 1
+    REQUIRE(curves.size() == configs.size());
+    for (int m = 0; m < grid.models(); ++m) {
+      INFO("model " << m);
+      auto alone = must(Trainer::create(ctx, configs[size_t(m)]));
+      const auto curve = must(alone.train(7));
+      REQUIRE(curves[size_t(m)].size() == 7);
+      CHECK(same_curve(curves[size_t(m)], curve));
+      CHECK(same_bits(must(grid.parameters(m)), must(alone.parameters())));
+      CHECK(grid.step(m) == 7);
+      CHECK(grid.status(m).is_ok());
+    }
+    // The models really differ: a grid that trained one model's batch for all would pass the loop
+    // above only if every curve were the same.
+    CHECK_FALSE(same_curve(curves[0], curves[2]));
   }
-  // The models really differ: a grid that trained one model's batch for all would pass the loop
-  // above only if every curve were the same.
-  CHECK_FALSE(same_curve(curves[0], curves[2]));
 }
 
 GPU_TEST_CASE("icl grid: a model halted by a non-finite step stops alone", "[icl][grid]") {

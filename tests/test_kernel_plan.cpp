@@ -276,3 +276,27 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(both.linear_attention == LinearAttentionAlgorithm::kChunkedSerial);
   CHECK(both.lm_decode_fused == true);
 }
+
+TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a workgroup per task on GPUs", "[plan]") {
+  const IclLayersShape vladymyrov{.width = 11, .tokens = 21}, ahn{.width = 6, .tokens = 21};
+  CHECK_FALSE(icl_layers(lavapipe_like(), vladymyrov).value().workgroup_per_task);
+  const IclLayersPlan gpu = icl_layers(h100_like(), vladymyrov).value();
+  CHECK(gpu.workgroup_per_task);
+  CHECK(gpu.workgroup == 128);                                  // a lane per entry of the 11 x 11 matrices
+  CHECK(icl_layers(h100_like(), ahn).value().workgroup == 64);  // 6 x 6 = 36 entries
+  const IclLayersPlan phone = icl_layers(mali_like(), vladymyrov).value();
+  CHECK(phone.workgroup_per_task);  // about 4.4 KiB of shared arrays fit 16 KiB
+  CHECK(phone.workgroup <= mali_like().max_invocations);
+  // d = 64: five 65 x 65 matrices exceed the shared memory; forced, that is an error with the sizes.
+  const IclLayersShape wide{.width = 65, .tokens = 21};
+  CHECK_FALSE(icl_layers(h100_like(), wide).value().workgroup_per_task);
+  DeviceTraits forced = lavapipe_like();
+  forced.forced.icl_workgroup_per_task = true;
+  CHECK(icl_layers(forced, vladymyrov).value().workgroup_per_task);
+  forced.shared_bytes = 1024;
+  auto refused = icl_layers(forced, vladymyrov);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("shared memory") != std::string::npos);
+  CHECK(parse_overrides("icl_layers=per-workgroup").value().icl_workgroup_per_task == true);
+  CHECK_FALSE(parse_overrides("icl_layers=sideways").is_ok());
+}

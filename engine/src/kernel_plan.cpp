@@ -83,6 +83,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (key == "icl_layers") {
+      if (value != "per-task" && value != "per-workgroup")
+        return invalid_argument("kernel plan: icl_layers is '" + std::string(value) +
+                                "'; use per-task or per-workgroup");
+      out.icl_workgroup_per_task = value == "per-workgroup";
+      continue;
+    }
     if (key == "lm_decode") {
       if (value != "fused" && value != "per-op")
         return invalid_argument("kernel plan: lm_decode is '" + std::string(value) + "'; use fused or per-op");
@@ -91,7 +98,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     }
     if (key != "linear_attention")
       return invalid_argument("kernel plan: unknown key '" + std::string(key) +
-                              "' (known: linear_attention, lm_decode)");
+                              "' (known: icl_layers, linear_attention, lm_decode)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -427,6 +434,33 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
   return p;
 }
 
+Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s) {
+  IclLayersPlan p;
+  const uint64_t mat = uint64_t(s.width) * s.width, token_elems = uint64_t(s.tokens) * s.width;
+  // The backward's shared arrays (the forward's are fewer): tokens and gradient, five matrices.
+  const uint64_t shared = (2 * token_elems + 5 * mat + 2 * s.width) * 4;
+  // A lane per matrix entry up to 128, at least a subgroup.
+  uint32_t wg = std::max<uint32_t>(d.subgroup, 32);
+  while (wg < 128 && wg < mat && wg * 2 <= d.max_invocations) wg *= 2;
+  p.workgroup = std::min(wg, d.max_invocations);
+  const bool fits = shared <= d.shared_bytes;
+  if (d.forced.icl_workgroup_per_task == true && !fits)
+    return invalid_argument("icl: the forced workgroup-per-task layer kernels need " + std::to_string(shared) +
+                            " bytes of shared memory; the device has " + std::to_string(d.shared_bytes));
+  if (d.forced.icl_workgroup_per_task) {
+    p.workgroup_per_task = *d.forced.icl_workgroup_per_task;
+    p.reason = "forced";
+  } else if (d.family == Family::kCpu) {
+    p.reason = "CPU driver: a task per SIMD lane";
+  } else if (!fits) {
+    p.reason = "a task's matrices exceed the shared memory";
+  } else {
+    p.workgroup_per_task = true;
+    p.reason = "GPU: a task per workgroup";
+  }
+  return p;
+}
+
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,
                          const char* what) {
   if (iterations <= d.loop_budget) return Status::ok();
@@ -472,6 +506,11 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s))});
     }
   }
+  if (auto icl = icl_layers(d, {.width = 11, .tokens = 21}); icl.is_ok())
+    out.push_back({"icl layers", "d 10, n 20 (Vladymyrov et al.)",
+                   icl->workgroup_per_task
+                       ? "a workgroup of " + std::to_string(icl->workgroup) + " per task (" + icl->reason + ")"
+                       : "a task per invocation (" + icl->reason + ")"});
   const LmDecodeShape lm;
   const LmDecodePlan decode = fused_decode_plan(d, lm);
   out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",

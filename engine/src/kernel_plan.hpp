@@ -36,6 +36,7 @@ std::string_view algorithm_name(LinearAttentionAlgorithm a);
 struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
+  std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -167,6 +168,21 @@ struct LmDecodePlan {
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);
+
+// The ICL layer kernels (shaders/icl/icl_layer_*): one task per invocation, the task in private
+// arrays (CPU drivers: tasks on SIMD lanes, no barrier), or a workgroup per task, the task in
+// shared memory and each matrix product spread over the invocations (GPUs: one invocation per task
+// leaves most of a big GPU idle) where its shared arrays fit.
+struct IclLayersShape {
+  uint32_t width = 6, tokens = 21;  // d + 1, n + 1
+};
+struct IclLayersPlan {
+  bool workgroup_per_task = false;
+  uint32_t workgroup = 64;  // invocations per task (workgroup_per_task)
+  std::string reason;       // why this variant
+};
+// InvalidArgument when the workgroup-per-task kernels are forced and do not fit.
+Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s);
 
 // OutOfRange naming the op when `iterations` per invocation exceed the loop budget.
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,

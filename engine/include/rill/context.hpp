@@ -62,8 +62,9 @@ struct ContextOptions {
   std::string kernel_variant;
   // Forced kernel-plan choices, for tests and for working around a driver problem; also
   // RILL_KERNEL_PLAN. Comma-separated key=value: linear_attention=scan|serial|parallel (the causal
-  // forward's algorithm), lm_decode=fused|per-op (TransNormer decoding's kernels). Unknown keys or
-  // values make Context::create fail with InvalidArgument.
+  // forward's algorithm), lm_decode=fused|per-op (TransNormer decoding's kernels),
+  // icl_layers=per-task|per-workgroup (the ICL layer kernels). Unknown keys or values make
+  // Context::create fail with InvalidArgument.
   std::string kernel_plan;
   // Run within a limit profile ("mali", "adreno", "vulkan11-minimum"; see device.hpp); also
   // RILL_LIMIT_PROFILE. Empty: the device's own limits. An unknown name fails Context::create.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "icl_sampler.hpp"
+#include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/spec_name.hpp"
 
@@ -69,8 +70,8 @@ Recorder::Recorder(const TrainConfig& config, Shape shape) : config_(config), sh
   unrolled_ = 3 * t * w * w + shape.heads * per_head <= unroll_limit();
 }
 
-std::vector<SpecValue> Recorder::model_spec(const Sequence&) const {
-  return {gpu::spec("WG_SIZE", kTaskWorkgroup), gpu::spec("D1", shape_.width), gpu::spec("NCTX", shape_.n),
+std::vector<SpecValue> Recorder::model_spec(const Sequence&, uint32_t workgroup) const {
+  return {gpu::spec("WG_SIZE", workgroup), gpu::spec("D1", shape_.width), gpu::spec("NCTX", shape_.n),
           gpu::spec("HEADS", shape_.heads), gpu::spec("PARAM", uint32_t(config_.model.param))};
 }
 
@@ -131,17 +132,36 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
 }
 
+Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
+  RILL_ASSIGN_OR_RETURN(
+      const ops::plan::IclLayersPlan plan,
+      ops::plan::icl_layers(ops::plan::traits_of(seq), {.width = shape_.width, .tokens = shape_.tokens}));
+  const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
+  LayerLaunch l;
+  if (plan.workgroup_per_task) {
+    l.kernel = std::string(pass) + "_wg";
+    l.groups = ops::detail::grid_for(ws.batch);
+    l.spec = model_spec(seq, plan.workgroup);
+  } else {
+    l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "");
+    l.groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
+    l.spec = model_spec(seq, kTaskWorkgroup);
+  }
+  return l;
+}
+
 Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, false));
   const uint64_t w = shape_.width;
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
   for (uint32_t l = 0; l < shape_.layers; ++l) {
     RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = unrolled_ ? "icl/icl_layer_fwd_unrolled" : "icl/icl_layer_fwd",
+        {.kernel = launch.kernel,
          .bindings = {&m.params, &ws.acts, &ws.mats},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l, layer_scale(config_), 0}),
-         .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-         .spec = model_spec(seq),
+         .groups = launch.groups,
+         .spec = launch.spec,
          .label = "icl.layer_fwd",
          .flops = flops,
          .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
@@ -155,12 +175,13 @@ Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) co
                        .push = push_bytes(gpu::IclLossPush{ws.batch, ws.model_tasks, shape_.layers,
                                                            loss_factor(config_), with_gradient ? 1u : 0u}),
                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                       .spec = model_spec(seq),
+                       .spec = model_spec(seq, kTaskWorkgroup),
                        .label = "icl.loss",
                        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
 }
 
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, true));
   const uint64_t w = shape_.width;
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 10 * w * w * w : 8 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (6 * shape_.tokens * w * w + shape_.heads * head_flops);
@@ -169,12 +190,12 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const bool odd = (shape_.layers - 1 - l) % 2 == 1;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = unrolled_ ? "icl/icl_layer_bwd_unrolled" : "icl/icl_layer_bwd",
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = launch.kernel,
                                        .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
                                        .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l,
                                                                             layer_scale(config_), l > 0 ? 1u : 0u}),
-                                       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-                                       .spec = model_spec(seq),
+                                       .groups = launch.groups,
+                                       .spec = launch.spec,
                                        .label = "icl.layer_bwd",
                                        .flops = flops,
                                        .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));

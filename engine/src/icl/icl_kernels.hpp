@@ -3,9 +3,11 @@
 // them; everything about buffer layouts and launch geometry lives here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "icl/model_state.hpp"
 #include "rill/icl.hpp"
@@ -62,7 +64,14 @@ class Recorder {
   Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const;
 
  private:
-  std::vector<SpecValue> model_spec(const Sequence& seq) const;
+  std::vector<SpecValue> model_spec(const Sequence& seq, uint32_t workgroup) const;
+  // The layer kernels' variant, launch grid and specialization for this device (plan::icl_layers).
+  struct LayerLaunch {
+    std::string kernel;
+    std::array<uint32_t, 3> groups{};
+    std::vector<SpecValue> spec;
+  };
+  Result<LayerLaunch> layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const;
   uint32_t workgroup(const Sequence& seq) const;
 
   TrainConfig config_;
