@@ -11,7 +11,7 @@ layout(constant_id = 0) const uint WG_SIZE = 64;
 layout(local_size_x_id = 0) in;
 #include "rill_reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer Partials { float partials[]; };  // [params][models * model_tasks]
+layout(std430, binding = 0) readonly buffer Partials { float partials[]; };  // [params][models * model_stride]
 layout(std430, binding = 1) readonly buffer TaskLoss { float task_loss[]; };
 layout(std430, binding = 2) writeonly buffer Out { float reduced[]; };      // [models][params + 1]
 #include "contract/icl.glsl"
@@ -22,10 +22,10 @@ void main() {
   if (index >= p.models * (p.params + 1u)) return;  // uniform over the workgroup
   const uint lane = gl_LocalInvocationIndex;
   const uint model = index / (p.params + 1u), i = index % (p.params + 1u);
-  const uint first = model * p.model_tasks;
+  const uint first = model * p.model_stride;
   float sum = 0.0;
   if (i < p.params) {
-    const uint row = i * p.models * p.model_tasks + first;
+    const uint row = i * p.models * p.model_stride + first;
     for (uint t = lane; t < p.model_tasks; t += WG_SIZE) sum += partials[row + t];
   } else {
     for (uint t = lane; t < p.model_tasks; t += WG_SIZE) sum += task_loss[first + t];

@@ -14,7 +14,10 @@ RILL_ICL_PARAM_ACCESSORS(params)
 void main() {
   const uint t = rill_global_index();
   if (t >= p.batch) return;
-  g_model_params = (t / p.model_tasks) * p.model_params;
+  // The workgroup's first slot names its model: uniform over the workgroup (see contract/icl.glsl).
+  const uint model = ((gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG_SIZE) / p.model_stride;
+  if (t - model * p.model_stride >= p.model_tasks) return;  // an idle slot
+  g_model_params = model * p.model_params;
   const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
   const uint out_base = in_base + TOKEN_ELEMS * p.batch;
   const uint mats_base = p.layer * 2u * MAT * p.batch + t;

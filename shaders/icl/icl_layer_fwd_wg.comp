@@ -21,9 +21,9 @@ shared float s_c[MAT];  // A Q_h (FULL)
 
 void main() {
   const uint t = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;  // the task
-  if (t >= p.batch) return;  // uniform over the workgroup
+  if (t >= p.batch || t % p.model_stride >= p.model_tasks) return;  // uniform over the workgroup
   const uint lane = gl_LocalInvocationIndex;
-  g_model_params = (t / p.model_tasks) * p.model_params;
+  g_model_params = (t / p.model_stride) * p.model_params;
   const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
   const uint out_base = in_base + TOKEN_ELEMS * p.batch;
   const uint mats_base = p.layer * 2u * MAT * p.batch + t;

@@ -16,7 +16,7 @@ layout(push_constant) uniform PushBlock { IclLossPush p; };
 
 void main() {
   const uint t = rill_global_index();
-  if (t >= p.batch) return;
+  if (t >= p.batch || t % p.model_stride >= p.model_tasks) return;  // idle slots stay out of the mean
   const uint query_label = NCTX * D1 + (D1 - 1u);
   const float pred = -acts[(p.layers * TOKEN_ELEMS + query_label) * p.batch + t];
   const float diff = pred - targets[t];

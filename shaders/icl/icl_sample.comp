@@ -27,7 +27,8 @@ uint g_task;
 void main() {
   g_task = rill_global_index();
   if (g_task >= p.batch) return;
-  const uint model = g_task / p.model_tasks;
+  const uint model = g_task / p.model_stride;
+  if (g_task % p.model_stride >= p.model_tasks) return;  // an idle slot
   const IclModelEntry m = models[model];
   IclSampler s;
   s.seed_lo = m.seed_lo;
@@ -42,5 +43,5 @@ void main() {
   for (uint i = 0u; i < kIclMaxCategories; ++i) s.categories[i] = m.categories[i];
   s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
   const uint step = p.use_state_step != 0u ? state[model * kIclStateWords + kIclStateStep] : p.step;
-  rill_icl_sample_task(s, p.first_task + g_task % p.model_tasks, step);
+  rill_icl_sample_task(s, p.first_task + g_task % p.model_stride, step);
 }

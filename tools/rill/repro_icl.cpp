@@ -102,6 +102,12 @@ int run_repro_icl(const ReproIclArgs& args) {
     return std::find(a.experiments.begin(), a.experiments.end(), experiment) != a.experiments.end();
   };
   const bool ahn = wanted("adam-vs-sgd"), vladymyrov = wanted("adjusted-vs-depth"), table1 = wanted("table1");
+  if (!table1 && (!a.rows.empty() || !a.columns.empty() || a.seeds || a.table1_steps)) {
+    std::fprintf(stderr,
+                 "rill repro-icl: --rows, --columns, --seeds and --table1-steps set Table 1; add table1 to "
+                 "--experiments\n");
+    return 1;
+  }
   Table1Options t1;
   {
     // Without --full a small Table 1 that lavapipe finishes: L 1-3, four columns, 1000 steps.

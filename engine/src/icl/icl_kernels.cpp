@@ -22,14 +22,25 @@ float layer_scale(const TrainConfig& c) {
 
 float loss_factor(const TrainConfig& c) { return c.model.convention == Convention::kAhn ? 1.0f : 0.5f; }
 
+namespace {
+
+// Task slots per model: whole workgroups when there are several models (contract/icl.glsl).
+uint64_t task_stride(uint32_t model_tasks, uint32_t models) {
+  return models == 1 ? model_tasks : (uint64_t(model_tasks) + kTaskWorkgroup - 1) / kTaskWorkgroup * kTaskWorkgroup;
+}
+
+}  // namespace
+
 Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model_tasks, uint32_t models) {
-  if (models == 0 || model_tasks == 0 || uint64_t(models) * model_tasks >= (uint64_t(1) << 32))
+  const uint64_t stride = task_stride(model_tasks, models);
+  if (models == 0 || model_tasks == 0 || models * stride >= (uint64_t(1) << 32))
     return invalid_argument("icl: " + std::to_string(models) + " models of " + std::to_string(model_tasks) +
                             " tasks do not fit a batch");
   Workspace ws;
-  ws.batch = models * model_tasks;
   ws.models = models;
   ws.model_tasks = model_tasks;
+  ws.model_stride = uint32_t(stride);
+  ws.batch = uint32_t(models * stride);
   const int64_t b = ws.batch, mat = int64_t(s.width) * s.width;
   auto make = [&](Tensor& t, int64_t elements, const char* name) -> Status {
     RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
@@ -78,7 +89,7 @@ std::vector<SpecValue> Recorder::model_spec(const Sequence&, uint32_t workgroup)
 uint32_t Recorder::workgroup(const Sequence& seq) const { return ops::detail::reduction_workgroup(seq); }
 
 Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models) const {
-  const uint64_t batch = uint64_t(model_tasks) * models;
+  const uint64_t batch = task_stride(model_tasks, models) * models;
   const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads, d = shape_.d;
   const bool full = config_.model.param == Parameterization::kFull;
   const uint64_t head_fwd = full ? 2 * w * w * w : w * w;
@@ -110,6 +121,7 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   gpu::IclSamplePush p{};
   p.batch = ws.batch;
   p.model_tasks = ws.model_tasks;
+  p.model_stride = ws.model_stride;
   p.first_task = r.first_task;
   p.step = r.step;
   p.use_state_step = r.step_from_state ? 1 : 0;
@@ -156,15 +168,15 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
   for (uint32_t l = 0; l < shape_.layers; ++l) {
-    RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = launch.kernel,
-         .bindings = {&m.params, &ws.acts, &ws.mats},
-         .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l, layer_scale(config_), 0}),
-         .groups = launch.groups,
-         .spec = launch.spec,
-         .label = "icl.layer_fwd",
-         .flops = flops,
-         .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = launch.kernel,
+                                       .bindings = {&m.params, &ws.acts, &ws.mats},
+                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride,
+                                                                            shape_.params, l, layer_scale(config_), 0}),
+                                       .groups = launch.groups,
+                                       .spec = launch.spec,
+                                       .label = "icl.layer_fwd",
+                                       .flops = flops,
+                                       .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
   }
   return Status::ok();
 }
@@ -172,7 +184,7 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
 Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) const {
   return seq.dispatch({.kernel = "icl/icl_loss",
                        .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
-                       .push = push_bytes(gpu::IclLossPush{ws.batch, ws.model_tasks, shape_.layers,
+                       .push = push_bytes(gpu::IclLossPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.layers,
                                                            loss_factor(config_), with_gradient ? 1u : 0u}),
                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
                        .spec = model_spec(seq, kTaskWorkgroup),
@@ -190,15 +202,16 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const bool odd = (shape_.layers - 1 - l) % 2 == 1;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = launch.kernel,
-                                       .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
-                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, shape_.params, l,
-                                                                            layer_scale(config_), l > 0 ? 1u : 0u}),
-                                       .groups = launch.groups,
-                                       .spec = launch.spec,
-                                       .label = "icl.layer_bwd",
-                                       .flops = flops,
-                                       .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = launch.kernel,
+                      .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
+                      .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
+                                                           layer_scale(config_), l > 0 ? 1u : 0u}),
+                      .groups = launch.groups,
+                      .spec = launch.spec,
+                      .label = "icl.layer_bwd",
+                      .flops = flops,
+                      .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
   }
   return Status::ok();
 }
@@ -206,14 +219,15 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
 Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
   const uint32_t wg = workgroup(seq);
   const uint64_t outputs = uint64_t(shape_.params + 1) * ws.models;  // a workgroup each
-  return seq.dispatch({.kernel = "icl/icl_grad_reduce" + std::string(ops::detail::reduction_variant(seq)),
-                       .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
-                       .push = push_bytes(gpu::IclReducePush{shape_.params, ws.model_tasks, ws.models}),
-                       .groups = ops::detail::grid_for(outputs),
-                       .spec = {gpu::spec("WG_SIZE", wg)},
-                       .label = "icl.grad_reduce",
-                       .flops = outputs * ws.model_tasks,
-                       .bytes = outputs * ws.model_tasks * 4});
+  return seq.dispatch(
+      {.kernel = "icl/icl_grad_reduce" + std::string(ops::detail::reduction_variant(seq)),
+       .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
+       .push = push_bytes(gpu::IclReducePush{shape_.params, ws.model_tasks, ws.model_stride, ws.models}),
+       .groups = ops::detail::grid_for(outputs),
+       .spec = {gpu::spec("WG_SIZE", wg)},
+       .label = "icl.grad_reduce",
+       .flops = outputs * ws.model_tasks,
+       .bytes = outputs * ws.model_tasks * 4});
 }
 
 Status Recorder::gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const {

@@ -43,11 +43,15 @@ const uint kIclModelEntryWords = 17u;
 
 // Per-model buffers of a cohort are model-major: params [models][params], the state words
 // [models][kIclStateWords], the loss ring [models][capacity][2], the reduced gradient
-// [models][params + 1]. Per-task buffers span models * model_tasks tasks, model m's tasks being
-// m * model_tasks onwards.
+// [models][params + 1]. Per-task buffers span models * model_stride task slots, model m's
+// model_tasks tasks from slot m * model_stride on. With several models the stride is rounded up
+// to a multiple of 64, so no workgroup of the per-task kernels spans two models and the model's
+// parameter offset is uniform over it (a CPU driver then loads each parameter once, not per
+// lane); the slots past model_tasks are idle.
 RILL_PUSH_STRUCT(IclSamplePush) {
-  uint batch;           // tasks in the dispatch, models * model_tasks
+  uint batch;           // task slots in the dispatch, models * model_stride
   uint model_tasks;     // tasks per model
+  uint model_stride;    // task slots per model
   uint first_task;      // added to the task's index within its model (evaluation in chunks)
   uint step;            // used when use_state_step == 0
   uint use_state_step;  // 1: step = the model's state step word
@@ -64,17 +68,19 @@ RILL_PUSH_STRUCT(IclSamplePush) {
 
 // icl_layer_fwd and icl_layer_bwd (one layout for both).
 RILL_PUSH_STRUCT(IclLayerPush) {
-  uint batch;
+  uint batch;  // task slots
   uint model_tasks;
-  uint model_params;  // parameters per model: task t reads model t / model_tasks's
+  uint model_stride;
+  uint model_params;  // parameters per model: slot t reads model t / model_stride's
   uint layer;
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 for the first layer (the data needs no gradient)
 };
 
 RILL_PUSH_STRUCT(IclLossPush) {
-  uint batch;
+  uint batch;  // task slots
   uint model_tasks;  // the loss is a mean over each model's tasks
+  uint model_stride;
   uint layers;
   float loss_factor;  // c: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.)
   uint write_grad;    // 0 for evaluation
@@ -83,6 +89,7 @@ RILL_PUSH_STRUCT(IclLossPush) {
 RILL_PUSH_STRUCT(IclReducePush) {
   uint params;       // per model
   uint model_tasks;  // summed per model
+  uint model_stride;
   uint models;
 };
 
