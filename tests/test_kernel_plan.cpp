@@ -54,13 +54,25 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   const DeviceTraits d = lavapipe_like();
   CHECK(rmsnorm_forward(d, 4096).register_kernel);
   CHECK_FALSE(rmsnorm_forward(d, 4097).register_kernel);  // rows past 4096: the generic kernel
-  const MatmulPlan m = matmul(d, 1024, 1024, 1024);
+  const MatmulPlan m = matmul(d, {.m = 1024, .n = 1024, .k = 1024});
   CHECK(m.register_kernel);
   CHECK(m.variant() == "cpu");
   CHECK(m.wg_x == 8);
   CHECK(m.tm == 64);
-  CHECK(matmul(d, 1, 1024, 1024).tm == 1);                   // a decoding step's single row
-  CHECK_FALSE(matmul(d, 64, 64, 1u << 20).register_kernel);  // K past the loop budget: shared-memory kernel
+  CHECK(m.wg_x * m.tn == 64);
+  CHECK_FALSE(m.fold_batch);
+  CHECK(matmul(d, {.m = 1, .n = 1024, .k = 1024}).tm == 1);                   // a decoding step's single row
+  CHECK_FALSE(matmul(d, {.m = 64, .n = 64, .k = 1u << 20}).register_kernel);  // K past the loop budget
+  // Narrow C: the tile narrows, unless a shared A lets the batches' columns fill it.
+  CHECK(matmul(d, {.m = 2048, .n = 32, .k = 256}).tn == 4);
+  const MatmulPlan heads = matmul(d, {.m = 2048, .n = 32, .k = 256, .batches = 8, .a_shared = true});
+  CHECK(heads.fold_batch);
+  CHECK(heads.tn == 8);
+  CHECK_FALSE(matmul(d, {.m = 2048, .n = 32, .k = 256, .batches = 8}).fold_batch);
+  // A 16-lane CPU driver keeps the 64-column tile (and its compile time).
+  DeviceTraits wide = d;
+  wide.subgroup = 16;
+  CHECK(matmul(wide, {.m = 1024, .n = 1024, .k = 1024}).tn == 4);
   CHECK(block_attention_forward(d, 64).rows_per_lane == 4);
   CHECK(block_attention_forward(d, 8).rows_per_lane == 1);
   CHECK(reduction_workgroup(d) == 8);
@@ -85,13 +97,14 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   const DeviceTraits d = h100_like();
   CHECK_FALSE(rmsnorm_forward(d, 4096).register_kernel);
   CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
-  const MatmulPlan m = matmul(d, 1024, 1024, 1024);
+  const MatmulPlan m = matmul(d, {.m = 1024, .n = 1024, .k = 1024});
   CHECK_FALSE(m.register_kernel);
+  CHECK_FALSE(matmul(d, {.m = 2048, .n = 32, .k = 256, .batches = 8, .a_shared = true}).fold_batch);
   CHECK(m.wg_x * m.wg_y == 256);
   // A device with Vulkan's minimum of 128 invocations gets the same 64 x 64 block from fewer.
   DeviceTraits small = d;
   small.max_invocations = 128;
-  const MatmulPlan sm = matmul(small, 1024, 1024, 1024);
+  const MatmulPlan sm = matmul(small, {.m = 1024, .n = 1024, .k = 1024});
   CHECK(sm.wg_x * sm.wg_y == 128);
   CHECK(sm.wg_y * sm.tm == m.wg_y * m.tm);
   CHECK(sm.wg_x * sm.tn == m.wg_x * m.tn);

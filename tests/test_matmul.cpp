@@ -77,6 +77,18 @@ GPU_TEST_CASE("matmul adds bias, accumulates, and batches with broadcast", "[mat
       check_case(ctx, dtype, {.batch = 4, .m = 20, .n = 9, .k = 66, .b_batched = false}, true, false, ++seed);
       check_case(ctx, dtype, {.batch = 2, .m = 5, .n = 64, .k = 8, .a_batched = false, .transpose_a = true}, false,
                  true, ++seed);
+      // A shared by every batch (the CPU drivers' kernel folds the batches into one wide C): narrow
+      // and odd N, a partial last k block, every transpose.
+      for (int t = 0; t < 4; ++t)
+        check_case(ctx, dtype,
+                   {.batch = 3,
+                    .m = 70,
+                    .n = t < 2 ? 33 : 7,
+                    .k = 130,
+                    .a_batched = false,
+                    .transpose_a = (t & 1) != 0,
+                    .transpose_b = (t & 2) != 0},
+                   t == 1, t == 2, ++seed);
     }
   }
 }

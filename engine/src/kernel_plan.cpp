@@ -145,24 +145,29 @@ Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t ro
   return RmsnormGainPlan{uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per))};
 }
 
-MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k) {
-  (void)n;
+MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
   MatmulPlan p;
   // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
   // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
   const uint64_t sg = std::max(d.subgroup, 4u);
-  const uint64_t register_loops = ceil_div(k, sg) + sg + 8, shared_loops = ceil_div(k, 16) * 24 + 8;
+  const uint64_t register_loops = ceil_div(s.k, sg) + sg + 8, shared_loops = ceil_div(s.k, 16) * 24 + 8;
   p.register_kernel = register_kernels_fit(d) && register_loops <= d.loop_budget;
   p.inner_loops = p.register_kernel ? register_loops : shared_loops;
   if (p.register_kernel) {
-    // One subgroup computes 64 rows x 4 subgroups of columns (64 x 32 with 8 lanes: the best of
-    // 16..128 x 2..8 on lavapipe, 10-15 GFLOP/s at 1024^3 against 7.5 for 16 x 32; the accumulators
-    // spill to the stack, which costs less than the per-lane loads a smaller tile repeats). Fewer
-    // rows than the tile (a decoding step's single row) would repeat the row's work.
+    // One subgroup computes 64 rows x 64 columns (8 lanes x 8 columns each). On lavapipe, with the
+    // kernel's k blocks, 64 x 64 ran 1024^3 at 43-45% of the FMA peak against 29-32% for the
+    // earlier 64 x 32; 128 x 64 and 64 x 128 ran 50-58% but their unrolled blocks took 3x and 10x
+    // as long to compile (35 s for one pipeline), so the tile stays at 64 x 64 (about 3 s).
+    // Fewer rows than the tile (a decoding step's single row) would repeat the row's work, and
+    // fewer columns would waste lanes: both shrink to fit.
     p.wg_x = uint32_t(sg);
     p.wg_y = 1;
+    p.fold_batch = s.a_shared && s.batches > 1;
+    const uint64_t columns = p.fold_batch ? s.n * s.batches : s.n;
     p.tm = 64;
-    while (p.tm > 1 && p.tm > m) p.tm /= 2;
+    p.tn = uint32_t(std::max<uint64_t>(1, 64 / sg));
+    while (p.tm > 1 && p.tm > s.m) p.tm /= 2;
+    while (p.tn > 1 && sg * p.tn / 2 >= columns) p.tn /= 2;
   } else if (d.max_invocations < p.wg_x * p.wg_y) {
     // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
     // 128 invocations per workgroup (the vulkan11-minimum profile).
@@ -478,7 +483,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                    : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (uint64_t size : {1ull, 1024ull}) {
-    const MatmulPlan m = matmul(d, size, 1024, 1024);
+    const MatmulPlan m = matmul(d, {.m = size, .n = 1024, .k = 1024});
     out.push_back({"matmul", std::to_string(size) + " x 1024 x 1024",
                    std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +

@@ -82,14 +82,21 @@ struct RmsnormGainPlan {
 };
 Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows);
 
-// Matmul C[M, N] = A[M, K] B[K, N].
+// Matmul C[b][M, N] = A[b][M, K] B[b][K, N] for `batches` matrices; `a_shared`: one A for all.
+struct MatmulShape {
+  uint64_t m = 1, n = 1, k = 1, batches = 1;
+  bool a_shared = false;
+};
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles
+  // Register kernel with a shared A: the batches' columns side by side as one wide C (one
+  // dispatch row of workgroups covers every batch, so narrow matrices fill whole tiles).
+  bool fold_batch = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
   uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)
   std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
 };
-MatmulPlan matmul(const DeviceTraits& d, uint64_t m, uint64_t n, uint64_t k);
+MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s);
 
 // Matmul with a packed B and at most 4 rows (a decoding step): matvec_packed.glsl, one word column
 // of B per invocation. Empty when the tiled kernels serve the shape better.

@@ -83,20 +83,29 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
     }
   }
   // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
-  const plan::MatmulPlan p = plan::matmul(traits, M, N, K);
+  const plan::MatmulPlan p =
+      plan::matmul(traits, {.m = M, .n = N, .k = K, .batches = mc.batch, .a_shared = push.a_bs == 0});
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
-  return seq.dispatch(
-      {.kernel = kernel + suffix,
-       .bindings = std::move(bindings),
-       .push = push_bytes(push),
-       .groups = {uint32_t((N + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m), uint32_t(mc.batch)},
-       .spec = {p.register_kernel ? gpu::spec("SG", p.wg_x) : gpu::spec("WG_X", p.wg_x), gpu::spec("WG_Y", p.wg_y),
-                gpu::spec("TM", p.tm), gpu::spec("TN", p.tn), gpu::spec("HAS_BIAS", o.bias != nullptr),
-                gpu::spec("ACCUMULATE", o.accumulate)},
-       .variant = p.variant(),
-       .flops = 2 * M * N * K * mc.batch,
-       .bytes = bytes});
+  // Folded batches are one wide C of batch * N columns.
+  const uint64_t columns = p.fold_batch ? N * mc.batch : N;
+  if (columns / block_n > UINT32_MAX) return out_of_range("matmul: too many columns of C");
+  const std::string kernel_name = kernel + suffix;  // outlives d (a view)
+  Dispatch d{.kernel = kernel_name,
+             .bindings = std::move(bindings),
+             .push = {},
+             .groups = {uint32_t((columns + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m),
+                        p.fold_batch ? 1u : uint32_t(mc.batch)},
+             .spec = {p.register_kernel ? gpu::spec("SG", p.wg_x) : gpu::spec("WG_X", p.wg_x),
+                      gpu::spec("WG_Y", p.wg_y), gpu::spec("TM", p.tm), gpu::spec("TN", p.tn),
+                      gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
+             .variant = p.variant(),
+             .flops = 2 * M * N * K * mc.batch,
+             .bytes = bytes};
+  if (p.register_kernel) d.spec.push_back(gpu::spec("FOLD_BATCH", p.fold_batch));
+  push.batches = uint32_t(mc.batch);
+  d.push = push_bytes(push);
+  return seq.dispatch(d);
 }
 
 }  // namespace

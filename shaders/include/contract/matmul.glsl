@@ -22,6 +22,7 @@ RILL_PUSH_STRUCT(MatmulPush) {
   uint c_bs;
   uint b_group;  // packed B: rows per int8 scale
   uint s_bs;     // packed B: scales per matrix
+  uint batches;  // matrices of C
 };
 
 #endif  // RILL_CONTRACT_MATMUL_GLSL
