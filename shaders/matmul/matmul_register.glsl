@@ -67,10 +67,9 @@ void main() {
     col_n[c] = FOLD_BATCH ? col % p.N : col;
   }
   for (uint k0 = 0; k0 < p.K; k0 += SG) {
-    const uint k = k0 + lane;
-    const bool k_in = k < p.K;
-    [[unroll]] for (uint i = 0; i < TM; ++i)
-      av[i] = k_in ? load_a(a_base, min(m0 + i, p.M - 1), min(k, p.K - 1)) : afloat(0.0);
+    // Lanes past K load a copy and never shuffle it out (a select around the load cost 10%).
+    const uint k = min(k0 + lane, p.K - 1);
+    [[unroll]] for (uint i = 0; i < TM; ++i) av[i] = load_a(a_base, min(m0 + i, p.M - 1), k);
     const uint steps = min(SG, p.K - k0);
     if (steps == SG) {
       k_block(k0);
