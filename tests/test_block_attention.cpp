@@ -56,6 +56,15 @@ GPU_TEST_CASE("block attention matches the reference over odd shapes", "[block-a
   }
 }
 
+GPU_TEST_CASE("block attention over more blocks than one row of workgroups holds", "[block-attention][gpu]") {
+  // 32,769 blocks of 64: the CPU drivers' kernel cannot put both of a block's row groups side by
+  // side in x (65,535 workgroups at most), so it takes them from z instead.
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    run_case(ctx, {1, 1, 32768 * 64 + 37, 1, 1, 64, true}, DType::kF32, 7);
+  }
+}
+
 GPU_TEST_CASE("block attention stays finite with logits of 1e4", "[block-attention][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     // q scaled so that q.k / sqrt(Dk) reaches ~1e4: a naive exp would overflow.

@@ -4,9 +4,8 @@
 // between lanes is a register shuffle; arrays stay in registers only when every index is a
 // compile-time constant. So: Dk and Dv are specialization constants and every loop over them is
 // unrolled; each invocation holds TQ query rows (t, t + SG, ...), a workgroup is one subgroup of
-// SG * TQ consecutive rows (workgroup z: which rows of the block, so no subgroup waits on another);
-// a key or value
-// row s (the same for every lane) is loaded spread over the lanes (lane l takes elements l, l + SG,
+// SG * TQ consecutive rows (GROUPS workgroups per block, so no subgroup waits on another); a key
+// or value row s (the same for every lane) is loaded spread over the lanes (lane l takes elements l, l + SG,
 // ...) and broadcast by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the
 // subgroup's last row when causal; later keys of its own are masked), so shuffles never read an
 // inactive lane.
@@ -24,14 +23,20 @@ layout(local_size_x_id = 4) in;
 
 #include "block_attention_fwd_io.glsl"
 
+// INTERLEAVE: a block's workgroups are consecutive in x (else workgroup z is the row group), so
+// a causal block's short and long row groups interleave and lavapipe's threads, which split a
+// dispatch's workgroups in order, get even shares (causal block 64 ran as slow as non-causal).
+layout(constant_id = 6) const bool INTERLEAVE = true;
+const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);  // workgroups per block
 const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 void main() {
   const uint bh = gl_WorkGroupID.y, lane = gl_LocalInvocationID.x;
-  const uint b0 = gl_WorkGroupID.x * BLOCK;
+  const uint b0 = (INTERLEAVE ? gl_WorkGroupID.x / GROUPS : gl_WorkGroupID.x) * BLOCK;
   const uint b1 = min(b0 + BLOCK, p.n);
-  const uint row0 = gl_WorkGroupID.z * SG * TQ;  // this workgroup's first row in the block
+  const uint group = INTERLEAVE ? gl_WorkGroupID.x % GROUPS : gl_WorkGroupID.z;
+  const uint row0 = group * SG * TQ;  // this workgroup's first row in the block
   if (b0 + row0 >= b1) return;                   // the whole workgroup: nothing of the block left
   const uint qk_base = bh * p.n * DK, v_base = bh * p.n * DV;
   // Lane rows t_r = b0 + row0 + r * SG + lane; rows past the block's end compute a copy of its last.

@@ -86,7 +86,11 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
               gpu::spec("TILE", p.tile)};
   } else if (p.register_kernel) {
     d.kernel = cpu_kernel;
-    d.groups[2] = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
+    // A block's row groups side by side in x where the count allows (see the kernel), else in z.
+    const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
+    const bool interleave = blocks * groups <= seq.device().caps.max_workgroup_count[0];
+    d.groups[interleave ? 0 : 2] *= groups;
+    d.spec.push_back(gpu::spec("INTERLEAVE", interleave));
     d.spec.push_back(gpu::spec("TQ", p.rows_per_lane));
     d.spec.push_back(gpu::spec("DK", uint32_t(dk)));
     d.spec.push_back(gpu::spec("DV", uint32_t(dv)));
