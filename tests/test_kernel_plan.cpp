@@ -69,6 +69,7 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   CHECK(heads.fold_batch);
   CHECK(heads.tn == 8);
   CHECK_FALSE(matmul(d, {.m = 2048, .n = 32, .k = 256, .batches = 8}).fold_batch);
+  CHECK_FALSE(matmul(d, {.m = 2048, .n = 256, .k = 256, .batches = 8, .a_shared = true}).fold_batch);
   // A 16-lane CPU driver keeps the 64-column tile (and its compile time).
   DeviceTraits wide = d;
   wide.subgroup = 16;

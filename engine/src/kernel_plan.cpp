@@ -162,10 +162,12 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     // fewer columns would waste lanes: both shrink to fit.
     p.wg_x = uint32_t(sg);
     p.wg_y = 1;
-    p.fold_batch = s.a_shared && s.batches > 1;
-    const uint64_t columns = p.fold_batch ? s.n * s.batches : s.n;
     p.tm = 64;
     p.tn = uint32_t(std::max<uint64_t>(1, 64 / sg));
+    // Only C narrower than a tile folds: wider ones fill their tiles anyway, and a folded grid
+    // stays below the batch count in x (which the driver bounds like z).
+    p.fold_batch = s.a_shared && s.batches > 1 && s.n < sg * p.tn;
+    const uint64_t columns = p.fold_batch ? s.n * s.batches : s.n;
     while (p.tm > 1 && p.tm > s.m) p.tm /= 2;
     while (p.tn > 1 && sg * p.tn / 2 >= columns) p.tn /= 2;
   } else if (d.max_invocations < p.wg_x * p.wg_y) {

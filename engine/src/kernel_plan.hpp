@@ -89,8 +89,8 @@ struct MatmulShape {
 };
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles
-  // Register kernel with a shared A: the batches' columns side by side as one wide C (one
-  // dispatch row of workgroups covers every batch, so narrow matrices fill whole tiles).
+  // Register kernel, a shared A and C narrower than a tile: the batches' columns side by side as
+  // one wide C (one dispatch row of workgroups covers every batch, so narrow matrices fill tiles).
   bool fold_batch = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
   uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)

@@ -5,8 +5,8 @@
 // compile-time constant. So: Dk and Dv are specialization constants and every loop over them is
 // unrolled; each invocation holds TQ query rows (t, t + SG, ...), a workgroup is one subgroup of
 // SG * TQ consecutive rows (GROUPS workgroups per block, so no subgroup waits on another); a key
-// or value row s (the same for every lane) is loaded spread over the lanes (lane l takes elements l, l + SG,
-// ...) and broadcast by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the
+// or value row s (the same for every lane) is loaded spread over the lanes (lane l takes elements
+// l, l + SG, ...) and broadcast by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the
 // subgroup's last row when causal; later keys of its own are masked), so shuffles never read an
 // inactive lane.
 #extension GL_EXT_control_flow_attributes : require
