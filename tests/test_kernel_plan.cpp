@@ -54,6 +54,13 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   const DeviceTraits d = lavapipe_like();
   CHECK(rmsnorm_forward(d, 4096).register_kernel);
   CHECK_FALSE(rmsnorm_forward(d, 4097).register_kernel);  // rows past 4096: the generic kernel
+  // The backward's one pass: blocks of at least 16 rows, at most 256 blocks of partial dgain sums.
+  REQUIRE(rmsnorm_backward(d, 1024, 4096).has_value());
+  CHECK(rmsnorm_backward(d, 1024, 4096)->rows_per_block == 16);
+  CHECK(rmsnorm_backward(d, 1024, 4096)->blocks == 64);
+  CHECK(rmsnorm_backward(d, 1u << 20, 256)->blocks <= 256);
+  CHECK(rmsnorm_backward(d, 5, 256)->blocks == 1);
+  CHECK_FALSE(rmsnorm_backward(d, 1024, 4097).has_value());
   const MatmulPlan m = matmul(d, {.m = 1024, .n = 1024, .k = 1024});
   CHECK(m.register_kernel);
   CHECK(m.variant() == "cpu");
@@ -98,6 +105,7 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   const DeviceTraits d = h100_like();
   CHECK_FALSE(rmsnorm_forward(d, 4096).register_kernel);
   CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
+  CHECK_FALSE(rmsnorm_backward(d, 1024, 4096).has_value());
   const MatmulPlan m = matmul(d, {.m = 1024, .n = 1024, .k = 1024});
   CHECK_FALSE(m.register_kernel);
   CHECK_FALSE(matmul(d, {.m = 2048, .n = 32, .k = 256, .batches = 8, .a_shared = true}).fold_batch);

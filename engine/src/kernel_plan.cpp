@@ -133,6 +133,16 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   return p;
 }
 
+std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim) {
+  if (!rmsnorm_forward(d, dim).register_kernel) return std::nullopt;  // the same register limits
+  // Blocks of at least 16 rows (the gain is read once per block) and at most 256 blocks, so the
+  // partial sums stay small (4 MiB at 4096 columns) and their sum short.
+  uint64_t per = std::max<uint64_t>(16, ceil_div(rows, 256));
+  per = std::min<uint64_t>(per, std::max<uint32_t>(rows, 1));
+  if (per + 8 > d.loop_budget) return std::nullopt;
+  return RmsnormBackwardPlan{d.subgroup, uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per))};
+}
+
 Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows) {
   // GPUs want many workgroups (blocks of 128 rows); a CPU driver wants a few long ones per core.
   uint64_t per = d.family == Family::kCpu ? 1024 : 128;

@@ -74,6 +74,14 @@ struct RmsnormPlan {
 };
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 
+// RMSNorm backward on CPU drivers (rows up to 4096): rmsnorm_bwd_cpu, one subgroup per block of
+// rows computing dx and the block's dgain sums in one pass; `blocks` partial rows of dgain are then
+// summed in order. Empty where the generic kernels run.
+struct RmsnormBackwardPlan {
+  uint32_t subgroup = 0, rows_per_block = 0, blocks = 0;
+};
+std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim);
+
 // RMSNorm backward's dgain: a two-level column sum, `blocks` partial sums of `rows_per_block` rows
 // each (parallel over rows as well as columns), then one ordered sum of the blocks. OutOfRange when
 // even the largest blocks exceed the loop budget.

@@ -96,15 +96,42 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (dgain && !gain) return invalid_argument("rmsnorm_backward: dgain needs a gain");
-  plan::RmsnormGainPlan gain_plan;
   if (dgain) {
     RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kOp, "dgain"));
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
+  }
+  const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
+  if (const auto cpu = plan::rmsnorm_backward(plan::traits_of(seq), rd.rows, rd.dim)) {
+    // rmsnorm_bwd_cpu: dx and each block's dgain sums in one pass, then the blocks' ordered sum.
+    const Tensor* partial = dgain ? dgain : &dx;  // unused without dgain (DGAIN false)
+    if (dgain && cpu->blocks > 1) {
+      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(cpu->blocks) * rd.dim, kOp));
+    }
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = "rmsnorm/rmsnorm_bwd_cpu_" + suffix,
+         .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx, partial},
+         .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, cpu->rows_per_block}),
+         .groups = detail::grid_for(cpu->blocks),
+         .spec = {gpu::spec("SG", cpu->subgroup), gpu::spec("HAS_GAIN", gain != nullptr),
+                  gpu::spec("ACCUMULATE", accumulate), gpu::spec("R", (rd.dim + cpu->subgroup - 1) / cpu->subgroup),
+                  gpu::spec("DGAIN", dgain != nullptr)},
+         .flops = (dgain ? 10 : 7) * n,
+         .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows + (dgain ? 4ull * cpu->blocks * rd.dim : 0) +
+                  uint64_t(cpu->blocks) * rd.dim * es}));
+    if (!dgain || cpu->blocks == 1) return Status::ok();
+    return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
+                         .bindings = {partial, dgain},
+                         .push = push_bytes(gpu::RmsnormGainSumPush{cpu->blocks, rd.dim}),
+                         .groups = detail::groups_for(rd.dim, 64),
+                         .flops = uint64_t(cpu->blocks) * rd.dim,
+                         .bytes = 4ull * (cpu->blocks + 1) * rd.dim});
+  }
+  plan::RmsnormGainPlan gain_plan;
+  if (dgain) {
     if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
     RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows));
   }
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
-  const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   RILL_RETURN_IF_ERROR(seq.dispatch(
       {.kernel = "rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
        .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
