@@ -493,6 +493,11 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                  r.register_kernel ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
                                          std::to_string(r.workgroup)
                                    : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
+  const auto rb = rmsnorm_backward(d, 4096, 4096);
+  out.push_back({"rmsnorm_backward", "4096 x 4096",
+                 rb ? "one pass per block of " + std::to_string(rb->rows_per_block) + " rows (" +
+                          std::to_string(rb->blocks) + " blocks of dgain sums)"
+                    : "a workgroup per row for dx, then dgain's two-level column sum"});
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (uint64_t size : {1ull, 1024ull}) {
     const MatmulPlan m = matmul(d, {.m = size, .n = 1024, .k = 1024});
