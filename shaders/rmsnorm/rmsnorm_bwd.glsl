@@ -10,12 +10,7 @@ layout(constant_id = 1) const bool HAS_GAIN = true;
 layout(constant_id = 2) const bool ACCUMULATE = false;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
-layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
-layout(std430, binding = 2) readonly buffer Rstd { float rstd[]; };
-layout(std430, binding = 3) readonly buffer Dy { sfloat dy[]; };
-layout(std430, binding = 4) buffer Dx { sfloat dx[]; };
-#include "contract/norm.glsl"
+#include "rmsnorm_bwd_io.glsl"
 layout(push_constant) uniform PushBlock { RmsnormBackwardPush p; };
 
 #include "rill_reduce.glsl"

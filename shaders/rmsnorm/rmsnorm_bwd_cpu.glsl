@@ -19,13 +19,8 @@ layout(constant_id = 3) const uint R = 32;
 layout(constant_id = 4) const bool DGAIN = true;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer X { sfloat x[]; };
-layout(std430, binding = 1) readonly buffer Gain { sfloat gain[]; };
-layout(std430, binding = 2) readonly buffer Rstd { float rstd[]; };
-layout(std430, binding = 3) readonly buffer Dy { sfloat dy[]; };
-layout(std430, binding = 4) buffer Dx { sfloat dx[]; };
+#include "rmsnorm_bwd_io.glsl"
 layout(std430, binding = 5) writeonly buffer Partial { float partial[]; };
-#include "contract/norm.glsl"
 layout(push_constant) uniform PushBlock { RmsnormGainPush p; };
 
 void main() {

@@ -59,6 +59,16 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                        .bytes = (row_tensors + reread) * n * es + 4ull * rd.rows});
 }
 
+// dgain[c] = the sum over blocks, in order, of partial[block, c] (rmsnorm_bwd_gain_sum).
+Status sum_gain_blocks(Sequence& seq, const Tensor& partial, const Tensor& dgain, uint32_t blocks, uint32_t dim) {
+  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
+                       .bindings = {&partial, &dgain},
+                       .push = push_bytes(gpu::RmsnormGainSumPush{blocks, dim}),
+                       .groups = detail::groups_for(dim, 64),
+                       .flops = uint64_t(blocks) * dim,
+                       .bytes = 4ull * (blocks + 1) * dim});
+}
+
 }  // namespace
 
 Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const Tensor& y, const Tensor& rstd,
@@ -119,12 +129,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
          .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows + (dgain ? 4ull * cpu->blocks * rd.dim : 0) +
                   uint64_t(cpu->blocks) * rd.dim * es}));
     if (!dgain || cpu->blocks == 1) return Status::ok();
-    return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
-                         .bindings = {partial, dgain},
-                         .push = push_bytes(gpu::RmsnormGainSumPush{cpu->blocks, rd.dim}),
-                         .groups = detail::groups_for(rd.dim, 64),
-                         .flops = uint64_t(cpu->blocks) * rd.dim,
-                         .bytes = 4ull * (cpu->blocks + 1) * rd.dim});
+    return sum_gain_blocks(seq, *partial, *dgain, cpu->blocks, rd.dim);
   }
   plan::RmsnormGainPlan gain_plan;
   if (dgain) {
@@ -155,12 +160,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
                     .flops = 3 * n,
                     .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
   if (blocks == 1) return Status::ok();
-  return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
-                       .bindings = {partial, dgain},
-                       .push = push_bytes(gpu::RmsnormGainSumPush{blocks, rd.dim}),
-                       .groups = detail::groups_for(rd.dim, 64),
-                       .flops = uint64_t(blocks) * rd.dim,
-                       .bytes = 4ull * (blocks + 1) * rd.dim});
+  return sum_gain_blocks(seq, *partial, *dgain, blocks, rd.dim);
 }
 
 }  // namespace rill::ops
