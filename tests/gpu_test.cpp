@@ -1,7 +1,5 @@
 #include "gpu_test.hpp"
 
-#include <unistd.h>
-
 #include <mutex>
 
 #include "vk/kernel_contracts.hpp"
@@ -68,10 +66,6 @@ rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint
           .groups = {(n + kHelperWorkgroup - 1) / kHelperWorkgroup, 1, 1},
           .spec = {rill::spec_uint("WG_SIZE", kHelperWorkgroup)},
           .variant = variant};
-}
-
-std::string temp_path(const std::string& name) {
-  return "/tmp/rill-test-" + std::to_string(::getpid()) + "-" + name;
 }
 
 }  // namespace rill_test

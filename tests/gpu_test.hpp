@@ -4,11 +4,11 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
 #include "rill/rill.hpp"
+#include "temp_path.hpp"
 
 namespace rill_test {
 
@@ -24,8 +24,6 @@ rill::Context make_context(rill::ContextOptions options = validated_options());
 rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value);
 rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint32_t n, float a,
                               std::string_view variant = {});
-
-std::string temp_path(const std::string& name);
 
 // f32, and f16 where the device can store it (not under the vulkan11-minimum profile, nor on
 // arm64 lavapipe: vk/quirks.cpp). Each skip is reported as a warning in the test's output; that

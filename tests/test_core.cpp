@@ -1,16 +1,15 @@
 // Core: Status/Result, checked arithmetic, f16 conversion, atomic file writes, VkResult mapping.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
 #include "rill/half.hpp"
 #include "rill/status.hpp"
+#include "temp_path.hpp"
 #include "vk/vk_common.hpp"
 
 namespace {
@@ -26,8 +25,6 @@ rill::Status use_macros(int v, int* out) {
   *out = x;
   return rill::Status::ok();
 }
-
-std::string tmp(const std::string& name) { return "/tmp/rill-core-" + std::to_string(::getpid()) + "-" + name; }
 
 }  // namespace
 
@@ -82,14 +79,14 @@ TEST_CASE("f16 conversion round-trips every half value and rounds to nearest eve
 }
 
 TEST_CASE("atomic writes replace files whole and leave no temporary behind", "[core]") {
-  const std::string path = tmp("atomic.bin");
+  const std::string path = rill_test::temp_path("atomic.bin");
   std::vector<uint8_t> first(1000, 1), second(10, 2);
   REQUIRE(rill::write_file_atomic(path, first).is_ok());
   REQUIRE(rill::write_file_atomic(path, second).is_ok());
   auto back = rill::read_file(path, 1 << 20);
   REQUIRE(back.is_ok());
   CHECK(back.value() == second);
-  for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+  for (const auto& e : std::filesystem::directory_iterator(rill_test::temp_dir()))
     CHECK(e.path().string().find(path + ".tmp") == std::string::npos);
   // A failed write (missing directory) reports an error and touches nothing.
   CHECK(rill::write_file_atomic("/nonexistent-dir/x.bin", first).code() == rill::StatusCode::kUnavailable);
@@ -97,7 +94,7 @@ TEST_CASE("atomic writes replace files whole and leave no temporary behind", "[c
 }
 
 TEST_CASE("atomic writes remove temporaries that killed writers left, but not young ones", "[core]") {
-  const std::string path = tmp("stale.bin");
+  const std::string path = rill_test::temp_path("stale.bin");
   const std::string stale = path + ".tmp.AAAAAA", young = path + ".tmp.BBBBBB", other = path + ".tmpx.CCCCCC";
   for (const std::string& f : {stale, young, other}) REQUIRE(rill::write_file_atomic(f, std::vector<uint8_t>(3, 1)).is_ok());
   // A writer killed two minutes ago left `stale`; `young` may belong to a writer still at work.
@@ -112,7 +109,7 @@ TEST_CASE("atomic writes remove temporaries that killed writers left, but not yo
 }
 
 TEST_CASE("check_writable names the path and the reason", "[core]") {
-  CHECK(rill::check_writable(tmp("ok.bin")).is_ok());
+  CHECK(rill::check_writable(rill_test::temp_path("ok.bin")).is_ok());
   const rill::Status missing = rill::check_writable("/nonexistent-dir/x.bin");
   CHECK(missing.code() == rill::StatusCode::kNotFound);
   CHECK_THAT(missing.message(),
@@ -122,7 +119,7 @@ TEST_CASE("check_writable names the path and the reason", "[core]") {
 }
 
 TEST_CASE("read_file refuses missing, oversized and non-regular files", "[core]") {
-  const std::string path = tmp("big.bin");
+  const std::string path = rill_test::temp_path("big.bin");
   REQUIRE(rill::write_file_atomic(path, std::vector<uint8_t>(100, 7)).is_ok());
   CHECK(rill::read_file(path, 99).status().code() == rill::StatusCode::kOutOfRange);
   CHECK(rill::read_file(path, 100).is_ok());

@@ -1,12 +1,9 @@
 // TransNormer LM on the host (no GPU): config JSON and validation, the weight list, seeded random
 // weights, saving and loading in F32/F16/BF16, rejection of bad weight files, and the CPU
 // reference checked against independent O(N^2) formulas, causality and a hand-computed case.
-#include <catch2/catch.hpp>
-
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
 #include <filesystem>
@@ -20,6 +17,7 @@
 #include "lm/lm_internal.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
+#include "temp_path.hpp"
 #include "transnormer.hpp"
 
 namespace {
@@ -33,8 +31,6 @@ using rill::lm::Weights;
 using rill::ops::FeatureMap;
 using rill::ops::GluActivation;
 using WeightMap = std::map<std::string, std::vector<float>>;
-
-std::string tmp(const std::string& name) { return "/tmp/rill-lm-" + std::to_string(::getpid()) + "-" + name; }
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -207,7 +203,7 @@ TEST_CASE("lm config: validate() checks a config built in code", "[lm]") {
 }
 
 TEST_CASE("lm config: load_config reads a file and names it in errors", "[lm]") {
-  const std::string path = tmp("config.json");
+  const std::string path = rill_test::temp_path("config.json");
   write_text(path, R"({"vocab": 100, "width": 16, "heads": 2, "layers": 2})");
   auto c = rill::lm::load_config(path);
   REQUIRE(c.is_ok());
@@ -359,7 +355,7 @@ TEST_CASE("lm weights: bf16 conversion rounds to nearest even", "[lm]") {
 TEST_CASE("lm weights: save and load back in F32, F16 and BF16", "[lm]") {
   const ModelConfig c = small_config();
   const Weights w = Weights::random(c, 99).value();
-  const std::string cfg = tmp("save.json"), file = tmp("save.safetensors");
+  const std::string cfg = rill_test::temp_path("save.json"), file = rill_test::temp_path("save.safetensors");
   for (TensorDType dtype : {TensorDType::kF32, TensorDType::kF16, TensorDType::kBF16}) {
     INFO(rill::dtype_name(dtype));
     REQUIRE(w.save(cfg, file, dtype).is_ok());
@@ -378,7 +374,7 @@ TEST_CASE("lm weights: save and load back in F32, F16 and BF16", "[lm]") {
       CHECK(loaded->bytes(spec.name).value().size() == expect.size() * rill::dtype_size(dtype));
     }
     // Saving in the stored dtype copies the bits; saving F16 as F32 is exact.
-    const std::string cfg2 = tmp("save2.json"), file2 = tmp("save2.safetensors");
+    const std::string cfg2 = rill_test::temp_path("save2.json"), file2 = rill_test::temp_path("save2.safetensors");
     REQUIRE(loaded->save(cfg2, file2, dtype).is_ok());
     auto again = Weights::load(cfg2, file2);
     REQUIRE(again.is_ok());
@@ -430,7 +426,7 @@ TEST_CASE("lm weights: bad files are rejected naming the file and the tensor", "
   ModelConfig c = small_config();
   REQUIRE(c.validate().is_ok());
   const Weights w = Weights::random(c, 5).value();
-  const std::string cfg = tmp("bad.json"), file = tmp("bad.safetensors");
+  const std::string cfg = rill_test::temp_path("bad.json"), file = rill_test::temp_path("bad.safetensors");
   write_text(cfg, rill::lm::config_to_json(c));
   struct Case {
     Spoil spoil;

@@ -46,10 +46,12 @@ GPU_TEST_CASE("a saved pipeline cache is loaded by the next context", "[pipeline
     REQUIRE(ctx.save_pipeline_cache().is_ok());
   }
   REQUIRE(std::filesystem::exists(path));
-  auto ctx = rill_test::make_context(with_cache(path));
-  CHECK(ctx.pipeline_stats().cache_loaded);
-  CHECK(ctx.pipeline_stats().cache_rejected_reason.empty());
-  run_fill(ctx);
+  {
+    auto ctx = rill_test::make_context(with_cache(path));
+    CHECK(ctx.pipeline_stats().cache_loaded);
+    CHECK(ctx.pipeline_stats().cache_rejected_reason.empty());
+    run_fill(ctx);
+  }  // saved again on destruction
   std::filesystem::remove(path);
 }
 

@@ -1,6 +1,5 @@
 // The platform file layer (engine/src/platform/files.hpp): mappings of every kind of file, UTF-8
 // paths through every file entry point, and atomic replacement leaving nothing behind.
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "platform/files.hpp"
 #include "rill/safetensors.hpp"
+#include "temp_path.hpp"
 
 namespace {
 
@@ -21,8 +21,7 @@ using rill::platform::MappedFile;
 // A fresh directory for one test case, removed with its contents at the end.
 struct ScratchDir {
   fs::path path;
-  explicit ScratchDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("rill-platform-" + std::to_string(::getpid()) + "-" + name)) {
+  explicit ScratchDir(const std::string& name) : path(fs::path(rill_test::temp_dir()) / name) {
     fs::remove_all(path);
     fs::create_directories(path);
   }

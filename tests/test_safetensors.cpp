@@ -1,11 +1,8 @@
 // Safetensors: writer/reader round trips, float conversion, checked accessors, and rejection of
 // every kind of malformed file (hand-crafted headers, truncation at every byte, byte flips).
-#include <catch2/catch.hpp>
-
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -17,6 +14,7 @@
 
 #include "rill/half.hpp"
 #include "rill/safetensors.hpp"
+#include "temp_path.hpp"
 
 namespace {
 
@@ -25,8 +23,6 @@ using rill::SafetensorsLimits;
 using rill::SafetensorsWriter;
 using rill::StatusCode;
 using rill::TensorDType;
-
-std::string tmp(const std::string& name) { return "/tmp/rill-safetensors-" + std::to_string(::getpid()) + "-" + name; }
 
 // A file from a hand-written header and `data_bytes` bytes of data (0, 1, 2, ...).
 std::vector<uint8_t> craft(const std::string& header, size_t data_bytes = 0) {
@@ -319,7 +315,7 @@ TEST_CASE("safetensors writer rejects bad tensors and stays unchanged", "[safete
 }
 
 TEST_CASE("safetensors write() is atomic and readable with open()", "[safetensors]") {
-  const std::string path = tmp("model.safetensors");
+  const std::string path = rill_test::temp_path("model.safetensors");
   SafetensorsWriter w;
   REQUIRE(w.add_floats("x", {2}, std::vector<float>{1.0f, 2.0f}).is_ok());
   REQUIRE(w.set_metadata("k", "v").is_ok());
@@ -328,7 +324,7 @@ TEST_CASE("safetensors write() is atomic and readable with open()", "[safetensor
   REQUIRE(w2.add_floats("y", {1}, std::vector<float>{3.0f}).is_ok());
   REQUIRE(w2.write(path).is_ok());  // replaces the first file whole
 
-  for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+  for (const auto& e : std::filesystem::directory_iterator(rill_test::temp_dir()))
     CHECK(e.path().string().find(path + ".tmp") == std::string::npos);
 
   auto file = SafetensorsFile::open(path);
@@ -346,7 +342,7 @@ TEST_CASE("safetensors write() is atomic and readable with open()", "[safetensor
 }
 
 TEST_CASE("safetensors open() refuses missing, oversized, empty and non-regular files", "[safetensors]") {
-  const std::string path = tmp("open.safetensors");
+  const std::string path = rill_test::temp_path("open.safetensors");
   REQUIRE(SafetensorsWriter().write(path).is_ok());
   CHECK(SafetensorsFile::open(path).is_ok());
   SafetensorsLimits small;
@@ -582,7 +578,7 @@ TEST_CASE("safetensors truncated at every byte is rejected", "[safetensors]") {
     CHECK(s.code() == StatusCode::kDataLoss);
   }
   // The same through open(), which maps the file instead of copying it.
-  const std::string path = tmp("truncated.safetensors");
+  const std::string path = rill_test::temp_path("truncated.safetensors");
   for (size_t len = 0; len < full.size(); ++len) {
     INFO("file truncated to " << len << " bytes");
     {

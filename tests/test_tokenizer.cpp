@@ -1,11 +1,9 @@
 // Tokenizers: bytes, and SentencePiece models trained here with libsentencepiece's trainer (no
 // model can be downloaded): encode/decode round trips of UTF-8 text, byte fallback, BOS/EOS, bad
 // tokens and bad files, and the C API's size-query convention.
-#include <catch2/catch.hpp>
 #include <sentencepiece_trainer.h>
 
-#include <unistd.h>
-
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,14 +11,14 @@
 
 #include "rill/rill.h"
 #include "rill/tokenizer.hpp"
+#include "temp_path.hpp"
 
 namespace {
 
 // A small SentencePiece model with byte fallback, trained once per test run.
 const std::string& trained_model() {
   static const std::string path = [] {
-    const auto dir = std::filesystem::temp_directory_path() / ("rill-spm-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
+    const std::filesystem::path dir = rill_test::temp_dir();
     std::ofstream corpus(dir / "corpus.txt");
     for (int i = 0; i < 200; ++i)
       corpus << "Linear attention keeps a state of constant size per head, line " << i << ".\n"
@@ -78,7 +76,7 @@ TEST_CASE("tokenizer: SentencePiece round-trips UTF-8, falls back to bytes, adds
 TEST_CASE("tokenizer: missing and malformed model files are refused by name", "[tokenizer]") {
   CHECK(rill::lm::Tokenizer::load_sentencepiece("/nonexistent/tokenizer.model").status().code() ==
         rill::StatusCode::kNotFound);
-  const auto bad = std::filesystem::temp_directory_path() / ("rill-bad-spm-" + std::to_string(::getpid()));
+  const std::filesystem::path bad = rill_test::temp_path("bad-spm");
   std::ofstream(bad) << "this is not a protobuf \xFF\xFF\xFF";
   const auto s = rill::lm::Tokenizer::load_sentencepiece(bad.string()).status();
   CHECK(s.code() == rill::StatusCode::kDataLoss);

@@ -15,6 +15,7 @@
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
 #include "rill/safetensors.hpp"
+#include "temp_path.hpp"
 #include "vk/pipeline_cache_file.hpp"
 
 namespace rill_fuzz {
@@ -22,13 +23,9 @@ namespace {
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
-// Path-based loaders read a scratch file (one per process).
-std::string scratch_path(const char* what) {
-  return "/tmp/rill-fuzz-" + std::to_string(getpid()) + "-" + what;
-}
 const std::string& write_scratch(const char* what, const uint8_t* data, size_t size) {
   static thread_local std::string path;
-  path = scratch_path(what);
+  path = rill_test::temp_path(what);  // one scratch file per loader, in this process's directory
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
   return path;
 }
@@ -107,7 +104,7 @@ std::vector<uint8_t> checkpoint_seed() {
   c.moment1.assign(p, 0.0f);
   c.moment2.assign(p, 0.0f);
   c.state.assign(8, 0u);
-  const std::string path = scratch_path("checkpoint-seed");
+  const std::string path = rill_test::temp_path("checkpoint-seed");
   (void)rill::icl::detail::write_checkpoint(path, c);
   auto bytes = rill::read_file(path, 1 << 20);
   ::unlink(path.c_str());
@@ -123,7 +120,7 @@ std::vector<uint8_t> task_set_seed() {
   s.tokens.assign(size_t(s.tasks * (s.n + 1) * (s.d + 1)), 0.5f);
   s.targets.assign(size_t(s.tasks), 1.0f);
   s.sigmas.assign(size_t(s.tasks), 0.1f);
-  const std::string path = scratch_path("tasks-seed");
+  const std::string path = rill_test::temp_path("tasks-seed");
   (void)rill::icl::save_task_set(path, s);
   auto bytes = rill::read_file(path, 1 << 20);
   ::unlink(path.c_str());
@@ -154,7 +151,7 @@ std::vector<uint8_t> pipeline_cache_seed() {
 void peaks_cache_run(const uint8_t* data, size_t size) {
   rill::DeviceInfo device;
   device.name = "fuzz device";
-  const std::string dir = scratch_path("peaks");
+  const std::string dir = rill_test::temp_path("peaks");
   ::mkdir(dir.c_str(), 0755);  // EEXIST after the first input
   std::ofstream(dir + "/peaks-0000-0000-00000000.json", std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), std::streamsize(size));
