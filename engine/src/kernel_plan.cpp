@@ -202,18 +202,26 @@ std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m,
   return p;
 }
 
+namespace {
+
+// The tile width of the GPU block-attention kernels: shared memory holds the block's scores, a
+// TILE-wide slice of the block's rows and a TILE x 128 tile (heads up to 128), plus `extra` floats.
+// 0 where even tiles of 4 do not fit.
+uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t extra) {
+  auto shared_bytes = [&](uint64_t tile) { return 4 * (uint64_t(block) * block + block * tile + tile * 128 + extra); };
+  uint32_t tile = 16;
+  while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
+  return shared_bytes(tile) <= d.shared_bytes ? tile : 0;
+}
+
+}  // namespace
+
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
   BlockAttentionPlan p;
   if (d.family == Family::kGpu && block <= 64) {
-    // Shared memory: the block's scores, a query tile and a key or value tile (heads up to 128).
-    auto shared_bytes = [&](uint64_t tile) { return 4 * (uint64_t(block) * block + block * tile + tile * 128); };
-    uint32_t tile = 16;
-    while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
-    if (shared_bytes(tile) <= d.shared_bytes) {
-      p.tiled = true;
-      p.tile = tile;
-      p.workgroup = std::min(256u, d.max_invocations);
-    }
+    p.tile = block_attention_tile(d, block, 0);
+    p.tiled = p.tile > 0;
+    p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
     return p;
   }
   if (!register_kernels_fit(d)) return p;
@@ -222,6 +230,24 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block
   // Several rows per lane share each key and value load: 4 measured best of 1, 2, 4 on lavapipe
   // (block 64, D 64: 18%, 24%, 38% of the FMA peak non-causal).
   p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+  return p;
+}
+
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block) {
+  BlockAttentionBackwardPlan p;
+  // Ten bindings: q, k, v, o, do, lse, delta, dq, dk, dv; shared memory also holds the rows' deltas.
+  constexpr uint32_t kBindings = 10;
+  if (d.max_storage_buffers < kBindings) return p;
+  if (register_kernels_fit(d)) {
+    p.register_kernel = true;
+    p.subgroup = d.subgroup;
+    p.rows_per_lane = block > d.subgroup ? 2 : 1;
+    return p;
+  }
+  if (d.family != Family::kGpu || block > 64) return p;
+  p.tile = block_attention_tile(d, block, block);
+  p.tiled = p.tile > 0;
+  p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
   return p;
 }
 
@@ -512,6 +538,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                  : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
                                  std::to_string(b.tile)
                            : "generic kernel, one invocation per query row"});
+  const BlockAttentionBackwardPlan bb = block_attention_backward(d, 64);
+  out.push_back({"block_attention_backward", "block 64",
+                 bb.register_kernel ? "register kernel, query and key row groups in one dispatch, " +
+                                          std::to_string(bb.rows_per_lane) + " rows per lane"
+                 : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
+                                  " per block for every gradient, tiles of " + std::to_string(bb.tile)
+                            : "generic kernels, one invocation per query row, then per key row"});
   auto describe = [](const Result<LinearAttentionPlan>& la) {
     if (!la.is_ok()) return la.status().message();
     std::string text(algorithm_name(la.value().algorithm));

@@ -128,6 +128,19 @@ struct BlockAttentionPlan {
 };
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block);
 
+// Block attention backward, every gradient in one dispatch where a kernel fits: on GPUs (blocks
+// up to 64) block_attention_bwd_tiled, one workgroup per block; on CPU drivers
+// block_attention_bwd_cpu, query-row and key-row subgroups of rows_per_lane rows per lane.
+// Otherwise the generic kernels: one invocation per query row (delta, dq), then per key row (dk, dv).
+struct BlockAttentionBackwardPlan {
+  bool tiled = false;
+  uint32_t workgroup = 0, tile = 0;
+  bool register_kernel = false;
+  uint32_t rows_per_lane = 1;
+  uint32_t subgroup = 0;
+};
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block);
+
 // Causal linear attention forward over N positions of B*H heads.
 struct LinearAttentionPlan {
   LinearAttentionAlgorithm algorithm = LinearAttentionAlgorithm::kChunkedSerial;

@@ -16,6 +16,7 @@ what a user would run for the same work:
   linear_attention_noncausal   Q (K^T V)
   block_attention_fwd      scaled_dot_product_attention on the blocks (a batched softmax where the
                            installed PyTorch has none)
+  block_attention_bwd      autograd of that (dq, dk and dv from dO)
 """
 import json
 import sys
@@ -140,6 +141,17 @@ def peer(op, shape, reps):
                 fn = lambda: block_attention(q.float(), k.float(), v.float(), block, causal)[0].half()
                 return {"median_ms": median_ms(fn, reps), "peer_form": form + " in f32 on f16 storage"}
             return {"median_ms": median_ms(lambda: block_attention(q, k, v, block, causal), reps), "peer_form": form}
+    if op == "block_attention_bwd":
+        h, n, d, block = shape["heads"], shape["n"], shape["d"], shape["block"]
+        causal = shape.get("causal", True)
+        # CPU f16: the gradients in f32 from f16-stored inputs, as rill computes them.
+        work = torch.float32 if widen else dtype
+        q, k, v = (rand(1, h, n, d, dtype=dtype).to(work).requires_grad_(True) for _ in range(3))
+        o, form = block_attention(q, k, v, block, causal)
+        do = rand(*o.shape, dtype=dtype).to(work)
+        fn = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        return {"median_ms": median_ms(fn, reps),
+                "peer_form": "autograd of " + form + (" in f32 on f16 storage" if widen else "")}
     return {"unavailable": "no PyTorch peer for op " + op}
 
 

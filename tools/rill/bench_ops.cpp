@@ -204,10 +204,22 @@ bool bench_block_attention(rill::Context& ctx, bool quick, const rill::DevicePea
         return rill::ops::block_attention_forward(s, q, k, v, o, lse, {.block = 64, .causal = causal});
       }, quick ? 2 : 5);
       if (!report(t.status(), "block_attention")) return false;
-      out.push_back(op_record("block_attention_fwd", causal ? "causal" : "non-causal",
-                              {{"n", n}, {"heads", heads}, {"d", d}, {"block", 64},
-                               {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}},
-                              t.value(), peaks));
+      const nlohmann::json shape = {
+          {"n", n}, {"heads", heads}, {"d", d}, {"block", 64}, {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}};
+      out.push_back(op_record("block_attention_fwd", causal ? "causal" : "non-causal", shape, t.value(), peaks));
+      // The backward (dq, dk and dv from dO) of the forward just timed, whose o and lse it reads.
+      std::vector<rill::Tensor> g;  // d_o, dq, dk, dv, delta
+      for (int i = 0; i < 4; ++i) g.push_back(random_tensor(ctx, dtype, {1, heads, n, d}, uint32_t(6 + i)));
+      g.push_back(random_tensor(ctx, rill::DType::kF32, {1, heads, n}, 10));
+      const rill::ops::BlockAttentionOptions opt{.block = 64, .causal = causal};
+      auto bwd = time_op(
+          ctx,
+          [&](rill::Sequence& s) {
+            return rill::ops::block_attention_backward(s, q, k, v, o, lse, g[0], g[1], g[2], g[3], g[4], opt);
+          },
+          quick ? 2 : 5);
+      if (!report(bwd.status(), "block_attention_bwd")) return false;
+      out.push_back(op_record("block_attention_bwd", causal ? "causal" : "non-causal", shape, bwd.value(), peaks));
     }
   }
   return true;

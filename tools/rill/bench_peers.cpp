@@ -16,11 +16,12 @@ nlohmann::json peer_request(const nlohmann::json& record, bool quick) {
   if (!record.contains("median_ms") || !record.contains("op") || !record.contains("shape")) return nullptr;
   const std::string op = record["op"];
   nlohmann::json shape = record["shape"];
-  if (op == "block_attention_fwd") shape["causal"] = record.value("variant", "causal") == "causal";
+  const bool block_attention = op == "block_attention_fwd" || op == "block_attention_bwd";
+  if (block_attention) shape["causal"] = record.value("variant", "causal") == "causal";
   const bool linear_attention =
       op == "linear_attention_causal" || op == "linear_attention_noncausal" || op == "linear_attention_causal_bwd";
   if (linear_attention && !shape.contains("dk")) return nullptr;
-  if (op != "matmul" && op != "rmsnorm_fwd" && op != "rmsnorm_bwd" && !linear_attention && op != "block_attention_fwd")
+  if (op != "matmul" && op != "rmsnorm_fwd" && op != "rmsnorm_bwd" && !linear_attention && !block_attention)
     return nullptr;
   return {{"op", op}, {"shape", shape}, {"reps", quick ? 3 : 10}};
 }

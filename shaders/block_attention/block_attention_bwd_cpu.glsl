@@ -1,0 +1,158 @@
+// Block attention backward for CPU drivers, every gradient in one dispatch (the buffers are in
+// block_attention_bwd_io.glsl). With P[t][s] = exp(scale q_t.k_s - lse_t) over the block (s <= t
+// when CAUSAL), dP[t][s] = do_t . v_s and delta_t = do_t . o_t:
+//   dS = scale P (dP - delta),  dq_t = sum_s dS[t][s] k_s,  dk_s = sum_t dS[t][s] q_t,
+//   dv_s = sum_t P[t][s] do_t
+// Built like the forward (block_attention_fwd_cpu.glsl): Dk and Dv are specialization constants and
+// every loop over them is unrolled, a workgroup is one subgroup, each lane holds TQ rows of the
+// block (r * SG + lane), and the rows the subgroup walks (the same for every lane) are loaded
+// spread over the lanes and broadcast by shuffles. Half of the workgroups are query groups (their
+// rows' delta and dq, walking the keys), half key groups (their rows' dk and dv, walking the
+// queries; each query's delta from its spread rows of do and o, summed across the lanes by
+// butterfly shuffles, which leave the same bits in every lane). The two kinds alternate in x, so
+// lavapipe's threads, which take a dispatch's workgroups in order, get even shares of a causal
+// block's short and long walks.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#include "rill_common.glsl"
+
+layout(constant_id = 0) const uint BLOCK = 64;
+layout(constant_id = 1) const bool CAUSAL = true;
+layout(constant_id = 2) const uint DK = 32;
+layout(constant_id = 3) const uint DV = 32;
+layout(constant_id = 4) const uint SG = 8;  // the device's subgroup size = the workgroup size
+layout(constant_id = 5) const uint TQ = 2;  // rows per lane
+// A block's workgroups consecutive in x (else workgroup z is the group and its kind).
+layout(constant_id = 6) const bool INTERLEAVE = true;
+layout(local_size_x_id = 4) in;
+
+#include "block_attention_bwd_io.glsl"
+
+const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);       // row groups of each kind per block
+const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
+
+uint lane, qk_base, v_base, lse_base;
+
+// slots[c] = buf[base + row * D + c * SG + lane]: a row of D elements spread over the lanes (0
+// past the end; the load is clamped rather than skipped, which lavapipe runs faster).
+#define SPREAD(slots, S, buf, base, row, D)                                 \
+  [[unroll]] for (uint c_ = 0; c_ < S; ++c_) {                              \
+    const uint e_ = c_ * SG + lane;                                         \
+    const afloat x_ = afloat(buf[(base) + (row) * D + min(e_, D - 1)]);    \
+    slots[c_] = e_ < D ? x_ : 0.0;                                          \
+  }
+
+// Query rows t_r: delta and dq, walking the keys s of the block (up to the group's last row when
+// causal; later keys of a lane's own rows are masked).
+void query_rows(uint b0, uint b1, uint row0) {
+  uint tc[TQ];
+  afloat qv[TQ][DK], dov[TQ][DV], acc[TQ][DK], lse_r[TQ], delta_r[TQ];
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    tc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);  // rows past the block compute a copy of its last
+    afloat d = 0.0;
+    [[unroll]] for (uint j = 0; j < DV; ++j) {
+      dov[r][j] = afloat(dout[v_base + tc[r] * DV + j]);
+      d += dov[r][j] * afloat(o[v_base + tc[r] * DV + j]);
+    }
+    delta_r[r] = d;
+    lse_r[r] = lse[lse_base + tc[r]];
+    [[unroll]] for (uint i = 0; i < DK; ++i) {
+      qv[r][i] = afloat(q[qk_base + tc[r] * DK + i]);
+      acc[r][i] = 0.0;
+    }
+  }
+  const uint s_end = CAUSAL ? min(b0 + row0 + SG * TQ, b1) : b1;  // the same for every lane
+  for (uint s = b0; s < s_end; ++s) {
+    afloat ks[KS], vs[VS], kb[DK];
+    SPREAD(ks, KS, k, qk_base, s, DK);
+    SPREAD(vs, VS, v, v_base, s, DV);
+    afloat score[TQ], dp[TQ];
+    [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = dp[r] = 0.0;
+    [[unroll]] for (uint i = 0; i < DK; ++i) {
+      kb[i] = subgroupShuffle(ks[i / SG], i % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += qv[r][i] * kb[i];
+    }
+    [[unroll]] for (uint j = 0; j < DV; ++j) {
+      const afloat vj = subgroupShuffle(vs[j / SG], j % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) dp[r] += dov[r][j] * vj;
+    }
+    [[unroll]] for (uint r = 0; r < TQ; ++r) {
+      // A select, not a product: exp of a masked score may overflow.
+      const afloat prob = CAUSAL && s > tc[r] ? 0.0 : exp(score[r] * p.scale - lse_r[r]);
+      const afloat ds = prob * (dp[r] - delta_r[r]) * p.scale;
+      [[unroll]] for (uint i = 0; i < DK; ++i) acc[r][i] += ds * kb[i];
+    }
+  }
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    const uint t = b0 + row0 + r * SG + lane;
+    if (t >= b1) continue;
+    delta[lse_base + t] = delta_r[r];
+    [[unroll]] for (uint i = 0; i < DK; ++i) dq[qk_base + t * DK + i] = sfloat(acc[r][i]);
+  }
+}
+
+// Key rows s_r: dk and dv, walking the queries t of the block (from the group's first row when
+// causal; earlier queries of a lane's own rows are masked).
+void key_rows(uint b0, uint b1, uint row0) {
+  uint sc[TQ];
+  afloat kv[TQ][DK], vv[TQ][DV], acc_k[TQ][DK], acc_v[TQ][DV];
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    sc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);
+    [[unroll]] for (uint i = 0; i < DK; ++i) {
+      kv[r][i] = afloat(k[qk_base + sc[r] * DK + i]);
+      acc_k[r][i] = 0.0;
+    }
+    [[unroll]] for (uint j = 0; j < DV; ++j) {
+      vv[r][j] = afloat(v[v_base + sc[r] * DV + j]);
+      acc_v[r][j] = 0.0;
+    }
+  }
+  for (uint t = CAUSAL ? b0 + row0 : b0; t < b1; ++t) {
+    afloat qs[KS], dos[VS], os[VS], qb[DK], dob[DV];
+    SPREAD(qs, KS, q, qk_base, t, DK);
+    SPREAD(dos, VS, dout, v_base, t, DV);
+    SPREAD(os, VS, o, v_base, t, DV);
+    afloat d = 0.0;
+    [[unroll]] for (uint c = 0; c < VS; ++c) d += dos[c] * os[c];
+    [[unroll]] for (uint m = 1; m < SG; m *= 2) d += subgroupShuffleXor(d, m);
+    const afloat lse_t = lse[lse_base + t];
+    afloat score[TQ], dp[TQ];
+    [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = dp[r] = 0.0;
+    [[unroll]] for (uint i = 0; i < DK; ++i) {
+      qb[i] = subgroupShuffle(qs[i / SG], i % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += kv[r][i] * qb[i];
+    }
+    [[unroll]] for (uint j = 0; j < DV; ++j) {
+      dob[j] = subgroupShuffle(dos[j / SG], j % SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) dp[r] += vv[r][j] * dob[j];
+    }
+    [[unroll]] for (uint r = 0; r < TQ; ++r) {
+      const afloat prob = CAUSAL && t < sc[r] ? 0.0 : exp(score[r] * p.scale - lse_t);
+      const afloat ds = prob * (dp[r] - d) * p.scale;
+      [[unroll]] for (uint i = 0; i < DK; ++i) acc_k[r][i] += ds * qb[i];
+      [[unroll]] for (uint j = 0; j < DV; ++j) acc_v[r][j] += prob * dob[j];
+    }
+  }
+  [[unroll]] for (uint r = 0; r < TQ; ++r) {
+    const uint s = b0 + row0 + r * SG + lane;
+    if (s >= b1) continue;
+    [[unroll]] for (uint i = 0; i < DK; ++i) dk[qk_base + s * DK + i] = sfloat(acc_k[r][i]);
+    [[unroll]] for (uint j = 0; j < DV; ++j) dv[v_base + s * DV + j] = sfloat(acc_v[r][j]);
+  }
+}
+
+void main() {
+  const uint bh = gl_WorkGroupID.y;
+  lane = gl_LocalInvocationID.x;
+  // x (INTERLEAVE): (block * GROUPS + group) * 2 + kind; else x is the block and z = group * 2 + kind.
+  const uint slot = INTERLEAVE ? gl_WorkGroupID.x % (2 * GROUPS) : gl_WorkGroupID.z;
+  const uint b0 = (INTERLEAVE ? gl_WorkGroupID.x / (2 * GROUPS) : gl_WorkGroupID.x) * BLOCK;
+  const uint b1 = min(b0 + BLOCK, p.n);
+  const uint row0 = slot / 2 * SG * TQ;  // this workgroup's first row in the block
+  if (b0 + row0 >= b1) return;           // the whole workgroup: nothing of the block left
+  qk_base = bh * p.n * DK;
+  v_base = bh * p.n * DV;
+  lse_base = bh * p.n;
+  if (slot % 2 == 0) query_rows(b0, b1, row0);
+  else key_rows(b0, b1, row0);
+}
