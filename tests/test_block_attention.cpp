@@ -134,9 +134,9 @@ GPU_TEST_CASE("block attention backward matches the reference gradients", "[bloc
                         {1, 3, 130, 33, 5, 16, true},
                         {1, 1, 63, 64, 64, 7, false},
                         {1, 1, 100, 128, 128, 64, true},
-                        {1, 1, 70, 128, 3, 64, false},
-                        {1, 2, 41, 5, 128, 20, true},
-                        // Blocks past 64: GPUs run the generic kernels instead of the tiled one.
+                        {1, 1, 70, 40, 3, 64, false},
+                        {1, 2, 41, 5, 24, 20, true},
+                        // Blocks past 64 (and heads past 64 on CPU drivers): the generic kernels.
                         {1, 1, 150, 8, 12, 100, true}};
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     INFO(ctx.kernel_variant("util/saxpy").value());

@@ -82,9 +82,11 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   wide.subgroup = 16;
   CHECK(matmul(wide, {.m = 1024, .n = 1024, .k = 1024}).tn == 4);
   CHECK(block_attention_forward(d, 64).rows_per_lane == 4);
-  CHECK(block_attention_backward(d, 64).register_kernel);
-  CHECK(block_attention_backward(d, 64).rows_per_lane == 2);
-  CHECK(block_attention_backward(d, 8).rows_per_lane == 1);
+  CHECK(block_attention_backward(d, 64, 64, 64).register_kernel);
+  CHECK(block_attention_backward(d, 64, 64, 64).rows_per_lane == 2);  // compile time
+  CHECK(block_attention_backward(d, 64, 32, 32).rows_per_lane == 4);
+  CHECK(block_attention_backward(d, 8, 32, 32).rows_per_lane == 1);
+  CHECK_FALSE(block_attention_backward(d, 64, 128, 16).register_kernel);
   CHECK(block_attention_forward(d, 8).rows_per_lane == 1);
   CHECK(reduction_workgroup(d) == 8);
   const auto la = linear_attention_forward(d, la_shape(4, 65536, 64));
@@ -123,12 +125,12 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   CHECK_FALSE(block_attention_forward(d, 64).register_kernel);
   CHECK(block_attention_forward(d, 64).tiled);
   CHECK_FALSE(block_attention_forward(d, 128).tiled);  // its scores would not fit: the generic kernel
-  CHECK(block_attention_backward(d, 64).tiled);
-  CHECK(block_attention_backward(d, 64).tile == 16);
-  CHECK_FALSE(block_attention_backward(d, 65).tiled);
+  CHECK(block_attention_backward(d, 64, 64, 64).tiled);
+  CHECK(block_attention_backward(d, 64, 64, 64).tile == 16);
+  CHECK_FALSE(block_attention_backward(d, 65, 64, 64).tiled);
   DeviceTraits few_bindings = d;
   few_bindings.max_storage_buffers = 8;  // the tiled backward binds ten buffers
-  CHECK_FALSE(block_attention_backward(few_bindings, 64).tiled);
+  CHECK_FALSE(block_attention_backward(few_bindings, 64, 64, 64).tiled);
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
     const auto la = linear_attention_forward(d, s);
     REQUIRE(la.is_ok());
@@ -151,8 +153,8 @@ TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
   CHECK(reduction_workgroup(d) == 256);
   CHECK(block_attention_forward(d, 32).tiled);
   CHECK_FALSE(block_attention_forward(d, 64).tiled);  // 64 x 64 scores fill 16 KiB on their own
-  CHECK(block_attention_backward(d, 32).tiled);
-  CHECK_FALSE(block_attention_backward(d, 64).tiled);
+  CHECK(block_attention_backward(d, 32, 64, 64).tiled);
+  CHECK_FALSE(block_attention_backward(d, 64, 64, 64).tiled);
   auto la = linear_attention_forward(d, la_shape(8, 65536, 32, 32));
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);

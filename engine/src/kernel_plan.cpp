@@ -233,15 +233,20 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block
   return p;
 }
 
-BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block) {
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv) {
   BlockAttentionBackwardPlan p;
   // Ten bindings: q, k, v, o, do, lse, delta, dq, dk, dv; shared memory also holds the rows' deltas.
   constexpr uint32_t kBindings = 10;
   if (d.max_storage_buffers < kBindings) return p;
-  if (register_kernels_fit(d)) {
+  // Past heads of 64, lavapipe took 4-13 s to compile each register-kernel pipeline (its unrolled
+  // arrays grow with Dk and Dv): those run the generic kernels.
+  if (register_kernels_fit(d) && dk <= 64 && dv <= 64) {
     p.register_kernel = true;
     p.subgroup = d.subgroup;
-    p.rows_per_lane = block > d.subgroup ? 2 : 1;
+    // Rows per lane: 1, 2, 4 measured 61, 49, 45 ms on lavapipe (block 64, D 64, causal f32, N 4K,
+    // 4 heads), but 4 rows of Dk + Dv = 128 took far longer to compile: at most 256 values a row kind.
+    p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+    while (p.rows_per_lane > 1 && p.rows_per_lane * (uint64_t(dk) + dv) > 256) p.rows_per_lane /= 2;
     return p;
   }
   if (d.family != Family::kGpu || block > 64) return p;
@@ -538,9 +543,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                  : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
                                  std::to_string(b.tile)
                            : "generic kernel, one invocation per query row"});
-  const BlockAttentionBackwardPlan bb = block_attention_backward(d, 64);
-  out.push_back({"block_attention_backward", "block 64",
-                 bb.register_kernel ? "register kernel, query and key row groups in one dispatch, " +
+  const BlockAttentionBackwardPlan bb = block_attention_backward(d, 64, 64, 64);
+  out.push_back({"block_attention_backward", "block 64, D 64",
+                 bb.register_kernel ? "register kernel, query then key row groups, " +
                                           std::to_string(bb.rows_per_lane) + " rows per lane"
                  : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
                                   " per block for every gradient, tiles of " + std::to_string(bb.tile)

@@ -128,9 +128,9 @@ struct BlockAttentionPlan {
 };
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block);
 
-// Block attention backward, every gradient in one dispatch where a kernel fits: on GPUs (blocks
-// up to 64) block_attention_bwd_tiled, one workgroup per block; on CPU drivers
-// block_attention_bwd_cpu, query-row and key-row subgroups of rows_per_lane rows per lane.
+// Block attention backward. GPUs, blocks up to 64: block_attention_bwd_tiled, every gradient of a
+// block from one workgroup in one dispatch. CPU drivers: block_attention_bwd_cpu, a dispatch of
+// query-row subgroups and an independent one of key-row subgroups, rows_per_lane rows per lane.
 // Otherwise the generic kernels: one invocation per query row (delta, dq), then per key row (dk, dv).
 struct BlockAttentionBackwardPlan {
   bool tiled = false;
@@ -139,7 +139,7 @@ struct BlockAttentionBackwardPlan {
   uint32_t rows_per_lane = 1;
   uint32_t subgroup = 0;
 };
-BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block);
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv);
 
 // Causal linear attention forward over N positions of B*H heads.
 struct LinearAttentionPlan {

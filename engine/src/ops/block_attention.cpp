@@ -113,7 +113,8 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
-  const plan::BlockAttentionBackwardPlan p = plan::block_attention_backward(plan::traits_of(seq), opt.block);
+  const plan::BlockAttentionBackwardPlan p =
+      plan::block_attention_backward(plan::traits_of(seq), opt.block, uint32_t(dk), uint32_t(dv));
   if (p.tiled) {
     // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
     const std::string kernel = "block_attention/block_attention_bwd_tiled_" + suffix;  // outlives the dispatch
@@ -127,21 +128,23 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
                          .bytes = bh * n * (es * (4 * dk + 4 * dv) + 8)});
   }
   if (p.register_kernel) {
-    // Query-row groups (scores, dP, dq) and key-row groups (scores, dP, dk, dv); Dk + Dv + Dk and
-    // Dk + Dv + Dk + Dv FMAs per pair.
-    const std::string kernel = "block_attention/block_attention_bwd_cpu_" + suffix;  // outlives the dispatch
-    const uint32_t groups = 2 * ((opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane));
+    // Query-row groups (scores, dP, dq; Dk + Dv + Dk FMAs per pair) and key-row groups (scores, dP,
+    // dk, dv; Dk + Dv + Dk + Dv), two dispatches that do not depend on each other.
+    const std::string kernel = "block_attention/block_attention_bwd_cpu_" + suffix;  // outlives the dispatches
+    const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
     const bool interleave = blocks * groups <= seq.device().caps.max_workgroup_count[0];
-    return seq.dispatch(
-        {.kernel = kernel,
-         .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out},
-         .push = push_bytes(push),
-         .groups = {uint32_t(interleave ? blocks * groups : blocks), uint32_t(bh), interleave ? 1 : groups},
-         .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("DK", uint32_t(dk)),
-                  gpu::spec("DV", uint32_t(dv)), gpu::spec("SG", p.subgroup), gpu::spec("TQ", p.rows_per_lane),
-                  gpu::spec("INTERLEAVE", interleave)},
-         .flops = 2 * bh * pairs * (4 * dk + 3 * dv),
-         .bytes = bh * n * (es * (4 * dk + 5 * dv) + 8)});
+    for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
+      RILL_RETURN_IF_ERROR(seq.dispatch(
+          {.kernel = kernel,
+           .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out},
+           .push = push_bytes(push),
+           .groups = {uint32_t(interleave ? blocks * groups : blocks), uint32_t(bh), interleave ? 1 : groups},
+           .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("DK", uint32_t(dk)),
+                    gpu::spec("DV", uint32_t(dv)), gpu::spec("SG", p.subgroup), gpu::spec("TQ", p.rows_per_lane),
+                    gpu::spec("INTERLEAVE", interleave), gpu::spec("KIND", kind)},
+           .flops = 2 * bh * pairs * (kind == gpu::kBlockBackwardDq ? 2 * dk + dv : 2 * dk + 2 * dv),
+           .bytes = bh * n * (es * (kind == gpu::kBlockBackwardDq ? 2 * dk + 2 * dv : 3 * dk + 4 * dv) + 8)}));
+    return Status::ok();
   }
   for (uint32_t mode : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv}) {
     // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv (its G1 binding is unused in MODE 0).
