@@ -235,9 +235,6 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block
 
 BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv) {
   BlockAttentionBackwardPlan p;
-  // Ten bindings: q, k, v, o, do, lse, delta, dq, dk, dv; shared memory also holds the rows' deltas.
-  constexpr uint32_t kBindings = 10;
-  if (d.max_storage_buffers < kBindings) return p;
   // Past heads of 64, lavapipe took 4-13 s to compile each register-kernel pipeline (its unrolled
   // arrays grow with Dk and Dv): those run the generic kernels.
   if (register_kernels_fit(d) && dk <= 64 && dv <= 64) {
@@ -251,7 +248,7 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint3
     return p;
   }
   if (d.family != Family::kGpu || block > 64) return p;
-  p.tile = block_attention_tile(d, block, block);
+  p.tile = block_attention_tile(d, block, block);  // shared memory also holds the rows' deltas
   p.tiled = p.tile > 0;
   p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
   return p;

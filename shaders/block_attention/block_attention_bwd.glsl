@@ -4,7 +4,7 @@
 //   dv_s = sum_t P[t][s] do_t
 // MODE 0: one invocation per query row t: delta_t (stored) and dq_t.
 // MODE 1: one invocation per key row s: dk_s and dv_s (reads delta from MODE 0).
-// q, k, dq, dk: [BH, N, Dk]; v, o, do, dv: [BH, N, Dv] sfloat; lse, delta: [BH, N] f32.
+// The buffers are in block_attention_bwd_io.glsl.
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint BLOCK = 64;
@@ -13,17 +13,7 @@ layout(constant_id = 2) const uint MAX_D = 128;
 layout(constant_id = 3) const uint MODE = 0;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
-layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
-layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
-layout(std430, binding = 3) readonly buffer O { sfloat o[]; };
-layout(std430, binding = 4) readonly buffer Do { sfloat dout[]; };
-layout(std430, binding = 5) readonly buffer Lse { float lse[]; };
-layout(std430, binding = 6) buffer Delta { float delta[]; };
-layout(std430, binding = 7) writeonly buffer G0 { sfloat g0[]; };  // dq (MODE 0) or dk (MODE 1)
-layout(std430, binding = 8) writeonly buffer G1 { sfloat g1[]; };  // dv (MODE 1)
-#include "contract/attention.glsl"
-layout(push_constant) uniform PushBlock { BlockAttentionPush p; };
+#include "block_attention_bwd_io.glsl"
 
 afloat score(uint qk, uint t, uint s) {
   afloat x = 0.0;
@@ -57,7 +47,7 @@ void main() {
       const afloat ds = prob * (do_dot_v(vo, t, s) - d) * p.scale;
       for (uint i = 0; i < p.dk; ++i) acc0[i] += ds * afloat(k[qk + s * p.dk + i]);
     }
-    for (uint i = 0; i < p.dk; ++i) g0[qk + t * p.dk + i] = sfloat(acc0[i]);
+    for (uint i = 0; i < p.dk; ++i) dq[qk + t * p.dk + i] = sfloat(acc0[i]);
   } else {
     const uint s = row;
     for (uint i = 0; i < p.dk; ++i) acc0[i] = 0.0;
@@ -68,7 +58,7 @@ void main() {
       for (uint i = 0; i < p.dk; ++i) acc0[i] += ds * afloat(q[qk + t * p.dk + i]);
       for (uint j = 0; j < p.dv; ++j) acc1[j] += prob * afloat(dout[vo + t * p.dv + j]);
     }
-    for (uint i = 0; i < p.dk; ++i) g0[qk + s * p.dk + i] = sfloat(acc0[i]);
-    for (uint j = 0; j < p.dv; ++j) g1[vo + s * p.dv + j] = sfloat(acc1[j]);
+    for (uint i = 0; i < p.dk; ++i) dk[qk + s * p.dk + i] = sfloat(acc0[i]);
+    for (uint j = 0; j < p.dv; ++j) dv[vo + s * p.dv + j] = sfloat(acc1[j]);
   }
 }

@@ -25,11 +25,12 @@ shared afloat scores[BLOCK * BLOCK];     // [t][s]: P, then dS
 shared afloat row_tile[BLOCK * TILE];    // [row][x]: a TILE-wide slice of the block's rows
 shared afloat other_tile[TILE * MAX_D];  // [row][x] slices (BLOCK <= MAX_D rows) or [x][col] tiles
 shared afloat delta_row[BLOCK];
+#include "block_attention_tiles.glsl"
 
 // The block's operands by index: 0 q, 1 k, 2 v, 3 do (rows of `width` elements).
 const uint kQ = 0u, kK = 1u, kV = 2u, kDo = 3u;
 
-uint len, qk_base, v_base, lse_base;
+uint qk_base, v_base, lse_base;
 
 afloat operand(uint which, uint row, uint x) {
   if (which == kQ) return afloat(q[qk_base + row * p.dk + x]);
@@ -40,72 +41,10 @@ afloat operand(uint which, uint row, uint x) {
 
 bool in_mask(uint t, uint s) { return t < len && s < len && (!CAUSAL || s <= t); }
 
-// acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + c][x] for the block's rows of A and B,
-// a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
-void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, inout afloat acc[4][4]) {
-  const uint tid = gl_LocalInvocationID.x;
-  for (uint x0 = 0; x0 < width; x0 += TILE) {
-    const uint w = min(TILE, width - x0);
-    barrier();  // the previous tiles (or scores) -> these loads
-    for (uint e = tid; e < len * w; e += WG_SIZE) {
-      const uint row = e / w, x = e % w;
-      row_tile[row * TILE + x] = operand(a, row, x0 + x);
-      other_tile[row * TILE + x] = operand(b, row, x0 + x);
-    }
-    barrier();  // tiles loaded -> read by every block owner
-    if (!owner) continue;
-    for (uint x = 0; x < w; ++x) {
-      afloat av[4], bv[4];
-      for (uint r = 0; r < 4; ++r) av[r] = row_tile[min(r0 + r, len - 1) * TILE + x];
-      for (uint c = 0; c < 4; ++c) bv[c] = other_tile[min(s0 + c, len - 1) * TILE + x];
-      for (uint r = 0; r < 4; ++r)
-        for (uint c = 0; c < 4; ++c) acc[r][c] += av[r] * bv[c];
-    }
-  }
-}
-
-// out[r][c] = sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) with M = scores and B the
-// block's rows of operand b (width columns): 4 x 4 blocks of (r, c), TILE rows of B at a time.
-// The result goes to dv (b = do), dq (b = k) or dk (b = q).
-void scores_product(bool transposed, uint b, uint width) {
-  const uint tid = gl_LocalInvocationID.x, blocks_r = (len + 3) / 4, blocks_c = (width + 3) / 4;
-  for (uint round = 0; round * WG_SIZE < blocks_r * blocks_c; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_r * blocks_c;
-    const uint r0 = owner ? blk / blocks_c * 4 : 0, c0 = owner ? blk % blocks_c * 4 : 0;
-    afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    for (uint x0 = 0; x0 < len; x0 += TILE) {
-      const uint rows = min(TILE, len - x0);
-      barrier();  // scores (first time) and the previous tile -> these loads
-      for (uint e = tid; e < rows * width; e += WG_SIZE) {
-        const uint x = e / width, c = e % width;
-        other_tile[x * MAX_D + c] = operand(b, x0 + x, c);
-      }
-      barrier();  // tile loaded -> read by every block owner
-      if (!owner) continue;
-      for (uint x = 0; x < rows; ++x) {
-        afloat mv[4], bv[4];
-        for (uint r = 0; r < 4; ++r) {
-          const uint rr = min(r0 + r, len - 1);
-          mv[r] = transposed ? scores[(x0 + x) * BLOCK + rr] : scores[rr * BLOCK + x0 + x];
-        }
-        for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * MAX_D + min(c0 + c, width - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint c = 0; c < 4; ++c) acc[r][c] += mv[r] * bv[c];
-      }
-    }
-    if (!owner) continue;
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) {
-        if (r0 + r >= len || c0 + c >= width) continue;
-        const uint row = r0 + r, col = c0 + c;
-        if (b == kDo) dv[v_base + row * p.dv + col] = sfloat(acc[r][c]);
-        else if (b == kK) dq[qk_base + row * p.dk + col] = sfloat(acc[r][c]);
-        else dk[qk_base + row * p.dk + col] = sfloat(acc[r][c]);
-      }
-  }
+void store_result(uint b, uint row, uint col, afloat value) {
+  if (b == kDo) dv[v_base + row * p.dv + col] = sfloat(value);
+  else if (b == kK) dq[qk_base + row * p.dk + col] = sfloat(value);
+  else dk[qk_base + row * p.dk + col] = sfloat(value);
 }
 
 void main() {

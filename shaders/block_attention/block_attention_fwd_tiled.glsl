@@ -18,15 +18,30 @@ layout(local_size_x_id = 0) in;
 
 #include "block_attention_fwd_io.glsl"
 
-shared afloat scores[BLOCK * BLOCK];    // [t][s]: logits, then probabilities
-shared afloat q_tile[BLOCK * TILE];     // [t][i]
-shared afloat other_tile[TILE * MAX_D]; // [s][i] keys (BLOCK <= MAX_D rows), then [s][j] values
+shared afloat scores[BLOCK * BLOCK];     // [t][s]: logits, then probabilities
+shared afloat row_tile[BLOCK * TILE];    // [row][x]: a TILE-wide slice of the block's rows
+shared afloat other_tile[TILE * MAX_D];  // [row][x] slices (BLOCK <= MAX_D rows) or [x][col] tiles
+#include "block_attention_tiles.glsl"
+
+// The block's operands by index: 0 q, 1 k, 2 v.
+const uint kQ = 0u, kK = 1u, kV = 2u;
+
+uint qk_base, v_base;
+
+afloat operand(uint which, uint row, uint x) {
+  if (which == kQ) return afloat(q[qk_base + row * p.dk + x]);
+  if (which == kK) return afloat(k[qk_base + row * p.dk + x]);
+  return afloat(v[v_base + row * p.dv + x]);
+}
+
+void store_result(uint b, uint row, uint col, afloat value) { o[v_base + row * p.dv + col] = sfloat(value); }
 
 void main() {
   const uint bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   const uint b0 = gl_WorkGroupID.x * BLOCK;
-  const uint len = min(BLOCK, p.n - b0);
-  const uint qk_base = (bh * p.n + b0) * p.dk, v_base = (bh * p.n + b0) * p.dv;
+  len = min(BLOCK, p.n - b0);
+  qk_base = (bh * p.n + b0) * p.dk;
+  v_base = (bh * p.n + b0) * p.dv;
   const uint blocks_t = (len + 3) / 4;
 
   // 1. Logits, 4 x 4 blocks of (t, s).
@@ -37,24 +52,7 @@ void main() {
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    for (uint k0 = 0; k0 < p.dk; k0 += TILE) {
-      const uint width = min(TILE, p.dk - k0);
-      barrier();  // the previous tiles -> these loads
-      for (uint e = tid; e < len * width; e += WG_SIZE) {
-        const uint row = e / width, kk = e % width;
-        q_tile[row * TILE + kk] = afloat(q[qk_base + row * p.dk + k0 + kk]);
-        other_tile[row * TILE + kk] = afloat(k[qk_base + row * p.dk + k0 + kk]);
-      }
-      barrier();  // tiles loaded -> read by every block owner
-      if (!owner) continue;
-      for (uint kk = 0; kk < width; ++kk) {
-        afloat qv[4], kv[4];
-        for (uint r = 0; r < 4; ++r) qv[r] = q_tile[min(r0 + r, len - 1) * TILE + kk];
-        for (uint c = 0; c < 4; ++c) kv[c] = other_tile[min(s0 + c, len - 1) * TILE + kk];
-        for (uint r = 0; r < 4; ++r)
-          for (uint c = 0; c < 4; ++c) acc[r][c] += qv[r] * kv[c];
-      }
-    }
+    rows_product(kQ, kK, p.dk, owner, r0, s0, acc);
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c)
@@ -78,35 +76,6 @@ void main() {
     lse[bh * p.n + b0 + t] = m + log(l);
   }
 
-  // 3. O = P V, 4 x 4 blocks of (t, j).
-  const uint blocks_j = (p.dv + 3) / 4;
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_j;
-    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j * 4 : 0;
-    afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    for (uint s0 = 0; s0 < len; s0 += TILE) {
-      const uint rows = min(TILE, len - s0);
-      barrier();  // probabilities (first time) and the previous tile -> these loads
-      for (uint e = tid; e < rows * p.dv; e += WG_SIZE) {
-        const uint s = e / p.dv, j = e % p.dv;
-        other_tile[s * MAX_D + j] = afloat(v[v_base + (s0 + s) * p.dv + j]);
-      }
-      barrier();  // tile loaded -> read by every block owner
-      if (!owner) continue;
-      for (uint s = 0; s < rows; ++s) {
-        afloat pv[4], vv[4];
-        for (uint r = 0; r < 4; ++r) pv[r] = scores[min(r0 + r, len - 1) * BLOCK + s0 + s];
-        for (uint c = 0; c < 4; ++c) vv[c] = other_tile[s * MAX_D + min(j0 + c, p.dv - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint c = 0; c < 4; ++c) acc[r][c] += pv[r] * vv[c];
-      }
-    }
-    if (!owner) continue;
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c)
-        if (r0 + r < len && j0 + c < p.dv) o[v_base + (r0 + r) * p.dv + j0 + c] = sfloat(acc[r][c]);
-  }
+  // 3. O = P V (its first barrier orders the probabilities before their reads).
+  scores_product(false, kV, p.dv);
 }

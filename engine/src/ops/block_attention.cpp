@@ -113,13 +113,15 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
+  // Every backward kernel's buffers (block_attention_bwd_io.glsl).
+  const std::vector<const Tensor*> bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out};
   const plan::BlockAttentionBackwardPlan p =
       plan::block_attention_backward(plan::traits_of(seq), opt.block, uint32_t(dk), uint32_t(dv));
   if (p.tiled) {
     // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
     const std::string kernel = "block_attention/block_attention_bwd_tiled_" + suffix;  // outlives the dispatch
     return seq.dispatch({.kernel = kernel,
-                         .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out},
+                         .bindings = bindings,
                          .push = push_bytes(push),
                          .groups = {uint32_t(blocks), uint32_t(bh), 1},
                          .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block),
@@ -136,7 +138,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
     for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
       RILL_RETURN_IF_ERROR(seq.dispatch(
           {.kernel = kernel,
-           .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out},
+           .bindings = bindings,
            .push = push_bytes(push),
            .groups = {uint32_t(interleave ? blocks * groups : blocks), uint32_t(bh), interleave ? 1 : groups},
            .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("DK", uint32_t(dk)),
@@ -146,18 +148,17 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
            .bytes = bh * n * (es * (kind == gpu::kBlockBackwardDq ? 2 * dk + 2 * dv : 3 * dk + 4 * dv) + 8)}));
     return Status::ok();
   }
-  for (uint32_t mode : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv}) {
-    // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv (its G1 binding is unused in MODE 0).
+  // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv.
+  const std::string kernel = "block_attention/block_attention_bwd_" + suffix;  // outlives the dispatches
+  for (uint32_t mode : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
     RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = "block_attention/block_attention_bwd_" + suffix,
-                      .bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, mode == gpu::kBlockBackwardDq ? &dq : &dk_out,
-                                   mode == gpu::kBlockBackwardDq ? &dq : &dv_out},
+        seq.dispatch({.kernel = kernel,
+                      .bindings = bindings,
                       .push = push_bytes(push),
                       .groups = {uint32_t(blocks), uint32_t(bh), 1},
                       .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("MODE", mode)},
                       .flops = 2 * bh * pairs * (mode == gpu::kBlockBackwardDq ? 2 * dk + dv : 2 * dk + 2 * dv),
                       .bytes = bh * n * (es * (3 * dk + 3 * dv) + 8)}));
-  }
   return Status::ok();
 }
 
