@@ -1,5 +1,4 @@
-// Block attention backward for CPU drivers, every gradient in one dispatch (the buffers are in
-// block_attention_bwd_io.glsl). With P[t][s] = exp(scale q_t.k_s - lse_t) over the block (s <= t
+// Block attention backward for CPU drivers (the buffers are in block_attention_bwd_io.glsl). With P[t][s] = exp(scale q_t.k_s - lse_t) over the block (s <= t
 // when CAUSAL), dP[t][s] = do_t . v_s and delta_t = do_t . o_t:
 //   dS = scale P (dP - delta),  dq_t = sum_s dS[t][s] k_s,  dk_s = sum_t dS[t][s] q_t,
 //   dv_s = sum_t P[t][s] do_t
@@ -9,8 +8,8 @@
 // spread over the lanes and broadcast by shuffles. Two dispatches, independent of each other
 // (KIND): query groups (their rows' delta and dq, walking the keys) and key groups (their rows' dk
 // and dv, walking the queries; each query's delta from its spread rows of do and o, summed across
-// the lanes by butterfly shuffles, which leave the same bits in every lane). One kernel with both
-// kinds ran 1.5x slower on lavapipe than the two apart.
+// the lanes by butterfly shuffles, which leave the same bits in every lane). One kernel holding
+// both kinds ran 1.5-4.5x slower on lavapipe than the two apart (LLVM's frame held both).
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "rill_common.glsl"
