@@ -54,18 +54,12 @@ void main() {
   qk_base = (bh * p.n + b0) * p.dk;
   v_base = (bh * p.n + b0) * p.dv;
   lse_base = bh * p.n + b0;
-  const uint blocks_t = (len + 3) / 4;
 
   // 1. P, 4 x 4 blocks of (t, s); 3. dS in place. One round each for blocks up to 64 at WG 256.
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_t; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_t;
-    const uint t0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t * 4 : 0;
+  for (uint round = 0; round < score_rounds(); ++round) {
+    uint t0, s0;
     afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    rows_product(kQ, kK, p.dk, owner, t0, s0, acc);
-    if (!owner) continue;
+    if (!score_block(round, kQ, kK, p.dk, t0, s0, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
         const uint t = t0 + r, s = s0 + c;
@@ -84,15 +78,10 @@ void main() {
     delta_row[t] = d;
     delta[lse_base + t] = d;
   }
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_t; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_t;
-    const uint t0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t * 4 : 0;
+  for (uint round = 0; round < score_rounds(); ++round) {
+    uint t0, s0;
     afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    rows_product(kDo, kV, p.dv, owner, t0, s0, acc);  // its barriers order delta_row and dV's reads
-    if (!owner) continue;
+    if (!score_block(round, kDo, kV, p.dv, t0, s0, acc)) continue;  // its barriers order delta_row and dV's reads
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
         const uint t = t0 + r, s = s0 + c;

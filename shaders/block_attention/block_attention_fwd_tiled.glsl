@@ -42,18 +42,12 @@ void main() {
   len = min(BLOCK, p.n - b0);
   qk_base = (bh * p.n + b0) * p.dk;
   v_base = (bh * p.n + b0) * p.dv;
-  const uint blocks_t = (len + 3) / 4;
 
   // 1. Logits, 4 x 4 blocks of (t, s).
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_t; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_t;
-    const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t * 4 : 0;
+  for (uint round = 0; round < score_rounds(); ++round) {
+    uint r0, s0;
     afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    rows_product(kQ, kK, p.dk, owner, r0, s0, acc);
-    if (!owner) continue;
+    if (!score_block(round, kQ, kK, p.dk, r0, s0, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c)
         if (r0 + r < len && s0 + c < len) scores[(r0 + r) * BLOCK + s0 + c] = acc[r][c] * p.scale;

@@ -34,6 +34,25 @@ void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, inou
   }
 }
 
+// The block's len x len scores as 4 x 4 blocks of (t, s), WG_SIZE blocks a round.
+uint score_rounds() {
+  const uint blocks_t = (len + 3) / 4;
+  return (blocks_t * blocks_t + WG_SIZE - 1) / WG_SIZE;
+}
+
+// This invocation's block (t0, s0) of round `round` and acc = its part of A B^T (rows_product);
+// false past the last block. Every invocation calls it (it holds barriers).
+bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s0, out afloat acc[4][4]) {
+  const uint blocks_t = (len + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
+  const bool owner = blk < blocks_t * blocks_t;
+  t0 = owner ? blk / blocks_t * 4 : 0;
+  s0 = owner ? blk % blocks_t * 4 : 0;
+  for (uint r = 0; r < 4; ++r)
+    for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
+  rows_product(a, b, width, owner, t0, s0, acc);
+  return owner;
+}
+
 // out[r][c] = sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) with M = scores and B the
 // block's rows of operand b (width columns): 4 x 4 blocks of (r, c), TILE rows of B at a time.
 // Each result goes to the includer's store_result(b, row, col, value).
