@@ -2,7 +2,9 @@
 
 #include <bit>
 #include <cmath>
+#include <span>
 #include <string>
+#include <type_traits>
 
 namespace rill::icl::detail {
 namespace {
@@ -31,12 +33,11 @@ std::vector<float> initial_parameters(uint64_t seed, size_t count, float std_dev
   return out;
 }
 
-Status upload_words(Context& ctx, const Tensor& t, std::span<const uint32_t> words) {
-  return ctx.upload(t, {reinterpret_cast<const uint8_t*>(words.data()), words.size_bytes()});
-}
-
-Status upload_entries(Context& ctx, const Tensor& table, std::span<const gpu::IclModelEntry> entries) {
-  return ctx.upload(table, {reinterpret_cast<const uint8_t*>(entries.data()), entries.size_bytes()});
+// Uploads plain values (state words, model-table entries) as their bytes.
+template <typename T>
+Status upload_values(Context& ctx, const Tensor& t, std::span<const T> values) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return ctx.upload(t, {reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
 }
 
 }  // namespace
@@ -87,7 +88,7 @@ gpu::IclModelEntry sampling_entry(const TrainConfig& c, uint64_t seed, std::opti
 
 Result<Tensor> entry_table(Context& ctx, const gpu::IclModelEntry& entry) {
   RILL_ASSIGN_OR_RETURN(Tensor t, ctx.tensor(DType::kU32, {int64_t(gpu::kIclModelEntryWords)}, "icl.sampling_entry"));
-  RILL_RETURN_IF_ERROR(upload_entries(ctx, t, {&entry, 1}));
+  RILL_RETURN_IF_ERROR(upload_values<gpu::IclModelEntry>(ctx, t, {&entry, 1}));
   return t;
 }
 
@@ -108,7 +109,7 @@ Result<ModelState> ModelState::create(Context& ctx, const Shape& s, std::span<co
   RILL_ASSIGN_OR_RETURN(m.entries, ctx.tensor(DType::kU32, {gpu::kIclModelEntryWords * models}, "icl.models"));
   std::vector<gpu::IclModelEntry> entries;
   for (const TrainConfig& c : configs) entries.push_back(model_entry(c));
-  RILL_RETURN_IF_ERROR(upload_entries(ctx, m.entries, entries));
+  RILL_RETURN_IF_ERROR(upload_values<gpu::IclModelEntry>(ctx, m.entries, entries));
 
   std::vector<float> params_init;
   params_init.reserve(size_t(params));
@@ -126,7 +127,7 @@ Result<ModelState> ModelState::create(Context& ctx, const Shape& s, std::span<co
     uint32_t* w = state.data() + i * gpu::kIclStateWords;
     w[gpu::kIclStateBeta1Power] = w[gpu::kIclStateBeta2Power] = std::bit_cast<uint32_t>(1.0f);
   }
-  RILL_RETURN_IF_ERROR(upload_words(ctx, m.state, state));
+  RILL_RETURN_IF_ERROR(upload_values<uint32_t>(ctx, m.state, state));
   m.shape_params = s.params;
   return m;
 }
@@ -164,7 +165,7 @@ Status ModelState::restore(Context& ctx, uint32_t model, const Checkpoint& c) co
   RILL_RETURN_IF_ERROR(put(moment2, c.moment2));
   RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> words, all_state_words(ctx));
   std::copy(c.state.begin(), c.state.end(), words.begin() + ptrdiff_t(model) * gpu::kIclStateWords);
-  return upload_words(ctx, state, words);
+  return upload_values<uint32_t>(ctx, state, words);
 }
 
 ModelProgress read_progress(std::span<const uint32_t> words, std::span<const float> ring, int64_t from,
