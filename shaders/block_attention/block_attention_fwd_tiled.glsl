@@ -8,20 +8,8 @@
 //   3. O = P V, TILE rows of V at a time.
 // q, k: [BH, N, Dk], v, o: [BH, N, Dv] sfloat with Dk, Dv <= 128; lse: [BH, N] f32.
 #include "rill_common.glsl"
-
-layout(constant_id = 0) const uint WG_SIZE = 256;
-layout(constant_id = 1) const uint BLOCK = 64;  // <= 64 (the scores live in shared memory)
-layout(constant_id = 2) const bool CAUSAL = true;
-layout(constant_id = 3) const uint TILE = 16;
-layout(local_size_x_id = 0) in;
-#define MAX_D 128u
-
 #include "block_attention_fwd_io.glsl"
-
-shared afloat scores[BLOCK * BLOCK];     // [t][s]: logits, then probabilities
-shared afloat row_tile[BLOCK * TILE];    // [row][x]: a TILE-wide slice of the block's rows
-shared afloat other_tile[TILE * MAX_D];  // [row][x] slices (BLOCK <= MAX_D rows) or [x][col] tiles
-#include "block_attention_tiles.glsl"
+#include "block_attention_tiles.glsl"  // the specialization constants and shared tiles
 
 // The block's operands by index: 0 q, 1 k, 2 v.
 const uint kQ = 0u, kK = 1u, kV = 2u;

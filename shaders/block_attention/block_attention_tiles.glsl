@@ -2,10 +2,21 @@
 // (block_attention_fwd_tiled.glsl, block_attention_bwd_tiled.glsl): 4 x 4 blocks of results in each
 // invocation's registers, operands streamed through TILE-wide tiles.
 //
-// The includer declares WG_SIZE, BLOCK, TILE, MAX_D, the shared arrays scores[BLOCK * BLOCK],
-// row_tile[BLOCK * TILE] and other_tile[TILE * MAX_D], sets `len` (the block's rows), and defines
-// operand(which, row, x) (element x of the block's row `row` of operand `which`) and
-// store_result(which, row, col, value) (scores_product's result, by its operand b).
+// Declared here for both kernels: their specialization constants, the block's scores and the two
+// tiles. The includer sets `len` (the block's rows) and defines operand(which, row, x) (element x
+// of the block's row `row` of operand `which`) and store_result(which, row, col, value)
+// (scores_product's result, by its operand b).
+layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(constant_id = 1) const uint BLOCK = 64;  // <= 64 (the scores live in shared memory)
+layout(constant_id = 2) const bool CAUSAL = true;
+layout(constant_id = 3) const uint TILE = 16;
+layout(local_size_x_id = 0) in;
+#define MAX_D 128u
+
+shared afloat scores[BLOCK * BLOCK];     // [t][s]: logits or P, then probabilities or dS
+shared afloat row_tile[BLOCK * TILE];    // [row][x]: a TILE-wide slice of the block's rows
+shared afloat other_tile[TILE * MAX_D];  // [row][x] slices (BLOCK <= MAX_D rows) or [x][col] tiles
+
 uint len;
 afloat operand(uint which, uint row, uint x);
 void store_result(uint b, uint row, uint col, afloat value);
