@@ -23,6 +23,10 @@ rill::Tensor random_tensor(rill::Context& ctx, rill::DType dtype, std::vector<in
   return std::move(t).value();
 }
 
+// GPUs (thousands of GFLOP/s, against lavapipe's ~70) get shapes worth timing: longer sequences,
+// bigger products, a tighter time budget for the slow reference forms.
+bool large_device(const rill::DevicePeaks& peaks) { return peaks.fma_f32_gflops >= 2000.0; }
+
 bool report(const rill::Status& s, const char* what) {
   if (s.is_ok()) return true;
   std::fprintf(stderr, "rill bench %s: %s\n", what, s.to_string().c_str());
@@ -58,9 +62,14 @@ bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peak
 // Both kernel families on this device, each in its own context (the family is a context setting).
 bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
   const int reps = quick ? 2 : 5;
-  const std::vector<std::array<int64_t, 3>> shapes =
+  std::vector<std::array<int64_t, 3>> shapes =  // {m, n, k}
       quick ? std::vector<std::array<int64_t, 3>>{{512, 512, 512}}
             : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {4096, 256, 256}, {256, 1024, 4096}};
+  if (large_device(peaks)) {  // 4096^3 and the LM's projections over 64K tokens (256 -> 512 and back)
+    shapes.push_back({4096, 4096, 4096});
+    shapes.push_back({65536, 512, 256});
+    shapes.push_back({65536, 256, 512});
+  }
   for (const char* family : {"cpu", "gpu"}) {
     rill::ContextOptions options;
     options.kernel_variant = family;
@@ -101,46 +110,60 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
     if (!report(ctx.status(), "linear_attention")) return false;
     contexts.emplace(name, std::move(ctx).value());
   }
-  const int64_t heads = 4, d = 64, segment = 65536;
-  const std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024, 4096, 16384}
-                                             : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144};
-  const double budget_ms = quick ? 5e3 : 60e3;  // skip a form whose next length would take longer
+  const bool large = large_device(peaks);
+  const int64_t segment = 65536;
+  std::vector<int64_t> lengths =
+      quick ? std::vector<int64_t>{1024, 4096, 16384} : std::vector<int64_t>{1024, 4096, 16384, 65536, 262144};
+  if (large && !quick) lengths.push_back(1048576);
+  // Skip a form whose next length would take longer than this.
+  const double budget_ms = quick ? 5e3 : large ? 3e3 : 60e3;
   std::map<std::string, std::vector<std::pair<double, double>>> curves;
-  for (const char* form : {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"}) {
-    const std::string f = form;
-    rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
-    double last_ms = 0.0;
-    int64_t last_n = 0;
-    const double growth = f == "naive" ? 2.0 : 1.0;  // predicted time exponent
-    for (int64_t n : lengths) {
-      if (last_ms > 0 && last_ms * std::pow(double(n) / double(last_n), growth) > budget_ms) {
-        out.push_back({{"op", "linear_attention_causal"}, {"variant", form}, {"shape", {{"n", n}}},
-                       {"skipped", "predicted to exceed the time budget"}});
-        continue;
+  // {heads, head dim}: the kernels' shape; on GPUs also the default LM's (H8 D32), parallel form only.
+  std::vector<std::pair<int64_t, int64_t>> head_shapes = {{4, 64}};
+  if (large) head_shapes.push_back({8, 32});
+  for (const auto& [heads, d] : head_shapes)
+    for (const char* form : {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"}) {
+      const std::string f = form;
+      if (heads != 4 && f != "chunked_parallel") continue;
+      rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
+      double last_ms = 0.0;
+      int64_t last_n = 0;
+      const double growth = f == "naive" ? 2.0 : 1.0;  // predicted time exponent
+      for (int64_t n : lengths) {
+        if (last_ms > 0 && last_ms * std::pow(double(n) / double(last_n), growth) > budget_ms) {
+          out.push_back({{"op", "linear_attention_causal"},
+                         {"variant", form},
+                         {"shape", {{"n", n}, {"heads", heads}}},
+                         {"skipped", "predicted to exceed the time budget"}});
+          continue;
+        }
+        const int64_t seg = std::min(n, f == "naive" ? n : segment);
+        auto q = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 1);
+        auto k = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 2);
+        auto v = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 3);
+        auto o = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 4);
+        auto state = random_tensor(ctx, rill::DType::kF32, {1, heads, d, d}, 5);
+        if (!q.valid() || !o.valid())
+          return report(rill::resource_exhausted("tensor allocation failed"), "linear_attention");
+        const uint32_t chunk = f == "recurrent" ? 1 : 64;
+        auto t = time_op(
+            ctx,
+            [&](rill::Sequence& s) -> rill::Status {
+              if (f == "naive") return rill::ops::linear_attention_naive(s, q, k, v, o);
+              for (int64_t done = 0; done < n; done += seg)
+                RILL_RETURN_IF_ERROR(rill::ops::linear_attention_forward(s, q, k, v, o, state,
+                                                                         {.chunk = chunk, .continue_state = done > 0}));
+              return rill::Status::ok();
+            },
+            quick ? 1 : 3);
+        if (!report(t.status(), "linear_attention")) return false;
+        out.push_back(op_record("linear_attention_causal", form, {{"n", n}, {"heads", heads}, {"dk", d}, {"dv", d}},
+                                t.value(), peaks));
+        last_ms = t->median_ms;
+        last_n = n;
+        if (n >= 4096 && heads == 4) curves[form].push_back({double(n), t->median_ms});
       }
-      const int64_t seg = std::min(n, f == "naive" ? n : segment);
-      auto q = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 1);
-      auto k = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 2);
-      auto v = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 3);
-      auto o = random_tensor(ctx, rill::DType::kF32, {1, heads, seg, d}, 4);
-      auto state = random_tensor(ctx, rill::DType::kF32, {1, heads, d, d}, 5);
-      if (!q.valid() || !o.valid()) return report(rill::resource_exhausted("tensor allocation failed"), "linear_attention");
-      const uint32_t chunk = f == "recurrent" ? 1 : 64;
-      auto t = time_op(ctx, [&](rill::Sequence& s) -> rill::Status {
-        if (f == "naive") return rill::ops::linear_attention_naive(s, q, k, v, o);
-        for (int64_t done = 0; done < n; done += seg)
-          RILL_RETURN_IF_ERROR(rill::ops::linear_attention_forward(s, q, k, v, o, state,
-                                                                   {.chunk = chunk, .continue_state = done > 0}));
-        return rill::Status::ok();
-      }, quick ? 1 : 3);
-      if (!report(t.status(), "linear_attention")) return false;
-      out.push_back(op_record("linear_attention_causal", form, {{"n", n}, {"heads", heads}, {"dk", d}, {"dv", d}},
-                              t.value(), peaks));
-      last_ms = t->median_ms;
-      last_n = n;
-      if (n >= 4096) curves[form].push_back({double(n), t->median_ms});
     }
-  }
   for (const auto& [form, points] : curves) {
     if (points.size() < 2) continue;
     out.push_back({{"op", "linear_attention_causal"}, {"variant", form},
@@ -149,8 +172,10 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
   }
   // The non-causal forward and the causal backward (what training runs), in each algorithm. One
   // segment each; lengths past the time budget are skipped.
-  const std::vector<int64_t> short_lengths =
+  std::vector<int64_t> short_lengths =
       quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 16384, 65536};
+  if (large && !quick) short_lengths.push_back(262144);
+  const int64_t heads = 4, d = 64;
   for (const char* form : {"chunked_parallel", "chunked_serial", "scan"}) {
     const std::string f = form;
     rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");

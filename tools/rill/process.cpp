@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
@@ -44,7 +45,10 @@ long process_id() { return long(getpid()); }
 #endif
 
 std::optional<std::string> python_output(const std::string& arguments) {
-  const std::string command = kPythonCommand + arguments + kDiscardStderr;
+  // RILL_PYTHON names another interpreter (a GPU machine's PyTorch often lives in a virtualenv).
+  const char* chosen = std::getenv("RILL_PYTHON");
+  const std::string python = chosen != nullptr && *chosen != '\0' ? std::string(chosen) + " " : kPythonCommand;
+  const std::string command = python + arguments + kDiscardStderr;
   FILE* pipe = open_pipe(command.c_str());
   if (pipe == nullptr) return std::nullopt;
   std::string out;

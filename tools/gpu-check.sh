@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One device call's worth of GPU checks, for a machine set up by ../shared/gpu (pack.sh, run.sh):
+#
+#   bash .gpu/run.sh bash tools/gpu-check.sh [step ...]     # default: every step, in this order
+#
+# Steps: info la block matmul rmsnorm icl lm tests. Each runs under its own time limit (so one slow
+# step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
+# $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
+# with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
+set -u
+out=${OUT:-/tmp/out}
+work=$(mktemp -d)
+mkdir -p "$out"
+if [ -z "${RILL_PYTHON:-}" ]; then  # the first python3 that has PyTorch
+  for py in "$(command -v python3)" /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+    if [ -x "$py" ] && "$py" -c "import torch" 2>/dev/null; then export RILL_PYTHON=$py; break; fi
+  done
+fi
+echo "peers: ${RILL_PYTHON:-no python3 with torch}"
+rill=build/release/bin/rill
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(info la block matmul rmsnorm icl lm tests)
+
+run_step() {  # name, limit in seconds, command...
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$work/$name.json" 2>"$work/$name.log"
+  local rc=$?
+  echo "== $name: rc $rc in $((SECONDS - start)) s (limit $limit s)"
+  [ $rc -eq 0 ] || tail -n 5 "$work/$name.log"
+  tar -czf "$out/gpu-check.tgz" -C "$work" .  # after every step: a call cut short still brings back the rest
+}
+
+for s in "${steps[@]}"; do
+  case $s in
+    info) run_step info 20 "$rill" info ;;
+    la) run_step la 90 "$rill" bench --op linear_attention --peers ;;
+    block) run_step block 40 "$rill" bench --op block_attention --peers ;;
+    matmul) run_step matmul 45 "$rill" bench --op matmul --peers ;;
+    rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
+    icl) run_step icl 40 "$rill" bench --op icl --no-torch ;;
+    lm) run_step lm 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-max-tokens 1048576 ;;
+    tests) run_step tests 120 ctest --test-dir build/release -j16 -E install_and_consume --timeout 120 \
+             --output-on-failure ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
+
+python3 - "$work" <<'PY'
+import json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        continue
+    records = data.get("records", data) if isinstance(data, dict) else data
+    for r in records if isinstance(records, list) else []:
+        if not isinstance(r, dict):
+            continue
+        keep = {k: r[k] for k in ("op", "variant", "shape", "median_ms", "peer_ms", "speedup_vs_peer",
+                                  "peak_fraction", "steps_per_s", "model_steps_per_s", "tokens_per_s",
+                                  "ms_per_token", "skipped") if k in r}
+        print(path.stem, json.dumps(keep, separators=(",", ":"))[:300])
+PY
+grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$work/tests.json" 2>/dev/null | head -30
