@@ -3,7 +3,9 @@
 #
 #   bash .gpu/run.sh bash tools/gpu-check.sh [step ...]     # default: every step, in this order
 #
-# Steps: info la block matmul rmsnorm icl lm tests. Each runs under its own time limit (so one slow
+# Steps: info la block matmul rmsnorm icl lm tests (the default set), and on request: sampler (the
+# bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
+# Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
 # with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
@@ -35,7 +37,7 @@ run_step() {  # name, limit in seconds, command...
 for s in "${steps[@]}"; do
   case $s in
     info) run_step info 20 "$rill" info ;;
-    la) run_step la 90 "$rill" bench --op linear_attention --peers ;;
+    la) run_step la 130 "$rill" bench --op linear_attention --peers ;;
     block) run_step block 40 "$rill" bench --op block_attention --peers ;;
     matmul) run_step matmul 45 "$rill" bench --op matmul --peers ;;
     rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
@@ -43,6 +45,15 @@ for s in "${steps[@]}"; do
     lm) run_step lm 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-max-tokens 1048576 ;;
     tests) run_step tests 120 ctest --test-dir build/release -j16 -E install_and_consume --timeout 120 \
              --output-on-failure ;;
+    sampler) run_step sampler 60 env RILL_TEST=1 build/release/bin/rill_tests \
+               "icl: the GPU task sampler matches its CPU twin bit for bit" ;;
+    profile_lm) yes "hello world, a long prompt " | head -c 65536 >"$work/prompt.txt"
+                run_step profile_lm 60 "$rill" profile --trace "$work/lm-trace.json" -- generate --random \
+                  --prompt-file "$work/prompt.txt" --tokens 64 ;;
+    profile_icl) run_step profile_icl 60 "$rill" profile --trace "$work/icl-trace.json" -- train-icl \
+                   --setting vladymyrov --steps 300 --optimizers adam ;;
+    limits) run_step limits 60 bash -c 'ulimit -n 65536; echo "open files: $(ulimit -n)";
+              RILL_TEST=1 RILL_LIMIT_PROFILE=mali build/release/bin/rill_tests' ;;
     *) echo "unknown step $s" ;;
   esac
 done

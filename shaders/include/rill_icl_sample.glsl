@@ -91,10 +91,11 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
   uvec4 noise0 = rill_icl_bits(s, RILL_ICL_STREAM_NOISE, 0u, task, step);
   precise float sigma = 0.0f;
   if (s.noise_kind == 1u) {
-    precise float level = s.sigma_max * (rill_uniform(noise0.x) - 2.98023223876953125e-8f);
+    precise float level = s.sigma_max * rill_uniform_from_zero(noise0.x);
     sigma = rill_flush_denormal(level);
   } else if (s.noise_kind == 2u) {
-    uint pick = uint(int(float(noise0.x >> 8u) * 5.9604644775390625e-8f * float(s.category_count)));
+    precise float scaled = float(noise0.x >> 8u) * 5.9604644775390625e-8f * float(s.category_count);
+    uint pick = uint(int(scaled));
     sigma = s.categories[pick < s.category_count ? pick : s.category_count - 1u];
   }
   ICL_SIGMA = sigma;

@@ -10,7 +10,9 @@
 //   - no division and no built-in exp/log/sqrt/sin/cos, whose precision differs by driver:
 //     the functions below are polynomials and Newton steps built from the exact operations;
 //   - every float temporary is `precise` (SPIR-V NoContraction) so no driver fuses a*b+c into
-//     an fma; the C++ side is compiled with -ffp-contract=off for the same reason;
+//     an fma or reassociates a sum; the C++ side is compiled with -ffp-contract=off for the same
+//     reason. A value passed straight into a call is not covered by the callee's `precise`: give
+//     it a precise variable of its own (tests/sampler_spirv_precise.sh checks every float op);
 //   - float literals carry the f suffix (in C++ an unsuffixed literal is a double);
 //   - no intermediate is ever a denormal: drivers differ in whether they keep or flush denormal
 //     results and inputs (NVIDIA's flushes f32 denormals by default; lavapipe and the CPU keep
@@ -52,6 +54,14 @@ float rill_flush_denormal(float x) {
 // Uniform in the open interval (0, 1): the top 24 bits, centred in their cell (exact in float).
 float rill_uniform(uint bits) {
   precise float u = float(bits >> 8u) * 5.9604644775390625e-8f + 2.98023223876953125e-8f;
+  return u;
+}
+
+// rill_uniform moved down by half a cell, into [0, 1). Its own precise result: an unmarked
+// subtraction could be reassociated with rill_uniform's addition (SPIR-V allows that without
+// NoContraction), which rounds differently; NVIDIA's compiler did, and its tokens differed.
+float rill_uniform_from_zero(uint bits) {
+  precise float u = rill_uniform(bits) - 2.98023223876953125e-8f;
   return u;
 }
 
@@ -198,8 +208,8 @@ vec4 rill_sincos_turns(float u) {
 vec4 rill_normal4(uvec4 bits) {
   precise float r0 = rill_sqrt(-2.0f * rill_log(rill_uniform(bits.x)));
   precise float r1 = rill_sqrt(-2.0f * rill_log(rill_uniform(bits.z)));
-  vec4 sc0 = rill_sincos_turns(rill_uniform(bits.y) - 2.98023223876953125e-8f);
-  vec4 sc1 = rill_sincos_turns(rill_uniform(bits.w) - 2.98023223876953125e-8f);
+  vec4 sc0 = rill_sincos_turns(rill_uniform_from_zero(bits.y));
+  vec4 sc1 = rill_sincos_turns(rill_uniform_from_zero(bits.w));
   precise float n0 = r0 * sc0.y;
   precise float n1 = r0 * sc0.x;
   precise float n2 = r1 * sc1.y;
@@ -227,7 +237,7 @@ float rill_gamma(RillGammaParams g, uvec4 ctr, uvec2 key, int attempts) {
   for (int a = 0; a < attempts; ++a) {
     uvec4 bits = rill_philox(uvec4(base + uint(a), ctr.y, ctr.z, ctr.w), key);
     precise float radius = rill_sqrt(-2.0f * rill_log(rill_uniform(bits.x)));
-    precise float x = radius * rill_sincos_turns(rill_uniform(bits.y) - 2.98023223876953125e-8f).y;
+    precise float x = radius * rill_sincos_turns(rill_uniform_from_zero(bits.y)).y;
     precise float v = 1.0f + g.mt_c * x;
     if (v <= 0.0f) continue;
     v = v * v * v;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The ICL task sampler must give the same bits on every driver (shaders/include/rill_random.glsl).
+# SPIR-V lets a driver fuse or reassociate any float operation not decorated NoContraction, and
+# lavapipe happens not to, so only this check catches one that slipped through (NVIDIA's compiler
+# reassociated one). Usage: sampler_spirv_precise.sh <spirv-dis> <icl_sample.spv>
+set -euo pipefail
+text=$("$1" --raw-id "$2")
+marked=$(grep -oE 'OpDecorate %[0-9]+ NoContraction' <<<"$text" | awk '{print $2}' | sort -u)
+ops=$(grep -E '^ *%[0-9]+ = OpF(Add|Sub|Mul|Div|Rem|Mod|Negate) ' <<<"$text" | awk '{print $1}' | sort -u)
+count=$(grep -c . <<<"$ops" || true)
+if [ "$count" -lt 100 ]; then
+  echo "only $count float operations found in $2: is this the sampler?"
+  exit 1
+fi
+unmarked=$(comm -23 <(echo "$ops") <(echo "$marked"))
+if [ -n "$unmarked" ]; then
+  echo "float operations without NoContraction (give each a precise variable):"
+  for id in $unmarked; do grep -E "^ *$id = " <<<"$text"; done
+  exit 1
+fi
+echo "all $count float operations of the sampler carry NoContraction"
