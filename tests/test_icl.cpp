@@ -8,6 +8,7 @@
 #include "icl.hpp"
 #include "icl/icl_kernels.hpp"
 #include "icl_sampler.hpp"
+#include "op_test.hpp"
 #include "rill/icl.hpp"
 #include "rill/safetensors.hpp"
 
@@ -105,28 +106,31 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 GPU_TEST_CASE("icl: the GPU task sampler matches its CPU twin bit for bit", "[icl]") {
-  auto ctx = rill_test::make_context();
-  struct Case {
-    int d, n;
-    DataKind data;
-    NoiseKind noise;
-  };
-  for (const Case& k : {Case{1, 1, DataKind::kGaussian, NoiseKind::kNone}, Case{3, 7, DataKind::kGaussian, NoiseKind::kUniform},
-                        Case{5, 20, DataKind::kHeavyTailed, NoiseKind::kNone},
-                        Case{10, 20, DataKind::kGaussian, NoiseKind::kCategorical},
-                        Case{7, 13, DataKind::kHeavyTailed, NoiseKind::kUniform}}) {
-    TrainConfig c = small_config(k.d, k.n, 1, 1, Parameterization::kFull, Convention::kAhn, 67);
-    c.task.data = k.data;
-    c.task.noise = k.noise;
-    c.task.sigma_max = 2.0f;
-    c.task.categories = {1.0f, 3.0f, 5.0f};
-    INFO("d=" << k.d << " n=" << k.n << " data=" << int(k.data) << " noise=" << int(k.noise));
-    for (uint32_t step : {0u, 5u}) {
-      const ref::TaskBatch gpu = gpu_batch(ctx, c, 67, step);
-      const ref::TaskBatch cpu = ref::sample_tasks(sampler_spec(c), step, 0, 67);
-      CHECK(same_bits(gpu.tokens, cpu.tokens));
-      CHECK(same_bits(gpu.targets, cpu.targets));
-      CHECK(same_bits(gpu.sigmas, cpu.sigmas));
+  // Both families: a task per invocation (CPU drivers) and a token per invocation (GPUs).
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    struct Case {
+      int d, n;
+      DataKind data;
+      NoiseKind noise;
+    };
+    for (const Case& k :
+         {Case{1, 1, DataKind::kGaussian, NoiseKind::kNone}, Case{3, 7, DataKind::kGaussian, NoiseKind::kUniform},
+          Case{5, 20, DataKind::kHeavyTailed, NoiseKind::kNone},
+          Case{10, 20, DataKind::kGaussian, NoiseKind::kCategorical},
+          Case{7, 13, DataKind::kHeavyTailed, NoiseKind::kUniform}}) {
+      TrainConfig c = small_config(k.d, k.n, 1, 1, Parameterization::kFull, Convention::kAhn, 67);
+      c.task.data = k.data;
+      c.task.noise = k.noise;
+      c.task.sigma_max = 2.0f;
+      c.task.categories = {1.0f, 3.0f, 5.0f};
+      INFO("d=" << k.d << " n=" << k.n << " data=" << int(k.data) << " noise=" << int(k.noise));
+      for (uint32_t step : {0u, 5u}) {
+        const ref::TaskBatch gpu = gpu_batch(ctx, c, 67, step);
+        const ref::TaskBatch cpu = ref::sample_tasks(sampler_spec(c), step, 0, 67);
+        CHECK(same_bits(gpu.tokens, cpu.tokens));
+        CHECK(same_bits(gpu.targets, cpu.targets));
+        CHECK(same_bits(gpu.sigmas, cpu.sigmas));
+      }
     }
   }
 }

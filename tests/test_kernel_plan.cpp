@@ -271,8 +271,8 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(cpu.ffn_slice == 64);
   const LmDecodePlan gpu = lm_decode(h100_like(), model).value();
   CHECK(gpu.fused);
-  CHECK(gpu.workgroup == 128);
-  CHECK(gpu.ffn_slice == 64);
+  CHECK(gpu.workgroup == 256);
+  CHECK(gpu.ffn_slice == 16);
   CHECK(lm_decode(mali_like(), model).value().fused);
   // TransNormerLLM-385M with int8 weights (width 1024, heads of 128, LRPE) fits lavapipe's loop
   // limit with four columns per load.
@@ -331,4 +331,35 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(refused.status().message().find("shared memory") != std::string::npos);
   CHECK(parse_overrides("icl_layers=per-workgroup").value().icl_workgroup_per_task == true);
   CHECK_FALSE(parse_overrides("icl_layers=sideways").is_ok());
+}
+
+TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators where hundreds of big blocks fill the GPU", "[plan]") {
+  const DeviceTraits gpu = h100_like();
+  const MatmulPlan small = matmul(gpu, {.m = 1024, .n = 1024, .k = 1024});  // 64 blocks of 128 x 128
+  CHECK((small.tm == 4 && small.tn == 4));
+  const MatmulPlan big = matmul(gpu, {.m = 4096, .n = 4096, .k = 4096});
+  CHECK((big.tm == 8 && big.tn == 8 && big.wg_x == 16 && big.wg_y == 16));
+  const MatmulPlan lm = matmul(gpu, {.m = 65536, .n = 256, .k = 512});  // the LM's projections
+  CHECK((lm.tm == 8 && lm.tn == 8));
+  DeviceTraits forced = gpu;
+  forced.forced = parse_overrides("matmul_tile=8x4").value();
+  const MatmulPlan f = matmul(forced, {.m = 64, .n = 64, .k = 64});
+  CHECK((f.tm == 8 && f.tn == 4));
+  CHECK_FALSE(parse_overrides("matmul_tile=16x16").is_ok());
+  CHECK(matmul(lavapipe_like(), {.m = 4096, .n = 4096, .k = 4096}).register_kernel);
+}
+
+TEST_CASE("kernel plan: GPU decoding's grid can be forced, and bad grids are named", "[plan]") {
+  DeviceTraits gpu = h100_like();
+  const LmDecodePlan planned = lm_decode(gpu, {}).value();
+  CHECK((planned.fused && planned.workgroup == 256 && planned.ffn_slice == 16 && planned.logit_columns == 16));
+  gpu.forced = parse_overrides("lm_decode_grid=512x8").value();
+  const LmDecodePlan forced = lm_decode(gpu, {}).value();
+  CHECK((forced.workgroup == 512 && forced.ffn_slice == 8 && forced.logit_columns == 8));
+  for (const char* bad :
+       {"lm_decode_grid=300x16", "lm_decode_grid=256", "lm_decode_grid=256x3", "lm_decode_grid=x16"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_overrides(bad).is_ok());
+  }
+  CHECK(lm_decode(lavapipe_like(), {}).value().workgroup == 8);  // CPU drivers keep a subgroup
 }

@@ -389,16 +389,20 @@ void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, do
     REQUIRE(step.is_ok());
     expected.push_back(std::move(step).value());
   }
-  for (const char* family : {"cpu", "gpu"}) {
+  // The GPU family at its planned grid and at a wide and a narrow forced one (rows split over
+  // more invocations, fewer columns per workgroup).
+  const std::pair<const char*, const char*> variants[] = {
+      {"cpu", ""}, {"gpu", ""}, {"gpu", ",lm_decode_grid=512x8"}, {"gpu", ",lm_decode_grid=64x4"}};
+  for (const auto& [family, grid] : variants) {
     auto options = rill_test::validated_options();
     options.kernel_variant = family;
-    options.kernel_plan = "lm_decode=fused";
+    options.kernel_plan = std::string("lm_decode=fused") + grid;
     auto ctx = rill_test::make_context(options);
     auto model = make_model(ctx, w, o);
     auto s = model.session().value();
     for (size_t t = 0; t < tokens.size(); ++t) {
       auto step = s.decode(tokens[t]);
-      INFO(what << " (" << family << " family), step " << t << ": " << step.status().to_string());
+      INFO(what << " (" << family << " family" << grid << "), step " << t << ": " << step.status().to_string());
       REQUIRE(step.is_ok());
       check_row(*step, expected[t], 0, w.config().vocab, tol, what + " against per-op");
       if (ref_tol > 0) check_row(*step, ref, t, w.config().vocab, ref_tol, what + " against the reference");

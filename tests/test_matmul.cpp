@@ -1,6 +1,7 @@
 // Matmul against the double-precision reference: odd shapes, every transpose, bias, accumulation,
 // batches with broadcast, f32 and f16 storage, both kernel families (register and shared-memory).
 #include <algorithm>
+#include <array>
 
 #include "matmul.hpp"
 #include "op_test.hpp"
@@ -131,5 +132,29 @@ GPU_TEST_CASE("matmul refuses an inner dimension a driver's loop limit would cut
     CHECK(s.message().find("loop") != std::string::npos);
   } else {
     CHECK(s.is_ok());
+  }
+}
+
+// The GPU kernel's accumulator tiles (the plan picks 8 x 8 only for products with hundreds of
+// 128 x 128 blocks, which tests do not reach): each forced, over partial blocks and every transpose.
+GPU_TEST_CASE("every accumulator tile of the GPU matmul matches the reference", "[matmul][gpu]") {
+  uint32_t seed = 900;
+  for (const char* tile : {"4x4", "8x4", "4x8", "8x8"}) {
+    INFO("matmul_tile " << tile);
+    rill::ContextOptions options = rill_test::validated_options();
+    options.kernel_variant = "gpu";
+    options.kernel_plan = std::string("matmul_tile=") + tile;
+    rill::Context ctx = rill_test::make_context(options);
+    for (DType dtype : rill_test::float_dtypes(ctx))
+      for (const auto& [m, n, k] : {std::array<int64_t, 3>{129, 257, 17}, {7, 130, 33}, {200, 9, 130}})
+        for (int t = 0; t < 4; ++t)
+          check_case(ctx, dtype,
+                     {.batch = t == 3 ? 2 : 1,
+                      .m = m,
+                      .n = n,
+                      .k = k,
+                      .transpose_a = (t & 1) != 0,
+                      .transpose_b = (t & 2) != 0},
+                     t == 1, t == 2, ++seed);
   }
 }

@@ -2,6 +2,7 @@
 #include "kernel_plan.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "access.hpp"
 #include "sequence_impl.hpp"
@@ -96,9 +97,34 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
+    if (key == "matmul_tile") {
+      // Accumulators per invocation of the GPU matmul (rows x columns; the workgroup is 16 x 16).
+      const std::pair<uint32_t, uint32_t> tiles[] = {{4, 4}, {8, 4}, {4, 8}, {8, 8}};
+      const char* names[] = {"4x4", "8x4", "4x8", "8x8"};
+      bool found = false;
+      for (size_t i = 0; i < 4; ++i)
+        if (value == names[i]) out.matmul_tile = tiles[i], found = true;
+      if (!found)
+        return invalid_argument("kernel plan: matmul_tile is '" + std::string(value) + "'; use 4x4, 8x4, 4x8 or 8x8");
+      continue;
+    }
+    if (key == "lm_decode_grid") {
+      // GPU decoding: invocations per workgroup x FFN and logit columns per workgroup, e.g. 256x16.
+      const size_t x = value.find('x');
+      uint32_t wg = 0, cols = 0;
+      const bool parsed = x != std::string_view::npos &&
+                          std::from_chars(value.data(), value.data() + x, wg).ec == std::errc() &&
+                          std::from_chars(value.data() + x + 1, value.data() + value.size(), cols).ec == std::errc();
+      if (!parsed || wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0 || cols < 4 || cols > 256 || cols % 4 != 0)
+        return invalid_argument("kernel plan: lm_decode_grid is '" + std::string(value) +
+                                "'; use WORKGROUPxCOLUMNS, a power of two from 32 to 1024 and a multiple of 4 "
+                                "from 4 to 256 (e.g. 256x16)");
+      out.lm_decode_grid = std::pair<uint32_t, uint32_t>{wg, cols};
+      continue;
+    }
     if (key != "linear_attention")
       return invalid_argument("kernel plan: unknown key '" + std::string(key) +
-                              "' (known: icl_layers, linear_attention, lm_decode)");
+                              "' (known: icl_layers, linear_attention, lm_decode, lm_decode_grid, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -185,6 +211,14 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     // 128 invocations per workgroup (the vulkan11-minimum profile).
     p.wg_y = 8;
     p.tm = 8;
+  } else if (d.forced.matmul_tile) {
+    p.tm = d.forced.matmul_tile->first;
+    p.tn = d.forced.matmul_tile->second;
+  } else {
+    // 8 x 8 accumulators (a 128 x 128 block) load half as much shared memory per FMA as 4 x 4, where
+    // the product has blocks enough to fill a big GPU (hundreds of workgroups).
+    const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
+    if (big_blocks >= 256) p.tm = p.tn = 8;
   }
   return p;
 }
@@ -417,12 +451,17 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   };
   // GPUs: 128 invocations, the narrow products split over rows. CPU drivers: one subgroup, whose
   // lanes walk several columns each (barriers and shared memory cost more than registers there).
-  p.workgroup = d.family == Family::kGpu ? std::min(128u, d.max_invocations) : std::max(d.subgroup, 4u);
+  // GPUs: 256 invocations and 16 columns per workgroup. One token's products are narrow, so their
+  // time is the latency of each invocation's serial walk over the rows: more workgroups (32 FFN
+  // slices instead of 8) and more invocations splitting the rows shorten it. 128 x 64 took
+  // 24 us per FFN call on an H200 (rill profile).
+  const auto [gpu_workgroup, gpu_columns] = d.forced.lm_decode_grid.value_or(std::pair<uint32_t, uint32_t>{256, 16});
+  p.workgroup = d.family == Family::kGpu ? std::min(gpu_workgroup, d.max_invocations) : std::max(d.subgroup, 4u);
   if (p.workgroup > d.max_invocations) return per_op("no workgroup size fits the device");
-  // FFN slices and logit columns: 64 columns per workgroup on GPUs (many workgroups); about eight
+  // FFN slices and logit columns: gpu_columns per workgroup on GPUs (many workgroups); about eight
   // workgroups' worth on CPU drivers, where each workgroup is a thread's long loop.
   auto columns = [&](uint32_t total, uint32_t cpu_max) {
-    if (d.family == Family::kGpu) return std::min<uint32_t>(total, 64);
+    if (d.family == Family::kGpu) return std::min<uint32_t>(total, gpu_columns);
     return std::min<uint32_t>(total, std::clamp<uint32_t>(round_up(ceil_div(total, 8), 32), 32, cpu_max));
   };
   p.ffn_slice = columns(s.ffn, 512);
@@ -478,6 +517,10 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
     p.per_op_reason = "forced";
   }
   return p;
+}
+
+bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens) {
+  return d.family == Family::kGpu && tokens <= 65535;
 }
 
 Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rill/device.hpp"
@@ -37,6 +38,9 @@ struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
+  std::optional<std::pair<uint32_t, uint32_t>> matmul_tile;  // "matmul_tile=8x8": the GPU matmul's TM x TN
+  // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
+  std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -211,6 +215,11 @@ struct IclLayersPlan {
 };
 // InvalidArgument when the workgroup-per-task kernels are forced and do not fit.
 Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s);
+
+// The ICL task sampler: an invocation per (task, token) on GPUs (a whole task per invocation left
+// a big GPU mostly idle: 81 us of a 240 us training step on an H200), where the tokens fit the
+// grid's z; a task per invocation on CPU drivers, which would only repeat the per-task draws.
+bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens);
 
 // OutOfRange naming the op when `iterations` per invocation exceed the loop budget.
 Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64_t iterations, const char* op,

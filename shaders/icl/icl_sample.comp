@@ -1,5 +1,6 @@
-// Generates a batch of in-context regression tasks on the GPU, one invocation per task (see
-// rill_icl_sample.glsl for the task distribution). Layout is element-major, task-minor
+// Generates a batch of in-context regression tasks on the GPU (see rill_icl_sample.glsl for the
+// task distribution): one invocation per task, or with PER_TOKEN one per (task, token), the token
+// being the workgroup's z (GPUs: 21x the invocations and a twentieth of the serial work each). Layout is element-major, task-minor
 // (tokens[e * batch + task]) so neighbouring invocations touch neighbouring addresses.
 // The step comes from the model's state words (so a replayed training step draws a fresh batch)
 // or, for evaluation batches, from the push constants; seed and noise from the model's entry.
@@ -8,6 +9,7 @@
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 64;
+layout(constant_id = 1) const bool PER_TOKEN = false;
 layout(local_size_x_id = 0) in;
 
 #include "contract/icl.glsl"
@@ -43,5 +45,10 @@ void main() {
   for (uint i = 0u; i < kIclMaxCategories; ++i) s.categories[i] = m.categories[i];
   s.gamma = RillGammaParams(p.gamma_shape, p.gamma_scale, p.gamma_inv_shape, p.gamma_mt_d, p.gamma_mt_c);
   const uint step = p.use_state_step != 0u ? state[model * kIclStateWords + kIclStateStep] : p.step;
-  rill_icl_sample_task(s, p.first_task + g_task % p.model_stride, step);
+  const uint task = p.first_task + g_task % p.model_stride;
+  if (PER_TOKEN) {
+    rill_icl_sample_token(s, task, step, gl_WorkGroupID.z);
+  } else {
+    rill_icl_sample_task(s, task, step);
+  }
 }

@@ -44,50 +44,54 @@ uvec4 rill_icl_bits(IclSampler s, uint stream, uint index, uint task, uint step)
   return rill_philox(uvec4(index, task, step, s.stream_base + stream), uvec2(s.seed_lo, s.seed_hi));
 }
 
-void rill_icl_sample_task(IclSampler s, uint task, uint step) {
+// The pieces below are shared by the two drivers that follow: a whole task per invocation (CPU
+// drivers and the CPU twin) and one token per invocation (GPUs). Both do the same operations in
+// the same order for every token, so they give the same bits.
+
+// Token i's input: four normals per Philox call written straight into the token slots, scaled
+// onto the sphere times sqrt(r2) for heavy tails; its label slot starts at 0.
+void rill_icl_draw_input(IclSampler s, uint task, uint step, uint i) {
   const uint d = s.d;
-  const uint token_count = s.n + 1u;
   const uint chunks = (d + 3u) / 4u;
-  // Inputs: four normals per Philox call, written straight into the token slots.
-  for (uint i = 0u; i < token_count; ++i) {
-    precise float sum_sq = 0.0f;
-    for (uint c = 0u; c < chunks; ++c) {
-      vec4 g = rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_X, i * chunks + c, task, step));
-      for (uint j = 0u; j < 4u; ++j) {
-        uint k = 4u * c + j;
-        if (k < d) {
-          ICL_TOKEN(i, k) = g[j];
-          sum_sq = sum_sq + g[j] * g[j];
-        }
-      }
-    }
-    if (s.data_kind == 1u) {
-      // Heavy tails: a direction uniform on the sphere times sqrt(r2), r2 ~ Gamma per token.
-      uvec4 ctr = uvec4(i * uint(RILL_ICL_GAMMA_ATTEMPTS), task, step, s.stream_base + RILL_ICL_STREAM_RADIUS);
-      float r2 = rill_gamma(s.gamma, ctr, uvec2(s.seed_lo, s.seed_hi), RILL_ICL_GAMMA_ATTEMPTS);
-      precise float factor = sum_sq > 0.0f ? rill_sqrt(r2) * rill_rsqrt(sum_sq) : 0.0f;
-      for (uint k = 0u; k < d; ++k) {
-        precise float scaled = ICL_TOKEN(i, k) * factor;
-        ICL_TOKEN(i, k) = rill_flush_denormal(scaled);
-      }
-    }
-    ICL_TOKEN(i, d) = 0.0f;
-  }
-  // Labels y_i = <w, x_i>, accumulated in the label slots in increasing k.
+  precise float sum_sq = 0.0f;
   for (uint c = 0u; c < chunks; ++c) {
-    vec4 w = rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_W, c, task, step));
+    vec4 g = rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_X, i * chunks + c, task, step));
     for (uint j = 0u; j < 4u; ++j) {
       uint k = 4u * c + j;
-      if (k >= d) break;
-      for (uint i = 0u; i < token_count; ++i) {
-        // Tiny radii make tiny inputs: flush the product and the sum (see rill_random.glsl).
-        precise float wx = w[j] * ICL_TOKEN(i, k);
-        precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(wx);
-        ICL_TOKEN(i, d) = rill_flush_denormal(y);
+      if (k < d) {
+        ICL_TOKEN(i, k) = g[j];
+        sum_sq = sum_sq + g[j] * g[j];
       }
     }
   }
-  // Noise level of the task, then noisy context labels; the query keeps its clean label as target.
+  if (s.data_kind == 1u) {
+    // Heavy tails: a direction uniform on the sphere times sqrt(r2), r2 ~ Gamma per token.
+    uvec4 ctr = uvec4(i * uint(RILL_ICL_GAMMA_ATTEMPTS), task, step, s.stream_base + RILL_ICL_STREAM_RADIUS);
+    float r2 = rill_gamma(s.gamma, ctr, uvec2(s.seed_lo, s.seed_hi), RILL_ICL_GAMMA_ATTEMPTS);
+    precise float factor = sum_sq > 0.0f ? rill_sqrt(r2) * rill_rsqrt(sum_sq) : 0.0f;
+    for (uint k = 0u; k < d; ++k) {
+      precise float scaled = ICL_TOKEN(i, k) * factor;
+      ICL_TOKEN(i, k) = rill_flush_denormal(scaled);
+    }
+  }
+  ICL_TOKEN(i, d) = 0.0f;
+}
+
+// w's entries 4c .. 4c + 3.
+vec4 rill_icl_weights(IclSampler s, uint task, uint step, uint c) {
+  return rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_W, c, task, step));
+}
+
+// Adds w_k x_ik to token i's label. Tiny radii make tiny inputs: the product and the sum are
+// flushed (see rill_random.glsl).
+void rill_icl_add_label_term(uint i, uint k, uint d, float w_k) {
+  precise float wx = w_k * ICL_TOKEN(i, k);
+  precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(wx);
+  ICL_TOKEN(i, d) = rill_flush_denormal(y);
+}
+
+// The task's noise level.
+float rill_icl_sigma(IclSampler s, uint task, uint step) {
   uvec4 noise0 = rill_icl_bits(s, RILL_ICL_STREAM_NOISE, 0u, task, step);
   precise float sigma = 0.0f;
   if (s.noise_kind == 1u) {
@@ -98,6 +102,32 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
     uint pick = uint(int(scaled));
     sigma = s.categories[pick < s.category_count ? pick : s.category_count - 1u];
   }
+  return sigma;
+}
+
+// sigma eps_i added to context token i's label (i < n).
+void rill_icl_add_noise(uint i, uint d, float sigma, float eps) {
+  precise float noise = sigma * eps;
+  precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(noise);
+  ICL_TOKEN(i, d) = rill_flush_denormal(y);
+}
+
+// A whole task: inputs, then labels y_i = <w, x_i> accumulated in increasing k, then the noise;
+// the query keeps its clean label as the target.
+void rill_icl_sample_task(IclSampler s, uint task, uint step) {
+  const uint d = s.d;
+  const uint token_count = s.n + 1u;
+  const uint chunks = (d + 3u) / 4u;
+  for (uint i = 0u; i < token_count; ++i) rill_icl_draw_input(s, task, step, i);
+  for (uint c = 0u; c < chunks; ++c) {
+    vec4 w = rill_icl_weights(s, task, step, c);
+    for (uint j = 0u; j < 4u; ++j) {
+      uint k = 4u * c + j;
+      if (k >= d) break;
+      for (uint i = 0u; i < token_count; ++i) rill_icl_add_label_term(i, k, d, w[j]);
+    }
+  }
+  float sigma = rill_icl_sigma(s, task, step);
   ICL_SIGMA = sigma;
   ICL_TARGET = ICL_TOKEN(s.n, d);
   ICL_TOKEN(s.n, d) = 0.0f;
@@ -106,13 +136,35 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
       vec4 eps = rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_NOISE, 1u + c, task, step));
       for (uint j = 0u; j < 4u; ++j) {
         uint i = 4u * c + j;
-        if (i < s.n) {
-          precise float noise = sigma * eps[j];
-          precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(noise);
-          ICL_TOKEN(i, d) = rill_flush_denormal(y);
-        }
+        if (i < s.n) rill_icl_add_noise(i, d, sigma, eps[j]);
       }
     }
+  }
+}
+
+// Token i of a task alone (i <= n): the same draws and sums as rill_icl_sample_task makes for it.
+// w and sigma are drawn again by every token, which costs less than leaving a GPU idle: token 0
+// writes sigma, the query token the target.
+void rill_icl_sample_token(IclSampler s, uint task, uint step, uint i) {
+  const uint d = s.d;
+  const uint chunks = (d + 3u) / 4u;
+  rill_icl_draw_input(s, task, step, i);
+  for (uint c = 0u; c < chunks; ++c) {
+    vec4 w = rill_icl_weights(s, task, step, c);
+    for (uint j = 0u; j < 4u; ++j) {
+      uint k = 4u * c + j;
+      if (k >= d) break;
+      rill_icl_add_label_term(i, k, d, w[j]);
+    }
+  }
+  float sigma = rill_icl_sigma(s, task, step);
+  if (i == 0u) ICL_SIGMA = sigma;
+  if (i == s.n) {
+    ICL_TARGET = ICL_TOKEN(s.n, d);
+    ICL_TOKEN(s.n, d) = 0.0f;
+  } else if (s.noise_kind != 0u) {
+    vec4 eps = rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_NOISE, 1u + i / 4u, task, step));
+    rill_icl_add_noise(i, d, sigma, eps[i % 4u]);
   }
 }
 

@@ -12,8 +12,10 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 const uint BM = WG_Y * TM;
 const uint BN = WG_X * TN;
-shared afloat tile_a[BK][BM];  // k-major so that the inner loop reads along m
-shared afloat tile_b[BK][BN];
+// k-major so that the inner loop reads along m and n; one column of padding spreads the stores of
+// a k-fastest load over the memory banks.
+shared afloat tile_a[BK][BM + 1];
+shared afloat tile_b[BK][BN + 1];
 
 void main() {
   const uint batch = gl_WorkGroupID.z;
@@ -21,19 +23,27 @@ void main() {
   const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
   const uint threads = WG_X * WG_Y;
   const uint a_base = batch * p.a_bs;
+  const bool a_along_k = p.a_cs == 1u && p.a_rs != 1u;
+#if defined(B_INT8) || defined(B_F16)
+  const bool b_along_k = false;  // packed rows of words: n is contiguous
+#else
+  const bool b_along_k = p.b_rs == 1u && p.b_cs != 1u;
+#endif
   afloat acc[TM][TN];
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
   for (uint k0 = 0; k0 < p.K; k0 += BK) {
-    // Cooperative loads, zero-padded outside the matrices.
+    // Cooperative loads, zero-padded outside the matrices. Neighbouring invocations read
+    // neighbouring addresses (coalesced on GPUs): along k where it is contiguous (A's rows, a
+    // transposed B), else along m or n.
     for (uint e = tid; e < BK * BM; e += threads) {
-      const uint kk = e / BM, mm = e % BM;
+      const uint kk = a_along_k ? e % BK : e / BM, mm = a_along_k ? e / BK : e % BM;
       const uint m = block_m + mm, k = k0 + kk;
       tile_a[kk][mm] = (m < p.M && k < p.K) ? load_a(a_base, m, k) : 0.0;
     }
     for (uint e = tid; e < BK * BN; e += threads) {
-      const uint kk = e / BN, nn = e % BN;
+      const uint kk = b_along_k ? e % BK : e / BN, nn = b_along_k ? e / BK : e % BN;
       const uint n = block_n + nn, k = k0 + kk;
       tile_b[kk][nn] = (n < p.N && k < p.K) ? load_b(batch, k, n) : 0.0;
     }

@@ -1,6 +1,7 @@
 #include "icl/icl_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -134,12 +135,15 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   p.gamma_inv_shape = g.inv_shape;
   p.gamma_mt_d = g.mt_d;
   p.gamma_mt_c = g.mt_c;
+  const bool per_token = ops::plan::icl_sample_per_token(ops::plan::traits_of(seq), shape_.tokens);
+  std::array<uint32_t, 3> groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
+  if (per_token) groups[2] = shape_.tokens;
   return seq.dispatch(
       {.kernel = "icl/icl_sample",
        .bindings = {&m.state, r.entries != nullptr ? r.entries : &m.entries, &ws.acts, &ws.targets, &ws.sigmas},
        .push = push_bytes(p),
-       .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
-       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup)},
+       .groups = groups,
+       .spec = {gpu::spec("WG_SIZE", kTaskWorkgroup), gpu::spec("PER_TOKEN", per_token)},
        .label = "icl.sample",
        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
 }
