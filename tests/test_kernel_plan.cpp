@@ -333,14 +333,16 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK_FALSE(parse_overrides("icl_layers=sideways").is_ok());
 }
 
-TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators where hundreds of big blocks fill the GPU", "[plan]") {
+TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 products with a long K", "[plan]") {
   const DeviceTraits gpu = h100_like();
   const MatmulPlan small = matmul(gpu, {.m = 1024, .n = 1024, .k = 1024});  // 64 blocks of 128 x 128
   CHECK((small.tm == 4 && small.tn == 4));
   const MatmulPlan big = matmul(gpu, {.m = 4096, .n = 4096, .k = 4096});
   CHECK((big.tm == 8 && big.tn == 8 && big.wg_x == 16 && big.wg_y == 16));
-  const MatmulPlan lm = matmul(gpu, {.m = 65536, .n = 256, .k = 512});  // the LM's projections
+  const MatmulPlan lm = matmul(gpu, {.m = 65536, .n = 256, .k = 512});  // the LM's down projection
   CHECK((lm.tm == 8 && lm.tn == 8));
+  CHECK(matmul(gpu, {.m = 65536, .n = 512, .k = 256}).tm == 4);                // short K
+  CHECK(matmul(gpu, {.m = 4096, .n = 4096, .k = 4096, .f16 = true}).tm == 4);  // f16 storage
   DeviceTraits forced = gpu;
   forced.forced = parse_overrides("matmul_tile=8x4").value();
   const MatmulPlan f = matmul(forced, {.m = 64, .n = 64, .k = 64});

@@ -7,7 +7,8 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile / decoding grid), cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
+# at each forced matmul tile / decoding grid), segment_sweep (LM prefill in longer segments),
+# cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
 # with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
@@ -56,9 +57,8 @@ for s in "${steps[@]}"; do
                    --setting vladymyrov --steps 300 --optimizers adam ;;
     limits) run_step limits 60 bash -c 'ulimit -n 65536; echo "open files: $(ulimit -n)";
               RILL_TEST=1 RILL_LIMIT_PROFILE=mali build/release/bin/rill_tests' ;;
-    gpu_tests) run_step gpu_tests 90 env RILL_TEST=1 build/release/bin/rill_tests "[matmul]" \
-                 "icl: the GPU task sampler matches its CPU twin bit for bit" \
-                 "lm fused decoding equals the per-op graph for every layer kind and option" ;;
+    gpu_tests) run_step gpu_tests 90 env RILL_TEST=1 build/release/bin/rill_tests \
+                 "[matmul],icl: the GPU task sampler*,lm fused decoding equals the per-op graph*" ;;
     matmul_sweep) for tile in 4x4 8x4; do
                     run_step "matmul_$tile" 40 env RILL_KERNEL_PLAN="matmul_tile=$tile" "$rill" bench --op matmul
                   done ;;
@@ -67,10 +67,11 @@ for s in "${steps[@]}"; do
                       --lm-no-baseline --lm-max-tokens 4096
                   done ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
-                   "a saved pipeline cache is loaded by the next context" \
-                   "truncated, corrupt, foreign and garbage cache files are rejected safely" \
-                   "cache payloads whose driver header disagrees are rejected" \
-                   "independent dispatches get no barrier; dependent ones get one each" ;;
+                   "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
+    segment_sweep) for segment in 8192 32768; do
+                     run_step "segment_$segment" 30 "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 262144 \
+                       --lm-segment "$segment"
+                   done ;;
     *) echo "unknown step $s" ;;
   esac
 done

@@ -215,10 +215,13 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     p.tm = d.forced.matmul_tile->first;
     p.tn = d.forced.matmul_tile->second;
   } else {
-    // 8 x 8 accumulators (a 128 x 128 block) load half as much shared memory per FMA as 4 x 4, where
-    // the product has blocks enough to fill a big GPU (hundreds of workgroups).
+    // 8 x 8 accumulators (a 128 x 128 block) load half as much shared memory per FMA as 4 x 4. On an
+    // H200 (f32, rill bench --op matmul, each tile forced) they won where the product has hundreds of
+    // big blocks and a long K: 4096^3 4.8 ms against 6.3, 65536 x 256 x 512 3.4 against 4.3; they
+    // lost at K = 256 (65536 x 512 x 256: 1.65 against 0.79 ms) and with f16 storage (4096^3: 17.1
+    // against 6.2 ms), where 4 x 4 stays.
     const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
-    if (big_blocks >= 256) p.tm = p.tn = 8;
+    if (!s.f16 && big_blocks >= 256 && s.k >= 512) p.tm = p.tn = 8;
   }
   return p;
 }

@@ -98,6 +98,7 @@ Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t ro
 struct MatmulShape {
   uint64_t m = 1, n = 1, k = 1, batches = 1;
   bool a_shared = false;
+  bool f16 = false;  // f16 storage
 };
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles

@@ -83,8 +83,9 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
     }
   }
   // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
-  const plan::MatmulPlan p =
-      plan::matmul(traits, {.m = M, .n = N, .k = K, .batches = mc.batch, .a_shared = push.a_bs == 0});
+  const plan::MatmulPlan p = plan::matmul(
+      traits,
+      {.m = M, .n = N, .k = K, .batches = mc.batch, .a_shared = push.a_bs == 0, .f16 = a.dtype() == DType::kF16});
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
