@@ -349,6 +349,12 @@ TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 prod
   CHECK((f.tm == 8 && f.tn == 4));
   CHECK_FALSE(parse_overrides("matmul_tile=16x16").is_ok());
   CHECK(matmul(lavapipe_like(), {.m = 4096, .n = 4096, .k = 4096}).register_kernel);
+  // A forced tile whose shared tiles exceed the device's memory keeps the 64 x 64 block.
+  DeviceTraits sixteen_kib = gpu;
+  sixteen_kib.shared_bytes = 16384;
+  sixteen_kib.forced = parse_overrides("matmul_tile=8x8").value();
+  const MatmulPlan fits = matmul(sixteen_kib, {.m = 64, .n = 64, .k = 64});
+  CHECK(4 * 16 * (fits.wg_y * fits.tm + 1 + fits.wg_x * fits.tn + 1) <= 16384);
 }
 
 TEST_CASE("kernel plan: GPU decoding's grid can be forced, and bad grids are named", "[plan]") {

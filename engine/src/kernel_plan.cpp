@@ -223,6 +223,13 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
     if (!s.f16 && big_blocks >= 256 && s.k >= 512) p.tm = p.tn = 8;
   }
+  // The shared tiles (16 deep, a column of padding each) must fit: 8 x 8 needs 16.1 KiB, over a
+  // 16 KiB device's limit, which keeps the 64 x 64 block.
+  auto tiles_bytes = [&] { return 4ull * 16 * (p.wg_y * p.tm + 1 + p.wg_x * p.tn + 1); };
+  if (!p.register_kernel && tiles_bytes() > d.shared_bytes) {
+    p.tm = p.wg_y == 8 ? 8 : 4;
+    p.tn = 4;
+  }
   return p;
 }
 
@@ -471,8 +478,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   p.logit_columns = columns(s.vocab, 1024);
   p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
   p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
-  // mv_in, mv_out, mv_split, the reduction's partials, the softmax weights, o and the softmax sums.
-  const uint64_t shared = 4ull * (p.in_max + p.out_max + 3ull * p.workgroup + 2ull * s.head_dim);
+  // mv_in, mv_out, mv_split, the reduction's partials, the softmax weights, the mixer's partial
+  // sums, o and the softmax sums.
+  const uint64_t shared = 4ull * (p.in_max + p.out_max + 4ull * p.workgroup + 2ull * s.head_dim);
   if (shared > d.shared_bytes)
     return per_op("the fused kernels need " + std::to_string(shared) + " bytes of shared memory");
   const uint32_t bindings = 9 + 5 * s.bindings_per_weight;  // the mixer's: the most of the three

@@ -59,6 +59,10 @@ RILL_DECODE_DOT(3)
 RILL_DECODE_DOT(4)
 
 shared float o_sh[DH];
+// GPUs: the mixer's per-column sums split over MIX_GROUPS invocations each (1: one invocation
+// walks the whole sum, as CPU drivers' one-subgroup workgroups do), partial sums in mix_part.
+const uint MIX_GROUPS = WG_SIZE / DH > 1u ? WG_SIZE / DH : 1u;
+shared float mix_part[MIX_GROUPS * DH];
 
 float input_gain(uint i) { return HAS_GAIN ? float(attn_gain[i]) : 1.0; }
 
@@ -91,6 +95,11 @@ shared float weights_sh[WG_SIZE];
 shared float acc_sh[DH];
 
 uint cache_row(uint s) { return BLOCK > 0u ? s % BLOCK : s; }
+
+// Value j of key sk: this position's from shared memory, earlier ones from the cache.
+float cached_value(uint h, uint sk, uint t, uint j) {
+  return sk == t ? mv_in[2u * DH + j] : float(cache_v[(h * p.cap + cache_row(sk)) * DH + j]);
+}
 
 // Softmax attention of this position over the cache, the keys WG_SIZE at a time (an online
 // softmax across tiles); invocation j owns output columns j, j + WG_SIZE, ... The new key and value are written
@@ -127,14 +136,26 @@ void mix(uint h) {
     const float keep = exp(m - m_new);
     l = l * keep + rill_workgroup_sum(e);  // its barriers also publish weights_sh
     const uint n = min(WG_SIZE, t + 1u - s0);
-    for (uint j = lid; j < DH; j += WG_SIZE) {
-      float a = 0.0;
-      for (uint i = 0u; i < n; ++i) {
-        const uint sk = s0 + i;
-        const float v = sk == t ? mv_in[2u * DH + j] : float(cache_v[(h * p.cap + cache_row(sk)) * DH + j]);
-        a += weights_sh[i] * v;
+    if (MIX_GROUPS == 1u) {
+      for (uint j = lid; j < DH; j += WG_SIZE) {
+        float a = 0.0;
+        for (uint i = 0u; i < n; ++i) a += weights_sh[i] * cached_value(h, s0 + i, t, j);
+        acc_sh[j] = acc_sh[j] * keep + a;
       }
-      acc_sh[j] = acc_sh[j] * keep + a;
+    } else {
+      // MIX_GROUPS invocations per column, each over every MIX_GROUPS-th key, then summed in order.
+      const uint j = lid % DH, g = lid / DH;
+      if (g < MIX_GROUPS) {
+        float a = 0.0;
+        for (uint i = g; i < n; i += MIX_GROUPS) a += weights_sh[i] * cached_value(h, s0 + i, t, j);
+        mix_part[g * DH + j] = a;
+      }
+      barrier();  // partial sums -> summed
+      if (lid < DH) {
+        float a = 0.0;
+        for (uint gg = 0u; gg < MIX_GROUPS; ++gg) a += mix_part[gg * DH + lid];
+        acc_sh[lid] = acc_sh[lid] * keep + a;
+      }
     }
     m = m_new;
     barrier();  // weights read -> the next tile writes them
@@ -142,6 +163,13 @@ void mix(uint h) {
   for (uint j = lid; j < DH; j += WG_SIZE) o_sh[j] = storage_round(acc_sh[j] / l);
 }
 #else
+// S[e] <- lambda S[e] + k_i v_j; returns the new value.
+float state_step(uint e, float lambda, float k_i, float v_j) {
+  const float s = lambda * S[e] + k_i * v_j;
+  S[e] = s;
+  return s;
+}
+
 // The linear-attention step; phi (and LRPE's rotation, which doubles the features) on q and k.
 void mix(uint h) {
   const uint lid = gl_LocalInvocationID.x;
@@ -162,15 +190,29 @@ void mix(uint h) {
   barrier();  // features -> the state step
   const float lambda = HAS_DECAY ? decay[h] : 1.0;
   const uint base = h * DK * DH;
-  for (uint j = lid; j < DH; j += WG_SIZE) {
-    const float vj = storage_round(mv_out[2u * DH + j]);
-    float out_j = 0.0;
-    for (uint i = 0u; i < DK; ++i) {
-      const float s = lambda * S[base + i * DH + j] + mv_in[DK + i] * vj;
-      S[base + i * DH + j] = s;
-      out_j += mv_in[i] * s;
+  if (MIX_GROUPS == 1u) {
+    for (uint j = lid; j < DH; j += WG_SIZE) {
+      const float vj = storage_round(mv_out[2u * DH + j]);
+      float out_j = 0.0;
+      for (uint i = 0u; i < DK; ++i) out_j += mv_in[i] * state_step(base + i * DH + j, lambda, mv_in[DK + i], vj);
+      o_sh[j] = storage_round(out_j);
     }
-    o_sh[j] = storage_round(out_j);
+    return;
+  }
+  // MIX_GROUPS invocations per column, each stepping every MIX_GROUPS-th row of the state (its
+  // loads independent, not a chain of DK), then the partial outputs summed in order.
+  const uint j = lid % DH, g = lid / DH;
+  if (g < MIX_GROUPS) {
+    const float vj = storage_round(mv_out[2u * DH + j]);
+    float part = 0.0;
+    for (uint i = g; i < DK; i += MIX_GROUPS) part += mv_in[i] * state_step(base + i * DH + j, lambda, mv_in[DK + i], vj);
+    mix_part[g * DH + j] = part;
+  }
+  barrier();  // partial outputs -> summed
+  if (lid < DH) {
+    float out_j = 0.0;
+    for (uint gg = 0u; gg < MIX_GROUPS; ++gg) out_j += mix_part[gg * DH + lid];
+    o_sh[lid] = storage_round(out_j);
   }
 }
 #endif
