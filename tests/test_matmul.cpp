@@ -139,7 +139,7 @@ GPU_TEST_CASE("matmul refuses an inner dimension a driver's loop limit would cut
 // 128 x 128 blocks, which tests do not reach): each forced, over partial blocks and every transpose.
 GPU_TEST_CASE("every accumulator tile of the GPU matmul matches the reference", "[matmul][gpu]") {
   uint32_t seed = 900;
-  for (const char* tile : {"4x4", "8x4", "4x8", "8x8"}) {
+  for (const char* tile : {"2x2", "4x4", "8x4", "4x8", "8x8"}) {
     INFO("matmul_tile " << tile);
     rill::ContextOptions options = rill_test::validated_options();
     options.kernel_variant = "gpu";

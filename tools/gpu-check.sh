@@ -7,7 +7,8 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile / decoding grid), segment_sweep (LM prefill in longer segments),
+# at each forced matmul tile / decoding grid), segment_sweep (LM prefill in longer segments and
+# forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation),
 # cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
@@ -68,10 +69,14 @@ for s in "${steps[@]}"; do
                   done ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
-    segment_sweep) for segment in 8192 32768; do
-                     run_step "segment_$segment" 30 "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 262144 \
-                       --lm-segment "$segment"
+    segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192
+                   for plan in matmul_tile=2x2 matmul_tile=8x8; do
+                     for segment in 2048 8192; do
+                       run_step "lm_${plan#*=}_$segment" 30 env RILL_KERNEL_PLAN=$plan "$rill" bench --op lm \
+                         --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
+                     done
                    done ;;
+    icl_sweep) run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch ;;
     *) echo "unknown step $s" ;;
   esac
 done

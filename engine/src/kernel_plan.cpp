@@ -99,13 +99,14 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     }
     if (key == "matmul_tile") {
       // Accumulators per invocation of the GPU matmul (rows x columns; the workgroup is 16 x 16).
-      const std::pair<uint32_t, uint32_t> tiles[] = {{4, 4}, {8, 4}, {4, 8}, {8, 8}};
-      const char* names[] = {"4x4", "8x4", "4x8", "8x8"};
+      const std::pair<uint32_t, uint32_t> tiles[] = {{2, 2}, {4, 4}, {8, 4}, {4, 8}, {8, 8}};
+      const char* names[] = {"2x2", "4x4", "8x4", "4x8", "8x8"};
       bool found = false;
-      for (size_t i = 0; i < 4; ++i)
+      for (size_t i = 0; i < 5; ++i)
         if (value == names[i]) out.matmul_tile = tiles[i], found = true;
       if (!found)
-        return invalid_argument("kernel plan: matmul_tile is '" + std::string(value) + "'; use 4x4, 8x4, 4x8 or 8x8");
+        return invalid_argument("kernel plan: matmul_tile is '" + std::string(value) +
+                                "'; use 2x2, 4x4, 8x4, 4x8 or 8x8");
       continue;
     }
     if (key == "lm_decode_grid") {

@@ -63,7 +63,7 @@ struct ContextOptions {
   // Forced kernel-plan choices, for tests and for working around a driver problem; also
   // RILL_KERNEL_PLAN. Comma-separated key=value: linear_attention=scan|serial|parallel (the causal
   // forward's algorithm), lm_decode=fused|per-op (TransNormer decoding's kernels),
-  // icl_layers=per-task|per-workgroup (the ICL layer kernels), matmul_tile=4x4|8x4|4x8|8x8 (the GPU
+  // icl_layers=per-task|per-workgroup (the ICL layer kernels), matmul_tile=2x2|4x4|8x4|4x8|8x8 (the GPU
   // matmul's accumulators per invocation), lm_decode_grid=WGxCOLS (GPU decoding's workgroup size and
   // columns per workgroup, e.g. 256x16). Unknown keys or values make
   // Context::create fail with InvalidArgument.
