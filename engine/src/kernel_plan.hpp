@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/context.hpp"
 #include "rill/device.hpp"
 #include "rill/sequence.hpp"
 
@@ -64,6 +65,8 @@ struct DeviceTraits {
 DeviceTraits traits_of(const DeviceInfo& device, std::string_view family);
 // The traits of the sequence's device with the family and the overrides of its context.
 DeviceTraits traits_of(const Sequence& seq);
+// The same for a context (its device, family and overrides).
+DeviceTraits traits_of(const Context& ctx);
 
 // Workgroup width of one-row-per-workgroup reductions over rows of `dim` (0: any length): one
 // subgroup on CPU drivers, 256 invocations on GPUs, widened until each invocation's passes over its
@@ -202,12 +205,18 @@ struct LmDecodePlan {
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);
 
+// Positions per prefill segment when the model's options leave it to the device (0): longer
+// segments make each matmul bigger, which a big GPU needs to fill itself; memory grows with the
+// segment, never with the prompt.
+uint32_t lm_prefill_segment(const DeviceTraits& d);
+
 // The ICL layer kernels (shaders/icl/icl_layer_*): one task per invocation, the task in private
 // arrays (CPU drivers: tasks on SIMD lanes, no barrier), or a workgroup per task, the task in
 // shared memory and each matrix product spread over the invocations (GPUs: one invocation per task
 // leaves most of a big GPU idle) where its shared arrays fit.
 struct IclLayersShape {
   uint32_t width = 6, tokens = 21;  // d + 1, n + 1
+  uint64_t tasks = 0;               // tasks per dispatch (every model of a grid); 0: unknown
 };
 struct IclLayersPlan {
   bool workgroup_per_task = false;

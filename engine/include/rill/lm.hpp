@@ -200,8 +200,9 @@ struct ModelOptions {
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
   // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
-  // device memory stays bounded whatever the prompt length.
-  uint32_t prefill_segment = 2048;
+  // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
+  // drivers, 8192 on GPUs, whose matmuls need the longer segments); Model::options() reports it.
+  uint32_t prefill_segment = 0;
   // Positions a session of a model with kSoftmax layers can hold (their key/value caches are
   // allocated at this size up front); past it prefill and decode return OutOfRange.
   uint32_t softmax_capacity = 4096;

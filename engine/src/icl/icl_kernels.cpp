@@ -149,9 +149,9 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
 }
 
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
-  RILL_ASSIGN_OR_RETURN(
-      const ops::plan::IclLayersPlan plan,
-      ops::plan::icl_layers(ops::plan::traits_of(seq), {.width = shape_.width, .tokens = shape_.tokens}));
+  RILL_ASSIGN_OR_RETURN(const ops::plan::IclLayersPlan plan,
+                        ops::plan::icl_layers(ops::plan::traits_of(seq),
+                                              {.width = shape_.width, .tokens = shape_.tokens, .tasks = ws.batch}));
   const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
   LayerLaunch l;
   if (plan.workgroup_per_task) {

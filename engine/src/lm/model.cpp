@@ -5,6 +5,7 @@
 
 #include "access.hpp"
 #include "core/log.hpp"
+#include "kernel_plan.hpp"
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
 
@@ -89,7 +90,6 @@ Result<WeightStorage> weight_storage_from_name(std::string_view name) {
 Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
   ModelConfig config = weights.config();
   RILL_RETURN_IF_ERROR(config.validate());
-  if (options.prefill_segment == 0) return invalid_argument("lm model: prefill_segment must be at least 1");
   if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
   if (options.weights != WeightStorage::kPrecision && options.weights != WeightStorage::kF16 &&
       options.weights != WeightStorage::kInt8)
@@ -108,10 +108,12 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     impl->options.precision = Precision::kF32;
   }
   impl->dtype = impl->options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
+  if (impl->options.prefill_segment == 0)
+    impl->options.prefill_segment = ops::plan::lm_prefill_segment(ops::plan::traits_of(ctx));
   // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
   const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
-  impl->segment = has_diag ? std::max(config.block, options.prefill_segment / config.block * config.block)
-                           : options.prefill_segment;
+  const uint32_t segment = impl->options.prefill_segment;
+  impl->segment = has_diag ? std::max(config.block, segment / config.block * config.block) : segment;
   if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
 
   if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
