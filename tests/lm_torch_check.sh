@@ -9,7 +9,8 @@ set -euo pipefail
 rill=$1
 src=$2
 work=$3
-/usr/bin/python3 -c "import torch" 2>/dev/null || { echo "python3-torch is not installed: not checked"; exit 77; }
+py=${RILL_PYTHON:-/usr/bin/python3}  # RILL_PYTHON: another interpreter with PyTorch (a GPU machine's virtualenv)
+"$py" -c "import torch" 2>/dev/null || { echo "python3-torch is not installed: not checked"; exit 77; }
 rm -rf "$work"
 mkdir -p "$work"
 configs=(
@@ -28,7 +29,7 @@ for i in "${!configs[@]}"; do
     --prompt "Linear attention keeps a state of constant size per head; blocks see their own past." \
     --save-config "$work/c$i.json" --save-weights "$work/w$i.safetensors" --export-logits "$work/l$i.safetensors" \
     > /dev/null 2>&1
-  /usr/bin/python3 "$src/tools/peers/transnormer_torch.py" --config "$work/c$i.json" --weights "$work/w$i.safetensors" \
+  "$py" "$src/tools/peers/transnormer_torch.py" --config "$work/c$i.json" --weights "$work/w$i.safetensors" \
     --check "$work/l$i.safetensors"
 done
 echo "rill matches the PyTorch TransNormer"

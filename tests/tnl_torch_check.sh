@@ -10,7 +10,7 @@ set -euo pipefail
 rill=$1
 src=$2
 work=$3
-py=/usr/bin/python3
+py=${RILL_PYTHON:-/usr/bin/python3}  # RILL_PYTHON: another interpreter with PyTorch
 $py -c "import torch" 2>/dev/null || { echo "python3-torch is not installed: not checked"; exit 77; }
 ref=$src/tools/peers/transnormerllm_torch.py
 convert=$src/tools/convert/transnormerllm.py
