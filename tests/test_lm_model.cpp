@@ -376,8 +376,12 @@ namespace {
 // families for the fused ones): every step's logits within tol of each other, and within ref_tol of
 // the f32 reference (0: not compared - packed weights, whose per-op path is checked against the
 // packed values above).
+using FusedVariant = std::pair<const char*, const char*>;  // kernel family, extra kernel-plan items
+// Both families at their planned grids.
+const std::vector<FusedVariant> kBothFamilies = {{"cpu", ""}, {"gpu", ""}};
+
 void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, double tol, double ref_tol,
-                        const std::string& what) {
+                        const std::string& what, const std::vector<FusedVariant>& variants = kBothFamilies) {
   const auto tokens = tokens_of(13, w.config().vocab, 7);
   const auto ref = reference(w, tokens);
   auto per_op_options = rill_test::validated_options();
@@ -392,10 +396,6 @@ void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, do
     REQUIRE(step.is_ok());
     expected.push_back(std::move(step).value());
   }
-  // The GPU family at its planned grid and at a wide and a narrow forced one (rows split over
-  // more invocations, fewer columns per workgroup).
-  const std::pair<const char*, const char*> variants[] = {
-      {"cpu", ""}, {"gpu", ""}, {"gpu", ",lm_decode_grid=512x8"}, {"gpu", ",lm_decode_grid=64x4"}};
   for (const auto& [family, grid] : variants) {
     auto options = rill_test::validated_options();
     options.kernel_variant = family;
@@ -463,6 +463,21 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   if (rill_test::float_dtypes(probe).back() == rill::DType::kF16)
     check_fused_decode(mixed, {.precision = rill::lm::Precision::kF16, .softmax_capacity = 16}, 2e-2, 4e-2,
                        "mixed kinds, f16");
+}
+
+// The GPU grid at a wide and a narrow forced size: the mixers' sums split over 16 and 2 invocations
+// per column (64 x 4 with heads of 32), the FFN and logits in slices of 8 and 4 columns.
+GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu]") {
+  const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"}, {"gpu", ",lm_decode_grid=64x4"}};
+  ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
+  c.decay = {0.9f, 1.0f, 0.75f};
+  check_fused_decode(rill::lm::Weights::random(c, 7).value(), {.softmax_capacity = 16}, 1e-4, 2e-4, "every layer kind",
+                     grids);
+  c = tiny({LayerKind::kNorm, LayerKind::kDiag});
+  c.lrpe_layers = {0};  // LRPE doubles the linear mixer's state rows
+  c.output_gate = true;
+  REQUIRE(c.validate().is_ok());
+  check_fused_decode(rill::lm::Weights::random(c, 8).value(), {}, 1e-4, 2e-4, "LRPE and output gate", grids);
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {
