@@ -67,17 +67,20 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   return d;
 }
 
-DeviceTraits traits_of(const Sequence& seq) {
-  return traits_of(rill::detail::Access::context(rill::detail::Access::impl(seq).ctx));
-}
+namespace {
 
-DeviceTraits traits_of(const Context& ctx) {
-  const rill::detail::ContextImpl& impl = rill::detail::Access::impl(ctx);
-  DeviceTraits d = traits_of(ctx.device(), impl.pipelines->preferred_variant());
-  // Validated when the context was created.
-  if (auto forced = parse_overrides(impl.kernel_plan); forced.is_ok()) d.forced = forced.value();
+// The device's traits with its context's family and forced choices (validated at context creation).
+DeviceTraits traits_in(const DeviceInfo& device, const rill::detail::ContextImpl& ctx) {
+  DeviceTraits d = traits_of(device, ctx.pipelines->preferred_variant());
+  if (auto forced = parse_overrides(ctx.kernel_plan); forced.is_ok()) d.forced = forced.value();
   return d;
 }
+
+}  // namespace
+
+DeviceTraits traits_of(const Sequence& seq) { return traits_in(seq.device(), *rill::detail::Access::impl(seq).ctx); }
+
+DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill::detail::Access::impl(ctx)); }
 
 Result<PlanOverrides> parse_overrides(std::string_view text) {
   PlanOverrides out;
