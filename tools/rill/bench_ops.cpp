@@ -272,28 +272,41 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
   RILL_ASSIGN_OR_RETURN(rill::Sequence seq, ctx.sequence({.timestamps = gpu_time}));
   RILL_RETURN_IF_ERROR(record(seq));
   RILL_RETURN_IF_ERROR(seq.run());  // warm-up
-  OpTiming t;
-  std::vector<double> ms;
+  std::vector<OpTiming> runs;
   for (int r = 0; r < reps; ++r) {
+    OpTiming run;
     const auto t0 = std::chrono::steady_clock::now();
     RILL_RETURN_IF_ERROR(seq.run());
-    double m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    run.host_ms = run.median_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (gpu_time) {
       RILL_ASSIGN_OR_RETURN(auto timings, seq.timings());
-      m = 0.0;
-      t.flops = t.bytes = 0;
+      run.median_ms = 0.0;
       for (const auto& d : timings) {
-        m += d.gpu_ms;
-        t.flops += d.flops;
-        t.bytes += d.bytes;
+        run.median_ms += d.gpu_ms;
+        run.flops += d.flops;
+        run.bytes += d.bytes;
+        OpTiming::Kernel& k = run.kernels[d.kernel];
+        ++k.calls;
+        k.ms += d.gpu_ms;
       }
     }
-    ms.push_back(m);
+    runs.push_back(std::move(run));
   }
-  std::sort(ms.begin(), ms.end());
-  t.median_ms = ms[ms.size() / 2];
-  return t;
+  std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
+  return runs[runs.size() / 2];
 }
+
+namespace {
+
+// {kernel: {calls, ms}} of a timing's median run.
+nlohmann::json kernels_json(const OpTiming& t) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, k] : t.kernels) out[name] = {{"calls", k.calls}, {"ms", k.ms}};
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
                          const OpTiming& t, const rill::DevicePeaks& peaks) {
@@ -304,9 +317,16 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
   const double intensity = t.bytes > 0 ? double(t.flops) / double(t.bytes) : 1e30;
   const double ridge = peaks.fma_f32_gflops / peaks.copy_gbps;
   const double fraction = intensity < ridge ? gbps / peaks.copy_gbps : gflops / peaks.fma_f32_gflops;
-  return {{"op", op}, {"variant", variant.empty() ? "default" : variant}, {"shape", shape},
-          {"median_ms", t.median_ms}, {"gflops", gflops}, {"gbps", gbps}, {"peak_fraction", fraction},
-          {"bound", intensity < ridge ? "memory" : "compute"}};
+  return {{"op", op},
+          {"variant", variant.empty() ? "default" : variant},
+          {"shape", shape},
+          {"median_ms", t.median_ms},
+          {"gflops", gflops},
+          {"gbps", gbps},
+          {"peak_fraction", fraction},
+          {"bound", intensity < ridge ? "memory" : "compute"},
+          {"host_ms", t.host_ms},
+          {"kernels", kernels_json(t)}};
 }
 
 bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const rill::DevicePeaks& peaks,

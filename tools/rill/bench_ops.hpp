@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -14,7 +15,15 @@ namespace rill_cli {
 
 struct OpTiming {
   double median_ms = 0.0;
+  double host_ms = 0.0;           // wall time of that run's submission, waiting included
   uint64_t flops = 0, bytes = 0;  // declared by the op's dispatches, per run
+  // GPU milliseconds and dispatches per kernel in the median run (empty without timestamps): which
+  // pass of a multi-pass op dominates.
+  struct Kernel {
+    uint32_t calls = 0;
+    double ms = 0.0;
+  };
+  std::map<std::string, Kernel> kernels;
 };
 
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
