@@ -167,29 +167,43 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
   }
 }
 
-GPU_TEST_CASE("icl: the workgroup-per-task layer kernels compute what the per-task ones do", "[icl]") {
-  auto per_workgroup = rill_test::validated_options();
-  per_workgroup.kernel_plan = "icl_layers=per-workgroup";
-  auto per_task = rill_test::validated_options();
-  per_task.kernel_plan = "icl_layers=per-task";
-  auto ctx_wg = rill_test::make_context(per_workgroup);
-  auto ctx_task = rill_test::make_context(per_task);
-  // Odd shapes (tasks and widths off any lane multiple), several heads, every parameterisation,
-  // a few training steps so later layers see trained parameters.
-  for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
-    for (int heads : {1, 3}) {
-      INFO("param=" << name(p) << " heads=" << heads);
-      TrainConfig c = small_config(4, 9, 3, heads, p, Convention::kAhn, 29);
-      c.read_every = 5;
-      auto a = must(Trainer::create(ctx_wg, c));
-      auto b = must(Trainer::create(ctx_task, c));
-      const auto curve_a = must(a.train(5));
-      const auto curve_b = must(b.train(5));
-      for (size_t i = 0; i < curve_a.size(); ++i) CHECK(curve_a[i].loss == Approx(curve_b[i].loss).epsilon(1e-5));
-      const auto probe_a = must(a.probe(7));
-      const auto probe_b = must(b.probe(7));
-      CHECK(rel_err(to_double(probe_b.gradient), probe_a.gradient) < 1e-5);
-      CHECK(rel_err(to_double(probe_b.predictions), probe_a.predictions) < 1e-5);
+GPU_TEST_CASE("icl: the workgroup layer kernels and fused layers compute what one layer per dispatch does", "[icl]") {
+  // The baseline: a task per invocation, one layer per dispatch.
+  auto baseline = rill_test::validated_options();
+  baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1";
+  auto ctx_base = rill_test::make_context(baseline);
+  // Workgroups of one task and of several (odd batches leave some slots of the last workgroup
+  // idle; 4 x 32 invocations fit every limit profile, and the plan's own choice is 8 tasks where
+  // they fit), one layer per dispatch and several (3 layers in dispatches of 2 + 1 hand the
+  // gradient over between dispatches), and the per-task kernels with fused layers.
+  const char* variants[] = {
+      "icl_layers=per-workgroup,icl_tasks_per_workgroup=1,icl_layers_per_dispatch=1",
+      "icl_layers=per-workgroup,icl_tasks_per_workgroup=4,icl_layers_per_dispatch=2",
+      "icl_layers=per-workgroup",
+      "icl_layers=per-task,icl_layers_per_dispatch=2",
+      "icl_layers=per-task",
+  };
+  for (const char* variant : variants) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = variant;
+    auto ctx = rill_test::make_context(options);
+    // Odd shapes (tasks and widths off any lane multiple), several heads, every parameterisation,
+    // a few training steps so later layers see trained parameters.
+    for (Parameterization p : {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus}) {
+      for (int heads : {1, 3}) {
+        INFO(variant << " param=" << name(p) << " heads=" << heads);
+        TrainConfig c = small_config(4, 9, 3, heads, p, Convention::kAhn, 29);
+        c.read_every = 5;
+        auto a = must(Trainer::create(ctx, c));
+        auto b = must(Trainer::create(ctx_base, c));
+        const auto curve_a = must(a.train(5));
+        const auto curve_b = must(b.train(5));
+        for (size_t i = 0; i < curve_a.size(); ++i) CHECK(curve_a[i].loss == Approx(curve_b[i].loss).epsilon(1e-5));
+        const auto probe_a = must(a.probe(7));
+        const auto probe_b = must(b.probe(7));
+        CHECK(rel_err(to_double(probe_b.gradient), probe_a.gradient) < 1e-5);
+        CHECK(rel_err(to_double(probe_b.predictions), probe_a.predictions) < 1e-5);
+      }
     }
   }
 }

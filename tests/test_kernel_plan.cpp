@@ -314,11 +314,18 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK_FALSE(icl_layers(lavapipe_like(), vladymyrov).value().workgroup_per_task);
   const IclLayersPlan gpu = icl_layers(h100_like(), vladymyrov).value();
   CHECK(gpu.workgroup_per_task);
-  CHECK(gpu.workgroup == 128);                                  // a lane per entry of the 11 x 11 matrices
-  CHECK(icl_layers(h100_like(), ahn).value().workgroup == 64);  // 6 x 6 = 36 entries
+  // Eight tasks of a subgroup each share a workgroup of 256 invocations.
+  CHECK(gpu.tasks_per_workgroup == 8);
+  CHECK(gpu.workgroup == 32);
+  // One task per workgroup: a lane per matrix entry, up to 128.
+  DeviceTraits one_task = h100_like();
+  one_task.forced.icl_tasks_per_workgroup = 1;
+  CHECK(icl_layers(one_task, vladymyrov).value().workgroup == 128);  // the 11 x 11 matrices
+  CHECK(icl_layers(one_task, ahn).value().workgroup == 64);          // 6 x 6 = 36 entries
   const IclLayersPlan phone = icl_layers(mali_like(), vladymyrov).value();
-  CHECK(phone.workgroup_per_task);  // about 4.4 KiB of shared arrays fit 16 KiB
-  CHECK(phone.workgroup <= mali_like().max_invocations);
+  CHECK(phone.workgroup_per_task);  // a task's 5.2 KiB of shared arrays fit 16 KiB twice
+  CHECK(phone.tasks_per_workgroup == 2);
+  CHECK(phone.workgroup * phone.tasks_per_workgroup <= mali_like().max_invocations);
   // d = 64: five 65 x 65 matrices exceed the shared memory; forced, that is an error with the sizes.
   const IclLayersShape wide{.width = 65, .tokens = 21};
   CHECK_FALSE(icl_layers(h100_like(), wide).value().workgroup_per_task);
@@ -331,6 +338,32 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(refused.status().message().find("shared memory") != std::string::npos);
   CHECK(parse_overrides("icl_layers=per-workgroup").value().icl_workgroup_per_task == true);
   CHECK_FALSE(parse_overrides("icl_layers=sideways").is_ok());
+  CHECK(parse_overrides("icl_tasks_per_workgroup=16").value().icl_tasks_per_workgroup == 16u);
+  CHECK(parse_overrides("icl_layers_per_dispatch=2").value().icl_layers_per_dispatch == 2u);
+  for (const char* bad : {"icl_tasks_per_workgroup=3", "icl_tasks_per_workgroup=128", "icl_tasks_per_workgroup=0",
+                          "icl_layers_per_dispatch=0", "icl_layers_per_dispatch=x"})
+    CHECK_FALSE(parse_overrides(bad).is_ok());
+  // Forced tasks per workgroup that exceed the shared memory are refused with the reason.
+  DeviceTraits many = h100_like();
+  many.forced.icl_tasks_per_workgroup = 64;
+  auto too_many = icl_layers(many, {.width = 11, .tokens = 21, .layer_params = 242});
+  REQUIRE_FALSE(too_many.is_ok());
+  CHECK(too_many.status().message().find("64 tasks per workgroup") != std::string::npos);
+}
+
+TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {
+  // Vladymyrov et al., FULL: about 14,800 loop iterations per layer's backward, a task per invocation.
+  const IclLayersShape seven{.width = 11, .tokens = 21, .layers = 7, .layer_params = 242, .layer_iterations = 14800};
+  CHECK(icl_layers(h100_like(), seven).value().layers_per_dispatch == 7);      // no loop limit
+  CHECK(icl_layers(lavapipe_like(), seven).value().layers_per_dispatch == 3);  // 57,344 / 14,800
+  IclLayersShape huge = seven;
+  huge.layer_iterations = 100000;  // past the budget: one layer (check_device refuses what cannot run)
+  CHECK(icl_layers(lavapipe_like(), huge).value().layers_per_dispatch == 1);
+  DeviceTraits forced = h100_like();
+  forced.forced.icl_layers_per_dispatch = 2;
+  CHECK(icl_layers(forced, seven).value().layers_per_dispatch == 2);
+  forced.forced.icl_layers_per_dispatch = 9;  // at most the model's layers
+  CHECK(icl_layers(forced, seven).value().layers_per_dispatch == 7);
 }
 
 TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 products with a long K", "[plan]") {

@@ -8,7 +8,8 @@
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
 # at each forced matmul tile / decoding grid), segment_sweep (LM prefill in longer segments and
-# forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation),
+# forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
+# workgroup kernels at 1-8 tasks per workgroup),
 # cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
@@ -76,7 +77,14 @@ for s in "${steps[@]}"; do
                          --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
                      done
                    done ;;
-    icl_sweep) run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch ;;
+    icl_sweep) run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch
+               # The workgroup layer kernels as they were (a task per workgroup, a layer per
+               # dispatch), then several tasks per workgroup with every layer in one dispatch.
+               for plan in icl_tasks_per_workgroup=1,icl_layers_per_dispatch=1 icl_tasks_per_workgroup=2 \
+                           icl_tasks_per_workgroup=4 icl_tasks_per_workgroup=8; do
+                 run_step "icl_${plan//[=,]/_}" 40 env RILL_KERNEL_PLAN="icl_layers=per-workgroup,$plan" \
+                   "$rill" bench --op icl --no-torch
+               done ;;
     *) echo "unknown step $s" ;;
   esac
 done

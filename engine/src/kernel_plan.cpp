@@ -98,6 +98,17 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.icl_workgroup_per_task = value == "per-workgroup";
       continue;
     }
+    if (key == "icl_tasks_per_workgroup" || key == "icl_layers_per_dispatch") {
+      // Tasks per workgroup: a power of two up to 64 (a cohort's model stride is a multiple of 64).
+      const bool tasks = key == "icl_tasks_per_workgroup";
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || n < 1 || (tasks && (n > 64 || (n & (n - 1)) != 0)) || (!tasks && n > 1024))
+        return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use " +
+                                (tasks ? "a power of two from 1 to 64" : "a count from 1 to 1024"));
+      (tasks ? out.icl_tasks_per_workgroup : out.icl_layers_per_dispatch) = n;
+      continue;
+    }
     if (key == "lm_decode") {
       if (value != "fused" && value != "per-op")
         return invalid_argument("kernel plan: lm_decode is '" + std::string(value) + "'; use fused or per-op");
@@ -131,8 +142,10 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       continue;
     }
     if (key != "linear_attention")
-      return invalid_argument("kernel plan: unknown key '" + std::string(key) +
-                              "' (known: icl_layers, linear_attention, lm_decode, lm_decode_grid, matmul_tile)");
+      return invalid_argument(
+          "kernel plan: unknown key '" + std::string(key) +
+          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, linear_attention, "
+          "lm_decode, lm_decode_grid, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -552,15 +565,36 @@ bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens) {
 Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s) {
   IclLayersPlan p;
   const uint64_t mat = uint64_t(s.width) * s.width, token_elems = uint64_t(s.tokens) * s.width;
-  // The backward's shared arrays (the forward's are fewer): tokens and gradient, five matrices.
-  const uint64_t shared = (2 * token_elems + 5 * mat + 2 * s.width) * 4;
-  // A lane per matrix entry up to 128, at least a subgroup.
-  uint32_t wg = std::max<uint32_t>(d.subgroup, 32);
-  while (wg < 128 && wg < mat && wg * 2 <= d.max_invocations) wg *= 2;
-  p.workgroup = std::min(wg, d.max_invocations);
-  const bool fits = shared <= d.shared_bytes;
+  // The backward's shared arrays per task (the forward's are fewer): tokens, gradient and input
+  // gradient, five matrices, the layer's parameter gradients, two rows; and the staged parameters.
+  auto shared_bytes = [&](uint64_t tasks) {
+    return (tasks * (3 * token_elems + 5 * mat + s.layer_params + 2 * s.width) + s.layer_params) * 4;
+  };
+  // Invocations per task: one per matrix entry up to 128 for a workgroup of one task. Several tasks
+  // share a workgroup of up to 256 invocations, at least a subgroup each, so each workgroup's
+  // loads and stores of the task-minor arrays cover whole runs of neighbouring tasks.
+  const uint32_t lanes_min = std::min(std::max<uint32_t>(d.subgroup, 32), d.max_invocations);
+  auto lanes_for = [&](uint32_t tasks) {
+    uint32_t lanes = lanes_min;
+    while (lanes < 128 && lanes < mat && uint64_t(lanes) * 2 * tasks <= std::min(256u, d.max_invocations)) lanes *= 2;
+    return lanes;
+  };
+  uint32_t tasks = 1;
+  if (const auto forced = d.forced.icl_tasks_per_workgroup) {
+    tasks = *forced;
+    if (uint64_t(tasks) * lanes_min > d.max_invocations || shared_bytes(tasks) > d.shared_bytes)
+      return invalid_argument("icl: " + std::to_string(tasks) +
+                              " tasks per workgroup do not fit the device's workgroup or shared memory");
+  } else {
+    while (tasks < 64 && uint64_t(tasks) * 2 * lanes_min <= std::min(256u, d.max_invocations) &&
+           shared_bytes(tasks * 2) <= d.shared_bytes)
+      tasks *= 2;
+  }
+  p.tasks_per_workgroup = tasks;
+  p.workgroup = lanes_for(tasks);
+  const bool fits = shared_bytes(tasks) <= d.shared_bytes;
   if (d.forced.icl_workgroup_per_task == true && !fits)
-    return invalid_argument("icl: the forced workgroup-per-task layer kernels need " + std::to_string(shared) +
+    return invalid_argument("icl: the forced workgroup layer kernels need " + std::to_string(shared_bytes(tasks)) +
                             " bytes of shared memory; the device has " + std::to_string(d.shared_bytes));
   if (d.forced.icl_workgroup_per_task) {
     p.workgroup_per_task = *d.forced.icl_workgroup_per_task;
@@ -576,8 +610,15 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     p.reason = "GPU, a large batch: a task per invocation";
   } else {
     p.workgroup_per_task = true;
-    p.reason = "GPU: a task per workgroup";
+    p.reason = "GPU: a workgroup per " + std::to_string(tasks) + (tasks == 1 ? " task" : " tasks");
   }
+  // Layers per dispatch: all of them where one invocation may loop that long (the workgroup
+  // kernels loop less than a task per invocation does).
+  uint64_t per = std::max<uint32_t>(s.layers, 1);
+  if (s.layer_iterations > 0 && d.loop_budget != UINT64_MAX)
+    per = std::clamp<uint64_t>(d.loop_budget / s.layer_iterations, 1, per);
+  if (d.forced.icl_layers_per_dispatch) per = std::min<uint64_t>(per, *d.forced.icl_layers_per_dispatch);
+  p.layers_per_dispatch = uint32_t(per);
   return p;
 }
 
@@ -638,11 +679,17 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s))});
     }
   }
-  if (auto icl = icl_layers(d, {.width = 11, .tokens = 21}); icl.is_ok())
-    out.push_back({"icl layers", "d 10, n 20 (Vladymyrov et al.)",
-                   icl->workgroup_per_task
-                       ? "a workgroup of " + std::to_string(icl->workgroup) + " per task (" + icl->reason + ")"
-                       : "a task per invocation (" + icl->reason + ")"});
+  // Vladymyrov et al.'s FULL model: 3 layers of 242 parameters, about 14,800 loop iterations per layer.
+  if (auto icl =
+          icl_layers(d, {.width = 11, .tokens = 21, .layers = 3, .layer_params = 242, .layer_iterations = 14800});
+      icl.is_ok()) {
+    const std::string layers = ", " + std::to_string(icl->layers_per_dispatch) + " of 3 layers per dispatch";
+    out.push_back({"icl layers", "d 10, n 20, L 3 (Vladymyrov et al.)",
+                   icl->workgroup_per_task ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
+                                                 std::to_string(icl->workgroup) + " (tasks x invocations)" + layers +
+                                                 " (" + icl->reason + ")"
+                                           : "a task per invocation" + layers + " (" + icl->reason + ")"});
+  }
   const LmDecodeShape lm;
   const LmDecodePlan decode = fused_decode_plan(d, lm);
   out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",

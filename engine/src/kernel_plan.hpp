@@ -39,6 +39,8 @@ struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
+  std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
+  std::optional<uint32_t> icl_layers_per_dispatch;  // "icl_layers_per_dispatch=1": layers fused per dispatch
   std::optional<std::pair<uint32_t, uint32_t>> matmul_tile;  // "matmul_tile=8x8": the GPU matmul's TM x TN
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
@@ -211,17 +213,23 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);
 uint32_t lm_prefill_segment(const DeviceTraits& d);
 
 // The ICL layer kernels (shaders/icl/icl_layer_*): one task per invocation, the task in private
-// arrays (CPU drivers: tasks on SIMD lanes, no barrier), or a workgroup per task, the task in
-// shared memory and each matrix product spread over the invocations (GPUs: one invocation per task
-// leaves most of a big GPU idle) where its shared arrays fit.
+// arrays (CPU drivers: tasks on SIMD lanes, no barrier), or a workgroup per few tasks, the tasks in
+// shared memory and each matrix product spread over a task's invocations (GPUs: one invocation per
+// task leaves most of a big GPU idle) where their shared arrays fit. Either runs several layers per
+// dispatch, the tokens and the gradient kept on chip between them, as the loop budget allows.
 struct IclLayersShape {
   uint32_t width = 6, tokens = 21;  // d + 1, n + 1
   uint64_t tasks = 0;               // tasks per dispatch (every model of a grid); 0: unknown
+  uint32_t layers = 1;
+  uint32_t layer_params = 0;      // parameters per layer of one model (heads x their block)
+  uint64_t layer_iterations = 0;  // loop iterations of one layer's pass, a task per invocation
 };
 struct IclLayersPlan {
-  bool workgroup_per_task = false;
-  uint32_t workgroup = 64;  // invocations per task (workgroup_per_task)
-  std::string reason;       // why this variant
+  bool workgroup_per_task = false;   // the workgroup kernels (several tasks per workgroup)
+  uint32_t workgroup = 64;           // invocations per task (workgroup kernels)
+  uint32_t tasks_per_workgroup = 1;  // workgroup kernels: a power of two up to 64
+  uint32_t layers_per_dispatch = 1;
+  std::string reason;  // why this variant
 };
 // InvalidArgument when the workgroup-per-task kernels are forced and do not fit.
 Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s);

@@ -1,6 +1,7 @@
-// Forward of one layer with a workgroup per task (GPUs): the task's tokens and matrices in shared
-// memory, every matrix product spread over the invocations, one output element each. The same
-// arithmetic in the same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers).
+// Forward of p.layer_count layers for TASKS tasks per workgroup (GPUs; icl_wg_common.glsl has the
+// layout): each task's tokens stay in shared memory from layer to layer, every matrix product is
+// spread over the task's LANES invocations, one output element each. The same arithmetic in the
+// same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define UNROLL
@@ -12,66 +13,70 @@ layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
 #include "contract/icl.glsl"
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
-RILL_ICL_PARAM_ACCESSORS(params)
+#include "icl_wg_common.glsl"
 
-shared float s_x[TOKEN_ELEMS];
-shared float s_a[MAT];  // A = sum over the context tokens of e_j e_j^T
-shared float s_b[MAT];  // B = s sum_h P_h A Q_h
-shared float s_c[MAT];  // A Q_h (FULL)
+shared float s_x[TASKS * TOKEN_ELEMS];  // the layer's input tokens
+shared float s_y[TASKS * TOKEN_ELEMS];  // its output tokens
+shared float s_a[TASKS * MAT];          // A = sum over the context tokens of e_j e_j^T
+shared float s_b[TASKS * MAT];          // B = s sum_h P_h A Q_h
+shared float s_c[TASKS * MAT];          // A Q_h (FULL)
 
 void main() {
-  const uint t = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;  // the task
-  if (t >= p.batch || t % p.model_stride >= p.model_tasks) return;  // uniform over the workgroup
-  const uint lane = gl_LocalInvocationIndex;
-  g_model_params = (t / p.model_stride) * p.model_params;
-  const uint in_base = p.layer * TOKEN_ELEMS * p.batch + t;
-  const uint out_base = in_base + TOKEN_ELEMS * p.batch;
-  const uint mats_base = p.layer * 2u * MAT * p.batch + t;
+  if (!icl_wg_begin()) return;  // uniform over the workgroup
+  const uint task = gl_LocalInvocationIndex / LANES, lane = gl_LocalInvocationIndex % LANES;
+  const uint x0 = task * TOKEN_ELEMS, m0 = task * MAT;  // this task's arrays
 
-  for (uint e = lane; e < TOKEN_ELEMS; e += WG_SIZE) s_x[e] = acts[in_base + e * p.batch];
-  barrier();
-  for (uint e = lane; e < MAT; e += WG_SIZE) {
-    const uint a = e / D1, b = e % D1;
-    float sum = 0.0;
-    for (uint j = 0u; j < NCTX; ++j) sum += s_x[j * D1 + min(a, b)] * s_x[j * D1 + max(a, b)];
-    s_a[e] = sum;
-    s_b[e] = 0.0;
-  }
-  barrier();
-  for (uint h = 0u; h < HEADS; ++h) {
-    const uint base = (p.layer * HEADS + h) * BLOCK;
-    if (PARAM == 0u) {
-      for (uint e = lane; e < MAT; e += WG_SIZE) {
-        const uint a = e / D1, b = e % D1;
-        float sum = 0.0;
-        for (uint c = 0u; c < D1; ++c) sum += s_a[a * D1 + c] * param_q(base, c, b);
-        s_c[e] = sum;
-      }
-      barrier();
-      for (uint e = lane; e < MAT; e += WG_SIZE) {
-        const uint a = e / D1, b = e % D1;
-        float sum = 0.0;
-        for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * s_c[c * D1 + b];
-        s_b[e] += p.scale * sum;
-      }
-      barrier();  // s_c is rewritten by the next head
-    } else {
-      // Each invocation owns its entries of B across heads: no barrier between them.
-      for (uint e = lane; e < MAT; e += WG_SIZE) {
-        const uint a = e / D1, b = e % D1;
-        s_b[e] += p.scale * diag_p(base, a) * s_a[e] * diag_q(base, b);
+  ICL_WG_LOAD(s_x, acts, p.layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
+  for (uint l = 0u; l < p.layer_count; ++l) {
+    const uint layer = p.layer + l;
+    icl_stage_params(layer);
+    barrier();  // tokens and parameters staged
+    for (uint e = lane; e < MAT; e += LANES) {
+      const uint a = e / D1, b = e % D1;
+      float sum = 0.0;
+      for (uint j = 0u; j < NCTX; ++j) sum += s_x[x0 + j * D1 + min(a, b)] * s_x[x0 + j * D1 + max(a, b)];
+      s_a[m0 + e] = sum;
+      s_b[m0 + e] = 0.0;
+    }
+    barrier();
+    for (uint h = 0u; h < HEADS; ++h) {
+      const uint base = h * BLOCK;
+      if (PARAM == 0u) {
+        for (uint e = lane; e < MAT; e += LANES) {
+          const uint a = e / D1, b = e % D1;
+          float sum = 0.0;
+          for (uint c = 0u; c < D1; ++c) sum += s_a[m0 + a * D1 + c] * param_q(base, c, b);
+          s_c[m0 + e] = sum;
+        }
+        barrier();
+        for (uint e = lane; e < MAT; e += LANES) {
+          const uint a = e / D1, b = e % D1;
+          float sum = 0.0;
+          for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * s_c[m0 + c * D1 + b];
+          s_b[m0 + e] += p.scale * sum;
+        }
+        barrier();  // s_c is rewritten by the next head
+      } else {
+        // Each invocation owns its entries of B across heads: no barrier between them.
+        for (uint e = lane; e < MAT; e += LANES) {
+          const uint a = e / D1, b = e % D1;
+          s_b[m0 + e] += p.scale * diag_p(base, a) * s_a[m0 + e] * diag_q(base, b);
+        }
       }
     }
-  }
-  barrier();
-  for (uint e = lane; e < MAT; e += WG_SIZE) {
-    mats[mats_base + e * p.batch] = s_a[e];
-    mats[mats_base + (MAT + e) * p.batch] = s_b[e];
-  }
-  for (uint e = lane; e < TOKEN_ELEMS; e += WG_SIZE) {
-    const uint i = e / D1, a = e % D1;
-    float sum = s_x[e];
-    for (uint b = 0u; b < D1; ++b) sum += s_b[a * D1 + b] * s_x[i * D1 + b];
-    acts[out_base + e * p.batch] = sum;
+    barrier();  // B complete
+    for (uint e = lane; e < TOKEN_ELEMS; e += LANES) {
+      const uint i = e / D1, a = e % D1;
+      float sum = s_x[x0 + e];
+      for (uint b = 0u; b < D1; ++b) sum += s_b[m0 + a * D1 + b] * s_x[x0 + i * D1 + b];
+      s_y[x0 + e] = sum;
+    }
+    barrier();  // outputs complete -> stored, and the next layer's input
+    const uint mats_base = layer * 2u * MAT * p.batch;
+    ICL_WG_STORE(mats, s_a, mats_base, MAT)
+    ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)
+    ICL_WG_STORE(acts, s_y, (layer + 1u) * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
+    for (uint i = gl_LocalInvocationIndex; i < TASKS * TOKEN_ELEMS; i += WG_SIZE) s_x[i] = s_y[i];
+    barrier();  // s_x, s_a and s_b read -> the next layer writes them
   }
 }

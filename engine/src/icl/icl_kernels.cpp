@@ -89,17 +89,27 @@ std::vector<SpecValue> Recorder::model_spec(const Sequence&, uint32_t workgroup)
 
 uint32_t Recorder::workgroup(const Sequence& seq) const { return ops::detail::reduction_workgroup(seq); }
 
+uint64_t Recorder::layer_forward_iterations() const {
+  const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads;
+  const uint64_t head_fwd = config_.model.param == Parameterization::kFull ? 2 * w * w * w : w * w;
+  return w * w * n + h * head_fwd + t * w * w + 4 * w * w;
+}
+
+uint64_t Recorder::layer_backward_iterations() const {
+  const uint64_t w = shape_.width, t = shape_.tokens, h = shape_.heads;
+  const uint64_t head_bwd = config_.model.param == Parameterization::kFull ? 5 * w * w * w : 3 * w * w;
+  return t * w * w + h * head_bwd + 2 * t * w * w + 4 * w * w;
+}
+
 Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models) const {
   const uint64_t batch = task_stride(model_tasks, models) * models;
-  const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads, d = shape_.d;
-  const bool full = config_.model.param == Parameterization::kFull;
-  const uint64_t head_fwd = full ? 2 * w * w * w : w * w;
-  const uint64_t head_bwd = full ? 5 * w * w * w : 3 * w * w;
+  const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, d = shape_.d;
   const char* op = "icl";
-  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, w * w * n + h * head_fwd + t * w * w + 4 * w * w, op,
-                                                      "a layer's forward (lower d, n or heads)"));
-  RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * w * w + h * head_bwd + 2 * t * w * w + 4 * w * w, op,
-                                                      "a layer's backward (lower d, n or heads)"));
+  // One layer per dispatch at least (the plan fuses more where the budget allows).
+  RILL_RETURN_IF_ERROR(
+      ops::detail::check_loop_budget(seq, layer_forward_iterations(), op, "a layer's forward (lower d, n or heads)"));
+  RILL_RETURN_IF_ERROR(
+      ops::detail::check_loop_budget(seq, layer_backward_iterations(), op, "a layer's backward (lower d, n or heads)"));
   // Sampling: ~50 loop iterations per Philox call and transform, 16 Gamma attempts at worst.
   const uint64_t gamma = config_.task.data == DataKind::kHeavyTailed ? 16 * 60 : 0;
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, t * (((d + 3) / 4) * 60 + 2 * d + gamma) + n * 16, op,
@@ -149,15 +159,27 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
 }
 
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
-  RILL_ASSIGN_OR_RETURN(const ops::plan::IclLayersPlan plan,
-                        ops::plan::icl_layers(ops::plan::traits_of(seq),
-                                              {.width = shape_.width, .tokens = shape_.tokens, .tasks = ws.batch}));
+  const uint32_t block = config_.model.param == Parameterization::kFull   ? 2 * shape_.width * shape_.width
+                         : config_.model.param == Parameterization::kDiag ? 4
+                                                                          : 3;
+  RILL_ASSIGN_OR_RETURN(
+      const ops::plan::IclLayersPlan plan,
+      ops::plan::icl_layers(ops::plan::traits_of(seq),
+                            {.width = shape_.width,
+                             .tokens = shape_.tokens,
+                             .tasks = ws.batch,
+                             .layers = shape_.layers,
+                             .layer_params = shape_.heads * block,
+                             .layer_iterations = std::max(layer_forward_iterations(), layer_backward_iterations())}));
   const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
   LayerLaunch l;
+  l.layers_per_dispatch = plan.layers_per_dispatch;
   if (plan.workgroup_per_task) {
+    const uint32_t tasks = plan.tasks_per_workgroup;
     l.kernel = std::string(pass) + "_wg";
-    l.groups = ops::detail::grid_for(ws.batch);
-    l.spec = model_spec(seq, plan.workgroup);
+    l.groups = ops::detail::groups_for(ws.batch, tasks);
+    l.spec = model_spec(seq, plan.workgroup * tasks);
+    l.spec.push_back(gpu::spec("TASKS", tasks));
   } else {
     l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "");
     l.groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
@@ -171,16 +193,18 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   const uint64_t w = shape_.width;
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
-  for (uint32_t l = 0; l < shape_.layers; ++l) {
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = launch.kernel,
-                                       .bindings = {&m.params, &ws.acts, &ws.mats},
-                                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride,
-                                                                            shape_.params, l, layer_scale(config_), 0}),
-                                       .groups = launch.groups,
-                                       .spec = launch.spec,
-                                       .label = "icl.layer_fwd",
-                                       .flops = flops,
-                                       .bytes = uint64_t(ws.batch) * (2 * shape_.token_elems + 3 * w * w) * 4}));
+  for (uint32_t l = 0; l < shape_.layers; l += launch.layers_per_dispatch) {
+    const uint32_t count = std::min(launch.layers_per_dispatch, shape_.layers - l);
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = launch.kernel,
+                      .bindings = {&m.params, &ws.acts, &ws.mats},
+                      .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
+                                                           layer_scale(config_), 0, count}),
+                      .groups = launch.groups,
+                      .spec = launch.spec,
+                      .label = "icl.layer_fwd",
+                      .flops = flops * count,
+                      .bytes = uint64_t(ws.batch) * ((count + 1) * shape_.token_elems + 2 * count * w * w) * 4}));
   }
   return Status::ok();
 }
@@ -201,21 +225,25 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
   const uint64_t w = shape_.width;
   const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 10 * w * w * w : 8 * w * w;
   const uint64_t flops = uint64_t(ws.batch) * (6 * shape_.tokens * w * w + shape_.heads * head_flops);
-  for (uint32_t l = shape_.layers; l-- > 0;) {
-    // The loss seeds grad_a; layer l reads the gradient of its output and writes its input's.
-    const bool odd = (shape_.layers - 1 - l) % 2 == 1;
+  // The loss seeds grad_a; each dispatch reads the gradient of its top layer's output and writes
+  // its bottom layer's input gradient (none for layer 0), alternating the two buffers.
+  bool odd = false;
+  for (uint32_t top = shape_.layers; top > 0; odd = !odd) {
+    const uint32_t count = std::min(launch.layers_per_dispatch, top);
+    const uint32_t bottom = top - count;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
-    RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = launch.kernel,
-                      .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
-                      .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), l > 0 ? 1u : 0u}),
-                      .groups = launch.groups,
-                      .spec = launch.spec,
-                      .label = "icl.layer_bwd",
-                      .flops = flops,
-                      .bytes = uint64_t(ws.batch) * (3 * shape_.token_elems + 6 * w * w) * 4}));
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = launch.kernel,
+         .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
+         .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u, count}),
+         .groups = launch.groups,
+         .spec = launch.spec,
+         .label = "icl.layer_bwd",
+         .flops = flops * count,
+         .bytes = uint64_t(ws.batch) * (count * (shape_.token_elems + 4 * w * w) + 2 * shape_.token_elems) * 4}));
+    top = bottom;
   }
   return Status::ok();
 }

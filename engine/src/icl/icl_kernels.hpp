@@ -71,8 +71,12 @@ class Recorder {
     std::string kernel;
     std::array<uint32_t, 3> groups{};
     std::vector<SpecValue> spec;
+    uint32_t layers_per_dispatch = 1;
   };
   Result<LayerLaunch> layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const;
+  // Loop iterations of one layer's forward and backward, a task per invocation (the longer loops).
+  uint64_t layer_forward_iterations() const;
+  uint64_t layer_backward_iterations() const;
   uint32_t workgroup(const Sequence& seq) const;
 
   TrainConfig config_;
