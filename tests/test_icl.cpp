@@ -181,7 +181,7 @@ GPU_TEST_CASE("icl: the workgroup layer kernels and fused layers compute what on
       "icl_layers=per-workgroup,icl_tasks_per_workgroup=4,icl_layers_per_dispatch=2",
       "icl_layers=per-workgroup",
       "icl_layers=per-task,icl_layers_per_dispatch=2",
-      "icl_layers=per-task",
+      "icl_layers=per-task,icl_layers_per_dispatch=3",
   };
   for (const char* variant : variants) {
     auto options = rill_test::validated_options();

@@ -354,14 +354,21 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {
   // Vladymyrov et al., FULL: about 14,800 loop iterations per layer's backward, a task per invocation.
   const IclLayersShape seven{.width = 11, .tokens = 21, .layers = 7, .layer_params = 242, .layer_iterations = 14800};
-  CHECK(icl_layers(h100_like(), seven).value().layers_per_dispatch == 7);      // no loop limit
-  CHECK(icl_layers(lavapipe_like(), seven).value().layers_per_dispatch == 3);  // 57,344 / 14,800
+  CHECK(icl_layers(h100_like(), seven).value().layers_per_dispatch == 7);  // no loop limit
+  DeviceTraits limited = h100_like();
+  limited.loop_budget = 57344;
+  CHECK(icl_layers(limited, seven).value().layers_per_dispatch == 3);  // 57,344 / 14,800
   IclLayersShape huge = seven;
   huge.layer_iterations = 100000;  // past the budget: one layer (check_device refuses what cannot run)
-  CHECK(icl_layers(lavapipe_like(), huge).value().layers_per_dispatch == 1);
-  DeviceTraits forced = h100_like();
+  CHECK(icl_layers(limited, huge).value().layers_per_dispatch == 1);
+  // CPU drivers keep a layer per dispatch unless forced, and forced, the budget still bounds it.
+  CHECK(icl_layers(lavapipe_like(), seven).value().layers_per_dispatch == 1);
+  DeviceTraits forced = lavapipe_like();
   forced.forced.icl_layers_per_dispatch = 2;
   CHECK(icl_layers(forced, seven).value().layers_per_dispatch == 2);
+  forced.forced.icl_layers_per_dispatch = 9;
+  CHECK(icl_layers(forced, seven).value().layers_per_dispatch == 3);
+  forced = h100_like();
   forced.forced.icl_layers_per_dispatch = 9;  // at most the model's layers
   CHECK(icl_layers(forced, seven).value().layers_per_dispatch == 7);
 }

@@ -612,12 +612,17 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     p.workgroup_per_task = true;
     p.reason = "GPU: a workgroup per " + std::to_string(tasks) + (tasks == 1 ? " task" : " tasks");
   }
-  // Layers per dispatch: all of them where one invocation may loop that long (the workgroup
-  // kernels loop less than a task per invocation does).
+  // Layers per dispatch: on GPUs all of them where one invocation may loop that long (the
+  // workgroup kernels loop less than a task per invocation does). CPU drivers keep one: there a
+  // dispatch costs little next to a layer, and lavapipe ran the fused forward 2-14 % slower
+  // (Vladymyrov setting, tools/rill/bench-icl-lavapipe/fused-layers-profile.txt).
   uint64_t per = std::max<uint32_t>(s.layers, 1);
   if (s.layer_iterations > 0 && d.loop_budget != UINT64_MAX)
     per = std::clamp<uint64_t>(d.loop_budget / s.layer_iterations, 1, per);
-  if (d.forced.icl_layers_per_dispatch) per = std::min<uint64_t>(per, *d.forced.icl_layers_per_dispatch);
+  if (d.forced.icl_layers_per_dispatch)
+    per = std::min<uint64_t>(per, *d.forced.icl_layers_per_dispatch);
+  else if (d.family == Family::kCpu)
+    per = 1;
   p.layers_per_dispatch = uint32_t(per);
   return p;
 }

@@ -40,7 +40,8 @@ struct PlanOverrides {
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
-  std::optional<uint32_t> icl_layers_per_dispatch;  // "icl_layers_per_dispatch=1": layers fused per dispatch
+  std::optional<uint32_t>
+      icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
   std::optional<std::pair<uint32_t, uint32_t>> matmul_tile;  // "matmul_tile=8x8": the GPU matmul's TM x TN
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;

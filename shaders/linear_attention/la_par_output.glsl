@@ -9,10 +9,12 @@
 //   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time.
 // Without CAUSAL (the non-causal form, never decayed) every position sees the whole sequence:
 // out_t = f(a_t) S with S the total state, which la_par_scan leaves in the state buffer (bound as
-// chunk_states, one per head); only product 2 runs.
+// chunk_states, one per head); only product 2 runs. With STATE_TRANSPOSED the states were made by
+// another form whose state is this one's transpose (stored [DV, DK]; the backward's dk and dv).
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
 layout(constant_id = 11) const bool CAUSAL = true;
+layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -97,8 +99,10 @@ void main() {
       barrier();  // the previous tiles (and the scores) -> these loads
       load_a_tile(ab_base, t0, len, k0, width);
       for (uint e = tid; e < width * p.dv; e += WG_SIZE) {
-        const uint kk = e / p.dv, j = e % p.dv;
-        other_tile[kk * MAX_D + j] = chunk_states[state_base + (k0 + kk) * p.dv + j];
+        // Along the stored rows: j fastest, or kk fastest when the state is stored transposed.
+        const uint kk = STATE_TRANSPOSED ? e % width : e / p.dv, j = STATE_TRANSPOSED ? e / width : e % p.dv;
+        other_tile[kk * MAX_D + j] =
+            chunk_states[state_base + (STATE_TRANSPOSED ? j * p.dk + k0 + kk : (k0 + kk) * p.dv + j)];
       }
       barrier();  // tiles loaded -> read by every block owner
       if (!owner) continue;

@@ -137,9 +137,11 @@ Status register_scan_form(Sequence& seq, const Dims& d, const std::string& suffi
 // chunk's own state into the workspace, a scan that turns those into the state before each chunk
 // (and carries `state` past the window), then every chunk's outputs. Non-causal (opt.causal false):
 // the first two passes over every window leave the whole sequence's state in `state`, then every
-// chunk's outputs read that one state.
+// chunk's outputs read that one state. `transposed`, when given, is a second form whose states are
+// the transposes of f's (same decay and direction): only its outputs run, reading f's states.
 Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, const Form& f, const Tensor& state,
-                       const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p) {
+                       const LinearAttentionOptions& opt, const plan::LinearAttentionPlan& p,
+                       const Form* transposed = nullptr) {
   const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
   const uint32_t chunks = uint32_t((uint64_t(d.n) + p.chunk - 1) / p.chunk);
   RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
@@ -149,9 +151,15 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                            gpu::spec("REVERSE", f.reverse)});
   spec.push_back(gpu::spec("CHUNK", p.chunk));
   spec.push_back(gpu::spec("TILE", p.tile));
-  auto output_spec = spec;
-  output_spec.push_back(gpu::spec("GRAD_SCALE", f.x != nullptr));
-  output_spec.push_back(gpu::spec("CAUSAL", opt.causal));
+  auto output_spec_of = [&](const Form& form, bool state_transposed) {
+    std::vector<SpecValue> out = spec_for(opt, p.workgroup);
+    out.insert(out.end(),
+               {gpu::spec("PHI_A", form.phi_a), gpu::spec("PHI_B", form.phi_b), gpu::spec("PHI_C", form.phi_c),
+                gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
+                gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
+                gpu::spec("STATE_TRANSPOSED", state_transposed)});
+    return out;
+  };
   const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
   struct Window {
     gpu::LaWindowPush push;
@@ -179,21 +187,28 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                          .flops = 2 * bh * count * elements,
                          .bytes = bh * (8 * count * elements + 8 * elements)});
   };
-  auto outputs = [&](const Window& w) -> Status {
+  auto form_outputs = [&](const Window& w, const Form& o, bool state_transposed) -> Status {
     const uint32_t count = w.push.window;
+    gpu::LaWindowPush push = w.push;
+    push.dk = o.dk;
+    push.dv = o.dv;
     // Per position: a P (2 dk dv FLOPs) and, causal, on average (C + 1) / 2 scores and value rows.
-    const uint64_t intra = opt.causal ? uint64_t(p.chunk + 1) * (f.dk + f.dv) : 0;
+    const uint64_t intra = opt.causal ? uint64_t(p.chunk + 1) * (o.dk + o.dv) : 0;
     const uint64_t state_reads = opt.causal ? count : 1;
     return seq.dispatch(
         {.kernel = "linear_attention/la_par_output_" + suffix,
-         .bindings = {f.a, f.b, f.c, &decay, opt.causal ? chunk_states : &state, f.x ? f.x : f.c, f.out},
-         .push = push_bytes(w.push),
+         .bindings = {o.a, o.b, o.c, &decay, opt.causal ? chunk_states : &state, o.x ? o.x : o.c, o.out},
+         .push = push_bytes(push),
          .groups = {count, uint32_t(bh), 1},
-         .spec = output_spec,
+         .spec = output_spec_of(o, state_transposed),
          .flops = bh * w.positions * (2 * elements + intra),
          .bytes =
-             bh * (es * w.positions * (opt.causal ? 2 * f.dk + (f.x ? 3 : 2) * f.dv : f.dk + (f.x ? 2 : 1) * f.dv) +
+             bh * (es * w.positions * (opt.causal ? 2 * o.dk + (o.x ? 3 : 2) * o.dv : o.dk + (o.x ? 2 : 1) * o.dv) +
                    4 * state_reads * elements)});
+  };
+  auto outputs = [&](const Window& w) -> Status {
+    RILL_RETURN_IF_ERROR(form_outputs(w, f, false));
+    return transposed ? form_outputs(w, *transposed, true) : Status::ok();
   };
   for (uint32_t first = 0; first < chunks; first += p.chunks_per_dispatch) {
     const Window w = window(first);
@@ -329,13 +344,19 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
          .reverse = true},
         {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
     };
-    for (const Form& f : forms) {
-      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-      RILL_RETURN_IF_ERROR(p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan
-                               ? register_scan_form(seq, d, suffix, f, scratch, opt, p)
-                               : parallel_chunks(seq, d, suffix, f, scratch, opt, p));
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan) {
+      for (const Form& f : forms) {
+        RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+        RILL_RETURN_IF_ERROR(register_scan_form(seq, d, suffix, f, scratch, opt, p));
+      }
+      return Status::ok();
     }
-    return Status::ok();
+    // The dk and dv forms run backward in time over states that are each other's transposes
+    // (sum do^T phi(q) and sum phi(q)^T do): one set of chunk states and one scan serve both.
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, forms[0], scratch, opt, p));
+    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    return parallel_chunks(seq, d, suffix, forms[1], scratch, opt, p, &forms[2]);
   }
   // The serial chunked kernel: its own scans.
   RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
