@@ -273,7 +273,10 @@ namespace {
 // TILE-wide slice of the block's rows and a TILE x 128 tile (heads up to 128), plus `extra` floats.
 // 0 where even tiles of 4 do not fit.
 uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t extra) {
-  auto shared_bytes = [&](uint64_t tile) { return 4 * (uint64_t(block) * block + block * tile + tile * 128 + extra); };
+  // Score and row-tile rows are padded by a word (block_attention_tiles.glsl says why).
+  auto shared_bytes = [&](uint64_t tile) {
+    return 4 * (uint64_t(block) * (block + 1) + block * (tile + 1) + tile * 128 + extra);
+  };
   uint32_t tile = 16;
   while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
   return shared_bytes(tile) <= d.shared_bytes ? tile : 0;
@@ -361,9 +364,10 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
 std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
   constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
   if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
-  // Shared memory of the output pass (scores, powers, A tile, the other tile) and the states pass.
+  // Shared memory of the output pass (scores, powers, A tile with padded rows, the other tile) and
+  // the states pass.
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
-    return 4 * std::max(c * c + c + 1 + c * tile + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
+    return 4 * std::max(c * c + c + 1 + c * (tile + 1) + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
   };
   // Narrower tiles first, then shorter chunks (the same result, more chunks to scan): 64-row
   // chunks' scores alone fill a Mali-class GPU's 16 KiB.

@@ -45,14 +45,14 @@ void main() {
 
   // 1. P, 4 x 4 blocks of (t, s); 3. dS in place. One round each for blocks up to 64 at WG 256.
   for (uint round = 0; round < score_rounds(); ++round) {
-    uint t0, s0;
+    uint t0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kQ, kK, p.dk, t0, s0, acc)) continue;
+    if (!score_block(round, kQ, kK, p.dk, t0, s0, step, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
-        const uint t = t0 + r, s = s0 + c;
+        const uint t = t0 + r, s = s0 + step * c;
         if (t < len && s < len)
-          scores[t * BLOCK + s] = in_mask(t, s) ? exp(acc[r][c] * p.scale - lse[lse_base + t]) : 0.0;
+          scores[t * SROW + s] = in_mask(t, s) ? exp(acc[r][c] * p.scale - lse[lse_base + t]) : 0.0;
       }
   }
 
@@ -67,13 +67,13 @@ void main() {
     delta[lse_base + t] = d;
   }
   for (uint round = 0; round < score_rounds(); ++round) {
-    uint t0, s0;
+    uint t0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kDo, kV, p.dv, t0, s0, acc)) continue;  // its barriers order delta_row and dV's reads
+    if (!score_block(round, kDo, kV, p.dv, t0, s0, step, acc)) continue;  // its barriers order delta_row and dV's reads
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
-        const uint t = t0 + r, s = s0 + c;
-        if (t < len && s < len) scores[t * BLOCK + s] *= (acc[r][c] - delta_row[t]) * p.scale;
+        const uint t = t0 + r, s = s0 + step * c;
+        if (t < len && s < len) scores[t * SROW + s] *= (acc[r][c] - delta_row[t]) * p.scale;
       }
   }
 

@@ -33,28 +33,28 @@ void main() {
 
   // 1. Logits, 4 x 4 blocks of (t, s).
   for (uint round = 0; round < score_rounds(); ++round) {
-    uint r0, s0;
+    uint r0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kQ, kK, p.dk, r0, s0, acc)) continue;
+    if (!score_block(round, kQ, kK, p.dk, r0, s0, step, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c)
-        if (r0 + r < len && s0 + c < len) scores[(r0 + r) * BLOCK + s0 + c] = acc[r][c] * p.scale;
+        if (r0 + r < len && s0 + step * c < len) scores[(r0 + r) * SROW + s0 + step * c] = acc[r][c] * p.scale;
   }
   barrier();  // logits written -> read by the row owners
 
   // 2. Each row's softmax in place; masked entries become 0.
   for (uint t = tid; t < len; t += WG_SIZE) {
     const uint last = CAUSAL ? t : len - 1;
-    afloat m = scores[t * BLOCK];
-    for (uint s = 1; s <= last; ++s) m = max(m, scores[t * BLOCK + s]);
+    afloat m = scores[t * SROW];
+    for (uint s = 1; s <= last; ++s) m = max(m, scores[t * SROW + s]);
     afloat l = 0.0;
     for (uint s = 0; s <= last; ++s) {
-      const afloat w = exp(scores[t * BLOCK + s] - m);
-      scores[t * BLOCK + s] = w;
+      const afloat w = exp(scores[t * SROW + s] - m);
+      scores[t * SROW + s] = w;
       l += w;
     }
     const afloat inv = 1.0 / l;
-    for (uint s = 0; s < len; ++s) scores[t * BLOCK + s] = s <= last ? scores[t * BLOCK + s] * inv : 0.0;
+    for (uint s = 0; s < len; ++s) scores[t * SROW + s] = s <= last ? scores[t * SROW + s] * inv : 0.0;
     lse[bh * p.n + b0 + t] = m + log(l);
   }
 

@@ -2,6 +2,12 @@
 // (block_attention_fwd_tiled.glsl, block_attention_bwd_tiled.glsl): 4 x 4 blocks of results in each
 // invocation's registers, operands streamed through TILE-wide tiles.
 //
+// Shared-memory banks: an invocation's 4 result columns are strided by the number of column groups
+// (column c of group g is g + groups * c), so a warp's neighbouring invocations read neighbouring
+// words; the operand whose rows become result columns is stored transposed, its rows padded by one
+// word, as are the scores' rows (a row per invocation in the softmax then hits 32 different banks).
+// With 4 contiguous columns and unpadded rows the same reads were 16-way conflicts on 32 banks.
+//
 // Declared here for both kernels: their specialization constants, the block's scores and the two
 // tiles. The includer sets `len` (the block's rows) and defines operand(which, row, x) (element x
 // of the block's row `row` of operand `which`) and store_result(which, row, col, value)
@@ -13,32 +19,34 @@ layout(constant_id = 3) const uint TILE = 16;
 layout(local_size_x_id = 0) in;
 #define MAX_D 128u
 
-shared afloat scores[BLOCK * BLOCK];     // [t][s]: logits or P, then probabilities or dS
-shared afloat row_tile[BLOCK * TILE];    // [row][x]: a TILE-wide slice of the block's rows
-shared afloat other_tile[TILE * MAX_D];  // [row][x] slices (BLOCK <= MAX_D rows) or [x][col] tiles
+const uint SROW = BLOCK + 1;              // the scores' row stride
+shared afloat scores[BLOCK * SROW];       // [t][s]: logits or P, then probabilities or dS
+const uint TROW = TILE + 1;               // row_tile's padded row
+shared afloat row_tile[BLOCK * TROW];     // [row][x]: a TILE-wide slice of the block's rows
+shared afloat other_tile[TILE * MAX_D];   // [x][row] slices (stride SROW <= MAX_D) or [x][col] tiles
 
 uint len;
 afloat operand(uint which, uint row, uint x);
 void store_result(uint b, uint row, uint col, afloat value);
 
-// acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + c][x] for the block's rows of A and B,
-// a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
-void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, inout afloat acc[4][4]) {
+// acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + step c][x] for the block's rows of A and
+// B, a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
+void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, uint step, inout afloat acc[4][4]) {
   const uint tid = gl_LocalInvocationID.x;
   for (uint x0 = 0; x0 < width; x0 += TILE) {
     const uint w = min(TILE, width - x0);
     barrier();  // the previous tiles (or scores) -> these loads
     for (uint e = tid; e < len * w; e += WG_SIZE) {
       const uint row = e / w, x = e % w;
-      row_tile[row * TILE + x] = operand(a, row, x0 + x);
-      other_tile[row * TILE + x] = operand(b, row, x0 + x);
+      row_tile[row * TROW + x] = operand(a, row, x0 + x);
+      other_tile[x * SROW + row] = operand(b, row, x0 + x);
     }
     barrier();  // tiles loaded -> read by every block owner
     if (!owner) continue;
     for (uint x = 0; x < w; ++x) {
       afloat av[4], bv[4];
-      for (uint r = 0; r < 4; ++r) av[r] = row_tile[min(r0 + r, len - 1) * TILE + x];
-      for (uint c = 0; c < 4; ++c) bv[c] = other_tile[min(s0 + c, len - 1) * TILE + x];
+      for (uint r = 0; r < 4; ++r) av[r] = row_tile[min(r0 + r, len - 1) * TROW + x];
+      for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * SROW + min(s0 + step * c, len - 1)];
       for (uint r = 0; r < 4; ++r)
         for (uint c = 0; c < 4; ++c) acc[r][c] += av[r] * bv[c];
     }
@@ -51,16 +59,19 @@ uint score_rounds() {
   return (blocks_t * blocks_t + WG_SIZE - 1) / WG_SIZE;
 }
 
-// This invocation's block (t0, s0) of round `round` and acc = its part of A B^T (rows_product);
-// false past the last block. Every invocation calls it (it holds barriers).
-bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s0, out afloat acc[4][4]) {
+// This invocation's block of round `round`, rows t0 + r and columns s0 + step c (r, c < 4), and
+// acc = its part of A B^T (rows_product); false past the last block. Every invocation calls it (it
+// holds barriers).
+bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s0, out uint step,
+                 out afloat acc[4][4]) {
   const uint blocks_t = (len + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
   const bool owner = blk < blocks_t * blocks_t;
   t0 = owner ? blk / blocks_t * 4 : 0;
-  s0 = owner ? blk % blocks_t * 4 : 0;
+  s0 = owner ? blk % blocks_t : 0;
+  step = blocks_t;
   for (uint r = 0; r < 4; ++r)
     for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-  rows_product(a, b, width, owner, t0, s0, acc);
+  rows_product(a, b, width, owner, t0, s0, step, acc);
   return owner;
 }
 
@@ -72,7 +83,8 @@ void scores_product(bool transposed, uint b, uint width) {
   for (uint round = 0; round * WG_SIZE < blocks_r * blocks_c; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_r * blocks_c;
-    const uint r0 = owner ? blk / blocks_c * 4 : 0, c0 = owner ? blk % blocks_c * 4 : 0;
+    // Columns c0 + blocks_c c: neighbouring invocations read neighbouring words of the tile.
+    const uint r0 = owner ? blk / blocks_c * 4 : 0, c0 = owner ? blk % blocks_c : 0;
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
@@ -89,9 +101,9 @@ void scores_product(bool transposed, uint b, uint width) {
         afloat mv[4], bv[4];
         for (uint r = 0; r < 4; ++r) {
           const uint rr = min(r0 + r, len - 1);
-          mv[r] = transposed ? scores[(x0 + x) * BLOCK + rr] : scores[rr * BLOCK + x0 + x];
+          mv[r] = transposed ? scores[(x0 + x) * SROW + rr] : scores[rr * SROW + x0 + x];
         }
-        for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * MAX_D + min(c0 + c, width - 1)];
+        for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * MAX_D + min(c0 + blocks_c * c, width - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint c = 0; c < 4; ++c) acc[r][c] += mv[r] * bv[c];
       }
@@ -99,8 +111,8 @@ void scores_product(bool transposed, uint b, uint width) {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
-        if (r0 + r >= len || c0 + c >= width) continue;
-        store_result(b, r0 + r, c0 + c, acc[r][c]);
+        if (r0 + r >= len || c0 + blocks_c * c >= width) continue;
+        store_result(b, r0 + r, c0 + blocks_c * c, acc[r][c]);
       }
   }
 }

@@ -13,7 +13,9 @@ layout(constant_id = 7) const bool PHI_C = false;
 layout(constant_id = 8) const bool REVERSE = false;
 // Rows (or inner-dimension slices) staged in shared memory per step of the tiled passes; head
 // dimensions up to MAX_D (the plan sends wider heads to the serial kernel). Each invocation
-// accumulates a 4 x 4 block of outputs in registers.
+// accumulates a 4 x 4 block of outputs in registers: 4 neighbouring rows, and 4 columns strided by
+// the number of column groups, so that a warp's neighbouring invocations read neighbouring words of
+// the shared tiles (4 neighbouring columns put 16 invocations in one of 32 banks).
 layout(constant_id = 10) const uint TILE = 16;
 #define MAX_D 128u
 

@@ -29,14 +29,19 @@ layout(std430, binding = 6) writeonly buffer Out { sfloat out_[]; };
 
 shared afloat scores[CHUNK * CHUNK];                     // [t][s]
 shared afloat power[CHUNK + 1];                          // lambda^m
-shared afloat a_tile[CHUNK * TILE];                      // [t][k]: f(a_t) on TILE inner slices
-shared afloat other_tile[TILE * MAX_D];  // [s][k] g(b) (CHUNK <= MAX_D rows), then [k][j] P, then [s][j] h(c)
+const uint AROW = TILE + 1;                              // a_tile's padded row (banks again)
+shared afloat a_tile[CHUNK * AROW];                      // [t][k]: f(a_t) on TILE inner slices
+// [k][s] g(b) (rows padded to CHUNK + 1 <= MAX_D), then [k][j] P, then [s][j] h(c). Result columns
+// are strided over the invocations and g(b) is stored transposed, so neighbouring invocations read
+// neighbouring words (la_par_common.glsl: shared-memory banks).
+shared afloat other_tile[TILE * MAX_D];
+const uint BROW = CHUNK + 1;
 
 // a_tile[t][kk] = f(a_{t0+t, k0+kk}) for t < len, kk < width.
 void load_a_tile(uint ab_base, uint t0, uint len, uint k0, uint width) {
   for (uint e = gl_LocalInvocationID.x; e < len * width; e += WG_SIZE) {
     const uint t = e / width, kk = e % width;
-    a_tile[t * TILE + kk] = la_f(PHI_A, afloat(a[ab_base + la_row(t0 + t) * p.dk + k0 + kk]));
+    a_tile[t * AROW + kk] = la_f(PHI_A, afloat(a[ab_base + la_row(t0 + t) * p.dk + k0 + kk]));
   }
 }
 
@@ -54,7 +59,7 @@ void main() {
   for (uint round = 0; CAUSAL && round * WG_SIZE < blocks_t * blocks_t; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_t;
-    const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t * 4 : 0;
+    const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t : 0;  // columns s0 + blocks_t q
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -64,14 +69,14 @@ void main() {
       load_a_tile(ab_base, t0, len, k0, width);
       for (uint e = tid; e < len * width; e += WG_SIZE) {
         const uint s = e / width, kk = e % width;
-        other_tile[s * TILE + kk] = la_f(PHI_B, afloat(b[ab_base + la_row(t0 + s) * p.dk + k0 + kk]));
+        other_tile[kk * BROW + s] = la_f(PHI_B, afloat(b[ab_base + la_row(t0 + s) * p.dk + k0 + kk]));
       }
       barrier();  // tiles loaded -> read by every block owner
       if (!owner) continue;
       for (uint kk = 0; kk < width; ++kk) {
         afloat av[4], bv[4];
-        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * TILE + kk];
-        for (uint q = 0; q < 4; ++q) bv[q] = other_tile[min(s0 + q, len - 1) * TILE + kk];
+        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
+        for (uint q = 0; q < 4; ++q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
       }
@@ -79,7 +84,7 @@ void main() {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
-        const uint t = r0 + r, s = s0 + q;
+        const uint t = r0 + r, s = s0 + blocks_t * q;
         if (t < len && s < len) scores[t * CHUNK + s] = s <= t ? acc[r][q] * power[t - s] : 0.0;
       }
   }
@@ -89,7 +94,7 @@ void main() {
   for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_j;
-    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j * 4 : 0;
+    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;  // columns j0 + blocks_j q
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -108,8 +113,8 @@ void main() {
       if (!owner) continue;
       for (uint kk = 0; kk < width; ++kk) {
         afloat av[4], pv[4];
-        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * TILE + kk];
-        for (uint q = 0; q < 4; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + q, p.dv - 1)];
+        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
+        for (uint q = 0; q < 4; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * pv[q];
       }
@@ -129,7 +134,7 @@ void main() {
       for (uint s = 0; s < rows; ++s) {
         afloat sv[4], cv[4];
         for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * CHUNK + s0 + s];
-        for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + q, p.dv - 1)];
+        for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r] * cv[q];
       }
@@ -137,7 +142,7 @@ void main() {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
-        const uint t = r0 + r, j = j0 + q;
+        const uint t = r0 + r, j = j0 + blocks_j * q;
         if (t >= len || j >= p.dv) continue;
         const uint at = c_base + la_row(t0 + t) * p.dv + j;
         afloat val = acc[r][q];

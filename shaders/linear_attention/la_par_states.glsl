@@ -32,7 +32,8 @@ void main() {
   for (uint round = 0; round * WG_SIZE < blocks; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks;
-    const uint i0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j * 4 : 0;
+    // Columns j0 + blocks_j q: neighbouring invocations read neighbouring words of c_tile.
+    const uint i0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -53,7 +54,7 @@ void main() {
         afloat bv[4], cv[4];
         // Past the edge of DK or DV: a clamped (loaded) value, never written out.
         for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, p.dk - 1)];
-        for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + q, p.dv - 1)];
+        for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += bv[r] * cv[q];
       }
@@ -61,6 +62,7 @@ void main() {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q)
-        if (i0 + r < p.dk && j0 + q < p.dv) chunk_states[out_base + (i0 + r) * p.dv + j0 + q] = acc[r][q];
+        if (i0 + r < p.dk && j0 + blocks_j * q < p.dv)
+          chunk_states[out_base + (i0 + r) * p.dv + j0 + blocks_j * q] = acc[r][q];
   }
 }
