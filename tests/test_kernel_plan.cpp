@@ -351,6 +351,21 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(too_many.status().message().find("64 tasks per workgroup") != std::string::npos);
 }
 
+TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention passes", "[plan]") {
+  DeviceTraits gpu = h100_like();
+  gpu.forced = parse_overrides("la_tile=32").value();
+  const auto p = linear_attention_forward(gpu, la_shape(4, 16384, 64)).value();
+  CHECK(p.algorithm == LinearAttentionAlgorithm::kChunkedParallel);
+  CHECK(p.tile == 32);  // 41.5 KiB of the output pass's arrays fit 48 KiB
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 16);  // the default
+  DeviceTraits phone = mali_like();
+  phone.forced = parse_overrides("la_tile=32").value();
+  const auto refused = linear_attention_forward(phone, la_shape(4, 16384, 64));
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("tiles of 32") != std::string::npos);
+  for (const char* bad : {"la_tile=3", "la_tile=64", "la_tile="}) CHECK_FALSE(parse_overrides(bad).is_ok());
+}
+
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {
   // Vladymyrov et al., FULL: about 14,800 loop iterations per layer's backward, a task per invocation.
   const IclLayersShape seven{.width = 11, .tokens = 21, .layers = 7, .layer_params = 242, .layer_iterations = 14800};

@@ -98,6 +98,15 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.icl_workgroup_per_task = value == "per-workgroup";
       continue;
     }
+    if (key == "la_tile") {
+      // The parallel linear-attention passes' tile depth (rows or inner slices staged per step).
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || (n != 4 && n != 8 && n != 16 && n != 32))
+        return invalid_argument("kernel plan: la_tile is '" + std::string(value) + "'; use 4, 8, 16 or 32");
+      out.la_tile = n;
+      continue;
+    }
     if (key == "icl_tasks_per_workgroup" || key == "icl_layers_per_dispatch") {
       // Tasks per workgroup: a power of two up to 64 (a cohort's model stride is a multiple of 64).
       const bool tasks = key == "icl_tasks_per_workgroup";
@@ -144,7 +153,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, linear_attention, "
+          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_tile, linear_attention, "
           "lm_decode, lm_decode_grid, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
@@ -372,7 +381,8 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // Narrower tiles first, then shorter chunks (the same result, more chunks to scan): 64-row
   // chunks' scores alone fill a Mali-class GPU's 16 KiB.
   uint64_t c = s.chunk;
-  uint32_t tile = 16;
+  uint32_t tile = d.forced.la_tile.value_or(16);
+  if (d.forced.la_tile && shared_bytes(c, tile) > d.shared_bytes) return std::nullopt;
   while (shared_bytes(c, tile) > d.shared_bytes) {
     if (tile > 4) {
       tile /= 2;
@@ -424,10 +434,10 @@ Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAtte
   const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
   if (wanted) {
     if (auto p = parallel_plan(d, parallel_shape)) return *p;
-    if (forced)
-      return invalid_argument(std::string(op) +
-                              ": the forced parallel chunked form does not fit this device (shared memory, loop "
-                              "budget or scratch)");
+    if (forced || d.forced.la_tile)
+      return invalid_argument(std::string(op) + ": the forced parallel chunked form" +
+                              (d.forced.la_tile ? " with tiles of " + std::to_string(*d.forced.la_tile) : "") +
+                              " does not fit this device (shared memory, loop budget or scratch)");
   }
   // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
   LinearAttentionPlan p;

@@ -39,6 +39,7 @@ struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
+  std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)

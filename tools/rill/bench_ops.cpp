@@ -5,8 +5,9 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
 
 namespace rill_cli {
@@ -98,10 +99,13 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
 // continue the state, as a long prefill does, so memory stays bounded. Then the non-causal forward
 // and the causal backward.
 bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+  // Each form in its own context; RILL_KERNEL_PLAN's other choices (la_tile=32, ...) still apply.
+  const char* env_plan = std::getenv("RILL_KERNEL_PLAN");
+  const std::string others = env_plan != nullptr && *env_plan != '\0' ? std::string(env_plan) + "," : "";
   rill::ContextOptions parallel_options, serial_options, scan_options;
-  parallel_options.kernel_plan = "linear_attention=parallel";
-  serial_options.kernel_plan = "linear_attention=serial";
-  scan_options.kernel_plan = "linear_attention=scan";
+  parallel_options.kernel_plan = others + "linear_attention=parallel";
+  serial_options.kernel_plan = others + "linear_attention=serial";
+  scan_options.kernel_plan = others + "linear_attention=scan";
   std::map<std::string, rill::Context> contexts;
   for (const auto& [name, options] : {std::pair<const char*, rill::ContextOptions*>{"parallel", &parallel_options},
                                       {"serial", &serial_options},
