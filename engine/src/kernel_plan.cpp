@@ -296,7 +296,8 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
   BlockAttentionPlan p;
   if (d.family == Family::kGpu && block <= 64) {
-    p.tile = block_attention_tile(d, block, 0);
+    // Shared memory also holds the softmax's partial row maxima and sums, one per invocation.
+    p.tile = block_attention_tile(d, block, std::min(256u, d.max_invocations));
     p.tiled = p.tile > 0;
     p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
     return p;

@@ -4,7 +4,8 @@
 // GPUs spill to memory, and reads its query row once per key):
 //   1. logits S = scale * Q K^T over the block ([len, len], masked above the diagonal when CAUSAL),
 //      TILE slices of the head dimension at a time, kept in shared memory;
-//   2. each row's softmax in place (max, then sum of exponentials): P and lse = max + log(sum);
+//   2. each row's softmax in place (max, then sum of exponentials), a few invocations per row:
+//      P and lse = max + log(sum);
 //   3. O = P V, TILE rows of V at a time.
 // q, k: [BH, N, Dk], v, o: [BH, N, Dv] sfloat with Dk, Dv <= 128; lse: [BH, N] f32.
 #include "rill_common.glsl"
@@ -15,6 +16,10 @@
 const uint kQ = 0u, kK = 1u, kV = 2u;
 
 uint qk_base, v_base;
+
+// The softmax's invocations per row and their partial maxima or sums.
+const uint PARTS = WG_SIZE / BLOCK >= 8u ? 8u : (WG_SIZE / BLOCK == 0u ? 1u : WG_SIZE / BLOCK);
+shared afloat row_part[WG_SIZE];
 
 afloat operand(uint which, uint row, uint x) {
   if (which == kQ) return afloat(q[qk_base + row * p.dk + x]);
@@ -42,20 +47,37 @@ void main() {
   }
   barrier();  // logits written -> read by the row owners
 
-  // 2. Each row's softmax in place; masked entries become 0.
-  for (uint t = tid; t < len; t += WG_SIZE) {
+  // 2. Each row's softmax in place; masked entries become 0. PARTS invocations share a row (a
+  //    strided share of its columns each), their maxima and sums combined through shared memory in
+  //    a fixed order: a row per invocation left most of the workgroup idle on a serial walk.
+  const uint part = tid % PARTS, rows_per_round = WG_SIZE / PARTS;
+  for (uint first = 0; first < len; first += rows_per_round) {  // rows in rounds (uniform)
+    const uint t = first + tid / PARTS;
+    const bool row_owner = t < len && tid < rows_per_round * PARTS;
     const uint last = CAUSAL ? t : len - 1;
-    afloat m = scores[t * SROW];
-    for (uint s = 1; s <= last; ++s) m = max(m, scores[t * SROW + s]);
+    afloat m = -3.402823466e38;
+    for (uint s = part; row_owner && s <= last; s += PARTS) m = max(m, scores[t * SROW + s]);
+    row_part[tid] = m;
+    barrier();  // partial maxima written -> every part of the row reads them
+    m = -3.402823466e38;
+    for (uint i = 0; row_owner && i < PARTS; ++i) m = max(m, row_part[tid - part + i]);
     afloat l = 0.0;
-    for (uint s = 0; s <= last; ++s) {
+    for (uint s = part; row_owner && s <= last; s += PARTS) {
       const afloat w = exp(scores[t * SROW + s] - m);
       scores[t * SROW + s] = w;
       l += w;
     }
-    const afloat inv = 1.0 / l;
-    for (uint s = 0; s < len; ++s) scores[t * SROW + s] = s <= last ? scores[t * SROW + s] * inv : 0.0;
-    lse[bh * p.n + b0 + t] = m + log(l);
+    barrier();  // maxima read -> partial sums overwrite them
+    row_part[tid] = l;
+    barrier();  // partial sums written -> read
+    l = 0.0;
+    for (uint i = 0; row_owner && i < PARTS; ++i) l += row_part[tid - part + i];
+    if (row_owner) {
+      const afloat inv = 1.0 / l;
+      for (uint s = part; s < len; s += PARTS) scores[t * SROW + s] = s <= last ? scores[t * SROW + s] * inv : 0.0;
+      if (part == 0) lse[bh * p.n + b0 + t] = m + log(l);
+    }
+    barrier();  // sums read -> the next round's maxima overwrite them
   }
 
   // 3. O = P V (its first barrier orders the probabilities before their reads).

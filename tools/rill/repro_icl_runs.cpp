@@ -81,8 +81,19 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
     if (*started != wanted)
       return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + started->dump() +
                                        ", this run asks for " + wanted.dump() + "; use the same options");
-    for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
-      if (entry.path().string().ends_with(".result.json")) ++runs.recorded_at_open_;
+    // A run killed after its result was written but before its checkpoint was removed left both:
+    // the result stands, and the stale files go now (nothing would remove them later).
+    const std::string result_suffix = ".result.json";
+    for (const auto& entry : fs::directory_iterator(runs.dir_, ec)) {
+      const std::string path = entry.path().string();
+      if (!path.ends_with(result_suffix)) continue;
+      ++runs.recorded_at_open_;
+      const std::string key = entry.path().filename().string();
+      const std::string run = key.substr(0, key.size() - result_suffix.size());
+      std::error_code ignored;
+      fs::remove(runs.checkpoint_path(run), ignored);
+      fs::remove(runs.dir_ + run + ".spikes.json", ignored);
+    }
     return runs;
   }
   for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
