@@ -1,4 +1,4 @@
-// Backward of p.layer_count layers, from p.layer down, for every task of the batch, one task per
+// Backward of LAYERS layers, from p.layer down, for every task of the batch, one task per
 // invocation; the gradient G stays in the private array from layer to layer. Per layer, with X
 // its input tokens, A and B as saved by the forward, G = dLoss/d(its output tokens):
 //   dB = sum_i G_i X_i^T;  dX_i = G_i + B^T G_i;
@@ -19,6 +19,111 @@ layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
 RILL_ICL_PARAM_ACCESSORS(params)
 
+// Layer `layer` of task slot t: g (the gradient of its output) becomes the gradient of its input
+// when input_grad, and its parameter gradients go to partials.
+void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELEMS]) {
+  const uint x_base = layer * TOKEN_ELEMS * p.batch + t;
+  const uint mats_base = layer * 2u * MAT * p.batch + t;
+  float x[TOKEN_ELEMS];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[x_base + e * p.batch];
+  float a_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) a_mat[e] = mats[mats_base + e * p.batch];
+  float db[MAT];
+  float da[MAT];
+  UNROLL for (uint a = 0u; a < D1; ++a) {
+    UNROLL for (uint b = 0u; b < D1; ++b) {
+      float sum = 0.0;
+      UNROLL for (uint i = 0u; i < TOKENS; ++i) sum += g[i * D1 + a] * x[i * D1 + b];
+      db[a * D1 + b] = sum;
+      da[a * D1 + b] = 0.0;
+    }
+  }
+
+  UNROLL for (uint h = 0u; h < HEADS; ++h) {
+    const uint base = (layer * HEADS + h) * BLOCK;
+    if (PARAM == 0u) {
+      float tmp[MAT];
+      // tmp = dB Q^T, then dP = s tmp A.
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float sum = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
+          tmp[a * D1 + b] = sum;
+        }
+      }
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float sum = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += tmp[a * D1 + c] * a_mat[c * D1 + b];
+          partials[(base + a * D1 + b) * p.batch + t] = p.scale * sum;
+        }
+      }
+      // tmp = P^T dB, then dQ = s A tmp and dA += s tmp Q^T.
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float sum = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * db[c * D1 + b];
+          tmp[a * D1 + b] = sum;
+        }
+      }
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        UNROLL for (uint b = 0u; b < D1; ++b) {
+          float dq = 0.0;
+          float dav = 0.0;
+          UNROLL for (uint c = 0u; c < D1; ++c) {
+            dq += a_mat[a * D1 + c] * tmp[c * D1 + b];
+            dav += tmp[a * D1 + c] * param_q(base, b, c);
+          }
+          partials[(base + MAT + a * D1 + b) * p.batch + t] = p.scale * dq;
+          da[a * D1 + b] += p.scale * dav;
+        }
+      }
+    } else {
+      // Diagonal P and Q: only the diagonals of dP and dQ matter, and dA_ab += s p_a dB_ab q_b.
+      float dpx = 0.0, dpy = 0.0, dqx = 0.0, dqy = 0.0;
+      UNROLL for (uint a = 0u; a < D1; ++a) {
+        float dp = 0.0;
+        float dq = 0.0;
+        UNROLL for (uint c = 0u; c < D1; ++c) {
+          dp += db[a * D1 + c] * diag_q(base, c) * a_mat[c * D1 + a];
+          dq += a_mat[a * D1 + c] * diag_p(base, c) * db[c * D1 + a];
+        }
+        if (a + 1u == D1) {
+          dpy = dp;
+          dqy = dq;
+        } else {
+          dpx += dp;
+          dqx += dq;
+        }
+        const float pa = p.scale * diag_p(base, a);
+        UNROLL for (uint b = 0u; b < D1; ++b) da[a * D1 + b] += pa * db[a * D1 + b] * diag_q(base, b);
+      }
+      partials[(base + 0u) * p.batch + t] = p.scale * dpx;
+      partials[(base + 1u) * p.batch + t] = p.scale * dpy;
+      partials[(base + 2u) * p.batch + t] = p.scale * dqx;
+      if (PARAM == 1u) partials[(base + 3u) * p.batch + t] = p.scale * dqy;
+    }
+  }
+
+  // The gradient of the layer's input: the next layer's output gradient, or the dispatch's result.
+  if (!input_grad) return;
+  float b_mat[MAT];
+  UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = mats[mats_base + (MAT + e) * p.batch];
+  // A token's input gradient reads only that token's: a token at a time, through a row of D1.
+  UNROLL for (uint i = 0u; i < TOKENS; ++i) {
+    float gn[D1];
+    UNROLL for (uint a = 0u; a < D1; ++a) {
+      float sum = g[i * D1 + a];
+      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[b * D1 + a] * g[i * D1 + b];
+      if (i < NCTX) {
+        UNROLL for (uint b = 0u; b < D1; ++b) sum += (da[a * D1 + b] + da[b * D1 + a]) * x[i * D1 + b];
+      }
+      gn[a] = sum;
+    }
+    UNROLL for (uint a = 0u; a < D1; ++a) g[i * D1 + a] = gn[a];
+  }
+}
+
 void main() {
   const uint t = rill_global_index();
   if (t >= p.batch) return;
@@ -28,110 +133,12 @@ void main() {
   g_model_params = model * p.model_params;
   float g[TOKEN_ELEMS];
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = g_out[e * p.batch + t];
-
-  [[dont_unroll]] for (uint l = 0u; l < p.layer_count; ++l) {
-    const uint layer = p.layer - l;
-    const uint x_base = layer * TOKEN_ELEMS * p.batch + t;
-    const uint mats_base = layer * 2u * MAT * p.batch + t;
-    float x[TOKEN_ELEMS];
-    UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[x_base + e * p.batch];
-    float a_mat[MAT];
-    UNROLL for (uint e = 0u; e < MAT; ++e) a_mat[e] = mats[mats_base + e * p.batch];
-    float db[MAT];
-    float da[MAT];
-    UNROLL for (uint a = 0u; a < D1; ++a) {
-      UNROLL for (uint b = 0u; b < D1; ++b) {
-        float sum = 0.0;
-        UNROLL for (uint i = 0u; i < TOKENS; ++i) sum += g[i * D1 + a] * x[i * D1 + b];
-        db[a * D1 + b] = sum;
-        da[a * D1 + b] = 0.0;
-      }
-    }
-
-    UNROLL for (uint h = 0u; h < HEADS; ++h) {
-      const uint base = (layer * HEADS + h) * BLOCK;
-      if (PARAM == 0u) {
-        float tmp[MAT];
-        // tmp = dB Q^T, then dP = s tmp A.
-        UNROLL for (uint a = 0u; a < D1; ++a) {
-          UNROLL for (uint b = 0u; b < D1; ++b) {
-            float sum = 0.0;
-            UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
-            tmp[a * D1 + b] = sum;
-          }
-        }
-        UNROLL for (uint a = 0u; a < D1; ++a) {
-          UNROLL for (uint b = 0u; b < D1; ++b) {
-            float sum = 0.0;
-            UNROLL for (uint c = 0u; c < D1; ++c) sum += tmp[a * D1 + c] * a_mat[c * D1 + b];
-            partials[(base + a * D1 + b) * p.batch + t] = p.scale * sum;
-          }
-        }
-        // tmp = P^T dB, then dQ = s A tmp and dA += s tmp Q^T.
-        UNROLL for (uint a = 0u; a < D1; ++a) {
-          UNROLL for (uint b = 0u; b < D1; ++b) {
-            float sum = 0.0;
-            UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * db[c * D1 + b];
-            tmp[a * D1 + b] = sum;
-          }
-        }
-        UNROLL for (uint a = 0u; a < D1; ++a) {
-          UNROLL for (uint b = 0u; b < D1; ++b) {
-            float dq = 0.0;
-            float dav = 0.0;
-            UNROLL for (uint c = 0u; c < D1; ++c) {
-              dq += a_mat[a * D1 + c] * tmp[c * D1 + b];
-              dav += tmp[a * D1 + c] * param_q(base, b, c);
-            }
-            partials[(base + MAT + a * D1 + b) * p.batch + t] = p.scale * dq;
-            da[a * D1 + b] += p.scale * dav;
-          }
-        }
-      } else {
-        // Diagonal P and Q: only the diagonals of dP and dQ matter, and dA_ab += s p_a dB_ab q_b.
-        float dpx = 0.0, dpy = 0.0, dqx = 0.0, dqy = 0.0;
-        UNROLL for (uint a = 0u; a < D1; ++a) {
-          float dp = 0.0;
-          float dq = 0.0;
-          UNROLL for (uint c = 0u; c < D1; ++c) {
-            dp += db[a * D1 + c] * diag_q(base, c) * a_mat[c * D1 + a];
-            dq += a_mat[a * D1 + c] * diag_p(base, c) * db[c * D1 + a];
-          }
-          if (a + 1u == D1) {
-            dpy = dp;
-            dqy = dq;
-          } else {
-            dpx += dp;
-            dqx += dq;
-          }
-          const float pa = p.scale * diag_p(base, a);
-          UNROLL for (uint b = 0u; b < D1; ++b) da[a * D1 + b] += pa * db[a * D1 + b] * diag_q(base, b);
-        }
-        partials[(base + 0u) * p.batch + t] = p.scale * dpx;
-        partials[(base + 1u) * p.batch + t] = p.scale * dpy;
-        partials[(base + 2u) * p.batch + t] = p.scale * dqx;
-        if (PARAM == 1u) partials[(base + 3u) * p.batch + t] = p.scale * dqy;
-      }
-    }
-
-    // The gradient of the layer's input: the next layer's output gradient, or the dispatch's result.
-    const bool last = l + 1u == p.layer_count;
-    if (last && p.input_grad == 0u) return;
-    float b_mat[MAT];
-    UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = mats[mats_base + (MAT + e) * p.batch];
-    // A token's input gradient reads only that token's: a token at a time, through a row of D1.
-    UNROLL for (uint i = 0u; i < TOKENS; ++i) {
-      float gn[D1];
-      UNROLL for (uint a = 0u; a < D1; ++a) {
-        float sum = g[i * D1 + a];
-        UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[b * D1 + a] * g[i * D1 + b];
-        if (i < NCTX) {
-          UNROLL for (uint b = 0u; b < D1; ++b) sum += (da[a * D1 + b] + da[b * D1 + a]) * x[i * D1 + b];
-        }
-        gn[a] = sum;
-        if (last) g_in[(i * D1 + a) * p.batch + t] = sum;
-      }
-      UNROLL for (uint a = 0u; a < D1; ++a) g[i * D1 + a] = gn[a];
-    }
+  // One layer compiles with no loop around it (icl_layer_fwd.glsl says why).
+  if (LAYERS == 1u) {
+    backward_layer(t, p.layer, p.input_grad != 0u, g);
+  } else {
+    [[dont_unroll]] for (uint l = 0u; l < LAYERS; ++l) backward_layer(t, p.layer - l, l + 1u < LAYERS || p.input_grad != 0u, g);
   }
+  if (p.input_grad == 0u) return;
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g_in[e * p.batch + t] = g[e];
 }

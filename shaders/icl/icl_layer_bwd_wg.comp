@@ -1,4 +1,4 @@
-// Backward of p.layer_count layers, from p.layer down, for TASKS tasks per workgroup (GPUs;
+// Backward of LAYERS layers, from p.layer down, for TASKS tasks per workgroup (GPUs;
 // icl_wg_common.glsl has the layout): each task's gradient stays in shared memory from layer to
 // layer, every product is spread over the task's LANES invocations. The same arithmetic in the
 // same order as icl_layer_bwd.glsl (one task per invocation, for CPU drivers), which has the
@@ -37,7 +37,7 @@ void main() {
   const uint x0 = task * TOKEN_ELEMS, m0 = task * MAT, d0 = task * D1, q0 = task * PARAMS;
 
   ICL_WG_LOAD(s_g, g_out, 0u, TOKEN_ELEMS)
-  for (uint l = 0u; l < p.layer_count; ++l) {
+  for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer - l;
     const uint mats_base = layer * 2u * MAT * p.batch;
     icl_stage_params(layer);
@@ -125,7 +125,7 @@ void main() {
     ICL_WG_STORE(partials, s_part, layer * PARAMS * p.batch, PARAMS)
 
     // The gradient of the layer's input: the next layer's output gradient, or the dispatch's result.
-    const bool last = l + 1u == p.layer_count;
+    const bool last = l + 1u == LAYERS;
     if (last && p.input_grad == 0u) return;  // uniform
     ICL_WG_LOAD(s_tmp, mats, mats_base + MAT * p.batch, MAT)  // B
     barrier();

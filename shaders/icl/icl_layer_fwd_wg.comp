@@ -1,4 +1,4 @@
-// Forward of p.layer_count layers for TASKS tasks per workgroup (GPUs; icl_wg_common.glsl has the
+// Forward of LAYERS layers for TASKS tasks per workgroup (GPUs; icl_wg_common.glsl has the
 // layout): each task's tokens stay in shared memory from layer to layer, every matrix product is
 // spread over the task's LANES invocations, one output element each. The same arithmetic in the
 // same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers).
@@ -27,7 +27,7 @@ void main() {
   const uint x0 = task * TOKEN_ELEMS, m0 = task * MAT;  // this task's arrays
 
   ICL_WG_LOAD(s_x, acts, p.layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
-  for (uint l = 0u; l < p.layer_count; ++l) {
+  for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer + l;
     icl_stage_params(layer);
     barrier();  // tokens and parameters staged

@@ -22,6 +22,10 @@ layout(constant_id = 1) const uint D1 = 2;     // token width d + 1 (features, t
 layout(constant_id = 2) const uint NCTX = 1;   // context tokens n; the query is token n
 layout(constant_id = 3) const uint HEADS = 1;
 layout(constant_id = 4) const uint PARAM = 0;  // 0 FULL (P, Q), 1 DIAG (p_x, p_y, q_x, q_y), 2 GD++ (p_x, p_y, q_x)
+// The layer kernels' layers per dispatch: the forward runs p.layer .. p.layer + LAYERS - 1, the
+// backward p.layer down to p.layer - LAYERS + 1, each task's tokens and gradient kept on chip
+// between them.
+layout(constant_id = 6) const uint LAYERS = 1;
 layout(local_size_x_id = 0) in;
 
 const uint TOKENS = NCTX + 1u;

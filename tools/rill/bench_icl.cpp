@@ -1,7 +1,8 @@
 // `rill bench --op icl`: training throughput of the ICL trainer at the papers' settings, and the
 // same model trained by PyTorch on the CPU (tools/peers/icl_torch_baseline.py, when Debian's
 // python3-torch is installed) measured in the same run, with the ratio; then a grid of models
-// trained at once (TrainerGrid), in model-steps per second against one model alone.
+// trained at once (TrainerGrid), in model-steps per second against one model alone; and an
+// evaluation on 100,000 tasks with the ridge baselines.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -71,6 +72,43 @@ bool bench_icl_grid(rill::Context& ctx, bool quick, nlohmann::json& out) {
   return true;
 }
 
+// Evaluation at the papers' scale: 100,000 fresh Vladymyrov-setting tasks (10,000 with --quick),
+// the model's loss on the device and the five ridge baselines on host threads, TUNEDRR tuned on
+// 1,000 more, as `Trainer::evaluate` runs it; wall time after a small warm-up evaluation.
+bool bench_icl_eval(rill::Context& ctx, bool quick, nlohmann::json& out) {
+  const TrainConfig c = vladymyrov_setting(Parameterization::kFull, 1.0f);
+  auto trainer = Trainer::create(ctx, c);
+  if (!trainer.is_ok()) {
+    std::fprintf(stderr, "rill bench icl eval: %s\n", trainer.status().to_string().c_str());
+    return false;
+  }
+  EvalOptions options;
+  options.tasks = 256;  // warm-up: pipelines and caches
+  if (timed([&] { return trainer->evaluate(options).status(); }, "evaluation warm-up") < 0) return false;
+  options.tasks = quick ? 10000 : 100000;
+  rill::Result<EvalReport> report = rill::internal_error("not run");
+  const double seconds = timed(
+      [&] {
+        report = trainer->evaluate(options);
+        return report.status();
+      },
+      "evaluation");
+  if (seconds < 0) return false;
+  out.push_back({{"op", "icl_eval"},
+                 {"variant", "vladymyrov"},
+                 {"shape",
+                  {{"d", c.task.d},
+                   {"n", c.task.n},
+                   {"layers", c.model.layers},
+                   {"tasks", options.tasks},
+                   {"tuning_tasks", options.tuning_tasks}}},
+                 {"median_ms", 1e3 * seconds},  // one timed evaluation
+                 {"tasks_per_s", options.tasks / seconds},
+                 {"model_loss", report->model},
+                 {"ridge_oracle", report->ridge_oracle}});
+  return true;
+}
+
 }  // namespace
 
 bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out) {
@@ -120,7 +158,7 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
     }
     out.push_back(rec);
   }
-  return bench_icl_grid(ctx, quick, out);
+  return bench_icl_grid(ctx, quick, out) && bench_icl_eval(ctx, quick, out);
 }
 
 }  // namespace rill_cli

@@ -158,6 +158,16 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
        .bytes = uint64_t(ws.batch) * (shape_.token_elems + 2) * 4});
 }
 
+namespace {
+
+// A layer kernel's specialization with `layers` layers per dispatch (LAYERS in icl_model.glsl).
+std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers) {
+  spec.push_back(gpu::spec("LAYERS", layers));
+  return spec;
+}
+
+}  // namespace
+
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
   const uint32_t block = config_.model.param == Parameterization::kFull   ? 2 * shape_.width * shape_.width
                          : config_.model.param == Parameterization::kDiag ? 4
@@ -199,9 +209,9 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), 0, count}),
+                                                           layer_scale(config_), 0}),
                       .groups = launch.groups,
-                      .spec = launch.spec,
+                      .spec = with_layers(launch.spec, count),
                       .label = "icl.layer_fwd",
                       .flops = flops * count,
                       .bytes = uint64_t(ws.batch) * ((count + 1) * shape_.token_elems + 2 * count * w * w) * 4}));
@@ -237,9 +247,9 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
         {.kernel = launch.kernel,
          .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
-                                              layer_scale(config_), bottom > 0 ? 1u : 0u, count}),
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u}),
          .groups = launch.groups,
-         .spec = launch.spec,
+         .spec = with_layers(launch.spec, count),
          .label = "icl.layer_bwd",
          .flops = flops * count,
          .bytes = uint64_t(ws.batch) * (count * (shape_.token_elems + 4 * w * w) + 2 * shape_.token_elems) * 4}));

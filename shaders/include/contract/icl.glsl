@@ -75,9 +75,6 @@ RILL_PUSH_STRUCT(IclLayerPush) {
   uint layer;
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 when the dispatch's lowest layer is the first (the data needs no gradient)
-  // Layers in this dispatch: the forward runs layer .. layer + layer_count - 1, the backward layer
-  // down to layer - layer_count + 1, each task's tokens and gradient kept on chip between them.
-  uint layer_count;
 };
 
 RILL_PUSH_STRUCT(IclLossPush) {
