@@ -18,6 +18,7 @@ layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
 RILL_ICL_PARAM_ACCESSORS(params)
+#include "icl_task_slot.glsl"
 
 // Layer `layer` of task slot t: g (the gradient of its output) becomes the gradient of its input
 // when input_grad, and its parameter gradients go to partials.
@@ -125,12 +126,8 @@ void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELE
 }
 
 void main() {
-  const uint t = rill_global_index();
-  if (t >= p.batch) return;
-  // The workgroup's first slot names its model: uniform over the workgroup (see contract/icl.glsl).
-  const uint model = ((gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG_SIZE) / p.model_stride;
-  if (t - model * p.model_stride >= p.model_tasks) return;  // an idle slot
-  g_model_params = model * p.model_params;
+  uint t;
+  if (!icl_task_slot(t)) return;
   float g[TOKEN_ELEMS];
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = g_out[e * p.batch + t];
   // One layer compiles with no loop around it (icl_layer_fwd.glsl says why).

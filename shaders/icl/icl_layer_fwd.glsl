@@ -11,6 +11,7 @@ layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
 RILL_ICL_PARAM_ACCESSORS(params)
+#include "icl_task_slot.glsl"
 
 // Layer `layer` of task slot t from x, its input tokens; with carry, x becomes its output.
 void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
@@ -78,12 +79,8 @@ void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
 }
 
 void main() {
-  const uint t = rill_global_index();
-  if (t >= p.batch) return;
-  // The workgroup's first slot names its model: uniform over the workgroup (see contract/icl.glsl).
-  const uint model = ((gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG_SIZE) / p.model_stride;
-  if (t - model * p.model_stride >= p.model_tasks) return;  // an idle slot
-  g_model_params = model * p.model_params;
+  uint t;
+  if (!icl_task_slot(t)) return;
   float x[TOKEN_ELEMS];
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[p.layer * TOKEN_ELEMS * p.batch + t + e * p.batch];
   // One layer compiles with no loop around it; lavapipe ran a single-layer dispatch of the looped
