@@ -169,9 +169,6 @@ std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers)
 }  // namespace
 
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
-  const uint32_t block = config_.model.param == Parameterization::kFull   ? 2 * shape_.width * shape_.width
-                         : config_.model.param == Parameterization::kDiag ? 4
-                                                                          : 3;
   RILL_ASSIGN_OR_RETURN(
       const ops::plan::IclLayersPlan plan,
       ops::plan::icl_layers(ops::plan::traits_of(seq),
@@ -179,7 +176,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
                              .tokens = shape_.tokens,
                              .tasks = ws.batch,
                              .layers = shape_.layers,
-                             .layer_params = shape_.heads * block,
+                             .layer_params = shape_.params / shape_.layers,  // parameter_count: per layer alike
                              .layer_iterations = std::max(layer_forward_iterations(), layer_backward_iterations())}));
   const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
   LayerLaunch l;
