@@ -89,10 +89,17 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   CHECK_FALSE(block_attention_backward(d, 64, 128, 16).register_kernel);
   CHECK(block_attention_forward(d, 8).rows_per_lane == 1);
   CHECK(reduction_workgroup(d) == 8);
+  CHECK(rmsnorm_forward(d, 4096).vector_width == 4);
+  CHECK(rmsnorm_forward(d, 4094).vector_width == 1);
+  CHECK(rmsnorm_backward(d, 64, 4096).value().vector_width == 4);
   const auto la = linear_attention_forward(d, la_shape(4, 65536, 64));
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
   CHECK(la.value().positions_per_dispatch <= d.loop_budget);
+  CHECK(la.value().vector_width == 4);  // loads of 4 where the widths divide into them
+  CHECK(linear_attention_forward(d, {.heads = 4, .n = 64, .dk = 64, .dv = 30, .chunk = 64}).value().vector_width == 1);
+  // The backward's square register shape (20 x 20) must not hide a real width of 9.
+  CHECK(linear_attention_backward(d, {.heads = 4, .n = 64, .dk = 9, .dv = 20, .chunk = 64}).value().vector_width == 1);
   // Non-causal attention and the backward are register scans too, the backward's wider head both ways.
   const auto nc = linear_attention_noncausal(d, la_shape(4, 65536, 64));
   REQUIRE(nc.is_ok());

@@ -175,6 +175,12 @@ uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim) {
   return wg;
 }
 
+uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths) {
+  for (uint64_t n : row_lengths)
+    if (n % 4 != 0) return 1;
+  return 4;
+}
+
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   RmsnormPlan p;
   // Rows up to 4096 fit the register kernel's per-lane arrays; longer rows need more registers than pays.
@@ -183,6 +189,7 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
     p.register_kernel = true;
     p.rows_per_group = 16;  // a subgroup keeps its share of the gain in registers over 16 rows
     p.workgroup = d.subgroup;
+    p.vector_width = row_vector_width({dim});
     return p;
   }
   p.workgroup = reduction_workgroup(d, dim);
@@ -190,13 +197,15 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
 }
 
 std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim) {
-  if (!rmsnorm_forward(d, dim).register_kernel) return std::nullopt;  // the same register limits
+  const RmsnormPlan forward = rmsnorm_forward(d, dim);
+  if (!forward.register_kernel) return std::nullopt;  // the same register limits
   // Blocks of at least 16 rows (the gain is read once per block) and at most 256 blocks, so the
   // partial sums stay small (4 MiB at 4096 columns) and their sum short.
   uint64_t per = std::max<uint64_t>(16, ceil_div(rows, 256));
   per = std::min<uint64_t>(per, std::max<uint32_t>(rows, 1));
   if (per + 8 > d.loop_budget) return std::nullopt;
-  return RmsnormBackwardPlan{d.subgroup, uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per))};
+  return RmsnormBackwardPlan{d.subgroup, uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per)),
+                             forward.vector_width};
 }
 
 Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows) {
@@ -352,12 +361,15 @@ Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const Linear
 namespace {
 
 // CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why); it needs
-// subgroup shuffles and Dk <= 128 (registers).
-LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
+// subgroup shuffles and Dk <= 128 (registers). `fit` sizes the registers (the backward's square
+// shape), `s` has the real widths.
+LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttentionShape& s,
+                                       const LinearAttentionShape& fit) {
   LinearAttentionPlan p;
   p.algorithm = LinearAttentionAlgorithm::kRegisterScan;
   p.chunk = s.chunk;
-  p.columns_per_lane = s.dk <= 64 ? 4 : 2;
+  p.columns_per_lane = fit.dk <= 64 ? 4 : 2;
+  p.vector_width = p.columns_per_lane == 4 ? row_vector_width({s.dk, s.dv}) : 1;  // a lane's columns: one vector
   p.workgroup = d.subgroup;
   // Positions per dispatch: bounded by the driver's loop budget (chunks_per_dispatch, when given,
   // sets it in whole chunks, as for the chunked kernels).
@@ -460,9 +472,9 @@ Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearA
     if (!scan_fits)
       return invalid_argument(std::string(op) +
                               ": the forced register scan needs subgroups of 4 or more lanes and Dk <= 128");
-    return register_scan_plan(d, fit);
+    return register_scan_plan(d, s, fit);
   }
-  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, fit);
+  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s, fit);
   return chunked_plan(d, s, fit, op);
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,12 +77,17 @@ DeviceTraits traits_of(const Context& ctx);
 // subgroup on CPU drivers, 256 invocations on GPUs, widened until each invocation's passes over its
 // share of the row fit the loop budget.
 uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim = 0);
+// Elements per load of a CPU-driver register kernel: 4 (its `_vec4` variant, vector_rows.glsl)
+// where every row length it reads is a multiple of 4, else 1. On lavapipe each per-lane load is a
+// loop over the lanes, and a vector of 4 costs one loop.
+uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths);
 
 // RMSNorm forward (also with the residual).
 struct RmsnormPlan {
   bool register_kernel = false;  // rmsnorm_fwd_cpu: a subgroup keeps its rows in registers
   uint32_t workgroup = 0;        // generic kernel: invocations per row
   uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
+  uint32_t vector_width = 1;     // register kernel: elements per load (4 where rows divide into them)
 };
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 
@@ -90,6 +96,7 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 // summed in order. Empty where the generic kernels run.
 struct RmsnormBackwardPlan {
   uint32_t subgroup = 0, rows_per_block = 0, blocks = 0;
+  uint32_t vector_width = 1;  // elements per load, as the forward's
 };
 std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim);
 
@@ -158,6 +165,7 @@ struct LinearAttentionPlan {
   LinearAttentionAlgorithm algorithm = LinearAttentionAlgorithm::kChunkedSerial;
   uint32_t chunk = 64;
   uint32_t columns_per_lane = 0;        // register scan: state columns per lane
+  uint32_t vector_width = 1;            // register scan: elements per load (4: Dk, Dv and the columns in 4s)
   uint64_t positions_per_dispatch = 0;  // register scan
   uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
   uint32_t workgroup = 64;              // chunked kernels

@@ -5,7 +5,8 @@
 // Built like the forward (block_attention_fwd_cpu.glsl): Dk and Dv are specialization constants and
 // every loop over them is unrolled, a workgroup is one subgroup, each lane holds TQ rows of the
 // block (r * SG + lane), and the rows the subgroup walks (the same for every lane) are loaded
-// spread over the lanes and broadcast by shuffles. Two dispatches, independent of each other
+// spread over the lanes (in loads of 1 or, with RILL_VECTOR_ROWS, 4 elements: vector_rows.glsl)
+// and broadcast by shuffles. Two dispatches, independent of each other
 // (KIND): query groups (their rows' delta and dq, walking the keys) and key groups (their rows' dk
 // and dv, walking the queries; each query's delta from its spread rows of do and o, summed across
 // the lanes by butterfly shuffles, which leave the same bits in every lane). One kernel holding
@@ -30,17 +31,18 @@ layout(local_size_x_id = 4) in;
 #include "block_attention_bwd_io.glsl"
 
 const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);       // row groups per block
-const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
+// Loads per row and spread slots per lane.
+const uint DKL = DK / ROW_VEC, DVL = DV / ROW_VEC, KS = (DKL + SG - 1) / SG, VS = (DVL + SG - 1) / SG;
 
-uint lane, qk_base, v_base, lse_base;
+uint lane, qk_base, v_base, lse_base;  // bases in loads
 
-// slots[c] = buf[base + row * D + c * SG + lane]: a row of D elements spread over the lanes (0
-// past the end; the load is clamped rather than skipped, which lavapipe runs faster).
-#define SPREAD(slots, S, buf, base, row, D)                                 \
-  [[unroll]] for (uint c_ = 0; c_ < S; ++c_) {                              \
-    const uint e_ = c_ * SG + lane;                                         \
-    const afloat x_ = afloat(buf[(base) + (row) * D + min(e_, D - 1)]);    \
-    slots[c_] = e_ < D ? x_ : 0.0;                                          \
+// slots[c] = load c * SG + lane of a row of L loads, spread over the lanes (0 past the end; the
+// load is clamped rather than skipped, which lavapipe runs faster).
+#define SPREAD(slots, S, buf, base, row, L)                                         \
+  [[unroll]] for (uint c_ = 0; c_ < S; ++c_) {                                      \
+    const uint e_ = c_ * SG + lane;                                                 \
+    const row_value x_ = row_value(buf[(base) + (row) * (L) + min(e_, (L) - 1)]);  \
+    slots[c_] = e_ < (L) ? x_ : row_value(0.0);                                     \
   }
 
 // Query rows t_r: delta and dq, walking the keys s of the block (up to the group's last row when
@@ -50,31 +52,29 @@ void query_rows(uint b0, uint b1, uint row0) {
   afloat qv[TQ][DK], dov[TQ][DV], acc[TQ][DK], lse_r[TQ], delta_r[TQ];
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     tc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);  // rows past the block compute a copy of its last
-    afloat d = 0.0;
-    [[unroll]] for (uint j = 0; j < DV; ++j) {
-      dov[r][j] = afloat(dout[v_base + tc[r] * DV + j]);
-      d += dov[r][j] * afloat(o[v_base + tc[r] * DV + j]);
-    }
+    afloat ov[DV], d = 0.0;
+    LOAD_ROW(dov[r], dout, v_base, tc[r], DV);
+    LOAD_ROW(ov, o, v_base, tc[r], DV);
+    [[unroll]] for (uint j = 0; j < DV; ++j) d += dov[r][j] * ov[j];
     delta_r[r] = d;
     lse_r[r] = lse[lse_base + tc[r]];
-    [[unroll]] for (uint i = 0; i < DK; ++i) {
-      qv[r][i] = afloat(q[qk_base + tc[r] * DK + i]);
-      acc[r][i] = 0.0;
-    }
+    LOAD_ROW(qv[r], q, qk_base, tc[r], DK);
+    [[unroll]] for (uint i = 0; i < DK; ++i) acc[r][i] = 0.0;
   }
   const uint s_end = CAUSAL ? min(b0 + row0 + SG * TQ, b1) : b1;  // the same for every lane
   for (uint s = b0; s < s_end; ++s) {
-    afloat ks[KS], vs[VS], kb[DK];
-    SPREAD(ks, KS, k, qk_base, s, DK);
-    SPREAD(vs, VS, v, v_base, s, DV);
+    row_value ks[KS], vs[VS];
+    afloat kb[DK];
+    SPREAD(ks, KS, k, qk_base, s, DKL);
+    SPREAD(vs, VS, v, v_base, s, DVL);
     afloat score[TQ], dp[TQ];
     [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = dp[r] = 0.0;
     [[unroll]] for (uint i = 0; i < DK; ++i) {
-      kb[i] = subgroupShuffle(ks[i / SG], i % SG);
+      kb[i] = SPREAD_ELEMENT(ks, i, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += qv[r][i] * kb[i];
     }
     [[unroll]] for (uint j = 0; j < DV; ++j) {
-      const afloat vj = subgroupShuffle(vs[j / SG], j % SG);
+      const afloat vj = SPREAD_ELEMENT(vs, j, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) dp[r] += dov[r][j] * vj;
     }
     [[unroll]] for (uint r = 0; r < TQ; ++r) {
@@ -88,7 +88,7 @@ void query_rows(uint b0, uint b1, uint row0) {
     const uint t = b0 + row0 + r * SG + lane;
     if (t >= b1) continue;
     delta[lse_base + t] = delta_r[r];
-    [[unroll]] for (uint i = 0; i < DK; ++i) dq[qk_base + t * DK + i] = sfloat(acc[r][i]);
+    STORE_ROW(dq, qk_base, t, DK, acc[r]);
   }
 }
 
@@ -99,32 +99,29 @@ void key_rows(uint b0, uint b1, uint row0) {
   afloat kv[TQ][DK], vv[TQ][DV], acc_k[TQ][DK], acc_v[TQ][DV];
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     sc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);
-    [[unroll]] for (uint i = 0; i < DK; ++i) {
-      kv[r][i] = afloat(k[qk_base + sc[r] * DK + i]);
-      acc_k[r][i] = 0.0;
-    }
-    [[unroll]] for (uint j = 0; j < DV; ++j) {
-      vv[r][j] = afloat(v[v_base + sc[r] * DV + j]);
-      acc_v[r][j] = 0.0;
-    }
+    LOAD_ROW(kv[r], k, qk_base, sc[r], DK);
+    LOAD_ROW(vv[r], v, v_base, sc[r], DV);
+    [[unroll]] for (uint i = 0; i < DK; ++i) acc_k[r][i] = 0.0;
+    [[unroll]] for (uint j = 0; j < DV; ++j) acc_v[r][j] = 0.0;
   }
   for (uint t = CAUSAL ? b0 + row0 : b0; t < b1; ++t) {
-    afloat qs[KS], dos[VS], os[VS], qb[DK], dob[DV];
-    SPREAD(qs, KS, q, qk_base, t, DK);
-    SPREAD(dos, VS, dout, v_base, t, DV);
-    SPREAD(os, VS, o, v_base, t, DV);
+    row_value qs[KS], dos[VS], os[VS];
+    afloat qb[DK], dob[DV];
+    SPREAD(qs, KS, q, qk_base, t, DKL);
+    SPREAD(dos, VS, dout, v_base, t, DVL);
+    SPREAD(os, VS, o, v_base, t, DVL);
     afloat d = 0.0;
-    [[unroll]] for (uint c = 0; c < VS; ++c) d += dos[c] * os[c];
+    [[unroll]] for (uint c = 0; c < VS; ++c) d += dot(dos[c], os[c]);
     [[unroll]] for (uint m = 1; m < SG; m *= 2) d += subgroupShuffleXor(d, m);
     const afloat lse_t = lse[lse_base + t];
     afloat score[TQ], dp[TQ];
     [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = dp[r] = 0.0;
     [[unroll]] for (uint i = 0; i < DK; ++i) {
-      qb[i] = subgroupShuffle(qs[i / SG], i % SG);
+      qb[i] = SPREAD_ELEMENT(qs, i, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += kv[r][i] * qb[i];
     }
     [[unroll]] for (uint j = 0; j < DV; ++j) {
-      dob[j] = subgroupShuffle(dos[j / SG], j % SG);
+      dob[j] = SPREAD_ELEMENT(dos, j, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) dp[r] += vv[r][j] * dob[j];
     }
     [[unroll]] for (uint r = 0; r < TQ; ++r) {
@@ -137,8 +134,8 @@ void key_rows(uint b0, uint b1, uint row0) {
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     const uint s = b0 + row0 + r * SG + lane;
     if (s >= b1) continue;
-    [[unroll]] for (uint i = 0; i < DK; ++i) dk[qk_base + s * DK + i] = sfloat(acc_k[r][i]);
-    [[unroll]] for (uint j = 0; j < DV; ++j) dv[v_base + s * DV + j] = sfloat(acc_v[r][j]);
+    STORE_ROW(dk, qk_base, s, DK, acc_k[r]);
+    STORE_ROW(dv, v_base, s, DV, acc_v[r]);
   }
 }
 
@@ -150,8 +147,8 @@ void main() {
   const uint b1 = min(b0 + BLOCK, p.n);
   const uint row0 = group * SG * TQ;  // this workgroup's first row in the block
   if (b0 + row0 >= b1) return;        // the whole workgroup: nothing of the block left
-  qk_base = bh * p.n * DK;
-  v_base = bh * p.n * DV;
+  qk_base = bh * p.n * DKL;
+  v_base = bh * p.n * DVL;
   lse_base = bh * p.n;
   if (KIND == kBlockBackwardDq) query_rows(b0, b1, row0);
   else key_rows(b0, b1, row0);

@@ -1,16 +1,17 @@
 // The interface of the block-attention backward kernels (block_attention_bwd.glsl,
 // block_attention_bwd_tiled.glsl, block_attention_bwd_cpu.glsl): q, k, dq, dk: [BH, N, Dk];
 // v, o, do, dv: [BH, N, Dv] sfloat; lse, delta: [BH, N] f32 (delta written, and read back by the
-// generic kernel's second dispatch).
-layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
-layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
-layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
-layout(std430, binding = 3) readonly buffer O { sfloat o[]; };
-layout(std430, binding = 4) readonly buffer Do { sfloat dout[]; };
+// generic kernel's second dispatch). Rows are read in units of row_store (vector_rows.glsl).
+#include "vector_rows.glsl"
+layout(std430, binding = 0) readonly buffer Q { row_store q[]; };
+layout(std430, binding = 1) readonly buffer K { row_store k[]; };
+layout(std430, binding = 2) readonly buffer V { row_store v[]; };
+layout(std430, binding = 3) readonly buffer O { row_store o[]; };
+layout(std430, binding = 4) readonly buffer Do { row_store dout[]; };
 layout(std430, binding = 5) readonly buffer Lse { float lse[]; };
 layout(std430, binding = 6) buffer Delta { float delta[]; };
-layout(std430, binding = 7) writeonly buffer Dq { sfloat dq[]; };
-layout(std430, binding = 8) writeonly buffer Dk { sfloat dk[]; };
-layout(std430, binding = 9) writeonly buffer Dv { sfloat dv[]; };
+layout(std430, binding = 7) writeonly buffer Dq { row_store dq[]; };
+layout(std430, binding = 8) writeonly buffer Dk { row_store dk[]; };
+layout(std430, binding = 9) writeonly buffer Dv { row_store dv[]; };
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { BlockAttentionPush p; };

@@ -5,10 +5,10 @@
 // compile-time constant. So: Dk and Dv are specialization constants and every loop over them is
 // unrolled; each invocation holds TQ query rows (t, t + SG, ...), a workgroup is one subgroup of
 // SG * TQ consecutive rows (GROUPS workgroups per block, so no subgroup waits on another); a key
-// or value row s (the same for every lane) is loaded spread over the lanes (lane l takes elements
-// l, l + SG, ...) and broadcast by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the
-// subgroup's last row when causal; later keys of its own are masked), so shuffles never read an
-// inactive lane.
+// or value row s (the same for every lane) is loaded spread over the lanes (lane l takes loads
+// l, l + SG, ... of one element, or of 4 with RILL_VECTOR_ROWS: vector_rows.glsl) and broadcast
+// by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the subgroup's last row
+// when causal; later keys of its own are masked), so shuffles never read an inactive lane.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "rill_common.glsl"
@@ -28,7 +28,8 @@ layout(local_size_x_id = 4) in;
 // dispatch's workgroups in order, get even shares (causal block 64 ran as slow as non-causal).
 layout(constant_id = 6) const bool INTERLEAVE = true;
 const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);  // workgroups per block
-const uint KS = (DK + SG - 1) / SG, VS = (DV + SG - 1) / SG;  // spread slots per lane
+// Loads per row and spread slots per lane.
+const uint DKL = DK / ROW_VEC, DVL = DV / ROW_VEC, KS = (DKL + SG - 1) / SG, VS = (DVL + SG - 1) / SG;
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 void main() {
@@ -38,32 +39,33 @@ void main() {
   const uint group = INTERLEAVE ? gl_WorkGroupID.x % GROUPS : gl_WorkGroupID.z;
   const uint row0 = group * SG * TQ;  // this workgroup's first row in the block
   if (b0 + row0 >= b1) return;                   // the whole workgroup: nothing of the block left
-  const uint qk_base = bh * p.n * DK, v_base = bh * p.n * DV;
+  const uint qk_base = bh * p.n * DKL, v_base = bh * p.n * DVL;  // in loads
   // Lane rows t_r = b0 + row0 + r * SG + lane; rows past the block's end compute a copy of its last.
   uint tc[TQ];
   afloat qv[TQ][DK], acc[TQ][DV], m[TQ], l[TQ];
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     tc[r] = min(b0 + row0 + r * SG + lane, b1 - 1);
-    [[unroll]] for (uint i = 0; i < DK; ++i) qv[r][i] = afloat(q[qk_base + tc[r] * DK + i]) * p.scale;
+    LOAD_ROW(qv[r], q, qk_base, tc[r], DK);
+    [[unroll]] for (uint i = 0; i < DK; ++i) qv[r][i] *= p.scale;
     [[unroll]] for (uint j = 0; j < DV; ++j) acc[r][j] = 0.0;
     m[r] = NEG_INF;
     l[r] = 0.0;
   }
   const uint s_end = CAUSAL ? min(b0 + row0 + SG * TQ, b1) : b1;  // the same for every lane
   for (uint s = b0; s < s_end; ++s) {
-    afloat ks[KS], vs[VS];
+    row_value ks[KS], vs[VS];
     [[unroll]] for (uint c = 0; c < KS; ++c) {
       const uint i = c * SG + lane;
-      ks[c] = i < DK ? afloat(k[qk_base + s * DK + min(i, DK - 1)]) : 0.0;
+      ks[c] = i < DKL ? row_value(k[qk_base + s * DKL + min(i, DKL - 1)]) : row_value(0.0);
     }
     [[unroll]] for (uint c = 0; c < VS; ++c) {
       const uint j = c * SG + lane;
-      vs[c] = j < DV ? afloat(v[v_base + s * DV + min(j, DV - 1)]) : 0.0;
+      vs[c] = j < DVL ? row_value(v[v_base + s * DVL + min(j, DVL - 1)]) : row_value(0.0);
     }
     afloat score[TQ];
     [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = 0.0;
     [[unroll]] for (uint i = 0; i < DK; ++i) {
-      const afloat ki = subgroupShuffle(ks[i / SG], i % SG);
+      const afloat ki = SPREAD_ELEMENT(ks, i, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += qv[r][i] * ki;
     }
     afloat w[TQ], rescale[TQ];
@@ -77,14 +79,14 @@ void main() {
       m[r] = m_new;
     }
     [[unroll]] for (uint j = 0; j < DV; ++j) {
-      const afloat vj = subgroupShuffle(vs[j / SG], j % SG);
+      const afloat vj = SPREAD_ELEMENT(vs, j, SG);
       [[unroll]] for (uint r = 0; r < TQ; ++r) acc[r][j] = acc[r][j] * rescale[r] + w[r] * vj;
     }
   }
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     const uint t = b0 + row0 + r * SG + lane;
     if (t >= b1) continue;
-    [[unroll]] for (uint j = 0; j < DV; ++j) o[v_base + t * DV + j] = sfloat(acc[r][j] / l[r]);
+    [[unroll]] for (uint u = 0; u < DVL; ++u) o[v_base + t * DVL + u] = row_store(ROW_AT(acc[r], u) / l[r]);
     lse[bh * p.n + t] = m[r] + log(l[r]);
   }
 }

@@ -7,8 +7,10 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #define sfloat float16_t
+#define svec4 f16vec4
 #else
 #define sfloat float
+#define svec4 vec4
 #endif
 #define afloat float
 

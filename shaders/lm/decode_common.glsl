@@ -33,12 +33,6 @@ shared float mv_split[WG_SIZE];  // partial sums of row slices
 
 float storage_round(float v) { return float(sfloat(v)); }
 
-#ifdef RILL_STORAGE_F16
-#define svec4 f16vec4
-#else
-#define svec4 vec4
-#endif
-
 #if defined(W_INT8)
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
   layout(std430, binding = WEIGHT_BINDING + 2 * i) readonly buffer Words##i { uint words##i[]; };              \

@@ -1,9 +1,10 @@
 // RMSNorm backward for CPU drivers: dx and the first level of dgain in one pass (the generic path
 // reads x, dy and the gain twice for dx, then x and dy again for dgain; on lavapipe every per-lane
 // load is a loop over the lanes). A workgroup is one subgroup that walks one block of
-// rows_per_block rows, keeping its lanes' share of a row (R = ceil(dim / SG) values each, a
-// specialization constant so that the arrays are unrolled) and of the gain and of the block's
-// dgain sums. Lane l takes elements l, l + SG, ... With gd = gain * dy and r = rstd[row]:
+// rows_per_block rows, keeping its lanes' share of a row (R loads each, a specialization constant
+// so that the arrays are unrolled) and of the gain and of the block's dgain sums. A load is one
+// element, or 4 adjacent ones with RILL_VECTOR_ROWS (vector_rows.glsl); lane l takes loads l,
+// l + SG, ... With gd = gain * dy and r = rstd[row]:
 //   dx[c] = r * gd[c] - (r^3 / dim) * x[c] * sum_k(gd[k] * x[k])   (ACCUMULATE: added to dx)
 //   partial[block, c] = sum over the block's rows, in order, of dy[c] * x[c] * r   (DGAIN)
 // rmsnorm_bwd_gain_sum then adds the blocks in order (deterministic, as the generic path).
@@ -15,12 +16,12 @@
 layout(constant_id = 0) const uint SG = 8;  // the device's subgroup size = the workgroup size
 layout(constant_id = 1) const bool HAS_GAIN = true;
 layout(constant_id = 2) const bool ACCUMULATE = false;
-layout(constant_id = 3) const uint R = 32;
+layout(constant_id = 3) const uint R = 32;  // loads per lane: ceil(dim / (SG * elements per load))
 layout(constant_id = 4) const bool DGAIN = true;
 layout(local_size_x_id = 0) in;
 
 #include "rmsnorm_bwd_io.glsl"
-layout(std430, binding = 5) writeonly buffer Partial { float partial[]; };
+layout(std430, binding = 5) writeonly buffer Partial { row_value partial[]; };
 layout(push_constant) uniform PushBlock { RmsnormGainPush p; };
 
 void main() {
@@ -28,36 +29,37 @@ void main() {
   const uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   const uint first = block * p.rows_per_block;
   if (first >= p.rows) return;  // the whole workgroup
-  // Lanes past the row's end work on a clamped copy of its last element and never store it.
-  afloat g[R], dg[R];
+  const uint n = p.dim / ROW_VEC;  // loads per row
+  // Lanes past the row's end work on a clamped copy of its last load and never store it.
+  row_value g[R], dg[R];
   [[unroll]] for (uint c = 0; c < R; ++c) {
-    g[c] = HAS_GAIN ? afloat(gain[min(c * SG + lane, p.dim - 1)]) : 1.0;
-    dg[c] = 0.0;
+    g[c] = HAS_GAIN ? row_value(gain[min(c * SG + lane, n - 1)]) : row_value(1.0);
+    dg[c] = row_value(0.0);
   }
   const uint last = min(first + p.rows_per_block, p.rows);
   for (uint row = first; row < last; ++row) {
-    const uint base = row * p.dim;
-    afloat xv[R], dyv[R];
-    afloat dot = 0.0;
+    const uint base = row * n;
+    row_value xv[R], dyv[R];
+    afloat dot_sum = 0.0;
     [[unroll]] for (uint c = 0; c < R; ++c) {
-      const uint i = min(c * SG + lane, p.dim - 1);
-      xv[c] = afloat(x[base + i]);
-      dyv[c] = afloat(dy[base + i]);
-      dot += c * SG + lane < p.dim ? g[c] * dyv[c] * xv[c] : 0.0;
+      const uint k = min(c * SG + lane, n - 1);
+      xv[c] = row_value(x[base + k]);
+      dyv[c] = row_value(dy[base + k]);
+      dot_sum += c * SG + lane < n ? dot(g[c] * dyv[c], xv[c]) : 0.0;
     }
     const afloat r = rstd[row];
-    const afloat k = r * r * r / afloat(p.dim) * subgroupAdd(dot);
+    const afloat s = r * r * r / afloat(p.dim) * subgroupAdd(dot_sum);
     [[unroll]] for (uint c = 0; c < R; ++c) {
-      const uint i = c * SG + lane;
+      const uint k = c * SG + lane;
       if (DGAIN) dg[c] += dyv[c] * xv[c] * r;
-      if (i < p.dim) {
-        afloat v = r * g[c] * dyv[c] - k * xv[c];
-        if (ACCUMULATE) v += afloat(dx[base + i]);
-        dx[base + i] = sfloat(v);
+      if (k < n) {
+        row_value v = r * g[c] * dyv[c] - s * xv[c];
+        if (ACCUMULATE) v += row_value(dx[base + k]);
+        dx[base + k] = row_store(v);
       }
     }
   }
   if (DGAIN)
     [[unroll]] for (uint c = 0; c < R; ++c)
-      if (c * SG + lane < p.dim) partial[block * p.dim + c * SG + lane] = dg[c];
+      if (c * SG + lane < n) partial[block * n + c * SG + lane] = dg[c];
 }

@@ -77,7 +77,8 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   // CPU drivers: the register kernel (head dimensions as specialization constants, keys and values
   // spread over a subgroup's lanes and shuffled), one workgroup = one subgroup per SG rows.
   // A kernel of its own rather than a variant: its specialization constants differ.
-  const std::string cpu_kernel = "block_attention/block_attention_fwd_cpu_" + suffix;
+  const std::string cpu_kernel =
+      detail::register_kernel("block_attention/block_attention_fwd_cpu", plan::row_vector_width({dk, dv}), suffix);
   const std::string tiled_kernel = "block_attention/block_attention_fwd_tiled_" + suffix;
   const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
   if (p.tiled) {
@@ -132,7 +133,9 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   if (p.register_kernel) {
     // Query-row groups (scores, dP, dq; Dk + Dv + Dk FMAs per pair) and key-row groups (scores, dP,
     // dk, dv; Dk + Dv + Dk + Dv), two dispatches that do not depend on each other.
-    const std::string kernel = "block_attention/block_attention_bwd_cpu_" + suffix;  // outlives the dispatches
+    const std::string kernel =
+        detail::register_kernel("block_attention/block_attention_bwd_cpu", plan::row_vector_width({dk, dv}),
+                                suffix);  // outlives the dispatches
     const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
     const bool interleave = blocks * groups <= seq.device().caps.max_workgroup_count[0];
     for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})

@@ -109,11 +109,12 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
                                        gpu::spec("PHI_C", f.phi_c),
                                        gpu::spec("REVERSE", f.reverse),
                                        gpu::spec("GRAD_SCALE", f.x != nullptr)};
+  const std::string kernel = detail::register_kernel("linear_attention/la_scan_cpu", p.vector_width, suffix);
   for (uint64_t first = 0; first < d.n; first += per) {
     const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
     const gpu::LaScanPush push{d.heads, d.n, f.dk, f.dv, uint32_t(first), count};
     RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = "linear_attention/la_scan_cpu_" + suffix,
+        seq.dispatch({.kernel = kernel,
                       .bindings = {f.a, f.b, f.c, opt.decay ? opt.decay : f.a, &state, f.out, f.x ? f.x : f.c},
                       .push = push_bytes(push),
                       .groups = {uint32_t(bh), (f.dv + sg * cj - 1) / (sg * cj), 1},

@@ -82,6 +82,10 @@ const char* reduction_variant(const Sequence& seq) {
   return seq.device().caps.subgroup_arithmetic ? "" : "_nosubgroup";
 }
 
+std::string register_kernel(const std::string& stem, uint32_t vector_width, const std::string& suffix) {
+  return stem + (vector_width == 4 ? "_vec4_" : "_") + suffix;
+}
+
 uint32_t reduction_workgroup(const Sequence& seq, uint64_t dim) {
   return plan::reduction_workgroup(plan::traits_of(seq), dim);
 }

@@ -40,6 +40,9 @@ uint32_t elementwise_workgroup(const Sequence& seq);
 // (reductions through shared memory) where it lacks subgroup arithmetic, else "".
 const char* reduction_variant(const Sequence& seq);
 
+// "<op>/<stem>_" + "vec4_" (vector_width 4: the variant compiled with RILL_VECTOR_ROWS) + suffix.
+std::string register_kernel(const std::string& stem, uint32_t vector_width, const std::string& suffix);
+
 // A workspace of at least `elements` f32 values owned by the sequence (for intermediate results
 // within one op; its contents do not survive to the next op). The sequence keeps one and reuses it
 // while it is large enough, so a replayed recording holds one workspace, not one per op.

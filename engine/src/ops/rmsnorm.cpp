@@ -38,13 +38,14 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
   if (p.register_kernel) {
     // rmsnorm_fwd_cpu.glsl: one subgroup keeps its share of rows_per_group rows in registers.
     const uint32_t sg = p.workgroup, groups = (rd.rows + p.rows_per_group - 1) / p.rows_per_group;
-    const std::string kernel = "rmsnorm/" + name + "_cpu_" + suffix;
+    const std::string kernel = detail::register_kernel("rmsnorm/" + name + "_cpu", p.vector_width, suffix);
     return seq.dispatch({.kernel = kernel,
                          .bindings = std::move(bindings),
                          .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
                          .groups = detail::grid_for(groups),
                          .spec = {gpu::spec("SG", sg), gpu::spec("HAS_GAIN", has_gain),
-                                  gpu::spec("R", (rd.dim + sg - 1) / sg), gpu::spec("ROWS", p.rows_per_group)},
+                                  gpu::spec("R", (rd.dim + sg * p.vector_width - 1) / (sg * p.vector_width)),
+                                  gpu::spec("ROWS", p.rows_per_group)},
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
@@ -117,17 +118,18 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     if (dgain && cpu->blocks > 1) {
       RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(cpu->blocks) * rd.dim, kOp));
     }
-    RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = "rmsnorm/rmsnorm_bwd_cpu_" + suffix,
-         .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx, partial},
-         .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, cpu->rows_per_block}),
-         .groups = detail::grid_for(cpu->blocks),
-         .spec = {gpu::spec("SG", cpu->subgroup), gpu::spec("HAS_GAIN", gain != nullptr),
-                  gpu::spec("ACCUMULATE", accumulate), gpu::spec("R", (rd.dim + cpu->subgroup - 1) / cpu->subgroup),
-                  gpu::spec("DGAIN", dgain != nullptr)},
-         .flops = (dgain ? 10 : 7) * n,
-         .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows + (dgain ? 4ull * cpu->blocks * rd.dim : 0) +
-                  uint64_t(cpu->blocks) * rd.dim * es}));
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_cpu", cpu->vector_width, suffix),
+                      .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx, partial},
+                      .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, cpu->rows_per_block}),
+                      .groups = detail::grid_for(cpu->blocks),
+                      .spec = {gpu::spec("SG", cpu->subgroup), gpu::spec("HAS_GAIN", gain != nullptr),
+                               gpu::spec("ACCUMULATE", accumulate), gpu::spec("DGAIN", dgain != nullptr),
+                               gpu::spec("R", (rd.dim + cpu->subgroup * cpu->vector_width - 1) /
+                                                  (cpu->subgroup * cpu->vector_width))},
+                      .flops = (dgain ? 10 : 7) * n,
+                      .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows +
+                               (dgain ? 4ull * cpu->blocks * rd.dim : 0) + uint64_t(cpu->blocks) * rd.dim * es}));
     if (!dgain || cpu->blocks == 1) return Status::ok();
     return sum_gain_blocks(seq, *partial, *dgain, cpu->blocks, rd.dim);
   }
