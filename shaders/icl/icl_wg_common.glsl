@@ -22,7 +22,7 @@ bool icl_slot_active(uint t) { return t < p.batch && t % p.model_stride < p.mode
 bool icl_wg_begin() {
   g_first_slot = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * TASKS;
   g_model_params = 0u;  // the accessors read s_params, which holds one layer of one model
-  return g_first_slot < p.batch && g_first_slot % p.model_stride < p.model_tasks;
+  return icl_slot_active(g_first_slot);
 }
 
 // s_params <- layer `layer`'s parameters of the workgroup's model. Call between barriers.
