@@ -1,7 +1,10 @@
 // One ownership model: everything that needs the device (tensors, sequences, trainers, models and
 // their sessions) shares the context's implementation, so the application's Context handle may be
 // moved or destroyed first. The work goes on unchanged, and the device goes with the last holder.
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gpu_test.hpp"
@@ -30,7 +33,56 @@ std::vector<float> losses(rill::icl::Trainer& t, int64_t steps) {
   return out;
 }
 
+// What a process holds that a context might leave behind: threads, open files, memory maps.
+struct ProcessResources {
+  int threads = 0, files = 0, maps = 0;
+};
+ProcessResources process_resources() {
+  ProcessResources r;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) r.threads = std::stoi(line.substr(8));
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++r.files;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) ++r.maps;
+  return r;
+}
+
 }  // namespace
+
+// An app may create and destroy contexts again and again (a device lost and recovered, a context
+// per document). The whole suite in one process stopped getting Vulkan instances from the NVIDIA
+// driver after about 70 tests (tools/rill/bench-h200/README.md): this is the check that each
+// context returns what it took.
+GPU_TEST_CASE("100 contexts created and destroyed in turn leave no threads or files or maps behind", "[lifetime]") {
+#ifndef __linux__
+  WARN("skipped: the process's resources are read from /proc/self (Linux)");
+  return;
+#else
+  ProcessResources warm;
+  for (int i = 0; i < 100; ++i) {
+    {
+      auto ctx = rill_test::make_context();
+      auto x = ctx.tensor(rill::DType::kF32, {1000}, "x");
+      auto y = ctx.tensor(rill::DType::kF32, {1000}, "y");
+      REQUIRE(x.is_ok());
+      REQUIRE(y.is_ok());
+      auto seq = ctx.sequence();
+      REQUIRE(seq.is_ok());
+      REQUIRE(seq->dispatch(rill_test::fill_dispatch(*x, 1000, 2.0f)).is_ok());
+      REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, 1000, 3.0f)).is_ok());
+      REQUIRE(seq->run().is_ok());
+    }
+    if (i == 9) warm = process_resources();  // the loader, driver and layers are loaded by now
+  }
+  const ProcessResources after = process_resources();  // both counted with no context alive
+  INFO("threads " << warm.threads << " -> " << after.threads << ", files " << warm.files << " -> " << after.files
+                  << ", maps " << warm.maps << " -> " << after.maps);
+  CHECK(after.threads <= warm.threads);
+  CHECK(after.files <= warm.files);
+  CHECK(after.maps <= warm.maps + 8);  // the allocator's arenas may still grow a little
+#endif
+}
 
 GPU_TEST_CASE("a trainer outlives its Context handle and trains as if it were there", "[lifetime][icl]") {
   auto kept = rill_test::make_context();
