@@ -365,12 +365,19 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(p.algorithm == LinearAttentionAlgorithm::kChunkedParallel);
   CHECK(p.tile == 32);  // 41.5 KiB of the output pass's arrays fit 48 KiB
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 16);  // the default
+  // The state scan's runs: about sqrt of the window's chunks (256 chunks of 64 at 16K), 32 at most.
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().scan_groups == 16);
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().scan_groups == 32);
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 64, 64)).value().scan_groups == 1);
   DeviceTraits phone = mali_like();
   phone.forced = parse_overrides("la_tile=32").value();
   const auto refused = linear_attention_forward(phone, la_shape(4, 16384, 64));
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().message().find("tiles of 32") != std::string::npos);
   for (const char* bad : {"la_tile=3", "la_tile=64", "la_tile="}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  for (const char* bad : {"la_scan_groups=0", "la_scan_groups=3", "la_scan_groups=128"})
+    CHECK_FALSE(parse_overrides(bad).is_ok());
+  CHECK(parse_overrides("la_scan_groups=8").value().la_scan_groups == 8u);
 }
 
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {

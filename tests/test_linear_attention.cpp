@@ -116,6 +116,29 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
   }
 }
 
+GPU_TEST_CASE("the parallel state scan matches the reference with its window cut into any number of runs",
+              "[linear-attention][gpu]") {
+  // la_par_scan.comp: 1 is the serial walk; 2 to 64 runs with decay, a short last chunk, runs
+  // longer and shorter than the window's chunks, and windows of 20 chunks carrying the state.
+  const Case cases[] = {
+      {1, 2, 1500, 16, 8, FeatureMap::kElu1, true, 16, 0},
+      {1, 1, 700, 8, 12, FeatureMap::kIdentity, true, 8, 20},
+      {2, 1, 333, 5, 7, FeatureMap::kRelu, false, 4, 0},
+  };
+  for (const char* groups : {"1", "2", "8", "64"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=parallel,la_scan_groups=") + groups;
+    rill::Context ctx = rill_test::make_context(options);
+    uint32_t seed = 900;
+    for (const Case& c : cases) {
+      seed += 3;
+      INFO("runs " << groups << ": N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " chunk " << c.chunk << " per "
+                   << c.per_dispatch);
+      check_causal_forward(ctx, c, DType::kF32, seed, false);
+    }
+  }
+}
+
 GPU_TEST_CASE("a bad kernel plan is refused when the context is created", "[linear-attention][gpu]") {
   for (const char* text : {"linear_attention=fast", "matmul=gpu", "linear_attention"}) {
     auto options = rill_test::validated_options();

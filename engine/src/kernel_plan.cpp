@@ -107,6 +107,16 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.la_tile = n;
       continue;
     }
+    if (key == "la_scan_groups") {
+      // Runs of chunks the parallel state scan cuts a window into (1: one serial walk).
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || n < 1 || n > 64 || (n & (n - 1)) != 0)
+        return invalid_argument("kernel plan: la_scan_groups is '" + std::string(value) +
+                                "'; use a power of two from 1 to 64");
+      out.la_scan_groups = n;
+      continue;
+    }
     if (key == "icl_tasks_per_workgroup" || key == "icl_layers_per_dispatch") {
       // Tasks per workgroup: a power of two up to 64 (a cohort's model stride is a multiple of 64).
       const bool tasks = key == "icl_tasks_per_workgroup";
@@ -153,7 +163,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_tile, linear_attention, "
+          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, la_tile, "
+          "linear_attention, "
           "lm_decode, lm_decode_grid, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
@@ -430,6 +441,16 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
   p.tile = tile;
+  // The state scan (la_par_scan.comp): on a GPU a serial walk over the window's chunks is a chain of
+  // memory latencies; cut into about sqrt(window) runs it is 2 window / runs + runs steps long, for
+  // twice the traffic. At least 8 elements per workgroup, so that each run's loads fill 32-byte
+  // sectors. A CPU driver has no latency to hide: lavapipe (the parallel form forced) ran the scan
+  // 3-4.5x slower in runs (0.66 -> 2.9 ms at N 1K, 8.6 -> 28 ms at 16K), so it walks.
+  p.scan_groups = 1;
+  while (d.family == Family::kGpu && p.scan_groups < 32 && p.scan_groups * 2 * 8 <= wg &&
+         4ull * p.scan_groups * p.scan_groups <= window)
+    p.scan_groups *= 2;
+  if (d.forced.la_scan_groups) p.scan_groups = std::min(*d.forced.la_scan_groups, wg);
   return p;
 }
 

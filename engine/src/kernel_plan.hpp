@@ -41,6 +41,7 @@ struct PlanOverrides {
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
+  std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
@@ -170,6 +171,7 @@ struct LinearAttentionPlan {
   uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
   uint32_t workgroup = 64;              // chunked kernels
   uint32_t tile = 0;                    // parallel: rows (or inner slices) per shared-memory tile
+  uint32_t scan_groups = 1;             // parallel: runs of chunks the state scan cuts a window into
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H

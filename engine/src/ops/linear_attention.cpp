@@ -161,7 +161,11 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                 gpu::spec("STATE_TRANSPOSED", state_transposed)});
     return out;
   };
-  const uint32_t scan_groups = uint32_t((elements + p.workgroup - 1) / p.workgroup);
+  // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks.
+  const uint32_t scan_elements = p.workgroup / p.scan_groups;
+  const uint32_t scan_groups = uint32_t((elements + scan_elements - 1) / scan_elements);
+  std::vector<SpecValue> scan_spec = spec;
+  scan_spec.push_back(gpu::spec("GROUPS", p.scan_groups));
   struct Window {
     gpu::LaWindowPush push;
     uint64_t positions;
@@ -184,7 +188,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                          .bindings = {&decay, chunk_states, &state},
                          .push = push_bytes(w.push),
                          .groups = {scan_groups, uint32_t(bh), 1},
-                         .spec = spec,
+                         .spec = scan_spec,
                          .flops = 2 * bh * count * elements,
                          .bytes = bh * (8 * count * elements + 8 * elements)});
   };
