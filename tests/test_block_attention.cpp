@@ -137,6 +137,44 @@ GPU_TEST_CASE("block attention rejects bad shapes and options", "[block-attentio
   CHECK(seq->stats().dispatches == 0);
 }
 
+GPU_TEST_CASE("the tiled GPU block-attention kernels match the reference at every forced tile depth",
+              "[block-attention][gpu]") {
+  // RILL_KERNEL_PLAN=block_tile=N (a GPU sweep's knob), each depth on blocks whose tiles fit this
+  // device; a depth the shared memory cannot hold is refused by name.
+  struct Sweep {
+    const char* tile;
+    std::vector<Case> cases;
+  };
+  const Sweep sweeps[] = {
+      {"4", {{1, 2, 130, 16, 24, 64, true}, {1, 1, 70, 40, 3, 64, false}}},
+      {"8", {{1, 2, 130, 16, 24, 64, true}, {1, 1, 101, 33, 9, 48, false}}},
+      {"32", {{1, 2, 100, 16, 24, 32, true}, {1, 1, 70, 40, 3, 16, false}}},
+  };
+  for (const Sweep& sweep : sweeps) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = "gpu";
+    options.kernel_plan = std::string("block_tile=") + sweep.tile;
+    auto ctx = rill_test::make_context(options);
+    INFO("block_tile=" << sweep.tile);
+    uint32_t seed = 70;
+    for (const Case& c : sweep.cases) {
+      run_case(ctx, c, DType::kF32, seed += 3);
+      run_backward_case(ctx, c, DType::kF32, seed += 3);
+    }
+  }
+  auto options = rill_test::validated_options();
+  options.kernel_variant = "gpu";
+  options.kernel_plan = "block_tile=32";
+  auto ctx = rill_test::make_context(options);
+  if (ctx.device().caps.shared_memory_bytes >= 48 * 1024) return;  // 32-deep tiles of block 64 fit
+  auto q = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 64, 64});
+  auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 64});
+  auto seq = ctx.sequence();
+  const rill::Status refused = rill::ops::block_attention_forward(*seq, q, q, q, q, lse, {.block = 64});
+  CHECK(refused.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(refused.message().find("block_tile") != std::string::npos);
+}
+
 GPU_TEST_CASE("block attention backward matches the reference gradients", "[block-attention][gpu]") {
   const Case cases[] = {{1, 1, 1, 1, 1, 64, true},
                         {1, 2, 7, 16, 17, 64, true},

@@ -135,6 +135,16 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   CHECK(block_attention_backward(d, 64, 64, 64).tiled);
   CHECK(block_attention_backward(d, 64, 64, 64).tile == 16);
   CHECK_FALSE(block_attention_backward(d, 65, 64, 64).tiled);
+  {
+    DeviceTraits deep = d;  // a forced tile depth is kept where it fits, else refused (tile 0)
+    deep.forced = parse_overrides("block_tile=32").value();
+    CHECK(block_attention_forward(deep, 64).tile == 32);
+    CHECK(block_attention_backward(deep, 64, 64, 64).tile == 32);
+    DeviceTraits phone = mali_like();
+    phone.forced = deep.forced;
+    CHECK_FALSE(block_attention_forward(phone, 32).tiled);
+    for (const char* bad : {"block_tile=2", "block_tile=64", "block_tile=x"}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  }
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
     const auto la = linear_attention_forward(d, s);
     REQUIRE(la.is_ok());

@@ -10,7 +10,7 @@
 # at each forced matmul tile / decoding grid), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
 # workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 8 and 32,
-# and with the state scan one serial walk),
+# and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
@@ -83,6 +83,10 @@ for s in "${steps[@]}"; do
               done
               # the state scan as one serial walk per window (the default cuts it into ~sqrt(window) runs)
               run_step la_scan_serial 60 env RILL_KERNEL_PLAN=la_scan_groups=1 "$rill" bench --op linear_attention ;;
+    block_sweep) for tile in 8 32; do  # the tiled block-attention kernels' tile depth (16 in the default run)
+                   run_step "block_tile_$tile" 40 env RILL_KERNEL_PLAN="block_tile=$tile" "$rill" bench \
+                     --op block_attention
+                 done ;;
     icl_sweep) run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch
                # The workgroup layer kernels as they were (a task per workgroup, a layer per
                # dispatch), then several tasks per workgroup with every layer in one dispatch.

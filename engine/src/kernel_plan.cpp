@@ -98,13 +98,15 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.icl_workgroup_per_task = value == "per-workgroup";
       continue;
     }
-    if (key == "la_tile") {
-      // The parallel linear-attention passes' tile depth (rows or inner slices staged per step).
+    if (key == "la_tile" || key == "block_tile") {
+      // The tile depth of the parallel linear-attention passes or of the GPU block-attention kernels
+      // (rows or inner slices staged in shared memory per step).
       uint32_t n = 0;
       const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
       if (!parsed || (n != 4 && n != 8 && n != 16 && n != 32))
-        return invalid_argument("kernel plan: la_tile is '" + std::string(value) + "'; use 4, 8, 16 or 32");
-      out.la_tile = n;
+        return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) +
+                                "'; use 4, 8, 16 or 32");
+      (key == "la_tile" ? out.la_tile : out.block_tile) = n;
       continue;
     }
     if (key == "la_scan_groups") {
@@ -163,8 +165,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, la_tile, "
-          "linear_attention, "
+          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
+          "la_tile, linear_attention, "
           "lm_decode, lm_decode_grid, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
@@ -306,6 +308,8 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
   auto shared_bytes = [&](uint64_t tile) {
     return 4 * (uint64_t(block) * (block + 1) + block * (tile + 1) + tile * 128 + extra);
   };
+  // A forced depth is kept or refused (0: the op says so), never silently changed.
+  if (d.forced.block_tile) return shared_bytes(*d.forced.block_tile) <= d.shared_bytes ? *d.forced.block_tile : 0;
   uint32_t tile = 16;
   while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
   return shared_bytes(tile) <= d.shared_bytes ? tile : 0;

@@ -42,6 +42,7 @@ struct PlanOverrides {
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
+  std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)

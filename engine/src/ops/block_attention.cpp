@@ -24,6 +24,15 @@ struct Geometry {
   float scale;
 };
 
+// A forced tile depth (RILL_KERNEL_PLAN=block_tile=N) for the tiled GPU kernels that the device's
+// shared memory cannot hold: refused, not silently replaced by another kernel.
+Status check_forced_tile(const plan::DeviceTraits& d, uint32_t block, bool tiled) {
+  if (!d.forced.block_tile || tiled || d.family != plan::Family::kGpu || block > 64) return Status::ok();
+  return invalid_argument("block_attention: the forced tile depth of " + std::to_string(*d.forced.block_tile) +
+                          " (block_tile) does not fit the device's shared memory with blocks of " +
+                          std::to_string(block));
+}
+
 Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                        const Tensor& lse, const BlockAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
@@ -81,6 +90,7 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
       detail::register_kernel("block_attention/block_attention_fwd_cpu", plan::row_vector_width({dk, dv}), suffix);
   const std::string tiled_kernel = "block_attention/block_attention_fwd_tiled_" + suffix;
   const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
+  RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled));
   if (p.tiled) {
     d.kernel = tiled_kernel;
     d.spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
@@ -118,6 +128,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   const std::vector<const Tensor*> bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out};
   const plan::BlockAttentionBackwardPlan p =
       plan::block_attention_backward(plan::traits_of(seq), opt.block, uint32_t(dk), uint32_t(dv));
+  RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled || p.register_kernel));
   if (p.tiled) {
     // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
     const std::string kernel = "block_attention/block_attention_bwd_tiled_" + suffix;  // outlives the dispatch
