@@ -12,6 +12,7 @@
 // tiles. The includer sets `len` (the block's rows) and defines operand(which, row, x) (element x
 // of the block's row `row` of operand `which`) and store_result(which, row, col, value)
 // (scores_product's result, by its operand b).
+#extension GL_EXT_control_flow_attributes : require
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 1) const uint BLOCK = 64;  // <= 64 (the scores live in shared memory)
 layout(constant_id = 2) const bool CAUSAL = true;
@@ -29,21 +30,49 @@ uint len;
 afloat operand(uint which, uint row, uint x);
 void store_result(uint b, uint row, uint col, afloat value);
 
+// Global memory is the wait in these loops: each tile's loads are issued into registers before the
+// products on the tile before it, so a tile costs one wait overlapped with arithmetic instead of a
+// wait between two barriers. The elements of one tile an invocation carries: rows_product's tiles
+// are at most BLOCK x TILE, scores_product's TILE x MAX_D (unrolled: the arrays stay in registers).
+const uint ROW_PREFETCH = (BLOCK * TILE + WG_SIZE - 1) / WG_SIZE;
+const uint B_PREFETCH = (TILE * MAX_D + WG_SIZE - 1) / WG_SIZE;
+
 // acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + step c][x] for the block's rows of A and
 // B, a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
 void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, uint step, inout afloat acc[4][4]) {
   const uint tid = gl_LocalInvocationID.x;
-  for (uint x0 = 0; x0 < width; x0 += TILE) {
-    const uint w = min(TILE, width - x0);
-    barrier();  // the previous tiles (or scores) -> these loads
-    for (uint e = tid; e < len * w; e += WG_SIZE) {
-      const uint row = e / w, x = e % w;
-      row_tile[row * TROW + x] = operand(a, row, x0 + x);
-      other_tile[x * SROW + row] = operand(b, row, x0 + x);
+  afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];  // slice x0's elements e = tid + i WG_SIZE
+  uint w = min(TILE, width);
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = tid + i * WG_SIZE;
+    if (e < len * w) {
+      next_a[i] = operand(a, e / w, e % w);
+      next_b[i] = operand(b, e / w, e % w);
     }
-    barrier();  // tiles loaded -> read by every block owner
+  }
+  for (uint x0 = 0; x0 < width; x0 += TILE) {
+    barrier();  // the previous tiles (or scores) read -> overwritten
+    [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+      const uint e = tid + i * WG_SIZE;
+      if (e < len * w) {
+        row_tile[(e / w) * TROW + e % w] = next_a[i];
+        other_tile[(e % w) * SROW + e / w] = next_b[i];
+      }
+    }
+    barrier();  // tiles stored -> read by every block owner
+    const uint x1 = x0 + TILE, w_now = w;
+    if (x1 < width) {  // the next slice's loads, in flight during the products below
+      w = min(TILE, width - x1);
+      [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+        const uint e = tid + i * WG_SIZE;
+        if (e < len * w) {
+          next_a[i] = operand(a, e / w, x1 + e % w);
+          next_b[i] = operand(b, e / w, x1 + e % w);
+        }
+      }
+    }
     if (!owner) continue;
-    for (uint x = 0; x < w; ++x) {
+    for (uint x = 0; x < w_now; ++x) {
       afloat av[4], bv[4];
       for (uint r = 0; r < 4; ++r) av[r] = row_tile[min(r0 + r, len - 1) * TROW + x];
       for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * SROW + min(s0 + step * c, len - 1)];
@@ -88,16 +117,29 @@ void scores_product(bool transposed, uint b, uint width) {
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
+    afloat next[B_PREFETCH];  // rows x0 .. of B, elements e = tid + i WG_SIZE (prefetched as above)
+    uint rows = min(TILE, len);
+    [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+      const uint e = tid + i * WG_SIZE;
+      if (e < rows * width) next[i] = operand(b, e / width, e % width);
+    }
     for (uint x0 = 0; x0 < len; x0 += TILE) {
-      const uint rows = min(TILE, len - x0);
-      barrier();  // scores (first time) and the previous tile -> these loads
-      for (uint e = tid; e < rows * width; e += WG_SIZE) {
-        const uint x = e / width, c = e % width;
-        other_tile[x * MAX_D + c] = operand(b, x0 + x, c);
+      barrier();  // scores (first time) and the previous tile read -> overwritten
+      [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+        const uint e = tid + i * WG_SIZE;
+        if (e < rows * width) other_tile[(e / width) * MAX_D + e % width] = next[i];
       }
-      barrier();  // tile loaded -> read by every block owner
+      barrier();  // tile stored -> read by every block owner
+      const uint x1 = x0 + TILE, rows_now = rows;
+      if (x1 < len) {  // the next rows' loads, in flight during the products below
+        rows = min(TILE, len - x1);
+        [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+          const uint e = tid + i * WG_SIZE;
+          if (e < rows * width) next[i] = operand(b, x1 + e / width, e % width);
+        }
+      }
       if (!owner) continue;
-      for (uint x = 0; x < rows; ++x) {
+      for (uint x = 0; x < rows_now; ++x) {
         afloat mv[4], bv[4];
         for (uint r = 0; r < 4; ++r) {
           const uint rr = min(r0 + r, len - 1);
