@@ -37,21 +37,71 @@ shared afloat a_tile[CHUNK * AROW];                      // [t][k]: f(a_t) on TI
 shared afloat other_tile[TILE * MAX_D];
 const uint BROW = CHUNK + 1;
 
-// a_tile[t][kk] = f(a_{t0+t, k0+kk}) for t < len, kk < width.
-void load_a_tile(uint ab_base, uint t0, uint len, uint k0, uint width) {
-  for (uint e = gl_LocalInvocationID.x; e < len * width; e += WG_SIZE) {
-    const uint t = e / width, kk = e % width;
-    a_tile[t * AROW + kk] = la_f(PHI_A, afloat(a[ab_base + la_row(t0 + t) * p.dk + k0 + kk]));
+// Global memory is the wait in the tile loops below: each tile's loads are issued into registers
+// before the products on the tile before it (fetch_*), and stored into shared memory after the next
+// barrier (store_*), so a tile costs one wait overlapped with arithmetic instead of a wait between
+// two barriers. The elements e = tid + i WG_SIZE of one tile an invocation carries (unrolled: the
+// arrays stay in registers): chunk-row tiles are at most CHUNK x TILE, the others TILE x MAX_D.
+#extension GL_EXT_control_flow_attributes : require
+const uint ROW_PREFETCH = (CHUNK * TILE + WG_SIZE - 1) / WG_SIZE;
+const uint WIDE_PREFETCH = (TILE * MAX_D + WG_SIZE - 1) / WG_SIZE;
+uint ab_base, c_base, state_base, t0, len;
+
+// f(a_{t0+t, k0+kk}) (a_tile) or g(b_{t0+t, k0+kk}) (the scores' transposed B tile), t < len, kk < width.
+void fetch_rows(bool is_a, uint k0, uint width, out afloat r[ROW_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / width, kk = e % width;
+    r[i] = e < len * width ? (is_a ? la_f(PHI_A, afloat(a[ab_base + la_row(t0 + t) * p.dk + k0 + kk]))
+                                   : la_f(PHI_B, afloat(b[ab_base + la_row(t0 + t) * p.dk + k0 + kk])))
+                           : 0.0;
+  }
+}
+void store_a(uint width, afloat r[ROW_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
+    if (e < len * width) a_tile[(e / width) * AROW + e % width] = r[i];
+  }
+}
+void store_b(uint width, afloat r[ROW_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
+    if (e < len * width) other_tile[(e % width) * BROW + e / width] = r[i];
+  }
+}
+
+// Rows k0 .. k0 + width - 1 of P_c (along the stored rows: j fastest, or kk fastest when the state
+// is stored transposed), or rows s0 .. s0 + width - 1 of h(C); into other_tile[row][j].
+void fetch_wide(bool is_state, uint row0, uint width, out afloat r[WIDE_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
+    if (e >= width * p.dv) {
+      r[i] = 0.0;
+    } else if (is_state) {
+      const uint kk = STATE_TRANSPOSED ? e % width : e / p.dv, j = STATE_TRANSPOSED ? e / width : e % p.dv;
+      r[i] = chunk_states[state_base + (STATE_TRANSPOSED ? j * p.dk + row0 + kk : (row0 + kk) * p.dv + j)];
+    } else {
+      r[i] = la_f(PHI_C, afloat(c[c_base + la_row(t0 + row0 + e / p.dv) * p.dv + e % p.dv]));
+    }
+  }
+}
+void store_wide(bool is_state, uint width, afloat r[WIDE_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
+    if (e >= width * p.dv) continue;
+    const uint kk = is_state && STATE_TRANSPOSED ? e % width : e / p.dv;
+    const uint j = is_state && STATE_TRANSPOSED ? e / width : e % p.dv;
+    other_tile[kk * MAX_D + j] = r[i];
   }
 }
 
 void main() {
   const uint chunk = gl_WorkGroupID.x, bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
-  const uint t0 = (p.first_chunk + chunk) * CHUNK;
-  const uint len = min(CHUNK, p.n - t0);
+  t0 = (p.first_chunk + chunk) * CHUNK;
+  len = min(CHUNK, p.n - t0);
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
-  const uint ab_base = bh * p.n * p.dk, c_base = bh * p.n * p.dv;
-  const uint state_base = (CAUSAL ? bh * p.window + chunk : bh) * p.dk * p.dv;
+  ab_base = bh * p.n * p.dk;
+  c_base = bh * p.n * p.dv;
+  state_base = (CAUSAL ? bh * p.window + chunk : bh) * p.dk * p.dv;
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
   const uint blocks_t = (len + 3) / 4;
 
@@ -63,17 +113,23 @@ void main() {
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
+    afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
+    uint width = min(TILE, p.dk);
+    fetch_rows(true, 0, width, next_a);
+    fetch_rows(false, 0, width, next_b);
     for (uint k0 = 0; k0 < p.dk; k0 += TILE) {
-      const uint width = min(TILE, p.dk - k0);
-      barrier();  // the previous tiles -> these loads
-      load_a_tile(ab_base, t0, len, k0, width);
-      for (uint e = tid; e < len * width; e += WG_SIZE) {
-        const uint s = e / width, kk = e % width;
-        other_tile[kk * BROW + s] = la_f(PHI_B, afloat(b[ab_base + la_row(t0 + s) * p.dk + k0 + kk]));
+      barrier();  // the previous tiles read -> overwritten
+      store_a(width, next_a);
+      store_b(width, next_b);
+      barrier();  // tiles stored -> read by every block owner
+      const uint width_now = width;
+      if (k0 + TILE < p.dk) {  // the next slice's loads, in flight during the products below
+        width = min(TILE, p.dk - k0 - TILE);
+        fetch_rows(true, k0 + TILE, width, next_a);
+        fetch_rows(false, k0 + TILE, width, next_b);
       }
-      barrier();  // tiles loaded -> read by every block owner
       if (!owner) continue;
-      for (uint kk = 0; kk < width; ++kk) {
+      for (uint kk = 0; kk < width_now; ++kk) {
         afloat av[4], bv[4];
         for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
         for (uint q = 0; q < 4; ++q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
@@ -99,19 +155,23 @@ void main() {
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
     // f(A) P_c over TILE slices of the inner dimension.
+    afloat next_a[ROW_PREFETCH], next_p[WIDE_PREFETCH];
+    uint width = min(TILE, p.dk);
+    fetch_rows(true, 0, width, next_a);
+    fetch_wide(true, 0, width, next_p);
     for (uint k0 = 0; k0 < p.dk; k0 += TILE) {
-      const uint width = min(TILE, p.dk - k0);
-      barrier();  // the previous tiles (and the scores) -> these loads
-      load_a_tile(ab_base, t0, len, k0, width);
-      for (uint e = tid; e < width * p.dv; e += WG_SIZE) {
-        // Along the stored rows: j fastest, or kk fastest when the state is stored transposed.
-        const uint kk = STATE_TRANSPOSED ? e % width : e / p.dv, j = STATE_TRANSPOSED ? e / width : e % p.dv;
-        other_tile[kk * MAX_D + j] =
-            chunk_states[state_base + (STATE_TRANSPOSED ? j * p.dk + k0 + kk : (k0 + kk) * p.dv + j)];
+      barrier();  // the previous tiles (and the scores) read -> overwritten
+      store_a(width, next_a);
+      store_wide(true, width, next_p);
+      barrier();  // tiles stored -> read by every block owner
+      const uint width_now = width;
+      if (k0 + TILE < p.dk) {  // the next slice's loads, in flight during the products below
+        width = min(TILE, p.dk - k0 - TILE);
+        fetch_rows(true, k0 + TILE, width, next_a);
+        fetch_wide(true, k0 + TILE, width, next_p);
       }
-      barrier();  // tiles loaded -> read by every block owner
       if (!owner) continue;
-      for (uint kk = 0; kk < width; ++kk) {
+      for (uint kk = 0; kk < width_now; ++kk) {
         afloat av[4], pv[4];
         for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
         for (uint q = 0; q < 4; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
@@ -122,16 +182,20 @@ void main() {
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
     // Plus the causal scores times h(C), TILE rows of h(C) at a time.
+    afloat next_c[WIDE_PREFETCH];
+    uint rows = min(TILE, len);
+    if (CAUSAL) fetch_wide(false, 0, rows, next_c);
     for (uint s0 = 0; CAUSAL && s0 < len; s0 += TILE) {
-      const uint rows = min(TILE, len - s0);
-      barrier();  // the previous tiles -> these loads
-      for (uint e = tid; e < rows * p.dv; e += WG_SIZE) {
-        const uint s = e / p.dv, j = e % p.dv;
-        other_tile[s * MAX_D + j] = la_f(PHI_C, afloat(c[c_base + la_row(t0 + s0 + s) * p.dv + j]));
+      barrier();  // the previous tiles read -> overwritten
+      store_wide(false, rows, next_c);
+      barrier();  // tile stored -> read by every block owner
+      const uint rows_now = rows;
+      if (s0 + TILE < len) {  // the next rows' loads, in flight during the products below
+        rows = min(TILE, len - s0 - TILE);
+        fetch_wide(false, s0 + TILE, rows, next_c);
       }
-      barrier();  // tile loaded -> read by every block owner
       if (!owner) continue;
-      for (uint s = 0; s < rows; ++s) {
+      for (uint s = 0; s < rows_now; ++s) {
         afloat sv[4], cv[4];
         for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * CHUNK + s0 + s];
         for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
