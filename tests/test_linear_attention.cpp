@@ -121,7 +121,7 @@ GPU_TEST_CASE("the parallel state scan matches the reference with its window cut
   // la_par_scan.comp: 1 is the serial walk; 2 to 64 runs with decay, a short last chunk, runs
   // longer and shorter than the window's chunks, and windows of 20 chunks carrying the state.
   const Case cases[] = {
-      {1, 2, 1500, 16, 8, FeatureMap::kElu1, true, 16, 0},
+      {1, 1, 640, 16, 8, FeatureMap::kElu1, true, 8, 0},
       {1, 1, 700, 8, 12, FeatureMap::kIdentity, true, 8, 20},
       {2, 1, 333, 5, 7, FeatureMap::kRelu, false, 4, 0},
   };
