@@ -459,3 +459,37 @@ TEST_CASE("kernel plan: prefill segments are longer on GPUs, and big ICL batches
   CHECK_FALSE(icl_layers(gpu, {.width = 11, .tokens = 21, .tasks = 21 * 2048}).value().workgroup_per_task);
   CHECK_FALSE(icl_layers(lavapipe_like(), {.width = 11, .tokens = 21, .tasks = 2048}).value().workgroup_per_task);
 }
+
+TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device has them", "[plan]") {
+  const MatmulShape big{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
+  const MatmulShape small{.m = 256, .n = 256, .k = 256, .f16 = true, .rows_vectorizable = true};
+  DeviceTraits d = h100_like();
+  CHECK_FALSE(cooperative_matmul(d, big).has_value());  // none on the device
+  d.cooperative_matrix_f16 = {16, 16, 16};
+  const auto native = cooperative_matmul(d, big);
+  REQUIRE(native.has_value());
+  CHECK_FALSE(native->emulated);
+  CHECK(native->block_m() == 128);
+  CHECK(native->block_n() == 128);
+  CHECK(native->workgroup() == 128);
+  CHECK(cooperative_matmul(d, small)->block_n() == 64);  // 16 blocks of 128: smaller ones spread further
+  d.cooperative_matrix_f16 = {16, 8, 16};                // narrower fragments, the same block
+  CHECK(cooperative_matmul(d, big)->frags_n == 8);
+  CHECK(cooperative_matmul(d, big)->block_n() == 128);
+  // f32, transposed or odd-width operands keep the other kernels.
+  CHECK_FALSE(cooperative_matmul(d, {.m = 4096, .n = 4096, .k = 4096, .rows_vectorizable = true}).has_value());
+  CHECK_FALSE(cooperative_matmul(d, {.m = 4096, .n = 4096, .k = 4096, .f16 = true}).has_value());
+  d.forced.matmul_coop = PlanOverrides::Coop::kOff;
+  CHECK_FALSE(cooperative_matmul(d, big).has_value());
+  DeviceTraits cpu = lavapipe_like();
+  cpu.forced.matmul_coop = PlanOverrides::Coop::kEmulated;
+  const auto emulated = cooperative_matmul(cpu, small);
+  REQUIRE(emulated.has_value());
+  CHECK(emulated->emulated);
+  CHECK(emulated->workgroup() == 4 * cpu.subgroup);
+  CHECK(emulated->inner_loops > small.k);  // its products' rows count against a loop limit
+  CHECK(parse_overrides("matmul_coop=native").value().matmul_coop == PlanOverrides::Coop::kNative);
+  const auto bad = parse_overrides("matmul_coop=yes");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("off, native or emulated") != std::string::npos);
+}

@@ -158,3 +158,81 @@ GPU_TEST_CASE("every accumulator tile of the GPU matmul matches the reference", 
                      t == 1, t == 2, ++seed);
   }
 }
+
+namespace {
+
+// The kernel one matmul of this context dispatches (read from a timed sequence).
+std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k) {
+  auto a = ctx.tensor(DType::kF16, {m, k});
+  auto b = ctx.tensor(DType::kF16, {k, n});
+  auto c = ctx.tensor(DType::kF16, {m, n});
+  auto seq = ctx.sequence({.timestamps = true});
+  REQUIRE(seq.is_ok());
+  REQUIRE(rill::ops::matmul(*seq, *a, *b, *c).is_ok());
+  REQUIRE(seq->run().is_ok());
+  auto timings = seq->timings();
+  REQUIRE(timings.is_ok());
+  REQUIRE(timings->size() == 1);
+  return timings.value()[0].kernel;
+}
+
+}  // namespace
+
+// The cooperative-matrix kernel (f16, rows contiguous, K and N multiples of 8): natively where the
+// device has cooperative matrices, and on every device with its fragments emulated, which checks
+// the staging, the fragment offsets and the epilogue where no cooperative matrices exist (lavapipe).
+GPU_TEST_CASE("the cooperative-matrix matmul matches the reference", "[matmul][gpu]") {
+  std::vector<std::string> modes = {"emulated"};
+  {
+    const rill::Context probe = rill_test::make_context();
+    if (probe.device().caps.cooperative_matrix_f16[0] != 0)
+      modes.push_back("native");
+    else
+      WARN(probe.device().name << " has no cooperative matrices: only their emulated fragments are tested");
+  }
+  uint32_t seed = 1300;
+  for (const std::string& mode : modes) {
+    INFO("matmul_coop=" << mode);
+    rill::ContextOptions options = rill_test::validated_options();
+    options.kernel_plan = "matmul_coop=" + mode;
+    rill::Context ctx = rill_test::make_context(options);
+    if (!ctx.device().caps.storage_buffer_16bit) {
+      WARN(ctx.device().name << " has no f16 storage: the cooperative-matrix matmul is not tested");
+      continue;
+    }
+    CHECK(kernel_of_matmul(ctx, 70, 24, 40) ==
+          (mode == "native" ? "matmul/matmul_coop_f16" : "matmul/matmul_coop_emulated_f16"));
+    // Partial blocks in m and n, several k slices and a partial last one, one block exactly, a
+    // single row; bias, accumulation, and batches of A with B broadcast and of both.
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{130, 200, 96}, {65, 72, 40}, {64, 64, 32}, {1, 8, 8}})
+      for (int variant = 0; variant < 4; ++variant)
+        check_case(ctx, DType::kF16,
+                   {.batch = variant >= 2 ? 3 : 1,
+                    .m = m,
+                    .n = n,
+                    .k = k,
+                    .a_batched = variant >= 2,
+                    .b_batched = variant == 3},
+                   variant == 1 || variant == 3, variant == 2 || variant == 3, ++seed);
+    // Transposed operands, odd K or N, and f32 take the other kernels.
+    CHECK(kernel_of_matmul(ctx, 70, 20, 40).find("coop") == std::string::npos);
+    CHECK(kernel_of_matmul(ctx, 70, 24, 36).find("coop") == std::string::npos);
+  }
+}
+
+GPU_TEST_CASE("cooperative matrices forced on a device without them are refused by name", "[matmul][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_plan = "matmul_coop=native";
+  rill::Context ctx = rill_test::make_context(options);
+  if (ctx.device().caps.cooperative_matrix_f16[0] != 0 || !ctx.device().caps.storage_buffer_16bit) {
+    WARN(ctx.device().name << " has cooperative matrices or no f16 storage: nothing to refuse");
+    return;
+  }
+  auto a = ctx.tensor(DType::kF16, {16, 16});
+  auto seq = ctx.sequence();
+  REQUIRE(seq.is_ok());
+  const rill::Status st = rill::ops::matmul(*seq, *a, *a, *a);
+  INFO(st.to_string());
+  CHECK(st.code() == rill::StatusCode::kUnimplemented);
+  CHECK(st.message().find("cooperative matrices") != std::string::npos);
+}

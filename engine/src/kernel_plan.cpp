@@ -64,6 +64,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.short_dispatches = q.short_dispatches;
   d.max_storage_range = device.caps.max_storage_buffer_range;
   d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
+  d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
   return d;
 }
 
@@ -148,6 +149,14 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
                                 "'; use 2x2, 4x4, 8x4, 4x8 or 8x8");
       continue;
     }
+    if (key == "matmul_coop") {
+      using Coop = PlanOverrides::Coop;
+      if (value != "off" && value != "native" && value != "emulated")
+        return invalid_argument("kernel plan: matmul_coop is '" + std::string(value) +
+                                "'; use off, native or emulated");
+      out.matmul_coop = value == "off" ? Coop::kOff : value == "native" ? Coop::kNative : Coop::kEmulated;
+      continue;
+    }
     if (key == "lm_decode_grid") {
       // GPU decoding: invocations per workgroup x FFN and logit columns per workgroup, e.g. 256x16.
       const size_t x = value.find('x');
@@ -167,7 +176,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
-          "lm_decode, lm_decode_grid, matmul_tile)");
+          "lm_decode, lm_decode_grid, matmul_coop, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -282,6 +291,38 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     p.tm = p.wg_y == 8 ? 8 : 4;
     p.tn = 4;
   }
+  return p;
+}
+
+std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const MatmulShape& s) {
+  using Coop = PlanOverrides::Coop;
+  const Coop mode = d.forced.matmul_coop.value_or(d.cooperative_matrix_f16[0] != 0 ? Coop::kNative : Coop::kOff);
+  if (mode == Coop::kOff || !s.f16 || !s.rows_vectorizable) return std::nullopt;
+  CoopMatmulPlan p;
+  p.emulated = mode == Coop::kEmulated;
+  p.subgroup = d.subgroup;
+  if (p.emulated) {
+    // 16 x 16 x 16 fragments, 2 x 2 subgroups of 2 x 2 fragments: a 64 x 64 block that crosses
+    // every offset the native kernel uses.
+    p.frags_m = p.frags_n = 2;
+  } else {
+    if (d.cooperative_matrix_f16[0] != 0) {
+      p.fm = d.cooperative_matrix_f16[0];
+      p.fn = d.cooperative_matrix_f16[1];
+      p.fk = d.cooperative_matrix_f16[2];
+    }
+    // 128 x 128 blocks (4 subgroups of 64 x 64) where the product has hundreds of them, as the
+    // shared-memory kernel's 8 x 8 tiles; else 64 x 64, so small products still spread.
+    const bool big = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches >= 256;
+    p.frags_m = (big ? 64 : 32) / p.fm;
+    p.frags_n = (big ? 64 : 32) / p.fn;
+  }
+  // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
+  // emulated, each fragment product's rows (its k steps unrolled only in the native form).
+  const uint64_t slices = ceil_div(s.k, 32), frags = uint64_t(p.frags_m) * p.frags_n;
+  const uint64_t per_lane = uint64_t(p.fm) * p.fn / std::max(p.subgroup, 1u);
+  const uint64_t products = p.emulated ? frags * (32 / p.fk) * per_lane * (p.fk + 1) : 0;
+  p.inner_loops = slices * (products + 8) + frags * (per_lane + 2) + 8;
   return p;
 }
 
@@ -707,6 +748,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
                        std::to_string(m.wg_x * m.tn)});
   }
+  const MatmulShape f16_square{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
+  if (const auto coop = cooperative_matmul(d, f16_square))
+    out.push_back({"matmul f16", "4096 x 4096 x 4096",
+                   std::string(coop->emulated ? "cooperative matrices emulated" : "cooperative matrices") + ", " +
+                       std::to_string(coop->fm) + " x " + std::to_string(coop->fn) + " x " + std::to_string(coop->fk) +
+                       " fragments, block " + std::to_string(coop->block_m()) + " x " +
+                       std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup())});
   const BlockAttentionPlan b = block_attention_forward(d, 64);
   out.push_back({"block_attention_forward", "block 64",
                  b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"

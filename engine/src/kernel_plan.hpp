@@ -7,6 +7,7 @@
 // running on (a phone-class GPU, a datacenter GPU) and `rill info` can show what each op gets.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -47,6 +48,10 @@ struct PlanOverrides {
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
   std::optional<std::pair<uint32_t, uint32_t>> matmul_tile;  // "matmul_tile=8x8": the GPU matmul's TM x TN
+  // "matmul_coop=off|native|emulated": f16 matmuls on cooperative matrices never, always (refused by
+  // name where the device has none), or with the fragments emulated (tests the kernel anywhere).
+  enum class Coop { kOff, kNative, kEmulated };
+  std::optional<Coop> matmul_coop;
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
 };
@@ -65,6 +70,7 @@ struct DeviceTraits {
   bool short_dispatches = false;
   uint64_t max_storage_range = uint64_t(1) << 31;
   uint32_t max_storage_buffers = 64;  // storage-buffer bindings one kernel may use
+  std::array<uint32_t, 3> cooperative_matrix_f16{};  // DeviceCaps' M x N x K; zeros: none
   PlanOverrides forced;
 };
 // From the device and its quirks; `family` empty: the device's own preference ("cpu" or "gpu"
@@ -115,6 +121,8 @@ struct MatmulShape {
   uint64_t m = 1, n = 1, k = 1, batches = 1;
   bool a_shared = false;
   bool f16 = false;  // f16 storage
+  // A and a dense B untransposed (rows contiguous), K and N multiples of 8: 16-byte loads fit.
+  bool rows_vectorizable = false;
 };
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles
@@ -126,6 +134,20 @@ struct MatmulPlan {
   std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
 };
 MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s);
+
+// Matmul on cooperative matrices (matmul_coop.glsl): f16 storage, f32 accumulation, a workgroup of
+// groups_m x groups_n subgroups each owning frags_m x frags_n fragments of fm x fn (k steps of fk).
+struct CoopMatmulPlan {
+  bool emulated = false;  // fragments as plain arithmetic (matmul_coop_emulated_f16)
+  uint32_t subgroup = 32, groups_m = 2, groups_n = 2, frags_m = 2, frags_n = 2, fm = 16, fn = 16, fk = 16;
+  uint64_t inner_loops = 0;
+  uint32_t workgroup() const { return subgroup * groups_m * groups_n; }
+  uint32_t block_m() const { return groups_m * frags_m * fm; }
+  uint32_t block_n() const { return groups_n * frags_n * fn; }
+};
+// The plan where the device has cooperative matrices (or they are forced) and the shape fits them
+// (f16, rows vectorizable); empty where matmul() decides.
+std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const MatmulShape& s);
 
 // Matmul with a packed B and at most 4 rows (a decoding step): matvec_packed.glsl, one word column
 // of B per invocation. Empty when the tiled kernels serve the shape better.

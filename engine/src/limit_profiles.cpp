@@ -67,6 +67,7 @@ Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
   c.float16_arithmetic = c.float16_arithmetic && profile->float16;
   c.storage_buffer_8bit = c.storage_buffer_8bit && profile->storage_8bit;
   c.int8_arithmetic = c.int8_arithmetic && profile->int8;
+  c.cooperative_matrix_f16 = {};  // no phone-class or minimum device is assumed to have them
   device.limit_profile = profile->name;
   return Status::ok();
 }

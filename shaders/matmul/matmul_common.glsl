@@ -9,8 +9,15 @@
 layout(constant_id = 2) const bool HAS_BIAS = false;
 layout(constant_id = 3) const bool ACCUMULATE = false;
 
+#if defined(RILL_MATMUL_VEC8)
+// A and B read as 8 f16 values per load (matmul_coop.glsl: rows contiguous, K and N multiples of 8).
+layout(std430, binding = 0) readonly buffer A { uvec4 a8[]; };
+layout(std430, binding = 1) readonly buffer B { uvec4 b8[]; };
+#else
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
-#if defined(B_INT8) || defined(B_F16)
+#endif
+#if defined(RILL_MATMUL_VEC8)
+#elif defined(B_INT8) || defined(B_F16)
 #define PW_WORDS_BINDING 1
 #define PW_SCALES_BINDING 4
 #include "packed_weights.glsl"
@@ -22,6 +29,7 @@ layout(std430, binding = 3) buffer C { sfloat c[]; };
 #include "contract/matmul.glsl"
 layout(push_constant) uniform PushBlock { MatmulPush p; };
 
+#if !defined(RILL_MATMUL_VEC8)
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
 afloat load_b(uint batch, uint k, uint n) {
 #if defined(B_INT8) || defined(B_F16)
@@ -30,6 +38,7 @@ afloat load_b(uint batch, uint k, uint n) {
   return afloat(b[batch * p.b_bs + k * p.b_rs + n * p.b_cs]);
 #endif
 }
+#endif
 
 void store_c(uint base, uint m, uint n, afloat v) {
   if (HAS_BIAS) v += afloat(bias[n]);

@@ -113,6 +113,12 @@ int run_info(const InfoArgs& args) {
                 c.shared_memory_bytes, c.max_workgroup_invocations);
     std::printf("    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s\n", c.storage_buffer_16bit ? "yes" : "no",
                 c.float16_arithmetic ? "yes" : "no", c.storage_buffer_8bit ? "yes" : "no", c.int8_arithmetic ? "yes" : "no");
+    const auto& coop = c.cooperative_matrix_f16;
+    if (coop[0] != 0)
+      std::printf("    cooperative matrices: f16 x f16 + f32, %u x %u x %u (VK_NV_cooperative_matrix)\n", coop[0],
+                  coop[1], coop[2]);
+    else
+      std::printf("    cooperative matrices: none\n");
     std::printf("    memory %.0f MiB device-local%s, max allocation %.0f MiB, max storage range %.0f MiB\n",
                 c.device_local_bytes / 1048576.0, c.unified_memory ? " (unified, mapped directly)" : "",
                 c.max_allocation_bytes / 1048576.0, c.max_storage_buffer_range / 1048576.0);

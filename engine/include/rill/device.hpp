@@ -27,6 +27,9 @@ struct DeviceCaps {
   bool float16_arithmetic = false;
   bool storage_buffer_8bit = false;
   bool int8_arithmetic = false;
+  // Cooperative matrices (VK_NV_cooperative_matrix): the subgroup-scope M x N x K shape of an f16
+  // product with f32 accumulation that rill's matmul uses, {16, 16, 16} or {16, 8, 16}; zeros: none.
+  std::array<uint32_t, 3> cooperative_matrix_f16{};
   uint32_t shared_memory_bytes = 0;
   bool unified_memory = false;  // device-local memory is host-visible and mapped directly
   bool timestamps = false;      // compute queue supports timestamp queries

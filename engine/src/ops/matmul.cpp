@@ -83,9 +83,32 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
     }
   }
   // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
-  const plan::MatmulPlan p = plan::matmul(
-      traits,
-      {.m = M, .n = N, .k = K, .batches = mc.batch, .a_shared = push.a_bs == 0, .f16 = a.dtype() == DType::kF16});
+  const bool dense_b = matvec_kernel == nullptr;
+  const plan::MatmulShape shape{
+      .m = M,
+      .n = N,
+      .k = K,
+      .batches = mc.batch,
+      .a_shared = push.a_bs == 0,
+      .f16 = a.dtype() == DType::kF16,
+      .rows_vectorizable = dense_b && push.a_cs == 1 && push.b_cs == 1 && K % 8 == 0 && N % 8 == 0};
+  push.batches = uint32_t(mc.batch);
+  if (const auto coop = plan::cooperative_matmul(traits, shape)) {
+    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kOp, "the inner dimension K"));
+    return seq.dispatch({.kernel = coop->emulated ? "matmul/matmul_coop_emulated_f16" : "matmul/matmul_coop_f16",
+                         .bindings = std::move(bindings),
+                         .push = push_bytes(push),
+                         .groups = {uint32_t((N + coop->block_n() - 1) / coop->block_n()),
+                                    uint32_t((M + coop->block_m() - 1) / coop->block_m()), uint32_t(mc.batch)},
+                         .spec = {gpu::spec("WG", coop->workgroup()), gpu::spec("SG", coop->subgroup),
+                                  gpu::spec("GROUPS_M", coop->groups_m), gpu::spec("GROUPS_N", coop->groups_n),
+                                  gpu::spec("FRAGS_M", coop->frags_m), gpu::spec("FRAGS_N", coop->frags_n),
+                                  gpu::spec("FM", coop->fm), gpu::spec("FN", coop->fn), gpu::spec("FK", coop->fk),
+                                  gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
+                         .flops = 2 * M * N * K * mc.batch,
+                         .bytes = bytes});
+  }
+  const plan::MatmulPlan p = plan::matmul(traits, shape);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
@@ -103,7 +126,6 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
              .flops = 2 * M * N * K * mc.batch,
              .bytes = bytes};
   if (p.register_kernel) d.spec.push_back(gpu::spec("FOLD_BATCH", p.fold_batch));
-  push.batches = uint32_t(mc.batch);
   d.push = push_bytes(push);
   return seq.dispatch(d);
 }

@@ -30,6 +30,11 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
   if (!v13 && has(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME))
     extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
   if (!v13 && caps.subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  const bool cooperative_matrix = caps.cooperative_matrix_f16[0] != 0;
+  if (cooperative_matrix) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (!v12) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  }
   // Portability drivers (MoltenVK) require their subset extension to be enabled.
   if (has("VK_KHR_portability_subset")) extensions.push_back("VK_KHR_portability_subset");
 
@@ -54,6 +59,16 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
   if (caps.float16_arithmetic || caps.int8_arithmetic) {
     *tail = &f16i8;
     tail = &f16i8.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  coop.cooperativeMatrix = VK_TRUE;
+  memory_model.vulkanMemoryModel = VK_TRUE;  // glslang declares it in every cooperative-matrix kernel
+  if (cooperative_matrix) {
+    *tail = &coop;
+    coop.pNext = &memory_model;
+    tail = &memory_model.pNext;
   }
   if (caps.subgroup_size_control) *tail = &size_control;
 
@@ -87,6 +102,9 @@ Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkD
   dev->queue_ = queue;
   dev->queue_family_ = queue_family;
   dev->owned_ = false;
+  // rill cannot tell which optional features the application enabled on its device; the one it
+  // does not otherwise assume (cooperative matrices) stays off.
+  dev->physical_.info.caps.cooperative_matrix_f16 = {};
   dev->load();
   return dev;
 }

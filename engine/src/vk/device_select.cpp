@@ -2,6 +2,7 @@
 #include "vk/device_select.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,39 @@ DeviceType to_device_type(VkPhysicalDeviceType t) {
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
   return std::any_of(exts.begin(), exts.end(),
                      [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// The cooperative-matrix shape rill's matmul can use: subgroup scope, f16 A and B, f32 C and D,
+// 16 x 16 x 16 (preferred) or 16 x 8 x 16. The kernels also need the Vulkan memory model (glslang
+// declares it with the extension) and 16-bit floats in shared memory. Zeros: none.
+std::array<uint32_t, 3> cooperative_matrix_f16_shape(VkPhysicalDevice device,
+                                                     const std::vector<VkExtensionProperties>& exts, bool v12,
+                                                     bool float16) {
+  if (!float16 || !has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+      vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr)
+    return {};
+  if (!v12 && !has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) return {};
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  features2.pNext = &coop;
+  coop.pNext = &memory_model;
+  vkGetPhysicalDeviceFeatures2(device, &features2);
+  if (!coop.cooperativeMatrix || !memory_model.vulkanMemoryModel) return {};
+  uint32_t count = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, shapes.data()) != VK_SUCCESS) return {};
+  std::array<uint32_t, 3> best{};
+  for (const auto& s : shapes) {
+    const bool usable = s.scope == VK_SCOPE_SUBGROUP_NV && s.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                        s.BType == VK_COMPONENT_TYPE_FLOAT16_NV && s.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                        s.DType == VK_COMPONENT_TYPE_FLOAT32_NV && s.MSize == 16 && s.KSize == 16 &&
+                        (s.NSize == 16 || s.NSize == 8);
+    if (usable && s.NSize > best[1]) best = {s.MSize, s.NSize, s.KSize};
+  }
+  return best;
 }
 
 std::string lower(std::string s) {
@@ -153,6 +187,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   caps.int8_arithmetic = has_f16i8 && f16i8.shaderInt8;
   caps.subgroup_size_control = has_size_control && size_control_features.subgroupSizeControl &&
                                size_control_features.computeFullSubgroups;
+  caps.cooperative_matrix_f16 = cooperative_matrix_f16_shape(device, exts, v12, caps.float16_arithmetic);
 
   const VkPhysicalDeviceLimits& limits = props.limits;
   caps.shared_memory_bytes = limits.maxComputeSharedMemorySize;
@@ -205,6 +240,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
 
   for (const Quirk* q : quirks_for(info)) info.quirks.emplace_back(q->name);
   if (quirk_flags_for(info).no_16bit_storage) caps.storage_buffer_16bit = caps.float16_arithmetic = false;
+  if (!caps.float16_arithmetic) caps.cooperative_matrix_f16 = {};
   return pd;
 }
 

@@ -73,6 +73,8 @@ enum Capability : uint32_t {
   kCapabilityStorageBuffer8BitAccess = 4448,
   kCapabilityUniformAndStorageBuffer8BitAccess = 4449,
   kCapabilityStoragePushConstant8 = 4450,
+  kCapabilityVulkanMemoryModel = 5345,
+  kCapabilityCooperativeMatrixNV = 5357,
 };
 inline constexpr uint32_t kExecutionModelGLCompute = 5;
 inline constexpr uint32_t kExecutionModeLocalSize = 17, kExecutionModeLocalSizeId = 38;

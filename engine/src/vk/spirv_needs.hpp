@@ -19,6 +19,7 @@ struct ShaderNeeds {
   bool float16 = false;              // 16-bit float arithmetic
   bool storage_8bit = false;
   bool int8 = false;
+  bool cooperative_matrix = false;      // CooperativeMatrixNV (and the Vulkan memory model it comes with)
   uint64_t workgroup_memory_bytes = 0;  // the Workgroup variables, tightly packed (vec3 as vec4)
 };
 
