@@ -1,6 +1,8 @@
 // Matmul with shared-memory tiles (the GPU variant): a workgroup of WG_X x WG_Y invocations computes
-// a (WG_Y*TM) x (WG_X*TN) block of C, staging BK-deep slices of A and B in shared memory; each
-// invocation keeps TM x TN accumulators in registers.
+// a (WG_Y*TM) x (WG_X*TN) block of C, staging BK-deep slices of A and B in shared memory (the next
+// slice fetched into registers during the current one's products); each invocation keeps TM x TN
+// accumulators in registers.
+#extension GL_EXT_control_flow_attributes : require
 layout(constant_id = 0) const uint WG_X = 16;
 layout(constant_id = 1) const uint WG_Y = 16;
 layout(constant_id = 4) const uint TM = 4;
@@ -17,11 +19,47 @@ const uint BN = WG_X * TN;
 shared afloat tile_a[BK][BM + 1];
 shared afloat tile_b[BK][BN + 1];
 
+const uint THREADS = WG_X * WG_Y;
+const uint A_PER = (BK * BM + THREADS - 1) / THREADS, B_PER = (BK * BN + THREADS - 1) / THREADS;
+// The next slice, fetched while the current one is multiplied. The fetch and store loops are
+// unrolled, so a loop-limited driver counts only the k steps (the plan's budget assumes no more).
+afloat next_a[A_PER], next_b[B_PER];
+
+// Slice k0 of A and B into registers, zero-padded outside the matrices. Neighbouring invocations
+// read neighbouring addresses (coalesced on GPUs): along k where it is contiguous (A's rows, a
+// transposed B), else along m or n.
+void fetch(uint batch, uint a_base, uint block_m, uint block_n, uint k0, bool a_along_k, bool b_along_k) {
+  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    const uint kk = a_along_k ? e % BK : e / BM, mm = a_along_k ? e / BK : e % BM;
+    const uint m = block_m + mm, k = k0 + kk;
+    next_a[i] = (e < BK * BM && m < p.M && k < p.K) ? load_a(a_base, m, k) : afloat(0.0);
+  }
+  [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    const uint kk = b_along_k ? e % BK : e / BN, nn = b_along_k ? e / BK : e % BN;
+    const uint n = block_n + nn, k = k0 + kk;
+    next_b[i] = (e < BK * BN && n < p.N && k < p.K) ? load_b(batch, k, n) : afloat(0.0);
+  }
+}
+
+// The fetched slice into the shared tiles (the same element order as fetch).
+void store_slice(bool a_along_k, bool b_along_k) {
+  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e < BK * BM) tile_a[a_along_k ? e % BK : e / BM][a_along_k ? e / BK : e % BM] = next_a[i];
+  }
+  [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e < BK * BN) tile_b[b_along_k ? e % BK : e / BN][b_along_k ? e / BK : e % BN] = next_b[i];
+  }
+}
+
 void main() {
   const uint batch = gl_WorkGroupID.z;
   const uint block_m = gl_WorkGroupID.y * BM, block_n = gl_WorkGroupID.x * BN;
-  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
-  const uint threads = WG_X * WG_Y;
   const uint a_base = batch * p.a_bs;
   const bool a_along_k = p.a_cs == 1u && p.a_rs != 1u;
 #if defined(B_INT8) || defined(B_F16)
@@ -33,21 +71,14 @@ void main() {
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
+  // The global loads of slice k0 + BK are in flight while slice k0 is multiplied: a workgroup
+  // waits on memory once, not once per slice.
+  fetch(batch, a_base, block_m, block_n, 0u, a_along_k, b_along_k);
   for (uint k0 = 0; k0 < p.K; k0 += BK) {
-    // Cooperative loads, zero-padded outside the matrices. Neighbouring invocations read
-    // neighbouring addresses (coalesced on GPUs): along k where it is contiguous (A's rows, a
-    // transposed B), else along m or n.
-    for (uint e = tid; e < BK * BM; e += threads) {
-      const uint kk = a_along_k ? e % BK : e / BM, mm = a_along_k ? e / BK : e % BM;
-      const uint m = block_m + mm, k = k0 + kk;
-      tile_a[kk][mm] = (m < p.M && k < p.K) ? load_a(a_base, m, k) : 0.0;
-    }
-    for (uint e = tid; e < BK * BN; e += threads) {
-      const uint kk = b_along_k ? e % BK : e / BN, nn = b_along_k ? e / BK : e % BN;
-      const uint n = block_n + nn, k = k0 + kk;
-      tile_b[kk][nn] = (n < p.N && k < p.K) ? load_b(batch, k, n) : 0.0;
-    }
+    barrier();  // the previous slice read -> overwritten
+    store_slice(a_along_k, b_along_k);
     barrier();  // tiles written -> read by every invocation
+    if (k0 + BK < p.K) fetch(batch, a_base, block_m, block_n, k0 + BK, a_along_k, b_along_k);
     for (uint kk = 0; kk < BK; ++kk) {
       afloat av[TM], bv[TN];
       for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][gl_LocalInvocationID.y + i * WG_Y];
@@ -55,7 +86,6 @@ void main() {
       for (uint i = 0; i < TM; ++i)
         for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
-    barrier();  // tiles read -> overwritten by the next slice
   }
   const uint c_base = batch * p.c_bs;
   for (uint i = 0; i < TM; ++i) {
