@@ -493,3 +493,19 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().message().find("off, native or emulated") != std::string::npos);
 }
+
+TEST_CASE("kernel plan: GPU matmuls of few blocks and a long K are split along K", "[plan]") {
+  const DeviceTraits d = h100_like();
+  const MatmulPlan narrow = matmul(d, {.m = 256, .n = 1024, .k = 4096});  // 64 blocks of 64 x 64
+  CHECK(narrow.splits == 8);
+  CHECK(narrow.inner_loops < matmul(d, {.m = 256, .n = 1024, .k = 512}).inner_loops * 2);  // a share of K each
+  CHECK(matmul(d, {.m = 4096, .n = 4096, .k = 4096}).splits == 1);                         // blocks enough
+  CHECK(matmul(d, {.m = 256, .n = 1024, .k = 512}).splits == 1);                           // K too short to share
+  CHECK(matmul(d, {.m = 1, .n = 1024, .k = 4096}).splits == 1);                            // a decoding step's row
+  CHECK(matmul(lavapipe_like(), {.m = 256, .n = 1024, .k = 4096}).splits == 1);            // register kernel
+  DeviceTraits forced = d;
+  forced.forced.matmul_splits = 3;
+  CHECK(matmul(forced, {.m = 4096, .n = 4096, .k = 4096}).splits == 3);
+  CHECK_FALSE(parse_overrides("matmul_splits=0").is_ok());
+  CHECK(parse_overrides("matmul_splits=64").value().matmul_splits == 64u);
+}

@@ -2,6 +2,8 @@
 // batches with broadcast, f32 and f16 storage, both kernel families (register and shared-memory).
 #include <algorithm>
 #include <array>
+#include <initializer_list>
+#include <string>
 
 #include "matmul.hpp"
 #include "op_test.hpp"
@@ -135,28 +137,47 @@ GPU_TEST_CASE("matmul refuses an inner dimension a driver's loop limit would cut
   }
 }
 
+namespace {
+
+// The GPU kernel under a forced plan, in both storage types: per shape every transpose, with bias
+// (t 1, 3), accumulation (t 2, 3) and two batches, A and B batched (t 2) or A broadcast (t 3).
+void check_forced_gpu_plan(const std::string& plan, std::initializer_list<std::array<int64_t, 3>> shapes,
+                           uint32_t& seed) {
+  INFO("kernel plan " << plan);
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "gpu";
+  options.kernel_plan = plan;
+  rill::Context ctx = rill_test::make_context(options);
+  for (DType dtype : rill_test::float_dtypes(ctx))
+    for (const auto& [m, n, k] : shapes)
+      for (int t = 0; t < 4; ++t)
+        check_case(ctx, dtype,
+                   {.batch = t >= 2 ? 2 : 1,
+                    .m = m,
+                    .n = n,
+                    .k = k,
+                    .a_batched = t != 3,
+                    .transpose_a = (t & 1) != 0,
+                    .transpose_b = (t & 2) != 0},
+                   t == 1 || t == 3, t == 2 || t == 3, ++seed);
+}
+
+}  // namespace
+
 // The GPU kernel's accumulator tiles (the plan picks 8 x 8 only for products with hundreds of
-// 128 x 128 blocks, which tests do not reach): each forced, over partial blocks and every transpose.
+// 128 x 128 blocks, which tests do not reach): each forced, over partial blocks.
 GPU_TEST_CASE("every accumulator tile of the GPU matmul matches the reference", "[matmul][gpu]") {
   uint32_t seed = 900;
-  for (const char* tile : {"2x2", "4x4", "8x4", "4x8", "8x8"}) {
-    INFO("matmul_tile " << tile);
-    rill::ContextOptions options = rill_test::validated_options();
-    options.kernel_variant = "gpu";
-    options.kernel_plan = std::string("matmul_tile=") + tile;
-    rill::Context ctx = rill_test::make_context(options);
-    for (DType dtype : rill_test::float_dtypes(ctx))
-      for (const auto& [m, n, k] : {std::array<int64_t, 3>{129, 257, 17}, {7, 130, 33}, {200, 9, 130}})
-        for (int t = 0; t < 4; ++t)
-          check_case(ctx, dtype,
-                     {.batch = t == 3 ? 2 : 1,
-                      .m = m,
-                      .n = n,
-                      .k = k,
-                      .transpose_a = (t & 1) != 0,
-                      .transpose_b = (t & 2) != 0},
-                     t == 1, t == 2, ++seed);
-  }
+  for (const char* tile : {"2x2", "4x4", "8x4", "4x8", "8x8"})
+    check_forced_gpu_plan(std::string("matmul_tile=") + tile, {{129, 257, 17}, {7, 130, 33}, {200, 9, 130}}, seed);
+}
+
+// The GPU kernel split along K (the plan splits products of few blocks and a long K, which tests
+// do not reach): forced, with shares of uneven length and more shares than slices of K (empty ones).
+GPU_TEST_CASE("the GPU matmul split along K matches the reference", "[matmul][gpu]") {
+  uint32_t seed = 1200;
+  for (const char* splits : {"2", "3", "8"})
+    check_forced_gpu_plan(std::string("matmul_splits=") + splits, {{70, 33, 200}, {5, 130, 17}, {64, 64, 64}}, seed);
 }
 
 namespace {

@@ -29,6 +29,8 @@ uint64_t serial_iterations_per_chunk(const LinearAttentionShape& s, uint32_t wor
 
 // Scratch the parallel chunked forward may hold for chunk states (a window of chunks at a time).
 constexpr uint64_t kParallelScratchBytes = 64ull << 20;
+// Scratch a matmul split along K may hold for its partial products.
+constexpr uint64_t kSplitPartialBytes = 64ull << 20;
 
 }  // namespace
 
@@ -149,6 +151,14 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
                                 "'; use 2x2, 4x4, 8x4, 4x8 or 8x8");
       continue;
     }
+    if (key == "matmul_splits") {
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || n < 1 || n > 64)
+        return invalid_argument("kernel plan: matmul_splits is '" + std::string(value) + "'; use 1 to 64");
+      out.matmul_splits = n;
+      continue;
+    }
     if (key == "matmul_coop") {
       using Coop = PlanOverrides::Coop;
       if (value != "off" && value != "native" && value != "emulated")
@@ -176,7 +186,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
-          "lm_decode, lm_decode_grid, matmul_coop, matmul_tile)");
+          "lm_decode, lm_decode_grid, matmul_coop, matmul_splits, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -290,6 +300,21 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
   if (!p.register_kernel && tiles_bytes() > d.shared_bytes) {
     p.tm = p.wg_y == 8 ? 8 : 4;
     p.tn = 4;
+  }
+  if (!p.register_kernel) {
+    // Fewer than about 128 blocks leave most of a big GPU idle (256 x 1024 x 4096 on an H200: 64
+    // blocks, 6 TFLOP/s against 17-29 for wide products): split K while the blocks stay within
+    // about 512 and each share keeps 512 or more of K. The partial products (f32) stay within a
+    // bound of their own (a forced count is taken as given).
+    const uint64_t blocks = ceil_div(s.m, p.wg_y * p.tm) * ceil_div(s.n, p.wg_x * p.tn) * s.batches;
+    if (d.forced.matmul_splits) {
+      p.splits = *d.forced.matmul_splits;
+    } else if (blocks < 128 && s.k >= 1024 && s.m >= 64) {  // a few rows (decoding) stay one dispatch
+      while (p.splits < 16 && blocks * p.splits * 2 <= 512 && s.k / (p.splits * 2) >= 512 &&
+             8 * p.splits * s.m * s.n * s.batches <= kSplitPartialBytes)
+        p.splits *= 2;
+    }
+    p.inner_loops = ceil_div(ceil_div(s.k, p.splits), 16) * 24 + 8;
   }
   return p;
 }
@@ -741,12 +766,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                           std::to_string(rb->blocks) + " blocks of dgain sums)"
                     : "a workgroup per row for dx, then dgain's two-level column sum"});
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
-  for (uint64_t size : {1ull, 1024ull}) {
-    const MatmulPlan m = matmul(d, {.m = size, .n = 1024, .k = 1024});
-    out.push_back({"matmul", std::to_string(size) + " x 1024 x 1024",
+  for (const auto& [rows, inner] : {std::pair<uint64_t, uint64_t>{1, 1024}, {1024, 1024}, {256, 4096}}) {
+    const MatmulPlan m = matmul(d, {.m = rows, .n = 1024, .k = inner});
+    out.push_back({"matmul", std::to_string(rows) + " x 1024 x " + std::to_string(inner),
                    std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
-                       std::to_string(m.wg_x * m.tn)});
+                       std::to_string(m.wg_x * m.tn) +
+                       (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "")});
   }
   const MatmulShape f16_square{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
   if (const auto coop = cooperative_matmul(d, f16_square))

@@ -52,6 +52,7 @@ struct PlanOverrides {
   // name where the device has none), or with the fragments emulated (tests the kernel anywhere).
   enum class Coop { kOff, kNative, kEmulated };
   std::optional<Coop> matmul_coop;
+  std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
 };
@@ -130,6 +131,9 @@ struct MatmulPlan {
   // one wide C (one dispatch row of workgroups covers every batch, so narrow matrices fill tiles).
   bool fold_batch = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
+  // Shared-memory kernel: K cut into `splits` shares whose partial products a second pass sums
+  // (matmul_split_sum), so a product of few blocks and a long K still fills a GPU.
+  uint32_t splits = 1;
   uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)
   std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
 };

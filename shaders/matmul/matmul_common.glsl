@@ -24,10 +24,11 @@ layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 #else
 layout(std430, binding = 1) readonly buffer B { sfloat b[]; };
 #endif
-layout(std430, binding = 2) readonly buffer Bias { sfloat bias[]; };
-layout(std430, binding = 3) buffer C { sfloat c[]; };
 #include "contract/matmul.glsl"
 layout(push_constant) uniform PushBlock { MatmulPush p; };
+#define MATMUL_BIAS_BINDING 2
+#define MATMUL_C_BINDING 3
+#include "matmul_epilogue.glsl"
 
 #if !defined(RILL_MATMUL_VEC8)
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
@@ -39,10 +40,3 @@ afloat load_b(uint batch, uint k, uint n) {
 #endif
 }
 #endif
-
-void store_c(uint base, uint m, uint n, afloat v) {
-  if (HAS_BIAS) v += afloat(bias[n]);
-  const uint i = base + m * p.N + n;
-  if (ACCUMULATE) v += afloat(c[i]);
-  c[i] = sfloat(v);
-}

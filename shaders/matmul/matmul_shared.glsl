@@ -8,9 +8,18 @@ layout(constant_id = 1) const uint WG_Y = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const uint BK = 16;
+// SPLITS > 1: the workgroups of z = batch * SPLITS + split each take a share of K and write their f32
+// partial products to `partial` [SPLITS, batches, M, N]; matmul_split_sum.glsl adds them into C.
+layout(constant_id = 7) const uint SPLITS = 1;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 #include "matmul_common.glsl"
+#if defined(B_INT8) || defined(B_F16)
+#define PARTIAL_BINDING 5  // after the packed B's scales
+#else
+#define PARTIAL_BINDING 4
+#endif
+layout(std430, binding = PARTIAL_BINDING) writeonly buffer Partial { float partial[]; };
 
 const uint BM = WG_Y * TM;
 const uint BN = WG_X * TN;
@@ -25,22 +34,22 @@ const uint A_PER = (BK * BM + THREADS - 1) / THREADS, B_PER = (BK * BN + THREADS
 // unrolled, so a loop-limited driver counts only the k steps (the plan's budget assumes no more).
 afloat next_a[A_PER], next_b[B_PER];
 
-// Slice k0 of A and B into registers, zero-padded outside the matrices. Neighbouring invocations
+// Slice k0 of A and B into registers, zero-padded outside the matrices and past k_end. Neighbouring invocations
 // read neighbouring addresses (coalesced on GPUs): along k where it is contiguous (A's rows, a
 // transposed B), else along m or n.
-void fetch(uint batch, uint a_base, uint block_m, uint block_n, uint k0, bool a_along_k, bool b_along_k) {
+void fetch(uint batch, uint a_base, uint block_m, uint block_n, uint k0, uint k_end, bool a_along_k, bool b_along_k) {
   const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
     const uint e = tid + i * THREADS;
     const uint kk = a_along_k ? e % BK : e / BM, mm = a_along_k ? e / BK : e % BM;
     const uint m = block_m + mm, k = k0 + kk;
-    next_a[i] = (e < BK * BM && m < p.M && k < p.K) ? load_a(a_base, m, k) : afloat(0.0);
+    next_a[i] = (e < BK * BM && m < p.M && k < k_end) ? load_a(a_base, m, k) : afloat(0.0);
   }
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
     const uint kk = b_along_k ? e % BK : e / BN, nn = b_along_k ? e / BK : e % BN;
     const uint n = block_n + nn, k = k0 + kk;
-    next_b[i] = (e < BK * BN && n < p.N && k < p.K) ? load_b(batch, k, n) : afloat(0.0);
+    next_b[i] = (e < BK * BN && n < p.N && k < k_end) ? load_b(batch, k, n) : afloat(0.0);
   }
 }
 
@@ -58,7 +67,10 @@ void store_slice(bool a_along_k, bool b_along_k) {
 }
 
 void main() {
-  const uint batch = gl_WorkGroupID.z;
+  const uint batch = gl_WorkGroupID.z / SPLITS, split = gl_WorkGroupID.z % SPLITS;
+  // This split's k range, whole slices.
+  const uint k_share = ((p.K + SPLITS - 1u) / SPLITS + BK - 1u) / BK * BK;
+  const uint k_begin = min(p.K, split * k_share), k_end = min(p.K, k_begin + k_share);
   const uint block_m = gl_WorkGroupID.y * BM, block_n = gl_WorkGroupID.x * BN;
   const uint a_base = batch * p.a_bs;
   const bool a_along_k = p.a_cs == 1u && p.a_rs != 1u;
@@ -73,12 +85,12 @@ void main() {
 
   // The global loads of slice k0 + BK are in flight while slice k0 is multiplied: a workgroup
   // waits on memory once, not once per slice.
-  fetch(batch, a_base, block_m, block_n, 0u, a_along_k, b_along_k);
-  for (uint k0 = 0; k0 < p.K; k0 += BK) {
+  fetch(batch, a_base, block_m, block_n, k_begin, k_end, a_along_k, b_along_k);
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
     barrier();  // the previous slice read -> overwritten
     store_slice(a_along_k, b_along_k);
     barrier();  // tiles written -> read by every invocation
-    if (k0 + BK < p.K) fetch(batch, a_base, block_m, block_n, k0 + BK, a_along_k, b_along_k);
+    if (k0 + BK < k_end) fetch(batch, a_base, block_m, block_n, k0 + BK, k_end, a_along_k, b_along_k);
     for (uint kk = 0; kk < BK; ++kk) {
       afloat av[TM], bv[TN];
       for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][gl_LocalInvocationID.y + i * WG_Y];
@@ -87,13 +99,17 @@ void main() {
         for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
   }
-  const uint c_base = batch * p.c_bs;
+  const uint c_base = batch * p.c_bs, partial_base = (split * p.batches + batch) * p.M * p.N;
   for (uint i = 0; i < TM; ++i) {
     const uint m = block_m + gl_LocalInvocationID.y + i * WG_Y;
     if (m >= p.M) break;
     for (uint j = 0; j < TN; ++j) {
       const uint n = block_n + gl_LocalInvocationID.x + j * WG_X;
-      if (n < p.N) store_c(c_base, m, n, acc[i][j]);
+      if (n >= p.N) continue;
+      if (SPLITS > 1u)
+        partial[partial_base + m * p.N + n] = float(acc[i][j]);
+      else
+        store_c(c_base, m, n, acc[i][j]);
     }
   }
 }

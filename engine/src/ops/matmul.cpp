@@ -114,11 +114,18 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
   const uint64_t columns = p.fold_batch ? N * mc.batch : N;
   const std::string kernel_name = kernel + suffix;  // outlives d (a view)
+  // The shared-memory kernel's partial products (bound but unwritten without splits).
+  const Tensor* partial = &c;
+  if (p.splits > 1) {
+    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(p.splits) * mc.batch * M * N, kOp));
+  }
+  const std::vector<const Tensor*> epilogue_bindings = {partial, bindings[2], &c};
+  if (!p.register_kernel) bindings.push_back(partial);
   Dispatch d{.kernel = kernel_name,
              .bindings = std::move(bindings),
              .push = {},
              .groups = {uint32_t((columns + block_n - 1) / block_n), uint32_t((M + block_m - 1) / block_m),
-                        p.fold_batch ? 1u : uint32_t(mc.batch)},
+                        p.fold_batch ? 1u : uint32_t(mc.batch * p.splits)},
              .spec = {p.register_kernel ? gpu::spec("SG", p.wg_x) : gpu::spec("WG_X", p.wg_x),
                       gpu::spec("WG_Y", p.wg_y), gpu::spec("TM", p.tm), gpu::spec("TN", p.tn),
                       gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
@@ -126,8 +133,21 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
              .flops = 2 * M * N * K * mc.batch,
              .bytes = bytes};
   if (p.register_kernel) d.spec.push_back(gpu::spec("FOLD_BATCH", p.fold_batch));
+  if (!p.register_kernel) d.spec.push_back(gpu::spec("SPLITS", p.splits));
   d.push = push_bytes(push);
-  return seq.dispatch(d);
+  if (p.splits == 1) return seq.dispatch(d);
+  d.flops = 2 * M * N * K * mc.batch;
+  d.bytes = bytes - es * mc.batch * M * N * (o.accumulate ? 2 : 1) + 4ull * p.splits * mc.batch * M * N;
+  RILL_RETURN_IF_ERROR(seq.dispatch(d));
+  const uint32_t wg = detail::elementwise_workgroup(seq);
+  return seq.dispatch({.kernel = "matmul/matmul_split_sum_" + suffix,
+                       .bindings = epilogue_bindings,
+                       .push = push_bytes(push),
+                       .groups = detail::groups_for(mc.batch * M * N, wg),
+                       .spec = {gpu::spec("WG", wg), gpu::spec("SPLITS", p.splits),
+                                gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
+                       .flops = uint64_t(p.splits) * mc.batch * M * N,
+                       .bytes = (4ull * p.splits + es * (o.accumulate ? 2 : 1)) * mc.batch * M * N});
 }
 
 }  // namespace

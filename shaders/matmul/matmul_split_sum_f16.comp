@@ -1,0 +1,5 @@
+// Matmul split along K, the sum of the partial products, f16 storage; the kernel is in matmul_split_sum.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#include "matmul_split_sum.glsl"
