@@ -11,8 +11,8 @@
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
 # workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 8 and 32,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
-# coop (the cooperative-matrix matmul's tests, then the matmul bench with them off, to compare
-# with the default run's f16 records),
+# coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
+# default run's f16 records, and the LM in f16, whose projections take them),
 # cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
@@ -86,7 +86,9 @@ for s in "${steps[@]}"; do
               # the state scan as one serial walk per window (the default cuts it into ~sqrt(window) runs)
               run_step la_scan_serial 60 env RILL_KERNEL_PLAN=la_scan_groups=1 "$rill" bench --op linear_attention ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
-          run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul ;;
+          run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul
+          run_step lm_f16 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-precision f16 \
+            --lm-max-tokens 262144 ;;
     block_sweep) for tile in 8 32; do  # the tiled block-attention kernels' tile depth (16 in the default run)
                    run_step "block_tile_$tile" 40 env RILL_KERNEL_PLAN="block_tile=$tile" "$rill" bench \
                      --op block_attention

@@ -283,6 +283,8 @@ def main():
     ap.add_argument("--check")
     ap.add_argument("--time", type=int)
     ap.add_argument("--decode-steps", type=int, default=32)
+    ap.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                    help="--time: the weights' and activations' type (rill's --lm-precision)")
     args = ap.parse_args()
     config = load_config(args.config)
     weights, _ = read_safetensors(args.weights)
@@ -294,7 +296,7 @@ def main():
     if args.time:
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
         peer_env.configure()
-        model = TransNormer(config, weights, device, torch.float32)
+        model = TransNormer(config, weights, device, getattr(torch, args.dtype))
         # Prefill and decoding each at its faster thread count.
         result = peer_env.fastest(lambda: timing(model, args.time, args.decode_steps), "prefill_seconds")
         runs = [r for r in result.get("thread_runs", [result]) if r.get("decode_ms_per_token") is not None]
@@ -302,6 +304,7 @@ def main():
             decode = min(runs, key=lambda r: r["decode_ms_per_token"])
             result.update({"decode_ms_per_token": decode["decode_ms_per_token"], "decode_threads": decode["threads"]})
         result.update({k: v for k, v in peer_env.describe(device).items() if k != "threads"})
+        result["dtype"] = args.dtype
         print(json.dumps(result))
         return
     ap.error("give --check EXPORT or --time N")

@@ -145,6 +145,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
                   "lm: the linear layers' weights: precision (f32), f16 or int8")
       ->check(CLI::IsMember({"precision", "f16", "int8"}));
   cmd->add_option("--lm-segment", a.lm_segment, "lm: prefill segment length (0: the model's default)");
+  cmd->add_option("--lm-precision", a.lm_precision,
+                  "lm: activations and weights in f32 or f16 (f16 matmuls take "
+                  "cooperative matrices where the device has them)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   cmd->add_flag("--lm-no-baseline", a.lm_no_baseline,
                 "lm: skip the softmax-attention baseline (a large config's quadratic baseline takes hours)");
   return cmd;

@@ -146,6 +146,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   auto storage = rill::lm::weight_storage_from_name(args.lm_weight_storage);
   if (!report(storage.status(), "options")) return false;
   options.weights = *storage;
+  options.precision = args.lm_precision == "f16" ? rill::lm::Precision::kF16 : rill::lm::Precision::kF32;
   if (args.lm_segment != 0) options.prefill_segment = args.lm_segment;
   auto weights = rill::lm::Weights::random(config, 1);
   if (!report(weights.status(), "weights")) return false;
@@ -162,6 +163,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                                       {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
                                       {"segment", model->options().prefill_segment},
                                       {"weight_storage", rill::lm::weight_storage_name(options.weights)},
+                                      {"precision", args.lm_precision},
                                       {"weight_bytes", weight_bytes}};
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
   std::string peer_config, peer_weights;
@@ -206,9 +208,10 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                                     {"dispatches", session->decode_dispatches()},
                                     {"state_bytes", session->state_bytes()}};
     if (args.peers) {
-      const nlohmann::json peer = run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",
-                                                  "--config " + peer_config + " --weights " + peer_weights +
-                                                      " --time " + std::to_string(n));
+      const nlohmann::json peer =
+          run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",
+                          "--config " + peer_config + " --weights " + peer_weights + " --time " + std::to_string(n) +
+                              (args.lm_precision == "f16" ? " --dtype float16" : ""));
       if (peer.contains("prefill_seconds") && peer["prefill_seconds"].is_number()) {
         const double peer_ms = 1e3 * peer["prefill_seconds"].get<double>();
         prefill_record["peer_ms"] = peer_ms;

@@ -34,6 +34,7 @@ struct BenchArgs {
   std::string lm_config;  // lm: model config JSON; empty: the default (width 256, 8 heads, 6 layers)
   uint64_t lm_max_tokens = 1 << 20;  // lm: longest prompt to time
   std::string lm_weight_storage = "precision";  // lm: the linear layers' weights (precision, f16, int8)
+  std::string lm_precision = "f32";             // lm: activations and weights, f32 or f16
   uint32_t lm_segment = 0;                      // lm: prefill segment (0: the model's default)
   bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
 };
