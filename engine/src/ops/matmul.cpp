@@ -136,7 +136,6 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   if (!p.register_kernel) d.spec.push_back(gpu::spec("SPLITS", p.splits));
   d.push = push_bytes(push);
   if (p.splits == 1) return seq.dispatch(d);
-  d.flops = 2 * M * N * K * mc.batch;
   d.bytes = bytes - es * mc.batch * M * N * (o.accumulate ? 2 : 1) + 4ull * p.splits * mc.batch * M * N;
   RILL_RETURN_IF_ERROR(seq.dispatch(d));
   const uint32_t wg = detail::elementwise_workgroup(seq);
