@@ -290,6 +290,20 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(gpu.fused);
   CHECK(gpu.workgroup == 256);
   CHECK(gpu.ffn_slice == 16);
+  CHECK(gpu.lane_groups == 1);  // four columns per invocation, so that more invocations split the rows
+  LmDecodeShape odd = model;
+  odd.vocab = 250;  // not in fours: single columns
+  CHECK(lm_decode(h100_like(), odd).value().lane_groups == 0);
+  DeviceTraits single = h100_like();
+  single.forced = parse_overrides("lm_decode_columns=1").value();
+  CHECK(lm_decode(single, model).value().lane_groups == 0);
+  single.forced = parse_overrides("lm_decode_columns=16").value();
+  CHECK(lm_decode(single, model).value().lane_groups == 4);
+  single.forced = parse_overrides("lm_decode_columns=8").value();
+  const auto undivided = lm_decode(single, odd);  // 250 logits are not in eights: refused by name
+  REQUIRE_FALSE(undivided.is_ok());
+  CHECK(undivided.status().message().find("8 columns per invocation") != std::string::npos);
+  CHECK_FALSE(parse_overrides("lm_decode_columns=2").is_ok());
   CHECK(lm_decode(mali_like(), model).value().fused);
   // TransNormerLLM-385M with int8 weights (width 1024, heads of 128, LRPE) fits lavapipe's loop
   // limit with four columns per load.

@@ -372,6 +372,17 @@ GPU_TEST_CASE("lm prefill memory does not grow with the prompt", "[lm][gpu]") {
 
 namespace {
 
+// A tiny model whose every width is a multiple of 16 (heads of 16).
+ModelConfig in_sixteens(std::vector<LayerKind> kinds) {
+  ModelConfig c = tiny(std::move(kinds));
+  c.width = 32;
+  c.heads = 2;
+  c.ffn_width = 48;
+  c.vocab = 48;
+  REQUIRE(c.validate().is_ok());
+  return c;
+}
+
 // Decodes `tokens` from position 0 with the fused kernels and with the per-op graph (both kernel
 // families for the fused ones): every step's logits within tol of each other, and within ref_tol of
 // the f32 reference (0: not compared - packed weights, whose per-op path is checked against the
@@ -449,12 +460,7 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   check_fused_decode(mixed, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 10, .softmax_capacity = 16}, 1e-4,
                      0, "mixed kinds, int8 weights");
   // Heads of 16 and widths in sixteens: int8 weights take 16 columns per invocation on CPU drivers.
-  ModelConfig wide = tiny({LayerKind::kNorm, LayerKind::kDiag});
-  wide.width = 32;
-  wide.heads = 2;
-  wide.ffn_width = 48;
-  wide.vocab = 48;
-  REQUIRE(wide.validate().is_ok());
+  const ModelConfig wide = in_sixteens({LayerKind::kNorm, LayerKind::kDiag});
   check_fused_decode(rill::lm::Weights::random(wide, 6).value(),
                      {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 8}, 1e-4, 0,
                      "16 columns per lane, int8");
@@ -466,7 +472,9 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
 }
 
 // The GPU grid at a wide and a narrow forced size: the mixers' sums split over 16 and 2 invocations
-// per column (64 x 4 with heads of 32), the FFN and logits in slices of 8 and 4 columns.
+// per column (64 x 4 with heads of 32), the FFN and logits in slices of 8 and 4 columns. The second
+// model's widths are in fours: each invocation takes 4 columns and the rows split up to 128 ways
+// (slices of no rows at the narrow products).
 GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu]") {
   const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"}, {"gpu", ",lm_decode_grid=64x4"}};
   ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
@@ -476,8 +484,15 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
   c = tiny({LayerKind::kNorm, LayerKind::kDiag});
   c.lrpe_layers = {0};  // LRPE doubles the linear mixer's state rows
   c.output_gate = true;
+  c.vocab = 40;
   REQUIRE(c.validate().is_ok());
   check_fused_decode(rill::lm::Weights::random(c, 8).value(), {}, 1e-4, 2e-4, "LRPE and output gate", grids);
+  check_fused_decode(rill::lm::Weights::random(c, 9).value(), {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0,
+                     "LRPE and output gate, f16 weights", grids);
+  // Forced columns per invocation: 16 on the GPU grid (widths in sixteens), 1 on the CPU one.
+  check_fused_decode(rill::lm::Weights::random(in_sixteens({LayerKind::kNorm, LayerKind::kSoftmax}), 10).value(),
+                     {.softmax_capacity = 16}, 1e-4, 2e-4, "forced columns per invocation",
+                     {{"gpu", ",lm_decode_columns=16"}, {"cpu", ",lm_decode_columns=1"}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {

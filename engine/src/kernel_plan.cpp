@@ -181,12 +181,20 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_grid = std::pair<uint32_t, uint32_t>{wg, cols};
       continue;
     }
+    if (key == "lm_decode_columns") {
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || (n != 1 && n != 4 && n != 8 && n != 16))
+        return invalid_argument("kernel plan: lm_decode_columns is '" + std::string(value) + "'; use 1, 4, 8 or 16");
+      out.lm_decode_columns = n;
+      continue;
+    }
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
-          "lm_decode, lm_decode_grid, matmul_coop, matmul_splits, matmul_tile)");
+          "lm_decode, lm_decode_columns, lm_decode_grid, matmul_coop, matmul_splits, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -598,9 +606,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     p.per_op_reason = std::move(why);
     return p;
   };
-  // GPUs: 128 invocations, the narrow products split over rows. CPU drivers: one subgroup, whose
-  // lanes walk several columns each (barriers and shared memory cost more than registers there).
-  // GPUs: 256 invocations and 16 columns per workgroup. One token's products are narrow, so their
+  // CPU drivers: one subgroup, whose lanes walk several columns each (barriers and shared memory
+  // cost more than registers there). GPUs: 256 invocations and 16 columns per workgroup, the narrow
+  // products split over rows (decode_common.glsl's matvec). One token's products are narrow, so their
   // time is the latency of each invocation's serial walk over the rows: more workgroups (32 FFN
   // slices instead of 8) and more invocations splitting the rows shorten it. 128 x 64 took
   // 24 us per FFN call on an H200 (rill profile).
@@ -617,31 +625,43 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   p.logit_columns = columns(s.vocab, 1024);
   p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
   p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
-  // mv_in, mv_out, mv_split, the reduction's partials, the softmax weights, the mixer's partial
-  // sums, o and the softmax sums.
-  const uint64_t shared = 4ull * (p.in_max + p.out_max + 4ull * p.workgroup + 2ull * s.head_dim);
-  if (shared > d.shared_bytes)
-    return per_op("the fused kernels need " + std::to_string(shared) + " bytes of shared memory");
+  // Groups of 4 adjacent columns per invocation, a load each per row, where every matrix's columns
+  // (and a head, so that an invocation's columns stay in one matrix) divide into them. CPU drivers:
+  // loads cost a loop over the lanes there; int8 weights take 16 (four words per row: 385M decode
+  // on lavapipe 210 -> 150 ms per token), f32 and f16 ones 4 (16 measured 1.1x and 2x slower).
+  // GPUs: 4, so that a product's few columns leave 4x as many invocations to split its rows (a
+  // token's time is the serial walk of each invocation over its rows).
+  auto divides = [&](uint32_t c) {  // adjacent columns per invocation
+    return s.head_dim % c == 0 && s.width % c == 0 && s.ffn % c == 0 && s.vocab % c == 0 && p.ffn_slice % c == 0 &&
+           p.logit_columns % c == 0;
+  };
+  if (const std::optional<uint32_t> forced = d.forced.lm_decode_columns) {
+    if (!divides(*forced))
+      return per_op("the forced " + std::to_string(*forced) + " columns per invocation do not divide the widths");
+    p.lane_groups = *forced / 4;
+  } else {
+    for (uint32_t g = d.family == Family::kCpu && s.int8_group > 0 ? 4 : 1; g >= 1 && p.lane_groups == 0; g /= 2)
+      if (divides(4 * g)) p.lane_groups = g;
+  }
+  // mv_in, mv_out, mv_split (a group's columns per invocation), the reduction's partials, the
+  // softmax weights, the mixer's partial sums, o and the softmax sums.
+  auto shared_bytes = [&] {
+    return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
+  };
+  if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
+  if (shared_bytes() > d.shared_bytes)
+    return per_op("the fused kernels need " + std::to_string(shared_bytes()) + " bytes of shared memory");
   const uint32_t bindings = 9 + 5 * s.bindings_per_weight;  // the mixer's: the most of the three
   if (bindings > d.max_storage_buffers)
     return per_op("the fused mixer binds " + std::to_string(bindings) + " storage buffers; the device allows " +
                   std::to_string(d.max_storage_buffers));
-  // Loads cost a loop over the lanes on CPU drivers: there each invocation takes adjacent columns,
-  // four per load, where every matrix's columns (and a head, so that a lane's columns stay in one
-  // matrix) divide into them. int8 weights take 16 (four words per row: 385M decode on lavapipe
-  // 210 -> 150 ms per token); f32 and f16 ones 4 (16 measured 1.1x and 2x slower there).
-  if (d.family == Family::kCpu)
-    for (uint32_t g = s.int8_group > 0 ? 4 : 1; g >= 1; g /= 2)
-      if (p.lane_groups == 0 && s.head_dim % (4 * g) == 0 && s.width % (4 * g) == 0 && s.ffn % (4 * g) == 0 &&
-          s.vocab % (4 * g) == 0 && p.ffn_slice % (4 * g) == 0 && p.logit_columns % (4 * g) == 0)
-        p.lane_groups = g;
   // Each kernel's loop iterations per invocation (the driver's limit counts them all): a product
   // of n columns over `rows` is ceil(n / columns per pass) passes over the rows; the prologues sum
   // partial rows; softmax attention walks its keys a tile at a time.
   const uint64_t wg = p.workgroup, per_pass = wg * std::max(4 * p.lane_groups, 1u);
-  // int8 weights add an iteration per group of rows.
+  // int8 weights add an iteration per group of rows; a split product sums up to wg slices.
   auto product = [&](uint64_t n, uint64_t rows) {
-    return ceil_div(n, per_pass) * (rows + (s.int8_group > 0 ? ceil_div(rows, s.int8_group) : 0)) + 4;
+    return ceil_div(n, per_pass) * (rows + (s.int8_group > 0 ? ceil_div(rows, s.int8_group) : 0)) + wg + 4;
   };
   auto prologue = [&](uint64_t parts) { return ceil_div(s.width, wg) * (parts + 3) + 16; };
   const uint64_t slices = ceil_div(s.ffn, p.ffn_slice), feature = s.lrpe ? 2 * s.head_dim : s.head_dim;
@@ -660,7 +680,8 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
 
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
   LmDecodePlan p = fused_decode_plan(d, s);
-  if (d.forced.lm_decode_fused == true && !p.fused)
+  // Forcing a fused kernel's parameter forces the fused kernels too: refused by name, never ignored.
+  if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns) && !p.fused && d.forced.lm_decode_fused != false)
     return invalid_argument("lm decode: the forced fused kernels do not fit: " + p.per_op_reason);
   if (d.forced.lm_decode_fused == false) {
     p.fused = false;

@@ -55,6 +55,9 @@ struct PlanOverrides {
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
+  // "lm_decode_columns=4": adjacent columns per invocation in the fused decoding products (1, 4, 8
+  // or 16; refused where the model's widths do not divide into them).
+  std::optional<uint32_t> lm_decode_columns;
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 

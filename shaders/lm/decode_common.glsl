@@ -7,10 +7,12 @@
 // weight binding); then instantiates RILL_DECODE_WEIGHT(i) and RILL_DECODE_DOT(i) for its matrices
 // i = 0, 1, ... and defines column_dot(), column_groups() and input_gain() (declared below).
 //
-// LANE_GROUPS > 0 (CPU drivers; every matrix's columns and the head size a multiple of
-// 4 LANE_GROUPS): each invocation takes 4 LANE_GROUPS adjacent columns with LANE_GROUPS loads per
-// row (vec4s, int8 words or pairs of f16 words), where lavapipe otherwise pays a loop over the
-// lanes for every single weight; the input value each row reads serves them all.
+// LANE_GROUPS > 0 (every matrix's columns and the head size a multiple of 4 LANE_GROUPS): each
+// invocation takes 4 LANE_GROUPS adjacent columns with LANE_GROUPS loads per row (vec4s, int8
+// words or pairs of f16 words); the input value each row reads serves them all. On lavapipe a
+// load otherwise costs a loop over the lanes for every single weight. On a GPU a token's products
+// are a few columns over many rows, so their time is each invocation's serial walk over its rows:
+// four columns per invocation leave four times as many invocations to split the rows.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
 // (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
@@ -29,7 +31,9 @@ const uint LANE_SLOTS = LANE_GROUPS > 0u ? LANE_GROUPS : 1u;  // a private array
 
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
-shared float mv_split[WG_SIZE];  // partial sums of row slices
+const uint GROUP_COLUMNS = 4u * LANE_SLOTS;  // an invocation's adjacent columns (LANE_GROUPS > 0)
+// Partial sums of row slices: one per invocation, or a group's columns each.
+shared float mv_split[WG_SIZE * (LANE_GROUPS > 0u ? GROUP_COLUMNS : 1u)];
 
 float storage_round(float v) { return float(sfloat(v)); }
 
@@ -43,7 +47,7 @@ float storage_round(float v) { return float(sfloat(v)); }
     const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
     return q * scales##i[(b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c];                   \
   }                                                                                                            \
-  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord, w = c / kPackedInt8PerWord;   \
     const uint groups = (rows + p.group - 1u) / p.group;                                                      \
     vec4 acc[LANE_SLOTS], part[LANE_SLOTS];                                                                  \
@@ -64,8 +68,7 @@ float storage_round(float v) { return float(sfloat(v)); }
         acc[q] += part[q] * vec4(scales##i[s + 4u * q], scales##i[s + 4u * q + 1u], scales##i[s + 4u * q + 2u], \
                                  scales##i[s + 4u * q + 3u]);                                                  \
     }                                                                                                          \
-    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
-      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #elif defined(W_F16)
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -75,7 +78,7 @@ float storage_round(float v) { return float(sfloat(v)); }
     const vec2 pair = rill_unpack_half2(words##i[(b * rows + r) * per_row + c / kPackedF16PerWord]);           \
     return c % kPackedF16PerWord == 0u ? pair.x : pair.y;                                                      \
   }                                                                                                            \
-  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord, w = c / kPackedF16PerWord;       \
     vec4 acc[LANE_SLOTS];                                                                                     \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
@@ -85,8 +88,7 @@ float storage_round(float v) { return float(sfloat(v)); }
         acc[q] += mv_in[r] * vec4(rill_unpack_half2(words##i[base + 2u * q]),                                 \
                                   rill_unpack_half2(words##i[base + 2u * q + 1u]));                            \
     }                                                                                                          \
-    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
-      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #else
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
@@ -95,15 +97,14 @@ float storage_round(float v) { return float(sfloat(v)); }
     const uint k = (b * rows + r) * cols + c;                                                                  \
     return float(dense##i[k / 4u][k % 4u]);                                                                    \
   }                                                                                                            \
-  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, uint j) {                   \
+  void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     vec4 acc[LANE_SLOTS];                                                                                     \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     const uint stride = cols / 4u;                                                                             \
     uint k = ((b * rows + row0 + r0) * cols + c) / 4u;                                                         \
     for (uint r = r0; r < r1; ++r, k += stride)                                                                \
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r] * vec4(dense##i[k + q]);           \
-    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                         \
-      [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[j + 4u * q + e] = acc[q][e];                            \
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #endif
 
@@ -116,32 +117,48 @@ float storage_round(float v) { return float(sfloat(v)); }
   }
 
 // Item j of a product (`phase` tells the includer's products apart), over input rows [r0, r1);
-// column_groups: items j .. j + 4 LANE_GROUPS - 1 into mv_out (j a multiple of 4 LANE_GROUPS).
+// column_groups: items j .. j + GROUP_COLUMNS - 1, 4 per vector (j a multiple of GROUP_COLUMNS).
 float column_dot(uint phase, uint j, uint r0, uint r1);
-void column_groups(uint phase, uint j, uint r0, uint r1);
+void column_groups(uint phase, uint j, uint r0, uint r1, out vec4 res[LANE_SLOTS]);
 // The gain of the input row's RMSNorm at i (1 without gains).
 float input_gain(uint i);
 
 // mv_out[j] = column_dot(phase, j, 0, rows) for j < n. Narrow products split the rows over the
-// workgroup and sum the slices in order, so every item's bits are the same on every run.
+// workgroup (slice s of `split`: rows [s rows / split, (s + 1) rows / split)) and sum the slices in
+// order, so every item's bits are the same on every run.
 // Call with mv_in complete (after a barrier); returns after a barrier.
 void matvec(uint phase, uint n, uint rows) {
   const uint lid = gl_LocalInvocationID.x;
-  const uint split = max(1u, WG_SIZE / max(n, 1u));
-  if (LANE_GROUPS > 0u && split == 1u && n % (4u * LANE_GROUPS) == 0u) {
-    for (uint j = 4u * LANE_GROUPS * lid; j < n; j += 4u * LANE_GROUPS * WG_SIZE) column_groups(phase, j, 0u, rows);
+  const bool grouped = LANE_GROUPS > 0u && n % GROUP_COLUMNS == 0u;
+  const uint units = grouped ? n / GROUP_COLUMNS : n;  // what one invocation computes per slice
+  const uint split = max(1u, WG_SIZE / max(units, 1u));
+  if (grouped) {
+    vec4 res[LANE_SLOTS];
+    if (split == 1u) {
+      for (uint g = lid; g < units; g += WG_SIZE) {
+        column_groups(phase, g * GROUP_COLUMNS, 0u, rows, res);
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
+          [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[g * GROUP_COLUMNS + 4u * q + e] = res[q][e];
+      }
+    } else if (lid < units * split) {
+      // Slice s of group g: its columns' partial sums at s n + g GROUP_COLUMNS + ... (= lid GROUP_COLUMNS).
+      const uint g = lid % units, s = lid / units;
+      column_groups(phase, g * GROUP_COLUMNS, s * rows / split, (s + 1u) * rows / split, res);
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_split[lid * GROUP_COLUMNS + 4u * q + e] = res[q][e];
+    }
   } else if (split == 1u) {
     for (uint j = lid; j < n; j += WG_SIZE) mv_out[j] = column_dot(phase, j, 0u, rows);
-  } else {
-    if (lid < n * split) {
-      const uint j = lid % n, s = lid / n;
-      mv_split[lid] = column_dot(phase, j, s * rows / split, (s + 1u) * rows / split);
-    }
-    barrier();  // slices written -> summed
-    if (lid < n) {
+  } else if (lid < n * split) {
+    const uint j = lid % n, s = lid / n;
+    mv_split[lid] = column_dot(phase, j, s * rows / split, (s + 1u) * rows / split);
+  }
+  if (split > 1u) {
+    barrier();  // slices written -> summed (item j of slice s at s n + j, either way)
+    for (uint j = lid; j < n; j += WG_SIZE) {
       float sum = 0.0;
-      for (uint s = 0u; s < split; ++s) sum += mv_split[s * n + lid];
-      mv_out[lid] = sum;
+      for (uint s = 0u; s < split; ++s) sum += mv_split[s * n + j];
+      mv_out[j] = sum;
     }
   }
   barrier();  // results written -> read; the input may be overwritten

@@ -42,10 +42,10 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1);
 }
 
-void column_groups(uint phase, uint j, uint r0, uint r1) {
-  if (phase == 1u) dotg_2(0u, j, p.ffn, p.width, slice_first, r0, r1, j);
-  else if (j < slice_cols) dotg_0(0u, slice_first + j, p.width, p.ffn, 0u, r0, r1, j);
-  else dotg_1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1, j);
+void column_groups(uint phase, uint j, uint r0, uint r1, out vec4 res[LANE_SLOTS]) {
+  if (phase == 1u) dotg_2(0u, j, p.ffn, p.width, slice_first, r0, r1, res);
+  else if (j < slice_cols) dotg_0(0u, slice_first + j, p.width, p.ffn, 0u, r0, r1, res);
+  else dotg_1(0u, slice_first + j - slice_cols, p.width, p.ffn, 0u, r0, r1, res);
 }
 
 void main() {

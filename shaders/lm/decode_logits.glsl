@@ -37,12 +37,13 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot0(0u, c, p.width, p.vocab, 0u, r0, r1);
 }
 
-void column_groups(uint phase, uint j, uint r0, uint r1) {
+void column_groups(uint phase, uint j, uint r0, uint r1, out vec4 res[LANE_SLOTS]) {
   if (TRANSPOSED) {  // the tied embedding's rows: one column at a time
-    for (uint e = 0u; e < 4u * LANE_GROUPS; ++e) mv_out[j + e] = column_dot(phase, j + e, r0, r1);
+    [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
+      [[unroll]] for (uint e = 0u; e < 4u; ++e) res[q][e] = column_dot(phase, j + 4u * q + e, r0, r1);
     return;
   }
-  dotg_0(0u, gl_WorkGroupID.x * p.columns + j, p.width, p.vocab, 0u, r0, r1, j);
+  dotg_0(0u, gl_WorkGroupID.x * p.columns + j, p.width, p.vocab, 0u, r0, r1, res);
 }
 
 void main() {

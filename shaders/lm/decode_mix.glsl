@@ -77,17 +77,17 @@ float column_dot(uint phase, uint j, uint r0, uint r1) {
   return dot3(0u, h * DH + c, D, D, 0u, r0, r1);
 }
 
-void column_groups(uint phase, uint j, uint r0, uint r1) {
+void column_groups(uint phase, uint j, uint r0, uint r1, out vec4 res[LANE_SLOTS]) {
   const uint h = gl_WorkGroupID.x, D = p.width;
   if (phase == 1u) {
-    dotg_4(0u, j, D, D, h * DH, r0, r1, j);
+    dotg_4(0u, j, D, D, h * DH, r0, r1, res);
     return;
   }
   const uint m = j / DH, c = j % DH;  // DH is a multiple of the group under LANE_GROUPS
-  if (m == 0u) dotg_0(h, c, D, DH, 0u, r0, r1, j);
-  else if (m == 1u) dotg_1(h, c, D, DH, 0u, r0, r1, j);
-  else if (m == 2u) dotg_2(h, c, D, DH, 0u, r0, r1, j);
-  else dotg_3(0u, h * DH + c, D, D, 0u, r0, r1, j);
+  if (m == 0u) dotg_0(h, c, D, DH, 0u, r0, r1, res);
+  else if (m == 1u) dotg_1(h, c, D, DH, 0u, r0, r1, res);
+  else if (m == 2u) dotg_2(h, c, D, DH, 0u, r0, r1, res);
+  else dotg_3(0u, h * DH + c, D, D, 0u, r0, r1, res);
 }
 
 #ifdef MIX_SOFTMAX

@@ -7,8 +7,15 @@ void load_residual() {
   for (uint i = lid; i < D; i += WG_SIZE) {
     float x = float(resid[i]);
     if (p.parts_in > 0u) {
+      // PREFETCH rows' loads issued before their adds: one memory wait per PREFETCH rows, not per row.
+      const uint PREFETCH = 8u;
       float f = 0.0;
-      for (uint s = 0u; s < p.parts_in; ++s) f += parts_in[s * D + i];
+      for (uint s0 = 0u; s0 < p.parts_in; s0 += PREFETCH) {
+        float part[PREFETCH];
+        [[unroll]] for (uint q = 0u; q < PREFETCH; ++q) part[q] = parts_in[min(s0 + q, p.parts_in - 1u) * D + i];
+        [[unroll]] for (uint q = 0u; q < PREFETCH; ++q)
+          if (s0 + q < p.parts_in) f += part[q];
+      }
       x = storage_round(x + f);
     }
     mv_in[i] = x;
