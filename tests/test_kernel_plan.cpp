@@ -270,6 +270,40 @@ TEST_CASE("kernel plan: RMSNorm's dgain is summed in row blocks that fit the gri
   DeviceTraits tight = lavapipe_like();
   tight.loop_budget = 100;
   CHECK(rmsnorm_backward_gain(tight, 20000).status().code() == rill::StatusCode::kOutOfRange);
+  // The blocks' sum: a column per invocation on CPU drivers; on GPUs slices of at least 8 blocks.
+  CHECK(rmsnorm_gain_sum(lavapipe_like(), 256).slices == 1);
+  CHECK(rmsnorm_gain_sum(h100_like(), 512).slices == 32);
+  CHECK(rmsnorm_gain_sum(h100_like(), 512).workgroup == 256);
+  CHECK(rmsnorm_gain_sum(h100_like(), 40).slices == 4);
+  CHECK(rmsnorm_gain_sum(h100_like(), 15).slices == 1);
+}
+
+TEST_CASE("kernel plan: GPUs keep narrow RMSNorm rows in registers where subgroups are fixed", "[plan]") {
+  const DeviceTraits d = h100_like();
+  const RmsnormPlan fwd = rmsnorm_forward(d, 256);
+  CHECK(fwd.register_kernel);
+  CHECK(fwd.workgroup == 32);
+  CHECK(fwd.subgroups == 8);
+  CHECK(fwd.rows_per_group == 4);
+  CHECK(fwd.vector_width == 4);
+  CHECK_FALSE(rmsnorm_forward(d, 1025).register_kernel);  // wider rows: the generic kernel
+  const auto bwd = rmsnorm_backward(d, 16384, 256);
+  REQUIRE(bwd.has_value());
+  CHECK(bwd->subgroups == 8);
+  CHECK(bwd->rows_per_block == 32);
+  CHECK(bwd->blocks == 512);
+  // 1024-wide rows: 8 subgroups' dgain sums need 32 KiB; a 16 KiB device halves the subgroups.
+  DeviceTraits small = d;
+  small.shared_bytes = 16384;
+  CHECK(rmsnorm_backward(small, 64, 1024)->subgroups == 4);
+  // A driver that may vary the subgroup size (Intel's) keeps the generic kernels.
+  DeviceTraits varying = d;
+  varying.fixed_subgroup = false;
+  CHECK_FALSE(rmsnorm_forward(varying, 256).register_kernel);
+  CHECK_FALSE(rmsnorm_backward(varying, 16384, 256).has_value());
+  // CPU drivers as before: one subgroup per workgroup.
+  CHECK(rmsnorm_forward(lavapipe_like(), 256).subgroups == 1);
+  CHECK(rmsnorm_backward(lavapipe_like(), 16384, 256)->subgroups == 1);
 }
 
 TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]") {

@@ -12,6 +12,7 @@ namespace rill::ops::plan {
 namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_div(v, multiple) * multiple); }
 
 // Register kernels share values inside one subgroup by shuffles: the workgroup must be exactly one
 // subgroup of at least 4 lanes.
@@ -67,6 +68,9 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.max_storage_range = device.caps.max_storage_buffer_range;
   d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
+  // Without subgroup size control a driver need not say whether it varies the size (Intel's do).
+  d.fixed_subgroup =
+      device.caps.subgroup_size_control && device.caps.min_subgroup_size == device.caps.max_subgroup_size;
   return d;
 }
 
@@ -221,6 +225,19 @@ uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths) {
   return 4;
 }
 
+namespace {
+
+// GPUs: the register kernels for rows up to 1024 elements (8 vectors of 4 per lane and array with
+// 32-lane subgroups), where every subgroup has the planned lanes. The generic kernel's two passes
+// over a short row are each a wait on memory (16384 x 256 f32 ran at 59% of copy forward, 36%
+// backward on an H200, the backward's dgain reading x and dy a second time).
+bool gpu_register_rows(const DeviceTraits& d, uint32_t dim) {
+  return d.family == Family::kGpu && d.subgroup_arithmetic && d.fixed_subgroup && d.subgroup >= 4 &&
+         d.subgroup <= d.max_invocations && dim <= 1024;
+}
+
+}  // namespace
+
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   RmsnormPlan p;
   // Rows up to 4096 fit the register kernel's per-lane arrays; longer rows need more registers than pays.
@@ -232,6 +249,15 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
     p.vector_width = row_vector_width({dim});
     return p;
   }
+  if (gpu_register_rows(d, dim)) {
+    // 256 invocations, each subgroup on 4 rows: many subgroups in flight, the gain read once per 4 rows.
+    p.register_kernel = true;
+    p.rows_per_group = 4;
+    p.workgroup = d.subgroup;
+    p.subgroups = std::max(1u, std::min(256u, d.max_invocations) / d.subgroup);
+    p.vector_width = row_vector_width({dim});
+    return p;
+  }
   p.workgroup = reduction_workgroup(d, dim);
   return p;
 }
@@ -239,6 +265,16 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
 std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim) {
   const RmsnormPlan forward = rmsnorm_forward(d, dim);
   if (!forward.register_kernel) return std::nullopt;  // the same register limits
+  if (d.family == Family::kGpu) {
+    // Up to 8 subgroups per block, 4 rows each, as the shared memory for their dgain sums allows:
+    // 16384 rows make 512 blocks (512 KiB of partial sums at 256 columns).
+    const uint64_t row_bytes = 4ull * round_up(dim, d.subgroup * forward.vector_width);
+    uint32_t subgroups = forward.subgroups;
+    while (subgroups > 1 && subgroups * row_bytes > d.shared_bytes) subgroups /= 2;
+    const uint32_t per = 4 * subgroups;
+    return RmsnormBackwardPlan{d.subgroup, per, uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per)),
+                               forward.vector_width, subgroups};
+  }
   // Blocks of at least 16 rows (the gain is read once per block) and at most 256 blocks, so the
   // partial sums stay small (4 MiB at 4096 columns) and their sum short.
   uint64_t per = std::max<uint64_t>(16, ceil_div(rows, 256));
@@ -258,6 +294,15 @@ Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t ro
     return out_of_range("rmsnorm_backward: dgain over " + std::to_string(rows) +
                         " rows needs blocks longer than the device's loop limit");
   return RmsnormGainPlan{uint32_t(per), uint32_t(ceil_div(std::max<uint32_t>(rows, 1), per))};
+}
+
+RmsnormGainSumPlan rmsnorm_gain_sum(const DeviceTraits& d, uint32_t blocks) {
+  // CPU drivers: a column per invocation (lavapipe's threads take whole workgroups). GPUs: up to 32
+  // slices of at least 8 blocks each, so a column's chain of memory waits is short.
+  if (d.family == Family::kCpu) return {};
+  uint32_t slices = 1;
+  while (slices < 32 && slices * 2 * 8 <= blocks && slices * 2 <= std::min(256u, d.max_invocations)) slices *= 2;
+  return {std::min(256u, d.max_invocations), slices};
 }
 
 MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
@@ -596,8 +641,6 @@ Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, con
 
 namespace {
 
-uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_div(v, multiple) * multiple); }
-
 // The fused decoding kernels' sizes, or why they do not fit.
 LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   LmDecodePlan p;
@@ -776,16 +819,23 @@ Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64
 
 std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   std::vector<PlanSummary> out;
-  const RmsnormPlan r = rmsnorm_forward(d, 4096);
-  out.push_back({"rmsnorm_forward", "4096 x 4096",
-                 r.register_kernel ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
-                                         std::to_string(r.workgroup)
-                                   : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
-  const auto rb = rmsnorm_backward(d, 4096, 4096);
-  out.push_back({"rmsnorm_backward", "4096 x 4096",
-                 rb ? "one pass per block of " + std::to_string(rb->rows_per_block) + " rows (" +
-                          std::to_string(rb->blocks) + " blocks of dgain sums)"
-                    : "a workgroup per row for dx, then dgain's two-level column sum"});
+  auto slices = [](uint32_t n) { return n > 1 ? ", summed in " + std::to_string(n) + " slices" : std::string(); };
+  for (const auto& [rows, dim] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {16384, 256}}) {
+    const std::string shape = std::to_string(rows) + " x " + std::to_string(dim);
+    const RmsnormPlan r = rmsnorm_forward(d, dim);
+    out.push_back({"rmsnorm_forward", shape,
+                   r.register_kernel
+                       ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
+                             std::to_string(r.workgroup) +
+                             (r.subgroups > 1 ? ", " + std::to_string(r.subgroups) + " per workgroup" : "")
+                       : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
+    const auto rb = rmsnorm_backward(d, rows, dim);
+    out.push_back({"rmsnorm_backward", shape,
+                   rb ? "one pass per block of " + std::to_string(rb->rows_per_block) + " rows (" +
+                            std::to_string(rb->blocks) + " blocks of dgain sums" +
+                            slices(rmsnorm_gain_sum(d, rb->blocks).slices) + ")"
+                      : "a workgroup per row for dx, then dgain's two-level column sum"});
+  }
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (const auto& [rows, inner] : {std::pair<uint64_t, uint64_t>{1, 1024}, {1024, 1024}, {256, 4096}}) {
     const MatmulPlan m = matmul(d, {.m = rows, .n = 1024, .k = inner});

@@ -74,6 +74,9 @@ struct DeviceTraits {
   bool short_dispatches = false;
   uint64_t max_storage_range = uint64_t(1) << 31;
   uint32_t max_storage_buffers = 64;  // storage-buffer bindings one kernel may use
+  // Every subgroup has exactly `subgroup` lanes (the driver cannot vary it): kernels that size
+  // per-lane arrays by it may run with several subgroups per workgroup.
+  bool fixed_subgroup = true;
   std::array<uint32_t, 3> cooperative_matrix_f16{};  // DeviceCaps' M x N x K; zeros: none
   PlanOverrides forced;
 };
@@ -94,21 +97,25 @@ uint32_t reduction_workgroup(const DeviceTraits& d, uint64_t dim = 0);
 // loop over the lanes, and a vector of 4 costs one loop.
 uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths);
 
-// RMSNorm forward (also with the residual).
+// RMSNorm forward (also with the residual). The register kernels run on CPU drivers (rows up to
+// 4096) and on GPUs for narrow rows (up to 1024), where the generic kernel's passes over a short
+// row are each a wait on memory.
 struct RmsnormPlan {
-  bool register_kernel = false;  // rmsnorm_fwd_cpu: a subgroup keeps its rows in registers
-  uint32_t workgroup = 0;        // generic kernel: invocations per row
+  bool register_kernel = false;  // rmsnorm_fwd_register: a subgroup keeps its rows in registers
+  uint32_t workgroup = 0;        // generic kernel: invocations per row; register kernel: the subgroup
+  uint32_t subgroups = 1;        // register kernel: subgroups per workgroup, each with rows of its own
   uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
   uint32_t vector_width = 1;     // register kernel: elements per load (4 where rows divide into them)
 };
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 
-// RMSNorm backward on CPU drivers (rows up to 4096): rmsnorm_bwd_cpu, one subgroup per block of
-// rows computing dx and the block's dgain sums in one pass; `blocks` partial rows of dgain are then
-// summed in order. Empty where the generic kernels run.
+// RMSNorm backward where the forward takes the register kernel: rmsnorm_bwd_register, a workgroup
+// of `subgroups` subgroups per block of rows computing dx and the block's dgain sums in one pass;
+// `blocks` partial rows of dgain are then summed in order. Empty where the generic kernels run.
 struct RmsnormBackwardPlan {
   uint32_t subgroup = 0, rows_per_block = 0, blocks = 0;
   uint32_t vector_width = 1;  // elements per load, as the forward's
+  uint32_t subgroups = 1;     // per workgroup (one on CPU drivers)
 };
 std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim);
 
@@ -119,6 +126,12 @@ struct RmsnormGainPlan {
   uint32_t rows_per_block = 0, blocks = 0;
 };
 Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows);
+// The ordered sum of `blocks` partial rows of dgain (rmsnorm_bwd_gain_sum): `slices` invocations
+// per column, each over every slices-th block, in workgroups of `workgroup`.
+struct RmsnormGainSumPlan {
+  uint32_t workgroup = 64, slices = 1;
+};
+RmsnormGainSumPlan rmsnorm_gain_sum(const DeviceTraits& d, uint32_t blocks);
 
 // Matmul C[b][M, N] = A[b][M, K] B[b][K, N] for `batches` matrices; `a_shared`: one A for all.
 struct MatmulShape {

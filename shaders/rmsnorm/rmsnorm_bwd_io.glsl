@@ -1,5 +1,5 @@
 // The bindings both RMSNorm backward kernels share (rmsnorm_bwd.glsl and the CPU-driver
-// rmsnorm_bwd_cpu.glsl): x, dy, dx [rows, dim] sfloat; gain [dim] sfloat; rstd [rows] f32. Rows
+// rmsnorm_bwd_register.glsl): x, dy, dx [rows, dim] sfloat; gain [dim] sfloat; rstd [rows] f32. Rows
 // are read in units of row_store (vector_rows.glsl).
 #include "vector_rows.glsl"
 layout(std430, binding = 0) readonly buffer X { row_store x[]; };

@@ -1,5 +1,5 @@
 // The interface both RMSNorm forward kernels share (rmsnorm_fwd.glsl and the CPU-driver
-// rmsnorm_fwd_cpu.glsl). With RESIDUAL the input is h = x + residual (rounded to storage), and h
+// rmsnorm_fwd_register.glsl). With RESIDUAL the input is h = x + residual (rounded to storage), and h
 // is written too. Rows are read in units of row_store (vector_rows.glsl).
 #include "vector_rows.glsl"
 layout(std430, binding = 0) readonly buffer X { row_store x[]; };

@@ -36,16 +36,16 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
   const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim);
   if (p.register_kernel) {
-    // rmsnorm_fwd_cpu.glsl: one subgroup keeps its share of rows_per_group rows in registers.
+    // rmsnorm_fwd_register.glsl: each subgroup keeps its share of rows_per_group rows in registers.
     const uint32_t sg = p.workgroup, groups = (rd.rows + p.rows_per_group - 1) / p.rows_per_group;
-    const std::string kernel = detail::register_kernel("rmsnorm/" + name + "_cpu", p.vector_width, suffix);
+    const std::string kernel = detail::register_kernel("rmsnorm/" + name + "_register", p.vector_width, suffix);
     return seq.dispatch({.kernel = kernel,
                          .bindings = std::move(bindings),
                          .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
-                         .groups = detail::grid_for(groups),
+                         .groups = detail::grid_for((groups + p.subgroups - 1) / p.subgroups),
                          .spec = {gpu::spec("SG", sg), gpu::spec("HAS_GAIN", has_gain),
                                   gpu::spec("R", (rd.dim + sg * p.vector_width - 1) / (sg * p.vector_width)),
-                                  gpu::spec("ROWS", p.rows_per_group)},
+                                  gpu::spec("ROWS", p.rows_per_group), gpu::spec("WG_SIZE", sg * p.subgroups)},
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
@@ -60,12 +60,14 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                        .bytes = (row_tensors + reread) * n * es + 4ull * rd.rows});
 }
 
-// dgain[c] = the sum over blocks, in order, of partial[block, c] (rmsnorm_bwd_gain_sum).
+// dgain[c] = the sum over blocks, in a fixed order, of partial[block, c] (rmsnorm_bwd_gain_sum).
 Status sum_gain_blocks(Sequence& seq, const Tensor& partial, const Tensor& dgain, uint32_t blocks, uint32_t dim) {
+  const plan::RmsnormGainSumPlan p = plan::rmsnorm_gain_sum(plan::traits_of(seq), blocks);
   return seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_sum",
                        .bindings = {&partial, &dgain},
                        .push = push_bytes(gpu::RmsnormGainSumPush{blocks, dim}),
-                       .groups = detail::groups_for(dim, 64),
+                       .groups = detail::groups_for(dim, p.workgroup / p.slices),
+                       .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("SLICES", p.slices)},
                        .flops = uint64_t(blocks) * dim,
                        .bytes = 4ull * (blocks + 1) * dim});
 }
@@ -112,26 +114,27 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
   }
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  if (const auto cpu = plan::rmsnorm_backward(plan::traits_of(seq), rd.rows, rd.dim)) {
-    // rmsnorm_bwd_cpu: dx and each block's dgain sums in one pass, then the blocks' ordered sum.
+  if (const auto reg = plan::rmsnorm_backward(plan::traits_of(seq), rd.rows, rd.dim)) {
+    // rmsnorm_bwd_register: dx and each block's dgain sums in one pass, then the blocks' ordered sum.
     const Tensor* partial = dgain ? dgain : &dx;  // unused without dgain (DGAIN false)
-    if (dgain && cpu->blocks > 1) {
-      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(cpu->blocks) * rd.dim, kOp));
+    if (dgain && reg->blocks > 1) {
+      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(reg->blocks) * rd.dim, kOp));
     }
     RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_cpu", cpu->vector_width, suffix),
+        seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_register", reg->vector_width, suffix),
                       .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx, partial},
-                      .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, cpu->rows_per_block}),
-                      .groups = detail::grid_for(cpu->blocks),
-                      .spec = {gpu::spec("SG", cpu->subgroup), gpu::spec("HAS_GAIN", gain != nullptr),
+                      .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, reg->rows_per_block}),
+                      .groups = detail::grid_for(reg->blocks),
+                      .spec = {gpu::spec("SG", reg->subgroup), gpu::spec("HAS_GAIN", gain != nullptr),
                                gpu::spec("ACCUMULATE", accumulate), gpu::spec("DGAIN", dgain != nullptr),
-                               gpu::spec("R", (rd.dim + cpu->subgroup * cpu->vector_width - 1) /
-                                                  (cpu->subgroup * cpu->vector_width))},
+                               gpu::spec("R", (rd.dim + reg->subgroup * reg->vector_width - 1) /
+                                                  (reg->subgroup * reg->vector_width)),
+                               gpu::spec("WG_SIZE", reg->subgroup * reg->subgroups)},
                       .flops = (dgain ? 10 : 7) * n,
                       .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows +
-                               (dgain ? 4ull * cpu->blocks * rd.dim : 0) + uint64_t(cpu->blocks) * rd.dim * es}));
-    if (!dgain || cpu->blocks == 1) return Status::ok();
-    return sum_gain_blocks(seq, *partial, *dgain, cpu->blocks, rd.dim);
+                               (dgain ? 4ull * reg->blocks * rd.dim : 0) + uint64_t(reg->blocks) * rd.dim * es}));
+    if (!dgain || reg->blocks == 1) return Status::ok();
+    return sum_gain_blocks(seq, *partial, *dgain, reg->blocks, rd.dim);
   }
   plan::RmsnormGainPlan gain_plan;
   if (dgain) {

@@ -1,5 +1,0 @@
-// rmsnorm_fwd_cpu_vec4, f32 storage (CPU drivers, 4 elements per load); the kernel is in rmsnorm_fwd_cpu.glsl.
-#version 450
-#extension GL_GOOGLE_include_directive : require
-#define RILL_VECTOR_ROWS
-#include "rmsnorm_fwd_cpu.glsl"

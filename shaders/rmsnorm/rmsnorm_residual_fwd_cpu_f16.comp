@@ -1,6 +1,0 @@
-// rmsnorm_residual_fwd_cpu, f16 storage (CPU drivers); the kernel is in rmsnorm_fwd_cpu.glsl.
-#version 450
-#extension GL_GOOGLE_include_directive : require
-#define RILL_STORAGE_F16
-#define RESIDUAL
-#include "rmsnorm_fwd_cpu.glsl"
