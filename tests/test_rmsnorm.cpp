@@ -16,9 +16,10 @@ struct Shape {
   int64_t rows, dim;
 };
 // {300, 17} and {1100, 3}: dgain summed in several row blocks (GPU and CPU-driver plans); {9000, 6}:
-// so many blocks that the GPU plan sums them in slices.
-const Shape kShapes[] = {{1, 1},     {1, 7},    {5, 12},   {3, 64},   {7, 65},   {5, 127}, {64, 63},
-                         {13, 1000}, {3, 4096}, {2, 8192}, {300, 17}, {1100, 3}, {9000, 6}};
+// so many blocks that the GPU plan sums them in slices. {2, 8192} and {3, 4097}: the generic kernels
+// (rows past the register kernels' widths), with and without vector rows.
+const Shape kShapes[] = {{1, 1},     {1, 7},    {5, 12},   {3, 64},   {7, 65},   {5, 127},  {64, 63},
+                         {13, 1000}, {3, 4096}, {2, 8192}, {3, 4097}, {300, 17}, {1100, 3}, {9000, 6}};
 
 }  // namespace
 

@@ -259,6 +259,7 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
     return p;
   }
   p.workgroup = reduction_workgroup(d, dim);
+  p.vector_width = row_vector_width({dim});  // the generic kernel's `_vec4` variant too
   return p;
 }
 

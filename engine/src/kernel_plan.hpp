@@ -105,7 +105,7 @@ struct RmsnormPlan {
   uint32_t workgroup = 0;        // generic kernel: invocations per row; register kernel: the subgroup
   uint32_t subgroups = 1;        // register kernel: subgroups per workgroup, each with rows of its own
   uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
-  uint32_t vector_width = 1;     // register kernel: elements per load (4 where rows divide into them)
+  uint32_t vector_width = 1;     // elements per load (4 where rows divide into them)
 };
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
 

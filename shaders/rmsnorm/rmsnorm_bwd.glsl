@@ -2,7 +2,8 @@
 // and r = rstd[row], differentiating y = x * r * gain where r = (mean(x^2) + eps)^-1/2:
 //   dx[c] = r * gd[c] - (r^3 / dim) * x[c] * sum_k(gd[k] * x[k])
 // ACCUMULATE adds into dx instead of overwriting it (the backward of a residual add).
-// x, dy, dx: [rows, dim] sfloat; gain: [dim] sfloat; rstd: [rows] f32.
+// x, dy, dx: [rows, dim] sfloat; gain: [dim] sfloat; rstd: [rows] f32. Loads of 1 element, or of 4
+// with RILL_VECTOR_ROWS (the `_vec4` variants, as the forward's).
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 256;
@@ -18,19 +19,19 @@ layout(push_constant) uniform PushBlock { RmsnormBackwardPush p; };
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.rows) return;  // uniform per workgroup
-  const uint base = row * p.dim;
-  afloat dot = 0.0;
-  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
-    const afloat g = HAS_GAIN ? afloat(gain[c]) : 1.0;
-    dot += g * afloat(dy[base + c]) * afloat(x[base + c]);
+  const uint n = p.dim / ROW_VEC, base = row * n;  // loads per row, the row's first
+  afloat dot_sum = 0.0;
+  for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
+    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
+    dot_sum += dot(g * row_value(dy[base + c]), row_value(x[base + c]));
   }
-  dot = rill_workgroup_sum(dot);
+  dot_sum = rill_workgroup_sum(dot_sum);
   const afloat r = rstd[row];
-  const afloat k = r * r * r / afloat(p.dim) * dot;
-  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
-    const afloat g = HAS_GAIN ? afloat(gain[c]) : 1.0;
-    afloat v = r * g * afloat(dy[base + c]) - k * afloat(x[base + c]);
-    if (ACCUMULATE) v += afloat(dx[base + c]);
-    dx[base + c] = sfloat(v);
+  const afloat k = r * r * r / afloat(p.dim) * dot_sum;
+  for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
+    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
+    row_value v = r * g * row_value(dy[base + c]) - k * row_value(x[base + c]);
+    if (ACCUMULATE) v += row_value(dx[base + c]);
+    dx[base + c] = row_store(v);
   }
 }

@@ -2,6 +2,9 @@
 //   rstd[r] = 1 / sqrt(mean_c(x[r,c]^2) + eps),  y[r,c] = x[r,c] * rstd[r] * gain[c]
 // With RESIDUAL, the input is h = x + residual (rounded to storage), and h is written too.
 // x, residual, h, y: [rows, dim] sfloat; gain: [dim] sfloat (read only when HAS_GAIN); rstd: [rows] f32.
+// Rows are read in loads of 1 element, or of 4 with RILL_VECTOR_ROWS (rows a multiple of 4; the
+// `_vec4` variants, vector_rows.glsl): a quarter of the loads, and on lavapipe of the loops over
+// the lanes that each load costs.
 #include "rill_common.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 256;
@@ -15,21 +18,21 @@ layout(local_size_x_id = 0) in;
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.rows) return;  // whole workgroup: uniform, so the barriers below stay legal
-  const uint base = row * p.dim;
+  const uint n = p.dim / ROW_VEC, base = row * n;  // loads per row, the row's first
   afloat ss = 0.0;
-  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
-    const afloat v = load_input(base + c);
-    ss += v * v;
+  for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
+    const row_value v = load_input(base + c);
+    ss += dot(v, v);
   }
   ss = rill_workgroup_sum(ss);
   const afloat r = inversesqrt(ss / afloat(p.dim) + p.eps);
-  for (uint c = gl_LocalInvocationID.x; c < p.dim; c += WG_SIZE) {
-    const afloat v = load_input(base + c);
+  for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
+    const row_value v = load_input(base + c);
 #ifdef RESIDUAL
-    h[base + c] = sfloat(v);
+    h[base + c] = row_store(v);
 #endif
-    const afloat g = HAS_GAIN ? afloat(gain[c]) : 1.0;
-    y[base + c] = sfloat(v * r * g);
+    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
+    y[base + c] = row_store(v * r * g);
   }
   if (gl_LocalInvocationID.x == 0) rstd[row] = r;
 }

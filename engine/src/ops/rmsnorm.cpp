@@ -49,7 +49,8 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                          .flops = flops_per_element * n,
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
-  const std::string kernel = "rmsnorm/" + name + detail::reduction_variant(seq) + "_" + suffix;
+  const std::string kernel =
+      detail::register_kernel("rmsnorm/" + name + detail::reduction_variant(seq), p.vector_width, suffix);
   // The generic kernel reads each row twice.
   return seq.dispatch({.kernel = kernel,
                        .bindings = std::move(bindings),
@@ -142,8 +143,10 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows));
   }
   const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
+  const uint32_t vector_width = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim).vector_width;
   RILL_RETURN_IF_ERROR(seq.dispatch(
-      {.kernel = "rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)) + "_" + suffix,
+      {.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)),
+                                         vector_width, suffix),
        .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
        .push = push_bytes(gpu::RmsnormBackwardPush{rd.rows, rd.dim}),
        .groups = detail::grid_for(rd.rows),
@@ -158,10 +161,10 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kOp));
   }
   RILL_RETURN_IF_ERROR(
-      seq.dispatch({.kernel = "rmsnorm/rmsnorm_bwd_gain_" + suffix,
+      seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_gain", vector_width, suffix),
                     .bindings = {&x, &rstd, &dy, partial},
                     .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
-                    .groups = {(rd.dim + 63) / 64, blocks, 1},
+                    .groups = {(rd.dim / vector_width + 63) / 64, blocks, 1},
                     .flops = 3 * n,
                     .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
   if (blocks == 1) return Status::ok();

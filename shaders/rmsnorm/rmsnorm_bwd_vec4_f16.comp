@@ -1,0 +1,6 @@
+// RMSNorm bwd with f16 storage (f32 arithmetic), 4 elements per load; the kernel is in rmsnorm_bwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#define RILL_VECTOR_ROWS
+#include "rmsnorm_bwd.glsl"
