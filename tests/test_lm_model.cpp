@@ -489,10 +489,11 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
   check_fused_decode(rill::lm::Weights::random(c, 8).value(), {}, 1e-4, 2e-4, "LRPE and output gate", grids);
   check_fused_decode(rill::lm::Weights::random(c, 9).value(), {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0,
                      "LRPE and output gate, f16 weights", grids);
-  // Forced columns per invocation: 16 on the GPU grid (widths in sixteens), 1 on the CPU one.
+  // Forced columns per invocation: 16 on a GPU grid of 64 invocations (widths in sixteens; small
+  // enough for a phone's 16 KiB of shared memory), 1 on the CPU one.
   check_fused_decode(rill::lm::Weights::random(in_sixteens({LayerKind::kNorm, LayerKind::kSoftmax}), 10).value(),
                      {.softmax_capacity = 16}, 1e-4, 2e-4, "forced columns per invocation",
-                     {{"gpu", ",lm_decode_columns=16"}, {"cpu", ",lm_decode_columns=1"}});
+                     {{"gpu", ",lm_decode_grid=64x16,lm_decode_columns=16"}, {"cpu", ",lm_decode_columns=1"}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {
