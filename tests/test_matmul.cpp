@@ -165,11 +165,14 @@ void check_forced_gpu_plan(const std::string& plan, std::initializer_list<std::a
 }  // namespace
 
 // The GPU kernel's accumulator tiles (the plan picks 8 x 8 only for products with hundreds of
-// 128 x 128 blocks, which tests do not reach): each forced, over partial blocks.
+// 128 x 128 blocks, which tests do not reach): each forced, over partial blocks, with the
+// accumulators strided over the block and grouped in runs.
 GPU_TEST_CASE("every accumulator tile of the GPU matmul matches the reference", "[matmul][gpu]") {
   uint32_t seed = 900;
-  for (const char* tile : {"2x2", "4x4", "8x4", "4x8", "8x8"})
-    check_forced_gpu_plan(std::string("matmul_tile=") + tile, {{129, 257, 17}, {7, 130, 33}, {200, 9, 130}}, seed);
+  for (const char* layout : {"strided", "grouped"})
+    for (const char* tile : {"2x2", "4x4", "8x4", "4x8", "8x8"})
+      check_forced_gpu_plan(std::string("matmul_layout=") + layout + ",matmul_tile=" + tile,
+                            {{129, 257, 17}, {7, 130, 33}, {200, 9, 130}}, seed);
 }
 
 // The GPU kernel split along K (the plan splits products of few blocks and a long K, which tests

@@ -7,7 +7,7 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, and unsplit along K / at each decoding grid and with one column per
+# at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid and with one column per
 # invocation), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
 # workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 8 and 32,
@@ -65,7 +65,7 @@ for s in "${steps[@]}"; do
               RILL_TEST=1 RILL_LIMIT_PROFILE=mali build/release/bin/rill_tests' ;;
     gpu_tests) run_step gpu_tests 90 env RILL_TEST=1 build/release/bin/rill_tests \
                  "[matmul],icl: the GPU task sampler*,lm fused decoding equals the per-op graph*" ;;
-    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1; do
+    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped; do
                     run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul
                   done ;;
     decode_sweep) for grid in 128x64 256x16 512x8 256x32; do

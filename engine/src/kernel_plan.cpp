@@ -163,6 +163,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.matmul_splits = n;
       continue;
     }
+    if (key == "matmul_layout") {
+      if (value != "grouped" && value != "strided")
+        return invalid_argument("kernel plan: matmul_layout is '" + std::string(value) + "'; use grouped or strided");
+      out.matmul_grouped = value == "grouped";
+      continue;
+    }
     if (key == "matmul_coop") {
       using Coop = PlanOverrides::Coop;
       if (value != "off" && value != "native" && value != "emulated")
@@ -198,7 +204,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
-          "lm_decode, lm_decode_columns, lm_decode_grid, matmul_coop, matmul_splits, matmul_tile)");
+          "lm_decode, lm_decode_columns, lm_decode_grid, matmul_coop, matmul_layout, matmul_splits, matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -348,9 +354,13 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
     const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
     if (!s.f16 && big_blocks >= 256 && s.k >= 512) p.tm = p.tn = 8;
   }
-  // The shared tiles (16 deep, a column of padding each) must fit: 8 x 8 needs 16.1 KiB, over a
-  // 16 KiB device's limit, which keeps the 64 x 64 block.
-  auto tiles_bytes = [&] { return 4ull * 16 * (p.wg_y * p.tm + 1 + p.wg_x * p.tn + 1); };
+  // Strided accumulators unless forced: the grouped layout's vector shared loads are untimed on a
+  // GPU (tools/gpu-check.sh matmul_sweep times it).
+  p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(false);
+  // The shared tiles (16 deep, a column of padding each, 4 grouped) must fit: 8 x 8 needs 16.1 KiB,
+  // over a 16 KiB device's limit, which keeps the 64 x 64 block.
+  const uint64_t pad = p.grouped ? 4 : 1;
+  auto tiles_bytes = [&] { return 4ull * 16 * (p.wg_y * p.tm + pad + p.wg_x * p.tn + pad); };
   if (!p.register_kernel && tiles_bytes() > d.shared_bytes) {
     p.tm = p.wg_y == 8 ? 8 : 4;
     p.tn = 4;
@@ -524,7 +534,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // Shared memory of the output pass (scores, powers, A tile with padded rows, the other tile) and
   // the states pass.
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
-    return 4 * std::max(c * c + c + 1 + c * (tile + 1) + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
+    return 4 * std::max(c * (c + 1) + c + 1 + c * (tile + 1) + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
   };
   // Narrower tiles first, then shorter chunks (the same result, more chunks to scan): 64-row
   // chunks' scores alone fill a Mali-class GPU's 16 KiB.
@@ -844,7 +854,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                    std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
                        std::to_string(m.wg_x * m.tn) +
-                       (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "")});
+                       (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "") +
+                       (m.grouped ? ", grouped accumulators" : "")});
   }
   const MatmulShape f16_square{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
   if (const auto coop = cooperative_matmul(d, f16_square))

@@ -53,6 +53,9 @@ struct PlanOverrides {
   enum class Coop { kOff, kNative, kEmulated };
   std::optional<Coop> matmul_coop;
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
+  // "matmul_layout=grouped|strided": the GPU matmul's accumulators in runs of adjacent rows and
+  // columns (vector shared loads) or strided over the block (matmul_shared.glsl says which is which).
+  std::optional<bool> matmul_grouped;
   // "lm_decode_grid=256x16": GPU decoding's workgroup size and FFN / logit columns per workgroup.
   std::optional<std::pair<uint32_t, uint32_t>> lm_decode_grid;
   // "lm_decode_columns=4": adjacent columns per invocation in the fused decoding products (1, 4, 8
@@ -150,6 +153,7 @@ struct MatmulPlan {
   // Shared-memory kernel: K cut into `splits` shares whose partial products a second pass sums
   // (matmul_split_sum), so a product of few blocks and a long K still fills a GPU.
   uint32_t splits = 1;
+  bool grouped = false;      // shared-memory kernel: accumulators in runs of adjacent rows and columns
   uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)
   std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
 };

@@ -27,7 +27,10 @@ layout(std430, binding = 4) readonly buffer ChunkStates { float chunk_states[]; 
 layout(std430, binding = 5) readonly buffer X { sfloat x[]; };  // GRAD_SCALE: phi' of x scales out
 layout(std430, binding = 6) writeonly buffer Out { sfloat out_[]; };
 
-shared afloat scores[CHUNK * CHUNK];                     // [t][s]
+// [t][s], rows padded by one word: product 3's invocations read 2-4 rows 4 apart at once (heads of
+// 64 and 32), which unpadded all fall in one bank (a 2- to 4-way conflict on every read).
+const uint SROW = CHUNK + 1;
+shared afloat scores[CHUNK * SROW];
 shared afloat power[CHUNK + 1];                          // lambda^m
 const uint AROW = TILE + 1;                              // a_tile's padded row (banks again)
 shared afloat a_tile[CHUNK * AROW];                      // [t][k]: f(a_t) on TILE inner slices
@@ -141,7 +144,7 @@ void main() {
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
         const uint t = r0 + r, s = s0 + blocks_t * q;
-        if (t < len && s < len) scores[t * CHUNK + s] = s <= t ? acc[r][q] * power[t - s] : 0.0;
+        if (t < len && s < len) scores[t * SROW + s] = s <= t ? acc[r][q] * power[t - s] : 0.0;
       }
   }
 
@@ -197,7 +200,7 @@ void main() {
       if (!owner) continue;
       for (uint s = 0; s < rows_now; ++s) {
         afloat sv[4], cv[4];
-        for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * CHUNK + s0 + s];
+        for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * SROW + s0 + s];
         for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r] * cv[q];

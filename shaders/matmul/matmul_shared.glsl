@@ -11,6 +11,13 @@ layout(constant_id = 6) const uint BK = 16;
 // SPLITS > 1: the workgroups of z = batch * SPLITS + split each take a share of K and write their f32
 // partial products to `partial` [SPLITS, batches, M, N]; matmul_split_sum.glsl adds them into C.
 layout(constant_id = 7) const uint SPLITS = 1;
+// Which rows and columns of the block an invocation's accumulators are. Strided (false): rows
+// y + i WG_Y, columns x + j WG_X; each read of a slice is then one word per invocation, without
+// bank conflicts. GROUPED: runs of VM = min(TM, 4) adjacent rows WG_Y VM apart (and of VN adjacent
+// columns), so that an invocation's TM values of one k step are VM-word vectors, which a GPU
+// compiler can read as 16-byte shared loads (TM / 4 + TN / 4 loads per step where strided takes
+// TM + TN), and C is written in runs of VN columns.
+layout(constant_id = 8) const bool GROUPED = false;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 #include "matmul_common.glsl"
@@ -23,10 +30,22 @@ layout(std430, binding = PARTIAL_BINDING) writeonly buffer Partial { float parti
 
 const uint BM = WG_Y * TM;
 const uint BN = WG_X * TN;
-// k-major so that the inner loop reads along m and n; one column of padding spreads the stores of
-// a k-fastest load over the memory banks.
-shared afloat tile_a[BK][BM + 1];
-shared afloat tile_b[BK][BN + 1];
+const uint VM = TM < 4u ? TM : 4u, VN = TN < 4u ? TN : 4u;
+// k-major so that the inner loop reads along m and n; padding spreads the stores of a k-fastest
+// load over the memory banks: one column, or 4 with GROUPED (rows stay 16-byte aligned).
+const uint PAD = GROUPED ? 4u : 1u;
+shared afloat tile_a[BK][BM + PAD];
+shared afloat tile_b[BK][BN + PAD];
+
+// Row (within the block) of accumulator row i, and column of accumulator column j.
+uint row_of(uint i) {
+  const uint y = gl_LocalInvocationID.y;
+  return GROUPED ? (i / VM) * (WG_Y * VM) + y * VM + i % VM : y + i * WG_Y;
+}
+uint column_of(uint j) {
+  const uint x = gl_LocalInvocationID.x;
+  return GROUPED ? (j / VN) * (WG_X * VN) + x * VN + j % VN : x + j * WG_X;
+}
 
 const uint THREADS = WG_X * WG_Y;
 const uint A_PER = (BK * BM + THREADS - 1) / THREADS, B_PER = (BK * BN + THREADS - 1) / THREADS;
@@ -93,18 +112,18 @@ void main() {
     if (k0 + BK < k_end) fetch(batch, a_base, block_m, block_n, k0 + BK, k_end, a_along_k, b_along_k);
     for (uint kk = 0; kk < BK; ++kk) {
       afloat av[TM], bv[TN];
-      for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][gl_LocalInvocationID.y + i * WG_Y];
-      for (uint j = 0; j < TN; ++j) bv[j] = tile_b[kk][gl_LocalInvocationID.x + j * WG_X];
+      for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][row_of(i)];
+      for (uint j = 0; j < TN; ++j) bv[j] = tile_b[kk][column_of(j)];
       for (uint i = 0; i < TM; ++i)
         for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
   }
   const uint c_base = batch * p.c_bs, partial_base = (split * p.batches + batch) * p.M * p.N;
   for (uint i = 0; i < TM; ++i) {
-    const uint m = block_m + gl_LocalInvocationID.y + i * WG_Y;
+    const uint m = block_m + row_of(i);  // increasing in i
     if (m >= p.M) break;
     for (uint j = 0; j < TN; ++j) {
-      const uint n = block_n + gl_LocalInvocationID.x + j * WG_X;
+      const uint n = block_n + column_of(j);
       if (n >= p.N) continue;
       if (SPLITS > 1u)
         partial[partial_base + m * p.N + n] = float(acc[i][j]);

@@ -133,7 +133,10 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
              .flops = 2 * M * N * K * mc.batch,
              .bytes = bytes};
   if (p.register_kernel) d.spec.push_back(gpu::spec("FOLD_BATCH", p.fold_batch));
-  if (!p.register_kernel) d.spec.push_back(gpu::spec("SPLITS", p.splits));
+  if (!p.register_kernel) {
+    d.spec.push_back(gpu::spec("SPLITS", p.splits));
+    d.spec.push_back(gpu::spec("GROUPED", p.grouped));
+  }
   d.push = push_bytes(push);
   if (p.splits == 1) return seq.dispatch(d);
   d.bytes = bytes - es * mc.batch * M * N * (o.accumulate ? 2 : 1) + 4ull * p.splits * mc.batch * M * N;
