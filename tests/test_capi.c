@@ -26,6 +26,9 @@ int main(void) {
   EXPECT(rill_context_device_info(ctx, &info) == RILL_OK);
   EXPECT(strlen(info.name) > 0);
   EXPECT(info.subgroup_size >= 1);
+  /* A cooperative-matrix shape is all three sizes or none, and only with f16 storage. */
+  EXPECT((info.cooperative_matrix_f16[0] == 0) == (info.cooperative_matrix_f16[2] == 0));
+  EXPECT(info.cooperative_matrix_f16[0] == 0 || (info.storage_buffer_16bit && info.cooperative_matrix_f16[1] >= 8));
   printf("C API context on %s (subgroup %u)\n", info.name, info.subgroup_size);
   rill_context_destroy(ctx);
 

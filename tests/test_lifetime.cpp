@@ -1,6 +1,7 @@
 // One ownership model: everything that needs the device (tensors, sequences, trainers, models and
 // their sessions) shares the context's implementation, so the application's Context handle may be
 // moved or destroyed first. The work goes on unchanged, and the device goes with the last holder.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "gpu_test.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
+#include "vk/instance.hpp"
 
 namespace {
 
@@ -52,8 +54,8 @@ ProcessResources process_resources() {
 
 // An app may create and destroy contexts again and again (a device lost and recovered, a context
 // per document). The whole suite in one process stopped getting Vulkan instances from the NVIDIA
-// driver after about 70 tests (tools/rill/bench-h200/README.md): this is the check that each
-// context returns what it took.
+// driver after about 70 tests (tools/rill/bench-h200/README.md), so rill reuses its instances (the
+// next case); this is the check that each context returns what it took.
 GPU_TEST_CASE("100 contexts created and destroyed in turn leave no threads or files or maps behind", "[lifetime]") {
 #ifndef __linux__
   WARN("skipped: the process's resources are read from /proc/self (Linux)");
@@ -88,6 +90,58 @@ GPU_TEST_CASE("100 contexts created and destroyed in turn leave no threads or fi
   CHECK(after.maps <= warm.maps + 8);  // the allocator's arenas may still grow a little
 #endif
 #endif
+}
+
+namespace {
+
+rill::vk::Instance& checked(rill::Result<std::unique_ptr<rill::vk::Instance>>& instance) {
+  INFO(instance.status().to_string());
+  REQUIRE(instance.is_ok());
+  return **instance;
+}
+
+}  // namespace
+
+// Instances are kept and reused (vk/instance.hpp: NVIDIA's driver fails after repeated create and
+// destroy cycles), never shared by two live contexts (each gets only its own validation messages),
+// and a changed loader environment gets an instance of its own.
+TEST_CASE("Vulkan instances are reused one context after another, never shared by two at once", "[lifetime]") {
+  rill::vk::InstanceConfig config;
+  config.validation = true;
+  VkInstance first = VK_NULL_HANDLE;
+  {
+    auto a = rill::vk::Instance::create(config);
+    first = checked(a).handle();
+  }
+  const uint64_t created = rill::vk::Instance::created_in_process();
+  for (int i = 0; i < 3; ++i) {
+    auto again = rill::vk::Instance::create(config);
+    CHECK(checked(again).handle() == first);
+  }
+  CHECK(rill::vk::Instance::created_in_process() == created);
+  auto again = rill::vk::Instance::create(config);
+  CHECK(checked(again).handle() == first);
+  auto beside = rill::vk::Instance::create(config);
+  CHECK(checked(beside).handle() != first);
+  rill::vk::InstanceConfig plain;
+  auto without_validation = rill::vk::Instance::create(plain);
+  CHECK(checked(without_validation).handle() != first);
+  CHECK(checked(without_validation).handle() != checked(beside).handle());
+
+  // Another loader environment (here its debug output, which changes nothing else): another instance.
+  const char* old = std::getenv("VK_LOADER_DEBUG");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  setenv("VK_LOADER_DEBUG", "error", 1);
+  again->reset();
+  const uint64_t before = rill::vk::Instance::created_in_process();
+  auto other_environment = rill::vk::Instance::create(config);
+  CHECK(rill::vk::Instance::created_in_process() == before + 1);
+  if (saved) {
+    setenv("VK_LOADER_DEBUG", saved->c_str(), 1);
+  } else {
+    unsetenv("VK_LOADER_DEBUG");
+  }
+  CHECK(checked(other_environment).handle() != first);
 }
 
 GPU_TEST_CASE("a trainer outlives its Context handle and trains as if it were there", "[lifetime][icl]") {

@@ -246,13 +246,13 @@ bool gpu_register_rows(const DeviceTraits& d, uint32_t dim) {
 
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
   RmsnormPlan p;
+  p.vector_width = row_vector_width({dim});  // every kernel has a `_vec4` variant
   // Rows up to 4096 fit the register kernel's per-lane arrays; longer rows need more registers than pays.
   // The register kernel reduces with subgroupAdd; without it, the generic kernel's shared-memory tree.
   if (register_kernels_fit(d) && d.subgroup_arithmetic && dim <= 4096) {
     p.register_kernel = true;
     p.rows_per_group = 16;  // a subgroup keeps its share of the gain in registers over 16 rows
     p.workgroup = d.subgroup;
-    p.vector_width = row_vector_width({dim});
     return p;
   }
   if (gpu_register_rows(d, dim)) {
@@ -261,11 +261,9 @@ RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim) {
     p.rows_per_group = 4;
     p.workgroup = d.subgroup;
     p.subgroups = std::max(1u, std::min(256u, d.max_invocations) / d.subgroup);
-    p.vector_width = row_vector_width({dim});
     return p;
   }
   p.workgroup = reduction_workgroup(d, dim);
-  p.vector_width = row_vector_width({dim});  // the generic kernel's `_vec4` variant too
   return p;
 }
 

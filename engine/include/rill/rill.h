@@ -83,6 +83,9 @@ typedef struct rill_device_info {
   int32_t timestamps;
   int32_t storage_buffer_16bit;
   int32_t float16_arithmetic;
+  /* The M, N, K of the f16 cooperative-matrix product (f32 accumulation) rill's matmul uses on this
+     device (VK_NV_cooperative_matrix: 16 x 16 x 16 or 16 x 8 x 16); zeros where there is none. */
+  uint32_t cooperative_matrix_f16[3];
 } rill_device_info;
 
 /* Fills defaults: no device override, no validation, no cache file, no limit profile. */

@@ -97,6 +97,7 @@ rill_status rill_context_device_info(const rill_context* context, rill_device_in
   out->timestamps = d.caps.timestamps;
   out->storage_buffer_16bit = d.caps.storage_buffer_16bit;
   out->float16_arithmetic = d.caps.float16_arithmetic;
+  for (size_t i = 0; i < 3; ++i) out->cooperative_matrix_f16[i] = d.caps.cooperative_matrix_f16[i];
   return RILL_OK;
 }
 

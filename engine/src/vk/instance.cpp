@@ -2,8 +2,13 @@
 // debug messenger that routes layer messages to the application.
 #include "vk/instance.hpp"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +40,56 @@ bool has_instance_extension(const char* name, const char* layer = nullptr) {
   return false;
 }
 
+// Idle instances, by the settings and loader environment they were created with (instance.hpp
+// says why they are kept). Never destroyed: an instance may be returned by a context that a static
+// object of the application destroys after this pool's own static lifetime would have ended.
+struct IdleInstance {
+  VkInstance instance = VK_NULL_HANDLE;
+  uint32_t api_version = 0;
+  bool debug_utils = false;
+};
+class InstancePool {
+ public:
+  std::optional<IdleInstance> take(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto [begin, end] = idle_.equal_range(key);
+    if (begin == end) return std::nullopt;
+    const auto it = std::prev(end);  // the one given back last (equal keys keep their order)
+    const IdleInstance found = it->second;
+    idle_.erase(it);
+    return found;
+  }
+  void give(const std::string& key, const IdleInstance& instance) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.emplace(key, instance);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<std::string, IdleInstance> idle_;
+};
+std::atomic<uint64_t> g_created{0};
+
+InstancePool& instance_pool() {
+  static auto* pool = new InstancePool();
+  return *pool;
+}
+
+// What an instance is made of besides its create info: the loader's and the layers' environment
+// (which drivers and layers it loads, their settings) and the CPU driver's thread count.
+std::string pool_key(const InstanceConfig& config) {
+  std::string key =
+      config.validation ? (config.synchronization_validation ? "validation+sync" : "validation") : "plain";
+  for (const char* name :
+       {"VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "VK_LAYER_PATH", "VK_ADD_LAYER_PATH",
+        "VK_IMPLICIT_LAYER_PATH", "VK_ADD_IMPLICIT_LAYER_PATH", "VK_INSTANCE_LAYERS", "VK_LOADER_DRIVERS_SELECT",
+        "VK_LOADER_DRIVERS_DISABLE", "VK_LOADER_LAYERS_ENABLE", "VK_LOADER_LAYERS_DISABLE", "VK_LOADER_LAYERS_ALLOW",
+        "VK_LOADER_DEBUG", "MESA_VK_DEVICE_SELECT", "LP_NUM_THREADS"}) {
+    if (const char* value = std::getenv(name)) key += std::string("\n") + name + "=" + value;
+  }
+  return key;
+}
+
 }  // namespace
 
 Status load_vulkan() {
@@ -58,6 +113,15 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
   std::unique_ptr<Instance> inst(new Instance());
   inst->owned_ = true;
   inst->on_message_ = config.on_message;
+  inst->pool_key_ = pool_key(config);
+  if (const std::optional<IdleInstance> idle = instance_pool().take(inst->pool_key_)) {
+    inst->instance_ = idle->instance;
+    inst->api_version_ = idle->api_version;
+    inst->debug_utils_ = idle->debug_utils;
+    volkLoadInstanceOnly(inst->instance_);
+    RILL_RETURN_IF_ERROR(inst->create_messenger(config));
+    return inst;
+  }
   inst->api_version_ = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version;
 
   std::vector<const char*> layers, extensions;
@@ -87,14 +151,7 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
   features.enabledValidationFeatureCount = 1;
   features.pEnabledValidationFeatures = &sync_feature;
 
-  VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-  messenger_info.pfnUserCallback = &Instance::on_debug_message;
-  messenger_info.pUserData = inst.get();
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info = inst->messenger_info();
 
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.flags = flags;
@@ -112,13 +169,30 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
   if (config.validation && config.synchronization_validation) *tail = &features;
 
   RILL_VK_RETURN_IF_ERROR(vkCreateInstance(&info, nullptr, &inst->instance_));
+  ++g_created;
   volkLoadInstanceOnly(inst->instance_);
-  if (config.validation && inst->debug_utils_) {
-    messenger_info.pNext = nullptr;  // it chained the validation features for vkCreateInstance
-    RILL_VK_RETURN_IF_ERROR(
-        vkCreateDebugUtilsMessengerEXT(inst->instance_, &messenger_info, nullptr, &inst->messenger_));
-  }
+  RILL_RETURN_IF_ERROR(inst->create_messenger(config));
   return inst;
+}
+
+uint64_t Instance::created_in_process() { return g_created.load(); }
+
+VkDebugUtilsMessengerCreateInfoEXT Instance::messenger_info() {
+  VkDebugUtilsMessengerCreateInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  info.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  info.pfnUserCallback = &Instance::on_debug_message;
+  info.pUserData = this;
+  return info;
+}
+
+Status Instance::create_messenger(const InstanceConfig& config) {
+  if (!config.validation || !debug_utils_) return Status::ok();
+  const VkDebugUtilsMessengerCreateInfoEXT info = messenger_info();
+  RILL_VK_RETURN_IF_ERROR(vkCreateDebugUtilsMessengerEXT(instance_, &info, nullptr, &messenger_));
+  return Status::ok();
 }
 
 Result<std::unique_ptr<Instance>> Instance::wrap(VkInstance instance, uint32_t api_version) {
@@ -134,7 +208,7 @@ Result<std::unique_ptr<Instance>> Instance::wrap(VkInstance instance, uint32_t a
 Instance::~Instance() {
   if (!owned_ || instance_ == VK_NULL_HANDLE) return;
   if (messenger_ != VK_NULL_HANDLE) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
-  vkDestroyInstance(instance_, nullptr);
+  instance_pool().give(pool_key_, {instance_, api_version_, debug_utils_});
 }
 
 bool is_loader_notice(VkDebugUtilsMessageTypeFlagsEXT types, const char* message_id_name) {

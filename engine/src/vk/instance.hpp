@@ -1,9 +1,18 @@
 // The VkInstance rill runs on: created with optional validation (and synchronization validation),
 // or wrapped from the application without taking ownership.
+//
+// Instances rill creates are kept for the life of the process and reused by later contexts made with
+// the same settings and loader environment: NVIDIA's driver has been seen to refuse every
+// vkCreateInstance after about 70 create/destroy cycles in one process (VK_ERROR_INCOMPATIBLE_DRIVER,
+// rill's whole suite in one process on an H100 and an H200), and is reported elsewhere to corrupt
+// gl_SubgroupInvocationID after about 11 (Genesis-Embodied-AI/quadrants#465). A context still owns its
+// device, and its own debug messenger on the instance; contexts alive at the same time never share
+// an instance, so validation messages reach only the context whose work caused them.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "rill/types.hpp"
@@ -30,6 +39,8 @@ class Instance {
  public:
   static Result<std::unique_ptr<Instance>> create(const InstanceConfig& config);
   static Result<std::unique_ptr<Instance>> wrap(VkInstance instance, uint32_t api_version);
+  // How many VkInstances rill has created in this process (the rest of its contexts reused one).
+  static uint64_t created_in_process();
   ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
@@ -41,13 +52,18 @@ class Instance {
 
  private:
   Instance() = default;
+  // The messenger that routes layer messages to on_message_ (chained into vkCreateInstance too, for
+  // the messages of its creation).
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info();
+  Status create_messenger(const InstanceConfig& config);
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
       VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
       const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
-  bool owned_ = false;
+  bool owned_ = false;    // created by rill: returned to the pool of idle instances, never destroyed
+  std::string pool_key_;  // the settings and loader environment it was created with
   bool debug_utils_ = false;
   uint32_t api_version_ = 0;
   uint64_t validation_messages_ = 0;
