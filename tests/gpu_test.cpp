@@ -1,6 +1,8 @@
 #include "gpu_test.hpp"
 
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "vk/kernel_contracts.hpp"
 
@@ -31,6 +33,11 @@ rill::ContextOptions validated_options() {
     g_messages.emplace_back(text);
   };
   return o;
+}
+
+bool emulated() {
+  const char* value = std::getenv("RILL_TEST_EMULATED");
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 std::vector<rill::DType> float_dtypes(const rill::Context& ctx) {

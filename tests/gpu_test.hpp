@@ -30,6 +30,11 @@ rill::Dispatch saxpy_dispatch(const rill::Tensor& x, const rill::Tensor& y, uint
 // f16 work is refused cleanly there is tested in test_limit_profiles.cpp.
 std::vector<rill::DType> float_dtypes(const rill::Context& ctx);
 
+// True in the arm64 suite under qemu-user (RILL_TEST_EMULATED=1, tests/CMakeLists.txt), where a
+// lavapipe pipeline compiles 10-60x slower than natively: a case whose widest shape compiles a
+// pipeline of its own for minutes there leaves that shape out, and says so (WARN).
+bool emulated();
+
 }  // namespace rill_test
 
 #define RILL_TEST_CONCAT_INNER(a, b) a##b

@@ -235,6 +235,10 @@ GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-atte
   // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
   // chunked kernel and the parallel passes a GPU runs.
   for (const char* algorithm : {"scan", "serial", "parallel"}) {
+    if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
+      WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
+      continue;
+    }
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);

@@ -119,6 +119,10 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
   // Every algorithm, forced: the register scans, the serial chunked scans and the parallel passes.
   for (const char* algorithm : {"scan", "serial", "parallel"}) {
+    if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
+      WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
+      continue;
+    }
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);

@@ -21,6 +21,20 @@ struct Shape {
 const Shape kShapes[] = {{1, 1},     {1, 7},    {5, 12},   {3, 64},   {7, 65},   {5, 127},  {64, 63},
                          {13, 1000}, {3, 4096}, {2, 8192}, {3, 4097}, {300, 17}, {1100, 3}, {9000, 6}};
 
+// kShapes, less rows of 4096 under emulation: the register kernel's 128 unrolled loads per lane took
+// qemu 6-8 minutes to compile for each case (the rest of the case's shapes about one).
+std::vector<Shape> shapes_to_run() {
+  std::vector<Shape> out;
+  for (const Shape& s : kShapes) {
+    if (rill_test::emulated() && s.dim == 4096) {
+      WARN("rows of 4096 left out under emulation (compile time); run natively in every other suite");
+      continue;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -32,8 +46,9 @@ void check_forward(const char* family) {
   rill::Context ctx = rill_test::make_context(options);
   {
     uint32_t seed = 1;
+    const std::vector<Shape> shapes = shapes_to_run();
     for (DType dtype : rill_test::float_dtypes(ctx)) {
-      for (const Shape& s : kShapes) {
+      for (const Shape& s : shapes) {
         for (bool with_gain : {true, false}) {
           ++seed;
           INFO(ctx.kernel_variant("util/saxpy").value()
@@ -116,8 +131,9 @@ void check_backward(const char* family) {
   rill::Context ctx = rill_test::make_context(options);
   {
     uint32_t seed = 100;
+    const std::vector<Shape> shapes = shapes_to_run();
     for (DType dtype : rill_test::float_dtypes(ctx)) {
-      for (const Shape& s : kShapes) {
+      for (const Shape& s : shapes) {
         ++seed;
         INFO(ctx.kernel_variant("util/saxpy").value()
              << " rows " << s.rows << " dim " << s.dim << " f16 " << (dtype == DType::kF16) << " seed " << seed);

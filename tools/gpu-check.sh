@@ -19,6 +19,9 @@
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
 # with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
 set -u
+# Every bench record's kernels carry the driver's compiler statistics (registers, spills): what
+# limits how many workgroups the GPU keeps in flight.
+export RILL_PIPELINE_STATISTICS=1
 out=${OUT:-/tmp/out}
 work=$(mktemp -d)
 mkdir -p "$out"

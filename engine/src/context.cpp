@@ -111,8 +111,9 @@ Result<Context> Context::create(const ContextOptions& options) {
     log_warning("profiling " + device.info().name + ", which has no timestamp queries: only host times are recorded");
   impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes);
   impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults, impl->profiler);
-  impl->pipelines = std::make_unique<vk::PipelineManager>(device, impl->faults, impl->profiler,
-                                                          options.pipeline_cache_path, options.kernel_variant);
+  const bool capture_statistics = options.pipeline_statistics || env_true("RILL_PIPELINE_STATISTICS");
+  impl->pipelines = std::make_unique<vk::PipelineManager>(
+      device, impl->faults, impl->profiler, options.pipeline_cache_path, options.kernel_variant, capture_statistics);
   RILL_RETURN_IF_ERROR(impl->pipelines->init());
   impl->kernel_plan = options.kernel_plan;
   if (const char* env = std::getenv("RILL_KERNEL_PLAN"); impl->kernel_plan.empty() && env != nullptr)
@@ -135,6 +136,9 @@ bool Context::device_lost() const { return impl_->device->lost(); }
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 void Context::reset_peak_memory() { impl_->allocator->reset_peak(); }
 PipelineStats Context::pipeline_stats() const { return impl_->pipelines->stats(); }
+Result<std::vector<PipelineStatistic>> Context::pipeline_statistics(uint32_t pipeline) const {
+  return impl_->pipelines->statistics(pipeline);
+}
 Status Context::save_pipeline_cache() { return impl_->pipelines->save(); }
 bool Context::profiling() const { return impl_->profiler.enabled(); }
 std::vector<ProfileEvent> Context::profile_events() const { return impl_->profiler.events(); }

@@ -162,6 +162,7 @@ Status SequenceImpl::wait() {
       e.flops = t.flops;
       e.bytes = t.bytes;
       e.replays = submitted_times;
+      e.pipeline = t.pipeline;
       ctx->profiler.add(std::move(e));
     }
   }

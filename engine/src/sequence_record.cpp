@@ -117,7 +117,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (timed_dispatch) {
     fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query + 1);
     timed.push_back({label, kernel, std::string(shader->variant.empty() ? "default" : shader->variant), d.groups,
-                     d.flops, d.bytes, 0.0, 0.0});
+                     d.flops, d.bytes, 0.0, 0.0, pipeline.id});
   }
   if (labels) vkCmdEndDebugUtilsLabelEXT(cb());
   hazards.add(accesses);

@@ -293,12 +293,20 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
         OpTiming::Kernel& k = run.kernels[d.kernel];
         ++k.calls;
         k.ms += d.gpu_ms;
+        if (d.gpu_ms >= k.longest_ms) {
+          k.longest_ms = d.gpu_ms;
+          k.pipeline = d.pipeline;
+        }
       }
     }
     runs.push_back(std::move(run));
   }
   std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
-  return runs[runs.size() / 2];
+  OpTiming median = runs[runs.size() / 2];
+  for (auto& [name, k] : median.kernels) {
+    if (auto stats = ctx.pipeline_statistics(k.pipeline); stats.is_ok()) k.compiler = std::move(stats).value();
+  }
+  return median;
 }
 
 namespace {
@@ -306,7 +314,10 @@ namespace {
 // {kernel: {calls, ms}} of a timing's median run.
 nlohmann::json kernels_json(const OpTiming& t) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, k] : t.kernels) out[name] = {{"calls", k.calls}, {"ms", k.ms}};
+  for (const auto& [name, k] : t.kernels) {
+    out[name] = {{"calls", k.calls}, {"ms", k.ms}};
+    for (const rill::PipelineStatistic& s : k.compiler) out[name]["compiler"][s.name] = s.value;
+  }
   return out;
 }
 

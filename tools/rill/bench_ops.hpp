@@ -22,6 +22,10 @@ struct OpTiming {
   struct Kernel {
     uint32_t calls = 0;
     double ms = 0.0;
+    uint32_t pipeline = 0;  // of its longest dispatch
+    double longest_ms = 0.0;
+    // That pipeline's compiler statistics (ContextOptions::pipeline_statistics; empty when not captured).
+    std::vector<rill::PipelineStatistic> compiler;
   };
   std::map<std::string, Kernel> kernels;
 };

@@ -49,6 +49,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
                         {"timestamps", c.timestamps},
                         {"timestamp_period_ns", c.timestamp_period_ns},
                         {"pipeline_creation_feedback", c.pipeline_creation_feedback},
+                        {"pipeline_statistics", c.pipeline_statistics},
                         {"max_workgroup_size", c.max_workgroup_size},
                         {"max_workgroup_invocations", c.max_workgroup_invocations},
                         {"max_workgroup_count", c.max_workgroup_count},
@@ -122,8 +123,9 @@ int run_info(const InfoArgs& args) {
     std::printf("    memory %.0f MiB device-local%s, max allocation %.0f MiB, max storage range %.0f MiB\n",
                 c.device_local_bytes / 1048576.0, c.unified_memory ? " (unified, mapped directly)" : "",
                 c.max_allocation_bytes / 1048576.0, c.max_storage_buffer_range / 1048576.0);
-    std::printf("    timestamps %s, pipeline creation feedback %s\n", c.timestamps ? "yes" : "no",
-                c.pipeline_creation_feedback ? "yes" : "no");
+    std::printf("    timestamps %s, pipeline creation feedback %s, compiler statistics %s\n",
+                c.timestamps ? "yes" : "no", c.pipeline_creation_feedback ? "yes" : "no",
+                c.pipeline_statistics ? "yes" : "no");
     std::string quirks;
     for (const auto& q : d.quirks) quirks += (quirks.empty() ? "" : ", ") + q;
     std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());

@@ -78,6 +78,11 @@ struct ContextOptions {
   const ExternalVulkan* external = nullptr;
   // Profile into this Chrome trace file (see profile.hpp); also RILL_PROFILE. Empty: off.
   std::string profile_path;
+  // Keep the driver's compiler statistics of every pipeline (registers, spills, shared memory, as
+  // the driver reports them; Context::pipeline_statistics and the profile's summary), where the
+  // device reports any (DeviceCaps::pipeline_statistics). Also RILL_PIPELINE_STATISTICS=1. Off by
+  // default: some drivers bypass their pipeline caches for pipelines that capture them.
+  bool pipeline_statistics = false;
 };
 
 class RILL_API Context {
@@ -125,6 +130,10 @@ class RILL_API Context {
   // Starts peak_used_bytes over from the bytes in use now (to measure the peak of one task).
   void reset_peak_memory();
   PipelineStats pipeline_stats() const;
+  // The compiler statistics of pipeline `pipeline` (the id in DispatchTiming and ProfileEvent),
+  // every executable's; empty where they are not captured (ContextOptions::pipeline_statistics) or the
+  // driver reports none. NotFound for an id this context never gave.
+  Result<std::vector<PipelineStatistic>> pipeline_statistics(uint32_t pipeline) const;
 
  private:
   friend struct detail::Access;

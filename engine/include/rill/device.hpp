@@ -36,6 +36,7 @@ struct DeviceCaps {
   double timestamp_period_ns = 0.0;
   uint32_t timestamp_valid_bits = 0;
   bool pipeline_creation_feedback = false;
+  bool pipeline_statistics = false;  // the driver reports compiler statistics (VK_KHR_pipeline_executable_properties)
   bool debug_utils = false;
   std::array<uint32_t, 3> max_workgroup_size{};
   uint32_t max_workgroup_invocations = 0;

@@ -13,6 +13,7 @@
 
 #include "rill/export.hpp"
 #include "rill/status.hpp"
+#include "rill/types.hpp"
 
 namespace rill {
 
@@ -54,6 +55,10 @@ struct ProfileEvent {
   uint64_t flops = 0;  // as the dispatch declared for its shape
   uint64_t bytes = 0;
   uint32_t replays = 1;  // a batch of N replays is timed on its last replay and counted N times
+  // Dispatch and pipeline-creation events: the context's id of the pipeline. Creation events also
+  // carry the driver's compiler statistics where they were captured.
+  uint32_t pipeline = 0;
+  std::vector<PipelineStatistic> statistics;
 };
 
 struct KernelSummary {
@@ -64,6 +69,8 @@ struct KernelSummary {
   double gflops = 0.0, gbps = 0.0;  // achieved, over the total time
   double intensity = 0.0;           // FLOPs per byte (0 when bytes are not declared)
   double roofline_fraction = 0.0;   // achieved / min(peak FLOP/s, intensity * peak bandwidth); 0 if unknown
+  // The compiler statistics of the kernel's pipeline with the most GPU time (empty when none were captured).
+  std::vector<PipelineStatistic> statistics;
 };
 
 // Per kernel, most total time first. `peaks` may be null (no roofline share then).

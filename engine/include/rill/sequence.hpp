@@ -85,6 +85,7 @@ struct DispatchTiming {
   uint64_t bytes = 0;
   double gpu_ms = 0.0;
   double start_ms = 0.0;  // from the first timed dispatch of the submission
+  uint32_t pipeline = 0;  // the context's id of the pipeline it ran (Context::pipeline_statistics)
 };
 
 struct SequenceStats {

@@ -39,6 +39,14 @@ struct PipelineStats {
   std::string cache_rejected_reason;  // why a cache file was ignored; empty when none was
 };
 
+// One of the driver's compiler statistics for a pipeline (VK_KHR_pipeline_executable_properties):
+// registers, spilled or shared memory, instruction counts, whatever the driver reports, by its names.
+struct PipelineStatistic {
+  std::string name;
+  double value = 0.0;
+  std::string description;
+};
+
 // A specialization constant set by the name it has in the shader.
 struct SpecValue {
   std::string name;

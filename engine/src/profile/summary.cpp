@@ -22,9 +22,12 @@ std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& ev
     double total_ms = 0.0;
     double flops = 0.0, bytes = 0.0;
     uint64_t calls = 0;
+    std::map<uint32_t, double> ms_by_pipeline;
   };
   std::map<std::pair<std::string, std::string>, Acc> by_kernel;
+  std::map<uint32_t, const std::vector<PipelineStatistic>*> statistics;  // by pipeline id
   for (const ProfileEvent& e : events) {
+    if (e.category == "pipeline" && e.pipeline != 0 && !e.statistics.empty()) statistics[e.pipeline] = &e.statistics;
     if (e.track != ProfileEvent::Track::kGpu || e.kernel.empty()) continue;
     Acc& a = by_kernel[{e.kernel, e.variant}];
     const double ms = e.duration_us / 1e3;
@@ -34,6 +37,7 @@ std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& ev
     a.total_ms += ms * e.replays;
     a.flops += double(e.flops) * e.replays;
     a.bytes += double(e.bytes) * e.replays;
+    a.ms_by_pipeline[e.pipeline] += ms * e.replays;
   }
   std::vector<KernelSummary> out;
   for (auto& [key, a] : by_kernel) {
@@ -58,6 +62,12 @@ std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& ev
                                       : peaks->copy_gbps;
       const double achieved = a.flops > 0 ? k.gflops : k.gbps;
       k.roofline_fraction = roof > 0 ? achieved / roof : 0.0;
+    }
+    const auto most = std::max_element(a.ms_by_pipeline.begin(), a.ms_by_pipeline.end(),
+                                       [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (most != a.ms_by_pipeline.end()) {
+      const auto found = statistics.find(most->first);
+      if (found != statistics.end()) k.statistics = *found->second;
     }
     out.push_back(std::move(k));
   }
@@ -85,6 +95,18 @@ std::string format_profile_summary(const std::vector<KernelSummary>& kernels, co
     out += line;
   }
   if (kernels.empty()) out += "(no GPU dispatches were timed)\n";
+  bool header = false;
+  for (const KernelSummary& k : kernels) {
+    if (k.statistics.empty()) continue;
+    if (!header) out += "\ncompiler statistics (the driver's, of each kernel's pipeline with the most GPU time):\n";
+    header = true;
+    out += k.kernel + " (" + k.variant + "):";
+    for (const PipelineStatistic& s : k.statistics) {
+      std::snprintf(line, sizeof line, " %s %g;", s.name.c_str(), s.value);
+      out += line;
+    }
+    out.back() = '\n';
+  }
   return out;
 }
 

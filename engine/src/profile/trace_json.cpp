@@ -28,6 +28,13 @@ std::string chrome_trace_json(const std::vector<ProfileEvent>& events, const std
       j["args"] = {{"kernel", e.kernel}, {"variant", e.variant},
                    {"groups", {e.groups[0], e.groups[1], e.groups[2]}}, {"flops", e.flops},
                    {"bytes", e.bytes}, {"replays", e.replays}};
+      if (e.pipeline != 0) j["args"]["pipeline"] = e.pipeline;
+      if (!e.statistics.empty()) {
+        nlohmann::json stats = nlohmann::json::array();
+        for (const PipelineStatistic& s : e.statistics)
+          stats.push_back({{"name", s.name}, {"value", s.value}, {"description", s.description}});
+        j["args"]["statistics"] = std::move(stats);
+      }
     }
     trace.push_back(std::move(j));
   }
@@ -62,6 +69,13 @@ Result<std::vector<ProfileEvent>> parse_chrome_trace(const std::string& json_tex
         e.flops = a.value("flops", uint64_t{0});
         e.bytes = a.value("bytes", uint64_t{0});
         e.replays = a.value("replays", 1u);
+        e.pipeline = a.value("pipeline", 0u);
+        if (a.contains("statistics") && a["statistics"].is_array()) {
+          for (const auto& s : a["statistics"]) {
+            if (!s.is_object()) continue;
+            e.statistics.push_back({s.value("name", ""), s.value("value", 0.0), s.value("description", "")});
+          }
+        }
       }
       out.push_back(std::move(e));
     }

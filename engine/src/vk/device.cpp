@@ -35,6 +35,7 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (!v12) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
   }
+  if (caps.pipeline_statistics) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   // Portability drivers (MoltenVK) require their subset extension to be enabled.
   if (has("VK_KHR_portability_subset")) extensions.push_back("VK_KHR_portability_subset");
 
@@ -70,6 +71,13 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
     coop.pNext = &memory_model;
     tail = &memory_model.pNext;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  executable.pipelineExecutableInfo = VK_TRUE;  // compiler statistics, read only when asked for
+  if (caps.pipeline_statistics) {
+    *tail = &executable;
+    tail = &executable.pNext;
+  }
   if (caps.subgroup_size_control) *tail = &size_control;
 
   const float priority = 1.0f;
@@ -102,9 +110,10 @@ Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkD
   dev->queue_ = queue;
   dev->queue_family_ = queue_family;
   dev->owned_ = false;
-  // rill cannot tell which optional features the application enabled on its device; the one it
-  // does not otherwise assume (cooperative matrices) stays off.
+  // rill cannot tell which optional features the application enabled on its device; those it
+  // does not otherwise assume (cooperative matrices, compiler statistics) stay off.
   dev->physical_.info.caps.cooperative_matrix_f16 = {};
+  dev->physical_.info.caps.pipeline_statistics = false;
   dev->load();
   return dev;
 }

@@ -167,6 +167,8 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceSubgroupSizeControlFeatures size_control_features{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   features2.pNext = &storage16;
   void** ftail = &storage16.pNext;
   const bool has_8bit = v12 || has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
@@ -179,8 +181,14 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
     *ftail = &f16i8;
     ftail = &f16i8.pNext;
   }
+  const bool has_executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (has_executable_properties) {
+    *ftail = &executable_features;
+    ftail = &executable_features.pNext;
+  }
   if (has_size_control) *ftail = &size_control_features;
   vkGetPhysicalDeviceFeatures2(device, &features2);
+  caps.pipeline_statistics = has_executable_properties && executable_features.pipelineExecutableInfo;
   caps.storage_buffer_16bit = storage16.storageBuffer16BitAccess;
   caps.storage_buffer_8bit = has_8bit && storage8.storageBuffer8BitAccess;
   caps.float16_arithmetic = has_f16i8 && f16i8.shaderFloat16;

@@ -35,10 +35,65 @@ std::string spec_names(const ShaderInfo& shader) {
 
 }  // namespace
 
+// The driver's statistics of every executable of `pipeline` (a compute pipeline usually has one; a
+// name gets its executable's name in front where there are several). Diagnostics only: a failed
+// query gives what was read so far.
+std::vector<PipelineStatistic> read_statistics(const Device& device, VkPipeline pipeline) {
+  const auto& fn = device.fn();
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  uint32_t count = 0;
+  if (fn.vkGetPipelineExecutablePropertiesKHR(device.handle(), &info, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(count);
+  for (auto& e : executables) e = {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+  if (fn.vkGetPipelineExecutablePropertiesKHR(device.handle(), &info, &count, executables.data()) != VK_SUCCESS)
+    return {};
+  std::vector<PipelineStatistic> out;
+  for (uint32_t index = 0; index < count; ++index) {
+    VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    executable.pipeline = pipeline;
+    executable.executableIndex = index;
+    uint32_t n = 0;
+    if (fn.vkGetPipelineExecutableStatisticsKHR(device.handle(), &executable, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n);
+    for (auto& s : stats) s = {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    const VkResult r = fn.vkGetPipelineExecutableStatisticsKHR(device.handle(), &executable, &n, stats.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) continue;
+    for (uint32_t i = 0; i < n; ++i) {
+      const VkPipelineExecutableStatisticKHR& s = stats[i];
+      PipelineStatistic stat;
+      stat.name = (count > 1 ? std::string(executables[index].name) + ": " : std::string()) + s.name;
+      stat.description = s.description;
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+          stat.value = s.value.b32 ? 1.0 : 0.0;
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+          stat.value = double(s.value.i64);
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+          stat.value = double(s.value.u64);
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
+          stat.value = s.value.f64;
+          break;
+        default:
+          continue;
+      }
+      out.push_back(std::move(stat));
+    }
+  }
+  return out;
+}
+
 PipelineManager::PipelineManager(Device& device, FaultInjector& faults, detail::Profiler& profiler,
-                                 std::string cache_path, std::string variant_override)
-    : device_(device), faults_(faults), profiler_(profiler), cache_path_(std::move(cache_path)),
-      variant_override_(std::move(variant_override)) {
+                                 std::string cache_path, std::string variant_override, bool capture_statistics)
+    : device_(device),
+      faults_(faults),
+      profiler_(profiler),
+      cache_path_(std::move(cache_path)),
+      variant_override_(std::move(variant_override)),
+      capture_statistics_(capture_statistics && device.info().caps.pipeline_statistics) {
   if (variant_override_.empty()) {
     if (const char* env = std::getenv("RILL_KERNEL_VARIANT")) variant_override_ = env;
   }
@@ -226,6 +281,7 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   VkPipelineCreationFeedbackCreateInfo feedback_info{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
   feedback_info.pPipelineCreationFeedback = &feedback;
   if (caps.pipeline_creation_feedback) info.pNext = &feedback_info;
+  if (capture_statistics_) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
 
   const auto start = std::chrono::steady_clock::now();
   const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
@@ -236,7 +292,20 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
             return device_.fn().vkCreateComputePipelines(device_.handle(), cache_.get(), 1, &info, nullptr, out);
           }));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  profiler_.add_host("create pipeline " + std::string(shader.kernel), "pipeline", start_us);
+  statistics_.push_back(capture_statistics_ ? read_statistics(device_, owned.get()) : std::vector<PipelineStatistic>{});
+  const uint32_t id = uint32_t(statistics_.size());
+  if (profiler_.enabled()) {
+    ProfileEvent e;
+    e.name = "create pipeline " + std::string(shader.kernel);
+    e.category = "pipeline";
+    e.start_us = start_us;
+    e.duration_us = profiler_.now_us() - start_us;
+    e.kernel = std::string(shader.kernel);
+    e.variant = shader.variant.empty() ? std::string("default") : std::string(shader.variant);
+    e.pipeline = id;
+    e.statistics = statistics_.back();
+    profiler_.add(std::move(e));
+  }
   ++stats_.pipelines_created;
   stats_.creation_ms_total += ms;
   stats_.creation_ms_max = std::max(stats_.creation_ms_max, ms);
@@ -248,8 +317,16 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   p.layout = layout->layout.get();
   p.set_layout = layout->set_layout.get();
   p.local_size = local;
+  p.id = id;
   pipelines_.emplace(std::move(key), Created{std::move(owned), p});
   return p;
+}
+
+Result<std::vector<PipelineStatistic>> PipelineManager::statistics(uint32_t id) const {
+  if (id == 0 || id > statistics_.size())
+    return not_found("no pipeline " + std::to_string(id) + " in this context (it has made " +
+                     std::to_string(statistics_.size()) + ")");
+  return statistics_[id - 1];
 }
 
 Status PipelineManager::save() const {

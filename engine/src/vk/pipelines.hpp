@@ -26,12 +26,14 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   std::array<uint32_t, 3> local_size{1, 1, 1};
+  uint32_t id = 0;  // 1, 2, ... in the order the manager created them
 };
 
 class PipelineManager {
  public:
+  // capture_statistics: keep each pipeline's compiler statistics where the device reports them.
   PipelineManager(Device& device, FaultInjector& faults, detail::Profiler& profiler, std::string cache_path,
-                  std::string variant_override);
+                  std::string variant_override, bool capture_statistics);
   PipelineManager(const PipelineManager&) = delete;
   PipelineManager& operator=(const PipelineManager&) = delete;
 
@@ -49,6 +51,8 @@ class PipelineManager {
   // The variant family this context prefers: the override if set, else the device's ("cpu"/"gpu").
   std::string_view preferred_variant() const;
   PipelineStats stats() const { return stats_; }
+  // Pipeline `id`'s compiler statistics (empty when not captured); NotFound for an unknown id.
+  Result<std::vector<PipelineStatistic>> statistics(uint32_t id) const;
 
  private:
   struct Layout {
@@ -71,6 +75,8 @@ class PipelineManager {
   UniquePipelineCache cache_;
   std::map<const ShaderInfo*, Layout> layouts_;
   std::map<std::pair<const ShaderInfo*, std::vector<uint32_t>>, Created> pipelines_;
+  std::vector<std::vector<PipelineStatistic>> statistics_;  // by id - 1
+  bool capture_statistics_ = false;
   PipelineStats stats_;
 };
 
