@@ -93,7 +93,7 @@ GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes with the gp
 GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : rill_test::float_dtypes(ctx)) {
-      // Rows of 1000 take the register kernel on CPU drivers (up to 4096, kernel_plan.cpp); at 4096 its
+      // Rows of 1000 take the register kernel on CPU drivers (up to 4096, kernel_plan_norm.cpp); at 4096 its
       // fully unrolled 512-value rows took lavapipe over 6 minutes to compile, for no other path.
       for (const Shape& s : {Shape{1, 3}, Shape{5, 12}, Shape{9, 129}, Shape{4, 1000}}) {
         const auto x = rill_test::stored(rill_test::random_vector(size_t(s.rows * s.dim), 7), dtype);

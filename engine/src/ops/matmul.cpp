@@ -82,7 +82,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
            .bytes = bytes});
     }
   }
-  // Tiling, family and variant: the kernel plan's (kernel_plan.cpp says why).
+  // Tiling, family and variant: the kernel plan's (kernel_plan_matmul.cpp says why).
   const bool dense_b = matvec_kernel == nullptr;
   const plan::MatmulShape shape{
       .m = M,

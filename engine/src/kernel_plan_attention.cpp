@@ -1,0 +1,245 @@
+// Kernel plans of attention: block attention and linear attention in every form (kernel_plan.hpp).
+#include <algorithm>
+
+#include "kernel_plan.hpp"
+#include "kernel_plan_util.hpp"
+
+namespace rill::ops::plan {
+namespace {
+
+// Loop iterations one invocation of the serial chunked kernels runs per chunk (the larger of the
+// forward and backward kernels): the scores, then for each owned column the inter-chunk,
+// intra-chunk and update loops.
+uint64_t serial_iterations_per_chunk(const LinearAttentionShape& s, uint32_t workgroup) {
+  const uint64_t c = s.chunk, inner = std::max(s.dk, s.dv), owned = ceil_div(inner, workgroup);
+  return ceil_div(c * c, workgroup) * (inner + 1) + owned * (c * (inner + (c + 1) / 2 + 2) + inner * (c + 1) + 1) + 4;
+}
+
+// Scratch the parallel chunked forward may hold for chunk states (a window of chunks at a time).
+constexpr uint64_t kParallelScratchBytes = 64ull << 20;
+
+}  // namespace
+
+namespace {
+
+// The tile width of the GPU block-attention kernels: shared memory holds the block's scores, a
+// TILE-wide slice of the block's rows and a TILE x 128 tile (heads up to 128), plus `extra` floats.
+// 0 where even tiles of 4 do not fit.
+uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t extra) {
+  // Score and row-tile rows are padded by a word (block_attention_tiles.glsl says why).
+  auto shared_bytes = [&](uint64_t tile) {
+    return 4 * (uint64_t(block) * (block + 1) + block * (tile + 1) + tile * 128 + extra);
+  };
+  // A forced depth is kept or refused (0: the op says so), never silently changed.
+  if (d.forced.block_tile) return shared_bytes(*d.forced.block_tile) <= d.shared_bytes ? *d.forced.block_tile : 0;
+  uint32_t tile = 16;
+  while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
+  return shared_bytes(tile) <= d.shared_bytes ? tile : 0;
+}
+
+}  // namespace
+
+BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
+  BlockAttentionPlan p;
+  if (d.family == Family::kGpu && block <= 64) {
+    // Shared memory also holds the softmax's partial row maxima and sums, one per invocation.
+    p.tile = block_attention_tile(d, block, std::min(256u, d.max_invocations));
+    p.tiled = p.tile > 0;
+    p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
+    return p;
+  }
+  if (!register_kernels_fit(d)) return p;
+  p.register_kernel = true;
+  p.subgroup = d.subgroup;
+  // Several rows per lane share each key and value load: 4 measured best of 1, 2, 4 on lavapipe
+  // (block 64, D 64: 18%, 24%, 38% of the FMA peak non-causal).
+  p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+  return p;
+}
+
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv) {
+  BlockAttentionBackwardPlan p;
+  // Past heads of 64, lavapipe took 4-13 s to compile each register-kernel pipeline (its unrolled
+  // arrays grow with Dk and Dv): those run the generic kernels.
+  if (register_kernels_fit(d) && dk <= 64 && dv <= 64) {
+    p.register_kernel = true;
+    p.subgroup = d.subgroup;
+    // Rows per lane on lavapipe (block 64, D 64, N 4K, 4 heads, causal f32): 2 rows ran 2.5x as fast
+    // as 1, 4 rows 10-20 % faster than 2 but compiled 2.6x as long (84 s against 32 s for the
+    // bench's eight pipelines): at most 256 values of Dk + Dv per lane and row kind.
+    p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+    while (p.rows_per_lane > 1 && p.rows_per_lane * (uint64_t(dk) + dv) > 256) p.rows_per_lane /= 2;
+    return p;
+  }
+  if (d.family != Family::kGpu || block > 64) return p;
+  p.tile = block_attention_tile(d, block, block);  // shared memory also holds the rows' deltas
+  p.tiled = p.tile > 0;
+  p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
+  return p;
+}
+
+Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const LinearAttentionShape& shape) {
+  // A smaller chunk changes only the rounding (the same sums, grouped differently).
+  LinearAttentionShape s = shape;
+  while (s.chunk > 1 && serial_iterations_per_chunk(s, 64) > d.loop_budget) s.chunk /= 2;
+  const uint64_t per_chunk = serial_iterations_per_chunk(s, 64);
+  if (per_chunk > d.loop_budget)
+    return out_of_range("linear_attention: one position (heads of " + std::to_string(s.dk) + " x " +
+                        std::to_string(s.dv) + ") needs about " + std::to_string(per_chunk) +
+                        " loop iterations per invocation; the device stops loops after " +
+                        std::to_string(d.loop_budget * 8 / 7));
+  // A GPU watchdog (mobile) kills long dispatches, and a driver loop limit (lavapipe) bounds the
+  // serial work of one invocation; elsewhere fewer, longer dispatches.
+  uint64_t per = s.chunks_per_dispatch != 0 ? s.chunks_per_dispatch : (d.short_dispatches ? 16 : 256);
+  per = std::min<uint64_t>(per, d.loop_budget / per_chunk);
+  return SerialChunks{s.chunk, uint32_t(std::max<uint64_t>(per, 1))};
+}
+
+namespace {
+
+// CPU drivers: a scan with the state columns in registers (la_scan_cpu.glsl says why); it needs
+// subgroup shuffles and Dk <= 128 (registers). `fit` sizes the registers (the backward's square
+// shape), `s` has the real widths.
+LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttentionShape& s,
+                                       const LinearAttentionShape& fit) {
+  LinearAttentionPlan p;
+  p.algorithm = LinearAttentionAlgorithm::kRegisterScan;
+  p.chunk = s.chunk;
+  p.columns_per_lane = fit.dk <= 64 ? 4 : 2;
+  p.vector_width = p.columns_per_lane == 4 ? row_vector_width({s.dk, s.dv}) : 1;  // a lane's columns: one vector
+  p.workgroup = d.subgroup;
+  // Positions per dispatch: bounded by the driver's loop budget (chunks_per_dispatch, when given,
+  // sets it in whole chunks, as for the chunked kernels).
+  const uint64_t wanted = s.chunks_per_dispatch != 0 ? uint64_t(s.chunks_per_dispatch) * s.chunk : 16384;
+  const uint64_t budget = d.loop_budget == UINT64_MAX ? UINT64_MAX : d.loop_budget - 64;
+  p.positions_per_dispatch = std::max<uint64_t>(1, std::min<uint64_t>(wanted, budget));
+  return p;
+}
+
+// GPUs: every chunk in parallel. A window of chunks holds its chunk states in scratch; the scan
+// over a window runs one loop iteration per chunk, so the window is bounded by the loop budget,
+// the scratch budget and the storage-buffer range. The tiled passes keep a chunk's scores and
+// TILE-row tiles of heads up to 128 wide in shared memory. Empty when the device cannot run it.
+std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
+  constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
+  if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
+  // Shared memory of the output pass (scores, powers, A tile with padded rows, the other tile) and
+  // the states pass.
+  auto shared_bytes = [&](uint64_t c, uint64_t tile) {
+    return 4 * std::max(c * (c + 1) + c + 1 + c * (tile + 1) + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
+  };
+  // Narrower tiles first, then shorter chunks (the same result, more chunks to scan): 64-row
+  // chunks' scores alone fill a Mali-class GPU's 16 KiB.
+  uint64_t c = s.chunk;
+  uint32_t tile = d.forced.la_tile.value_or(16);
+  if (d.forced.la_tile && shared_bytes(c, tile) > d.shared_bytes) return std::nullopt;
+  while (shared_bytes(c, tile) > d.shared_bytes) {
+    if (tile > 4) {
+      tile /= 2;
+    } else if (c > 8) {
+      c = (c + 1) / 2;
+      tile = 16;
+    } else {
+      return std::nullopt;
+    }
+  }
+  const uint32_t wg = std::min(256u, d.max_invocations);
+  // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
+  // the scores times h(C), per round of 4 x 4 blocks.
+  const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
+  const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, 4), wg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, 4), wg);
+  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
+                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
+                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
+                                8;
+  if (output_loops > d.loop_budget) return std::nullopt;
+  const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
+  uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
+  window = std::min<uint64_t>(window, d.max_storage_range / state_bytes);
+  window = std::min<uint64_t>(window, d.loop_budget / 4);
+  window = std::min<uint64_t>(window, 65535);
+  if (s.chunks_per_dispatch != 0) window = std::min<uint64_t>(window, s.chunks_per_dispatch);
+  if (window < 1) return std::nullopt;
+  LinearAttentionPlan p;
+  p.algorithm = LinearAttentionAlgorithm::kChunkedParallel;
+  p.chunk = uint32_t(c);
+  p.chunks_per_dispatch = uint32_t(window);
+  p.workgroup = wg;
+  p.tile = tile;
+  // The state scan (la_par_scan.comp): on a GPU a serial walk over the window's chunks is a chain of
+  // memory latencies; cut into about sqrt(window) runs it is 2 window / runs + runs steps long, for
+  // twice the traffic. At least 8 elements per workgroup, so that each run's loads fill 32-byte
+  // sectors. A CPU driver has no latency to hide: lavapipe (the parallel form forced) ran the scan
+  // 3-4.5x slower in runs (0.66 -> 2.9 ms at N 1K, 8.6 -> 28 ms at 16K), so it walks.
+  p.scan_groups = 1;
+  while (d.family == Family::kGpu && p.scan_groups < 32 && p.scan_groups * 2 * 8 <= wg &&
+         4ull * p.scan_groups * p.scan_groups <= window)
+    p.scan_groups *= 2;
+  if (d.forced.la_scan_groups) p.scan_groups = std::min(*d.forced.la_scan_groups, wg);
+  return p;
+}
+
+}  // namespace
+
+namespace {
+
+// The chunked forms, shared by the forward and the backward: parallel over chunks where the family
+// is gpu (or it is forced) and the device has room for it, else the serial kernel. `parallel_shape`
+// is the shape the parallel passes must fit.
+Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAttentionShape& s,
+                                         const LinearAttentionShape& parallel_shape, const char* op) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
+  if (wanted) {
+    if (auto p = parallel_plan(d, parallel_shape)) return *p;
+    if (forced || d.forced.la_tile)
+      return invalid_argument(std::string(op) + ": the forced parallel chunked form" +
+                              (d.forced.la_tile ? " with tiles of " + std::to_string(*d.forced.la_tile) : "") +
+                              " does not fit this device (shared memory, loop budget or scratch)");
+  }
+  // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.
+  LinearAttentionPlan p;
+  p.algorithm = Algorithm::kChunkedSerial;
+  RILL_ASSIGN_OR_RETURN(const SerialChunks serial, linear_attention_serial(d, s));
+  p.chunk = serial.chunk;
+  p.chunks_per_dispatch = serial.chunks_per_dispatch;
+  return p;
+}
+
+// The register scan on CPU drivers (or forced) where it fits `fit` (the widest head of every pass),
+// else the chunked forms.
+Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearAttentionShape& s,
+                                            const LinearAttentionShape& fit, const char* op) {
+  using Algorithm = LinearAttentionAlgorithm;
+  const std::optional<Algorithm> forced = d.forced.linear_attention;
+  const bool scan_fits = d.subgroup >= 4 && d.subgroup <= d.max_invocations && fit.dk <= 128;
+  if (forced == Algorithm::kRegisterScan) {
+    if (!scan_fits)
+      return invalid_argument(std::string(op) +
+                              ": the forced register scan needs subgroups of 4 or more lanes and Dk <= 128");
+    return register_scan_plan(d, s, fit);
+  }
+  if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s, fit);
+  return chunked_plan(d, s, fit, op);
+}
+
+}  // namespace
+
+Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s) {
+  return scan_or_chunked(d, s, s, "linear_attention");
+}
+
+Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s) {
+  return scan_or_chunked(d, s, s, "linear_attention");
+}
+
+Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
+  // The gradients exchange Dk and Dv: every pass must fit the wider of the two in both places.
+  LinearAttentionShape square = s;
+  square.dk = square.dv = std::max(s.dk, s.dv);
+  return scan_or_chunked(d, s, square, "linear_attention_backward");
+}
+
+}  // namespace rill::ops::plan

@@ -1,0 +1,132 @@
+// Kernel plans of the products: the matmul kernels, cooperative matrices and packed matrix-vector
+// products (kernel_plan.hpp).
+#include <algorithm>
+
+#include "kernel_plan.hpp"
+#include "kernel_plan_util.hpp"
+
+namespace rill::ops::plan {
+namespace {
+
+// Scratch a matmul split along K may hold for its partial products.
+constexpr uint64_t kSplitPartialBytes = 64ull << 20;
+
+}  // namespace
+
+MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
+  MatmulPlan p;
+  // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
+  // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
+  const uint64_t sg = std::max(d.subgroup, 4u);
+  const uint64_t register_loops = ceil_div(s.k, sg) + sg + 8, shared_loops = ceil_div(s.k, 16) * 24 + 8;
+  p.register_kernel = register_kernels_fit(d) && register_loops <= d.loop_budget;
+  p.inner_loops = p.register_kernel ? register_loops : shared_loops;
+  if (p.register_kernel) {
+    // One subgroup computes 64 rows x 64 columns (8 lanes x 8 columns each). On lavapipe, with the
+    // kernel's k blocks, 64 x 64 ran 1024^3 at 43-45% of the FMA peak against 29-32% for the
+    // earlier 64 x 32; 128 x 64 and 64 x 128 ran 50-58% but their unrolled blocks took 3x and 10x
+    // as long to compile (35 s for one pipeline), so the tile stays at 64 x 64 (about 3 s).
+    // Fewer rows than the tile (a decoding step's single row) would repeat the row's work, and
+    // fewer columns would waste lanes: both shrink to fit.
+    p.wg_x = uint32_t(sg);
+    p.wg_y = 1;
+    p.tm = 64;
+    p.tn = uint32_t(std::max<uint64_t>(1, 64 / sg));
+    // Only C narrower than a tile folds: wider ones fill their tiles anyway, and a folded grid
+    // stays below the batch count in x (which the driver bounds like z).
+    p.fold_batch = s.a_shared && s.batches > 1 && s.n < sg * p.tn;
+    const uint64_t columns = p.fold_batch ? s.n * s.batches : s.n;
+    while (p.tm > 1 && p.tm > s.m) p.tm /= 2;
+    while (p.tn > 1 && sg * p.tn / 2 >= columns) p.tn /= 2;
+  } else if (d.max_invocations < p.wg_x * p.wg_y) {
+    // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
+    // 128 invocations per workgroup (the vulkan11-minimum profile).
+    p.wg_y = 8;
+    p.tm = 8;
+  } else if (d.forced.matmul_tile) {
+    p.tm = d.forced.matmul_tile->first;
+    p.tn = d.forced.matmul_tile->second;
+  } else {
+    // 8 x 8 accumulators (a 128 x 128 block) load half as much shared memory per FMA as 4 x 4. On an
+    // H200 (f32, rill bench --op matmul, each tile forced) they won where the product has hundreds of
+    // big blocks and a long K: 4096^3 4.8 ms against 6.3, 65536 x 256 x 512 3.4 against 4.3; they
+    // lost at K = 256 (65536 x 512 x 256: 1.65 against 0.79 ms) and with f16 storage (4096^3: 17.1
+    // against 6.2 ms), where 4 x 4 stays.
+    const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
+    if (!s.f16 && big_blocks >= 256 && s.k >= 512) p.tm = p.tn = 8;
+  }
+  // Strided accumulators unless forced: the grouped layout's vector shared loads are untimed on a
+  // GPU (tools/gpu-check.sh matmul_sweep times it).
+  p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(false);
+  // The shared tiles (16 deep, a column of padding each, 4 grouped) must fit: 8 x 8 needs 16.1 KiB,
+  // over a 16 KiB device's limit, which keeps the 64 x 64 block.
+  const uint64_t pad = p.grouped ? 4 : 1;
+  auto tiles_bytes = [&] { return 4ull * 16 * (p.wg_y * p.tm + pad + p.wg_x * p.tn + pad); };
+  if (!p.register_kernel && tiles_bytes() > d.shared_bytes) {
+    p.tm = p.wg_y == 8 ? 8 : 4;
+    p.tn = 4;
+  }
+  if (!p.register_kernel) {
+    // Fewer than about 128 blocks leave most of a big GPU idle (256 x 1024 x 4096 on an H200: 64
+    // blocks, 6 TFLOP/s against 17-29 for wide products): split K while the blocks stay within
+    // about 512 and each share keeps 512 or more of K. The partial products (f32) stay within a
+    // bound of their own (a forced count is taken as given).
+    const uint64_t blocks = ceil_div(s.m, p.wg_y * p.tm) * ceil_div(s.n, p.wg_x * p.tn) * s.batches;
+    if (d.forced.matmul_splits) {
+      p.splits = *d.forced.matmul_splits;
+    } else if (blocks < 128 && s.k >= 1024 && s.m >= 64) {  // a few rows (decoding) stay one dispatch
+      while (p.splits < 16 && blocks * p.splits * 2 <= 512 && s.k / (p.splits * 2) >= 512 &&
+             8 * p.splits * s.m * s.n * s.batches <= kSplitPartialBytes)
+        p.splits *= 2;
+    }
+    p.inner_loops = ceil_div(ceil_div(s.k, p.splits), 16) * 24 + 8;
+  }
+  return p;
+}
+
+std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const MatmulShape& s) {
+  using Coop = PlanOverrides::Coop;
+  const Coop mode = d.forced.matmul_coop.value_or(d.cooperative_matrix_f16[0] != 0 ? Coop::kNative : Coop::kOff);
+  if (mode == Coop::kOff || !s.f16 || !s.rows_vectorizable) return std::nullopt;
+  CoopMatmulPlan p;
+  p.emulated = mode == Coop::kEmulated;
+  p.subgroup = d.subgroup;
+  if (p.emulated) {
+    // 16 x 16 x 16 fragments, 2 x 2 subgroups of 2 x 2 fragments: a 64 x 64 block that crosses
+    // every offset the native kernel uses.
+    p.frags_m = p.frags_n = 2;
+  } else {
+    if (d.cooperative_matrix_f16[0] != 0) {
+      p.fm = d.cooperative_matrix_f16[0];
+      p.fn = d.cooperative_matrix_f16[1];
+      p.fk = d.cooperative_matrix_f16[2];
+    }
+    // 128 x 128 blocks (4 subgroups of 64 x 64) where the product has hundreds of them, as the
+    // shared-memory kernel's 8 x 8 tiles; else 64 x 64, so small products still spread.
+    const bool big = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches >= 256;
+    p.frags_m = (big ? 64 : 32) / p.fm;
+    p.frags_n = (big ? 64 : 32) / p.fn;
+  }
+  // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
+  // emulated, each fragment product's rows (its k steps unrolled only in the native form).
+  const uint64_t slices = ceil_div(s.k, 32), frags = uint64_t(p.frags_m) * p.frags_n;
+  const uint64_t per_lane = uint64_t(p.fm) * p.fn / std::max(p.subgroup, 1u);
+  const uint64_t products = p.emulated ? frags * (32 / p.fk) * per_lane * (p.fk + 1) : 0;
+  p.inner_loops = slices * (products + 8) + frags * (per_lane + 2) + 8;
+  return p;
+}
+
+std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m, uint64_t k, uint32_t group) {
+  // A few rows read each weight once either way; the tiled kernels' 4-column strides between lanes
+  // and per-element scales cost 10-20x on lavapipe (385M int8 decode: 3.1 s per token).
+  if (m == 0 || m > 4) return std::nullopt;
+  PackedMatvecPlan p;
+  // A CPU driver runs a workgroup's invocations as SIMD lanes: one subgroup's worth of columns.
+  p.workgroup = d.family == Family::kCpu ? std::max(d.subgroup, 1u) : std::min(64u, d.max_invocations);
+  p.rows = uint32_t(m);
+  p.words = d.family == Family::kCpu ? 4 : 1;
+  p.inner_loops = k + ceil_div(k, std::max(group, 1u)) + 8;
+  return p;
+}
+
+}  // namespace rill::ops::plan

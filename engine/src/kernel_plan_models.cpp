@@ -1,0 +1,175 @@
+// Kernel plans of the two jobs' own kernels: TransNormer decoding and prefill segments, the ICL
+// sampler and layers (kernel_plan.hpp).
+#include <algorithm>
+
+#include "kernel_plan.hpp"
+#include "kernel_plan_util.hpp"
+
+namespace rill::ops::plan {
+
+LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
+  LmDecodePlan p;
+  auto per_op = [&](std::string why) {
+    p.fused = false;
+    p.per_op_reason = std::move(why);
+    return p;
+  };
+  // CPU drivers: one subgroup, whose lanes walk several columns each (barriers and shared memory
+  // cost more than registers there). GPUs: 256 invocations and 16 columns per workgroup, the narrow
+  // products split over rows (decode_common.glsl's matvec). One token's products are narrow, so their
+  // time is the latency of each invocation's serial walk over the rows: more workgroups (32 FFN
+  // slices instead of 8) and more invocations splitting the rows shorten it. 128 x 64 took
+  // 24 us per FFN call on an H200 (rill profile).
+  const auto [gpu_workgroup, gpu_columns] = d.forced.lm_decode_grid.value_or(std::pair<uint32_t, uint32_t>{256, 16});
+  p.workgroup = d.family == Family::kGpu ? std::min(gpu_workgroup, d.max_invocations) : std::max(d.subgroup, 4u);
+  if (p.workgroup > d.max_invocations) return per_op("no workgroup size fits the device");
+  // FFN slices and logit columns: gpu_columns per workgroup on GPUs (many workgroups); about eight
+  // workgroups' worth on CPU drivers, where each workgroup is a thread's long loop.
+  auto columns = [&](uint32_t total, uint32_t cpu_max) {
+    if (d.family == Family::kGpu) return std::min<uint32_t>(total, gpu_columns);
+    return std::min<uint32_t>(total, std::clamp<uint32_t>(round_up(ceil_div(total, 8), 32), 32, cpu_max));
+  };
+  p.ffn_slice = columns(s.ffn, 512);
+  p.logit_columns = columns(s.vocab, 1024);
+  p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
+  p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
+  // Groups of 4 adjacent columns per invocation, a load each per row, where every matrix's columns
+  // (and a head, so that an invocation's columns stay in one matrix) divide into them. CPU drivers:
+  // loads cost a loop over the lanes there; int8 weights take 16 (four words per row: 385M decode
+  // on lavapipe 210 -> 150 ms per token), f32 and f16 ones 4 (16 measured 1.1x and 2x slower).
+  // GPUs: 4, so that a product's few columns leave 4x as many invocations to split its rows (a
+  // token's time is the serial walk of each invocation over its rows).
+  auto divides = [&](uint32_t c) {  // adjacent columns per invocation
+    return s.head_dim % c == 0 && s.width % c == 0 && s.ffn % c == 0 && s.vocab % c == 0 && p.ffn_slice % c == 0 &&
+           p.logit_columns % c == 0;
+  };
+  if (const std::optional<uint32_t> forced = d.forced.lm_decode_columns) {
+    if (!divides(*forced))
+      return per_op("the forced " + std::to_string(*forced) + " columns per invocation do not divide the widths");
+    p.lane_groups = *forced / 4;
+  } else {
+    for (uint32_t g = d.family == Family::kCpu && s.int8_group > 0 ? 4 : 1; g >= 1 && p.lane_groups == 0; g /= 2)
+      if (divides(4 * g)) p.lane_groups = g;
+  }
+  // mv_in, mv_out, mv_split (a group's columns per invocation), the reduction's partials, the
+  // softmax weights, the mixer's partial sums, o and the softmax sums.
+  auto shared_bytes = [&] {
+    return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
+  };
+  if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
+  if (shared_bytes() > d.shared_bytes)
+    return per_op("the fused kernels need " + std::to_string(shared_bytes()) + " bytes of shared memory");
+  const uint32_t bindings = 9 + 5 * s.bindings_per_weight;  // the mixer's: the most of the three
+  if (bindings > d.max_storage_buffers)
+    return per_op("the fused mixer binds " + std::to_string(bindings) + " storage buffers; the device allows " +
+                  std::to_string(d.max_storage_buffers));
+  // Each kernel's loop iterations per invocation (the driver's limit counts them all): a product
+  // of n columns over `rows` is ceil(n / columns per pass) passes over the rows; the prologues sum
+  // partial rows; softmax attention walks its keys a tile at a time.
+  const uint64_t wg = p.workgroup, per_pass = wg * std::max(4 * p.lane_groups, 1u);
+  // int8 weights add an iteration per group of rows; a split product sums up to wg slices.
+  auto product = [&](uint64_t n, uint64_t rows) {
+    return ceil_div(n, per_pass) * (rows + (s.int8_group > 0 ? ceil_div(rows, s.int8_group) : 0)) + wg + 4;
+  };
+  auto prologue = [&](uint64_t parts) { return ceil_div(s.width, wg) * (parts + 3) + 16; };
+  const uint64_t slices = ceil_div(s.ffn, p.ffn_slice), feature = s.lrpe ? 2 * s.head_dim : s.head_dim;
+  const uint64_t mixer = std::max(feature * ceil_div(s.head_dim, wg),
+                                  (ceil_div(s.max_keys, wg) + 1) * (s.head_dim + wg * ceil_div(s.head_dim, wg)));
+  const uint64_t loops =
+      std::max({prologue(slices) + product(4 * s.head_dim, s.width) + mixer + product(s.width, s.head_dim),
+                prologue(s.heads) + product(2 * p.ffn_slice, s.width) + product(s.width, p.ffn_slice),
+                prologue(slices) + product(p.logit_columns, s.width)});
+  if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
+  p.fused = true;
+  return p;
+}
+
+Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
+  LmDecodePlan p = fused_decode_plan(d, s);
+  // Forcing a fused kernel's parameter forces the fused kernels too: refused by name, never ignored.
+  if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns) && !p.fused && d.forced.lm_decode_fused != false)
+    return invalid_argument("lm decode: the forced fused kernels do not fit: " + p.per_op_reason);
+  if (d.forced.lm_decode_fused == false) {
+    p.fused = false;
+    p.per_op_reason = "forced";
+  }
+  return p;
+}
+
+uint32_t lm_prefill_segment(const DeviceTraits& d) {
+  // H200, default model (rill bench --op lm --lm-segment): 2048 positions ran 0.78-0.92 M tokens/s
+  // at 64K-1M tokens in 55 MiB, 8192 ran 1.21-1.30 M in 172 MiB. CPU drivers gain nothing from
+  // longer segments.
+  return d.family == Family::kGpu ? 8192 : 2048;
+}
+
+bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens) {
+  return d.family == Family::kGpu && tokens <= 65535;
+}
+
+Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s) {
+  IclLayersPlan p;
+  const uint64_t mat = uint64_t(s.width) * s.width, token_elems = uint64_t(s.tokens) * s.width;
+  // The backward's shared arrays per task (the forward's are fewer): tokens, gradient and input
+  // gradient, five matrices, the layer's parameter gradients, two rows; and the staged parameters.
+  auto shared_bytes = [&](uint64_t tasks) {
+    return (tasks * (3 * token_elems + 5 * mat + s.layer_params + 2 * s.width) + s.layer_params) * 4;
+  };
+  // Invocations per task: one per matrix entry up to 128 for a workgroup of one task. Several tasks
+  // share a workgroup of up to 256 invocations, at least a subgroup each, so each workgroup's
+  // loads and stores of the task-minor arrays cover whole runs of neighbouring tasks.
+  const uint32_t lanes_min = std::min(std::max<uint32_t>(d.subgroup, 32), d.max_invocations);
+  auto lanes_for = [&](uint32_t tasks) {
+    uint32_t lanes = lanes_min;
+    while (lanes < 128 && lanes < mat && uint64_t(lanes) * 2 * tasks <= std::min(256u, d.max_invocations)) lanes *= 2;
+    return lanes;
+  };
+  uint32_t tasks = 1;
+  if (const auto forced = d.forced.icl_tasks_per_workgroup) {
+    tasks = *forced;
+    if (uint64_t(tasks) * lanes_min > d.max_invocations || shared_bytes(tasks) > d.shared_bytes)
+      return invalid_argument("icl: " + std::to_string(tasks) +
+                              " tasks per workgroup do not fit the device's workgroup or shared memory");
+  } else {
+    while (tasks < 64 && uint64_t(tasks) * 2 * lanes_min <= std::min(256u, d.max_invocations) &&
+           shared_bytes(tasks * 2) <= d.shared_bytes)
+      tasks *= 2;
+  }
+  p.tasks_per_workgroup = tasks;
+  p.workgroup = lanes_for(tasks);
+  const bool fits = shared_bytes(tasks) <= d.shared_bytes;
+  if (d.forced.icl_workgroup_per_task == true && !fits)
+    return invalid_argument("icl: the forced workgroup layer kernels need " + std::to_string(shared_bytes(tasks)) +
+                            " bytes of shared memory; the device has " + std::to_string(d.shared_bytes));
+  if (d.forced.icl_workgroup_per_task) {
+    p.workgroup_per_task = *d.forced.icl_workgroup_per_task;
+    p.reason = "forced";
+  } else if (d.family == Family::kCpu) {
+    p.reason = "CPU driver: a task per SIMD lane";
+  } else if (!fits) {
+    p.reason = "a task's matrices exceed the shared memory";
+  } else if (s.tasks >= 32768) {
+    // Enough tasks fill a GPU with one per invocation, whose loads of the element-major batch are
+    // coalesced. H200, Vladymyrov setting: 21 models (43008 tasks) ran 3.37 ms per step a task per
+    // invocation against 3.96 a workgroup per task; one model (2048 tasks) 0.91 against 0.17 ms.
+    p.reason = "GPU, a large batch: a task per invocation";
+  } else {
+    p.workgroup_per_task = true;
+    p.reason = "GPU: a workgroup per " + std::to_string(tasks) + (tasks == 1 ? " task" : " tasks");
+  }
+  // Layers per dispatch: on GPUs all of them where one invocation may loop that long (the
+  // workgroup kernels loop less than a task per invocation does). CPU drivers keep one: there a
+  // dispatch costs little next to a layer, and lavapipe ran the fused forward 2-14 % slower
+  // (Vladymyrov setting, tools/rill/bench-icl-lavapipe/fused-layers-profile.txt).
+  uint64_t per = std::max<uint32_t>(s.layers, 1);
+  if (s.layer_iterations > 0 && d.loop_budget != UINT64_MAX)
+    per = std::clamp<uint64_t>(d.loop_budget / s.layer_iterations, 1, per);
+  if (d.forced.icl_layers_per_dispatch)
+    per = std::min<uint64_t>(per, *d.forced.icl_layers_per_dispatch);
+  else if (d.family == Family::kCpu)
+    per = 1;
+  p.layers_per_dispatch = uint32_t(per);
+  return p;
+}
+
+}  // namespace rill::ops::plan

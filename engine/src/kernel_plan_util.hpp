@@ -1,0 +1,23 @@
+// What the kernel-plan files (kernel_plan*.cpp) share: small arithmetic and the fit tests more than
+// one op's plan makes. Internal to them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_plan.hpp"
+
+namespace rill::ops::plan {
+
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_div(v, multiple) * multiple); }
+
+// Register kernels share values inside one subgroup by shuffles: the workgroup must be exactly one
+// subgroup of at least 4 lanes.
+inline bool register_kernels_fit(const DeviceTraits& d) {
+  return d.family == Family::kCpu && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
+}
+
+// The fused decoding kernels' sizes, or why they do not fit (lm_decode without the forced choices).
+LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s);
+
+}  // namespace rill::ops::plan
