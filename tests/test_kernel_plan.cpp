@@ -5,44 +5,14 @@
 
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "plan_devices.hpp"
 
 namespace {
 
 using namespace rill::ops::plan;
-
-DeviceTraits lavapipe_like() {
-  DeviceTraits d;
-  d.family = Family::kCpu;
-  d.subgroup = 8;
-  d.max_invocations = 1024;
-  d.shared_bytes = 32768;
-  d.loop_budget = 65535ull * 7 / 8;
-  d.max_storage_range = 128ull << 20;
-  return d;
-}
-
-DeviceTraits h100_like() {
-  DeviceTraits d;
-  d.family = Family::kGpu;
-  d.subgroup = 32;
-  d.max_invocations = 1024;
-  d.shared_bytes = 49152;
-  d.max_storage_range = 4ull << 30;
-  return d;
-}
-
-// Mali-class limits (the mobile profile of the edge issue): small shared memory, short dispatches.
-DeviceTraits mali_like() {
-  DeviceTraits d;
-  d.family = Family::kGpu;
-  d.subgroup = 16;
-  d.subgroup_arithmetic = false;
-  d.max_invocations = 256;
-  d.shared_bytes = 16384;
-  d.short_dispatches = true;
-  d.max_storage_range = 128ull << 20;
-  return d;
-}
+using rill_test::h100_like;
+using rill_test::lavapipe_like;
+using rill_test::mali_like;
 
 LinearAttentionShape la_shape(uint64_t heads, uint64_t n, uint32_t dim, uint32_t chunk = 64) {
   return {.heads = heads, .n = n, .dk = dim, .dv = dim, .chunk = chunk};

@@ -14,7 +14,8 @@
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
 # default run's f16 records, and the LM in f16, whose projections take them),
-# cache_order (the pipeline-cache tests, then one after). Each runs under its own time limit (so one slow
+# cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
+# timing). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
 # with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
@@ -108,6 +109,7 @@ for s in "${steps[@]}"; do
                  run_step "icl_${plan//[=,]/_}" 40 env RILL_KERNEL_PLAN="icl_layers=per-workgroup,$plan" \
                    "$rill" bench --op icl --no-torch
                done ;;
+    tune) run_step tune 300 "$rill" tune --out "$work/tuning.json" ;;  # the tuning file comes back in the tgz
     *) echo "unknown step $s" ;;
   esac
 done

@@ -10,6 +10,7 @@
 #include "kernel_plan.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/half.hpp"
+#include "rill/tuning.hpp"
 
 namespace rill {
 namespace detail {
@@ -62,6 +63,28 @@ Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char*
   if (detail::Access::storage(t)->context.get() != &ctx)
     return invalid_argument(std::string(what) + ": tensor '" + t.name() + "' belongs to another context");
   return ctx.check_usable();
+}
+
+// The tuning file's plan, where it was made on this device with this kernel family; otherwise a
+// warning and the plan's own choices (a tuning file only ever changes speed).
+void load_tuning(detail::ContextImpl& impl, std::string path) {
+  if (const char* env = std::getenv("RILL_TUNING"); path.empty() && env != nullptr) path = env;
+  if (path.empty()) return;
+  const DeviceInfo& device = impl.device->info();
+  auto tuning = read_tuning_file(path, device);
+  if (!tuning.is_ok()) {
+    log_warning("tuning file not used: " + tuning.status().message() + "; planning without it");
+    return;
+  }
+  const std::string_view family =
+      ops::plan::family_name(ops::plan::traits_of(device, impl.pipelines->preferred_variant()).family);
+  if (tuning->family != family) {
+    log_warning("tuning file '" + path + "' was measured with the " + tuning->family + " kernels, and " + device.name +
+                " runs the " + std::string(family) + " kernels here; planning without it");
+    return;
+  }
+  impl.tuned_plan = tuning->kernel_plan;
+  log_info("tuning file '" + path + "': " + (impl.tuned_plan.empty() ? "the plan's own choices" : impl.tuned_plan));
 }
 
 }  // namespace
@@ -119,6 +142,7 @@ Result<Context> Context::create(const ContextOptions& options) {
   if (const char* env = std::getenv("RILL_KERNEL_PLAN"); impl->kernel_plan.empty() && env != nullptr)
     impl->kernel_plan = env;
   RILL_RETURN_IF_ERROR(ops::plan::parse_overrides(impl->kernel_plan).status());
+  load_tuning(*impl, options.tuning_path);
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   pool_info.queueFamilyIndex = device.queue_family();
@@ -132,6 +156,10 @@ Result<Context> Context::create(const ContextOptions& options) {
 
 const DeviceInfo& Context::device() const { return impl_->device->info(); }
 const std::string& Context::selection_reason() const { return impl_->selection_reason; }
+const std::string& Context::tuned_plan() const { return impl_->tuned_plan; }
+std::string Context::kernel_family() const {
+  return std::string(ops::plan::family_name(ops::plan::traits_of(*this).family));
+}
 bool Context::device_lost() const { return impl_->device->lost(); }
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 void Context::reset_peak_memory() { impl_->allocator->reset_peak(); }

@@ -34,6 +34,7 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::unique_ptr<vk::PipelineManager> pipelines;
   std::string selection_reason;
   std::string kernel_plan;  // ContextOptions::kernel_plan or RILL_KERNEL_PLAN, validated at creation
+  std::string tuned_plan;   // the tuning file's plan (ContextOptions::tuning_path), validated; empty: none
   vk::UniqueCommandPool transfer_pool;  // one-shot copies for Context::upload/download
 
   // Runs a one-shot command buffer and waits for it.

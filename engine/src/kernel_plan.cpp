@@ -58,6 +58,9 @@ namespace {
 DeviceTraits traits_in(const DeviceInfo& device, const rill::detail::ContextImpl& ctx) {
   DeviceTraits d = traits_of(device, ctx.pipelines->preferred_variant());
   if (auto forced = parse_overrides(ctx.kernel_plan); forced.is_ok()) d.forced = forced.value();
+  // Later keys win: the forced choices over the tuned ones (both validated at creation).
+  if (!ctx.tuned_plan.empty())
+    if (auto tuned = parse_overrides(ctx.tuned_plan + "," + ctx.kernel_plan); tuned.is_ok()) d.tuned = tuned.value();
   return d;
 }
 
@@ -66,6 +69,14 @@ DeviceTraits traits_in(const DeviceInfo& device, const rill::detail::ContextImpl
 DeviceTraits traits_of(const Sequence& seq) { return traits_in(seq.device(), *rill::detail::Access::impl(seq).ctx); }
 
 DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill::detail::Access::impl(ctx)); }
+
+bool tunable_key(std::string_view key) {
+  for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "la_tile",
+                             "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
+                             "icl_layers_per_dispatch", "matmul_layout", "matmul_coop"})
+    if (key == k) return true;
+  return false;
+}
 
 Result<PlanOverrides> parse_overrides(std::string_view text) {
   PlanOverrides out;
@@ -281,7 +292,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                            : "a task per invocation" + layers + " (" + icl->reason + ")"});
   }
   const LmDecodeShape lm;
-  const LmDecodePlan decode = fused_decode_plan(d, lm);
+  const auto planned = lm_decode(d, lm);
+  const LmDecodePlan decode = planned.is_ok() ? planned.value() : fused_decode_plan(d, lm);
   out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",
                  decode.fused ? "fused: 2 dispatches per layer, workgroups of " + std::to_string(decode.workgroup) +
                                     ", FFN slices of " + std::to_string(decode.ffn_slice) + ", " +

@@ -82,7 +82,14 @@ struct DeviceTraits {
   bool fixed_subgroup = true;
   std::array<uint32_t, 3> cooperative_matrix_f16{};  // DeviceCaps' M x N x K; zeros: none
   PlanOverrides forced;
+  // A tuning file's choices (ContextOptions::tuning_path, written by `rill tune`) with the forced
+  // ones over them: each plan takes them where they fit the device and the shape, and plans as
+  // without them elsewhere (a forced choice is refused instead). Empty: no tuning.
+  std::optional<PlanOverrides> tuned;
 };
+// The tuning keys a tuning file may hold: the choices that are a device's preference rather than
+// a test's or a workaround's (the matmul's tile and K splits follow the shape and stay the plan's).
+bool tunable_key(std::string_view key);
 // From the device and its quirks; `family` empty: the device's own preference ("cpu" or "gpu"
 // otherwise, as ContextOptions::kernel_variant / RILL_KERNEL_VARIANT force it).
 DeviceTraits traits_of(const DeviceInfo& device, std::string_view family);

@@ -30,8 +30,11 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
   auto shared_bytes = [&](uint64_t tile) {
     return 4 * (uint64_t(block) * (block + 1) + block * (tile + 1) + tile * 128 + extra);
   };
-  // A forced depth is kept or refused (0: the op says so), never silently changed.
+  // A forced depth is kept or refused (0: the op says so), never silently changed; a tuned one is
+  // kept where it fits.
   if (d.forced.block_tile) return shared_bytes(*d.forced.block_tile) <= d.shared_bytes ? *d.forced.block_tile : 0;
+  if (d.tuned && d.tuned->block_tile && shared_bytes(*d.tuned->block_tile) <= d.shared_bytes)
+    return *d.tuned->block_tile;
   uint32_t tile = 16;
   while (tile > 4 && shared_bytes(tile) > d.shared_bytes) tile /= 2;
   return shared_bytes(tile) <= d.shared_bytes ? tile : 0;
@@ -227,19 +230,31 @@ Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearA
 
 }  // namespace
 
+namespace {
+
+// The tuned choices where they fit `fit` (refused choices fall back to the plan without them).
+Result<LinearAttentionPlan> tuned_or_planned(const DeviceTraits& d, const LinearAttentionShape& s,
+                                             const LinearAttentionShape& fit, const char* op) {
+  if (const auto tuned = tuned_traits(d))
+    if (auto p = scan_or_chunked(*tuned, s, fit, op); p.is_ok()) return p;
+  return scan_or_chunked(d, s, fit, op);
+}
+
+}  // namespace
+
 Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, const LinearAttentionShape& s) {
-  return scan_or_chunked(d, s, s, "linear_attention");
+  return tuned_or_planned(d, s, s, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s) {
-  return scan_or_chunked(d, s, s, "linear_attention");
+  return tuned_or_planned(d, s, s, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {
   // The gradients exchange Dk and Dv: every pass must fit the wider of the two in both places.
   LinearAttentionShape square = s;
   square.dk = square.dv = std::max(s.dk, s.dv);
-  return scan_or_chunked(d, s, square, "linear_attention_backward");
+  return tuned_or_planned(d, s, square, "linear_attention_backward");
 }
 
 }  // namespace rill::ops::plan

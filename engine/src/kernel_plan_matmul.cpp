@@ -13,7 +13,10 @@ constexpr uint64_t kSplitPartialBytes = 64ull << 20;
 
 }  // namespace
 
-MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
+MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
+  // Tuned choices (the accumulator layout) fit every shape: the checks below apply to them too.
+  const std::optional<DeviceTraits> tuned = tuned_traits(device);
+  const DeviceTraits& d = tuned ? *tuned : device;
   MatmulPlan p;
   // The register kernel loops K / SG times per invocation, the shared-memory one K / 16 times: under a
   // driver loop limit (lavapipe) a long K goes to the shared-memory kernel.
@@ -86,7 +89,12 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s) {
 
 std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const MatmulShape& s) {
   using Coop = PlanOverrides::Coop;
-  const Coop mode = d.forced.matmul_coop.value_or(d.cooperative_matrix_f16[0] != 0 ? Coop::kNative : Coop::kOff);
+  // A tuned choice of the native fragments counts only where the device has them.
+  std::optional<Coop> chosen = d.forced.matmul_coop;
+  if (!chosen && d.tuned && d.tuned->matmul_coop != Coop::kEmulated &&
+      (d.tuned->matmul_coop != Coop::kNative || d.cooperative_matrix_f16[0] != 0))
+    chosen = d.tuned->matmul_coop;
+  const Coop mode = chosen.value_or(d.cooperative_matrix_f16[0] != 0 ? Coop::kNative : Coop::kOff);
   if (mode == Coop::kOff || !s.f16 || !s.rows_vectorizable) return std::nullopt;
   CoopMatmulPlan p;
   p.emulated = mode == Coop::kEmulated;

@@ -85,6 +85,12 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
 }
 
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
+  // Tuned choices where they fit: a tuned grid or column count that leaves the per-op graph where
+  // the plan's own sizes fuse does not.
+  if (const auto tuned = tuned_traits(d)) {
+    auto p = lm_decode(*tuned, s);
+    if (p.is_ok() && (p->fused || tuned->forced.lm_decode_fused == false || !fused_decode_plan(d, s).fused)) return p;
+  }
   LmDecodePlan p = fused_decode_plan(d, s);
   // Forcing a fused kernel's parameter forces the fused kernels too: refused by name, never ignored.
   if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns) && !p.fused && d.forced.lm_decode_fused != false)
@@ -108,6 +114,8 @@ bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens) {
 }
 
 Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s) {
+  if (const auto tuned = tuned_traits(d))  // tuned choices where they fit
+    if (auto p = icl_layers(*tuned, s); p.is_ok()) return p;
   IclLayersPlan p;
   const uint64_t mat = uint64_t(s.width) * s.width, token_elems = uint64_t(s.tokens) * s.width;
   // The backward's shared arrays per task (the forward's are fewer): tokens, gradient and input

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "kernel_plan.hpp"
 
@@ -15,6 +16,16 @@ inline uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_d
 // subgroup of at least 4 lanes.
 inline bool register_kernels_fit(const DeviceTraits& d) {
   return d.family == Family::kCpu && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
+}
+
+// The traits with the tuned choices as the forced ones and no tuning left (empty without tuning):
+// a plan tries them first and keeps the result where it fits.
+inline std::optional<DeviceTraits> tuned_traits(const DeviceTraits& d) {
+  if (!d.tuned) return std::nullopt;
+  DeviceTraits t = d;
+  t.forced = *d.tuned;
+  t.tuned.reset();
+  return t;
 }
 
 // The fused decoding kernels' sizes, or why they do not fit (lm_decode without the forced choices).

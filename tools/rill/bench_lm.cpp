@@ -20,23 +20,10 @@
 namespace rill_cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
 bool report(const rill::Status& s, const char* what) {
   if (s.is_ok()) return true;
   std::fprintf(stderr, "rill bench lm %s: %s\n", what, s.to_string().c_str());
   return false;
-}
-
-std::vector<uint32_t> prompt_of(uint64_t n, uint32_t vocab) {
-  std::vector<uint32_t> t(n);
-  uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (auto& v : t) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    v = uint32_t(x % vocab);
-  }
-  return t;
 }
 
 // Median ms per decoded token over `tokens` greedy steps from the session's position.
@@ -126,6 +113,16 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
 
 }  // namespace
 
+std::vector<uint32_t> random_prompt(uint64_t n, uint32_t vocab) {
+  std::vector<uint32_t> t(n);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (auto& v : t) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = uint32_t(x % vocab);
+  }
+  return t;
+}
+
 bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   const bool quick = args.quick;
   rill::lm::ModelConfig config;  // width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
@@ -177,7 +174,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   {  // Warm-up: the first prefill and decode create the pipelines; no figure should include that.
     auto warm = model->session();
     if (!report(warm.status(), "session")) return false;
-    auto logits = warm->prefill(prompt_of(std::min<uint64_t>(lengths.front(), 2 * config.block + 1), config.vocab));
+    auto logits = warm->prefill(random_prompt(std::min<uint64_t>(lengths.front(), 2 * config.block + 1), config.vocab));
     if (!report(logits.status(), "warm-up")) return false;
     if (!report(time_decode(*warm, std::move(logits).value(), 2).status(), "warm-up")) return false;
   }
@@ -185,7 +182,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   for (uint64_t n : lengths) {
     auto session = model->session();
     if (!report(session.status(), "session")) return false;
-    const auto prompt = prompt_of(n, config.vocab);
+    const auto prompt = random_prompt(n, config.vocab);
     ctx.reset_peak_memory();
     const auto t0 = Clock::now();
     auto logits = session->prefill(prompt);
@@ -262,7 +259,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     if (!report(session.status(), "softmax session")) return false;
     std::vector<float> logits(config.vocab, 0.0f);
     if (n <= soft_prefill_max) {
-      const auto prompt = prompt_of(n, config.vocab);
+      const auto prompt = random_prompt(n, config.vocab);
       ctx.reset_peak_memory();
       const auto t0 = Clock::now();
       auto l = session->prefill(prompt);

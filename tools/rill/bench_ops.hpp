@@ -2,6 +2,8 @@
 // achieved GFLOP/s and GB/s, and the share of the device's own measured peak at that intensity.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,14 @@
 #include "rill/rill.hpp"
 
 namespace rill_cli {
+
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// `n` tokens below `vocab` from a fixed xorshift sequence: the same prompt in every run.
+std::vector<uint32_t> random_prompt(uint64_t n, uint32_t vocab);
 
 struct OpTiming {
   double median_ms = 0.0;

@@ -41,6 +41,17 @@ struct BenchArgs {
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench(const BenchArgs& args);
 
+struct TuneArgs {
+  std::string out = "rill-tuning.json";
+  std::string jobs = "lm,icl";
+  bool quick = false;
+  std::string lm_config;                   // empty: the default model
+  std::string icl_setting = "vladymyrov";  // ahn1 or vladymyrov
+  std::string family;                      // cpu or gpu; empty: the device's own
+};
+CLI::App* add_tune_command(CLI::App& app, TuneArgs& args);
+int run_tune(const TuneArgs& args);
+
 struct ProfileArgs {
   std::string trace = "rill-trace.json";
   std::string roofline;  // SVG path; empty: none

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   IclTasksArgs icl_tasks;
   IclDiagnoseArgs icl_diagnose;
   GenerateArgs generate;
+  TuneArgs tune;
   CLI::App* profile_cmd = nullptr;
   const std::vector<Command> commands = {
       {add_info_command(app, info), [&] { return run_info(info); }},
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
       {add_icl_tasks_command(app, icl_tasks), [&] { return run_icl_tasks(icl_tasks); }},
       {add_icl_diagnose_command(app, icl_diagnose), [&] { return run_icl_diagnose(icl_diagnose); }},
       {add_generate_command(app, generate), [&] { return run_generate(generate); }},
+      {add_tune_command(app, tune), [&] { return run_tune(tune); }},
   };
 
   if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1], "")) return 2;

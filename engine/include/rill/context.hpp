@@ -69,6 +69,10 @@ struct ContextOptions {
   // columns per workgroup, e.g. 256x16). Unknown keys or values make
   // Context::create fail with InvalidArgument.
   std::string kernel_plan;
+  // A tuning file written by `rill tune` on this device (rill/tuning.hpp); also RILL_TUNING. Its
+  // choices are taken where they fit, under the forced ones. A missing, malformed or foreign file
+  // (another device, driver, limit profile or kernel family) is ignored with a warning.
+  std::string tuning_path;
   // Run within a limit profile ("mali", "adreno", "vulkan11-minimum"; see device.hpp); also
   // RILL_LIMIT_PROFILE. Empty: the device's own limits. An unknown name fails Context::create.
   std::string limit_profile;
@@ -134,6 +138,11 @@ class RILL_API Context {
   // every executable's; empty where they are not captured (ContextOptions::pipeline_statistics) or the
   // driver reports none. NotFound for an id this context never gave.
   Result<std::vector<PipelineStatistic>> pipeline_statistics(uint32_t pipeline) const;
+  // The kernel family this context's plans take: "cpu" (register kernels, CPU drivers) or "gpu"
+  // (the device's preference, or ContextOptions::kernel_variant / RILL_KERNEL_VARIANT).
+  std::string kernel_family() const;
+  // The tuning file's kernel plan this context plans with ("key=value,..."); empty without one.
+  const std::string& tuned_plan() const;
 
  private:
   friend struct detail::Access;

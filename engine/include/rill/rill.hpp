@@ -14,4 +14,5 @@
 #include "rill/sequence.hpp"
 #include "rill/status.hpp"
 #include "rill/tensor.hpp"
+#include "rill/tuning.hpp"
 #include "rill/version.hpp"
