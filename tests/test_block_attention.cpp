@@ -195,11 +195,17 @@ GPU_TEST_CASE("block attention backward matches the reference gradients", "[bloc
                         {1, 2, 41, 5, 24, 20, true},
                         // Blocks past 64 (and heads past 64 on CPU drivers): the generic kernels.
                         {1, 1, 150, 8, 12, 100, true}};
+  // Under emulation (each case's register kernels took qemu 15-20 s to compile): every fourth case,
+  // both causal forms and the generic kernels among them.
+  if (rill_test::emulated()) WARN("backward cases 2-4 and 6-8 left out under emulation (compile time)");
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     INFO(ctx.kernel_variant("util/saxpy").value());
     uint32_t seed = 900;
     for (DType dtype : rill_test::float_dtypes(ctx))
-      for (const Case& c : cases) run_backward_case(ctx, c, dtype, seed += 10);
+      for (size_t i = 0; i < std::size(cases); ++i) {
+        seed += 10;
+        if (!rill_test::emulated() || i % 4 == 0) run_backward_case(ctx, cases[i], dtype, seed);
+      }
   }
 }
 

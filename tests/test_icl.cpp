@@ -141,6 +141,12 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
   };
   // Both layer-kernel variants: a task per invocation (CPU drivers) and a workgroup per task (GPUs).
   for (const char* variant : {"icl_layers=per-task", "icl_layers=per-workgroup"}) {
+    // Under emulation the 48 models' unrolled kernels took qemu 13 minutes to compile: the device's
+    // own variant only (the forced one is the same shaders, run natively in every other suite).
+    if (rill_test::emulated() && std::string_view(variant) == "icl_layers=per-workgroup") {
+      WARN("the workgroup layer kernels left out under emulation (compile time)");
+      continue;
+    }
     auto options = rill_test::validated_options();
     options.kernel_plan = variant;
     auto ctx = rill_test::make_context(options);
