@@ -217,8 +217,8 @@ int run_tune(const TuneArgs& args) {
   const std::string family = probe->kernel_family();
   const bool gpu = family == "gpu";
   const Sizes sizes{.prompt = args.quick ? (gpu ? 8192u : 512u) : (gpu ? 65536u : 4096u),
-                    .decode_tokens = args.quick ? 4 : 16,
-                    .reps = args.quick ? 2 : 3,
+                    .decode_tokens = args.quick ? 16 : 48,
+                    .reps = 3,
                     .icl_steps = args.quick ? 5 : (gpu ? 200 : 30)};
   rill::lm::ModelConfig config;
   if (!args.lm_config.empty()) {
