@@ -73,7 +73,7 @@ void load_tuning(detail::ContextImpl& impl, std::string path) {
   const DeviceInfo& device = impl.device->info();
   auto tuning = read_tuning_file(path, device);
   if (!tuning.is_ok()) {
-    log_warning("tuning file not used: " + tuning.status().message() + "; planning without it");
+    log_warning(tuning.status().message() + "; planning without it");
     return;
   }
   const std::string_view family =

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <utility>
 
 #include "core/file_io.hpp"
 #include "core/json_keys.hpp"
@@ -61,7 +62,9 @@ Status write_tuning_file(const std::string& path, const DeviceInfo& device, cons
 }
 
 Result<TuningFile> read_tuning_file(const std::string& path, const DeviceInfo& device) {
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, kMaxBytes));
+  auto read = read_file(path, kMaxBytes);
+  if (!read.is_ok()) return read.status().with_context("tuning file");
+  const std::vector<uint8_t> bytes = std::move(read).value();
   const std::string where = "tuning file '" + path + "'";
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (auto dup = first_duplicate_key(text)) return data_loss(where + " has the key '" + *dup + "' twice");
