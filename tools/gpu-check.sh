@@ -50,7 +50,7 @@ run_step() {  # name, limit in seconds, command...
 for s in "${steps[@]}"; do
   case $s in
     info) run_step info 20 "$rill" info ;;
-    la) run_step la 130 "$rill" bench --op linear_attention --peers ;;
+    la) run_step la 180 "$rill" bench --op linear_attention --peers ;;
     block) run_step block 40 "$rill" bench --op block_attention --peers ;;
     matmul) run_step matmul 45 "$rill" bench --op matmul --peers ;;
     rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
@@ -89,10 +89,12 @@ for s in "${steps[@]}"; do
                      done
                    done ;;
     la_sweep) for tile in 8 32; do  # the parallel linear-attention passes' tile depth (16 in the default run)
-                run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention
+                run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention \
+                  --la-forms chunked_parallel
               done
               # the state scan as one serial walk per window (the default cuts it into ~sqrt(window) runs)
-              run_step la_scan_serial 60 env RILL_KERNEL_PLAN=la_scan_groups=1 "$rill" bench --op linear_attention ;;
+              run_step la_scan_serial 60 env RILL_KERNEL_PLAN=la_scan_groups=1 "$rill" bench --op linear_attention \
+                --la-forms chunked_parallel ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
           run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul
           run_step lm_f16 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-precision f16 \

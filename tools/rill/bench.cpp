@@ -148,6 +148,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
       ->check(CLI::IsMember({"f32", "f16"}));
   cmd->add_flag("--lm-no-baseline", a.lm_no_baseline,
                 "lm: skip the softmax-attention baseline (a large config's quadratic baseline takes hours)");
+  cmd->add_option("--la-forms", a.la_forms,
+                  "linear_attention: comma-separated forms to time (chunked_parallel, chunked_serial, scan, "
+                  "recurrent, naive; default: all), e.g. only the GPU form in a plan sweep")
+      ->check([](const std::string& forms) { return unknown_linear_attention_form(forms); });
   return cmd;
 }
 
@@ -178,7 +182,8 @@ int run_bench(const BenchArgs& args) {
     // Measured fresh by every run (and written to the cache that profiles use).
     auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});
     if (!check(peaks.status())) return 1;
-    if (kernels) ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops, args.quick, peaks.value(), records);
+    if (kernels)
+      ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops, args.quick, args.la_forms, peaks.value(), records);
     doc["device_peak"] = {{"fma_f32_gflops", peaks->fma_f32_gflops}, {"fma_f16_gflops", peaks->fma_f16_gflops},
                           {"copy_gbps", peaks->copy_gbps}, {"dispatch_latency_us", peaks->dispatch_latency_us}};
   }

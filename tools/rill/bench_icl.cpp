@@ -56,7 +56,11 @@ bool bench_icl_grid(rill::Context& ctx, bool quick, nlohmann::json& out) {
   auto run_grid = [&] { return grid->train(steps).status(); };
   auto run_alone = [&] { return alone->train(steps).status(); };
   if (timed(run_grid, "grid warm-up") < 0 || timed(run_alone, "warm-up") < 0) return false;
-  const double grid_s = timed(run_grid, "grid"), alone_s = timed(run_alone, "one model");
+  // Each timed run straight after GPU load of its own (keep_gpu_busy: clocks).
+  if (timed([&] { return keep_gpu_busy(ctx, run_grid); }, "grid warm-up") < 0) return false;
+  const double grid_s = timed(run_grid, "grid");
+  if (timed([&] { return keep_gpu_busy(ctx, run_alone); }, "warm-up") < 0) return false;
+  const double alone_s = timed(run_alone, "one model");
   if (grid_s < 0 || alone_s < 0) return false;
   const TrainConfig& c = configs.front();
   out.push_back(
@@ -84,7 +88,9 @@ bool bench_icl_eval(rill::Context& ctx, bool quick, nlohmann::json& out) {
   }
   EvalOptions options;
   options.tasks = 256;  // warm-up: pipelines and caches
-  if (timed([&] { return trainer->evaluate(options).status(); }, "evaluation warm-up") < 0) return false;
+  auto evaluate_small = [&] { return trainer->evaluate(options).status(); };
+  if (timed(evaluate_small, "evaluation warm-up") < 0) return false;
+  if (timed([&] { return keep_gpu_busy(ctx, evaluate_small); }, "evaluation warm-up") < 0) return false;
   options.tasks = quick ? 10000 : 100000;
   rill::Result<EvalReport> report = rill::internal_error("not run");
   const double seconds = timed(
@@ -126,6 +132,12 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
       return false;
     }
     if (!trainer->train(s.config.read_every).is_ok()) return false;  // warm-up: pipelines, caches
+    const rill::Status warmed =
+        keep_gpu_busy(ctx, [&] { return trainer->train(s.config.read_every).status(); });  // GPU clocks
+    if (!warmed.is_ok()) {
+      std::fprintf(stderr, "rill bench icl: warm-up: %s\n", warmed.to_string().c_str());
+      return false;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     auto records = trainer->train(steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

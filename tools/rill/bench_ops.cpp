@@ -26,6 +26,9 @@ rill::Tensor random_tensor(rill::Context& ctx, rill::DType dtype, std::vector<in
 
 // GPUs (thousands of GFLOP/s, against lavapipe's ~70) get shapes worth timing: longer sequences,
 // bigger products, a tighter time budget for the slow reference forms.
+// The forms of causal linear attention the bench times, in order (--la-forms selects).
+constexpr const char* kLinearAttentionForms[] = {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"};
+
 bool large_device(const rill::DevicePeaks& peaks) { return peaks.fma_f32_gflops >= 2000.0; }
 
 bool report(const rill::Status& s, const char* what) {
@@ -98,7 +101,11 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
 // position at a time, i.e. chunks of 1). Sequences longer than one segment run as segments that
 // continue the state, as a long prefill does, so memory stays bounded. Then the non-causal forward
 // and the causal backward.
-bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+bool bench_linear_attention(bool quick, const std::string& la_forms, const rill::DevicePeaks& peaks,
+                            nlohmann::json& out) {
+  auto timed_form = [&](const std::string& form) {
+    return la_forms.empty() || ("," + la_forms + ",").find("," + form + ",") != std::string::npos;
+  };
   // Each form in its own context; RILL_KERNEL_PLAN's other choices (la_tile=32, ...) still apply.
   const char* env_plan = std::getenv("RILL_KERNEL_PLAN");
   const std::string others = env_plan != nullptr && *env_plan != '\0' ? std::string(env_plan) + "," : "";
@@ -126,9 +133,9 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
   std::vector<std::pair<int64_t, int64_t>> head_shapes = {{4, 64}};
   if (large) head_shapes.push_back({8, 32});
   for (const auto& [heads, d] : head_shapes)
-    for (const char* form : {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"}) {
+    for (const char* form : kLinearAttentionForms) {
       const std::string f = form;
-      if (heads != 4 && f != "chunked_parallel") continue;
+      if ((heads != 4 && f != "chunked_parallel") || !timed_form(f)) continue;
       rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
       double last_ms = 0.0;
       int64_t last_n = 0;
@@ -184,6 +191,7 @@ bool bench_linear_attention(bool quick, const rill::DevicePeaks& peaks, nlohmann
   const int64_t heads = 4, d = 64;
   for (const char* form : {"chunked_parallel", "chunked_serial", "scan"}) {
     const std::string f = form;
+    if (!timed_form(f)) continue;
     rill::Context& ctx = contexts.at(f == "chunked_parallel" ? "parallel" : f == "scan" ? "scan" : "serial");
     for (const char* op : {"linear_attention_noncausal", "linear_attention_causal_bwd"}) {
       const bool backward = std::string(op) == "linear_attention_causal_bwd";
@@ -271,11 +279,22 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
   return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
+rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run) {
+  if (ctx.device().type == rill::DeviceType::kCpu) return rill::Status::ok();
+  double warmup_ms = 300.0;
+  if (const char* env = std::getenv("RILL_BENCH_WARMUP_MS"); env != nullptr && *env != '\0')
+    warmup_ms = std::strtod(env, nullptr);
+  const auto t0 = Clock::now();
+  while (ms_since(t0) < warmup_ms) RILL_RETURN_IF_ERROR(run());
+  return rill::Status::ok();
+}
+
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
   const bool gpu_time = ctx.device().caps.timestamps;
   RILL_ASSIGN_OR_RETURN(rill::Sequence seq, ctx.sequence({.timestamps = gpu_time}));
   RILL_RETURN_IF_ERROR(record(seq));
-  RILL_RETURN_IF_ERROR(seq.run());  // warm-up
+  RILL_RETURN_IF_ERROR(seq.run());  // warm-up: pipelines, caches
+  RILL_RETURN_IF_ERROR(keep_gpu_busy(ctx, [&] { return seq.run(); }));
   std::vector<OpTiming> runs;
   for (int r = 0; r < reps; ++r) {
     OpTiming run;
@@ -344,12 +363,26 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
           {"kernels", kernels_json(t)}};
 }
 
-bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const rill::DevicePeaks& peaks,
-                   nlohmann::json& records) {
+std::string unknown_linear_attention_form(const std::string& forms) {
+  for (size_t start = 0; start <= forms.size();) {
+    const size_t comma = std::min(forms.find(',', start), forms.size());
+    const std::string name = forms.substr(start, comma - start);
+    if (std::find(std::begin(kLinearAttentionForms), std::end(kLinearAttentionForms), name) ==
+        std::end(kLinearAttentionForms))
+      return "unknown linear-attention form '" + name +
+             "' (known: chunked_parallel, chunked_serial, scan, "
+             "recurrent, naive)";
+    start = comma + 1;
+  }
+  return "";
+}
+
+bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const std::string& la_forms,
+                   const rill::DevicePeaks& peaks, nlohmann::json& records) {
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
   if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
-  if (wants("linear_attention") && !bench_linear_attention(quick, peaks, records)) return false;
+  if (wants("linear_attention") && !bench_linear_attention(quick, la_forms, peaks, records)) return false;
   if (wants("block_attention") && !bench_block_attention(ctx, quick, peaks, records)) return false;
   return true;
 }

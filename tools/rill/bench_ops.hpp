@@ -40,6 +40,14 @@ struct OpTiming {
   std::map<std::string, Kernel> kernels;
 };
 
+// GPUs lower their clocks within milliseconds of idling (the host generating a large input, or a
+// PyTorch peer's process, is idle enough) and need sustained load to raise them again: on the H200,
+// ops timed a few runs straight after such a pause ran 2-5x slower than the same dispatches timed
+// after others. So on GPUs `run` repeats until the device has been busy for RILL_BENCH_WARMUP_MS
+// (default 300; 0 turns it off), before any run is timed. CPU drivers run on the host's own clocks,
+// so their figures stay as before: `run` is not called there.
+rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run);
+
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
 // the median of the summed GPU time of its dispatches (host time where there are no timestamps).
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps);
@@ -50,9 +58,14 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points);
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
                          const OpTiming& t, const rill::DevicePeaks& peaks);
 
-// Appends records for the kernels named in `ops` (rmsnorm, ...). Returns false on an error.
-bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const rill::DevicePeaks& peaks,
-                   nlohmann::json& records);
+// Appends records for the kernels named in `ops` (rmsnorm, ...); linear attention in `la_forms`
+// only (comma-separated; empty: every form). Returns false on an error.
+bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const std::string& la_forms,
+                   const rill::DevicePeaks& peaks, nlohmann::json& records);
+
+// An error message naming the first of the comma-separated `forms` that is not a linear-attention
+// form rill bench times; empty when all are known.
+std::string unknown_linear_attention_form(const std::string& forms);
 
 // ICL training throughput at the papers' settings; with_torch also times the PyTorch-CPU baseline.
 bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out);

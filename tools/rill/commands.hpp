@@ -37,6 +37,7 @@ struct BenchArgs {
   std::string lm_precision = "f32";             // lm: activations and weights, f32 or f16
   uint32_t lm_segment = 0;                      // lm: prefill segment (0: the model's default)
   bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
+  std::string la_forms;  // linear_attention: the forms to time (comma-separated); empty: every form
 };
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench(const BenchArgs& args);

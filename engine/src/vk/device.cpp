@@ -66,6 +66,7 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   coop.cooperativeMatrix = VK_TRUE;
   memory_model.vulkanMemoryModel = VK_TRUE;  // glslang declares it in every cooperative-matrix kernel
+  memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;  // atomics default to device scope
   if (cooperative_matrix) {
     *tail = &coop;
     coop.pNext = &memory_model;

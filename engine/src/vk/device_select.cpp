@@ -31,7 +31,7 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
 
 // The cooperative-matrix shape rill's matmul can use: subgroup scope, f16 A and B, f32 C and D,
 // 16 x 16 x 16 (preferred) or 16 x 8 x 16. The kernels also need the Vulkan memory model (glslang
-// declares it with the extension) and 16-bit floats in shared memory. Zeros: none.
+// declares it with the extension) with device scope, and 16-bit floats in shared memory. Zeros: none.
 std::array<uint32_t, 3> cooperative_matrix_f16_shape(VkPhysicalDevice device,
                                                      const std::vector<VkExtensionProperties>& exts, bool v12,
                                                      bool float16) {
@@ -46,7 +46,10 @@ std::array<uint32_t, 3> cooperative_matrix_f16_shape(VkPhysicalDevice device,
   features2.pNext = &coop;
   coop.pNext = &memory_model;
   vkGetPhysicalDeviceFeatures2(device, &features2);
-  if (!coop.cooperativeMatrix || !memory_model.vulkanMemoryModel) return {};
+  // Device scope too: enabling the memory model without it makes every atomic with the default
+  // (device) scope invalid, which the NVIDIA driver's validation reported for rill's counters.
+  if (!coop.cooperativeMatrix || !memory_model.vulkanMemoryModel || !memory_model.vulkanMemoryModelDeviceScope)
+    return {};
   uint32_t count = 0;
   if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr) != VK_SUCCESS) return {};
   std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
