@@ -406,16 +406,6 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   for (const char* bad : {"la_scan_groups=0", "la_scan_groups=3", "la_scan_groups=128"})
     CHECK_FALSE(parse_overrides(bad).is_ok());
   CHECK(parse_overrides("la_scan_groups=8").value().la_scan_groups == 8u);
-  // la_cols: the output pass's 4 x 8 blocks in workgroups half as big; 4 and 8 only.
-  DeviceTraits wide = h100_like();
-  wide.forced = parse_overrides("la_cols=8").value();
-  const auto cols8 = linear_attention_forward(wide, la_shape(4, 16384, 64)).value();
-  CHECK(cols8.output_cols == 8u);
-  CHECK(cols8.output_workgroup == cols8.workgroup / 2);
-  const auto cols4 = linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value();
-  CHECK(cols4.output_cols == 4u);
-  CHECK(cols4.output_workgroup == cols4.workgroup);
-  for (const char* bad : {"la_cols=2", "la_cols=16", "la_cols="}) CHECK_FALSE(parse_overrides(bad).is_ok());
 }
 
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {

@@ -99,7 +99,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
       {1, 1, 256, 64, 64, FeatureMap::kIdentity, true, 64, 1},
       {1, 1, 97, 128, 40, FeatureMap::kIdentity, false, 32, 0},
   };
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_cols=8"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);
@@ -234,7 +234,7 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
   // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
   // chunked kernel and the parallel passes a GPU runs.
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_cols=8"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel"}) {
     if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
       WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
       continue;

@@ -10,8 +10,8 @@
 # at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid and with one column per
 # invocation), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
-# workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention's parallel form at tile depths 8
-# and 32, with 4 x 8 output blocks, and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
+# workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 8 and 32,
+# and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
 # default run's f16 records, and the LM in f16, whose projections take them),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
@@ -90,12 +90,6 @@ for s in "${steps[@]}"; do
                    done ;;
     la_sweep) for tile in 8 32; do  # the parallel linear-attention passes' tile depth (16 in the default run)
                 run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention \
-                  --la-forms chunked_parallel
-              done
-              # the output pass's blocks 4 x 8 in half-size workgroups (4 x 4 in the default run), alone and
-              # with tiles of 32
-              for plan in la_cols=8 la_cols=8,la_tile=32; do
-                run_step "la_${plan//[=,]/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done
               # the state scan as one serial walk per window (the default cuts it into ~sqrt(window) runs)

@@ -72,7 +72,7 @@ DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill
 
 bool tunable_key(std::string_view key) {
   for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "la_tile",
-                             "la_scan_groups", "la_cols", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
+                             "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch", "matmul_layout", "matmul_coop"})
     if (key == k) return true;
   return false;
@@ -103,13 +103,6 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) +
                                 "'; use 4, 8, 16 or 32");
       (key == "la_tile" ? out.la_tile : out.block_tile) = n;
-      continue;
-    }
-    if (key == "la_cols") {
-      // Columns of each invocation's 4 x N register block in the parallel linear-attention output pass.
-      if (value != "4" && value != "8")
-        return invalid_argument("kernel plan: la_cols is '" + std::string(value) + "'; use 4 or 8");
-      out.la_cols = value == "4" ? 4u : 8u;
       continue;
     }
     if (key == "la_scan_groups") {
@@ -198,8 +191,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_cols, "
-          "la_scan_groups, "
+          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, matmul_coop, matmul_layout, matmul_splits, matmul_tile)");
     if (value == "scan")
@@ -277,10 +269,6 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     std::string text(algorithm_name(la.value().algorithm));
     if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
       text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
-    if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel)
-      text += ", tiles of " + std::to_string(la.value().tile) + ", output blocks 4 x " +
-              std::to_string(la.value().output_cols) + " (workgroup " + std::to_string(la.value().output_workgroup) +
-              ")";
     return text;
   };
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {

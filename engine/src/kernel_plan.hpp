@@ -43,7 +43,6 @@ struct PlanOverrides {
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
-  std::optional<uint32_t> la_cols;  // "la_cols=8": columns of each invocation's block in the parallel output pass
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
@@ -227,8 +226,6 @@ struct LinearAttentionPlan {
   uint32_t workgroup = 64;              // chunked kernels
   uint32_t tile = 0;                    // parallel: rows (or inner slices) per shared-memory tile
   uint32_t scan_groups = 1;             // parallel: runs of chunks the state scan cuts a window into
-  uint32_t output_cols = 4;             // parallel: the output pass's blocks are 4 x output_cols
-  uint32_t output_workgroup = 0;        // parallel: the output pass's workgroup size
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H

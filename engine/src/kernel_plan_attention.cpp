@@ -147,20 +147,15 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
     }
   }
   const uint32_t wg = std::min(256u, d.max_invocations);
-  // The output pass's blocks: 4 x 4 (default), or 4 x 8 in workgroups half as big (la_cols=8: half
-  // the shared-memory reads per product, the same blocks per invocation).
-  const uint32_t cols = d.forced.la_cols.value_or(4);
-  const uint32_t out_wg = cols == 8 ? std::max(wg / 2, 1u) : wg;
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
-  // the scores times h(C), per round of 4 x cols blocks.
+  // the scores times h(C), per round of 4 x 4 blocks.
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
-  const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, cols), out_wg);
-  const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, cols), out_wg);
-  const uint64_t output_loops =
-      score_rounds * k_steps * (2 * ceil_div(c * tile, out_wg) + tile) +
-      out_rounds * (k_steps * (ceil_div(c * tile, out_wg) + ceil_div(tile * s.dv, out_wg) + tile) +
-                    s_steps * (ceil_div(tile * s.dv, out_wg) + tile)) +
-      8;
+  const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, 4), wg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, 4), wg);
+  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
+                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
+                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
+                                8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
   uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
@@ -175,8 +170,6 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
   p.tile = tile;
-  p.output_cols = cols;
-  p.output_workgroup = out_wg;
   // The state scan (la_par_scan.comp): on a GPU a serial walk over the window's chunks is a chain of
   // memory latencies; cut into about sqrt(window) runs it is 2 window / runs + runs steps long, for
   // twice the traffic. At least 8 elements per workgroup, so that each run's loads fill 32-byte

@@ -3,8 +3,7 @@
 // the chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
-// through shared-memory tiles, each invocation accumulating 4 x COLS blocks in registers (COLS 8
-// halves the shared-memory reads per product, for half the invocations):
+// through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers:
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
 //   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time.
@@ -16,7 +15,6 @@ layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
 layout(constant_id = 11) const bool CAUSAL = true;
 layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
-layout(constant_id = 13) const uint COLS = 4;  // columns of an invocation's block: 4 or 8
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -108,16 +106,16 @@ void main() {
   c_base = bh * p.n * p.dv;
   state_base = (CAUSAL ? bh * p.window + chunk : bh) * p.dk * p.dv;
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
-  const uint blocks_t = (len + 3) / 4, blocks_s = (len + COLS - 1) / COLS;
+  const uint blocks_t = (len + 3) / 4;
 
-  // 1. Scores: 4 x COLS blocks of (t, s).
-  for (uint round = 0; CAUSAL && round * WG_SIZE < blocks_t * blocks_s; ++round) {
+  // 1. Scores: 4 x 4 blocks of (t, s).
+  for (uint round = 0; CAUSAL && round * WG_SIZE < blocks_t * blocks_t; ++round) {
     const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_s;
-    const uint r0 = owner ? blk / blocks_s * 4 : 0, s0 = owner ? blk % blocks_s : 0;  // columns s0 + blocks_s q
-    afloat acc[4][COLS];
+    const bool owner = blk < blocks_t * blocks_t;
+    const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t : 0;  // columns s0 + blocks_t q
+    afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < COLS; ++q) acc[r][q] = 0.0;
+      for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
     afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
     uint width = min(TILE, p.dk);
     fetch_rows(true, 0, width, next_a);
@@ -135,30 +133,30 @@ void main() {
       }
       if (!owner) continue;
       for (uint kk = 0; kk < width_now; ++kk) {
-        afloat av[4], bv[COLS];
+        afloat av[4], bv[4];
         for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
-        for (uint q = 0; q < COLS; ++q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_s * q, len - 1)];
+        for (uint q = 0; q < 4; ++q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
         for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < COLS; ++q) acc[r][q] += av[r] * bv[q];
+          for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
       }
     }
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < COLS; ++q) {
-        const uint t = r0 + r, s = s0 + blocks_s * q;
+      for (uint q = 0; q < 4; ++q) {
+        const uint t = r0 + r, s = s0 + blocks_t * q;
         if (t < len && s < len) scores[t * SROW + s] = s <= t ? acc[r][q] * power[t - s] : 0.0;
       }
   }
 
-  // 2 and 3. Outputs: 4 x COLS blocks of (t, j).
-  const uint blocks_j = (p.dv + COLS - 1) / COLS;
+  // 2 and 3. Outputs: 4 x 4 blocks of (t, j).
+  const uint blocks_j = (p.dv + 3) / 4;
   for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_j;
     const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;  // columns j0 + blocks_j q
-    afloat acc[4][COLS];
+    afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < COLS; ++q) acc[r][q] = 0.0;
+      for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
     // f(A) P_c over TILE slices of the inner dimension.
     afloat next_a[ROW_PREFETCH], next_p[WIDE_PREFETCH];
     uint width = min(TILE, p.dk);
@@ -177,15 +175,15 @@ void main() {
       }
       if (!owner) continue;
       for (uint kk = 0; kk < width_now; ++kk) {
-        afloat av[4], pv[COLS];
+        afloat av[4], pv[4];
         for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
-        for (uint q = 0; q < COLS; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
+        for (uint q = 0; q < 4; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < COLS; ++q) acc[r][q] += av[r] * pv[q];
+          for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * pv[q];
       }
     }
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < COLS; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
+      for (uint q = 0; q < 4; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
     // Plus the causal scores times h(C), TILE rows of h(C) at a time.
     afloat next_c[WIDE_PREFETCH];
     uint rows = min(TILE, len);
@@ -201,16 +199,16 @@ void main() {
       }
       if (!owner) continue;
       for (uint s = 0; s < rows_now; ++s) {
-        afloat sv[4], cv[COLS];
+        afloat sv[4], cv[4];
         for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * SROW + s0 + s];
-        for (uint q = 0; q < COLS; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
+        for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
         for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < COLS; ++q) acc[r][q] += sv[r] * cv[q];
+          for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r] * cv[q];
       }
     }
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < COLS; ++q) {
+      for (uint q = 0; q < 4; ++q) {
         const uint t = r0 + r, j = j0 + blocks_j * q;
         if (t >= len || j >= p.dv) continue;
         const uint at = c_base + la_row(t0 + t) * p.dv + j;
