@@ -392,7 +392,7 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   const auto p = linear_attention_forward(gpu, la_shape(4, 16384, 64)).value();
   CHECK(p.algorithm == LinearAttentionAlgorithm::kChunkedParallel);
   CHECK(p.tile == 32);  // 40.8 KiB of the output pass's arrays fit 48 KiB
-  CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 16);  // the default
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 8);  // the default
   // The state scan's runs: about sqrt of the window's chunks (256 chunks of 64 at 16K), 32 at most.
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().scan_groups == 16);
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().scan_groups == 32);

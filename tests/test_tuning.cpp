@@ -46,7 +46,7 @@ TEST_CASE("tuned plan choices are taken where they fit, dropped where they do no
   using rill_test::mali_like;
   // A tile depth that fits: taken. Forced over tuned: the forced one.
   CHECK(linear_attention_forward(tuned(h100_like(), "la_tile=32"), la_shape(16384, 64)).value().tile == 32);
-  CHECK(linear_attention_forward(tuned(h100_like(), "la_tile=32", "la_tile=8"), la_shape(16384, 64)).value().tile == 8);
+  CHECK(linear_attention_forward(tuned(h100_like(), "la_tile=32", "la_tile=4"), la_shape(16384, 64)).value().tile == 4);
   // Where it does not fit (a phone's 16 KiB), the plan without it, not the forced form's refusal.
   const auto phone = linear_attention_forward(tuned(mali_like(), "la_tile=32"), la_shape(16384, 64));
   const auto phone_untuned = linear_attention_forward(mali_like(), la_shape(16384, 64));

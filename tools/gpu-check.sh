@@ -10,7 +10,7 @@
 # at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid and with one column per
 # invocation), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
-# workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 8 and 32,
+# workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
 # default run's f16 records, and the LM in f16, whose projections take them),
@@ -88,7 +88,7 @@ for s in "${steps[@]}"; do
                          --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
                      done
                    done ;;
-    la_sweep) for tile in 8 32; do  # the parallel linear-attention passes' tile depth (16 in the default run)
+    la_sweep) for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)
                 run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done

@@ -269,6 +269,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     std::string text(algorithm_name(la.value().algorithm));
     if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
       text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
+    if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel)
+      text += ", tiles of " + std::to_string(la.value().tile);
     return text;
   };
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
