@@ -159,15 +159,12 @@ int run_bench(const BenchArgs& args) {
   // Every name is checked before any work: a typo must not give an empty, successful run.
   static const std::set<std::string> kKnown = {"all",  "peaks",           "dispatch",        "pipeline", "rmsnorm",
                                                "matmul", "linear_attention", "block_attention", "icl",      "lm"};
-  for (size_t start = 0; start <= args.ops.size();) {
-    const size_t comma = std::min(args.ops.find(',', start), args.ops.size());
-    const std::string name = args.ops.substr(start, comma - start);
+  for (const std::string& name : comma_items(args.ops)) {
     if (!kKnown.count(name)) {
       std::fprintf(stderr, "rill bench: unknown op '%s' (known: all, peaks, dispatch, pipeline, rmsnorm, matmul, "
                            "linear_attention, block_attention, icl, lm)\n", name.c_str());
       return 2;
     }
-    start = comma + 1;
   }
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();

@@ -24,11 +24,11 @@ rill::Tensor random_tensor(rill::Context& ctx, rill::DType dtype, std::vector<in
   return std::move(t).value();
 }
 
-// GPUs (thousands of GFLOP/s, against lavapipe's ~70) get shapes worth timing: longer sequences,
-// bigger products, a tighter time budget for the slow reference forms.
 // The forms of causal linear attention the bench times, in order (--la-forms selects).
 constexpr const char* kLinearAttentionForms[] = {"chunked_parallel", "chunked_serial", "scan", "recurrent", "naive"};
 
+// GPUs (thousands of GFLOP/s, against lavapipe's ~70) get shapes worth timing: longer sequences,
+// bigger products, a tighter time budget for the slow reference forms.
 bool large_device(const rill::DevicePeaks& peaks) { return peaks.fma_f32_gflops >= 2000.0; }
 
 bool report(const rill::Status& s, const char* what) {
@@ -103,8 +103,9 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
 // and the causal backward.
 bool bench_linear_attention(bool quick, const std::string& la_forms, const rill::DevicePeaks& peaks,
                             nlohmann::json& out) {
+  const std::vector<std::string> selected = comma_items(la_forms);
   auto timed_form = [&](const std::string& form) {
-    return la_forms.empty() || ("," + la_forms + ",").find("," + form + ",") != std::string::npos;
+    return la_forms.empty() || std::find(selected.begin(), selected.end(), form) != selected.end();
   };
   // Each form in its own context; RILL_KERNEL_PLAN's other choices (la_tile=32, ...) still apply.
   const char* env_plan = std::getenv("RILL_KERNEL_PLAN");
@@ -363,17 +364,22 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
           {"kernels", kernels_json(t)}};
 }
 
+std::vector<std::string> comma_items(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 std::string unknown_linear_attention_form(const std::string& forms) {
-  for (size_t start = 0; start <= forms.size();) {
-    const size_t comma = std::min(forms.find(',', start), forms.size());
-    const std::string name = forms.substr(start, comma - start);
+  for (const std::string& name : comma_items(forms))
     if (std::find(std::begin(kLinearAttentionForms), std::end(kLinearAttentionForms), name) ==
         std::end(kLinearAttentionForms))
       return "unknown linear-attention form '" + name +
-             "' (known: chunked_parallel, chunked_serial, scan, "
-             "recurrent, naive)";
-    start = comma + 1;
-  }
+             "' (known: chunked_parallel, chunked_serial, scan, recurrent, naive)";
   return "";
 }
 

@@ -63,6 +63,10 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
 bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const std::string& la_forms,
                    const rill::DevicePeaks& peaks, nlohmann::json& records);
 
+// The items of a comma-separated list, empty ones included ("" gives one empty item), so that a
+// stray comma is reported as an unknown name rather than skipped.
+std::vector<std::string> comma_items(const std::string& list);
+
 // An error message naming the first of the comma-separated `forms` that is not a linear-attention
 // form rill bench times; empty when all are known.
 std::string unknown_linear_attention_form(const std::string& forms);
