@@ -87,6 +87,12 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   const DeviceTraits d = h100_like();
   CHECK_FALSE(rmsnorm_forward(d, 4096).register_kernel);
   CHECK(rmsnorm_forward(d, 4096).workgroup == 256);
+  // Few long rows widen the generic kernel's workgroup (the grid within ~128K invocations, two or
+  // more vectors each); many rows keep 256, and so do CPU drivers.
+  CHECK(rmsnorm_forward(d, 8192, 64).workgroup == 1024);
+  CHECK(rmsnorm_forward(d, 8192, 4096).workgroup == 256);
+  CHECK(rmsnorm_forward(d, 4096, 64).workgroup == 512);
+  CHECK(rmsnorm_forward(lavapipe_like(), 8192, 64).workgroup == lavapipe_like().subgroup);
   CHECK_FALSE(rmsnorm_backward(d, 1024, 4096).has_value());
   const MatmulPlan m = matmul(d, {.m = 1024, .n = 1024, .k = 1024});
   CHECK_FALSE(m.register_kernel);
@@ -228,18 +234,25 @@ TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {
 }
 
 TEST_CASE("kernel plan: RMSNorm's dgain is summed in row blocks that fit the grid and the loop budget", "[plan]") {
-  const auto gpu = rmsnorm_backward_gain(h100_like(), 16384).value();
+  const auto gpu = rmsnorm_backward_gain(h100_like(), 16384, 1024).value();
   CHECK(gpu.rows_per_block == 128);
   CHECK(gpu.blocks == 128);
-  CHECK(rmsnorm_backward_gain(h100_like(), 100).value().blocks == 1);
-  const auto cpu = rmsnorm_backward_gain(lavapipe_like(), 1u << 24).value();
+  CHECK(rmsnorm_backward_gain(h100_like(), 100, 16384).value().blocks == 1);
+  // Few rows of few columns: blocks down to 8 rows until about 256 workgroups (64 x 8192 in vectors
+  // of 4: 32 column groups, 8 blocks); never fewer than 8 rows per block.
+  const auto thin = rmsnorm_backward_gain(h100_like(), 64, 2048).value();
+  CHECK(thin.rows_per_block == 8);
+  CHECK(thin.blocks == 8);
+  CHECK(rmsnorm_backward_gain(h100_like(), 5, 2048).value().blocks == 1);
+  CHECK(rmsnorm_backward_gain(lavapipe_like(), 64, 2048).value().blocks == 1);  // CPU drivers: long blocks
+  const auto cpu = rmsnorm_backward_gain(lavapipe_like(), 1u << 24, 4096).value();
   CHECK(uint64_t(cpu.rows_per_block) * cpu.blocks >= (1u << 24));
   CHECK(cpu.rows_per_block <= lavapipe_like().loop_budget);
   CHECK(cpu.blocks <= lavapipe_like().loop_budget);
   CHECK(cpu.blocks <= 65535);
   DeviceTraits tight = lavapipe_like();
   tight.loop_budget = 100;
-  CHECK(rmsnorm_backward_gain(tight, 20000).status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(rmsnorm_backward_gain(tight, 20000, 4096).status().code() == rill::StatusCode::kOutOfRange);
   // The blocks' sum: a column per invocation on CPU drivers; on GPUs slices of at least 8 blocks.
   CHECK(rmsnorm_gain_sum(lavapipe_like(), 256).slices == 1);
   CHECK(rmsnorm_gain_sum(h100_like(), 512).slices == 32);

@@ -215,12 +215,25 @@ Status check_loop_budget(const DeviceTraits& d, const DeviceInfo& device, uint64
                       std::to_string(vk::quirk_flags_for(device).max_loop_iterations));
 }
 
+namespace {
+
+// The generic RMSNorm backward's plan in words: dx's workgroup per row and dgain's row blocks.
+std::string generic_backward(const DeviceTraits& d, const RmsnormPlan& r, uint32_t rows, uint32_t dim) {
+  std::string text = "a workgroup of " + std::to_string(r.workgroup) + " per row for dx; dgain";
+  const auto gain = rmsnorm_backward_gain(d, rows, dim / r.vector_width);
+  if (!gain.is_ok()) return text + ": " + gain.status().message();
+  return text + " in " + std::to_string(gain->blocks) + " blocks of " + std::to_string(gain->rows_per_block) + " rows" +
+         (gain->blocks > 1 ? ", then their ordered sum" : "");
+}
+
+}  // namespace
+
 std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   std::vector<PlanSummary> out;
   auto slices = [](uint32_t n) { return n > 1 ? ", summed in " + std::to_string(n) + " slices" : std::string(); };
-  for (const auto& [rows, dim] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {16384, 256}}) {
+  for (const auto& [rows, dim] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {16384, 256}, {64, 8192}}) {
     const std::string shape = std::to_string(rows) + " x " + std::to_string(dim);
-    const RmsnormPlan r = rmsnorm_forward(d, dim);
+    const RmsnormPlan r = rmsnorm_forward(d, dim, rows);
     out.push_back({"rmsnorm_forward", shape,
                    r.register_kernel
                        ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
@@ -232,7 +245,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                    rb ? "one pass per block of " + std::to_string(rb->rows_per_block) + " rows (" +
                             std::to_string(rb->blocks) + " blocks of dgain sums" +
                             slices(rmsnorm_gain_sum(d, rb->blocks).slices) + ")"
-                      : "a workgroup per row for dx, then dgain's two-level column sum"});
+                      : generic_backward(d, r, rows, dim)});
   }
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (const auto& [rows, inner] : {std::pair<uint64_t, uint64_t>{1, 1024}, {1024, 1024}, {256, 4096}}) {

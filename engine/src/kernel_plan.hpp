@@ -109,7 +109,8 @@ uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths);
 
 // RMSNorm forward (also with the residual). The register kernels run on CPU drivers (rows up to
 // 4096) and on GPUs for narrow rows (up to 1024), where the generic kernel's passes over a short
-// row are each a wait on memory.
+// row are each a wait on memory. `rows` (0: unknown) widens the generic kernel's workgroup on GPUs
+// where few long rows would leave most of the device idle.
 struct RmsnormPlan {
   bool register_kernel = false;  // rmsnorm_fwd_register: a subgroup keeps its rows in registers
   uint32_t workgroup = 0;        // generic kernel: invocations per row; register kernel: the subgroup
@@ -117,7 +118,7 @@ struct RmsnormPlan {
   uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
   uint32_t vector_width = 1;     // elements per load (4 where rows divide into them)
 };
-RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim);
+RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim, uint32_t rows = 0);
 
 // RMSNorm backward where the forward takes the register kernel: rmsnorm_bwd_register, a workgroup
 // of `subgroups` subgroups per block of rows computing dx and the block's dgain sums in one pass;
@@ -130,12 +131,13 @@ struct RmsnormBackwardPlan {
 std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim);
 
 // RMSNorm backward's dgain: a two-level column sum, `blocks` partial sums of `rows_per_block` rows
-// each (parallel over rows as well as columns), then one ordered sum of the blocks. OutOfRange when
-// even the largest blocks exceed the loop budget.
+// each (parallel over rows as well as columns), then one ordered sum of the blocks. `columns`: the
+// first level's invocations along a row (dim over the vector width), 64 per workgroup. OutOfRange
+// when even the largest blocks exceed the loop budget.
 struct RmsnormGainPlan {
   uint32_t rows_per_block = 0, blocks = 0;
 };
-Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows);
+Result<RmsnormGainPlan> rmsnorm_backward_gain(const DeviceTraits& d, uint32_t rows, uint32_t columns);
 // The ordered sum of `blocks` partial rows of dgain (rmsnorm_bwd_gain_sum): `slices` invocations
 // per column, each over every slices-th block, in workgroups of `workgroup`.
 struct RmsnormGainSumPlan {

@@ -34,7 +34,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                         std::vector<const Tensor*> bindings, bool has_gain, float eps, uint32_t row_tensors,
                         uint32_t reread, uint32_t flops_per_element, uint32_t es) {
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
-  const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim);
+  const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim, rd.rows);
   if (p.register_kernel) {
     // rmsnorm_fwd_register.glsl: each subgroup keeps its share of rows_per_group rows in registers.
     const uint32_t sg = p.workgroup, groups = (rd.rows + p.rows_per_group - 1) / p.rows_per_group;
@@ -137,13 +137,14 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     if (!dgain || reg->blocks == 1) return Status::ok();
     return sum_gain_blocks(seq, *partial, *dgain, reg->blocks, rd.dim);
   }
+  // dx: the forward's generic kernel's workgroup and loads (the same walk over each row, twice).
+  const plan::RmsnormPlan row_plan = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim, rd.rows);
+  const uint32_t wg = row_plan.workgroup, vector_width = row_plan.vector_width;
   plan::RmsnormGainPlan gain_plan;
   if (dgain) {
     if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
-    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows));
+    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows, rd.dim / vector_width));
   }
-  const uint32_t wg = detail::reduction_workgroup(seq, rd.dim);
-  const uint32_t vector_width = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim).vector_width;
   RILL_RETURN_IF_ERROR(seq.dispatch(
       {.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)),
                                          vector_width, suffix),
