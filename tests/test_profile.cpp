@@ -293,3 +293,14 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
   CHECK(rill::cached_device_peaks(ctx, dir).is_ok());
   std::filesystem::remove_all(dir);
 }
+
+GPU_TEST_CASE("a same-size copy is timed for any byte count, and refused past one dispatch", "[profile][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto small = rill::copy_ms(ctx, 1000, 2);  // rounded up to whole vectors of 4 floats
+  REQUIRE(small.is_ok());
+  CHECK(*small > 0.0);
+  auto large = rill::copy_ms(ctx, 8ull << 20, 2);
+  REQUIRE(large.is_ok());
+  CHECK(*large > 0.0);
+  CHECK(rill::copy_ms(ctx, 32ull * UINT32_MAX + 64, 1).status().code() == rill::StatusCode::kInvalidArgument);
+}

@@ -52,12 +52,23 @@ bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peak
       auto rstd = random_tensor(ctx, rill::DType::kF32, {rows}, 6);
       auto dg = random_tensor(ctx, rill::DType::kF32, {dim}, 7);
       const nlohmann::json shape = {{"rows", rows}, {"dim", dim}, {"dtype", suffix}};
+      // Next to each: one copy dispatch moving the bytes the op must (forward: x in, y out; backward:
+      // x and dy in, dx out), the fair floor where a dispatch's fixed cost outweighs the transfer.
+      const uint64_t row_bytes = uint64_t(rows) * dim * rill::dtype_size(dtype);
+      auto with_copy = [&](nlohmann::json record, uint64_t bytes) -> bool {
+        auto copy = rill::copy_ms(ctx, bytes, reps);
+        if (!report(copy.status(), "rmsnorm copy")) return false;
+        record["copy_same_bytes_ms"] = *copy;
+        record["copy_same_bytes_ratio"] = *copy / record["median_ms"].get<double>();
+        out.push_back(std::move(record));
+        return true;
+      };
       auto fwd = time_op(ctx, [&](rill::Sequence& s) { return rill::ops::rmsnorm_forward(s, x, &g, y, rstd); }, reps);
       if (!report(fwd.status(), "rmsnorm")) return false;
-      out.push_back(op_record("rmsnorm_fwd", "", shape, fwd.value(), peaks));
+      if (!with_copy(op_record("rmsnorm_fwd", "", shape, fwd.value(), peaks), 2 * row_bytes)) return false;
       auto bwd = time_op(ctx, [&](rill::Sequence& s) { return rill::ops::rmsnorm_backward(s, x, &g, rstd, dy, dx, &dg); }, reps);
       if (!report(bwd.status(), "rmsnorm")) return false;
-      out.push_back(op_record("rmsnorm_bwd", "", shape, bwd.value(), peaks));
+      if (!with_copy(op_record("rmsnorm_bwd", "", shape, bwd.value(), peaks), 3 * row_bytes)) return false;
     }
   }
   return true;

@@ -39,6 +39,10 @@ struct PeakOptions {
 RILL_API Result<DevicePeaks> device_peaks(Context& context, const PeakOptions& options = {});
 // Cached peaks only; NotFound when nothing is cached for this device.
 RILL_API Result<DevicePeaks> cached_device_peaks(Context& context, const std::string& cache_dir = {});
+// GPU milliseconds (host where the device has no timestamps; best of `reps`) of the copy kernel
+// behind copy_gbps moving `bytes` (half read, half written) in one dispatch: what a memory-bound op
+// of that size is compared with where a dispatch's fixed cost outweighs its transfer.
+RILL_API Result<double> copy_ms(Context& context, uint64_t bytes, int reps = 5);
 
 // One event of the trace. Times in microseconds on the host's steady clock.
 struct ProfileEvent {

@@ -58,7 +58,8 @@ Result<double> fma_gflops(Context& ctx, const char* kernel, uint32_t invocations
   return flops / (ms * 1e-3) / 1e9;
 }
 
-Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
+// Best time of the copy kernel over vec4s vectors of 4 floats (32 bytes moved each).
+Result<double> copy_vec4_ms(Context& ctx, uint32_t vec4s, int reps) {
   RILL_ASSIGN_OR_RETURN(Tensor src, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_src"));
   RILL_ASSIGN_OR_RETURN(Tensor dst, ctx.tensor(DType::kF32, {int64_t(vec4s) * 4}, "peak_copy_dst"));
   const gpu::CountPush push{vec4s};
@@ -68,7 +69,11 @@ Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
              .groups = {(vec4s + peak_workgroup(ctx) - 1) / peak_workgroup(ctx), 1, 1},
              .spec = {gpu::spec("WG_SIZE", peak_workgroup(ctx))},
              .bytes = 32ull * vec4s};
-  RILL_ASSIGN_OR_RETURN(double ms, best_ms(ctx, d, reps));
+  return best_ms(ctx, d, reps);
+}
+
+Result<double> copy_gbps(Context& ctx, uint32_t vec4s, int reps) {
+  RILL_ASSIGN_OR_RETURN(double ms, copy_vec4_ms(ctx, vec4s, reps));
   return 32.0 * vec4s / (ms * 1e-3) / 1e9;
 }
 
@@ -88,6 +93,12 @@ Result<double> dispatch_latency_us(Context& ctx, int reps) {
 }
 
 }  // namespace
+
+Result<double> copy_ms(Context& ctx, uint64_t bytes, int reps) {
+  const uint64_t vec4s = std::max<uint64_t>(1, (bytes + 31) / 32);
+  if (vec4s > UINT32_MAX) return invalid_argument("copy_ms: " + std::to_string(bytes) + " bytes is more than one copy");
+  return copy_vec4_ms(ctx, uint32_t(vec4s), std::max(reps, 1));
+}
 
 Result<DevicePeaks> cached_device_peaks(Context& ctx, const std::string& cache_dir) {
   return detail::read_cached_peaks(ctx.device(), cache_dir);
