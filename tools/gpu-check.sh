@@ -12,6 +12,7 @@
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
 # workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
+# matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
 # default run's f16 records, and the LM in f16, whose projections take them),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
@@ -70,6 +71,11 @@ for s in "${steps[@]}"; do
               RILL_TEST=1 RILL_LIMIT_PROFILE=mali build/release/bin/rill_tests' ;;
     gpu_tests) run_step gpu_tests 90 env RILL_TEST=1 build/release/bin/rill_tests \
                  "[matmul],icl: the GPU task sampler*,lm fused decoding equals the per-op graph*" ;;
+    # The LM's 65536 x 256 x 512 (m x n x k) product ran 3.1-4.4 ms on the H200 at every tile while
+    # 65536 x 512 x 256 ran 0.72-0.79: the same FLOPs and k steps, A's rows 2 KiB apart instead of 1.
+    # Which dimension does it (K, N, M, a power-of-two row stride)? Each product at the plan's tile.
+    matmul_probe) run_step matmul_probe 90 "$rill" bench --op matmul --peers --matmul-shapes \
+                    65536x256x512,65536x512x256,65536x256x256,65536x512x512,65536x256x1024,32768x256x512,65536x256x520,65536x264x512 ;;
     matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped; do
                     run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul
                   done ;;

@@ -152,6 +152,13 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
                   "linear_attention: comma-separated forms to time (chunked_parallel, chunked_serial, scan, "
                   "recurrent, naive; default: all), e.g. only the GPU form in a plan sweep")
       ->check([](const std::string& forms) { return unknown_linear_attention_form(forms); });
+  cmd->add_option("--matmul-shapes", a.matmul_shapes,
+                  "matmul: comma-separated MxNxK products to time instead of the bench's own, e.g. "
+                  "65536x256x512,65536x256x256")
+      ->check([](const std::string& shapes) {
+        const auto parsed = parse_matmul_shapes(shapes);
+        return std::holds_alternative<std::string>(parsed) ? std::get<std::string>(parsed) : std::string();
+      });
   return cmd;
 }
 
@@ -180,7 +187,9 @@ int run_bench(const BenchArgs& args) {
     auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});
     if (!check(peaks.status())) return 1;
     if (kernels)
-      ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops, args.quick, args.la_forms, peaks.value(), records);
+      ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops,
+                               {.quick = args.quick, .la_forms = args.la_forms, .matmul_shapes = args.matmul_shapes},
+                               peaks.value(), records);
     doc["device_peak"] = {{"fma_f32_gflops", peaks->fma_f32_gflops}, {"fma_f16_gflops", peaks->fma_f16_gflops},
                           {"copy_gbps", peaks->copy_gbps}, {"dispatch_latency_us", peaks->dispatch_latency_us}};
   }

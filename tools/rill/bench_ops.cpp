@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -75,7 +76,9 @@ bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peak
 }
 
 // Both kernel families on this device, each in its own context (the family is a context setting).
-bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
+// `given`: the shapes to time ({m, n, k}); empty: the bench's own.
+bool bench_matmul(bool quick, const std::vector<std::array<int64_t, 3>>& given, const rill::DevicePeaks& peaks,
+                  nlohmann::json& out) {
   const int reps = quick ? 2 : 5;
   std::vector<std::array<int64_t, 3>> shapes =  // {m, n, k}
       quick ? std::vector<std::array<int64_t, 3>>{{512, 512, 512}}
@@ -85,6 +88,7 @@ bool bench_matmul(bool quick, const rill::DevicePeaks& peaks, nlohmann::json& ou
     shapes.push_back({65536, 512, 256});
     shapes.push_back({65536, 256, 512});
   }
+  if (!given.empty()) shapes = given;
   for (const char* family : {"cpu", "gpu"}) {
     rill::ContextOptions options;
     options.kernel_variant = family;
@@ -394,12 +398,44 @@ std::string unknown_linear_attention_form(const std::string& forms) {
   return "";
 }
 
-bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const std::string& la_forms,
+std::variant<std::vector<std::array<int64_t, 3>>, std::string> parse_matmul_shapes(const std::string& shapes) {
+  std::vector<std::array<int64_t, 3>> out;
+  if (shapes.empty()) return out;
+  for (const std::string& item : comma_items(shapes)) {
+    std::array<int64_t, 3> mnk{};
+    size_t start = 0;
+    bool ok = true;
+    for (size_t i = 0; i < 3 && ok; ++i) {
+      const size_t end = i < 2 ? item.find('x', start) : item.size();
+      if (end == std::string::npos) {
+        ok = false;
+        break;
+      }
+      const char* first = item.data() + start;
+      const auto [ptr, ec] = std::from_chars(first, item.data() + end, mnk[i]);
+      ok = ec == std::errc() && ptr == item.data() + end && mnk[i] >= 1 && mnk[i] <= (1 << 20);
+      start = end + 1;
+    }
+    const auto [m, n, k] = mnk;
+    if (!ok || m * k > (int64_t(1) << 31) || k * n > (int64_t(1) << 31) || m * n > (int64_t(1) << 31))
+      return "bad matmul shape '" + item + "' (MxNxK, each 1 to 1048576, at most 2^31 elements a matrix)";
+    out.push_back(mnk);
+  }
+  return out;
+}
+
+bool bench_kernels(rill::Context& ctx, const std::string& ops, const KernelBenchOptions& options,
                    const rill::DevicePeaks& peaks, nlohmann::json& records) {
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
+  const bool quick = options.quick;
+  const auto shapes = parse_matmul_shapes(options.matmul_shapes);
+  if (const auto* error = std::get_if<std::string>(&shapes)) {  // checked by the command line already
+    std::fprintf(stderr, "rill bench: %s\n", error->c_str());
+    return false;
+  }
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
-  if (wants("matmul") && !bench_matmul(quick, peaks, records)) return false;
-  if (wants("linear_attention") && !bench_linear_attention(quick, la_forms, peaks, records)) return false;
+  if (wants("matmul") && !bench_matmul(quick, std::get<0>(shapes), peaks, records)) return false;
+  if (wants("linear_attention") && !bench_linear_attention(quick, options.la_forms, peaks, records)) return false;
   if (wants("block_attention") && !bench_block_attention(ctx, quick, peaks, records)) return false;
   return true;
 }

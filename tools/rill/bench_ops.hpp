@@ -2,6 +2,7 @@
 // achieved GFLOP/s and GB/s, and the share of the device's own measured peak at that intensity.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "rill/rill.hpp"
@@ -58,9 +60,14 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points);
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
                          const OpTiming& t, const rill::DevicePeaks& peaks);
 
-// Appends records for the kernels named in `ops` (rmsnorm, ...); linear attention in `la_forms`
-// only (comma-separated; empty: every form). Returns false on an error.
-bool bench_kernels(rill::Context& ctx, const std::string& ops, bool quick, const std::string& la_forms,
+// Appends records for the kernels named in `ops` (rmsnorm, ...), linear attention in the options'
+// forms only and matmul at their shapes. Returns false on an error.
+struct KernelBenchOptions {
+  bool quick = false;
+  std::string la_forms;       // linear_attention: comma-separated forms; empty: every form
+  std::string matmul_shapes;  // matmul: comma-separated MxNxK; empty: the bench's own shapes
+};
+bool bench_kernels(rill::Context& ctx, const std::string& ops, const KernelBenchOptions& options,
                    const rill::DevicePeaks& peaks, nlohmann::json& records);
 
 // The items of a comma-separated list, empty ones included ("" gives one empty item), so that a
@@ -70,6 +77,10 @@ std::vector<std::string> comma_items(const std::string& list);
 // An error message naming the first of the comma-separated `forms` that is not a linear-attention
 // form rill bench times; empty when all are known.
 std::string unknown_linear_attention_form(const std::string& forms);
+
+// The products of the comma-separated `MxNxK` items (C [M, N] = A [M, K] B [K, N]), or an error
+// message naming the first malformed one (each dimension 1 to 2^20, at most 2^31 elements a matrix).
+std::variant<std::vector<std::array<int64_t, 3>>, std::string> parse_matmul_shapes(const std::string& shapes);
 
 // ICL training throughput at the papers' settings; with_torch also times the PyTorch-CPU baseline.
 bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out);

@@ -38,6 +38,7 @@ struct BenchArgs {
   uint32_t lm_segment = 0;                      // lm: prefill segment (0: the model's default)
   bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
   std::string la_forms;  // linear_attention: the forms to time (comma-separated); empty: every form
+  std::string matmul_shapes;  // matmul: MxNxK products to time (comma-separated); empty: the bench's own
 };
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench(const BenchArgs& args);
