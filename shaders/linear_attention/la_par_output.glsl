@@ -6,7 +6,8 @@
 // through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers:
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
-//   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time.
+//   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time, each block only up to its own
+//      last row (the causal mask's zeros are skipped).
 // Without CAUSAL (the non-causal form, never decayed) every position sees the whole sequence:
 // out_t = f(a_t) S with S the total state, which la_par_scan leaves in the state buffer (bound as
 // chunk_states, one per head); only product 2 runs. With STATE_TRANSPOSED the states were made by
@@ -198,7 +199,11 @@ void main() {
         fetch_wide(false, s0 + TILE, rows, next_c);
       }
       if (!owner) continue;
-      for (uint s = 0; s < rows_now; ++s) {
+      // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + 3 add nothing. An
+      // owner's rows are shared by the blocks_j neighbouring invocations, so whole subgroups stop
+      // together, and the causal half of the product is skipped rather than multiplied by zero.
+      const uint rows_needed = min(rows_now, r0 + 4u > s0 ? r0 + 4u - s0 : 0u);
+      for (uint s = 0; s < rows_needed; ++s) {
         afloat sv[4], cv[4];
         for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * SROW + s0 + s];
         for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
