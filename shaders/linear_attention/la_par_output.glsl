@@ -4,7 +4,8 @@
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
 // through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers:
-//   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory;
+//   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
+//      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
 //   3. plus scores h(C) [len, DV], TILE rows of h(C) at a time, each block only up to its own
 //      last row (the causal mask's zeros are skipped).
@@ -114,6 +115,9 @@ void main() {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_t;
     const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t : 0;  // columns s0 + blocks_t q
+    // Columns q with blocks_t q > r0 + 3 lie past every row of the block for every s0: masked, left
+    // at zero. The bound depends on r0 only, shared by blocks_t neighbouring invocations.
+    const uint live_q = min(4u, (r0 + 3u) / blocks_t + 1u);
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -136,9 +140,11 @@ void main() {
       for (uint kk = 0; kk < width_now; ++kk) {
         afloat av[4], bv[4];
         for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
-        for (uint q = 0; q < 4; ++q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
+        for (uint q = 0; q < 4; ++q)
+          if (q < live_q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
         for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
+          for (uint q = 0; q < 4; ++q)
+            if (q < live_q) acc[r][q] += av[r] * bv[q];
       }
     }
     if (!owner) continue;
