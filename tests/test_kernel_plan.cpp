@@ -308,6 +308,13 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(gpu.workgroup == 256);
   CHECK(gpu.ffn_slice == 16);
   CHECK(gpu.lane_groups == 1);  // four columns per invocation, so that more invocations split the rows
+  CHECK(gpu.row_batch == 4);    // weight loads four rows at a time on GPUs, one on CPU drivers
+  CHECK(cpu.row_batch == 1);
+  {
+    DeviceTraits rows = h100_like();
+    rows.forced = parse_overrides("lm_decode_rows=8").value();
+    CHECK(lm_decode(rows, model).value().row_batch == 8);
+  }
   LmDecodeShape odd = model;
   odd.vocab = 250;  // not in fours: single columns
   CHECK(lm_decode(h100_like(), odd).value().lane_groups == 0);
@@ -321,6 +328,7 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   REQUIRE_FALSE(undivided.is_ok());
   CHECK(undivided.status().message().find("8 columns per invocation") != std::string::npos);
   CHECK_FALSE(parse_overrides("lm_decode_columns=2").is_ok());
+  CHECK_FALSE(parse_overrides("lm_decode_rows=3").is_ok());
   CHECK(lm_decode(mali_like(), model).value().fused);
   // TransNormerLLM-385M with int8 weights (width 1024, heads of 128, LRPE) fits lavapipe's loop
   // limit with four columns per load.

@@ -476,7 +476,10 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
 // model's widths are in fours: each invocation takes 4 columns and the rows split up to 128 ways
 // (slices of no rows at the narrow products).
 GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu]") {
-  const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"}, {"gpu", ",lm_decode_grid=64x4"}};
+  // 32 x 4 with loads of 4 rows: 6-row slices of the mixer's products, a batch and a tail each.
+  const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"},
+                                           {"gpu", ",lm_decode_grid=64x4"},
+                                           {"gpu", ",lm_decode_grid=32x4,lm_decode_rows=4"}};
   ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
   c.decay = {0.9f, 1.0f, 0.75f};
   check_fused_decode(rill::lm::Weights::random(c, 7).value(), {.softmax_capacity = 16}, 1e-4, 2e-4, "every layer kind",
@@ -490,10 +493,12 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
   check_fused_decode(rill::lm::Weights::random(c, 9).value(), {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0,
                      "LRPE and output gate, f16 weights", grids);
   // Forced columns per invocation: 16 on a GPU grid of 64 invocations (widths in sixteens; small
-  // enough for a phone's 16 KiB of shared memory), 1 on the CPU one.
+  // enough for a phone's 16 KiB of shared memory), 1 on the CPU one; weight loads 8 and 2 rows at a
+  // time (the products' row slices leave tails of every length).
   check_fused_decode(rill::lm::Weights::random(in_sixteens({LayerKind::kNorm, LayerKind::kSoftmax}), 10).value(),
                      {.softmax_capacity = 16}, 1e-4, 2e-4, "forced columns per invocation",
-                     {{"gpu", ",lm_decode_grid=64x16,lm_decode_columns=16"}, {"cpu", ",lm_decode_columns=1"}});
+                     {{"gpu", ",lm_decode_grid=64x16,lm_decode_columns=16,lm_decode_rows=8"},
+                      {"cpu", ",lm_decode_columns=1,lm_decode_rows=2"}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {

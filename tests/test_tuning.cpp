@@ -86,6 +86,7 @@ TEST_CASE("tuned plan choices are taken where they fit, dropped where they do no
   // What a tuning file may hold: the device's preferences, not the shape-following matmul tiles.
   CHECK(tunable_key("la_tile"));
   CHECK(tunable_key("lm_decode_grid"));
+  CHECK(tunable_key("lm_decode_rows"));
   CHECK_FALSE(tunable_key("matmul_tile"));
   CHECK_FALSE(tunable_key("matmul_splits"));
 }

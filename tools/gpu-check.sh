@@ -7,8 +7,8 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid and with one column per
-# invocation), segment_sweep (LM prefill in longer segments and
+# at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid, with one column per
+# invocation and with weight loads 1 and 8 rows at a time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
 # workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
@@ -85,7 +85,12 @@ for s in "${steps[@]}"; do
                   done
                   # One column per invocation, as before the products took four (the plan's default).
                   run_step decode_columns_1 30 env RILL_KERNEL_PLAN="lm_decode_columns=1" "$rill" bench --op lm \
-                    --lm-no-baseline --lm-max-tokens 4096 ;;
+                    --lm-no-baseline --lm-max-tokens 4096
+                  # Weight loads a row at a time (as before the plan's batches of 4), and 8 at a time.
+                  for rows in 1 8; do
+                    run_step "decode_rows_$rows" 30 env RILL_KERNEL_PLAN="lm_decode_rows=$rows" "$rill" bench \
+                      --op lm --lm-no-baseline --lm-max-tokens 4096
+                  done ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
     segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192

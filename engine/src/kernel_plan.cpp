@@ -71,8 +71,8 @@ DeviceTraits traits_of(const Sequence& seq) { return traits_in(seq.device(), *ri
 DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill::detail::Access::impl(ctx)); }
 
 bool tunable_key(std::string_view key) {
-  for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "la_tile",
-                             "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
+  for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows",
+                             "la_tile", "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch", "matmul_layout", "matmul_coop"})
     if (key == k) return true;
   return false;
@@ -180,6 +180,14 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_grid = std::pair<uint32_t, uint32_t>{wg, cols};
       continue;
     }
+    if (key == "lm_decode_rows") {
+      uint32_t n = 0;
+      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
+      if (!parsed || (n != 1 && n != 2 && n != 4 && n != 8))
+        return invalid_argument("kernel plan: lm_decode_rows is '" + std::string(value) + "'; use 1, 2, 4 or 8");
+      out.lm_decode_rows = n;
+      continue;
+    }
     if (key == "lm_decode_columns") {
       uint32_t n = 0;
       const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
@@ -193,7 +201,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
           "la_tile, linear_attention, "
-          "lm_decode, lm_decode_columns, lm_decode_grid, matmul_coop, matmul_layout, matmul_splits, matmul_tile)");
+          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_layout, matmul_splits, "
+          "matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -312,7 +321,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",
                  decode.fused ? "fused: 2 dispatches per layer, workgroups of " + std::to_string(decode.workgroup) +
                                     ", FFN slices of " + std::to_string(decode.ffn_slice) + ", " +
-                                    std::to_string(decode.logit_columns) + " logits per workgroup"
+                                    std::to_string(decode.logit_columns) + " logits per workgroup, weight loads " +
+                                    std::to_string(decode.row_batch) + " rows at a time"
                               : "per-op: " + decode.per_op_reason});
   return out;
 }

@@ -61,6 +61,9 @@ struct PlanOverrides {
   // "lm_decode_columns=4": adjacent columns per invocation in the fused decoding products (1, 4, 8
   // or 16; refused where the model's widths do not divide into them).
   std::optional<uint32_t> lm_decode_columns;
+  // "lm_decode_rows=4": rows whose weight loads the fused decoding products issue together (1, 2,
+  // 4 or 8).
+  std::optional<uint32_t> lm_decode_rows;
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -271,6 +274,7 @@ struct LmDecodePlan {
   uint32_t logit_columns = 0;        // logits per workgroup
   uint32_t in_max = 0, out_max = 0;  // the kernels' shared rows (spec constants IN_MAX, OUT_MAX)
   uint32_t lane_groups = 0;          // CPU drivers: groups of 4 adjacent columns per invocation, a load each per row
+  uint32_t row_batch = 1;            // rows whose weight loads a product issues before their FMAs
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);

@@ -57,6 +57,11 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
   };
   if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
+  // GPUs: a product's weight loads four rows at a time, one wait on memory per four rows of an
+  // invocation's serial walk (not yet timed against one: tools/gpu-check.sh decode_sweep). CPU
+  // drivers one, as before: lavapipe showed no difference beyond its noise (default model, rill
+  // bench --op lm --quick, 1 and 4 alternated three times: 5.1-8.7 and 4.1-8.0 ms per token).
+  p.row_batch = d.forced.lm_decode_rows.value_or(d.family == Family::kGpu ? 4 : 1);
   if (shared_bytes() > d.shared_bytes)
     return per_op("the fused kernels need " + std::to_string(shared_bytes()) + " bytes of shared memory");
   const uint32_t bindings = 9 + 5 * s.bindings_per_weight;  // the mixer's: the most of the three
@@ -93,7 +98,8 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
   }
   LmDecodePlan p = fused_decode_plan(d, s);
   // Forcing a fused kernel's parameter forces the fused kernels too: refused by name, never ignored.
-  if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns) && !p.fused && d.forced.lm_decode_fused != false)
+  if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns || d.forced.lm_decode_rows) && !p.fused &&
+      d.forced.lm_decode_fused != false)
     return invalid_argument("lm decode: the forced fused kernels do not fit: " + p.per_op_reason);
   if (d.forced.lm_decode_fused == false) {
     p.fused = false;

@@ -29,6 +29,11 @@
 layout(constant_id = 12) const uint LANE_GROUPS = 0;
 const uint LANE_SLOTS = LANE_GROUPS > 0u ? LANE_GROUPS : 1u;  // a private array's length
 
+// Rows whose weight loads a product issues together before their FMAs: one memory wait per batch
+// instead of one per row where a GPU's compiler would otherwise wait row by row (the same sums
+// in the same order either way; the plan's row_batch).
+layout(constant_id = 13) const uint ROW_BATCH = 1;
+
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
 const uint GROUP_COLUMNS = 4u * LANE_SLOTS;  // an invocation's adjacent columns (LANE_GROUPS > 0)
@@ -81,8 +86,20 @@ float storage_round(float v) { return float(sfloat(v)); }
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord, w = c / kPackedF16PerWord;       \
     vec4 acc[LANE_SLOTS];                                                                                     \
+    uvec2 ws[ROW_BATCH][LANE_SLOTS];                                                                          \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
-    for (uint r = r0; r < r1; ++r) {                                                                           \
+    uint r = r0;                                                                                               \
+    for (; r + ROW_BATCH <= r1; r += ROW_BATCH) {                                                              \
+      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u) {                                                       \
+        const uint base = (b * rows + row0 + r + u) * per_row + w;                                             \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                     \
+          ws[u][q] = uvec2(words##i[base + 2u * q], words##i[base + 2u * q + 1u]);                             \
+      }                                                                                                        \
+      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                     \
+          acc[q] += mv_in[r + u] * vec4(rill_unpack_half2(ws[u][q].x), rill_unpack_half2(ws[u][q].y));         \
+    }                                                                                                          \
+    for (; r < r1; ++r) {                                                                                      \
       const uint base = (b * rows + row0 + r) * per_row + w;                                                   \
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                       \
         acc[q] += mv_in[r] * vec4(rill_unpack_half2(words##i[base + 2u * q]),                                 \
@@ -98,11 +115,17 @@ float storage_round(float v) { return float(sfloat(v)); }
     return float(dense##i[k / 4u][k % 4u]);                                                                    \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
-    vec4 acc[LANE_SLOTS];                                                                                     \
+    vec4 acc[LANE_SLOTS], w[ROW_BATCH][LANE_SLOTS];                                                           \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     const uint stride = cols / 4u;                                                                             \
-    uint k = ((b * rows + row0 + r0) * cols + c) / 4u;                                                         \
-    for (uint r = r0; r < r1; ++r, k += stride)                                                                \
+    uint k = ((b * rows + row0 + r0) * cols + c) / 4u, r = r0;                                                 \
+    for (; r + ROW_BATCH <= r1; r += ROW_BATCH, k += ROW_BATCH * stride) {                                     \
+      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) w[u][q] = vec4(dense##i[k + u * stride + q]);       \
+      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r + u] * w[u][q];                   \
+    }                                                                                                          \
+    for (; r < r1; ++r, k += stride)                                                                           \
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r] * vec4(dense##i[k + q]);           \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }

@@ -52,12 +52,13 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
   const bool gpu = family == "gpu";
   std::vector<Knob> all;
   if (gpu) {
-    all = {{"lm prefill", "la_tile", {"8", "32"}},
+    all = {{"lm prefill", "la_tile", {"4", "16"}},  // around the plan's 8
            {"lm prefill", "la_scan_groups", {"1"}},
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"grouped"}},
            {"lm decode", "lm_decode_grid", {"128x64", "256x32", "512x8"}},
            {"lm decode", "lm_decode_columns", {"1", "8"}},
+           {"lm decode", "lm_decode_rows", {"1", "8"}},
            {"icl step", "icl_layers", {"per-task", "per-workgroup"}},
            {"icl step", "icl_tasks_per_workgroup", {"1", "2", "4", "8"}},
            {"icl step", "icl_layers_per_dispatch", {"1"}}};
