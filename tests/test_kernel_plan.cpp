@@ -329,6 +329,11 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(undivided.status().message().find("8 columns per invocation") != std::string::npos);
   CHECK_FALSE(parse_overrides("lm_decode_columns=2").is_ok());
   CHECK_FALSE(parse_overrides("lm_decode_rows=3").is_ok());
+  // Counts are whole values: trailing text, signs and empty ones are refused, not read as a prefix.
+  for (const char* bad : {"la_tile=8abc", "lm_decode_rows=4 ", "matmul_splits=+4", "lm_decode_grid=256x16x",
+                          "lm_decode_grid=x16", "icl_layers_per_dispatch=", "la_scan_groups=0"})
+    CHECK_FALSE(parse_overrides(bad).is_ok());
+  CHECK(parse_overrides("lm_decode_grid=256x16").value().lm_decode_grid == std::pair<uint32_t, uint32_t>{256, 16});
   CHECK(lm_decode(mali_like(), model).value().fused);
   // TransNormerLLM-385M with int8 weights (width 1024, heads of 128, LRPE) fits lavapipe's loop
   // limit with four columns per load.

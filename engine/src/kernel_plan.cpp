@@ -78,6 +78,26 @@ bool tunable_key(std::string_view key) {
   return false;
 }
 
+namespace {
+
+// The whole of `value` as a count; nothing where it is not one (empty, a sign, trailing text).
+std::optional<uint32_t> count_of(std::string_view value) {
+  uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return n;
+}
+
+bool one_of(std::optional<uint32_t> n, std::initializer_list<uint32_t> allowed) {
+  return n && std::find(allowed.begin(), allowed.end(), *n) != allowed.end();
+}
+
+bool power_of_two_up_to(std::optional<uint32_t> n, uint32_t most) {
+  return n && *n >= 1 && *n <= most && (*n & (*n - 1)) == 0;
+}
+
+}  // namespace
+
 Result<PlanOverrides> parse_overrides(std::string_view text) {
   PlanOverrides out;
   while (!text.empty()) {
@@ -97,33 +117,30 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key == "la_tile" || key == "block_tile") {
       // The tile depth of the parallel linear-attention passes or of the GPU block-attention kernels
       // (rows or inner slices staged in shared memory per step).
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || (n != 4 && n != 8 && n != 16 && n != 32))
+      const std::optional<uint32_t> n = count_of(value);
+      if (!one_of(n, {4, 8, 16, 32}))
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) +
                                 "'; use 4, 8, 16 or 32");
-      (key == "la_tile" ? out.la_tile : out.block_tile) = n;
+      (key == "la_tile" ? out.la_tile : out.block_tile) = *n;
       continue;
     }
     if (key == "la_scan_groups") {
       // Runs of chunks the parallel state scan cuts a window into (1: one serial walk).
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || n < 1 || n > 64 || (n & (n - 1)) != 0)
+      const std::optional<uint32_t> n = count_of(value);
+      if (!power_of_two_up_to(n, 64))
         return invalid_argument("kernel plan: la_scan_groups is '" + std::string(value) +
                                 "'; use a power of two from 1 to 64");
-      out.la_scan_groups = n;
+      out.la_scan_groups = *n;
       continue;
     }
     if (key == "icl_tasks_per_workgroup" || key == "icl_layers_per_dispatch") {
       // Tasks per workgroup: a power of two up to 64 (a cohort's model stride is a multiple of 64).
       const bool tasks = key == "icl_tasks_per_workgroup";
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || n < 1 || (tasks && (n > 64 || (n & (n - 1)) != 0)) || (!tasks && n > 1024))
+      const std::optional<uint32_t> n = count_of(value);
+      if (tasks ? !power_of_two_up_to(n, 64) : (!n || *n < 1 || *n > 1024))
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use " +
                                 (tasks ? "a power of two from 1 to 64" : "a count from 1 to 1024"));
-      (tasks ? out.icl_tasks_per_workgroup : out.icl_layers_per_dispatch) = n;
+      (tasks ? out.icl_tasks_per_workgroup : out.icl_layers_per_dispatch) = *n;
       continue;
     }
     if (key == "lm_decode") {
@@ -145,11 +162,10 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       continue;
     }
     if (key == "matmul_splits") {
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || n < 1 || n > 64)
+      const std::optional<uint32_t> n = count_of(value);
+      if (!n || *n < 1 || *n > 64)
         return invalid_argument("kernel plan: matmul_splits is '" + std::string(value) + "'; use 1 to 64");
-      out.matmul_splits = n;
+      out.matmul_splits = *n;
       continue;
     }
     if (key == "matmul_layout") {
@@ -169,31 +185,22 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key == "lm_decode_grid") {
       // GPU decoding: invocations per workgroup x FFN and logit columns per workgroup, e.g. 256x16.
       const size_t x = value.find('x');
-      uint32_t wg = 0, cols = 0;
-      const bool parsed = x != std::string_view::npos &&
-                          std::from_chars(value.data(), value.data() + x, wg).ec == std::errc() &&
-                          std::from_chars(value.data() + x + 1, value.data() + value.size(), cols).ec == std::errc();
-      if (!parsed || wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0 || cols < 4 || cols > 256 || cols % 4 != 0)
+      const std::optional<uint32_t> wg = x == std::string_view::npos ? std::nullopt : count_of(value.substr(0, x));
+      const std::optional<uint32_t> cols = x == std::string_view::npos ? std::nullopt : count_of(value.substr(x + 1));
+      if (!power_of_two_up_to(wg, 1024) || *wg < 32 || !cols || *cols < 4 || *cols > 256 || *cols % 4 != 0)
         return invalid_argument("kernel plan: lm_decode_grid is '" + std::string(value) +
                                 "'; use WORKGROUPxCOLUMNS, a power of two from 32 to 1024 and a multiple of 4 "
                                 "from 4 to 256 (e.g. 256x16)");
-      out.lm_decode_grid = std::pair<uint32_t, uint32_t>{wg, cols};
+      out.lm_decode_grid = std::pair<uint32_t, uint32_t>{*wg, *cols};
       continue;
     }
-    if (key == "lm_decode_rows") {
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || (n != 1 && n != 2 && n != 4 && n != 8))
-        return invalid_argument("kernel plan: lm_decode_rows is '" + std::string(value) + "'; use 1, 2, 4 or 8");
-      out.lm_decode_rows = n;
-      continue;
-    }
-    if (key == "lm_decode_columns") {
-      uint32_t n = 0;
-      const bool parsed = std::from_chars(value.data(), value.data() + value.size(), n).ec == std::errc();
-      if (!parsed || (n != 1 && n != 4 && n != 8 && n != 16))
-        return invalid_argument("kernel plan: lm_decode_columns is '" + std::string(value) + "'; use 1, 4, 8 or 16");
-      out.lm_decode_columns = n;
+    if (key == "lm_decode_rows" || key == "lm_decode_columns") {
+      const bool rows = key == "lm_decode_rows";
+      const std::optional<uint32_t> n = count_of(value);
+      if (rows ? !one_of(n, {1, 2, 4, 8}) : !one_of(n, {1, 4, 8, 16}))
+        return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use " +
+                                (rows ? "1, 2, 4 or 8" : "1, 4, 8 or 16"));
+      (rows ? out.lm_decode_rows : out.lm_decode_columns) = *n;
       continue;
     }
     if (key != "linear_attention")
