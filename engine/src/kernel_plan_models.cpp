@@ -60,7 +60,8 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // GPUs: a product's weight loads four rows at a time, one wait on memory per four rows of an
   // invocation's serial walk (not yet timed against one: tools/gpu-check.sh decode_sweep). CPU
   // drivers one, as before: lavapipe showed no difference beyond its noise (default model, rill
-  // bench --op lm --quick, 1 and 4 alternated three times: 5.1-8.7 and 4.1-8.0 ms per token).
+  // bench --op lm --quick, 1 and 4 alternated three times: 7.1-9.5 and 4.3-9.4 ms per token,
+  // tools/rill/bench-lm-lavapipe/bench-lm-decode-rows-{1,4}-run{1,2,3}.json).
   p.row_batch = d.forced.lm_decode_rows.value_or(d.family == Family::kGpu ? 4 : 1);
   if (shared_bytes() > d.shared_bytes)
     return per_op("the fused kernels need " + std::to_string(shared_bytes()) + " bytes of shared memory");
