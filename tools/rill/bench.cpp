@@ -173,6 +173,11 @@ int run_bench(const BenchArgs& args) {
       return 2;
     }
   }
+  const auto matmul_shapes = parse_matmul_shapes(args.matmul_shapes);  // the option's check refused bad ones
+  if (const auto* error = std::get_if<std::string>(&matmul_shapes)) {
+    std::fprintf(stderr, "rill bench: %s\n", error->c_str());
+    return 2;
+  }
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
@@ -187,9 +192,10 @@ int run_bench(const BenchArgs& args) {
     auto peaks = rill::device_peaks(ctx.value(), {.quick = args.quick, .refresh = true});
     if (!check(peaks.status())) return 1;
     if (kernels)
-      ok = ok && bench_kernels(ctx.value(), all ? "" : args.ops,
-                               {.quick = args.quick, .la_forms = args.la_forms, .matmul_shapes = args.matmul_shapes},
-                               peaks.value(), records);
+      ok = ok &&
+           bench_kernels(ctx.value(), all ? "" : args.ops,
+                         {.quick = args.quick, .la_forms = args.la_forms, .matmul_shapes = std::get<0>(matmul_shapes)},
+                         peaks.value(), records);
     doc["device_peak"] = {{"fma_f32_gflops", peaks->fma_f32_gflops}, {"fma_f16_gflops", peaks->fma_f16_gflops},
                           {"copy_gbps", peaks->copy_gbps}, {"dispatch_latency_us", peaks->dispatch_latency_us}};
   }

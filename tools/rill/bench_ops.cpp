@@ -80,15 +80,16 @@ bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peak
 bool bench_matmul(bool quick, const std::vector<std::array<int64_t, 3>>& given, const rill::DevicePeaks& peaks,
                   nlohmann::json& out) {
   const int reps = quick ? 2 : 5;
-  std::vector<std::array<int64_t, 3>> shapes =  // {m, n, k}
-      quick ? std::vector<std::array<int64_t, 3>>{{512, 512, 512}}
-            : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {4096, 256, 256}, {256, 1024, 4096}};
-  if (large_device(peaks)) {  // 4096^3 and the LM's projections over 64K tokens (256 -> 512 and back)
-    shapes.push_back({4096, 4096, 4096});
-    shapes.push_back({65536, 512, 256});
-    shapes.push_back({65536, 256, 512});
+  std::vector<std::array<int64_t, 3>> shapes = given;  // {m, n, k}
+  if (shapes.empty()) {
+    shapes = quick ? std::vector<std::array<int64_t, 3>>{{512, 512, 512}}
+                   : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {4096, 256, 256}, {256, 1024, 4096}};
+    if (large_device(peaks)) {  // 4096^3 and the LM's projections over 64K tokens (256 -> 512 and back)
+      shapes.push_back({4096, 4096, 4096});
+      shapes.push_back({65536, 512, 256});
+      shapes.push_back({65536, 256, 512});
+    }
   }
-  if (!given.empty()) shapes = given;
   for (const char* family : {"cpu", "gpu"}) {
     rill::ContextOptions options;
     options.kernel_variant = family;
@@ -428,13 +429,8 @@ bool bench_kernels(rill::Context& ctx, const std::string& ops, const KernelBench
                    const rill::DevicePeaks& peaks, nlohmann::json& records) {
   auto wants = [&](const char* op) { return ops.empty() || ops.find(op) != std::string::npos; };
   const bool quick = options.quick;
-  const auto shapes = parse_matmul_shapes(options.matmul_shapes);
-  if (const auto* error = std::get_if<std::string>(&shapes)) {  // checked by the command line already
-    std::fprintf(stderr, "rill bench: %s\n", error->c_str());
-    return false;
-  }
   if (wants("rmsnorm") && !bench_rmsnorm(ctx, quick, peaks, records)) return false;
-  if (wants("matmul") && !bench_matmul(quick, std::get<0>(shapes), peaks, records)) return false;
+  if (wants("matmul") && !bench_matmul(quick, options.matmul_shapes, peaks, records)) return false;
   if (wants("linear_attention") && !bench_linear_attention(quick, options.la_forms, peaks, records)) return false;
   if (wants("block_attention") && !bench_block_attention(ctx, quick, peaks, records)) return false;
   return true;

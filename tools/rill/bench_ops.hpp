@@ -65,7 +65,7 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
 struct KernelBenchOptions {
   bool quick = false;
   std::string la_forms;       // linear_attention: comma-separated forms; empty: every form
-  std::string matmul_shapes;  // matmul: comma-separated MxNxK; empty: the bench's own shapes
+  std::vector<std::array<int64_t, 3>> matmul_shapes;  // matmul: {m, n, k} each; empty: the bench's own
 };
 bool bench_kernels(rill::Context& ctx, const std::string& ops, const KernelBenchOptions& options,
                    const rill::DevicePeaks& peaks, nlohmann::json& records);
