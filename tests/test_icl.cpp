@@ -173,21 +173,28 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
   }
 }
 
-GPU_TEST_CASE("icl: the workgroup layer kernels and fused layers compute what one layer per dispatch does", "[icl]") {
-  // The baseline: a task per invocation, one layer per dispatch.
+GPU_TEST_CASE(
+    "icl: the workgroup layer kernels, fused layers and the query-only top layer compute what whole layers one per "
+    "dispatch do",
+    "[icl]") {
+  // The baseline: a task per invocation, one layer per dispatch, the top layer computed whole.
   auto baseline = rill_test::validated_options();
-  baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1";
+  baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1,icl_top_layer=full";
   auto ctx_base = rill_test::make_context(baseline);
   // Workgroups of one task and of several (odd batches leave some slots of the last workgroup
   // idle; 4 x 32 invocations fit every limit profile, and the plan's own choice is 8 tasks where
   // they fit), one layer per dispatch and several (3 layers in dispatches of 2 + 1 hand the
-  // gradient over between dispatches), and the per-task kernels with fused layers.
+  // gradient over between dispatches), and the per-task kernels with fused layers. All but the
+  // last compute only what the loss reads of the top layer (icl_layer_fwd.glsl), which must give the
+  // same losses, gradients and predictions as the whole layer.
   const char* variants[] = {
+      "icl_layers=per-task,icl_layers_per_dispatch=1",
       "icl_layers=per-workgroup,icl_tasks_per_workgroup=1,icl_layers_per_dispatch=1",
       "icl_layers=per-workgroup,icl_tasks_per_workgroup=4,icl_layers_per_dispatch=2",
       "icl_layers=per-workgroup",
       "icl_layers=per-task,icl_layers_per_dispatch=2",
       "icl_layers=per-task,icl_layers_per_dispatch=3",
+      "icl_layers=per-workgroup,icl_top_layer=full",
   };
   for (const char* variant : variants) {
     auto options = rill_test::validated_options();

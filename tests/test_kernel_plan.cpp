@@ -399,6 +399,14 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(refused.status().message().find("shared memory") != std::string::npos);
   CHECK(parse_overrides("icl_layers=per-workgroup").value().icl_workgroup_per_task == true);
   CHECK_FALSE(parse_overrides("icl_layers=sideways").is_ok());
+  // The top layer computes only what the loss reads unless forced whole, on every device.
+  CHECK(icl_layers(lavapipe_like(), vladymyrov).value().query_top_layer);
+  CHECK(icl_layers(h100_like(), vladymyrov).value().query_top_layer);
+  DeviceTraits whole_top = h100_like();
+  whole_top.forced = parse_overrides("icl_top_layer=full").value();
+  CHECK_FALSE(icl_layers(whole_top, vladymyrov).value().query_top_layer);
+  CHECK(parse_overrides("icl_top_layer=query").value().icl_query_top_layer == true);
+  CHECK_FALSE(parse_overrides("icl_top_layer=half").is_ok());
   CHECK(parse_overrides("icl_tasks_per_workgroup=16").value().icl_tasks_per_workgroup == 16u);
   CHECK(parse_overrides("icl_layers_per_dispatch=2").value().icl_layers_per_dispatch == 2u);
   for (const char* bad : {"icl_tasks_per_workgroup=3", "icl_tasks_per_workgroup=128", "icl_tasks_per_workgroup=0",

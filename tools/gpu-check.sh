@@ -9,8 +9,9 @@
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
 # at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid, with one column per
 # invocation and with weight loads 1 and 8 rows at a time), segment_sweep (LM prefill in longer segments and
-# forced matmul tiles), icl_sweep (ICL training with the layers a task per invocation, and with the
-# workgroup kernels at 1-8 tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
+# forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
+# what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
+# tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, to compare with the
@@ -115,7 +116,8 @@ for s in "${steps[@]}"; do
                    run_step "block_tile_$tile" 40 env RILL_KERNEL_PLAN="block_tile=$tile" "$rill" bench \
                      --op block_attention
                  done ;;
-    icl_sweep) run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch
+    icl_sweep) run_step icl_top_full 40 env RILL_KERNEL_PLAN=icl_top_layer=full "$rill" bench --op icl --no-torch
+               run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch
                # The workgroup layer kernels as they were (a task per workgroup, a layer per
                # dispatch), then several tasks per workgroup with every layer in one dispatch.
                for plan in icl_tasks_per_workgroup=1,icl_layers_per_dispatch=1 icl_tasks_per_workgroup=2 \

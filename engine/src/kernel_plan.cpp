@@ -114,6 +114,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.icl_workgroup_per_task = value == "per-workgroup";
       continue;
     }
+    if (key == "icl_top_layer") {
+      if (value != "query" && value != "full")
+        return invalid_argument("kernel plan: icl_top_layer is '" + std::string(value) + "'; use query or full");
+      out.icl_query_top_layer = value == "query";
+      continue;
+    }
     if (key == "la_tile" || key == "block_tile") {
       // The tile depth of the parallel linear-attention passes or of the GPU block-attention kernels
       // (rows or inner slices staged in shared memory per step).
@@ -206,8 +212,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, la_scan_groups, "
-          "la_tile, linear_attention, "
+          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
+          "la_scan_groups, la_tile, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_layout, matmul_splits, "
           "matmul_tile)");
     if (value == "scan")

@@ -41,6 +41,7 @@ struct PlanOverrides {
   std::optional<LinearAttentionAlgorithm> linear_attention;
   std::optional<bool> lm_decode_fused;  // "lm_decode=fused" or "lm_decode=per-op"
   std::optional<bool> icl_workgroup_per_task;  // "icl_layers=per-workgroup" or "icl_layers=per-task"
+  std::optional<bool> icl_query_top_layer;     // "icl_top_layer=query" or "icl_top_layer=full"
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
@@ -301,6 +302,9 @@ struct IclLayersPlan {
   uint32_t workgroup = 64;           // invocations per task (workgroup kernels)
   uint32_t tasks_per_workgroup = 1;  // workgroup kernels: a power of two up to 64
   uint32_t layers_per_dispatch = 1;
+  // The top layer computes only what the loss reads (the query's prediction and its gradient;
+  // icl_layer_fwd.glsl); false (forced, "icl_top_layer=full") computes it whole, as the layers below.
+  bool query_top_layer = true;
   std::string reason;  // why this variant
 };
 // InvalidArgument when the workgroup-per-task kernels are forced and do not fit.

@@ -184,6 +184,7 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
   else if (d.family == Family::kCpu)
     per = 1;
   p.layers_per_dispatch = uint32_t(per);
+  p.query_top_layer = d.forced.icl_query_top_layer.value_or(true);
   return p;
 }
 

@@ -6,6 +6,9 @@
 //   context tokens j < n also get dX_j += (dA + dA^T) X_j.
 // Each task's parameter gradients go to partials[param][batch]; icl_grad_reduce sums them over
 // the batch in a fixed order (deterministic).
+// At p.query_layer (the model's top) G is the loss's seed, zero but at the query's label slot, and
+// the forward left only B's last row: the products skip the seed's zeros (dB and P^T dB keep one
+// term, dB Q^T and dP one row, dX_i's B^T G_i one token), the same sums less their zero terms.
 #include "icl_model.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
@@ -25,6 +28,7 @@ RILL_ICL_PARAM_ACCESSORS(params)
 void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELEMS]) {
   const uint x_base = layer * TOKEN_ELEMS * p.batch + t;
   const uint mats_base = layer * 2u * MAT * p.batch + t;
+  const bool query = ICL_QUERY_LAYER(layer);
   float x[TOKEN_ELEMS];
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[x_base + e * p.batch];
   float a_mat[MAT];
@@ -34,7 +38,8 @@ void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELE
   UNROLL for (uint a = 0u; a < D1; ++a) {
     UNROLL for (uint b = 0u; b < D1; ++b) {
       float sum = 0.0;
-      UNROLL for (uint i = 0u; i < TOKENS; ++i) sum += g[i * D1 + a] * x[i * D1 + b];
+      UNROLL for (uint i = 0u; i < TOKENS; ++i)
+        if (!query || (i == NCTX && a + 1u == D1)) sum += g[i * D1 + a] * x[i * D1 + b];
       db[a * D1 + b] = sum;
       da[a * D1 + b] = 0.0;
     }
@@ -44,16 +49,21 @@ void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELE
     const uint base = (layer * HEADS + h) * BLOCK;
     if (PARAM == 0u) {
       float tmp[MAT];
-      // tmp = dB Q^T, then dP = s tmp A.
+      // tmp = dB Q^T, then dP = s tmp A (with query, dB's rows and so these are zero but the last).
       UNROLL for (uint a = 0u; a < D1; ++a) {
         UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
+          if (!query || a + 1u == D1)
+            UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
           tmp[a * D1 + b] = sum;
         }
       }
       UNROLL for (uint a = 0u; a < D1; ++a) {
         UNROLL for (uint b = 0u; b < D1; ++b) {
+          if (query && a + 1u != D1) {
+            partials[(base + a * D1 + b) * p.batch + t] = 0.0;
+            continue;
+          }
           float sum = 0.0;
           UNROLL for (uint c = 0u; c < D1; ++c) sum += tmp[a * D1 + c] * a_mat[c * D1 + b];
           partials[(base + a * D1 + b) * p.batch + t] = p.scale * sum;
@@ -63,7 +73,8 @@ void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELE
       UNROLL for (uint a = 0u; a < D1; ++a) {
         UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
-          UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * db[c * D1 + b];
+          UNROLL for (uint c = 0u; c < D1; ++c)
+            if (!query || c + 1u == D1) sum += param_p(base, c, a) * db[c * D1 + b];
           tmp[a * D1 + b] = sum;
         }
       }
@@ -109,13 +120,15 @@ void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELE
   // The gradient of the layer's input: the next layer's output gradient, or the dispatch's result.
   if (!input_grad) return;
   float b_mat[MAT];
-  UNROLL for (uint e = 0u; e < MAT; ++e) b_mat[e] = mats[mats_base + (MAT + e) * p.batch];
+  UNROLL for (uint e = 0u; e < MAT; ++e)
+    b_mat[e] = !query || e >= (D1 - 1u) * D1 ? mats[mats_base + (MAT + e) * p.batch] : 0.0;
   // A token's input gradient reads only that token's: a token at a time, through a row of D1.
   UNROLL for (uint i = 0u; i < TOKENS; ++i) {
     float gn[D1];
     UNROLL for (uint a = 0u; a < D1; ++a) {
       float sum = g[i * D1 + a];
-      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[b * D1 + a] * g[i * D1 + b];
+      UNROLL for (uint b = 0u; b < D1; ++b)
+        if (!query || (i == NCTX && b + 1u == D1)) sum += b_mat[b * D1 + a] * g[i * D1 + b];
       if (i < NCTX) {
         UNROLL for (uint b = 0u; b < D1; ++b) sum += (da[a * D1 + b] + da[b * D1 + a]) * x[i * D1 + b];
       }

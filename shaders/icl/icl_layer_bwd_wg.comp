@@ -2,7 +2,7 @@
 // icl_wg_common.glsl has the layout): each task's gradient stays in shared memory from layer to
 // layer, every product is spread over the task's LANES invocations. The same arithmetic in the
 // same order as icl_layer_bwd.glsl (one task per invocation, for CPU drivers), which has the
-// formulas.
+// formulas and what the layer p.query_layer leaves out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define UNROLL
@@ -40,6 +40,7 @@ void main() {
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer - l;
     const uint mats_base = layer * 2u * MAT * p.batch;
+    const bool query = ICL_QUERY_LAYER(layer);  // the gradient is the loss's one slot
     icl_stage_params(layer);
     ICL_WG_LOAD(s_x, acts, layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
     ICL_WG_LOAD(s_a, mats, mats_base, MAT)
@@ -47,7 +48,8 @@ void main() {
     for (uint e = lane; e < MAT; e += LANES) {
       const uint a = e / D1, b = e % D1;
       float sum = 0.0;
-      for (uint i = 0u; i < TOKENS; ++i) sum += s_g[x0 + i * D1 + a] * s_x[x0 + i * D1 + b];
+      if (!query || a + 1u == D1)
+        for (uint i = query ? NCTX : 0u; i < TOKENS; ++i) sum += s_g[x0 + i * D1 + a] * s_x[x0 + i * D1 + b];
       s_db[m0 + e] = sum;
       s_da[m0 + e] = 0.0;
     }
@@ -60,12 +62,17 @@ void main() {
         for (uint e = lane; e < MAT; e += LANES) {
           const uint a = e / D1, b = e % D1;
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += s_db[m0 + a * D1 + c] * param_q(base, b, c);
+          if (!query || a + 1u == D1)
+            for (uint c = 0u; c < D1; ++c) sum += s_db[m0 + a * D1 + c] * param_q(base, b, c);
           s_tmp[m0 + e] = sum;
         }
         barrier();
         for (uint e = lane; e < MAT; e += LANES) {
           const uint a = e / D1, b = e % D1;
+          if (query && a + 1u != D1) {
+            s_part[q0 + base + e] = 0.0;
+            continue;
+          }
           float sum = 0.0;
           for (uint c = 0u; c < D1; ++c) sum += s_tmp[m0 + a * D1 + c] * s_a[m0 + c * D1 + b];
           s_part[q0 + base + e] = p.scale * sum;
@@ -75,7 +82,7 @@ void main() {
         for (uint e = lane; e < MAT; e += LANES) {
           const uint a = e / D1, b = e % D1;
           float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += param_p(base, c, a) * s_db[m0 + c * D1 + b];
+          for (uint c = query ? D1 - 1u : 0u; c < D1; ++c) sum += param_p(base, c, a) * s_db[m0 + c * D1 + b];
           s_tmp[m0 + e] = sum;
         }
         barrier();
@@ -132,7 +139,8 @@ void main() {
     for (uint e = lane; e < TOKEN_ELEMS; e += LANES) {
       const uint i = e / D1, a = e % D1;
       float sum = s_g[x0 + e];
-      for (uint b = 0u; b < D1; ++b) sum += s_tmp[m0 + b * D1 + a] * s_g[x0 + i * D1 + b];
+      if (!query || i == NCTX)
+        for (uint b = query ? D1 - 1u : 0u; b < D1; ++b) sum += s_tmp[m0 + b * D1 + a] * s_g[x0 + i * D1 + b];
       if (i < NCTX) {
         for (uint b = 0u; b < D1; ++b) sum += (s_da[m0 + a * D1 + b] + s_da[m0 + b * D1 + a]) * s_x[x0 + i * D1 + b];
       }

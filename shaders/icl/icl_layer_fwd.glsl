@@ -2,6 +2,8 @@
 // invocation; per layer: A = sum_{j<n} e_j e_j^T over the context tokens, B = s * sum_h P_h A Q_h,
 // e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and its A and B
 // are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
+// The layer p.query_layer (the model's top) computes only what the loss reads: B's last row and the
+// query's label slot; its other outputs are left unwritten and B's other rows stored as zero.
 #include "icl_model.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
@@ -17,6 +19,7 @@ RILL_ICL_PARAM_ACCESSORS(params)
 void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
   const uint out_base = (layer + 1u) * TOKEN_ELEMS * p.batch + t;
   const uint mats_base = layer * 2u * MAT * p.batch + t;
+  const bool query = ICL_QUERY_LAYER(layer);
 
   // A is symmetric: the upper triangle, mirrored.
   float a_mat[MAT];
@@ -43,6 +46,7 @@ void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
         }
       }
       UNROLL for (uint a = 0u; a < D1; ++a) {
+        if (query && a + 1u != D1) continue;
         UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
           UNROLL for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * c_mat[c * D1 + b];
@@ -52,6 +56,7 @@ void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
     } else {
       // Diagonal P and Q: B_ab = s p_a A_ab q_b.
       UNROLL for (uint a = 0u; a < D1; ++a) {
+        if (query && a + 1u != D1) continue;
         const float pa = p.scale * diag_p(base, a);
         UNROLL for (uint b = 0u; b < D1; ++b) b_mat[a * D1 + b] += pa * a_mat[a * D1 + b] * diag_q(base, b);
       }
@@ -68,9 +73,11 @@ void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
     float y[D1];
     UNROLL for (uint a = 0u; a < D1; ++a) {
       float sum = x[i * D1 + a];
-      UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[a * D1 + b] * x[i * D1 + b];
+      if (!query || (i == NCTX && a + 1u == D1)) {
+        UNROLL for (uint b = 0u; b < D1; ++b) sum += b_mat[a * D1 + b] * x[i * D1 + b];
+        acts[out_base + (i * D1 + a) * p.batch] = sum;
+      }
       y[a] = sum;
-      acts[out_base + (i * D1 + a) * p.batch] = sum;
     }
     if (carry) {
       UNROLL for (uint a = 0u; a < D1; ++a) x[i * D1 + a] = y[a];

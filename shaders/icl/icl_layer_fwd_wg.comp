@@ -1,7 +1,8 @@
 // Forward of LAYERS layers for TASKS tasks per workgroup (GPUs; icl_wg_common.glsl has the
 // layout): each task's tokens stay in shared memory from layer to layer, every matrix product is
 // spread over the task's LANES invocations, one output element each. The same arithmetic in the
-// same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers).
+// same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers), which also says
+// what the layer p.query_layer leaves out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define UNROLL
@@ -29,6 +30,8 @@ void main() {
   ICL_WG_LOAD(s_x, acts, p.layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer + l;
+    const bool query = ICL_QUERY_LAYER(layer);  // B's last row and the query's label slot only
+    const uint b_first = query ? (D1 - 1u) * D1 : 0u, y_first = query ? TOKEN_ELEMS - 1u : 0u;
     icl_stage_params(layer);
     barrier();  // tokens and parameters staged
     for (uint e = lane; e < MAT; e += LANES) {
@@ -49,7 +52,7 @@ void main() {
           s_c[m0 + e] = sum;
         }
         barrier();
-        for (uint e = lane; e < MAT; e += LANES) {
+        for (uint e = b_first + lane; e < MAT; e += LANES) {
           const uint a = e / D1, b = e % D1;
           float sum = 0.0;
           for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * s_c[m0 + c * D1 + b];
@@ -58,14 +61,14 @@ void main() {
         barrier();  // s_c is rewritten by the next head
       } else {
         // Each invocation owns its entries of B across heads: no barrier between them.
-        for (uint e = lane; e < MAT; e += LANES) {
+        for (uint e = b_first + lane; e < MAT; e += LANES) {
           const uint a = e / D1, b = e % D1;
           s_b[m0 + e] += p.scale * diag_p(base, a) * s_a[m0 + e] * diag_q(base, b);
         }
       }
     }
     barrier();  // B complete
-    for (uint e = lane; e < TOKEN_ELEMS; e += LANES) {
+    for (uint e = y_first + lane; e < TOKEN_ELEMS; e += LANES) {
       const uint i = e / D1, a = e % D1;
       float sum = s_x[x0 + e];
       for (uint b = 0u; b < D1; ++b) sum += s_b[m0 + a * D1 + b] * s_x[x0 + i * D1 + b];
@@ -75,7 +78,12 @@ void main() {
     const uint mats_base = layer * 2u * MAT * p.batch;
     ICL_WG_STORE(mats, s_a, mats_base, MAT)
     ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)
-    ICL_WG_STORE(acts, s_y, (layer + 1u) * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
+    if (query) {  // only the label slot of each task's query was computed
+      const uint k = gl_LocalInvocationIndex, t = g_first_slot + k;
+      if (k < TASKS && icl_slot_active(t)) acts[((layer + 1u) * TOKEN_ELEMS + y_first) * p.batch + t] = s_y[k * TOKEN_ELEMS + y_first];
+    } else {
+      ICL_WG_STORE(acts, s_y, (layer + 1u) * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
+    }
     for (uint i = gl_LocalInvocationIndex; i < TASKS * TOKEN_ELEMS; i += WG_SIZE) s_x[i] = s_y[i];
     barrier();  // s_x, s_a and s_b read -> the next layer writes them
   }

@@ -160,9 +160,11 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
 
 namespace {
 
-// A layer kernel's specialization with `layers` layers per dispatch (LAYERS in icl_model.glsl).
-std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers) {
+// A layer kernel's specialization for a dispatch of layers [first, first + layers) (LAYERS and
+// QUERY_TOP in icl_model.glsl).
+std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t first, uint32_t layers, uint32_t query_layer) {
   spec.push_back(gpu::spec("LAYERS", layers));
+  spec.push_back(gpu::spec("QUERY_TOP", layers == 1 && first == query_layer));
   return spec;
 }
 
@@ -181,6 +183,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
   const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
   LayerLaunch l;
   l.layers_per_dispatch = plan.layers_per_dispatch;
+  l.query_layer = plan.query_top_layer ? shape_.layers - 1 : gpu::kIclNoQueryLayer;
   if (plan.workgroup_per_task) {
     const uint32_t tasks = plan.tasks_per_workgroup;
     l.kernel = std::string(pass) + "_wg";
@@ -195,22 +198,37 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
   return l;
 }
 
+uint64_t Recorder::layer_flops(uint64_t tasks, bool backward, bool query) const {
+  const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, h = shape_.heads;
+  const bool full = config_.model.param == Parameterization::kFull;
+  if (!backward) {
+    // A's upper triangle over the context; per head A Q and P (A Q) (query: its last row); B x.
+    const uint64_t head = full ? (query ? 2 * w * w * w + 2 * w * w : 4 * w * w * w) : (query ? 3 * w : 3 * w * w);
+    return tasks * (w * (w + 1) * n + h * head + (query ? 2 * w : 2 * t * w * w));
+  }
+  // dB and B^T G over the tokens (query: one slot each), (dA + dA^T) x over the context; per head
+  // dB Q^T, dP, P^T dB (query: a row, a row, one term each) and dQ, dA in full.
+  const uint64_t tokens = query ? 4 * w + 2 * n * w * w : 6 * t * w * w;
+  const uint64_t head = full ? (query ? 4 * w * w * w + 5 * w * w : 10 * w * w * w) : 8 * w * w;
+  return tasks * (tokens + h * head);
+}
+
 Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
   RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, false));
   const uint64_t w = shape_.width;
-  const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 4 * w * w * w : 3 * w * w;
-  const uint64_t flops = uint64_t(ws.batch) * (w * (w + 1) * shape_.n + shape_.heads * head_flops + 2 * shape_.tokens * w * w);
   for (uint32_t l = 0; l < shape_.layers; l += launch.layers_per_dispatch) {
     const uint32_t count = std::min(launch.layers_per_dispatch, shape_.layers - l);
+    uint64_t flops = 0;
+    for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, k == launch.query_layer);
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), 0}),
+                                                           layer_scale(config_), 0, launch.query_layer}),
                       .groups = launch.groups,
-                      .spec = with_layers(launch.spec, count),
+                      .spec = with_layers(launch.spec, l, count, launch.query_layer),
                       .label = "icl.layer_fwd",
-                      .flops = flops * count,
+                      .flops = flops,
                       .bytes = uint64_t(ws.batch) * ((count + 1) * shape_.token_elems + 2 * count * w * w) * 4}));
   }
   return Status::ok();
@@ -230,8 +248,6 @@ Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) co
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
   RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, true));
   const uint64_t w = shape_.width;
-  const uint64_t head_flops = config_.model.param == Parameterization::kFull ? 10 * w * w * w : 8 * w * w;
-  const uint64_t flops = uint64_t(ws.batch) * (6 * shape_.tokens * w * w + shape_.heads * head_flops);
   // The loss seeds grad_a; each dispatch reads the gradient of its top layer's output and writes
   // its bottom layer's input gradient (none for layer 0), alternating the two buffers.
   bool odd = false;
@@ -240,15 +256,17 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const uint32_t bottom = top - count;
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
+    uint64_t flops = 0;
+    for (uint32_t k = bottom; k < top; ++k) flops += layer_flops(ws.batch, true, k == launch.query_layer);
     RILL_RETURN_IF_ERROR(seq.dispatch(
         {.kernel = launch.kernel,
          .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
-                                              layer_scale(config_), bottom > 0 ? 1u : 0u}),
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u, launch.query_layer}),
          .groups = launch.groups,
-         .spec = with_layers(launch.spec, count),
+         .spec = with_layers(launch.spec, bottom, count, launch.query_layer),
          .label = "icl.layer_bwd",
-         .flops = flops * count,
+         .flops = flops,
          .bytes = uint64_t(ws.batch) * (count * (shape_.token_elems + 4 * w * w) + 2 * shape_.token_elems) * 4}));
     top = bottom;
   }

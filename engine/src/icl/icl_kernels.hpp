@@ -72,7 +72,11 @@ class Recorder {
     std::array<uint32_t, 3> groups{};
     std::vector<SpecValue> spec;
     uint32_t layers_per_dispatch = 1;
+    uint32_t query_layer = 0;  // IclLayerPush::query_layer
   };
+  // FLOPs of one layer's forward or backward over `tasks` tasks; `query`: the top layer computing
+  // only what the loss reads.
+  uint64_t layer_flops(uint64_t tasks, bool backward, bool query) const;
   Result<LayerLaunch> layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const;
   // Loop iterations of one layer's forward and backward, a task per invocation (the longer loops).
   uint64_t layer_forward_iterations() const;
