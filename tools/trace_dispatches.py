@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Median GPU time of each kind of dispatch in `rill profile` traces (--trace).
+
+`rill profile`'s own summary groups dispatches by kernel; this splits them further by pipeline
+(specialization) and declared FLOPs, so that dispatches of one kernel doing different work are told
+apart, e.g. the ICL top layer's forward (which computes only what the loss reads) from the layers
+below it. Usage: trace_dispatches.py TRACE.json [...] [--match TEXT] (TEXT: part of the dispatch
+label, e.g. layer).
+"""
+import argparse
+import json
+import statistics
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="+")
+    parser.add_argument("--match", default="", help="only dispatches whose label contains this")
+    args = parser.parse_args()
+    for path in args.traces:
+        with open(path) as f:
+            data = json.load(f)
+        events = data["traceEvents"] if isinstance(data, dict) else data
+        groups = {}
+        for e in events:
+            if e.get("cat") != "dispatch" or args.match not in e.get("name", ""):
+                continue
+            a = e["args"]
+            groups.setdefault((e["name"], a["kernel"], a["pipeline"], a["flops"]), []).append(e["dur"] / 1000.0)
+        print(path)
+        for (label, kernel, pipeline, flops), ms in sorted(groups.items()):
+            print(f"  {label:<16} {kernel:<32} pipeline {pipeline:>3}  flops {flops:>12}  "
+                  f"dispatches {len(ms):>4}  median {statistics.median(ms):8.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
