@@ -24,7 +24,7 @@ shared float s_x[TASKS * TOKEN_ELEMS];
 shared float s_g[TASKS * TOKEN_ELEMS];   // dLoss/d(the layer's output)
 shared float s_gn[TASKS * TOKEN_ELEMS];  // dLoss/d(its input)
 shared float s_a[TASKS * MAT];
-shared float s_db[TASKS * MAT];
+shared float s_db[TASKS * MAT];  // dB, then dA + dA^T
 shared float s_da[TASKS * MAT];
 shared float s_tmp[TASKS * MAT];
 shared float s_part[TASKS * PARAMS];  // the layer's parameter gradients, stored coalesced
@@ -135,6 +135,8 @@ void main() {
     const bool last = l + 1u == LAYERS;
     if (last && p.input_grad == 0u) return;  // uniform
     ICL_WG_LOAD(s_tmp, mats, mats_base + MAT * p.batch, MAT)  // B
+    // dA + dA^T once per entry (dB is done with): the context tokens' terms then read one word, not two.
+    for (uint e = lane; e < MAT; e += LANES) s_db[m0 + e] = s_da[m0 + e] + s_da[m0 + (e % D1) * D1 + e / D1];
     barrier();
     for (uint e = lane; e < TOKEN_ELEMS; e += LANES) {
       const uint i = e / D1, a = e % D1;
@@ -142,7 +144,7 @@ void main() {
       if (!query || i == NCTX)
         for (uint b = query ? D1 - 1u : 0u; b < D1; ++b) sum += s_tmp[m0 + b * D1 + a] * s_g[x0 + i * D1 + b];
       if (i < NCTX) {
-        for (uint b = 0u; b < D1; ++b) sum += (s_da[m0 + a * D1 + b] + s_da[m0 + b * D1 + a]) * s_x[x0 + i * D1 + b];
+        for (uint b = 0u; b < D1; ++b) sum += s_db[m0 + a * D1 + b] * s_x[x0 + i * D1 + b];
       }
       s_gn[x0 + e] = sum;
     }

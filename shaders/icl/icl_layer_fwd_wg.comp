@@ -34,13 +34,18 @@ void main() {
     const uint b_first = query ? (D1 - 1u) * D1 : 0u, y_first = query ? TOKEN_ELEMS - 1u : 0u;
     icl_stage_params(layer);
     barrier();  // tokens and parameters staged
-    for (uint e = lane; e < MAT; e += LANES) {
-      const uint a = e / D1, b = e % D1;
+    // A is symmetric: each entry (a, b) of the upper triangle is summed once (in the per-task
+    // kernel's order) and written to both halves.
+    for (uint u = lane; u < D1 * (D1 + 1u) / 2u; u += LANES) {
+      uint a = 0u, b = u;
+      for (; b >= D1 - a; ++a) b -= D1 - a;  // row a of the triangle holds its D1 - a entries
+      b += a;
       float sum = 0.0;
-      for (uint j = 0u; j < NCTX; ++j) sum += s_x[x0 + j * D1 + min(a, b)] * s_x[x0 + j * D1 + max(a, b)];
-      s_a[m0 + e] = sum;
-      s_b[m0 + e] = 0.0;
+      for (uint j = 0u; j < NCTX; ++j) sum += s_x[x0 + j * D1 + a] * s_x[x0 + j * D1 + b];
+      s_a[m0 + a * D1 + b] = sum;
+      s_a[m0 + b * D1 + a] = sum;
     }
+    for (uint e = lane; e < MAT; e += LANES) s_b[m0 + e] = 0.0;
     barrier();
     for (uint h = 0u; h < HEADS; ++h) {
       const uint base = h * BLOCK;
