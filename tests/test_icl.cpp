@@ -191,6 +191,7 @@ GPU_TEST_CASE(
       "icl_layers=per-task,icl_layers_per_dispatch=1",
       "icl_layers=per-workgroup,icl_tasks_per_workgroup=1,icl_layers_per_dispatch=1",
       "icl_layers=per-workgroup,icl_tasks_per_workgroup=4,icl_layers_per_dispatch=2",
+      "icl_layers=per-workgroup,icl_tasks_per_workgroup=4,icl_layers_per_dispatch=3",
       "icl_layers=per-workgroup",
       "icl_layers=per-task,icl_layers_per_dispatch=2",
       "icl_layers=per-task,icl_layers_per_dispatch=3",

@@ -4,10 +4,11 @@
 `rill profile`'s own summary groups dispatches by kernel; this splits them further by pipeline
 (specialization) and declared FLOPs, so that dispatches of one kernel doing different work are told
 apart, e.g. the ICL top layer's forward (which computes only what the loss reads) from the layers
-below it. Usage: trace_dispatches.py TRACE.json [...] [--match TEXT] (TEXT: part of the dispatch
-label, e.g. layer).
+below it. Usage: trace_dispatches.py TRACE.json[.gz] [...] [--match TEXT] (TEXT: part of the
+dispatch label, e.g. layer).
 """
 import argparse
+import gzip
 import json
 import statistics
 
@@ -18,7 +19,7 @@ def main():
     parser.add_argument("--match", default="", help="only dispatches whose label contains this")
     args = parser.parse_args()
     for path in args.traces:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             data = json.load(f)
         events = data["traceEvents"] if isinstance(data, dict) else data
         groups = {}

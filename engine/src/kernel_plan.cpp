@@ -73,7 +73,7 @@ DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill
 bool tunable_key(std::string_view key) {
   for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows",
                              "la_tile", "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
-                             "icl_layers_per_dispatch", "matmul_layout", "matmul_coop"})
+                             "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop"})
     if (key == k) return true;
   return false;
 }
@@ -321,7 +321,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   if (auto icl =
           icl_layers(d, {.width = 11, .tokens = 21, .layers = 3, .layer_params = 242, .layer_iterations = 14800});
       icl.is_ok()) {
-    const std::string layers = ", " + std::to_string(icl->layers_per_dispatch) + " of 3 layers per dispatch";
+    const std::string layers =
+        ", " + std::to_string(icl->layers_per_dispatch) + " of 3 layers per dispatch" +
+        (icl->query_top_layer ? ", the top layer only what the loss reads" : ", the top layer whole");
     out.push_back({"icl layers", "d 10, n 20, L 3 (Vladymyrov et al.)",
                    icl->workgroup_per_task ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
                                                  std::to_string(icl->workgroup) + " (tasks x invocations)" + layers +

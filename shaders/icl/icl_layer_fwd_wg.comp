@@ -85,7 +85,8 @@ void main() {
     ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)
     if (query) {  // only the label slot of each task's query was computed
       const uint k = gl_LocalInvocationIndex, t = g_first_slot + k;
-      if (k < TASKS && icl_slot_active(t)) acts[((layer + 1u) * TOKEN_ELEMS + y_first) * p.batch + t] = s_y[k * TOKEN_ELEMS + y_first];
+      if (k < TASKS && icl_slot_active(t))
+        acts[((layer + 1u) * TOKEN_ELEMS + y_first) * p.batch + t] = s_y[k * TOKEN_ELEMS + y_first];
     } else {
       ICL_WG_STORE(acts, s_y, (layer + 1u) * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
     }

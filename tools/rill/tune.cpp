@@ -61,7 +61,8 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"lm decode", "lm_decode_rows", {"1", "8"}},
            {"icl step", "icl_layers", {"per-task", "per-workgroup"}},
            {"icl step", "icl_tasks_per_workgroup", {"1", "2", "4", "8"}},
-           {"icl step", "icl_layers_per_dispatch", {"1"}}};
+           {"icl step", "icl_layers_per_dispatch", {"1"}},
+           {"icl step", "icl_top_layer", {"full"}}};
   } else {
     all = {{"lm prefill", "linear_attention", {"parallel"}},
            {"lm decode", "lm_decode", {"per-op"}},

@@ -206,10 +206,10 @@ uint64_t Recorder::layer_flops(uint64_t tasks, bool backward, bool query) const 
     const uint64_t head = full ? (query ? 2 * w * w * w + 2 * w * w : 4 * w * w * w) : (query ? 3 * w : 3 * w * w);
     return tasks * (w * (w + 1) * n + h * head + (query ? 2 * w : 2 * t * w * w));
   }
-  // dB and B^T G over the tokens (query: one slot each), (dA + dA^T) x over the context; per head
-  // dB Q^T, dP, P^T dB (query: a row, a row, one term each) and dQ, dA in full.
-  const uint64_t tokens = query ? 4 * w + 2 * n * w * w : 6 * t * w * w;
-  const uint64_t head = full ? (query ? 4 * w * w * w + 5 * w * w : 10 * w * w * w) : 8 * w * w;
+  // dB, B^T G and (dA + dA^T) x over the tokens (query: dB and B^T G one slot each); per head dB
+  // Q^T, dP and P^T dB (query: a row, a row and one term per entry) and dQ, dA in full.
+  const uint64_t tokens = query ? 4 * w + 2 * t * w * w : 6 * t * w * w;
+  const uint64_t head = full ? (query ? 4 * w * w * w + 6 * w * w : 10 * w * w * w) : 8 * w * w;
   return tasks * (tokens + h * head);
 }
 
