@@ -6,7 +6,7 @@
 //   context tokens j < n also get dX_j += (dA + dA^T) X_j.
 // Each task's parameter gradients go to partials[param][batch]; icl_grad_reduce sums them over
 // the batch in a fixed order (deterministic).
-// At p.query_layer (the model's top) G is the loss's seed, zero but at the query's label slot, and
+// At the model's top layer (query) G is the loss's seed, zero but at the query's label slot, and
 // the forward left only B's last row: the products skip the seed's zeros (dB and P^T dB keep one
 // term, dB Q^T and dP one row, dX_i's B^T G_i one token), the same sums less their zero terms.
 #include "icl_model.glsl"
@@ -25,10 +25,9 @@ RILL_ICL_PARAM_ACCESSORS(params)
 
 // Layer `layer` of task slot t: g (the gradient of its output) becomes the gradient of its input
 // when input_grad, and its parameter gradients go to partials.
-void backward_layer(uint t, uint layer, bool input_grad, inout float g[TOKEN_ELEMS]) {
+void backward_layer(uint t, uint layer, bool input_grad, const bool query, inout float g[TOKEN_ELEMS]) {
   const uint x_base = layer * TOKEN_ELEMS * p.batch + t;
   const uint mats_base = layer * 2u * MAT * p.batch + t;
-  const bool query = ICL_QUERY_LAYER(layer);
   float x[TOKEN_ELEMS];
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[x_base + e * p.batch];
   float a_mat[MAT];
@@ -145,9 +144,12 @@ void main() {
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = g_out[e * p.batch + t];
   // One layer compiles with no loop around it (icl_layer_fwd.glsl says why).
   if (LAYERS == 1u) {
-    backward_layer(t, p.layer, p.input_grad != 0u, g);
+    backward_layer(t, p.layer, p.input_grad != 0u, QUERY_TOP, g);
   } else {
-    [[dont_unroll]] for (uint l = 0u; l < LAYERS; ++l) backward_layer(t, p.layer - l, l + 1u < LAYERS || p.input_grad != 0u, g);
+    // The top layer, when the dispatch holds it, is its first: peeled off the loop (more follow).
+    if (QUERY_TOP) backward_layer(t, p.layer, true, true, g);
+    [[dont_unroll]] for (uint l = QUERY_TOP ? 1u : 0u; l < LAYERS; ++l)
+      backward_layer(t, p.layer - l, l + 1u < LAYERS || p.input_grad != 0u, false, g);
   }
   if (p.input_grad == 0u) return;
   UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g_in[e * p.batch + t] = g[e];

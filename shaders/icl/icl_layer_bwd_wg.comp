@@ -2,7 +2,7 @@
 // icl_wg_common.glsl has the layout): each task's gradient stays in shared memory from layer to
 // layer, every product is spread over the task's LANES invocations. The same arithmetic in the
 // same order as icl_layer_bwd.glsl (one task per invocation, for CPU drivers), which has the
-// formulas and what the layer p.query_layer leaves out.
+// formulas and what the top layer leaves out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define UNROLL
@@ -40,7 +40,7 @@ void main() {
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer - l;
     const uint mats_base = layer * 2u * MAT * p.batch;
-    const bool query = ICL_QUERY_LAYER(layer);  // the gradient is the loss's one slot
+    const bool query = QUERY_TOP && l == 0u;  // the gradient is the loss's one slot
     icl_stage_params(layer);
     ICL_WG_LOAD(s_x, acts, layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
     ICL_WG_LOAD(s_a, mats, mats_base, MAT)

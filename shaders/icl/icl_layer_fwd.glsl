@@ -2,8 +2,9 @@
 // invocation; per layer: A = sum_{j<n} e_j e_j^T over the context tokens, B = s * sum_h P_h A Q_h,
 // e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and its A and B
 // are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
-// The layer p.query_layer (the model's top) computes only what the loss reads: B's last row and the
-// query's label slot; its other outputs are left unwritten and B's other rows stored as zero.
+// The model's top layer (query: QUERY_TOP in icl_model.glsl) computes only what the loss reads, B's
+// last row and the query's label slot; its other outputs are left unwritten and B's other rows
+// stored as zero.
 #include "icl_model.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
@@ -16,10 +17,9 @@ RILL_ICL_PARAM_ACCESSORS(params)
 #include "icl_task_slot.glsl"
 
 // Layer `layer` of task slot t from x, its input tokens; with carry, x becomes its output.
-void forward_layer(uint t, uint layer, bool carry, inout float x[TOKEN_ELEMS]) {
+void forward_layer(uint t, uint layer, bool carry, const bool query, inout float x[TOKEN_ELEMS]) {
   const uint out_base = (layer + 1u) * TOKEN_ELEMS * p.batch + t;
   const uint mats_base = layer * 2u * MAT * p.batch + t;
-  const bool query = ICL_QUERY_LAYER(layer);
 
   // A is symmetric: the upper triangle, mirrored.
   float a_mat[MAT];
@@ -93,8 +93,11 @@ void main() {
   // One layer compiles with no loop around it; lavapipe ran a single-layer dispatch of the looped
   // form 1.4-4x slower per layer.
   if (LAYERS == 1u) {
-    forward_layer(t, p.layer, false, x);
+    forward_layer(t, p.layer, false, QUERY_TOP, x);
   } else {
-    [[dont_unroll]] for (uint l = 0u; l < LAYERS; ++l) forward_layer(t, p.layer + l, l + 1u < LAYERS, x);
+    // The top layer, when the dispatch holds it, is its last: peeled off the loop.
+    const uint whole = QUERY_TOP ? LAYERS - 1u : LAYERS;
+    [[dont_unroll]] for (uint l = 0u; l < whole; ++l) forward_layer(t, p.layer + l, l + 1u < LAYERS, false, x);
+    if (QUERY_TOP) forward_layer(t, p.layer + LAYERS - 1u, false, true, x);
   }
 }

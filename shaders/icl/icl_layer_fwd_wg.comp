@@ -2,7 +2,7 @@
 // layout): each task's tokens stay in shared memory from layer to layer, every matrix product is
 // spread over the task's LANES invocations, one output element each. The same arithmetic in the
 // same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers), which also says
-// what the layer p.query_layer leaves out.
+// what the top layer leaves out.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define UNROLL
@@ -30,7 +30,7 @@ void main() {
   ICL_WG_LOAD(s_x, acts, p.layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer + l;
-    const bool query = ICL_QUERY_LAYER(layer);  // B's last row and the query's label slot only
+    const bool query = QUERY_TOP && l + 1u == LAYERS;  // B's last row and the query's label slot only
     const uint b_first = query ? (D1 - 1u) * D1 : 0u, y_first = query ? TOKEN_ELEMS - 1u : 0u;
     icl_stage_params(layer);
     barrier();  // tokens and parameters staged

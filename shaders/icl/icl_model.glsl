@@ -26,12 +26,11 @@ layout(constant_id = 4) const uint PARAM = 0;  // 0 FULL (P, Q), 1 DIAG (p_x, p_
 // backward p.layer down to p.layer - LAYERS + 1, each task's tokens and gradient kept on chip
 // between them.
 layout(constant_id = 6) const uint LAYERS = 1;
-// A one-layer dispatch of the layer that computes only what the loss reads (IclLayerPush's
-// query_layer), known at pipeline creation so that the unrolled code carries no branch on it:
-// lavapipe ran the backward twice as slow with the branches in its unrolled loops.
+// The dispatch holds the model's top layer, which computes only what the loss reads (the query's
+// prediction; icl_layer_fwd.glsl): the last layer of a forward dispatch, the first of a backward
+// one. Known at pipeline creation, so that no layer's code branches on it: with a run-time branch
+// in their unrolled loops lavapipe ran every backward layer about twice as slow.
 layout(constant_id = 7) const bool QUERY_TOP = false;
-// Whether `layer` is that layer; needs the push block p.
-#define ICL_QUERY_LAYER(layer) (LAYERS == 1u ? QUERY_TOP : (layer) == p.query_layer)
 layout(local_size_x_id = 0) in;
 
 const uint TOKENS = NCTX + 1u;

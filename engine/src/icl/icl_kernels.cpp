@@ -160,11 +160,11 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
 
 namespace {
 
-// A layer kernel's specialization for a dispatch of layers [first, first + layers) (LAYERS and
-// QUERY_TOP in icl_model.glsl).
-std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t first, uint32_t layers, uint32_t query_layer) {
+// A layer kernel's specialization for a dispatch of `layers` layers, `query_top` when it holds the
+// model's top layer computing only what the loss reads (LAYERS and QUERY_TOP in icl_model.glsl).
+std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers, bool query_top) {
   spec.push_back(gpu::spec("LAYERS", layers));
-  spec.push_back(gpu::spec("QUERY_TOP", layers == 1 && first == query_layer));
+  spec.push_back(gpu::spec("QUERY_TOP", query_top));
   return spec;
 }
 
@@ -183,7 +183,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
   const char* pass = backward ? "icl/icl_layer_bwd" : "icl/icl_layer_fwd";
   LayerLaunch l;
   l.layers_per_dispatch = plan.layers_per_dispatch;
-  l.query_layer = plan.query_top_layer ? shape_.layers - 1 : gpu::kIclNoQueryLayer;
+  l.query_top = plan.query_top_layer;
   if (plan.workgroup_per_task) {
     const uint32_t tasks = plan.tasks_per_workgroup;
     l.kernel = std::string(pass) + "_wg";
@@ -219,14 +219,15 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   for (uint32_t l = 0; l < shape_.layers; l += launch.layers_per_dispatch) {
     const uint32_t count = std::min(launch.layers_per_dispatch, shape_.layers - l);
     uint64_t flops = 0;
-    for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, k == launch.query_layer);
+    const bool query_top = launch.query_top && l + count == shape_.layers;  // the dispatch's last layer
+    for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, query_top && k + 1 == shape_.layers);
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), 0, launch.query_layer}),
+                                                           layer_scale(config_), 0}),
                       .groups = launch.groups,
-                      .spec = with_layers(launch.spec, l, count, launch.query_layer),
+                      .spec = with_layers(launch.spec, count, query_top),
                       .label = "icl.layer_fwd",
                       .flops = flops,
                       .bytes = uint64_t(ws.batch) * ((count + 1) * shape_.token_elems + 2 * count * w * w) * 4}));
@@ -257,14 +258,15 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
     uint64_t flops = 0;
-    for (uint32_t k = bottom; k < top; ++k) flops += layer_flops(ws.batch, true, k == launch.query_layer);
+    const bool query_top = launch.query_top && top == shape_.layers;  // the dispatch's first layer
+    for (uint32_t k = bottom; k < top; ++k) flops += layer_flops(ws.batch, true, query_top && k + 1 == shape_.layers);
     RILL_RETURN_IF_ERROR(seq.dispatch(
         {.kernel = launch.kernel,
          .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
-                                              layer_scale(config_), bottom > 0 ? 1u : 0u, launch.query_layer}),
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u}),
          .groups = launch.groups,
-         .spec = with_layers(launch.spec, bottom, count, launch.query_layer),
+         .spec = with_layers(launch.spec, count, query_top),
          .label = "icl.layer_bwd",
          .flops = flops,
          .bytes = uint64_t(ws.batch) * (count * (shape_.token_elems + 4 * w * w) + 2 * shape_.token_elems) * 4}));

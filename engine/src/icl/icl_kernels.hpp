@@ -72,7 +72,7 @@ class Recorder {
     std::array<uint32_t, 3> groups{};
     std::vector<SpecValue> spec;
     uint32_t layers_per_dispatch = 1;
-    uint32_t query_layer = gpu::kIclNoQueryLayer;  // IclLayerPush::query_layer
+    bool query_top = false;  // the top layer computes only what the loss reads (QUERY_TOP)
   };
   // FLOPs of one layer's forward or backward over `tasks` tasks; `query`: the top layer computing
   // only what the loss reads.

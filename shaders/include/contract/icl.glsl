@@ -75,14 +75,7 @@ RILL_PUSH_STRUCT(IclLayerPush) {
   uint layer;
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 when the dispatch's lowest layer is the first (the data needs no gradient)
-  // The layer of which only the query token's label slot is needed (kIclNoQueryLayer: none). The
-  // loss reads nothing else of the top layer's output and seeds the backward with that one slot, so
-  // the forward computes only B's last row and the query's prediction there, and the backward
-  // skips the products of the seed's zeros; the values that remain are the same sums in the same
-  // order.
-  uint query_layer;
 };
-const uint kIclNoQueryLayer = 0xFFFFFFFFu;
 
 RILL_PUSH_STRUCT(IclLossPush) {
   uint batch;  // task slots
