@@ -540,6 +540,26 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   CHECK(emulated->emulated);
   CHECK(emulated->workgroup() == 4 * cpu.subgroup);
   CHECK(emulated->inner_loops > small.k);  // its products' rows count against a loop limit
+  CHECK(emulated->buffers == 2);
+  CHECK(emulated->shared_bytes() <= cpu.shared_bytes);
+  // Two shared stages where they fit (the 128 x 128 block's 41 KiB in 48), one where they do not,
+  // the 64 x 64 block below that; a forced single stage is kept.
+  d.forced.matmul_coop.reset();
+  d.cooperative_matrix_f16 = {16, 16, 16};
+  CHECK(cooperative_matmul(d, big)->buffers == 2);
+  CHECK(cooperative_matmul(d, big)->shared_bytes() == 2 * 2 * (128 * 40 + 32 * 136) + 4 * 4 * 256);
+  DeviceTraits tight = d;
+  tight.shared_bytes = 32768;
+  CHECK(cooperative_matmul(tight, big)->buffers == 1);
+  CHECK(cooperative_matmul(tight, big)->block_n() == 128);
+  tight.shared_bytes = 16384;
+  CHECK(cooperative_matmul(tight, big)->block_n() == 64);
+  tight.shared_bytes = 4096;
+  CHECK_FALSE(cooperative_matmul(tight, big).has_value());
+  d.forced.matmul_coop_buffers = 1;
+  CHECK(cooperative_matmul(d, big)->buffers == 1);
+  CHECK(parse_overrides("matmul_coop_buffers=1").value().matmul_coop_buffers == 1u);
+  CHECK_FALSE(parse_overrides("matmul_coop_buffers=3").is_ok());
   CHECK(parse_overrides("matmul_coop=native").value().matmul_coop == PlanOverrides::Coop::kNative);
   const auto bad = parse_overrides("matmul_coop=yes");
   REQUIRE_FALSE(bad.is_ok());

@@ -206,19 +206,23 @@ std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k
 // device has cooperative matrices, and on every device with its fragments emulated, which checks
 // the staging, the fragment offsets and the epilogue where no cooperative matrices exist (lavapipe).
 GPU_TEST_CASE("the cooperative-matrix matmul matches the reference", "[matmul][gpu]") {
-  std::vector<std::string> modes = {"emulated"};
+  // Each with two shared stages per k slice (the plan's choice where they fit) and with one.
+  std::vector<std::string> modes = {"emulated", "emulated,matmul_coop_buffers=1"};
   {
     const rill::Context probe = rill_test::make_context();
-    if (probe.device().caps.cooperative_matrix_f16[0] != 0)
+    if (probe.device().caps.cooperative_matrix_f16[0] != 0) {
       modes.push_back("native");
-    else
+      modes.push_back("native,matmul_coop_buffers=1");
+    } else {
       WARN(probe.device().name << " has no cooperative matrices: only their emulated fragments are tested");
+    }
   }
   uint32_t seed = 1300;
-  for (const std::string& mode : modes) {
-    INFO("matmul_coop=" << mode);
+  for (const std::string& plan : modes) {
+    INFO("matmul_coop=" << plan);
+    const std::string mode = plan.substr(0, plan.find(','));
     rill::ContextOptions options = rill_test::validated_options();
-    options.kernel_plan = "matmul_coop=" + mode;
+    options.kernel_plan = "matmul_coop=" + plan;
     rill::Context ctx = rill_test::make_context(options);
     if (!ctx.device().caps.storage_buffer_16bit) {
       WARN(ctx.device().name << " has no f16 storage: the cooperative-matrix matmul is not tested");

@@ -188,6 +188,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.matmul_coop = value == "off" ? Coop::kOff : value == "native" ? Coop::kNative : Coop::kEmulated;
       continue;
     }
+    if (key == "matmul_coop_buffers") {
+      const std::optional<uint32_t> n = count_of(value);
+      if (!one_of(n, {1, 2}))
+        return invalid_argument("kernel plan: matmul_coop_buffers is '" + std::string(value) + "'; use 1 or 2");
+      out.matmul_coop_buffers = *n;
+      continue;
+    }
     if (key == "lm_decode_grid") {
       // GPU decoding: invocations per workgroup x FFN and logit columns per workgroup, e.g. 256x16.
       const size_t x = value.find('x');
@@ -214,7 +221,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_tile, linear_attention, "
-          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_layout, matmul_splits, "
+          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
+          "matmul_layout, matmul_splits, "
           "matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;

@@ -53,6 +53,9 @@ struct PlanOverrides {
   // name where the device has none), or with the fragments emulated (tests the kernel anywhere).
   enum class Coop { kOff, kNative, kEmulated };
   std::optional<Coop> matmul_coop;
+  // "matmul_coop_buffers=1|2": the cooperative-matrix matmul's shared stages per k slice (two where
+  // they fit: one barrier per slice instead of two).
+  std::optional<uint32_t> matmul_coop_buffers;
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   // "matmul_layout=grouped|strided": the GPU matmul's accumulators in runs of adjacent rows and
   // columns (vector shared loads) or strided over the block (matmul_shared.glsl says which is which).
@@ -177,10 +180,16 @@ MatmulPlan matmul(const DeviceTraits& d, const MatmulShape& s);
 struct CoopMatmulPlan {
   bool emulated = false;  // fragments as plain arithmetic (matmul_coop_emulated_f16)
   uint32_t subgroup = 32, groups_m = 2, groups_n = 2, frags_m = 2, frags_n = 2, fm = 16, fn = 16, fk = 16;
+  uint32_t buffers = 2;  // shared stages of a k slice (spec constant BUFFERS)
   uint64_t inner_loops = 0;
   uint32_t workgroup() const { return subgroup * groups_m * groups_n; }
   uint32_t block_m() const { return groups_m * frags_m * fm; }
   uint32_t block_n() const { return groups_n * frags_n * fn; }
+  // The kernel's shared memory: the stages of A (block_m rows of 32 halves) and B (32 rows of
+  // block_n), each row padded by 8 halves, and the subgroups' f32 fragment stage.
+  uint64_t shared_bytes() const {
+    return 2ull * buffers * (block_m() * (32ull + 8) + 32ull * (block_n() + 8)) + 4ull * groups_m * groups_n * fm * fn;
+  }
 };
 // The plan where the device has cooperative matrices (or they are forced) and the shape fits them
 // (f16, rows vectorizable); empty where matmul() decides.

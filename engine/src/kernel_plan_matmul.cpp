@@ -115,6 +115,15 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
     p.frags_m = (big ? 64 : 32) / p.fm;
     p.frags_n = (big ? 64 : 32) / p.fn;
   }
+  // Two shared stages where they fit (one barrier per k slice: the 128 x 128 block takes 41 KiB);
+  // else one; else the 64 x 64 block; else the other kernels.
+  p.buffers = d.forced.matmul_coop_buffers.value_or(2);
+  if (p.shared_bytes() > d.shared_bytes) p.buffers = 1;
+  if (p.shared_bytes() > d.shared_bytes && !p.emulated) {
+    p.frags_m = 32 / p.fm;
+    p.frags_n = 32 / p.fn;
+  }
+  if (p.shared_bytes() > d.shared_bytes) return std::nullopt;
   // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
   // emulated, each fragment product's rows (its k steps unrolled only in the native form).
   const uint64_t slices = ceil_div(s.k, 32), frags = uint64_t(p.frags_m) * p.frags_n;
