@@ -578,6 +578,19 @@ TEST_CASE("kernel plan: GPU matmuls of few blocks and a long K are split along K
   DeviceTraits forced = d;
   forced.forced.matmul_splits = 3;
   CHECK(matmul(forced, {.m = 4096, .n = 4096, .k = 4096}).splits == 3);
+  // Slices 16 deep unless forced; a forced depth that would not fit the shared memory is cut to 16
+  // before the tile shrinks, and a loop-limited driver counts the deeper slices' steps.
+  CHECK(matmul(d, {.m = 4096, .n = 4096, .k = 4096}).depth == 16);
+  DeviceTraits deep = d;
+  deep.forced.matmul_depth = 32;
+  const MatmulPlan deep_plan = matmul(deep, {.m = 65536, .n = 256, .k = 512});
+  CHECK(deep_plan.depth == 32);
+  CHECK(deep_plan.tm == 8);
+  CHECK(deep_plan.inner_loops == 16 * 40 + 8);
+  deep.shared_bytes = 16384;
+  CHECK(matmul(deep, {.m = 1024, .n = 1024, .k = 1024}).depth == 16);
+  CHECK(parse_overrides("matmul_depth=8").value().matmul_depth == 8u);
+  CHECK_FALSE(parse_overrides("matmul_depth=64").is_ok());
   CHECK_FALSE(parse_overrides("matmul_splits=0").is_ok());
   CHECK(parse_overrides("matmul_splits=64").value().matmul_splits == 64u);
 }

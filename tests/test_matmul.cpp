@@ -183,6 +183,15 @@ GPU_TEST_CASE("the GPU matmul split along K matches the reference", "[matmul][gp
     check_forced_gpu_plan(std::string("matmul_splits=") + splits, {{70, 33, 200}, {5, 130, 17}, {64, 64, 64}}, seed);
 }
 
+// The GPU kernel's slices 8 and 32 k steps deep (the plan's 16 is in the tests above): K below,
+// across and not a multiple of a slice, the deep slices also split along K and with 8 x 4 grouped tiles.
+GPU_TEST_CASE("the GPU matmul with shallower and deeper slices matches the reference", "[matmul][gpu]") {
+  uint32_t seed = 1250;
+  for (const char* plan : {"matmul_depth=8", "matmul_depth=32", "matmul_depth=32,matmul_splits=3",
+                           "matmul_depth=32,matmul_tile=8x4,matmul_layout=grouped"})
+    check_forced_gpu_plan(plan, {{70, 33, 200}, {5, 130, 17}, {129, 65, 96}}, seed);
+}
+
 namespace {
 
 // The kernel one matmul of this context dispatches (read from a timed sequence).

@@ -7,13 +7,14 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, unsplit along K and with grouped accumulators / at each decoding grid, with one column per
+# at each forced matmul tile, unsplit along K, with grouped accumulators and with slices 32 deep / at each decoding grid, with one column per
 # invocation and with weight loads 1 and 8 rows at a time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
 # tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
-# matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow),
+# matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
+# and three of them with slices 32 deep),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off and with one shared
 # stage per k slice, to compare with the default run's f16 records, and the LM in f16, whose
 # projections take them),
@@ -77,8 +78,11 @@ for s in "${steps[@]}"; do
     # 65536 x 512 x 256 ran 0.72-0.79: the same FLOPs and k steps, A's rows 2 KiB apart instead of 1.
     # Which dimension does it (K, N, M, a power-of-two row stride)? Each product at the plan's tile.
     matmul_probe) run_step matmul_probe 90 "$rill" bench --op matmul --peers --matmul-shapes \
-                    65536x256x512,65536x512x256,65536x256x256,65536x512x512,65536x256x1024,32768x256x512,65536x256x520,65536x264x512 ;;
-    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped; do
+                    65536x256x512,65536x512x256,65536x256x256,65536x512x512,65536x256x1024,32768x256x512,65536x256x520,65536x264x512
+                  # The same products with slices 32 deep: one wait on memory per 32 k steps.
+                  run_step matmul_probe_depth_32 60 env RILL_KERNEL_PLAN=matmul_depth=32 "$rill" bench --op matmul \
+                    --matmul-shapes 65536x256x512,65536x512x256,65536x256x1024 ;;
+    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped matmul_depth=32; do
                     run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul
                   done ;;
     decode_sweep) for grid in 128x64 256x16 512x8 256x32; do

@@ -71,9 +71,10 @@ DeviceTraits traits_of(const Sequence& seq) { return traits_in(seq.device(), *ri
 DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill::detail::Access::impl(ctx)); }
 
 bool tunable_key(std::string_view key) {
-  for (std::string_view k : {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows",
-                             "la_tile", "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
-                             "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop"})
+  for (std::string_view k :
+       {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "la_tile",
+        "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup", "icl_layers_per_dispatch",
+        "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
     if (key == k) return true;
   return false;
 }
@@ -174,6 +175,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.matmul_splits = *n;
       continue;
     }
+    if (key == "matmul_depth") {
+      const std::optional<uint32_t> n = count_of(value);
+      if (!one_of(n, {8, 16, 32}))
+        return invalid_argument("kernel plan: matmul_depth is '" + std::string(value) + "'; use 8, 16 or 32");
+      out.matmul_depth = *n;
+      continue;
+    }
     if (key == "matmul_layout") {
       if (value != "grouped" && value != "strided")
         return invalid_argument("kernel plan: matmul_layout is '" + std::string(value) + "'; use grouped or strided");
@@ -222,7 +230,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_tile, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
-          "matmul_layout, matmul_splits, "
+          "matmul_depth, matmul_layout, matmul_splits, "
           "matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
@@ -284,6 +292,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                    std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
                        std::to_string(m.wg_x * m.tn) +
+                       (m.register_kernel ? "" : ", slices " + std::to_string(m.depth) + " deep") +
                        (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "") +
                        (m.grouped ? ", grouped accumulators" : "")});
   }
@@ -293,7 +302,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                    std::string(coop->emulated ? "cooperative matrices emulated" : "cooperative matrices") + ", " +
                        std::to_string(coop->fm) + " x " + std::to_string(coop->fn) + " x " + std::to_string(coop->fk) +
                        " fragments, block " + std::to_string(coop->block_m()) + " x " +
-                       std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup())});
+                       std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup()) + ", " +
+                       std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages")});
   const BlockAttentionPlan b = block_attention_forward(d, 64);
   out.push_back({"block_attention_forward", "block 64",
                  b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"

@@ -61,10 +61,15 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
   // Strided accumulators unless forced: the grouped layout's vector shared loads are untimed on a
   // GPU (tools/gpu-check.sh matmul_sweep times it).
   p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(false);
-  // The shared tiles (16 deep, a column of padding each, 4 grouped) must fit: 8 x 8 needs 16.1 KiB,
-  // over a 16 KiB device's limit, which keeps the 64 x 64 block.
+  // Slices 16 k steps deep unless forced: each slice is a wait on memory, so a product streamed from
+  // memory (few blocks share each tile of A) may want deeper ones; untimed on a GPU
+  // (tools/gpu-check.sh matmul_sweep times 32).
+  if (!p.register_kernel) p.depth = d.forced.matmul_depth.value_or(16);
+  // The shared tiles (a column of padding each, 4 grouped) must fit: 8 x 8 at 16 deep needs 16.1
+  // KiB, over a 16 KiB device's limit, which keeps the 64 x 64 block; deeper slices go first.
   const uint64_t pad = p.grouped ? 4 : 1;
-  auto tiles_bytes = [&] { return 4ull * 16 * (p.wg_y * p.tm + pad + p.wg_x * p.tn + pad); };
+  auto tiles_bytes = [&] { return 4ull * p.depth * (p.wg_y * p.tm + pad + p.wg_x * p.tn + pad); };
+  if (!p.register_kernel && tiles_bytes() > d.shared_bytes) p.depth = std::min(p.depth, 16u);
   if (!p.register_kernel && tiles_bytes() > d.shared_bytes) {
     p.tm = p.wg_y == 8 ? 8 : 4;
     p.tn = 4;
@@ -82,7 +87,7 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
              8 * p.splits * s.m * s.n * s.batches <= kSplitPartialBytes)
         p.splits *= 2;
     }
-    p.inner_loops = ceil_div(ceil_div(s.k, p.splits), 16) * 24 + 8;
+    p.inner_loops = ceil_div(ceil_div(s.k, p.splits), p.depth) * (p.depth + 8) + 8;
   }
   return p;
 }

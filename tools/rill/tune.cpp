@@ -56,6 +56,7 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"lm prefill", "la_scan_groups", {"1"}},
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"grouped"}},
+           {"lm prefill", "matmul_depth", {"32"}},
            {"lm decode", "lm_decode_grid", {"128x64", "256x32", "512x8"}},
            {"lm decode", "lm_decode_columns", {"1", "8"}},
            {"lm decode", "lm_decode_rows", {"1", "8"}},

@@ -137,6 +137,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   if (!p.register_kernel) {
     d.spec.push_back(gpu::spec("SPLITS", p.splits));
     d.spec.push_back(gpu::spec("GROUPED", p.grouped));
+    d.spec.push_back(gpu::spec("BK", p.depth));
   }
   d.push = push_bytes(push);
   if (p.splits == 1) return seq.dispatch(d);
