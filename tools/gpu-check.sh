@@ -87,7 +87,7 @@ for s in "${steps[@]}"; do
     matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped matmul_depth=32; do
                     run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul
                   done ;;
-    decode_sweep) for grid in 128x64 256x16 512x8 256x32; do
+    decode_sweep) for grid in 128x64 256x32 512x8 512x16 1024x16; do
                     run_step "decode_$grid" 30 env RILL_KERNEL_PLAN="lm_decode_grid=$grid" "$rill" bench --op lm \
                       --lm-no-baseline --lm-max-tokens 4096
                   done
@@ -98,7 +98,10 @@ for s in "${steps[@]}"; do
                   for rows in 1 8; do
                     run_step "decode_rows_$rows" 30 env RILL_KERNEL_PLAN="lm_decode_rows=$rows" "$rill" bench \
                       --op lm --lm-no-baseline --lm-max-tokens 4096
-                  done ;;
+                  done
+                  # The shortest serial walks: a head's 256 input rows over 32 slices of 8, one batch each.
+                  run_step decode_1024x16_rows_8 30 env RILL_KERNEL_PLAN="lm_decode_grid=1024x16,lm_decode_rows=8" \
+                    "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096 ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
     segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192
