@@ -556,6 +556,17 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   CHECK(cooperative_matmul(tight, big)->block_n() == 64);
   tight.shared_bytes = 4096;
   CHECK_FALSE(cooperative_matmul(tight, big).has_value());
+  // Twice the subgroups, each with half the fragments: the same 128 x 128 block.
+  d.forced.matmul_coop_groups = std::pair<uint32_t, uint32_t>{2, 4};
+  const auto wide = cooperative_matmul(d, big);
+  CHECK(wide->workgroup() == 256);
+  CHECK(wide->frags_m == 4);
+  CHECK(wide->frags_n == 2);
+  CHECK(wide->block_n() == 128);
+  CHECK(wide->buffers == 2);  // 45 KiB with the eight subgroups' stages
+  d.forced.matmul_coop_groups.reset();
+  CHECK(parse_overrides("matmul_coop_groups=4x2").value().matmul_coop_groups == std::pair<uint32_t, uint32_t>{4, 2});
+  CHECK_FALSE(parse_overrides("matmul_coop_groups=4x4").is_ok());
   d.forced.matmul_coop_buffers = 1;
   CHECK(cooperative_matmul(d, big)->buffers == 1);
   CHECK(parse_overrides("matmul_coop_buffers=1").value().matmul_coop_buffers == 1u);

@@ -215,13 +215,17 @@ std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k
 // device has cooperative matrices, and on every device with its fragments emulated, which checks
 // the staging, the fragment offsets and the epilogue where no cooperative matrices exist (lavapipe).
 GPU_TEST_CASE("the cooperative-matrix matmul matches the reference", "[matmul][gpu]") {
-  // Each with two shared stages per k slice (the plan's choice where they fit) and with one.
-  std::vector<std::string> modes = {"emulated", "emulated,matmul_coop_buffers=1"};
+  // Each with two shared stages per k slice (the plan's choice where they fit) and with one, and
+  // with 2 x 4 and 4 x 2 subgroups as well as the plan's 2 x 2.
+  std::vector<std::string> modes = {"emulated", "emulated,matmul_coop_buffers=1", "emulated,matmul_coop_groups=2x4",
+                                    "emulated,matmul_coop_groups=4x2,matmul_coop_buffers=1"};
   {
     const rill::Context probe = rill_test::make_context();
     if (probe.device().caps.cooperative_matrix_f16[0] != 0) {
       modes.push_back("native");
       modes.push_back("native,matmul_coop_buffers=1");
+      modes.push_back("native,matmul_coop_groups=2x4");
+      modes.push_back("native,matmul_coop_groups=4x2");
     } else {
       WARN(probe.device().name << " has no cooperative matrices: only their emulated fragments are tested");
     }

@@ -15,9 +15,9 @@
 # and with the state scan one serial walk), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
-# coop (the cooperative-matrix matmul's tests, the matmul bench with them off and with one shared
-# stage per k slice, to compare with the default run's f16 records, and the LM in f16, whose
-# projections take them),
+# coop (the cooperative-matrix matmul's tests, the matmul bench with them off, with one shared
+# stage per k slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
+# records, and the LM in f16, whose projections take them),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
 # timing). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
@@ -120,8 +120,13 @@ for s in "${steps[@]}"; do
                 --la-forms chunked_parallel ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
           run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul
-          # One shared stage per k slice (two barriers each), as before the two alternating stages.
+          # One shared stage per k slice (two barriers each), as before the two alternating stages;
+          # then twice the subgroups per block (each half the fragments: fewer registers, more warps).
           run_step matmul_coop_buffers_1 45 env RILL_KERNEL_PLAN=matmul_coop_buffers=1 "$rill" bench --op matmul
+          for groups in 2x4 4x2; do
+            run_step "matmul_coop_groups_$groups" 45 env RILL_KERNEL_PLAN="matmul_coop_groups=$groups" "$rill" \
+              bench --op matmul
+          done
           run_step lm_f16 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-precision f16 \
             --lm-max-tokens 262144 ;;
     block_sweep) for tile in 8 32; do  # the tiled block-attention kernels' tile depth (16 in the default run)

@@ -196,6 +196,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.matmul_coop = value == "off" ? Coop::kOff : value == "native" ? Coop::kNative : Coop::kEmulated;
       continue;
     }
+    if (key == "matmul_coop_groups") {
+      if (value != "2x2" && value != "2x4" && value != "4x2")
+        return invalid_argument("kernel plan: matmul_coop_groups is '" + std::string(value) + "'; use 2x2, 2x4 or 4x2");
+      out.matmul_coop_groups = std::pair<uint32_t, uint32_t>{uint32_t(value[0] - '0'), uint32_t(value[2] - '0')};
+      continue;
+    }
     if (key == "matmul_coop_buffers") {
       const std::optional<uint32_t> n = count_of(value);
       if (!one_of(n, {1, 2}))
@@ -230,6 +236,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_tile, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
+          "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, "
           "matmul_tile)");
     if (value == "scan")

@@ -56,6 +56,8 @@ struct PlanOverrides {
   // "matmul_coop_buffers=1|2": the cooperative-matrix matmul's shared stages per k slice (two where
   // they fit: one barrier per slice instead of two).
   std::optional<uint32_t> matmul_coop_buffers;
+  // "matmul_coop_groups=2x4": the cooperative-matrix matmul's subgroups along m x n (2x2, 2x4, 4x2).
+  std::optional<std::pair<uint32_t, uint32_t>> matmul_coop_groups;
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   std::optional<uint32_t> matmul_depth;   // "matmul_depth=32": the GPU matmul's k steps per slice (8, 16, 32)
   // "matmul_layout=grouped|strided": the GPU matmul's accumulators in runs of adjacent rows and

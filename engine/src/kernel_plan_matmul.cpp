@@ -1,6 +1,7 @@
 // Kernel plans of the products: the matmul kernels, cooperative matrices and packed matrix-vector
 // products (kernel_plan.hpp).
 #include <algorithm>
+#include <tuple>
 
 #include "kernel_plan.hpp"
 #include "kernel_plan_util.hpp"
@@ -104,10 +105,17 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
   CoopMatmulPlan p;
   p.emulated = mode == Coop::kEmulated;
   p.subgroup = d.subgroup;
+  // Subgroups along m and n: 2 x 2 unless forced (2 x 4 and 4 x 2 keep the block with twice the
+  // subgroups, each owning half the fragments: untimed on a GPU, tools/gpu-check.sh coop times them).
+  std::tie(p.groups_m, p.groups_n) = d.forced.matmul_coop_groups.value_or(std::pair<uint32_t, uint32_t>{2, 2});
+  auto set_block = [&](uint32_t block) {
+    p.frags_m = std::max(1u, block / (p.groups_m * p.fm));
+    p.frags_n = std::max(1u, block / (p.groups_n * p.fn));
+  };
   if (p.emulated) {
-    // 16 x 16 x 16 fragments, 2 x 2 subgroups of 2 x 2 fragments: a 64 x 64 block that crosses
+    // 16 x 16 x 16 fragments, a 64 x 64 block (2 x 2 subgroups of 2 x 2 fragments) that crosses
     // every offset the native kernel uses.
-    p.frags_m = p.frags_n = 2;
+    set_block(64);
   } else {
     if (d.cooperative_matrix_f16[0] != 0) {
       p.fm = d.cooperative_matrix_f16[0];
@@ -117,17 +125,14 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
     // 128 x 128 blocks (4 subgroups of 64 x 64) where the product has hundreds of them, as the
     // shared-memory kernel's 8 x 8 tiles; else 64 x 64, so small products still spread.
     const bool big = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches >= 256;
-    p.frags_m = (big ? 64 : 32) / p.fm;
-    p.frags_n = (big ? 64 : 32) / p.fn;
+    set_block(big ? 128 : 64);
   }
+  if (p.workgroup() > d.max_invocations) return std::nullopt;
   // Two shared stages where they fit (one barrier per k slice: the 128 x 128 block takes 41 KiB);
   // else one; else the 64 x 64 block; else the other kernels.
   p.buffers = d.forced.matmul_coop_buffers.value_or(2);
   if (p.shared_bytes() > d.shared_bytes) p.buffers = 1;
-  if (p.shared_bytes() > d.shared_bytes && !p.emulated) {
-    p.frags_m = 32 / p.fm;
-    p.frags_n = 32 / p.fn;
-  }
+  if (p.shared_bytes() > d.shared_bytes && !p.emulated) set_block(64);
   if (p.shared_bytes() > d.shared_bytes) return std::nullopt;
   // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
   // emulated, each fragment product's rows (its k steps unrolled only in the native form).
