@@ -129,9 +129,15 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
   }
   if (p.workgroup() > d.max_invocations) return std::nullopt;
   // Two shared stages where they fit (one barrier per k slice: the 128 x 128 block takes 41 KiB);
-  // else one; else the 64 x 64 block; else the other kernels.
+  // else one; else 2 x 2 subgroups (eight add 4 KiB of epilogue stage); else the 64 x 64 block;
+  // else the other kernels. Forced choices give way in that order too.
   p.buffers = d.forced.matmul_coop_buffers.value_or(2);
+  const uint32_t block = p.block_m();
   if (p.shared_bytes() > d.shared_bytes) p.buffers = 1;
+  if (p.shared_bytes() > d.shared_bytes && p.groups_m * p.groups_n > 4) {
+    p.groups_m = p.groups_n = 2;
+    set_block(block);
+  }
   if (p.shared_bytes() > d.shared_bytes && !p.emulated) set_block(64);
   if (p.shared_bytes() > d.shared_bytes) return std::nullopt;
   // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
