@@ -124,7 +124,9 @@ GPU_TEST_CASE("icl grid: a model halted by a non-finite step stops alone", "[icl
 GPU_TEST_CASE("icl grid: checkpoints move models between a grid and a trainer, bit for bit", "[icl][grid]") {
   auto ctx = rill_test::make_context();
   const std::vector<TrainConfig> configs = mixed_grid();
-  const auto dir = std::filesystem::temp_directory_path() / "rill_test_icl_grid";
+  // The process's own scratch directory: the per-case run and the limit-profile runs of the
+  // whole suite execute this case at the same time (a shared fixed path let their writes collide).
+  const auto dir = std::filesystem::path(rill_test::temp_dir()) / "icl_grid";
   std::filesystem::create_directories(dir);
   auto grid = must(TrainerGrid::create(ctx, configs));
   must(grid.train(4));
