@@ -18,6 +18,7 @@
 
 #include "rill/context.hpp"
 #include "rill/device.hpp"
+#include "vk/kernel_contracts.hpp"
 #include "rill/sequence.hpp"
 
 namespace rill::ops::plan {
@@ -189,10 +190,12 @@ struct CoopMatmulPlan {
   uint32_t workgroup() const { return subgroup * groups_m * groups_n; }
   uint32_t block_m() const { return groups_m * frags_m * fm; }
   uint32_t block_n() const { return groups_n * frags_n * fn; }
-  // The kernel's shared memory: the stages of A (block_m rows of 32 halves) and B (32 rows of
-  // block_n), each row padded by 8 halves, and the subgroups' f32 fragment stage.
+  // The kernel's shared memory: the stages of A (block_m rows of a slice's halves) and B (a slice's
+  // rows of block_n), each row padded, and the subgroups' f32 fragment stage.
   uint64_t shared_bytes() const {
-    return 2ull * buffers * (block_m() * (32ull + 8) + 32ull * (block_n() + 8)) + 4ull * groups_m * groups_n * fm * fn;
+    const uint64_t depth = gpu::kCoopSliceDepth, pad = gpu::kCoopRowPadHalves;
+    return 2ull * buffers * (block_m() * (depth + pad) + depth * (block_n() + pad)) +
+           4ull * groups_m * groups_n * fm * fn;
   }
 };
 // The plan where the device has cooperative matrices (or they are forced) and the shape fits them

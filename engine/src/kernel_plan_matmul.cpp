@@ -142,9 +142,9 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
   if (p.shared_bytes() > d.shared_bytes) return std::nullopt;
   // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
   // emulated, each fragment product's rows (its k steps unrolled only in the native form).
-  const uint64_t slices = ceil_div(s.k, 32), frags = uint64_t(p.frags_m) * p.frags_n;
+  const uint64_t slices = ceil_div(s.k, gpu::kCoopSliceDepth), frags = uint64_t(p.frags_m) * p.frags_n;
   const uint64_t per_lane = uint64_t(p.fm) * p.fn / std::max(p.subgroup, 1u);
-  const uint64_t products = p.emulated ? frags * (32 / p.fk) * per_lane * (p.fk + 1) : 0;
+  const uint64_t products = p.emulated ? frags * (gpu::kCoopSliceDepth / p.fk) * per_lane * (p.fk + 1) : 0;
   p.inner_loops = slices * (products + 8) + frags * (per_lane + 2) + 8;
   return p;
 }

@@ -35,13 +35,13 @@ layout(constant_id = 10) const uint FK = 16;
 layout(constant_id = 11) const uint BUFFERS = 2;  // shared stages of a slice: 1 or 2
 layout(local_size_x_id = 0) in;
 
-const uint BK = 32;
+const uint BK = kCoopSliceDepth;
 const uint BM = GROUPS_M * FRAGS_M * FM;
 const uint BN = GROUPS_N * FRAGS_N * FN;
 // Rows of the stages in 16-byte words, one word of padding each: every fragment row stays 16-byte
 // aligned, and the 8 rows a quarter of a subgroup reads at once fall in different banks.
-const uint A_ROW = BK / 8 + 1;
-const uint B_ROW = BN / 8 + 1;
+const uint A_ROW = (BK + kCoopRowPadHalves) / 8;
+const uint B_ROW = (BN + kCoopRowPadHalves) / 8;
 const uint A_STAGE = BM * A_ROW, B_STAGE = BK * B_ROW;  // words per stage
 const uint A_VECS = BM * BK / 8, B_VECS = BK * BN / 8;  // 8-half loads per slice
 const uint A_PER = (A_VECS + WG - 1) / WG, B_PER = (B_VECS + WG - 1) / WG;

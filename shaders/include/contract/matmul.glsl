@@ -8,6 +8,11 @@
 const uint kPackedInt8PerWord = 4u;
 const uint kPackedF16PerWord = 2u;
 
+// The cooperative-matrix matmul (matmul_coop.glsl) stages k slices this deep, each staged row
+// padded by one 16-byte word of halves; its plan (kernel_plan.hpp) sizes the shared memory from them.
+const uint kCoopSliceDepth = 32u;
+const uint kCoopRowPadHalves = 8u;
+
 // C[M, N] = A[M, K] B[K, N] per batch, with strides in elements.
 RILL_PUSH_STRUCT(MatmulPush) {
   uint M;
