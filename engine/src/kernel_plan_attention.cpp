@@ -126,10 +126,13 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
 std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
   constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
   if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
-  // Shared memory of the output pass (scores, powers, A tile with padded rows, the other tile) and
-  // the states pass.
+  // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
+  // vectors padded by one, over the chunk rounded up to whole 4-row blocks; the powers; the other
+  // tile) and of the states pass.
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
-    return 4 * std::max(c * (c + 1) + c + 1 + c * (tile + 1) + tile * kMaxHeadDim, c + 2 * tile * kMaxHeadDim);
+    const uint64_t c4 = ceil_div(c, 4) * 4;
+    const uint64_t output = c4 * (c4 + 4) + c + 1 + c4 * (tile + 4) + tile * std::max(c4 + 1, kMaxHeadDim);
+    return 4 * std::max(output, c + 2 * tile * kMaxHeadDim);
   };
   // Tiles of 8 rows (or inner slices): on the H200 they ran the forward, non-causal and backward
   // passes 1.25-1.4x faster than tiles of 16 from N 4K on (23 KiB of shared memory per workgroup

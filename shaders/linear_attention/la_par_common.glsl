@@ -18,6 +18,12 @@ layout(constant_id = 8) const bool REVERSE = false;
 // the shared tiles (4 neighbouring columns put 16 invocations in one of 32 banks).
 layout(constant_id = 10) const uint TILE = 16;
 #define MAX_D 128u
+// The head widths (<= MAX_D), fixed per pipeline rather than read from the push constants: the tile
+// loops map each element index to a row and a column, and a division by a constant is a shift or a
+// multiplication where a division by a runtime value is a sequence of about twenty instructions per
+// element on a GPU (more than the element's share of the products in the passes' tile steps).
+layout(constant_id = 14) const uint DK = 64;
+layout(constant_id = 15) const uint DV = 64;
 
 #include "la_common.glsl"
 

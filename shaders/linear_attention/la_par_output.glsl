@@ -3,7 +3,9 @@
 // the chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
-// through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers:
+// through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers (4
+// neighbouring rows, whose operands it reads as one 16-byte vector per row and 4 inner steps, and
+// 4 strided columns, one word each):
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
 //      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
@@ -29,73 +31,102 @@ layout(std430, binding = 4) readonly buffer ChunkStates { float chunk_states[]; 
 layout(std430, binding = 5) readonly buffer X { sfloat x[]; };  // GRAD_SCALE: phi' of x scales out
 layout(std430, binding = 6) writeonly buffer Out { sfloat out_[]; };
 
-// [t][s], rows padded by one word: product 3's invocations read 2-4 rows 4 apart at once (heads of
-// 64 and 32), which unpadded all fall in one bank (a 2- to 4-way conflict on every read).
-const uint SROW = CHUNK + 1;
-shared afloat scores[CHUNK * SROW];
+// The tiles hold CHUNK4 rows (CHUNK rounded up to whole 4-row blocks), every slot written (zero
+// outside the data), so the inner loops run whole 4-step vectors without clamps or bounds. The
+// row-operand tiles are arrays of vec4 along their inner dimension (16-byte loads), rows padded by
+// one vector: two block rows 4 apart, which one warp reads at once, then fall 16 banks apart.
+const uint CHUNK4 = (CHUNK + 3u) / 4u * 4u;
+const uint SROW4 = CHUNK4 / 4u + 1u;                     // scores' row, in vec4
+shared vec4 scores[CHUNK4 * SROW4];                      // [t][s]
 shared afloat power[CHUNK + 1];                          // lambda^m
-const uint AROW = TILE + 1;                              // a_tile's padded row (banks again)
-shared afloat a_tile[CHUNK * AROW];                      // [t][k]: f(a_t) on TILE inner slices
-// [k][s] g(b) (rows padded to CHUNK + 1 <= MAX_D), then [k][j] P, then [s][j] h(c). Result columns
-// are strided over the invocations and g(b) is stored transposed, so neighbouring invocations read
-// neighbouring words (la_par_common.glsl: shared-memory banks).
-shared afloat other_tile[TILE * MAX_D];
-const uint BROW = CHUNK + 1;
+const uint AROW4 = TILE / 4u + 1u;                       // a_tile's row, in vec4 (TILE: a multiple of 4)
+shared vec4 a_tile[CHUNK4 * AROW4];                      // [t][k]: f(a_t) on TILE inner slices
+// [k][s] g(b), then [k][j] P, then [s][j] h(c). Result columns are strided over the invocations and
+// g(b) is stored transposed, so neighbouring invocations read neighbouring words (la_par_common.glsl:
+// shared-memory banks).
+const uint BROW = CHUNK4 + 1u;
+const uint OTHER_ROW = BROW > MAX_D ? BROW : MAX_D;
+shared afloat other_tile[TILE * OTHER_ROW];
+
+// One word of a vec4 row tile.
+void set_word(bool in_scores, uint row, uint column, afloat value) {
+  if (in_scores)
+    scores[row * SROW4 + column / 4u][column % 4u] = value;
+  else
+    a_tile[row * AROW4 + column / 4u][column % 4u] = value;
+}
 
 // Global memory is the wait in the tile loops below: each tile's loads are issued into registers
 // before the products on the tile before it (fetch_*), and stored into shared memory after the next
 // barrier (store_*), so a tile costs one wait overlapped with arithmetic instead of a wait between
 // two barriers. The elements e = tid + i WG_SIZE of one tile an invocation carries (unrolled: the
-// arrays stay in registers): chunk-row tiles are at most CHUNK x TILE, the others TILE x MAX_D.
+// arrays stay in registers) are laid out by constants, so that finding an element's row and column
+// is a shift or a multiplication: a chunk-row tile is CHUNK4 x TILE (e = t TILE + kk), a wide one
+// TILE x DV (e = row DV + j; a transposed state e = j TILE + kk); slots past the tile's real rows
+// or width hold zero.
 #extension GL_EXT_control_flow_attributes : require
-const uint ROW_PREFETCH = (CHUNK * TILE + WG_SIZE - 1) / WG_SIZE;
-const uint WIDE_PREFETCH = (TILE * MAX_D + WG_SIZE - 1) / WG_SIZE;
+const uint ROW_PREFETCH = (CHUNK4 * TILE + WG_SIZE - 1) / WG_SIZE;
+const uint WIDE_PREFETCH = (TILE * DV + WG_SIZE - 1) / WG_SIZE;
 uint ab_base, c_base, state_base, t0, len;
+
+// Slot e of a chunk-row tile: position t, inner index kk; whether it holds data (t < len, kk < width).
+bool row_slot(uint e, uint width, out uint t, out uint kk) {
+  t = e / TILE;
+  kk = e % TILE;
+  return t < len && kk < width;
+}
 
 // f(a_{t0+t, k0+kk}) (a_tile) or g(b_{t0+t, k0+kk}) (the scores' transposed B tile), t < len, kk < width.
 void fetch_rows(bool is_a, uint k0, uint width, out afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / width, kk = e % width;
-    r[i] = e < len * width ? (is_a ? la_f(PHI_A, afloat(a[ab_base + la_row(t0 + t) * p.dk + k0 + kk]))
-                                   : la_f(PHI_B, afloat(b[ab_base + la_row(t0 + t) * p.dk + k0 + kk])))
-                           : 0.0;
+    uint t, kk;
+    const bool live = row_slot(gl_LocalInvocationID.x + i * WG_SIZE, width, t, kk);
+    // Clamped into the tile, so that the load is unconditional (and never out of bounds).
+    const uint at = ab_base + la_row(t0 + min(t, len - 1u)) * DK + k0 + min(kk, width - 1u);
+    r[i] = live ? (is_a ? la_f(PHI_A, afloat(a[at])) : la_f(PHI_B, afloat(b[at]))) : 0.0;
   }
 }
-void store_a(uint width, afloat r[ROW_PREFETCH]) {
+// Every slot of the tile (the fetch left zeros outside the data).
+void store_a(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
-    if (e < len * width) a_tile[(e / width) * AROW + e % width] = r[i];
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
+    if (t < CHUNK4) set_word(false, t, e % TILE, r[i]);
   }
 }
-void store_b(uint width, afloat r[ROW_PREFETCH]) {
+void store_b(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
-    if (e < len * width) other_tile[(e % width) * BROW + e / width] = r[i];
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
+    if (t < CHUNK4) other_tile[(e % TILE) * BROW + t] = r[i];
   }
 }
 
-// Rows k0 .. k0 + width - 1 of P_c (along the stored rows: j fastest, or kk fastest when the state
-// is stored transposed), or rows s0 .. s0 + width - 1 of h(C); into other_tile[row][j].
+// Slot e of a wide tile: its row kk (data below width) and column j (< DV). The states a transposed form
+// reads are stored [DV, DK]: kk runs fastest there, so that the loads stay contiguous.
+bool wide_slot(bool transposed, uint e, uint width, out uint kk, out uint j) {
+  kk = transposed ? e % TILE : e / DV;
+  j = transposed ? e / TILE : e % DV;
+  return kk < width && j < DV;
+}
+
+// Rows k0 .. k0 + width - 1 of P_c, or rows s0 .. s0 + width - 1 of h(C); into other_tile[row][j].
 void fetch_wide(bool is_state, uint row0, uint width, out afloat r[WIDE_PREFETCH]) {
+  const bool transposed = is_state && STATE_TRANSPOSED;
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
-    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
-    if (e >= width * p.dv) {
-      r[i] = 0.0;
-    } else if (is_state) {
-      const uint kk = STATE_TRANSPOSED ? e % width : e / p.dv, j = STATE_TRANSPOSED ? e / width : e % p.dv;
-      r[i] = chunk_states[state_base + (STATE_TRANSPOSED ? j * p.dk + row0 + kk : (row0 + kk) * p.dv + j)];
-    } else {
-      r[i] = la_f(PHI_C, afloat(c[c_base + la_row(t0 + row0 + e / p.dv) * p.dv + e % p.dv]));
-    }
+    uint kk, j;
+    const bool live = wide_slot(transposed, gl_LocalInvocationID.x + i * WG_SIZE, width, kk, j);
+    kk = min(kk, width - 1u);  // clamped: unconditional loads, never out of bounds
+    j = min(j, DV - 1u);
+    const afloat value = is_state ? chunk_states[state_base + (STATE_TRANSPOSED ? j * DK + row0 + kk : (row0 + kk) * DV + j)]
+                                  : la_f(PHI_C, afloat(c[c_base + la_row(t0 + row0 + kk) * DV + j]));
+    r[i] = live ? value : 0.0;
   }
 }
-void store_wide(bool is_state, uint width, afloat r[WIDE_PREFETCH]) {
+// Every row of the tile, zero past `width` (the fetch left them so).
+void store_wide(bool is_state, afloat r[WIDE_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
-    const uint e = gl_LocalInvocationID.x + i * WG_SIZE;
-    if (e >= width * p.dv) continue;
-    const uint kk = is_state && STATE_TRANSPOSED ? e % width : e / p.dv;
-    const uint j = is_state && STATE_TRANSPOSED ? e / width : e % p.dv;
-    other_tile[kk * MAX_D + j] = r[i];
+    uint kk, j;
+    if (wide_slot(is_state && STATE_TRANSPOSED, gl_LocalInvocationID.x + i * WG_SIZE, TILE, kk, j))
+      other_tile[kk * OTHER_ROW + j] = r[i];
   }
 }
 
@@ -104,9 +135,9 @@ void main() {
   t0 = (p.first_chunk + chunk) * CHUNK;
   len = min(CHUNK, p.n - t0);
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
-  ab_base = bh * p.n * p.dk;
-  c_base = bh * p.n * p.dv;
-  state_base = (CAUSAL ? bh * p.window + chunk : bh) * p.dk * p.dv;
+  ab_base = bh * p.n * DK;
+  c_base = bh * p.n * DV;
+  state_base = (CAUSAL ? bh * p.window + chunk : bh) * DK * DV;
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
   const uint blocks_t = (len + 3) / 4;
 
@@ -122,71 +153,80 @@ void main() {
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
     afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
-    uint width = min(TILE, p.dk);
+    uint width = min(TILE, DK);
     fetch_rows(true, 0, width, next_a);
     fetch_rows(false, 0, width, next_b);
-    for (uint k0 = 0; k0 < p.dk; k0 += TILE) {
+    for (uint k0 = 0; k0 < DK; k0 += TILE) {
       barrier();  // the previous tiles read -> overwritten
-      store_a(width, next_a);
-      store_b(width, next_b);
+      store_a(next_a);
+      store_b(next_b);
       barrier();  // tiles stored -> read by every block owner
-      const uint width_now = width;
-      if (k0 + TILE < p.dk) {  // the next slice's loads, in flight during the products below
-        width = min(TILE, p.dk - k0 - TILE);
+      if (k0 + TILE < DK) {  // the next slice's loads, in flight during the products below
+        width = min(TILE, DK - k0 - TILE);
         fetch_rows(true, k0 + TILE, width, next_a);
         fetch_rows(false, k0 + TILE, width, next_b);
       }
       if (!owner) continue;
-      for (uint kk = 0; kk < width_now; ++kk) {
-        afloat av[4], bv[4];
-        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
-        for (uint q = 0; q < 4; ++q)
-          if (q < live_q) bv[q] = other_tile[kk * BROW + min(s0 + blocks_t * q, len - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < 4; ++q)
-            if (q < live_q) acc[r][q] += av[r] * bv[q];
+      [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
+        vec4 av[4];
+        [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
+        [[unroll]] for (uint u = 0; u < 4; ++u) {
+          afloat bv[4];
+          [[unroll]] for (uint q = 0; q < 4; ++q)
+            if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
+          [[unroll]] for (uint r = 0; r < 4; ++r)
+            [[unroll]] for (uint q = 0; q < 4; ++q)
+              if (q < live_q) acc[r][q] += av[r][u] * bv[q];
+        }
       }
     }
     if (!owner) continue;
+    // Every (t, s) of the block, t < len: zero past the mask and past len (product 3 reads whole
+    // 4-column vectors of each row).
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
         const uint t = r0 + r, s = s0 + blocks_t * q;
-        if (t < len && s < len) scores[t * SROW + s] = s <= t ? acc[r][q] * power[t - s] : 0.0;
+        if (t < len) set_word(true, t, s, s <= t ? acc[r][q] * power[t - s] : 0.0);
       }
   }
 
   // 2 and 3. Outputs: 4 x 4 blocks of (t, j).
-  const uint blocks_j = (p.dv + 3) / 4;
+  const uint blocks_j = (DV + 3) / 4;
   for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_j;
     const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;  // columns j0 + blocks_j q
+    // Columns past DV read a clamped (loaded) column, never written out.
+    uint column[4];
+    for (uint q = 0; q < 4; ++q) column[q] = min(j0 + blocks_j * q, DV - 1);
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
     // f(A) P_c over TILE slices of the inner dimension.
     afloat next_a[ROW_PREFETCH], next_p[WIDE_PREFETCH];
-    uint width = min(TILE, p.dk);
+    uint width = min(TILE, DK);
     fetch_rows(true, 0, width, next_a);
     fetch_wide(true, 0, width, next_p);
-    for (uint k0 = 0; k0 < p.dk; k0 += TILE) {
+    for (uint k0 = 0; k0 < DK; k0 += TILE) {
       barrier();  // the previous tiles (and the scores) read -> overwritten
-      store_a(width, next_a);
-      store_wide(true, width, next_p);
+      store_a(next_a);
+      store_wide(true, next_p);
       barrier();  // tiles stored -> read by every block owner
-      const uint width_now = width;
-      if (k0 + TILE < p.dk) {  // the next slice's loads, in flight during the products below
-        width = min(TILE, p.dk - k0 - TILE);
+      if (k0 + TILE < DK) {  // the next slice's loads, in flight during the products below
+        width = min(TILE, DK - k0 - TILE);
         fetch_rows(true, k0 + TILE, width, next_a);
         fetch_wide(true, k0 + TILE, width, next_p);
       }
       if (!owner) continue;
-      for (uint kk = 0; kk < width_now; ++kk) {
-        afloat av[4], pv[4];
-        for (uint r = 0; r < 4; ++r) av[r] = a_tile[min(r0 + r, len - 1) * AROW + kk];
-        for (uint q = 0; q < 4; ++q) pv[q] = other_tile[kk * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < 4; ++q) acc[r][q] += av[r] * pv[q];
+      [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
+        vec4 av[4];
+        [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
+        [[unroll]] for (uint u = 0; u < 4; ++u) {
+          afloat pv[4];
+          [[unroll]] for (uint q = 0; q < 4; ++q) pv[q] = other_tile[(4u * k4 + u) * OTHER_ROW + column[q]];
+          [[unroll]] for (uint r = 0; r < 4; ++r)
+            [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += av[r][u] * pv[q];
+        }
       }
     }
     for (uint r = 0; r < 4; ++r)
@@ -197,32 +237,35 @@ void main() {
     if (CAUSAL) fetch_wide(false, 0, rows, next_c);
     for (uint s0 = 0; CAUSAL && s0 < len; s0 += TILE) {
       barrier();  // the previous tiles read -> overwritten
-      store_wide(false, rows, next_c);
+      store_wide(false, next_c);
       barrier();  // tile stored -> read by every block owner
-      const uint rows_now = rows;
       if (s0 + TILE < len) {  // the next rows' loads, in flight during the products below
         rows = min(TILE, len - s0 - TILE);
         fetch_wide(false, s0 + TILE, rows, next_c);
       }
       if (!owner) continue;
-      // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + 3 add nothing. An
-      // owner's rows are shared by the blocks_j neighbouring invocations, so whole subgroups stop
-      // together, and the causal half of the product is skipped rather than multiplied by zero.
-      const uint rows_needed = min(rows_now, r0 + 4u > s0 ? r0 + 4u - s0 : 0u);
-      for (uint s = 0; s < rows_needed; ++s) {
-        afloat sv[4], cv[4];
-        for (uint r = 0; r < 4; ++r) sv[r] = scores[min(r0 + r, len - 1) * SROW + s0 + s];
-        for (uint q = 0; q < 4; ++q) cv[q] = other_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r] * cv[q];
+      // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + 3 add nothing, so
+      // the causal half of the product is skipped rather than multiplied by zero (in whole 4-row
+      // steps: s0 and r0 + 4 are multiples of 4). An owner's rows are shared by the blocks_j
+      // neighbouring invocations, so whole subgroups stop together.
+      const uint steps = min(TILE, r0 + 4u > s0 ? r0 + 4u - s0 : 0u) / 4u;
+      for (uint s4 = 0; s4 < steps; ++s4) {
+        vec4 sv[4];
+        [[unroll]] for (uint r = 0; r < 4; ++r) sv[r] = scores[(r0 + r) * SROW4 + s0 / 4u + s4];
+        [[unroll]] for (uint u = 0; u < 4; ++u) {
+          afloat cv[4];
+          [[unroll]] for (uint q = 0; q < 4; ++q) cv[q] = other_tile[(4u * s4 + u) * OTHER_ROW + column[q]];
+          [[unroll]] for (uint r = 0; r < 4; ++r)
+            [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r][u] * cv[q];
+        }
       }
     }
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
         const uint t = r0 + r, j = j0 + blocks_j * q;
-        if (t >= len || j >= p.dv) continue;
-        const uint at = c_base + la_row(t0 + t) * p.dv + j;
+        if (t >= len || j >= DV) continue;
+        const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];
         if (GRAD_SCALE) val *= phi_grad(afloat(x[at]));
         out_[at] = sfloat(val);

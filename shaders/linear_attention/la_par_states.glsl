@@ -19,15 +19,48 @@ shared afloat weight[CHUNK];          // lambda^(len-1-s)
 shared afloat b_tile[TILE * MAX_D];   // [s][i]: lambda^(len-1-s) g(b_s)_i
 shared afloat c_tile[TILE * MAX_D];   // [s][j]: h(c_s)_j
 
+// Each tile's loads are issued into registers before the products on the tile before it, and
+// stored after the next barrier (as in la_par_output.glsl): one wait on memory overlapped with
+// arithmetic per tile instead of one between two barriers. Slot e = tid + i WG_SIZE of the
+// TILE x DK (or TILE x DV) tile is row e / DK, column e % DK: constants, so shifts or
+// multiplications. Slots past the tile's rows load a clamped row and are never stored.
+#extension GL_EXT_control_flow_attributes : require
+const uint B_PREFETCH = (TILE * DK + WG_SIZE - 1) / WG_SIZE;
+const uint C_PREFETCH = (TILE * DV + WG_SIZE - 1) / WG_SIZE;
+uint b_base, c_base, t0, len;
+
+void fetch_tile(uint s0, out afloat nb[B_PREFETCH], out afloat nc[C_PREFETCH]) {
+  const uint last = len - 1u - s0;  // the tile's last real row
+  [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = min(e / DK, last);
+    nb[i] = la_f(PHI_B, afloat(b[b_base + la_row(t0 + s0 + s) * DK + e % DK]));
+  }
+  [[unroll]] for (uint i = 0; i < C_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = min(e / DV, last);
+    nc[i] = la_f(PHI_C, afloat(c[c_base + la_row(t0 + s0 + s) * DV + e % DV]));
+  }
+}
+void store_tile(uint s0, uint rows, afloat nb[B_PREFETCH], afloat nc[C_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DK;
+    if (s < rows) b_tile[s * MAX_D + e % DK] = weight[s0 + s] * nb[i];
+  }
+  [[unroll]] for (uint i = 0; i < C_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DV;
+    if (s < rows) c_tile[s * MAX_D + e % DV] = nc[i];
+  }
+}
+
 void main() {
   const uint chunk = gl_WorkGroupID.x, bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
-  const uint t0 = (p.first_chunk + chunk) * CHUNK;
-  const uint len = min(CHUNK, p.n - t0);  // the dispatch covers whole chunks below n only
+  t0 = (p.first_chunk + chunk) * CHUNK;
+  len = min(CHUNK, p.n - t0);  // the dispatch covers whole chunks below n only
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
   for (uint s = tid; s < len; s += WG_SIZE) weight[s] = HAS_DECAY ? pow(lambda, afloat(len - 1 - s)) : 1.0;
-  const uint b_base = bh * p.n * p.dk, c_base = bh * p.n * p.dv;
-  const uint out_base = (bh * p.window + chunk) * p.dk * p.dv;
-  const uint blocks_j = (p.dv + 3) / 4, blocks = (p.dk + 3) / 4 * blocks_j;
+  b_base = bh * p.n * DK;
+  c_base = bh * p.n * DV;
+  const uint out_base = (bh * p.window + chunk) * DK * DV;
+  const uint blocks_j = (DV + 3) / 4, blocks = (DK + 3) / 4 * blocks_j;
   // Rounds of WG_SIZE blocks; every invocation takes part in the loads (barriers stay uniform).
   for (uint round = 0; round * WG_SIZE < blocks; ++round) {
     const uint blk = round * WG_SIZE + tid;
@@ -37,24 +70,20 @@ void main() {
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
+    afloat next_b[B_PREFETCH], next_c[C_PREFETCH];
+    fetch_tile(0, next_b, next_c);
     for (uint s0 = 0; s0 < len; s0 += TILE) {
       const uint rows = min(TILE, len - s0);
-      barrier();  // the previous tile (and the weights, first time) -> this tile's loads
-      for (uint e = tid; e < rows * p.dk; e += WG_SIZE) {
-        const uint s = e / p.dk, i = e % p.dk;
-        b_tile[s * MAX_D + i] = weight[s0 + s] * la_f(PHI_B, afloat(b[b_base + la_row(t0 + s0 + s) * p.dk + i]));
-      }
-      for (uint e = tid; e < rows * p.dv; e += WG_SIZE) {
-        const uint s = e / p.dv, j = e % p.dv;
-        c_tile[s * MAX_D + j] = la_f(PHI_C, afloat(c[c_base + la_row(t0 + s0 + s) * p.dv + j]));
-      }
-      barrier();  // tile loaded -> read by every block owner
+      barrier();  // the previous tile read (and the weights written, first time) -> overwritten
+      store_tile(s0, rows, next_b, next_c);
+      barrier();  // tile stored -> read by every block owner
+      if (s0 + TILE < len) fetch_tile(s0 + TILE, next_b, next_c);  // in flight during the products
       if (!owner) continue;
       for (uint s = 0; s < rows; ++s) {
         afloat bv[4], cv[4];
         // Past the edge of DK or DV: a clamped (loaded) value, never written out.
-        for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, p.dk - 1)];
-        for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, p.dv - 1)];
+        for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, DK - 1)];
+        for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, DV - 1)];
         for (uint r = 0; r < 4; ++r)
           for (uint q = 0; q < 4; ++q) acc[r][q] += bv[r] * cv[q];
       }
@@ -62,7 +91,7 @@ void main() {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q)
-        if (i0 + r < p.dk && j0 + blocks_j * q < p.dv)
-          chunk_states[out_base + (i0 + r) * p.dv + j0 + blocks_j * q] = acc[r][q];
+        if (i0 + r < DK && j0 + blocks_j * q < DV)
+          chunk_states[out_base + (i0 + r) * DV + j0 + blocks_j * q] = acc[r][q];
   }
 }

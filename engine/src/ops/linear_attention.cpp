@@ -152,13 +152,14 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                            gpu::spec("REVERSE", f.reverse)});
   spec.push_back(gpu::spec("CHUNK", p.chunk));
   spec.push_back(gpu::spec("TILE", p.tile));
+  spec.insert(spec.end(), {gpu::spec("DK", f.dk), gpu::spec("DV", f.dv)});
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
     std::vector<SpecValue> out = spec_for(opt, p.workgroup);
     out.insert(out.end(),
                {gpu::spec("PHI_A", form.phi_a), gpu::spec("PHI_B", form.phi_b), gpu::spec("PHI_C", form.phi_c),
                 gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
                 gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
-                gpu::spec("STATE_TRANSPOSED", state_transposed)});
+                gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv)});
     return out;
   };
   // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks.
