@@ -26,9 +26,11 @@ namespace {
 // TILE-wide slice of the block's rows and a TILE x 128 tile (heads up to 128), plus `extra` floats.
 // 0 where even tiles of 4 do not fit.
 uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t extra) {
-  // Score and row-tile rows are padded by a word (block_attention_tiles.glsl says why).
+  // Scores and the row tile over the block rounded up to whole 4-row blocks, in rows of 4-word
+  // vectors padded by one (block_attention_tiles.glsl says why).
   auto shared_bytes = [&](uint64_t tile) {
-    return 4 * (uint64_t(block) * (block + 1) + block * (tile + 1) + tile * 128 + extra);
+    const uint64_t block4 = ceil_div(block, 4) * 4;
+    return 4 * (block4 * (block4 + 4) + block4 * (tile + 4) + tile * 128 + extra);
   };
   // A forced depth is kept or refused (0: the op says so), never silently changed; a tuned one is
   // kept where it fits.

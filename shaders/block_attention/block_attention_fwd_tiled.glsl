@@ -22,28 +22,30 @@ const uint PARTS = WG_SIZE / BLOCK >= 8u ? 8u : (WG_SIZE / BLOCK == 0u ? 1u : WG
 shared afloat row_part[WG_SIZE];
 
 afloat operand(uint which, uint row, uint x) {
-  if (which == kQ) return afloat(q[qk_base + row * p.dk + x]);
-  if (which == kK) return afloat(k[qk_base + row * p.dk + x]);
-  return afloat(v[v_base + row * p.dv + x]);
+  if (which == kQ) return afloat(q[qk_base + row * DK + x]);
+  if (which == kK) return afloat(k[qk_base + row * DK + x]);
+  return afloat(v[v_base + row * DV + x]);
 }
 
-void store_result(uint b, uint row, uint col, afloat value) { o[v_base + row * p.dv + col] = sfloat(value); }
+void store_result(uint b, uint row, uint col, afloat value) { o[v_base + row * DV + col] = sfloat(value); }
 
 void main() {
   const uint bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   const uint b0 = gl_WorkGroupID.x * BLOCK;
   len = min(BLOCK, p.n - b0);
-  qk_base = (bh * p.n + b0) * p.dk;
-  v_base = (bh * p.n + b0) * p.dv;
+  qk_base = (bh * p.n + b0) * DK;
+  v_base = (bh * p.n + b0) * DV;
 
-  // 1. Logits, 4 x 4 blocks of (t, s).
+  // 1. Logits, 4 x 4 blocks of (t, s); every entry of the blocks, zero past len.
   for (uint round = 0; round < score_rounds(); ++round) {
     uint r0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kQ, kK, p.dk, r0, s0, step, acc)) continue;
+    if (!score_block(round, kQ, kK, DK, r0, s0, step, acc)) continue;
     for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c)
-        if (r0 + r < len && s0 + step * c < len) scores[(r0 + r) * SROW + s0 + step * c] = acc[r][c] * p.scale;
+      for (uint c = 0; c < 4; ++c) {
+        const uint t = r0 + r, s = s0 + step * c;
+        set_score(t, s, t < len && s < len ? acc[r][c] * p.scale : 0.0);
+      }
   }
   barrier();  // logits written -> read by the row owners
 
@@ -56,15 +58,15 @@ void main() {
     const bool row_owner = t < len && tid < rows_per_round * PARTS;
     const uint last = CAUSAL ? t : len - 1;
     afloat m = -3.402823466e38;
-    for (uint s = part; row_owner && s <= last; s += PARTS) m = max(m, scores[t * SROW + s]);
+    for (uint s = part; row_owner && s <= last; s += PARTS) m = max(m, score(t, s));
     row_part[tid] = m;
     barrier();  // partial maxima written -> every part of the row reads them
     m = -3.402823466e38;
     for (uint i = 0; row_owner && i < PARTS; ++i) m = max(m, row_part[tid - part + i]);
     afloat l = 0.0;
     for (uint s = part; row_owner && s <= last; s += PARTS) {
-      const afloat w = exp(scores[t * SROW + s] - m);
-      scores[t * SROW + s] = w;
+      const afloat w = exp(score(t, s) - m);
+      set_score(t, s, w);
       l += w;
     }
     barrier();  // maxima read -> partial sums overwrite them
@@ -74,12 +76,12 @@ void main() {
     for (uint i = 0; row_owner && i < PARTS; ++i) l += row_part[tid - part + i];
     if (row_owner) {
       const afloat inv = 1.0 / l;
-      for (uint s = part; s < len; s += PARTS) scores[t * SROW + s] = s <= last ? scores[t * SROW + s] * inv : 0.0;
+      for (uint s = part; s < len; s += PARTS) set_score(t, s, s <= last ? score(t, s) * inv : 0.0);
       if (part == 0) lse[bh * p.n + b0 + t] = m + log(l);
     }
     barrier();  // sums read -> the next round's maxima overwrite them
   }
 
   // 3. O = P V (its first barrier orders the probabilities before their reads).
-  scores_product(false, kV, p.dv);
+  scores_product(false, kV, DV);
 }

@@ -5,8 +5,16 @@
 // Shared-memory banks: an invocation's 4 result columns are strided by the number of column groups
 // (column c of group g is g + groups * c), so a warp's neighbouring invocations read neighbouring
 // words; the operand whose rows become result columns is stored transposed, its rows padded by one
-// word, as are the scores' rows (a row per invocation in the softmax then hits 32 different banks).
-// With 4 contiguous columns and unpadded rows the same reads were 16-way conflicts on 32 banks.
+// word. The 4 neighbouring result rows an invocation owns read their operand as 16-byte vectors
+// (the row tile and the scores are arrays of vec4, rows padded by one vector): one load per row and
+// 4 inner steps, or per step for the 4 rows of the transposed scores. With 4 contiguous columns and
+// unpadded rows the reads were 16-way conflicts on 32 banks.
+//
+// Every slot of a tile is written (zero outside the block's data), over the block rounded up to
+// whole 4-row blocks (BLOCK4), so the inner loops run whole 4-step vectors without clamps. Tile
+// slots map to rows and columns by constants (TILE, DK, DV), so that the index arithmetic is shifts
+// or multiplications rather than runtime divisions. With CAUSAL, steps that only meet the mask's
+// zeros are skipped.
 //
 // Declared here for both kernels: their specialization constants, the block's scores and the two
 // tiles. The includer sets `len` (the block's rows) and defines operand(which, row, x) (element x
@@ -16,15 +24,22 @@
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 1) const uint BLOCK = 64;  // <= 64 (the scores live in shared memory)
 layout(constant_id = 2) const bool CAUSAL = true;
-layout(constant_id = 3) const uint TILE = 16;
+layout(constant_id = 3) const uint TILE = 16;   // a multiple of 4
+layout(constant_id = 4) const uint DK = 64;     // the head widths, <= MAX_D
+layout(constant_id = 5) const uint DV = 64;
 layout(local_size_x_id = 0) in;
 #define MAX_D 128u
 
-const uint SROW = BLOCK + 1;              // the scores' row stride
-shared afloat scores[BLOCK * SROW];       // [t][s]: logits or P, then probabilities or dS
-const uint TROW = TILE + 1;               // row_tile's padded row
-shared afloat row_tile[BLOCK * TROW];     // [row][x]: a TILE-wide slice of the block's rows
-shared afloat other_tile[TILE * MAX_D];   // [x][row] slices (stride SROW <= MAX_D) or [x][col] tiles
+const uint BLOCK4 = (BLOCK + 3u) / 4u * 4u;
+const uint SROW4 = BLOCK4 / 4u + 1u;      // the scores' row, in vec4
+shared vec4 scores[BLOCK4 * SROW4];       // [t][s]: logits or P, then probabilities or dS
+const uint TROW4 = TILE / 4u + 1u;        // row_tile's row, in vec4
+shared vec4 row_tile[BLOCK4 * TROW4];     // [row][x]: a TILE-wide slice of the block's rows
+const uint OROW = BLOCK4 + 1u;            // other_tile's row for [x][row] slices (<= MAX_D)
+shared afloat other_tile[TILE * MAX_D];   // [x][row] slices, or [x][col] tiles (row stride MAX_D)
+
+afloat score(uint t, uint s) { return scores[t * SROW4 + s / 4u][s % 4u]; }
+void set_score(uint t, uint s, afloat value) { scores[t * SROW4 + s / 4u][s % 4u] = value; }
 
 uint len;
 afloat operand(uint which, uint row, uint x);
@@ -32,52 +47,60 @@ void store_result(uint b, uint row, uint col, afloat value);
 
 // Global memory is the wait in these loops: each tile's loads are issued into registers before the
 // products on the tile before it, so a tile costs one wait overlapped with arithmetic instead of a
-// wait between two barriers. The elements of one tile an invocation carries: rows_product's tiles
-// are at most BLOCK x TILE, scores_product's TILE x MAX_D (unrolled: the arrays stay in registers).
-const uint ROW_PREFETCH = (BLOCK * TILE + WG_SIZE - 1) / WG_SIZE;
-const uint B_PREFETCH = (TILE * MAX_D + WG_SIZE - 1) / WG_SIZE;
+// wait between two barriers. The slots of one tile an invocation carries (unrolled: the arrays stay
+// in registers): rows_product's tiles are BLOCK4 x TILE (slot e = row TILE + x), scores_product's
+// TILE x width (slot e = x width + col).
+const uint ROW_PREFETCH = (BLOCK4 * TILE + WG_SIZE - 1) / WG_SIZE;
+const uint WIDEST = DK > DV ? DK : DV;
+const uint B_PREFETCH = (TILE * WIDEST + WG_SIZE - 1) / WG_SIZE;
+
+// Slice x0 .. x0 + TILE - 1 of the block's rows of a and b; zero past len and width. The loads are
+// clamped into the block (unconditional, never out of bounds).
+void fetch_row_slices(uint a, uint b, uint x0, uint width, out afloat next_a[ROW_PREFETCH],
+                      out afloat next_b[ROW_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, row = e / TILE, x = x0 + e % TILE;
+    const bool live = row < len && x < width;
+    const uint rr = min(row, len - 1u), xx = min(x, width - 1u);
+    const afloat va = operand(a, rr, xx), vb = operand(b, rr, xx);
+    next_a[i] = live ? va : 0.0;
+    next_b[i] = live ? vb : 0.0;
+  }
+}
+void store_row_slices(afloat next_a[ROW_PREFETCH], afloat next_b[ROW_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, row = e / TILE, x = e % TILE;
+    if (row >= BLOCK4) continue;
+    row_tile[row * TROW4 + x / 4u][x % 4u] = next_a[i];
+    other_tile[x * OROW + row] = next_b[i];
+  }
+}
 
 // acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + step c][x] for the block's rows of A and
 // B, a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
+// With CAUSAL the columns c whose every entry lies past the block's rows (step c > r0 + 3) are
+// left at zero: the mask discards them.
 void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, uint step, inout afloat acc[4][4]) {
-  const uint tid = gl_LocalInvocationID.x;
-  afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];  // slice x0's elements e = tid + i WG_SIZE
-  uint w = min(TILE, width);
-  [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-    const uint e = tid + i * WG_SIZE;
-    if (e < len * w) {
-      next_a[i] = operand(a, e / w, e % w);
-      next_b[i] = operand(b, e / w, e % w);
-    }
-  }
+  const uint live_c = CAUSAL ? min(4u, (r0 + 3u) / step + 1u) : 4u;
+  afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
+  fetch_row_slices(a, b, 0, width, next_a, next_b);
   for (uint x0 = 0; x0 < width; x0 += TILE) {
     barrier();  // the previous tiles (or scores) read -> overwritten
-    [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-      const uint e = tid + i * WG_SIZE;
-      if (e < len * w) {
-        row_tile[(e / w) * TROW + e % w] = next_a[i];
-        other_tile[(e % w) * SROW + e / w] = next_b[i];
-      }
-    }
+    store_row_slices(next_a, next_b);
     barrier();  // tiles stored -> read by every block owner
-    const uint x1 = x0 + TILE, w_now = w;
-    if (x1 < width) {  // the next slice's loads, in flight during the products below
-      w = min(TILE, width - x1);
-      [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
-        const uint e = tid + i * WG_SIZE;
-        if (e < len * w) {
-          next_a[i] = operand(a, e / w, x1 + e % w);
-          next_b[i] = operand(b, e / w, x1 + e % w);
-        }
-      }
-    }
+    if (x0 + TILE < width) fetch_row_slices(a, b, x0 + TILE, width, next_a, next_b);  // in flight below
     if (!owner) continue;
-    for (uint x = 0; x < w_now; ++x) {
-      afloat av[4], bv[4];
-      for (uint r = 0; r < 4; ++r) av[r] = row_tile[min(r0 + r, len - 1) * TROW + x];
-      for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * SROW + min(s0 + step * c, len - 1)];
-      for (uint r = 0; r < 4; ++r)
-        for (uint c = 0; c < 4; ++c) acc[r][c] += av[r] * bv[c];
+    [[unroll]] for (uint x4 = 0; x4 < TILE / 4u; ++x4) {
+      vec4 av[4];
+      [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = row_tile[(r0 + r) * TROW4 + x4];
+      [[unroll]] for (uint u = 0; u < 4; ++u) {
+        afloat bv[4];
+        [[unroll]] for (uint c = 0; c < 4; ++c)
+          if (c < live_c) bv[c] = other_tile[(4u * x4 + u) * OROW + s0 + step * c];
+        [[unroll]] for (uint r = 0; r < 4; ++r)
+          [[unroll]] for (uint c = 0; c < 4; ++c)
+            if (c < live_c) acc[r][c] += av[r][u] * bv[c];
+      }
     }
   }
 }
@@ -90,7 +113,8 @@ uint score_rounds() {
 
 // This invocation's block of round `round`, rows t0 + r and columns s0 + step c (r, c < 4), and
 // acc = its part of A B^T (rows_product); false past the last block. Every invocation calls it (it
-// holds barriers).
+// holds barriers). The blocks cover t, s < 4 ceil(len / 4): the includer writes every such entry
+// (zero outside the block and the mask), which scores_product reads in whole vectors.
 bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s0, out uint step,
                  out afloat acc[4][4]) {
   const uint blocks_t = (len + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
@@ -104,50 +128,61 @@ bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s
   return owner;
 }
 
+// Rows x0 .. x0 + TILE - 1 of operand b (width columns), zero past len.
+void fetch_b_rows(uint b, uint x0, uint width, out afloat next[B_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, x = x0 + e / width;
+    const afloat v = operand(b, min(x, len - 1u), e % width);
+    next[i] = x < len ? v : 0.0;
+  }
+}
+void store_b_rows(uint width, afloat next[B_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, x = e / width;
+    if (x < TILE) other_tile[x * MAX_D + e % width] = next[i];
+  }
+}
+
 // out[r][c] = sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) with M = scores and B the
 // block's rows of operand b (width columns): 4 x 4 blocks of (r, c), TILE rows of B at a time.
 // Each result goes to the includer's store_result(b, row, col, value).
 void scores_product(bool transposed, uint b, uint width) {
   const uint tid = gl_LocalInvocationID.x, blocks_r = (len + 3) / 4, blocks_c = (width + 3) / 4;
+  const uint len4 = blocks_r * 4u;  // the scores' written rows and columns
   for (uint round = 0; round * WG_SIZE < blocks_r * blocks_c; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_r * blocks_c;
     // Columns c0 + blocks_c c: neighbouring invocations read neighbouring words of the tile.
     const uint r0 = owner ? blk / blocks_c * 4 : 0, c0 = owner ? blk % blocks_c : 0;
+    uint column[4];  // past width: a clamped (loaded) column, never stored
+    for (uint c = 0; c < 4; ++c) column[c] = min(c0 + blocks_c * c, width - 1u);
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    afloat next[B_PREFETCH];  // rows x0 .. of B, elements e = tid + i WG_SIZE (prefetched as above)
-    uint rows = min(TILE, len);
-    [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
-      const uint e = tid + i * WG_SIZE;
-      if (e < rows * width) next[i] = operand(b, e / width, e % width);
-    }
+    afloat next[B_PREFETCH];
+    fetch_b_rows(b, 0, width, next);
     for (uint x0 = 0; x0 < len; x0 += TILE) {
       barrier();  // scores (first time) and the previous tile read -> overwritten
-      [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
-        const uint e = tid + i * WG_SIZE;
-        if (e < rows * width) other_tile[(e / width) * MAX_D + e % width] = next[i];
-      }
+      store_b_rows(width, next);
       barrier();  // tile stored -> read by every block owner
-      const uint x1 = x0 + TILE, rows_now = rows;
-      if (x1 < len) {  // the next rows' loads, in flight during the products below
-        rows = min(TILE, len - x1);
-        [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
-          const uint e = tid + i * WG_SIZE;
-          if (e < rows * width) next[i] = operand(b, x1 + e / width, e % width);
-        }
-      }
+      if (x0 + TILE < len) fetch_b_rows(b, x0 + TILE, width, next);  // in flight during the products
       if (!owner) continue;
-      for (uint x = 0; x < rows_now; ++x) {
-        afloat mv[4], bv[4];
-        for (uint r = 0; r < 4; ++r) {
-          const uint rr = min(r0 + r, len - 1);
-          mv[r] = transposed ? scores[(x0 + x) * SROW + rr] : scores[rr * SROW + x0 + x];
+      // Steps x of this tile that can be nonzero: x < len4, and with CAUSAL M[r][x] = 0 for x > r
+      // (x <= r0 + 3 matters) or, transposed, M[x][r] = 0 for x < r (x >= r0 matters). r0 and x0
+      // are multiples of 4, so whole vectors.
+      uint x_begin = 0u, x_end = min(TILE, len4 - x0);
+      if (CAUSAL && !transposed) x_end = min(x_end, r0 + 4u > x0 ? r0 + 4u - x0 : 0u);
+      if (CAUSAL && transposed) x_begin = min(x_end, r0 > x0 ? r0 - x0 : 0u);
+      for (uint x4 = x_begin / 4u; x4 < x_end / 4u; ++x4) {
+        vec4 mv[4];  // [r][u] or, transposed, [u][r]
+        [[unroll]] for (uint i = 0; i < 4; ++i)
+          mv[i] = transposed ? scores[(x0 + 4u * x4 + i) * SROW4 + r0 / 4u] : scores[(r0 + i) * SROW4 + x0 / 4u + x4];
+        [[unroll]] for (uint u = 0; u < 4; ++u) {
+          afloat bv[4];
+          [[unroll]] for (uint c = 0; c < 4; ++c) bv[c] = other_tile[(4u * x4 + u) * MAX_D + column[c]];
+          [[unroll]] for (uint r = 0; r < 4; ++r)
+            [[unroll]] for (uint c = 0; c < 4; ++c) acc[r][c] += (transposed ? mv[u][r] : mv[r][u]) * bv[c];
         }
-        for (uint c = 0; c < 4; ++c) bv[c] = other_tile[x * MAX_D + min(c0 + blocks_c * c, width - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint c = 0; c < 4; ++c) acc[r][c] += mv[r] * bv[c];
       }
     }
     if (!owner) continue;

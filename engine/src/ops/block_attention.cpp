@@ -94,7 +94,7 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   if (p.tiled) {
     d.kernel = tiled_kernel;
     d.spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
-              gpu::spec("TILE", p.tile)};
+              gpu::spec("TILE", p.tile),         gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv))};
   } else if (p.register_kernel) {
     d.kernel = cpu_kernel;
     // A block's row groups side by side in x where the count allows (see the kernel), else in z.
@@ -132,14 +132,15 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   if (p.tiled) {
     // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
     const std::string kernel = "block_attention/block_attention_bwd_tiled_" + suffix;  // outlives the dispatch
-    return seq.dispatch({.kernel = kernel,
-                         .bindings = bindings,
-                         .push = push_bytes(push),
-                         .groups = {uint32_t(blocks), uint32_t(bh), 1},
-                         .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block),
-                                  gpu::spec("CAUSAL", opt.causal), gpu::spec("TILE", p.tile)},
-                         .flops = 2 * bh * pairs * (3 * dk + 2 * dv),
-                         .bytes = bh * n * (es * (4 * dk + 4 * dv) + 8)});
+    return seq.dispatch(
+        {.kernel = kernel,
+         .bindings = bindings,
+         .push = push_bytes(push),
+         .groups = {uint32_t(blocks), uint32_t(bh), 1},
+         .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
+                  gpu::spec("TILE", p.tile), gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv))},
+         .flops = 2 * bh * pairs * (3 * dk + 2 * dv),
+         .bytes = bh * n * (es * (4 * dk + 4 * dv) + 8)});
   }
   if (p.register_kernel) {
     // Query-row groups (scores, dP, dq; Dk + Dv + Dk FMAs per pair) and key-row groups (scores, dP,
