@@ -440,6 +440,16 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   for (const char* bad : {"la_scan_groups=0", "la_scan_groups=3", "la_scan_groups=128"})
     CHECK_FALSE(parse_overrides(bad).is_ok());
   CHECK(parse_overrides("la_scan_groups=8").value().la_scan_groups == 8u);
+  // A forced window: the plan's 1024 chunks at 1M positions (64 MiB of chunk states for 4 heads of
+  // 64) cut to the forced count; a larger one than the plan's changes nothing.
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 1024);
+  DeviceTraits windowed = h100_like();
+  windowed.forced = parse_overrides("la_window=256").value();
+  CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 256);
+  windowed.forced = parse_overrides("la_window=4096").value();
+  CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 1024);
+  for (const char* bad : {"la_window=8", "la_window=100", "la_window=8192", "la_window="})
+    CHECK_FALSE(parse_overrides(bad).is_ok());
 }
 
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {

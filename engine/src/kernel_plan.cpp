@@ -73,7 +73,7 @@ DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill
 bool tunable_key(std::string_view key) {
   for (std::string_view k :
        {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "la_tile",
-        "la_scan_groups", "block_tile", "icl_layers", "icl_tasks_per_workgroup", "icl_layers_per_dispatch",
+        "la_scan_groups", "la_window", "block_tile", "icl_layers", "icl_tasks_per_workgroup", "icl_layers_per_dispatch",
         "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
     if (key == k) return true;
   return false;
@@ -129,6 +129,16 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) +
                                 "'; use 4, 8, 16 or 32");
       (key == "la_tile" ? out.la_tile : out.block_tile) = *n;
+      continue;
+    }
+    if (key == "la_window") {
+      // Chunks per window of the parallel linear-attention form: its chunk states are written, scanned
+      // and read back per window, so a smaller window may stay in a GPU's L2 cache (more dispatches).
+      const std::optional<uint32_t> n = count_of(value);
+      if (!n || *n < 16 || !power_of_two_up_to(n, 4096))
+        return invalid_argument("kernel plan: la_window is '" + std::string(value) +
+                                "'; use a power of two from 16 to 4096");
+      out.la_window = *n;
       continue;
     }
     if (key == "la_scan_groups") {
@@ -234,7 +244,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
-          "la_scan_groups, la_tile, linear_attention, "
+          "la_scan_groups, la_tile, la_window, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
           "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, "

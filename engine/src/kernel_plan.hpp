@@ -45,6 +45,7 @@ struct PlanOverrides {
   std::optional<bool> icl_query_top_layer;     // "icl_top_layer=query" or "icl_top_layer=full"
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
+  std::optional<uint32_t> la_window;           // "la_window=256": at most this many chunks per window (parallel form)
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>

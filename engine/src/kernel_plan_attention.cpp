@@ -172,6 +172,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   window = std::min<uint64_t>(window, d.loop_budget / 4);
   window = std::min<uint64_t>(window, 65535);
   if (s.chunks_per_dispatch != 0) window = std::min<uint64_t>(window, s.chunks_per_dispatch);
+  if (d.forced.la_window) window = std::min<uint64_t>(window, *d.forced.la_window);
   if (window < 1) return std::nullopt;
   LinearAttentionPlan p;
   p.algorithm = LinearAttentionAlgorithm::kChunkedParallel;
