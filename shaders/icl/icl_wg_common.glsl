@@ -33,14 +33,20 @@ void icl_stage_params(uint layer) {
 
 // Coalesced walks over the workgroup's (element, task) pairs of a count-element array: the
 // includer's loops read `src[base + e * p.batch + g_first_slot + k]` into `dst[k * count + e]` (or
-// the reverse), inactive slots read as zero and are never written.
-#define ICL_WG_LOAD(dst, src, base, count)                                        \
-  for (uint i_ = gl_LocalInvocationIndex; i_ < TASKS * (count); i_ += WG_SIZE) {  \
-    const uint e_ = i_ / TASKS, k_ = i_ % TASKS, t_ = g_first_slot + k_;          \
-    dst[k_ * (count) + e_] = icl_slot_active(t_) ? src[(base) + e_ * p.batch + t_] : 0.0; \
+// the reverse), inactive slots read as zero and are never written. Pair i = e TASKS + k goes to
+// invocation i % WG_SIZE, so an invocation's task k = lid % TASKS is the same at every step (TASKS
+// divides WG_SIZE): whether its slot holds a task (a runtime modulo) is decided once per walk.
+#define ICL_WG_LOAD(dst, src, base, count)                                                  \
+  {                                                                                         \
+    const uint k_ = gl_LocalInvocationIndex % TASKS, t_ = g_first_slot + k_;                \
+    const bool on_ = icl_slot_active(t_);                                                   \
+    for (uint e_ = gl_LocalInvocationIndex / TASKS; e_ < (count); e_ += WG_SIZE / TASKS)    \
+      dst[k_ * (count) + e_] = on_ ? src[(base) + e_ * p.batch + t_] : 0.0;                 \
   }
-#define ICL_WG_STORE(dst, src, base, count)                                       \
-  for (uint i_ = gl_LocalInvocationIndex; i_ < TASKS * (count); i_ += WG_SIZE) {  \
-    const uint e_ = i_ / TASKS, k_ = i_ % TASKS, t_ = g_first_slot + k_;          \
-    if (icl_slot_active(t_)) dst[(base) + e_ * p.batch + t_] = src[k_ * (count) + e_]; \
+#define ICL_WG_STORE(dst, src, base, count)                                                 \
+  {                                                                                         \
+    const uint k_ = gl_LocalInvocationIndex % TASKS, t_ = g_first_slot + k_;                \
+    if (icl_slot_active(t_))                                                                \
+      for (uint e_ = gl_LocalInvocationIndex / TASKS; e_ < (count); e_ += WG_SIZE / TASKS)  \
+        dst[(base) + e_ * p.batch + t_] = src[k_ * (count) + e_];                           \
   }
