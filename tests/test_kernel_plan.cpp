@@ -429,7 +429,13 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 8);  // the default
   // The state scan's runs: about sqrt of the window's chunks (256 chunks of 64 at 16K), 32 at most.
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().scan_groups == 16);
-  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().scan_groups == 32);
+  // At 1M positions the states pass walks spans of 2 chunks (512 workgroups per head of the 1,024
+  // chunks' window), so the scan walks 512 spans: 16 runs.
+  const auto million = linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value();
+  CHECK(million.span == 2);
+  CHECK(million.scan_groups == 16);
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().span == 1);  // 1,024 workgroups
+  CHECK(linear_attention_forward(h100_like(), la_shape(8, 65536, 32)).value().span == 4);  // the LM's heads
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 64, 64)).value().scan_groups == 1);
   DeviceTraits phone = mali_like();
   phone.forced = parse_overrides("la_tile=32").value();
@@ -450,6 +456,19 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 1024);
   for (const char* bad : {"la_window=8", "la_window=100", "la_window=8192", "la_window="})
     CHECK_FALSE(parse_overrides(bad).is_ok());
+  // A forced span, and the window cut to a whole number of spans (the windows' spans line up).
+  DeviceTraits spanned = h100_like();
+  spanned.forced = parse_overrides("la_span=8").value();
+  LinearAttentionShape odd_window = la_shape(4, 1 << 20, 64);
+  odd_window.chunks_per_dispatch = 1001;
+  const auto eight = linear_attention_forward(spanned, odd_window).value();
+  CHECK(eight.span == 8);
+  CHECK(eight.chunks_per_dispatch == 1000);
+  for (const char* bad : {"la_span=0", "la_span=3", "la_span=128"}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  // On a CPU driver the forced parallel form keeps spans of 1 unless one is forced.
+  DeviceTraits cpu = lavapipe_like();
+  cpu.forced = parse_overrides("linear_attention=parallel").value();
+  CHECK(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().span == 1);
 }
 
 TEST_CASE("kernel plan: ICL layers run as many per dispatch as the loop budget allows", "[plan]") {

@@ -88,9 +88,9 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
 }
 
 GPU_TEST_CASE("every causal algorithm matches the reference when forced by the kernel plan", "[linear-attention][gpu]") {
-  // The scan, the serial chunked kernel and the parallel chunked passes, each forced on this device
-  // (on lavapipe the parallel passes run as a GPU would run them), with windows of chunks
-  // continuing the state from one another.
+  // The scan, the serial chunked kernel and the parallel chunked passes (also over spans of 4
+  // chunks), each forced on this device (on lavapipe the parallel passes run as a GPU would run
+  // them), with windows of chunks continuing the state from one another.
   const Case cases[] = {
       {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
       {2, 3, 130, 33, 5, FeatureMap::kElu1, true, 16, 3},
@@ -99,7 +99,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
       {1, 1, 256, 64, 64, FeatureMap::kIdentity, true, 64, 1},
       {1, 1, 97, 128, 40, FeatureMap::kIdentity, false, 32, 0},
   };
-  for (const char* algorithm : {"scan", "serial", "parallel"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);
@@ -125,7 +125,8 @@ GPU_TEST_CASE("the parallel state scan matches the reference with its window cut
       {1, 1, 700, 8, 12, FeatureMap::kIdentity, true, 8, 20},
       {2, 1, 333, 5, 7, FeatureMap::kRelu, false, 4, 0},
   };
-  for (const char* groups : {"1", "2", "8", "64"}) {
+  // Also over spans of 2 and 8 chunks (la_par_common.glsl: the scan walks spans).
+  for (const char* groups : {"1", "2", "8", "64", "2,la_span=2", "8,la_span=8"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=parallel,la_scan_groups=") + groups;
     rill::Context ctx = rill_test::make_context(options);
@@ -234,7 +235,7 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
   // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
   // chunked kernel and the parallel passes a GPU runs.
-  for (const char* algorithm : {"scan", "serial", "parallel"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
     if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
       WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
       continue;

@@ -59,7 +59,7 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
 GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
   // Every algorithm, forced: the register scans (CPU drivers), the serial chunked scans and the
   // parallel passes a GPU runs.
-  for (const char* algorithm : {"scan", "serial", "parallel"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);
@@ -118,7 +118,7 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
   // Every algorithm, forced: the register scans, the serial chunked scans and the parallel passes.
-  for (const char* algorithm : {"scan", "serial", "parallel"}) {
+  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
     if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
       WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
       continue;

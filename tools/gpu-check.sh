@@ -12,7 +12,7 @@
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
 # tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
-# with the state scan one serial walk and with windows of 256 chunks), block_sweep (block attention at tile depths 8 and 32),
+# with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, with one shared
@@ -120,7 +120,13 @@ for s in "${steps[@]}"; do
                 --la-forms chunked_parallel
               # windows of 256 chunks: 16 MiB of chunk states (4 heads of 64) instead of 64, within L2
               run_step la_window_256 60 env RILL_KERNEL_PLAN=la_window=256 "$rill" bench --op linear_attention \
-                --la-forms chunked_parallel ;;
+                --la-forms chunked_parallel
+              # the states pass a chunk per workgroup with the scan over every chunk (as before spans),
+              # and spans of 8 chunks (the plan takes 2 to 4 from N 64K)
+              for span in 1 8; do
+                run_step "la_span_$span" 60 env RILL_KERNEL_PLAN="la_span=$span" "$rill" bench --op linear_attention \
+                  --la-forms chunked_parallel
+              done ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
           run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul
           # One shared stage per k slice (two barriers each), as before the two alternating stages;

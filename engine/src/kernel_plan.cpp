@@ -73,8 +73,8 @@ DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill
 bool tunable_key(std::string_view key) {
   for (std::string_view k :
        {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "la_tile",
-        "la_scan_groups", "la_window", "block_tile", "icl_layers", "icl_tasks_per_workgroup", "icl_layers_per_dispatch",
-        "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
+        "la_scan_groups", "la_window", "la_span", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
+        "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
     if (key == k) return true;
   return false;
 }
@@ -139,6 +139,15 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
         return invalid_argument("kernel plan: la_window is '" + std::string(value) +
                                 "'; use a power of two from 16 to 4096");
       out.la_window = *n;
+      continue;
+    }
+    if (key == "la_span") {
+      // Chunks per span of the parallel linear attention's states pass (1: each chunk's own state).
+      const std::optional<uint32_t> n = count_of(value);
+      if (!power_of_two_up_to(n, 64))
+        return invalid_argument("kernel plan: la_span is '" + std::string(value) +
+                                "'; use a power of two from 1 to 64");
+      out.la_span = *n;
       continue;
     }
     if (key == "la_scan_groups") {
@@ -244,7 +253,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
-          "la_scan_groups, la_tile, la_window, linear_attention, "
+          "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
           "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, "
@@ -339,8 +348,10 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     std::string text(algorithm_name(la.value().algorithm));
     if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
       text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
-    if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel)
+    if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel) {
       text += ", tiles of " + std::to_string(la.value().tile);
+      if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
+    }
     return text;
   };
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {

@@ -46,6 +46,7 @@ struct PlanOverrides {
   std::optional<uint32_t> la_tile;             // "la_tile=32": the parallel linear-attention passes' tile depth
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
   std::optional<uint32_t> la_window;           // "la_window=256": at most this many chunks per window (parallel form)
+  std::optional<uint32_t> la_span;             // "la_span=4": chunks per span of the parallel form's states pass
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
@@ -248,7 +249,8 @@ struct LinearAttentionPlan {
   uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
   uint32_t workgroup = 64;              // chunked kernels
   uint32_t tile = 0;                    // parallel: rows (or inner slices) per shared-memory tile
-  uint32_t scan_groups = 1;             // parallel: runs of chunks the state scan cuts a window into
+  uint32_t scan_groups = 1;             // parallel: runs of the state scan's steps (chunks or spans)
+  uint32_t span = 1;                    // parallel: chunks per states workgroup (the scan walks spans)
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H

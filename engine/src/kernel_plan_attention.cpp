@@ -180,14 +180,34 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
   p.tile = tile;
-  // The state scan (la_par_scan.comp): on a GPU a serial walk over the window's chunks is a chain of
-  // memory latencies; cut into about sqrt(window) runs it is 2 window / runs + runs steps long, for
-  // twice the traffic. At least 8 elements per workgroup, so that each run's loads fill 32-byte
-  // sectors. A CPU driver has no latency to hide: lavapipe (the parallel form forced) ran the scan
-  // 3-4.5x slower in runs (0.66 -> 2.9 ms at N 1K, 8.6 -> 28 ms at 16K), so it walks.
+  // Spans (la_par_common.glsl): a states workgroup walks SPAN chunks with the span's state in
+  // registers, so the scan reads and writes a state per span instead of per chunk (the chunks'
+  // states are written once and read once: a window's scan moved each chunk state four times). Up to
+  // 8 chunks, while the states pass keeps 2,048 workgroups or more (about two rounds of a big
+  // GPU's); the window is then a whole number of spans, so that every window's spans start at a
+  // multiple of SPAN chunks. CPU drivers keep 1.
+  p.span = 1;
+  while (d.family == Family::kGpu && p.span < 8 && window / (2 * p.span) * s.heads >= 2048) p.span *= 2;
+  if (d.forced.la_span) p.span = *d.forced.la_span;
+  if (window > p.span) window = window / p.span * p.span;
+  p.span = uint32_t(std::min<uint64_t>(p.span, window));
+  p.chunks_per_dispatch = uint32_t(window);
+  // The states pass's loop iterations per invocation: per chunk of the span, its tiles' loads and
+  // products, per round of 4 x 4 blocks.
+  const uint64_t state_rounds = ceil_div(ceil_div(s.dk, 4) * ceil_div(s.dv, 4), wg);
+  if (p.span * state_rounds * s_steps * (tile + 4) + 8 > d.loop_budget) {
+    if (d.forced.la_span) return std::nullopt;
+    p.span = 1;
+  }
+  // The state scan (la_par_scan.comp): on a GPU a serial walk over the window's chunks (or spans)
+  // is a chain of memory latencies; cut into about sqrt(steps) runs it is 2 steps / runs + runs
+  // long, for twice the traffic. At least 8 elements per workgroup, so that each run's loads fill
+  // 32-byte sectors. A CPU driver has no latency to hide: lavapipe (the parallel form forced) ran
+  // the scan 3-4.5x slower in runs (0.66 -> 2.9 ms at N 1K, 8.6 -> 28 ms at 16K), so it walks.
+  const uint64_t scan_steps = ceil_div(window, p.span);
   p.scan_groups = 1;
   while (d.family == Family::kGpu && p.scan_groups < 32 && p.scan_groups * 2 * 8 <= wg &&
-         4ull * p.scan_groups * p.scan_groups <= window)
+         4ull * p.scan_groups * p.scan_groups <= scan_steps)
     p.scan_groups *= 2;
   if (d.forced.la_scan_groups) p.scan_groups = std::min(*d.forced.la_scan_groups, wg);
   return p;

@@ -24,11 +24,22 @@ layout(constant_id = 10) const uint TILE = 16;
 // element on a GPU (more than the element's share of the products in the passes' tile steps).
 layout(constant_id = 14) const uint DK = 64;
 layout(constant_id = 15) const uint DV = 64;
+// Chunks per span. SPAN 1: la_par_states writes each chunk's own state U_c and the scan turns
+// every one into the state before its chunk. SPAN > 1: a states workgroup walks a span of SPAN
+// chunks, keeping the span's state in registers; it writes (causal) each chunk's state before it
+// within the span, L_c, and the span's total at states_base; the scan then walks spans, not chunks
+// (SPAN times less memory traffic: every chunk state is written once and read once, not read and
+// written again by the scan), and the output pass reads P_c = L_c + lambda^(positions since the
+// span's start) times the state before the span.
+layout(constant_id = 16) const uint SPAN = 1;
 
 #include "la_common.glsl"
 
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { LaWindowPush p; };
+
+// The spans of the window (its chunks, SPAN 1).
+uint spans_in_window() { return (p.window + SPAN - 1u) / SPAN; }
 
 // The storage row of (mapped) position t.
 uint la_row(uint t) { return REVERSE ? p.n - 1u - t : t; }

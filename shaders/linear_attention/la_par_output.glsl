@@ -1,6 +1,7 @@
 // Parallel chunked linear attention, pass 3 of 3 (la_par_common.glsl has the form): every chunk's
-// outputs at once, from the state before the chunk (P_c, left in chunk_states by la_par_scan) and
-// the chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
+// outputs at once, from the state before the chunk (P_c, left in chunk_states by la_par_scan, or
+// with SPAN > 1 the chunk's state within its span plus the decayed state before the span) and the
+// chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
 // through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers (4
@@ -68,6 +69,9 @@ void set_word(bool in_scores, uint row, uint column, afloat value) {
 const uint ROW_PREFETCH = (CHUNK4 * TILE + WG_SIZE - 1) / WG_SIZE;
 const uint WIDE_PREFETCH = (TILE * DV + WG_SIZE - 1) / WG_SIZE;
 uint ab_base, c_base, state_base, t0, len;
+// SPAN > 1 (causal): P_c = L_c (at state_base) + start_decay times the state before the chunk's span.
+uint start_base;
+afloat start_decay;
 
 // Slot e of a chunk-row tile: position t, inner index kk; whether it holds data (t < len, kk < width).
 bool row_slot(uint e, uint width, out uint t, out uint kk) {
@@ -116,8 +120,14 @@ void fetch_wide(bool is_state, uint row0, uint width, out afloat r[WIDE_PREFETCH
     const bool live = wide_slot(transposed, gl_LocalInvocationID.x + i * WG_SIZE, width, kk, j);
     kk = min(kk, width - 1u);  // clamped: unconditional loads, never out of bounds
     j = min(j, DV - 1u);
-    const afloat value = is_state ? chunk_states[state_base + (STATE_TRANSPOSED ? j * DK + row0 + kk : (row0 + kk) * DV + j)]
-                                  : la_f(PHI_C, afloat(c[c_base + la_row(t0 + row0 + kk) * DV + j]));
+    afloat value;
+    if (is_state) {
+      const uint at = STATE_TRANSPOSED ? j * DK + row0 + kk : (row0 + kk) * DV + j;
+      value = chunk_states[state_base + at];
+      if (CAUSAL && SPAN > 1u) value += start_decay * chunk_states[start_base + at];
+    } else {
+      value = la_f(PHI_C, afloat(c[c_base + la_row(t0 + row0 + kk) * DV + j]));
+    }
     r[i] = live ? value : 0.0;
   }
 }
@@ -138,6 +148,8 @@ void main() {
   ab_base = bh * p.n * DK;
   c_base = bh * p.n * DV;
   state_base = (CAUSAL ? bh * p.window + chunk : bh) * DK * DV;
+  start_base = p.states_base + (bh * spans_in_window() + chunk / SPAN) * DK * DV;
+  start_decay = HAS_DECAY ? pow(lambda, afloat((chunk % SPAN) * CHUNK)) : 1.0;  // earlier chunks are whole
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
   const uint blocks_t = (len + 3) / 4;
 

@@ -12,6 +12,8 @@
 // That is 2 W / GROUPS + GROUPS steps in a row instead of W (the sums grouped differently: the
 // same result up to rounding, the same bits on every run). Workgroup (x, bh): EPW = WG_SIZE /
 // GROUPS neighbouring elements of head bh, invocation (element e, run g) at e + EPW g.
+// Over the spans of la_par_states (SPAN > 1 in la_par_common.glsl) the same walk runs with a span
+// as its "chunk": CHUNK = SPAN chunks' positions, the window counted in spans from states_base.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(constant_id = 0) const uint WG_SIZE = 256;
@@ -67,14 +69,14 @@ void main() {
   if (GROUPS == 1) {
     const uint e = gl_WorkGroupID.x * WG_SIZE + lid;
     if (e >= elements) return;
-    const uint base = bh * p.window * elements + e;
+    const uint base = p.states_base + bh * p.window * elements + e;
     S[bh * elements + e] = walk(base, elements, 0, p.window, S[bh * elements + e], full, false, 0.0);
     return;
   }
   // Every invocation reaches the barriers; those past the last element only keep them company.
   const uint e = gl_WorkGroupID.x * EPW + lid % EPW, g = lid / EPW;
   const bool in_range = e < elements;
-  const uint base = bh * p.window * elements + min(e, elements - 1);
+  const uint base = p.states_base + bh * p.window * elements + min(e, elements - 1);
   const uint per = (p.window + GROUPS - 1) / GROUPS;
   const uint c_begin = min(g * per, p.window), c_end = min(c_begin + per, p.window);
   // 1. Each run from zero.

@@ -1,11 +1,17 @@
 // Parallel chunked linear attention, pass 1 of 3 (la_par_common.glsl has the form; la_par_scan.comp
-// is pass 2, la_par_output.glsl pass 3): every chunk's own state, all chunks at once. Workgroup
-// (c, bh) takes chunk c of the window of head bh, its mapped positions t0 .. t0 + len - 1:
+// is pass 2, la_par_output.glsl pass 3): every chunk's own state, all chunks at once,
 //   U_c = sum_{s < len} lambda^(len-1-s) g(b_{t0+s})^T h(c_{t0+s})         [DK, DV], f32
-// into chunk_states[(bh * window + c) * DK * DV ...]; the scan turns U_c into the state before
-// chunk c. A product of [DK, len] and [len, DV]: TILE rows of the weighted g(b) and of h(c) at a
-// time go through shared memory, and each invocation accumulates a 4 x 4 block of U_c.
+// for chunk c of the window, mapped positions t0 .. t0 + len - 1. A product of [DK, len] and
+// [len, DV]: TILE rows of the weighted g(b) and of h(c) at a time go through shared memory, and
+// each invocation accumulates a 4 x 4 block of U_c. Workgroup (r, bh) takes span r of SPAN chunks
+// (la_par_common.glsl): with SPAN 1 it writes U_c into chunk_states[(bh * window + c) * DK * DV ...]
+// (the scan turns it into the state before chunk c); with SPAN > 1 it walks the span's chunks
+// keeping
+//   R <- lambda^len_c R + U_c     (from zero)
+// in registers, writes R before each chunk (L_c; with LOCAL_PREFIXES, which the causal form reads)
+// at the chunk's place and R after the span at states_base + (bh * spans + r) * DK * DV.
 layout(constant_id = 0) const uint WG_SIZE = 256;
+layout(constant_id = 17) const bool LOCAL_PREFIXES = false;
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -52,14 +58,13 @@ void store_tile(uint s0, uint rows, afloat nb[B_PREFETCH], afloat nc[C_PREFETCH]
 }
 
 void main() {
-  const uint chunk = gl_WorkGroupID.x, bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
-  t0 = (p.first_chunk + chunk) * CHUNK;
-  len = min(CHUNK, p.n - t0);  // the dispatch covers whole chunks below n only
+  const uint span = gl_WorkGroupID.x, bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
+  const uint first = span * SPAN, end = min(first + SPAN, p.window);  // the span's chunks of the window
   const afloat lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
-  for (uint s = tid; s < len; s += WG_SIZE) weight[s] = HAS_DECAY ? pow(lambda, afloat(len - 1 - s)) : 1.0;
   b_base = bh * p.n * DK;
   c_base = bh * p.n * DV;
-  const uint out_base = (bh * p.window + chunk) * DK * DV;
+  const uint elements = DK * DV;
+  const uint span_base = p.states_base + (bh * spans_in_window() + span) * elements;
   const uint blocks_j = (DV + 3) / 4, blocks = (DK + 3) / 4 * blocks_j;
   // Rounds of WG_SIZE blocks; every invocation takes part in the loads (barriers stay uniform).
   for (uint round = 0; round * WG_SIZE < blocks; ++round) {
@@ -67,31 +72,48 @@ void main() {
     const bool owner = blk < blocks;
     // Columns j0 + blocks_j q: neighbouring invocations read neighbouring words of c_tile.
     const uint i0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;
-    afloat acc[4][4];
+    afloat span_acc[4][4];  // R: the span's state so far
     for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
-    afloat next_b[B_PREFETCH], next_c[C_PREFETCH];
-    fetch_tile(0, next_b, next_c);
-    for (uint s0 = 0; s0 < len; s0 += TILE) {
-      const uint rows = min(TILE, len - s0);
-      barrier();  // the previous tile read (and the weights written, first time) -> overwritten
-      store_tile(s0, rows, next_b, next_c);
-      barrier();  // tile stored -> read by every block owner
-      if (s0 + TILE < len) fetch_tile(s0 + TILE, next_b, next_c);  // in flight during the products
-      if (!owner) continue;
-      for (uint s = 0; s < rows; ++s) {
-        afloat bv[4], cv[4];
-        // Past the edge of DK or DV: a clamped (loaded) value, never written out.
-        for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, DK - 1)];
-        for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, DV - 1)];
-        for (uint r = 0; r < 4; ++r)
-          for (uint q = 0; q < 4; ++q) acc[r][q] += bv[r] * cv[q];
+      for (uint q = 0; q < 4; ++q) span_acc[r][q] = 0.0;
+    for (uint chunk = first; chunk < end; ++chunk) {
+      t0 = (p.first_chunk + chunk) * CHUNK;
+      len = min(CHUNK, p.n - t0);  // the dispatch covers whole chunks below n only
+      // The previous chunk's weights were last read before its last tile's second barrier.
+      for (uint s = tid; s < len; s += WG_SIZE) weight[s] = HAS_DECAY ? pow(lambda, afloat(len - 1 - s)) : 1.0;
+      afloat acc[4][4];
+      for (uint r = 0; r < 4; ++r)
+        for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
+      afloat next_b[B_PREFETCH], next_c[C_PREFETCH];
+      fetch_tile(0, next_b, next_c);
+      for (uint s0 = 0; s0 < len; s0 += TILE) {
+        const uint rows = min(TILE, len - s0);
+        barrier();  // the previous tile read (and the weights written, first time) -> overwritten
+        store_tile(s0, rows, next_b, next_c);
+        barrier();  // tile stored -> read by every block owner
+        if (s0 + TILE < len) fetch_tile(s0 + TILE, next_b, next_c);  // in flight during the products
+        if (!owner) continue;
+        for (uint s = 0; s < rows; ++s) {
+          afloat bv[4], cv[4];
+          // Past the edge of DK or DV: a clamped (loaded) value, never written out.
+          for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, DK - 1)];
+          for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, DV - 1)];
+          for (uint r = 0; r < 4; ++r)
+            for (uint q = 0; q < 4; ++q) acc[r][q] += bv[r] * cv[q];
+        }
       }
+      if (!owner) continue;
+      const afloat chunk_decay = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+      const uint local_base = (bh * p.window + chunk) * elements;
+      for (uint r = 0; r < 4; ++r)
+        for (uint q = 0; q < 4; ++q) {
+          if (SPAN > 1u && LOCAL_PREFIXES && i0 + r < DK && j0 + blocks_j * q < DV)
+            chunk_states[local_base + (i0 + r) * DV + j0 + blocks_j * q] = span_acc[r][q];
+          span_acc[r][q] = chunk_decay * span_acc[r][q] + acc[r][q];
+        }
     }
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q)
-        if (i0 + r < DK && j0 + blocks_j * q < DV)
-          chunk_states[out_base + (i0 + r) * DV + j0 + blocks_j * q] = acc[r][q];
+        if (i0 + r < DK && j0 + blocks_j * q < DV) chunk_states[span_base + (i0 + r) * DV + j0 + blocks_j * q] = span_acc[r][q];
   }
 }

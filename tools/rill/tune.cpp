@@ -54,7 +54,8 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
   if (gpu) {
     all = {{"lm prefill", "la_tile", {"4", "16"}},  // around the plan's 8
            {"lm prefill", "la_scan_groups", {"1"}},
-           {"lm prefill", "la_window", {"256"}},  // a window's chunk states small enough for L2
+           {"lm prefill", "la_window", {"256"}},   // a window's chunk states small enough for L2
+           {"lm prefill", "la_span", {"1", "8"}},  // around the plan's 2-4 chunks per states workgroup
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"grouped"}},
            {"lm prefill", "matmul_depth", {"32"}},

@@ -145,27 +145,38 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                        const Form* transposed = nullptr) {
   const uint64_t bh = uint64_t(d.batch) * d.heads, elements = uint64_t(f.dk) * f.dv, es = dtype_size(f.a->dtype());
   const uint32_t chunks = uint32_t((uint64_t(d.n) + p.chunk - 1) / p.chunk);
-  RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * p.chunks_per_dispatch * elements, kOp));
+  // Per window: the chunks' states from 0 (each chunk's own, or causal with spans its state within
+  // its span), then with spans each span's state from states_base (la_par_common.glsl).
+  const bool local_prefixes = opt.causal && p.span > 1;
+  auto spans_of = [&](uint64_t count) { return (count + p.span - 1) / p.span; };
+  const uint64_t workspace_states = (local_prefixes ? p.chunks_per_dispatch : 0) + spans_of(p.chunks_per_dispatch);
+  RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * workspace_states * elements, kOp));
   const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
   auto spec = spec_for(opt, p.workgroup);
   spec.insert(spec.end(), {gpu::spec("PHI_A", f.phi_a), gpu::spec("PHI_B", f.phi_b), gpu::spec("PHI_C", f.phi_c),
                            gpu::spec("REVERSE", f.reverse)});
   spec.push_back(gpu::spec("CHUNK", p.chunk));
   spec.push_back(gpu::spec("TILE", p.tile));
-  spec.insert(spec.end(), {gpu::spec("DK", f.dk), gpu::spec("DV", f.dv)});
+  spec.insert(spec.end(), {gpu::spec("DK", f.dk), gpu::spec("DV", f.dv), gpu::spec("SPAN", p.span)});
+  std::vector<SpecValue> states_spec = spec;
+  states_spec.push_back(gpu::spec("LOCAL_PREFIXES", local_prefixes));
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
     std::vector<SpecValue> out = spec_for(opt, p.workgroup);
     out.insert(out.end(),
                {gpu::spec("PHI_A", form.phi_a), gpu::spec("PHI_B", form.phi_b), gpu::spec("PHI_C", form.phi_c),
                 gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
                 gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
-                gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv)});
+                gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv),
+                gpu::spec("SPAN", p.span)});
     return out;
   };
-  // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks.
+  // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks
+  // (or of spans: a span is the scan's chunk, SPAN chunks' positions long).
   const uint32_t scan_elements = p.workgroup / p.scan_groups;
   const uint32_t scan_groups = uint32_t((elements + scan_elements - 1) / scan_elements);
   std::vector<SpecValue> scan_spec = spec;
+  for (SpecValue& v : scan_spec)
+    if (v.name == "CHUNK") v.bits = p.chunk * p.span;
   scan_spec.push_back(gpu::spec("GROUPS", p.scan_groups));
   struct Window {
     gpu::LaWindowPush push;
@@ -173,25 +184,32 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   };
   auto window = [&](uint32_t first) {
     const uint32_t count = std::min(p.chunks_per_dispatch, chunks - first);
-    return Window{{d.heads, d.n, f.dk, f.dv, first, count},
+    const uint32_t states_base = local_prefixes ? uint32_t(bh * count * elements) : 0;
+    return Window{{d.heads, d.n, f.dk, f.dv, first, count, states_base},
                   std::min<uint64_t>(uint64_t(count) * p.chunk, d.n - uint64_t(first) * p.chunk)};
   };
   auto states_and_scan = [&](const Window& w) -> Status {
-    const uint32_t count = w.push.window;
+    const uint32_t count = w.push.window, spans = uint32_t(spans_of(count));
+    const uint64_t written = (local_prefixes ? count : 0) + spans;
     RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_par_states_" + suffix,
                                        .bindings = {f.b, f.c, &decay, chunk_states},
                                        .push = push_bytes(w.push),
-                                       .groups = {count, uint32_t(bh), 1},
-                                       .spec = spec,
+                                       .groups = {spans, uint32_t(bh), 1},
+                                       .spec = states_spec,
                                        .flops = 2 * bh * w.positions * elements,
-                                       .bytes = bh * (es * w.positions * (f.dk + f.dv) + 4 * count * elements)}));
+                                       .bytes = bh * (es * w.positions * (f.dk + f.dv) + 4 * written * elements)}));
+    // The scan over the window's spans (its chunks when SPAN is 1); the window starts at a multiple
+    // of SPAN chunks (the plan's window is a whole number of spans).
+    gpu::LaWindowPush scan_push = w.push;
+    scan_push.first_chunk = w.push.first_chunk / p.span;
+    scan_push.window = spans;
     return seq.dispatch({.kernel = "linear_attention/la_par_scan",
                          .bindings = {&decay, chunk_states, &state},
-                         .push = push_bytes(w.push),
+                         .push = push_bytes(scan_push),
                          .groups = {scan_groups, uint32_t(bh), 1},
                          .spec = scan_spec,
-                         .flops = 2 * bh * count * elements,
-                         .bytes = bh * (8 * count * elements + 8 * elements)});
+                         .flops = 2 * bh * spans * elements,
+                         .bytes = bh * (8 * spans * elements + 8 * elements)});
   };
   auto form_outputs = [&](const Window& w, const Form& o, bool state_transposed) -> Status {
     const uint32_t count = w.push.window;
@@ -200,7 +218,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
     push.dv = o.dv;
     // Per position: a P (2 dk dv FLOPs) and, causal, on average (C + 1) / 2 scores and value rows.
     const uint64_t intra = opt.causal ? uint64_t(p.chunk + 1) * (o.dk + o.dv) : 0;
-    const uint64_t state_reads = opt.causal ? count : 1;
+    const uint64_t state_reads = opt.causal ? (p.span > 1 ? 2 : 1) * count : 1;
     return seq.dispatch(
         {.kernel = "linear_attention/la_par_output_" + suffix,
          .bindings = {o.a, o.b, o.c, &decay, opt.causal ? chunk_states : &state, o.x ? o.x : o.c, o.out},

@@ -30,7 +30,9 @@ const uint kLaBackwardDk = 1u;     // dk, backward in time
 const uint kLaBackwardDv = 2u;     // dv, backward in time
 const uint kLaBackwardState = 3u;  // R = phi(Q)^T dO (non-causal)
 
-// la_par_states / la_par_scan / la_par_output: a window of chunks from first_chunk.
+// la_par_states / la_par_scan / la_par_output: a window of chunks from first_chunk. The chunk
+// states buffer holds, per head, `window` chunk states from 0 and (SPAN > 1) the spans' states from
+// states_base (la_par_common.glsl); the scan over spans sees a window of spans from states_base.
 RILL_PUSH_STRUCT(LaWindowPush) {
   uint heads;
   uint n;
@@ -38,6 +40,7 @@ RILL_PUSH_STRUCT(LaWindowPush) {
   uint dv;
   uint first_chunk;
   uint window;
+  uint states_base;
 };
 
 // la_scan_cpu: count positions from first.
