@@ -3,7 +3,8 @@
 #
 #   bash .gpu/run.sh bash tools/gpu-check.sh [step ...]     # default: every step, in this order
 #
-# Steps: info la block matmul rmsnorm icl lm tests (the default set), and on request: sampler (the
+# Steps: info la block matmul rmsnorm icl lm tests (the default set), and on request: la_par (the
+# linear-attention bench's parallel form alone, with its peers), sampler (the
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
@@ -55,6 +56,8 @@ for s in "${steps[@]}"; do
   case $s in
     info) run_step info 20 "$rill" info ;;
     la) run_step la 180 "$rill" bench --op linear_attention --peers ;;
+    # The parallel form only (the GPUs' own; the serial kernel and the CPU scan take most of `la`).
+    la_par) run_step la_par 90 "$rill" bench --op linear_attention --peers --la-forms chunked_parallel ;;
     block) run_step block 40 "$rill" bench --op block_attention --peers ;;
     matmul) run_step matmul 45 "$rill" bench --op matmul --peers ;;
     rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
