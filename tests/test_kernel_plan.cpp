@@ -429,8 +429,8 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 8);  // the default
   // The state scan's runs: about sqrt of the window's chunks (256 chunks of 64 at 16K), 32 at most.
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().scan_groups == 16);
-  // At 1M positions the states pass walks spans of 2 chunks (512 workgroups per head of the 1,024
-  // chunks' window), so the scan walks 512 spans: 16 runs.
+  // At 1M positions the states pass walks spans of 2 chunks (341 workgroups per head of the 682
+  // chunks' window), so the scan walks 341 spans: 16 runs.
   const auto million = linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value();
   CHECK(million.span == 2);
   CHECK(million.scan_groups == 16);
@@ -446,13 +446,17 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   for (const char* bad : {"la_scan_groups=0", "la_scan_groups=3", "la_scan_groups=128"})
     CHECK_FALSE(parse_overrides(bad).is_ok());
   CHECK(parse_overrides("la_scan_groups=8").value().la_scan_groups == 8u);
-  // A forced window: the plan's 1024 chunks at 1M positions (64 MiB of chunk states for 4 heads of
-  // 64) cut to the forced count; a larger one than the plan's changes nothing.
-  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 1024);
+  // A forced window: at 1M positions the plan's window holds 682 chunks and their 341 spans of 2 in
+  // the 64 MiB scratch (64 KiB of states per chunk for 4 heads of 64); a forced one cuts it, a
+  // larger one than the plan's changes nothing.
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 682);
   DeviceTraits windowed = h100_like();
   windowed.forced = parse_overrides("la_window=256").value();
   CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 256);
   windowed.forced = parse_overrides("la_window=4096").value();
+  CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 682);
+  // Without spans the whole scratch holds chunk states.
+  windowed.forced = parse_overrides("la_span=1").value();
   CHECK(linear_attention_forward(windowed, la_shape(4, 1 << 20, 64)).value().chunks_per_dispatch == 1024);
   for (const char* bad : {"la_window=8", "la_window=100", "la_window=8192", "la_window="})
     CHECK_FALSE(parse_overrides(bad).is_ok());
@@ -463,7 +467,7 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   odd_window.chunks_per_dispatch = 1001;
   const auto eight = linear_attention_forward(spanned, odd_window).value();
   CHECK(eight.span == 8);
-  CHECK(eight.chunks_per_dispatch == 1000);
+  CHECK(eight.chunks_per_dispatch == 904);  // 904 chunks and 113 spans of states fit 1,024
   for (const char* bad : {"la_span=0", "la_span=3", "la_span=128"}) CHECK_FALSE(parse_overrides(bad).is_ok());
   // On a CPU driver the forced parallel form keeps spans of 1 unless one is forced.
   DeviceTraits cpu = lavapipe_like();

@@ -189,8 +189,14 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.span = 1;
   while (d.family == Family::kGpu && p.span < 8 && window / (2 * p.span) * s.heads >= 2048) p.span *= 2;
   if (d.forced.la_span) p.span = *d.forced.la_span;
+  // With spans the scratch holds the window's chunk states and its spans' states: both within the
+  // scratch budget and one storage-buffer range.
+  const uint64_t scratch_states = std::min<uint64_t>(kParallelScratchBytes, d.max_storage_range) / state_bytes;
+  if (p.span > 1)
+    while (window > p.span && window + ceil_div(window, p.span) > scratch_states) window -= p.span;
   if (window > p.span) window = window / p.span * p.span;
   p.span = uint32_t(std::min<uint64_t>(p.span, window));
+  if (p.span > 1 && window + ceil_div(window, p.span) > scratch_states) p.span = 1;  // a window of one span
   p.chunks_per_dispatch = uint32_t(window);
   // The states pass's loop iterations per invocation: per chunk of the span, its tiles' loads and
   // products, per round of 4 x 4 blocks.
