@@ -42,7 +42,7 @@ void main() {
         if (s <= t) {
           for (uint i = 0; i < p.dk; ++i)
             dot += phi(afloat(q[qk_base + (t0 + t) * p.dk + i])) * phi(afloat(k[qk_base + (t0 + s) * p.dk + i]));
-          if (HAS_DECAY) dot *= pow(lambda, afloat(t - s));
+          if (HAS_DECAY) dot *= decay_pow(lambda, afloat(t - s));
         }
         scores[t * CHUNK + s] = dot;
       }
@@ -55,19 +55,19 @@ void main() {
           for (uint i = 0; i < p.dk; ++i) inter += phi(afloat(q[qk_base + (t0 + t) * p.dk + i])) * S[s_base + i * p.dv + j];
           afloat val = inter;
           if (MODE == kLaForwardCausal) {
-            if (HAS_DECAY) val *= pow(lambda, afloat(t + 1));
+            if (HAS_DECAY) val *= decay_pow(lambda, afloat(t + 1));
             for (uint s = 0; s <= t; ++s) val += scores[t * CHUNK + s] * afloat(v[v_base + (t0 + s) * p.dv + j]);
           }
           o[v_base + (t0 + t) * p.dv + j] = sfloat(val);
         }
       }
       if (MODE != kLaForwardApply) {
-        const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+        const afloat carry = HAS_DECAY ? decay_pow(lambda, afloat(len)) : 1.0;
         for (uint i = 0; i < p.dk; ++i) {
           afloat acc = carry * S[s_base + i * p.dv + j];
           for (uint s = 0; s < len; ++s) {
             afloat w = afloat(v[v_base + (t0 + s) * p.dv + j]) * phi(afloat(k[qk_base + (t0 + s) * p.dk + i]));
-            if (HAS_DECAY) w *= pow(lambda, afloat(len - 1 - s));
+            if (HAS_DECAY) w *= decay_pow(lambda, afloat(len - 1 - s));
             acc += w;
           }
           S[s_base + i * p.dv + j] = acc;

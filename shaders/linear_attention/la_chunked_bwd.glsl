@@ -36,12 +36,12 @@ afloat fk(uint qk, uint t, uint i) { return phi(afloat(k[qk + t * p.dk + i])); }
 
 // S row i <- lambda^len S + sum_s lambda^(len-1-s) phi(k_s)[i] v_s  (forward in time)
 void update_s_row(uint sb, uint qk, uint vo, uint t0, uint len, uint i, afloat lambda) {
-  const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+  const afloat carry = HAS_DECAY ? decay_pow(lambda, afloat(len)) : 1.0;
   for (uint j = 0; j < p.dv; ++j) {
     afloat acc = carry * S[sb + i * p.dv + j];
     for (uint s = 0; s < len; ++s) {
       afloat w = fk(qk, t0 + s, i) * afloat(v[vo + (t0 + s) * p.dv + j]);
-      if (HAS_DECAY) w *= pow(lambda, afloat(len - 1 - s));
+      if (HAS_DECAY) w *= decay_pow(lambda, afloat(len - 1 - s));
       acc += w;
     }
     S[sb + i * p.dv + j] = acc;
@@ -53,7 +53,7 @@ void update_r(uint sb, uint qk, uint vo, uint t0, uint len, uint i, uint j, aflo
   afloat acc = carry * S[sb + i * p.dv + j];
   for (uint t = 0; t < len; ++t) {
     afloat w = fq(qk, t0 + t, i) * afloat(dout[vo + (t0 + t) * p.dv + j]);
-    if (HAS_DECAY) w *= pow(lambda, afloat(t));
+    if (HAS_DECAY) w *= decay_pow(lambda, afloat(t));
     acc += w;
   }
   S[sb + i * p.dv + j] = acc;
@@ -81,19 +81,19 @@ void main() {
           } else {
             for (uint j = 0; j < p.dv; ++j) x += afloat(dout[vo + (t0 + t) * p.dv + j]) * afloat(v[vo + (t0 + s) * p.dv + j]);
           }
-          if (HAS_DECAY) x *= pow(lambda, afloat(t - s));
+          if (HAS_DECAY) x *= decay_pow(lambda, afloat(t - s));
         }
         scores[t * CHUNK + s] = x;
       }
     }
     barrier();  // scores written -> read by every row or column owner
-    const afloat carry = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+    const afloat carry = HAS_DECAY ? decay_pow(lambda, afloat(len)) : 1.0;
     if (MODE == kLaBackwardDq) {
       for (uint i = tid; i < p.dk; i += WG_SIZE) {
         for (uint t = 0; t < len; ++t) {
           afloat inter = 0.0;
           for (uint j = 0; j < p.dv; ++j) inter += afloat(dout[vo + (t0 + t) * p.dv + j]) * S[sb + i * p.dv + j];
-          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(t + 1)) : inter;
+          afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(t + 1)) : inter;
           if (CAUSAL)
             for (uint s = 0; s <= t; ++s) g += scores[t * CHUNK + s] * fk(qk, t0 + s, i);
           grad[qk + (t0 + t) * p.dk + i] = sfloat(g * phi_grad(afloat(q[qk + (t0 + t) * p.dk + i])));
@@ -105,7 +105,7 @@ void main() {
         for (uint s = 0; s < len && MODE == kLaBackwardDk; ++s) {
           afloat inter = 0.0;
           for (uint j = 0; j < p.dv; ++j) inter += S[sb + i * p.dv + j] * afloat(v[vo + (t0 + s) * p.dv + j]);
-          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(len - s)) : inter;
+          afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(len - s)) : inter;
           if (CAUSAL)
             for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * fq(qk, t0 + t, i);
           grad[qk + (t0 + s) * p.dk + i] = sfloat(g * phi_grad(afloat(k[qk + (t0 + s) * p.dk + i])));
@@ -118,7 +118,7 @@ void main() {
         for (uint s = 0; s < len; ++s) {
           afloat inter = 0.0;
           for (uint i = 0; i < p.dk; ++i) inter += fk(qk, t0 + s, i) * S[sb + i * p.dv + j];
-          afloat g = HAS_DECAY ? inter * pow(lambda, afloat(len - s)) : inter;
+          afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(len - s)) : inter;
           if (CAUSAL)
             for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * afloat(dout[vo + (t0 + t) * p.dv + j]);
           grad[vo + (t0 + s) * p.dv + j] = sfloat(g);

@@ -26,7 +26,7 @@ void main() {
   for (uint s = p.s_begin; s <= t && s < p.s_end; ++s) {
     afloat dot = 0.0;
     for (uint i = 0; i < p.dk; ++i) dot += phi(afloat(q[qk_base + t * p.dk + i])) * phi(afloat(k[qk_base + s * p.dk + i]));
-    if (HAS_DECAY) dot *= pow(lambda, afloat(t - s));
+    if (HAS_DECAY) dot *= decay_pow(lambda, afloat(t - s));
     acc += dot * afloat(v[v_base + s * p.dv + j]);
   }
   o[v_base + t * p.dv + j] = sfloat(acc);

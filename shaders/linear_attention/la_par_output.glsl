@@ -149,8 +149,8 @@ void main() {
   c_base = bh * p.n * DV;
   state_base = (CAUSAL ? bh * p.window + chunk : bh) * DK * DV;
   start_base = p.states_base + (bh * spans_in_window() + chunk / SPAN) * DK * DV;
-  start_decay = HAS_DECAY ? pow(lambda, afloat((chunk % SPAN) * CHUNK)) : 1.0;  // earlier chunks are whole
-  for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? pow(lambda, afloat(m)) : 1.0;
+  start_decay = HAS_DECAY ? decay_pow(lambda, afloat((chunk % SPAN) * CHUNK)) : 1.0;  // earlier chunks are whole
+  for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? decay_pow(lambda, afloat(m)) : 1.0;
   const uint blocks_t = (len + 3) / 4;
 
   // 1. Scores: 4 x 4 blocks of (t, s).

@@ -35,7 +35,7 @@ afloat lambda;
 // lambda^len of chunk c's positions (the sequence's last chunk may be short).
 afloat chunk_decay(uint c, afloat full) {
   const uint t0 = (p.first_chunk + c) * CHUNK, len = min(CHUNK, p.n - t0);
-  return len == CHUNK ? full : (HAS_DECAY ? pow(lambda, afloat(len)) : 1.0);
+  return len == CHUNK ? full : (HAS_DECAY ? decay_pow(lambda, afloat(len)) : 1.0);
 }
 
 // Chunks [c_begin, c_end) of element e in place, from `carry`: U_c <- carry before chunk c (plus
@@ -65,7 +65,7 @@ void main() {
   const uint bh = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
   const uint elements = p.dk * p.dv;
   lambda = HAS_DECAY ? decay[bh % p.heads] : 1.0;
-  const afloat full = HAS_DECAY ? pow(lambda, afloat(CHUNK)) : 1.0;
+  const afloat full = HAS_DECAY ? decay_pow(lambda, afloat(CHUNK)) : 1.0;
   if (GROUPS == 1) {
     const uint e = gl_WorkGroupID.x * WG_SIZE + lid;
     if (e >= elements) return;

@@ -79,7 +79,7 @@ void main() {
       t0 = (p.first_chunk + chunk) * CHUNK;
       len = min(CHUNK, p.n - t0);  // the dispatch covers whole chunks below n only
       // The previous chunk's weights were last read before its last tile's second barrier.
-      for (uint s = tid; s < len; s += WG_SIZE) weight[s] = HAS_DECAY ? pow(lambda, afloat(len - 1 - s)) : 1.0;
+      for (uint s = tid; s < len; s += WG_SIZE) weight[s] = HAS_DECAY ? decay_pow(lambda, afloat(len - 1 - s)) : 1.0;
       afloat acc[4][4];
       for (uint r = 0; r < 4; ++r)
         for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -102,7 +102,7 @@ void main() {
         }
       }
       if (!owner) continue;
-      const afloat chunk_decay = HAS_DECAY ? pow(lambda, afloat(len)) : 1.0;
+      const afloat chunk_decay = HAS_DECAY ? decay_pow(lambda, afloat(len)) : 1.0;
       const uint local_base = (bh * p.window + chunk) * elements;
       for (uint r = 0; r < 4; ++r)
         for (uint q = 0; q < 4; ++q) {
