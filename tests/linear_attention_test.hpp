@@ -14,6 +14,16 @@ struct LinearAttentionCase {
   uint32_t chunk, per_dispatch;
 };
 
+// Per-head decays of a case: random in [0.8, 1], and where there are several heads, head 1 forgets
+// at once (decay 0: each output sees only its own position, so lambda^0 must be 1, which GLSL's
+// pow(0, 0) does not promise).
+inline std::vector<float> la_decays(const LinearAttentionCase& c, uint32_t seed) {
+  if (!c.decay) return {};
+  std::vector<float> decay = random_vector(size_t(c.heads), seed, 0.8f, 1.0f);
+  if (c.heads > 1) decay[1] = 0.0f;
+  return decay;
+}
+
 inline void require_la_close(const std::vector<float>& got, const std::vector<float>& want, rill::DType dtype,
                              const char* what, double f32_atol = 2e-6, double f32_rtol = 2e-5, double f16_tol = 2e-3) {
   const bool f16 = dtype == rill::DType::kF16;

@@ -24,10 +24,7 @@ Inputs make_inputs(const Case& c, DType dtype, uint32_t seed) {
   in.q = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dk), seed), dtype);
   in.k = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dk), seed + 1), dtype);
   in.v = rill_test::stored(rill_test::random_vector(size_t(c.batch * c.heads * c.n * c.dv), seed + 2), dtype);
-  if (c.decay) in.decay = rill_test::random_vector(size_t(c.heads), seed + 3, 0.8f, 1.0f);
-  // A head that forgets at once (decay 0: each output sees only its own position), where there are
-  // several: lambda^0 must be 1 there, which pow(0, 0) in GLSL does not promise.
-  if (c.decay && c.heads > 1) in.decay[1] = 0.0f;
+  in.decay = rill_test::la_decays(c, seed + 3);
   return in;
 }
 

@@ -26,7 +26,7 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
   const auto k = rill_test::stored(rill_test::random_vector(nq, seed + 1), dtype);
   const auto v = rill_test::stored(rill_test::random_vector(nv, seed + 2), dtype);
   const auto d_o = rill_test::stored(rill_test::random_vector(nv, seed + 3), dtype);
-  const auto decay = c.decay ? rill_test::random_vector(size_t(c.heads), seed + 4, 0.8f, 1.0f) : std::vector<float>{};
+  const auto decay = rill_test::la_decays(c, seed + 4);
   std::vector<float> dq_ref, dk_ref, dv_ref;
   rill::ref::linear_attention_backward(q, k, v, d_o, decay, {c.batch, c.heads, c.n, c.dk, c.dv},
                                        rill::ref::FeatureMap(int(c.feature)), causal, dq_ref, dk_ref, dv_ref);

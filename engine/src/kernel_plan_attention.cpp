@@ -233,9 +233,10 @@ Result<LinearAttentionPlan> chunked_plan(const DeviceTraits& d, const LinearAtte
   const bool wanted = forced ? forced == Algorithm::kChunkedParallel : d.family == Family::kGpu;
   if (wanted) {
     if (auto p = parallel_plan(d, parallel_shape)) return *p;
-    if (forced || d.forced.la_tile)
+    if (forced || d.forced.la_tile || d.forced.la_span)
       return invalid_argument(std::string(op) + ": the forced parallel chunked form" +
                               (d.forced.la_tile ? " with tiles of " + std::to_string(*d.forced.la_tile) : "") +
+                              (d.forced.la_span ? " in spans of " + std::to_string(*d.forced.la_span) : "") +
                               " does not fit this device (shared memory, loop budget or scratch)");
   }
   // Too little shared memory, scratch or loop budget for a window (or forced): the serial kernel.

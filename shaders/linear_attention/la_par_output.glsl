@@ -193,12 +193,12 @@ void main() {
       }
     }
     if (!owner) continue;
-    // Every (t, s) of the block, t < len: zero past the mask and past len (product 3 reads whole
-    // 4-column vectors of each row).
+    // Every (t, s) of the block: zero past the mask and past len (product 3 reads whole 4-column
+    // vectors of every row of its blocks).
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
         const uint t = r0 + r, s = s0 + blocks_t * q;
-        if (t < len) set_word(true, t, s, s <= t ? acc[r][q] * power[t - s] : 0.0);
+        set_word(true, t, s, t < len && s <= t ? acc[r][q] * power[min(t - s, CHUNK)] : 0.0);
       }
   }
 
