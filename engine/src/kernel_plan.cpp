@@ -131,32 +131,17 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       (key == "la_tile" ? out.la_tile : out.block_tile) = *n;
       continue;
     }
-    if (key == "la_window") {
-      // Chunks per window of the parallel linear-attention form: its chunk states are written, scanned
-      // and read back per window, so a smaller window may stay in a GPU's L2 cache (more dispatches).
+    // The parallel linear-attention form's powers of two: chunks per window (its chunk states are
+    // written, scanned and read back per window, so a smaller one may stay in a GPU's L2 cache),
+    // chunks per span of the states pass (1: each chunk's own state), and runs the state scan cuts a
+    // window into (1: one serial walk).
+    if (key == "la_window" || key == "la_span" || key == "la_scan_groups") {
+      const uint32_t least = key == "la_window" ? 16 : 1, most = key == "la_window" ? 4096 : 64;
       const std::optional<uint32_t> n = count_of(value);
-      if (!n || *n < 16 || !power_of_two_up_to(n, 4096))
-        return invalid_argument("kernel plan: la_window is '" + std::string(value) +
-                                "'; use a power of two from 16 to 4096");
-      out.la_window = *n;
-      continue;
-    }
-    if (key == "la_span") {
-      // Chunks per span of the parallel linear attention's states pass (1: each chunk's own state).
-      const std::optional<uint32_t> n = count_of(value);
-      if (!power_of_two_up_to(n, 64))
-        return invalid_argument("kernel plan: la_span is '" + std::string(value) +
-                                "'; use a power of two from 1 to 64");
-      out.la_span = *n;
-      continue;
-    }
-    if (key == "la_scan_groups") {
-      // Runs of chunks the parallel state scan cuts a window into (1: one serial walk).
-      const std::optional<uint32_t> n = count_of(value);
-      if (!power_of_two_up_to(n, 64))
-        return invalid_argument("kernel plan: la_scan_groups is '" + std::string(value) +
-                                "'; use a power of two from 1 to 64");
-      out.la_scan_groups = *n;
+      if (!n || *n < least || !power_of_two_up_to(n, most))
+        return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) +
+                                "'; use a power of two from " + std::to_string(least) + " to " + std::to_string(most));
+      (key == "la_window" ? out.la_window : key == "la_span" ? out.la_span : out.la_scan_groups) = *n;
       continue;
     }
     if (key == "icl_tasks_per_workgroup" || key == "icl_layers_per_dispatch") {
