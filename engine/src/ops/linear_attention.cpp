@@ -152,14 +152,15 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   const uint64_t workspace_states = (local_prefixes ? p.chunks_per_dispatch : 0) + spans_of(p.chunks_per_dispatch);
   RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * workspace_states * elements, kOp));
   const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
+  // The states pass's and the scan's constants; the scan's chunk is a span (SPAN chunks' positions).
   auto spec = spec_for(opt, p.workgroup);
   spec.insert(spec.end(), {gpu::spec("PHI_A", f.phi_a), gpu::spec("PHI_B", f.phi_b), gpu::spec("PHI_C", f.phi_c),
-                           gpu::spec("REVERSE", f.reverse)});
-  spec.push_back(gpu::spec("CHUNK", p.chunk));
-  spec.push_back(gpu::spec("TILE", p.tile));
-  spec.insert(spec.end(), {gpu::spec("DK", f.dk), gpu::spec("DV", f.dv), gpu::spec("SPAN", p.span)});
-  std::vector<SpecValue> states_spec = spec;
-  states_spec.push_back(gpu::spec("LOCAL_PREFIXES", local_prefixes));
+                           gpu::spec("REVERSE", f.reverse), gpu::spec("TILE", p.tile), gpu::spec("DK", f.dk),
+                           gpu::spec("DV", f.dv), gpu::spec("SPAN", p.span)});
+  std::vector<SpecValue> states_spec = spec, scan_spec = spec;
+  states_spec.insert(states_spec.end(),
+                     {gpu::spec("CHUNK", p.chunk), gpu::spec("LOCAL_PREFIXES", local_prefixes)});
+  scan_spec.insert(scan_spec.end(), {gpu::spec("CHUNK", p.chunk * p.span), gpu::spec("GROUPS", p.scan_groups)});
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
     std::vector<SpecValue> out = spec_for(opt, p.workgroup);
     out.insert(out.end(),
@@ -171,13 +172,9 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
     return out;
   };
   // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks
-  // (or of spans: a span is the scan's chunk, SPAN chunks' positions long).
+  // (or of spans).
   const uint32_t scan_elements = p.workgroup / p.scan_groups;
   const uint32_t scan_groups = uint32_t((elements + scan_elements - 1) / scan_elements);
-  std::vector<SpecValue> scan_spec = spec;
-  for (SpecValue& v : scan_spec)
-    if (v.name == "CHUNK") v.bits = p.chunk * p.span;
-  scan_spec.push_back(gpu::spec("GROUPS", p.scan_groups));
   struct Window {
     gpu::LaWindowPush push;
     uint64_t positions;
