@@ -17,8 +17,13 @@ layout(std430, binding = 2) readonly buffer Mats { float mats[]; };
 layout(std430, binding = 3) readonly buffer GradOut { float g_out[]; };  // dLoss/d(layer output)
 layout(std430, binding = 4) writeonly buffer GradIn { float g_in[]; };   // dLoss/d(layer input)
 layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };
+// LOSS_SEED: the targets in, each task's loss and prediction out (icl_loss_terms.glsl).
+layout(std430, binding = 6) readonly buffer Targets { float targets[]; };
+layout(std430, binding = 7) writeonly buffer TaskLoss { float task_loss[]; };
+layout(std430, binding = 8) writeonly buffer Preds { float preds[]; };
 #include "contract/icl.glsl"
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
+#include "icl_loss_terms.glsl"
 
 RILL_ICL_PARAM_ACCESSORS(params)
 #include "icl_task_slot.glsl"
@@ -141,7 +146,12 @@ void main() {
   uint t;
   if (!icl_task_slot(t)) return;
   float g[TOKEN_ELEMS];
-  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = g_out[e * p.batch + t];
+  if (LOSS_SEED) {  // the loss's gradient: zero but at the query's label slot
+    UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = 0.0;
+    g[QUERY_LABEL] = icl_task_loss(t, p.layer + 1u, p.loss_factor, p.model_tasks);
+  } else {
+    UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g[e] = g_out[e * p.batch + t];
+  }
   // One layer compiles with no loop around it (icl_layer_fwd.glsl says why).
   if (LAYERS == 1u) {
     backward_layer(t, p.layer, p.input_grad != 0u, QUERY_TOP, g);

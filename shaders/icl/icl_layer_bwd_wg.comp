@@ -14,8 +14,13 @@ layout(std430, binding = 2) readonly buffer Mats { float mats[]; };
 layout(std430, binding = 3) readonly buffer GradOut { float g_out[]; };  // dLoss/d(top layer's output)
 layout(std430, binding = 4) writeonly buffer GradIn { float g_in[]; };   // dLoss/d(bottom layer's input)
 layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };
+// LOSS_SEED: the targets in, each task's loss and prediction out (icl_loss_terms.glsl).
+layout(std430, binding = 6) readonly buffer Targets { float targets[]; };
+layout(std430, binding = 7) writeonly buffer TaskLoss { float task_loss[]; };
+layout(std430, binding = 8) writeonly buffer Preds { float preds[]; };
 #include "contract/icl.glsl"
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
+#include "icl_loss_terms.glsl"
 
 #include "icl_wg_common.glsl"
 
@@ -36,7 +41,19 @@ void main() {
   const uint task = gl_LocalInvocationIndex / LANES, lane = gl_LocalInvocationIndex % LANES;
   const uint x0 = task * TOKEN_ELEMS, m0 = task * MAT, d0 = task * D1, q0 = task * PARAMS;
 
-  ICL_WG_LOAD(s_g, g_out, 0u, TOKEN_ELEMS)
+  if (LOSS_SEED) {
+    // The loss's gradient, zero but at the query's label slot, where the invocation that holds it
+    // computes the task's loss (ICL_WG_LOAD's walk over the (element, task) pairs).
+    const uint k = gl_LocalInvocationIndex % TASKS, t = g_first_slot + k;
+    const bool on = icl_slot_active(t);
+    for (uint e = gl_LocalInvocationIndex / TASKS; e < TOKEN_ELEMS; e += WG_SIZE / TASKS) {
+      float seed = 0.0;
+      if (on && e == QUERY_LABEL) seed = icl_task_loss(t, p.layer + 1u, p.loss_factor, p.model_tasks);
+      s_g[k * TOKEN_ELEMS + e] = seed;
+    }
+  } else {
+    ICL_WG_LOAD(s_g, g_out, 0u, TOKEN_ELEMS)
+  }
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer - l;
     const uint mats_base = layer * 2u * MAT * p.batch;

@@ -31,12 +31,18 @@ layout(constant_id = 6) const uint LAYERS = 1;
 // one. Known at pipeline creation, so that no layer's code branches on it: with a run-time branch
 // in their unrolled loops lavapipe ran every backward layer about twice as slow.
 layout(constant_id = 7) const bool QUERY_TOP = false;
+// The backward dispatch holding the model's top layer computes each task's loss and its gradient,
+// the seed of the backward pass, itself (icl_loss_terms.glsl) instead of reading them from a loss
+// dispatch before it: one dispatch, one barrier and a write and read of the zero gradient less
+// per training step.
+layout(constant_id = 8) const bool LOSS_SEED = false;
 layout(local_size_x_id = 0) in;
 
 const uint TOKENS = NCTX + 1u;
 const uint TOKEN_ELEMS = TOKENS * D1;
 const uint MAT = D1 * D1;
 const uint BLOCK = PARAM == 0u ? 2u * MAT : (PARAM == 1u ? 4u : 3u);
+const uint QUERY_LABEL = NCTX * D1 + (D1 - 1u);  // the query token's label slot: minus the prediction
 
 // P and Q of the head whose parameters start at `base`, entry (a, b).
 float param_p(uint base, uint a, uint b);

@@ -225,7 +225,7 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), 0}),
+                                                           layer_scale(config_), 0, 0.0f}),
                       .groups = launch.groups,
                       .spec = with_layers(launch.spec, count, query_top),
                       .label = "icl.layer_fwd",
@@ -235,22 +235,23 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
   return Status::ok();
 }
 
-Status Recorder::loss(Sequence& seq, const Workspace& ws, bool with_gradient) const {
+Status Recorder::loss(Sequence& seq, const Workspace& ws) const {
   return seq.dispatch({.kernel = "icl/icl_loss",
-                       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds, &ws.grad_a},
+                       .bindings = {&ws.acts, &ws.targets, &ws.task_loss, &ws.preds},
                        .push = push_bytes(gpu::IclLossPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.layers,
-                                                           loss_factor(config_), with_gradient ? 1u : 0u}),
+                                                           loss_factor(config_)}),
                        .groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup),
                        .spec = model_spec(seq, kTaskWorkgroup),
                        .label = "icl.loss",
-                       .bytes = uint64_t(ws.batch) * (shape_.token_elems + 4) * 4});
+                       .bytes = uint64_t(ws.batch) * 4 * 4});
 }
 
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
   RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, true));
   const uint64_t w = shape_.width;
-  // The loss seeds grad_a; each dispatch reads the gradient of its top layer's output and writes
-  // its bottom layer's input gradient (none for layer 0), alternating the two buffers.
+  // The first dispatch, which holds the top layer, computes each task's loss and the gradient that
+  // seeds the pass (LOSS_SEED); each later one reads the gradient of its top layer's output, and
+  // each writes its bottom layer's input gradient (none for layer 0), alternating the two buffers.
   bool odd = false;
   for (uint32_t top = shape_.layers; top > 0; odd = !odd) {
     const uint32_t count = std::min(launch.layers_per_dispatch, top);
@@ -258,18 +259,26 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
     const Tensor& g_out = odd ? ws.grad_b : ws.grad_a;
     const Tensor& g_in = odd ? ws.grad_a : ws.grad_b;
     uint64_t flops = 0;
-    const bool query_top = launch.query_top && top == shape_.layers;  // the dispatch's first layer
+    const bool seed = top == shape_.layers;
+    const bool query_top = launch.query_top && seed;  // the dispatch's first layer
     for (uint32_t k = bottom; k < top; ++k) flops += layer_flops(ws.batch, true, query_top && k + 1 == shape_.layers);
+    std::vector<SpecValue> spec = with_layers(launch.spec, count, query_top);
+    spec.push_back(gpu::spec("LOSS_SEED", seed));
+    // Read: each layer's tokens and A and B, the output gradient (or the output's label slot and the
+    // target); written: the input gradient, and with the seed each task's loss and prediction.
+    const uint64_t gradient_in = seed ? 2 : shape_.token_elems, gradient_out = bottom > 0 ? shape_.token_elems : 0;
     RILL_RETURN_IF_ERROR(seq.dispatch(
         {.kernel = launch.kernel,
-         .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials},
+         .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials, &ws.targets, &ws.task_loss,
+                      &ws.preds},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
-                                              layer_scale(config_), bottom > 0 ? 1u : 0u}),
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u, loss_factor(config_)}),
          .groups = launch.groups,
-         .spec = with_layers(launch.spec, count, query_top),
+         .spec = std::move(spec),
          .label = "icl.layer_bwd",
          .flops = flops,
-         .bytes = uint64_t(ws.batch) * (count * (shape_.token_elems + 4 * w * w) + 2 * shape_.token_elems) * 4}));
+         .bytes = uint64_t(ws.batch) *
+                  (count * (shape_.token_elems + 4 * w * w) + gradient_in + gradient_out + (seed ? 2 : 0)) * 4}));
     top = bottom;
   }
   return Status::ok();
@@ -323,7 +332,6 @@ Status Recorder::training_step(Sequence& seq, const Workspace& ws, const ModelSt
   else
     RILL_RETURN_IF_ERROR(sample(seq, ws, m, {}));
   RILL_RETURN_IF_ERROR(forward(seq, ws, m));
-  RILL_RETURN_IF_ERROR(loss(seq, ws, true));
   RILL_RETURN_IF_ERROR(backward(seq, ws, m));
   RILL_RETURN_IF_ERROR(reduce(seq, ws));
   return optimize(seq, ws, m, set != nullptr ? set->tasks : 0);

@@ -1,6 +1,6 @@
 // Records the ICL kernels (shaders/icl/) into sequences: task sampling, the layers' forward and
-// backward, loss, the deterministic gradient reduction and the optimizer. The trainer composes
-// them; everything about buffer layouts and launch geometry lives here.
+// backward (with the loss), the evaluation loss, the deterministic gradient reduction and the optimizer. The trainer
+// composes them; everything about buffer layouts and launch geometry lives here.
 #pragma once
 
 #include <array>
@@ -55,13 +55,18 @@ class Recorder {
 
   Status sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& request) const;
   Status forward(Sequence& seq, const Workspace& ws, const ModelState& m) const;
-  Status loss(Sequence& seq, const Workspace& ws, bool with_gradient) const;
+  // Each task's loss and prediction (task_loss, preds): evaluation. Training needs no call: its
+  // backward computes them along with the gradient that seeds it.
+  Status loss(Sequence& seq, const Workspace& ws) const;
+  // Each task's loss and prediction, then the gradients: the input gradients layer by layer, each
+  // task's parameter gradients into partials.
   Status backward(Sequence& seq, const Workspace& ws, const ModelState& m) const;
   Status reduce(Sequence& seq, const Workspace& ws) const;
   Status optimize(Sequence& seq, const Workspace& ws, const ModelState& m, uint32_t set_tasks) const;
   Status gather(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet& set) const;
 
-  // One whole training step: sample (or gather from `set`), forward, loss, backward, reduce, optimize.
+  // One whole training step: sample (or gather from `set`), forward, backward (with the loss), reduce,
+  // optimize.
   Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const;
 
  private:

@@ -104,7 +104,6 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
   RILL_RETURN_IF_ERROR(
       im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = uint32_t(step)}));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, im.workspace, true));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, im.workspace));
   RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(im.workspace.reduced));

@@ -108,7 +108,6 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.acts, acts));
   RILL_RETURN_IF_ERROR(im.ctx.upload_floats(ws.targets, set.targets));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
-  RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, true));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, ws, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, ws));
   RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(ws.reduced));
@@ -167,7 +166,7 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
         {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0, .first_task = first}));
     RILL_ASSIGN_OR_RETURN(DownloadId inputs, seq.download(ws.acts));
     RILL_RETURN_IF_ERROR(im.recorder.forward(seq, ws, im.model));
-    RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws, false));
+    RILL_RETURN_IF_ERROR(im.recorder.loss(seq, ws));
     RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
     RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
     RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));

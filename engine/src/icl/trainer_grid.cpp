@@ -103,7 +103,6 @@ Result<TrainerGrid> TrainerGrid::create(Context& ctx, std::span<const TrainConfi
   // Phase by phase across cohorts: a GPU finds independent work next to each other.
   for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.sample(seq, k.workspace, k.model, {}));
   for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.forward(seq, k.workspace, k.model));
-  for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.loss(seq, k.workspace, true));
   for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.backward(seq, k.workspace, k.model));
   for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.reduce(seq, k.workspace));
   for (Cohort& k : g.cohorts) RILL_RETURN_IF_ERROR(k.recorder.optimize(seq, k.workspace, k.model, 0));

@@ -75,15 +75,15 @@ RILL_PUSH_STRUCT(IclLayerPush) {
   uint layer;
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 when the dispatch's lowest layer is the first (the data needs no gradient)
+  float loss_factor;  // backward with LOSS_SEED: c of the per-task loss c (pred - target)^2
 };
 
-RILL_PUSH_STRUCT(IclLossPush) {
+RILL_PUSH_STRUCT(IclLossPush) {  // icl_loss: evaluation (training's backward computes the loss itself)
   uint batch;  // task slots
   uint model_tasks;  // the loss is a mean over each model's tasks
   uint model_stride;
   uint layers;
   float loss_factor;  // c: 1 (Ahn et al.) or 1/2 (Vladymyrov et al.)
-  uint write_grad;    // 0 for evaluation
 };
 
 RILL_PUSH_STRUCT(IclReducePush) {
