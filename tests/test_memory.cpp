@@ -2,6 +2,7 @@
 // pools kept apart, and clear errors for sizes the device cannot hold or bind.
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include "access.hpp"
 #include "context_impl.hpp"
@@ -78,6 +79,64 @@ GPU_TEST_CASE("weights and activations come from different blocks", "[memory][gp
   REQUIRE(w.is_ok());
   REQUIRE(a.is_ok());
   CHECK(placement(*w).block != placement(*a).block);
+}
+
+GPU_TEST_CASE("upload tensors are host-visible, in small blocks of their own, and take a plain upload",
+              "[memory][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto u = ctx.tensor(rill::DType::kU32, {4}, "u", rill::MemoryPool::kUploads);
+  auto v = ctx.tensor(rill::DType::kU32, {4}, "v", rill::MemoryPool::kUploads);
+  auto a = ctx.tensor(rill::DType::kU32, {4}, "a", rill::MemoryPool::kActivations);
+  auto w = ctx.tensor(rill::DType::kU32, {4}, "w", rill::MemoryPool::kWeights);
+  REQUIRE(u.is_ok());
+  REQUIRE(v.is_ok());
+  REQUIRE(a.is_ok());
+  REQUIRE(w.is_ok());
+  const Placement pu = placement(*u);
+  CHECK(pu.block->pool == rill::vk::PoolKind::kUploads);
+  CHECK(pu.block->mapped != nullptr);
+  CHECK(pu.block->size == rill::vk::Allocator::kUploadBlockBytes);
+  CHECK(placement(*v).block == pu.block);
+  CHECK(placement(*a).block != pu.block);
+  CHECK(placement(*w).block != pu.block);
+  // An upload lands where the kernels read it, and a download reads it back.
+  const std::vector<uint32_t> values = {7, 0, 0xffffffffu, 42};
+  REQUIRE(ctx.upload(*u, {reinterpret_cast<const uint8_t*>(values.data()), 16}).is_ok());
+  auto copy = ctx.sequence();
+  REQUIRE(copy.is_ok());
+  REQUIRE(copy->copy(*u, *a).is_ok());
+  REQUIRE(copy->run().is_ok());
+  std::vector<uint32_t> back(4);
+  REQUIRE(ctx.download(*a, {reinterpret_cast<uint8_t*>(back.data()), 16}).is_ok());
+  CHECK(back == values);
+}
+
+TEST_CASE("memory types: uploads prefer device-local host-visible memory, staging host-cached", "[memory]") {
+  using rill::vk::PoolKind;
+  constexpr VkMemoryPropertyFlags kLocal = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  constexpr VkMemoryPropertyFlags kHost = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  constexpr VkMemoryPropertyFlags kCached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  auto properties = [](std::vector<VkMemoryPropertyFlags> types) {
+    VkPhysicalDeviceMemoryProperties mem{};
+    mem.memoryTypeCount = uint32_t(types.size());
+    for (size_t i = 0; i < types.size(); ++i) mem.memoryTypes[i].propertyFlags = types[i];
+    return mem;
+  };
+  using Types = std::vector<uint32_t>;
+  // A discrete GPU as NVIDIA's drivers list it: device memory, host memory (coherent; cached), and
+  // the host-visible window of device memory.
+  const auto discrete = properties({kLocal, kHost, kHost | kCached, kLocal | kHost});
+  CHECK(rill::vk::memory_type_candidates(discrete, ~0u, PoolKind::kUploads, false) == Types{3, 1, 2});
+  CHECK(rill::vk::memory_type_candidates(discrete, ~0u, PoolKind::kStaging, false) == Types{2, 1, 3});
+  CHECK(rill::vk::memory_type_candidates(discrete, ~0u, PoolKind::kActivations, false) == Types{0, 3});
+  CHECK(rill::vk::memory_type_candidates(discrete, ~0u, PoolKind::kWeights, false) == Types{0, 3});
+  // The buffer's own type bits rule: without the window, uploads go to host memory.
+  CHECK(rill::vk::memory_type_candidates(discrete, 0b0111u, PoolKind::kUploads, false) == Types{1, 2});
+  CHECK(rill::vk::memory_type_candidates(discrete, 0b0001u, PoolKind::kUploads, false).empty());
+  // Unified memory (lavapipe, integrated GPUs): every pool device-local and mapped.
+  const auto unified = properties({kLocal | kHost | kCached});
+  for (PoolKind pool : {PoolKind::kWeights, PoolKind::kActivations, PoolKind::kStaging, PoolKind::kUploads})
+    CHECK(rill::vk::memory_type_candidates(unified, ~0u, pool, true) == Types{0});
 }
 
 GPU_TEST_CASE("impossible tensors get clear errors", "[memory][gpu]") {

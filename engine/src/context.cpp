@@ -209,7 +209,17 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtyp
   auto bytes = checked_mul(elements, dtype_size(dtype));
   if (!bytes) return out_of_range("tensor '" + name + "': byte size overflows");
   auto storage = std::make_shared<detail::TensorStorage>();
-  storage->pool = pool == MemoryPool::kWeights ? vk::PoolKind::kWeights : vk::PoolKind::kActivations;
+  switch (pool) {
+    case MemoryPool::kWeights:
+      storage->pool = vk::PoolKind::kWeights;
+      break;
+    case MemoryPool::kActivations:
+      storage->pool = vk::PoolKind::kActivations;
+      break;
+    case MemoryPool::kUploads:
+      storage->pool = vk::PoolKind::kUploads;
+      break;
+  }
   auto allocation = impl_->allocator->allocate(*bytes, storage->pool);
   if (!allocation.is_ok()) return allocation.status().with_context("tensor '" + name + "'");
   storage->context = impl_;

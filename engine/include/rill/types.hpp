@@ -16,7 +16,12 @@ RILL_API uint32_t dtype_size(DType dtype);
 
 // Weights live for the whole program; activations are short-lived scratch. They come from
 // separate blocks so that churn in one does not fragment the other.
-enum class MemoryPool { kWeights, kActivations };
+// Where a tensor's memory comes from: long-lived weights and state, activations, or uploads: small
+// inputs the host rewrites before every run of a sequence (a decoding step's token and position).
+// Upload tensors are host-visible on every device (on a discrete GPU its host-visible window of
+// device memory where there is one), so Context::upload to them is a memcpy rather than a copy
+// submitted and waited for; keep them small (a discrete GPU may have 256 MiB of such memory).
+enum class MemoryPool { kWeights, kActivations, kUploads };
 
 enum class MessageSeverity { kInfo, kWarning, kError };
 

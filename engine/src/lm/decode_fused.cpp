@@ -62,12 +62,14 @@ const Tensor& or_else(const Tensor& t, const Tensor& stand_in) { return t.valid(
 
 Status allocate(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   const ModelConfig& c = m.config;
-  auto make = [&](Tensor& t, DType type, std::vector<int64_t> shape, const char* name) -> Status {
-    RILL_ASSIGN_OR_RETURN(t, m.ctx.tensor(type, std::move(shape), std::string("lm.decode.") + name));
+  auto make = [&](Tensor& t, DType type, std::vector<int64_t> shape, const char* name,
+                  MemoryPool pool = MemoryPool::kActivations) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, m.ctx.tensor(type, std::move(shape), std::string("lm.decode.") + name, pool));
     return Status::ok();
   };
-  RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {1}, "ids"));
-  RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos"));
+  // What run_graph writes before each token: host-visible (graph.cpp says why).
+  RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {1}, "ids", MemoryPool::kUploads));
+  RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos", MemoryPool::kUploads));
   RILL_RETURN_IF_ERROR(make(g.errors, DType::kU32, {1}, "errors"));
   RILL_RETURN_IF_ERROR(make(g.resid, m.dtype, {1, int64_t(c.width)}, "resid"));
   RILL_RETURN_IF_ERROR(make(g.layer_in, m.dtype, {1, int64_t(c.width)}, "layer_in"));
@@ -77,7 +79,7 @@ Status allocate(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   RILL_RETURN_IF_ERROR(make(g.logits, m.dtype, {1, int64_t(c.vocab)}, "logits"));
   g.lrpe_base.resize(c.layers);
   for (uint32_t l : c.lrpe_layers)
-    RILL_RETURN_IF_ERROR(make(g.lrpe_base[l], DType::kF32, {int64_t(c.width), 2}, "lrpe_base"));
+    RILL_RETURN_IF_ERROR(make(g.lrpe_base[l], DType::kF32, {int64_t(c.width), 2}, "lrpe_base", MemoryPool::kUploads));
   return Status::ok();
 }
 

@@ -32,12 +32,15 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
   const ModelConfig& c = m.config;
   const int64_t L = g.len, D = c.width, H = c.heads, Dh = c.head_dim(), F = c.ffn_width, V = c.vocab;
   const DType dt = m.dtype;
-  auto make = [&](Tensor& t, DType type, std::vector<int64_t> shape, const char* name) -> Status {
-    RILL_ASSIGN_OR_RETURN(t, ctx.tensor(type, std::move(shape), std::string("lm.") + name));
+  auto make = [&](Tensor& t, DType type, std::vector<int64_t> shape, const char* name,
+                  MemoryPool pool = MemoryPool::kActivations) -> Status {
+    RILL_ASSIGN_OR_RETURN(t, ctx.tensor(type, std::move(shape), std::string("lm.") + name, pool));
     return Status::ok();
   };
-  RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {L}, "ids"));
-  RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos"));
+  // What run_graph writes before each run: host-visible, so that a decoding step's token and
+  // position cost a memcpy each, not a copy submitted and waited for (a discrete GPU's round trip).
+  RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {L}, "ids", MemoryPool::kUploads));
+  RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos", MemoryPool::kUploads));
   RILL_RETURN_IF_ERROR(make(g.errors, DType::kU32, {1}, "errors"));
   for (Tensor* t : {&g.x[0], &g.x[1], &g.u, &g.h, &g.g, &g.merged, &g.mixed, &g.attn_out, &g.ffn_out})
     RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "residual"));
@@ -46,7 +49,8 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
   if (!c.lrpe_layers.empty()) {
     for (Tensor* t : {&g.q2, &g.k2}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, 2 * Dh}, "lrpe_qk"));
     g.lrpe_base.resize(c.layers);
-    for (uint32_t l : c.lrpe_layers) RILL_RETURN_IF_ERROR(make(g.lrpe_base[l], DType::kF32, {H * Dh, 2}, "lrpe_base"));
+    for (uint32_t l : c.lrpe_layers)
+      RILL_RETURN_IF_ERROR(make(g.lrpe_base[l], DType::kF32, {H * Dh, 2}, "lrpe_base", MemoryPool::kUploads));
   }
   if (c.output_gate)
     for (Tensor* t : {&g.gate, &g.gated}) RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "gate"));

@@ -35,27 +35,33 @@ uint64_t Allocator::max_allocation_bytes() const {
   return m != 0 ? m : (1ull << 30);  // Vulkan guarantees at least 1 GiB
 }
 
-int Allocator::memory_type_for(uint32_t type_bits, PoolKind pool) const {
-  const auto& mem = device_.memory_properties();
+std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryProperties& mem, uint32_t type_bits,
+                                             PoolKind pool, bool device_mapped) {
+  constexpr VkMemoryPropertyFlags kHost = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkMemoryPropertyFlags required = 0, preferred = 0;
-  if (pool == PoolKind::kStaging) {
-    required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;  // downloads read it back
-  } else if (device_mapped_) {
-    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  } else {
-    required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  switch (pool) {
+    case PoolKind::kStaging:
+      required = kHost;
+      preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+      break;
+    case PoolKind::kUploads:
+      required = kHost;
+      preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+      break;
+    case PoolKind::kWeights:
+    case PoolKind::kActivations:
+      required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | (device_mapped ? kHost : 0);
+      break;
   }
-  int fallback = -1;
+  std::vector<uint32_t> best, rest;
   for (uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
     if (!(type_bits & (1u << t))) continue;
     const VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
     if ((f & required) != required) continue;
-    if ((f & preferred) == preferred) return static_cast<int>(t);
-    if (fallback < 0) fallback = static_cast<int>(t);
+    ((f & preferred) == preferred ? best : rest).push_back(t);
   }
-  return fallback;
+  best.insert(best.end(), rest.begin(), rest.end());
+  return best;
 }
 
 Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
@@ -77,14 +83,27 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
                                   [&](auto* out) { return fn.vkCreateBuffer(dev, &buffer_info, nullptr, out); }));
   VkMemoryRequirements req{};
   fn.vkGetBufferMemoryRequirements(dev, block->buffer.get(), &req);
-  const int type = memory_type_for(req.memoryTypeBits, pool);
-  if (type < 0) return unavailable("no suitable memory type for a " + mib(size) + " buffer");
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = static_cast<uint32_t>(type);
-  RILL_ASSIGN_OR_RETURN(block->memory, create_unique<UniqueDeviceMemory>(
-                                           device_, faults_, "vkAllocateMemory (" + mib(req.size) + ")",
-                                           [&](auto* out) { return fn.vkAllocateMemory(dev, &alloc, nullptr, out); }));
+  const std::vector<uint32_t> types =
+      memory_type_candidates(device_.memory_properties(), req.memoryTypeBits, pool, device_mapped_);
+  if (types.empty()) return unavailable("no suitable memory type for a " + mib(size) + " buffer");
+  // An upload block may find the small host-visible window of device memory full: then the
+  // next type (host memory the GPU reads over the bus).
+  uint32_t type = 0;
+  for (size_t i = 0; !block->memory; ++i) {
+    type = types[i];
+    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = type;
+    auto memory =
+        create_unique<UniqueDeviceMemory>(device_, faults_, "vkAllocateMemory (" + mib(req.size) + ")",
+                                          [&](auto* out) { return fn.vkAllocateMemory(dev, &alloc, nullptr, out); });
+    const bool next =
+        pool == PoolKind::kUploads && i + 1 < types.size() && memory.status().code() == StatusCode::kResourceExhausted;
+    if (memory.is_ok())
+      block->memory = std::move(memory).value();
+    else if (!next)
+      return memory.status();
+  }
   ++stats_.device_memory_allocations;
   VkResult r = fn.vkBindBufferMemory(dev, block->buffer.get(), block->memory.get(), 0);
   const bool host_visible =
@@ -119,7 +138,8 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
 
   MemoryBlock* block = nullptr;
   uint64_t offset = 0;
-  if (size <= block_bytes_ / 2) {
+  const uint64_t pool_block = pool == PoolKind::kUploads ? kUploadBlockBytes : block_bytes_;
+  if (size <= pool_block / 2) {
     for (auto& b : blocks_) {
       if (b->pool != pool || b->dedicated) continue;
       for (auto& [off, len] : b->free) {
@@ -132,7 +152,7 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
       if (block) break;
     }
     if (!block) {
-      RILL_ASSIGN_OR_RETURN(block, new_block(block_bytes_, pool, false));
+      RILL_ASSIGN_OR_RETURN(block, new_block(pool_block, pool, false));
     }
   } else {
     RILL_ASSIGN_OR_RETURN(block, new_block(size, pool, true));

@@ -1,7 +1,8 @@
 // Device memory: tensors are sub-allocated from large blocks (one VkDeviceMemory and one VkBuffer
-// spanning it), with separate blocks for long-lived weights, short-lived activations and host
-// staging. On unified memory the device blocks are host-visible and stay mapped, so uploads and
-// downloads are plain memcpy.
+// spanning it), with separate blocks for long-lived weights, short-lived activations, host
+// staging and the small inputs the host rewrites between runs (uploads). On unified memory the
+// device blocks are host-visible and stay mapped, so uploads and downloads are plain memcpy; on a
+// discrete GPU only the staging and upload blocks are.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,16 @@
 
 namespace rill::vk {
 
-enum class PoolKind { kWeights, kActivations, kStaging };
+// kUploads: MemoryPool::kUploads (rill/types.hpp), host-visible everywhere, in small blocks.
+enum class PoolKind { kWeights, kActivations, kStaging, kUploads };
+
+// The memory types a pool's block may take, best first, among the types in `type_bits`:
+// weights and activations device-local (and host-visible too where `device_mapped`, unified
+// memory); staging host-visible and coherent, host-cached first (downloads read it back); uploads
+// host-visible and coherent, device-local first (the GPU reads them in place: a discrete GPU's
+// host-visible window of its own memory). Empty when no type fits.
+std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryProperties& mem, uint32_t type_bits,
+                                             PoolKind pool, bool device_mapped);
 
 struct MemoryBlock {
   UniqueDeviceMemory memory;
@@ -48,6 +58,9 @@ class Allocator {
   // Largest single allocation the device allows, and the alignment of every offset.
   uint64_t max_allocation_bytes() const;
   static constexpr uint64_t kAlignment = 256;  // >= every device's minStorageBufferOffsetAlignment
+  // Upload blocks: a few token ids and positions, within the 256 MiB host-visible window of device
+  // memory that discrete GPUs without resizable BAR have.
+  static constexpr uint64_t kUploadBlockBytes = 1ull << 20;
 
   Result<Allocation> allocate(uint64_t bytes, PoolKind pool);
   void release(const Allocation& allocation);
@@ -59,7 +72,6 @@ class Allocator {
  private:
   Result<MemoryBlock*> new_block(uint64_t size, PoolKind pool, bool dedicated);
   void destroy_block(MemoryBlock* block);
-  int memory_type_for(uint32_t type_bits, PoolKind pool) const;
 
   Device& device_;
   FaultInjector& faults_;
