@@ -148,39 +148,47 @@ float input_gain(uint i);
 
 // mv_out[j] = column_dot(phase, j, 0, rows) for j < n. Narrow products split the rows over the
 // workgroup (slice s of `split`: rows [s rows / split, (s + 1) rows / split)) and sum the slices in
-// order, so every item's bits are the same on every run.
+// order, so every item's bits are the same on every run. `block`: the columns one branch of
+// column_dot / column_groups serves (a product over several matrices: one matrix's; else n).
+// Neighbouring invocations take neighbouring columns of one block, then the next row slice, then
+// the next block: a GPU subgroup then stays within one matrix, where interleaving the matrices
+// over its lanes made it walk each matrix's rows one branch after another (the same sums either
+// way), and its loads still run along a row's contiguous columns.
 // Call with mv_in complete (after a barrier); returns after a barrier.
-void matvec(uint phase, uint n, uint rows) {
+void matvec(uint phase, uint n, uint rows, uint block) {
   const uint lid = gl_LocalInvocationID.x;
   const bool grouped = LANE_GROUPS > 0u && n % GROUP_COLUMNS == 0u;
   const uint units = grouped ? n / GROUP_COLUMNS : n;  // what one invocation computes per slice
   const uint split = max(1u, WG_SIZE / max(units, 1u));
+  // Units per block (the whole product where blocks do not divide it into whole units).
+  uint ub = grouped ? block / GROUP_COLUMNS : block;
+  if (ub == 0u || (grouped && block % GROUP_COLUMNS != 0u) || units % ub != 0u) ub = max(units, 1u);
+  // Unit g and row slice s of invocation lid < units * split (split > 1).
+  const uint per = ub * split, g = (lid / per) * ub + lid % ub, s = (lid % per) / ub;
   if (grouped) {
     vec4 res[LANE_SLOTS];
     if (split == 1u) {
-      for (uint g = lid; g < units; g += WG_SIZE) {
-        column_groups(phase, g * GROUP_COLUMNS, 0u, rows, res);
+      for (uint gg = lid; gg < units; gg += WG_SIZE) {
+        column_groups(phase, gg * GROUP_COLUMNS, 0u, rows, res);
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
-          [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[g * GROUP_COLUMNS + 4u * q + e] = res[q][e];
+          [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[gg * GROUP_COLUMNS + 4u * q + e] = res[q][e];
       }
     } else if (lid < units * split) {
-      // Slice s of group g: its columns' partial sums at s n + g GROUP_COLUMNS + ... (= lid GROUP_COLUMNS).
-      const uint g = lid % units, s = lid / units;
+      // Slice s of group g: its columns' partial sums at s n + g GROUP_COLUMNS + ...
       column_groups(phase, g * GROUP_COLUMNS, s * rows / split, (s + 1u) * rows / split, res);
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
-        [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_split[lid * GROUP_COLUMNS + 4u * q + e] = res[q][e];
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_split[(s * units + g) * GROUP_COLUMNS + 4u * q + e] = res[q][e];
     }
   } else if (split == 1u) {
     for (uint j = lid; j < n; j += WG_SIZE) mv_out[j] = column_dot(phase, j, 0u, rows);
   } else if (lid < n * split) {
-    const uint j = lid % n, s = lid / n;
-    mv_split[lid] = column_dot(phase, j, s * rows / split, (s + 1u) * rows / split);
+    mv_split[s * n + g] = column_dot(phase, g, s * rows / split, (s + 1u) * rows / split);
   }
   if (split > 1u) {
     barrier();  // slices written -> summed (item j of slice s at s n + j, either way)
     for (uint j = lid; j < n; j += WG_SIZE) {
       float sum = 0.0;
-      for (uint s = 0u; s < split; ++s) sum += mv_split[s * n + j];
+      for (uint t = 0u; t < split; ++t) sum += mv_split[t * n + j];
       mv_out[j] = sum;
     }
   }

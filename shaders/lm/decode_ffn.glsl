@@ -66,10 +66,10 @@ void main() {
     if (s == 0u) resid_out[i] = sfloat(hv);
   }
   normalize_input();
-  matvec(0u, 2u * slice_cols, D);
+  matvec(0u, 2u * slice_cols, D, slice_cols);  // Wu's columns, then Wg's
   for (uint j = lid; j < slice_cols; j += WG_SIZE)
     mv_in[j] = storage_round(storage_round(mv_out[j]) * act(ACT, storage_round(mv_out[slice_cols + j])));
   barrier();  // hidden -> the down projection
-  matvec(1u, D, slice_cols);
+  matvec(1u, D, slice_cols, D);
   for (uint c = lid; c < D; c += WG_SIZE) parts_out[s * D + c] = mv_out[c];
 }

@@ -51,6 +51,6 @@ void main() {
   load_residual();
   normalize_input();
   const uint first = gl_WorkGroupID.x * p.columns, n = min(p.columns, p.vocab - first);
-  matvec(0u, n, D);
+  matvec(0u, n, D, n);
   for (uint j = lid; j < n; j += WG_SIZE) logits[first + j] = sfloat(mv_out[j]);
 }

@@ -223,7 +223,7 @@ void main() {
   if (h == 0u)
     for (uint i = lid; i < D; i += WG_SIZE) x_out[i] = sfloat(mv_in[i]);  // each reads what it wrote
   normalize_input();
-  matvec(0u, (HAS_GATE ? 4u : 3u) * DH, D);
+  matvec(0u, (HAS_GATE ? 4u : 3u) * DH, D, DH);  // q, k, v (and the gate), DH columns each
   mix(h);
   barrier();  // o_sh written; the mixer's reads of mv_in done
   float ss = 0.0;
@@ -236,7 +236,7 @@ void main() {
     mv_in[j] = w;
   }
   ss = rill_workgroup_sum(ss);  // its barriers also publish mv_in
-  matvec(1u, D, DH);
+  matvec(1u, D, DH, D);
   for (uint c = lid; c < D; c += WG_SIZE) parts_out[h * (D + 1u) + c] = mv_out[c];
   if (lid == 0u) parts_out[h * (D + 1u) + D] = ss;
 }
