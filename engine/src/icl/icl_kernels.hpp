@@ -1,6 +1,7 @@
 // Records the ICL kernels (shaders/icl/) into sequences: task sampling, the layers' forward and
-// backward (with the loss), the evaluation loss, the deterministic gradient reduction and the optimizer. The trainer
-// composes them; everything about buffer layouts and launch geometry lives here.
+// backward (with the loss), the evaluation loss, the deterministic gradient reduction and the
+// optimizer. The trainer composes them; everything about buffer layouts and launch geometry lives
+// here.
 #pragma once
 
 #include <array>
