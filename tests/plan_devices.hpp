@@ -14,6 +14,9 @@ inline rill::ops::plan::DeviceTraits lavapipe_like() {
   d.shared_bytes = 32768;
   d.loop_budget = 65535ull * 7 / 8;
   d.max_storage_range = 128ull << 20;
+  d.texel_f32x4 = true;  // lavapipe 22.3: 2^27 texels, 64 sampled images per stage
+  d.max_texels = 1ull << 27;
+  d.max_texel_bindings = 64;
   return d;
 }
 
@@ -24,6 +27,9 @@ inline rill::ops::plan::DeviceTraits h100_like() {
   d.max_invocations = 1024;
   d.shared_bytes = 49152;
   d.max_storage_range = 4ull << 30;
+  d.texel_f32x4 = true;  // GPUs back texel buffers too; their plans do not choose them
+  d.max_texels = 1ull << 27;
+  d.max_texel_bindings = 1u << 20;
   return d;
 }
 

@@ -297,6 +297,45 @@ TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]
   CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }
 
+TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, 16 columns per invocation", "[plan]") {
+  LmDecodeShape model;  // the default model in f32
+  model.dense_f32 = true;
+  model.largest_weight = 256 * 512;
+  const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();
+  CHECK(cpu.texel_weights);
+  CHECK(cpu.lane_groups == 4);
+  const LmDecodePlan gpu = lm_decode(h100_like(), model).value();  // GPUs: storage buffers
+  CHECK_FALSE(gpu.texel_weights);
+  CHECK(gpu.lane_groups == 1);
+  // Not for packed weights or f16 activations, nor where a view cannot hold the largest matrix or
+  // the device cannot back the format; storage buffers then, 4 columns as before.
+  DeviceTraits small = lavapipe_like();
+  small.max_texels = 256 * 512 / 4 - 1;
+  DeviceTraits no_format = lavapipe_like();
+  no_format.texel_f32x4 = false;
+  LmDecodeShape packed = model;
+  packed.dense_f32 = false;
+  for (const auto& [d, s] :
+       {std::pair{small, model}, std::pair{no_format, model}, std::pair{lavapipe_like(), packed}}) {
+    const LmDecodePlan p = lm_decode(d, s).value();
+    CHECK(p.fused);
+    CHECK_FALSE(p.texel_weights);
+    CHECK(p.lane_groups == 1);
+  }
+  // Forced either way; forcing texels where they do not fit decodes per op, and says why.
+  DeviceTraits forced = h100_like();
+  forced.forced = parse_overrides("lm_decode_weights=texel").value();
+  CHECK(lm_decode(forced, model).value().texel_weights);
+  forced = lavapipe_like();
+  forced.forced = parse_overrides("lm_decode_weights=buffer").value();
+  CHECK_FALSE(lm_decode(forced, model).value().texel_weights);
+  no_format.forced = parse_overrides("lm_decode_weights=texel").value();
+  const LmDecodePlan refused = lm_decode(no_format, model).value();
+  CHECK_FALSE(refused.fused);
+  CHECK(refused.per_op_reason.find("texel") != std::string::npos);
+  CHECK_FALSE(parse_overrides("lm_decode_weights=image").is_ok());
+}
+
 TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per-op elsewhere", "[plan]") {
   const LmDecodeShape model;  // the default model: width 256, 8 heads of 32, FFN 512, vocab 256
   const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();

@@ -501,6 +501,29 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
                       {"cpu", ",lm_decode_columns=1,lm_decode_rows=2"}});
 }
 
+// Dense f32 weights read as texels (CPU drivers' default, 16 columns per invocation where the widths
+// are in sixteens) and from storage buffers, in both kernel families: texels on a GPU grid whose
+// products split their rows, single columns through texel fetches, and storage buffers on the CPU
+// grid where texels are the default.
+GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[lm][gpu]") {
+  const std::vector<FusedVariant> forms = {{"cpu", ""},
+                                           {"cpu", ",lm_decode_weights=buffer"},
+                                           {"cpu", ",lm_decode_weights=texel,lm_decode_columns=1"},
+                                           {"gpu", ",lm_decode_weights=texel,lm_decode_grid=64x4,lm_decode_rows=4"}};
+  ModelConfig c = in_sixteens({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
+  c.decay = {0.9f, 0.75f};  // per head
+  c.output_gate = true;
+  INFO(c.validate().to_string());
+  REQUIRE(c.validate().is_ok());
+  auto untied = rill::lm::Weights::random(c, 11);
+  REQUIRE(untied.is_ok());
+  check_fused_decode(*untied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights", forms);
+  c.tie_embeddings = true;  // the head read transposed from the embedding, one texel component at a time
+  auto tied = rill::lm::Weights::random(c, 12);
+  REQUIRE(tied.is_ok());
+  check_fused_decode(*tied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights, tied head", forms);
+}
+
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     const auto w = rill::lm::Weights::random(ModelConfig{}, 3).value();

@@ -4,6 +4,7 @@
 
 #include "../tools/spirv_embed/spirv_reflect.hpp"
 #include "vk/shader_registry.hpp"
+#include "vk/texel_views.hpp"
 
 namespace {
 
@@ -85,4 +86,36 @@ TEST_CASE("reflection refuses push constants outside a contract struct", "[regis
   REQUIRE(renamed);
   CHECK_FALSE(spirv_embed::reflect(words, r, error));
   CHECK(error.find("shaders/include/contract/") != std::string::npos);
+}
+
+TEST_CASE("registry reflects a samplerBuffer as a read-only uniform texel buffer binding", "[registry]") {
+  const auto* ffn = find("lm/decode_ffn_tx_f32");
+  REQUIRE(ffn != nullptr);
+  REQUIRE(ffn->bindings.size() == 8);
+  for (size_t i = 0; i < 5; ++i) CHECK(ffn->bindings[i].kind == rill::vk::DescriptorKind::kStorageBuffer);
+  for (size_t i = 5; i < 8; ++i) {
+    CHECK(ffn->bindings[i].kind == rill::vk::DescriptorKind::kUniformTexelBuffer);
+    CHECK(ffn->bindings[i].access == rill::vk::BindingAccess::kReadOnly);
+  }
+  CHECK(ffn->bindings[5].name == "texels0");
+}
+
+TEST_CASE("texel views: whole texels within the device's limits, at an aligned offset", "[registry]") {
+  rill::DeviceCaps caps;
+  caps.max_texel_buffer_elements = 1000;
+  caps.min_texel_buffer_offset_alignment = 16;
+  caps.texel_buffer_f32x4 = true;
+  using rill::DType;
+  CHECK(rill::vk::check_texel_view(DType::kF32, 256, 16 * 1000, caps, "w").is_ok());
+  CHECK(rill::vk::check_texel_view(DType::kF32, 0, 16 * 1001, caps, "w").code() == rill::StatusCode::kOutOfRange);
+  const rill::Status partial = rill::vk::check_texel_view(DType::kF32, 0, 4 * 6, caps, "w");  // 6 elements
+  CHECK(partial.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(partial.message().find("6 elements") != std::string::npos);
+  CHECK(rill::vk::check_texel_view(DType::kF32, 8, 16, caps, "w").code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(rill::vk::check_texel_view(DType::kF16, 8, 8 * 3, caps, "w").code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(rill::vk::texel_format(DType::kF32, caps, "w").value() == VK_FORMAT_R32G32B32A32_SFLOAT);
+  CHECK(rill::vk::texel_format(DType::kF16, caps, "w").status().code() == rill::StatusCode::kUnimplemented);
+  CHECK(rill::vk::texel_format(DType::kI32, caps, "w").status().code() == rill::StatusCode::kUnimplemented);
+  CHECK(rill::vk::descriptor_type(rill::vk::DescriptorKind::kUniformTexelBuffer) ==
+        VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER);
 }

@@ -45,6 +45,9 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.short_dispatches = q.short_dispatches;
   d.max_storage_range = device.caps.max_storage_buffer_range;
   d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
+  d.texel_f32x4 = device.caps.texel_buffer_f32x4;
+  d.max_texels = device.caps.max_texel_buffer_elements;
+  d.max_texel_bindings = device.caps.max_sampled_images_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
   // Without subgroup size control a driver need not say whether it varies the size (Intel's do).
   d.fixed_subgroup =
@@ -72,8 +75,8 @@ DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill
 
 bool tunable_key(std::string_view key) {
   for (std::string_view k :
-       {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "la_tile",
-        "la_scan_groups", "la_window", "la_span", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
+       {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "lm_decode_weights",
+        "la_tile", "la_scan_groups", "la_window", "la_span", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
         "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
     if (key == k) return true;
   return false;
@@ -160,6 +163,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
+    if (key == "lm_decode_weights") {
+      if (value != "texel" && value != "buffer")
+        return invalid_argument("kernel plan: lm_decode_weights is '" + std::string(value) + "'; use texel or buffer");
+      out.lm_decode_texel = value == "texel";
+      continue;
+    }
     if (key == "matmul_tile") {
       // Accumulators per invocation of the GPU matmul (rows x columns; the workgroup is 16 x 16).
       const std::pair<uint32_t, uint32_t> tiles[] = {{2, 2}, {4, 4}, {8, 4}, {4, 8}, {8, 8}};
@@ -239,7 +248,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "kernel plan: unknown key '" + std::string(key) +
           "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
-          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, matmul_coop, matmul_coop_buffers, "
+          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_weights, matmul_coop, "
+          "matmul_coop_buffers, "
           "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, "
           "matmul_tile)");
@@ -361,14 +371,18 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                                  " (" + icl->reason + ")"
                                            : "a task per invocation" + layers + " (" + icl->reason + ")"});
   }
-  const LmDecodeShape lm;
+  LmDecodeShape lm;  // the default model, f32
+  lm.dense_f32 = true;
+  lm.largest_weight = uint64_t(lm.width) * lm.ffn;
   const auto planned = lm_decode(d, lm);
   const LmDecodePlan decode = planned.is_ok() ? planned.value() : fused_decode_plan(d, lm);
   out.push_back({"lm decode", "width 256, 8 heads, FFN 512, vocab 256",
                  decode.fused ? "fused: 2 dispatches per layer, workgroups of " + std::to_string(decode.workgroup) +
                                     ", FFN slices of " + std::to_string(decode.ffn_slice) + ", " +
                                     std::to_string(decode.logit_columns) + " logits per workgroup, weight loads " +
-                                    std::to_string(decode.row_batch) + " rows at a time"
+                                    std::to_string(decode.row_batch) + " rows at a time, " +
+                                    std::to_string(std::max(4 * decode.lane_groups, 1u)) + " columns per invocation" +
+                                    (decode.texel_weights ? ", f32 weights read as texels" : "")
                               : "per-op: " + decode.per_op_reason});
   return out;
 }

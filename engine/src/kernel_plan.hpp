@@ -74,6 +74,9 @@ struct PlanOverrides {
   // "lm_decode_rows=4": rows whose weight loads the fused decoding products issue together (1, 2,
   // 4 or 8).
   std::optional<uint32_t> lm_decode_rows;
+  // "lm_decode_weights=texel|buffer": the fused decoding kernels read dense f32 weights through
+  // uniform texel buffers (true) or as storage buffers.
+  std::optional<bool> lm_decode_texel;
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -90,6 +93,11 @@ struct DeviceTraits {
   bool short_dispatches = false;
   uint64_t max_storage_range = uint64_t(1) << 31;
   uint32_t max_storage_buffers = 64;  // storage-buffer bindings one kernel may use
+  // Uniform texel buffers of 4 x f32 (vk/texel_views.hpp): whether the device backs them, the
+  // most texels one view holds and the texel bindings one kernel may use.
+  bool texel_f32x4 = false;
+  uint64_t max_texels = 0;
+  uint32_t max_texel_bindings = 0;
   // Every subgroup has exactly `subgroup` lanes (the driver cannot vary it): kernels that size
   // per-lane arrays by it may run with several subgroups per workgroup.
   bool fixed_subgroup = true;
@@ -285,6 +293,8 @@ struct LmDecodeShape {
   bool lrpe = false;                 // LRPE doubles the linear-attention features
   uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
   uint32_t int8_group = 0;           // int8 weights: rows per scale
+  bool dense_f32 = false;            // f32 activations with dense f32 weights
+  uint64_t largest_weight = 0;       // elements of the largest weight matrix (the head's, usually)
 };
 struct LmDecodePlan {
   bool fused = false;
@@ -295,6 +305,10 @@ struct LmDecodePlan {
   uint32_t in_max = 0, out_max = 0;  // the kernels' shared rows (spec constants IN_MAX, OUT_MAX)
   uint32_t lane_groups = 0;          // CPU drivers: groups of 4 adjacent columns per invocation, a load each per row
   uint32_t row_batch = 1;            // rows whose weight loads a product issues before their FMAs
+  // Dense f32 weights read through uniform texel buffers, 4 columns per texelFetch (CPU drivers:
+  // lavapipe gathers a lane's 16 bytes at once there, against a bounds-checked loop over the
+  // lanes per component for a storage-buffer load).
+  bool texel_weights = false;
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);

@@ -16,19 +16,56 @@ struct LimitProfile {
   std::array<uint32_t, 3> max_workgroup_count;
   uint64_t max_storage_buffer_range;
   uint32_t max_push_constants_bytes;
+  uint64_t max_texel_buffer_elements;
   bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
 };
 
 constexpr LimitProfile kProfiles[] = {
-    {"mali", "Mali-class GPU: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers, no subgroup arithmetic",
-     16384, 256,
-     {256, 256, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, false, false, true, true, true, true},
-    {"adreno", "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers", 32768, 1024,
-     {1024, 1024, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, true, true, true, true, true, true},
+    {"mali",
+     "Mali-class GPU: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers, no subgroup arithmetic",
+     16384,
+     256,
+     {256, 256, 64},
+     {65535, 65535, 65535},
+     uint64_t(1) << 27,
+     128,
+     uint64_t(1) << 27,
+     false,
+     false,
+     true,
+     true,
+     true,
+     true},
+    {"adreno",
+     "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
+     32768,
+     1024,
+     {1024, 1024, 64},
+     {65535, 65535, 65535},
+     uint64_t(1) << 27,
+     128,
+     uint64_t(1) << 27,
+     true,
+     true,
+     true,
+     true,
+     true,
+     true},
     {"vulkan11-minimum",
      "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
-     "no 16-bit storage, no subgroup arithmetic",
-     16384, 128, {128, 128, 64}, {65535, 65535, 65535}, uint64_t(1) << 27, 128, false, false, false, false, false,
+     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic",
+     16384,
+     128,
+     {128, 128, 64},
+     {65535, 65535, 65535},
+     uint64_t(1) << 27,
+     128,
+     65536,
+     false,
+     false,
+     false,
+     false,
+     false,
      false},
 };
 
@@ -58,6 +95,7 @@ Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
   }
   c.max_storage_buffer_range = std::min(c.max_storage_buffer_range, profile->max_storage_buffer_range);
   c.max_push_constants_bytes = std::min(c.max_push_constants_bytes, profile->max_push_constants_bytes);
+  c.max_texel_buffer_elements = std::min(c.max_texel_buffer_elements, profile->max_texel_buffer_elements);
   c.subgroup_arithmetic = c.subgroup_arithmetic && profile->subgroup_arithmetic;
   if (!profile->subgroup_size_control) {
     c.subgroup_size_control = false;

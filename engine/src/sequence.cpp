@@ -58,13 +58,22 @@ Status SequenceImpl::begin() {
   return Status::ok();
 }
 
-Status SequenceImpl::ensure_descriptor_pool() {
-  if (sets_left_in_pool > 0) return Status::ok();
-  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8},
-                                  {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSetsPerPool}};
+Status SequenceImpl::ensure_descriptor_pool(uint32_t storage, uint32_t texel) {
+  PoolRoom& room = pool_room;
+  if (room.sets > 0 && room.storage >= storage && room.texel >= texel) {
+    --room.sets;
+    room.storage -= storage;
+    room.texel -= texel;
+    return Status::ok();
+  }
+  // Sized for sets of up to 8 storage and 4 texel buffers on average, and at least for this one.
+  const PoolRoom fresh{kSetsPerPool, std::max(kSetsPerPool * 8, storage), std::max(kSetsPerPool * 4, texel)};
+  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, fresh.storage},
+                                  {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSetsPerPool},
+                                  {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, fresh.texel}};
   VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   info.maxSets = kSetsPerPool;
-  info.poolSizeCount = 2;
+  info.poolSizeCount = 3;
   info.pPoolSizes = sizes;
   const auto& fn = ctx->device->fn();
   VkDevice dev = ctx->device->handle();
@@ -72,7 +81,7 @@ Status SequenceImpl::ensure_descriptor_pool() {
                                        *ctx->device, ctx->faults, "vkCreateDescriptorPool",
                                        [&](auto* out) { return fn.vkCreateDescriptorPool(dev, &info, nullptr, out); }));
   objects.descriptor_pools.push_back(std::move(pool));
-  sets_left_in_pool = kSetsPerPool;
+  room = {fresh.sets - 1, fresh.storage - storage, fresh.texel - texel};
   return Status::ok();
 }
 

@@ -48,7 +48,10 @@ class SequenceImpl {
     std::vector<vk::UniqueQueryPool> query_pools;
   } objects;
   VkCommandBuffer cb() const { return objects.cb.get(); }
-  uint32_t sets_left_in_pool = 0;
+  // What the last descriptor pool has left: sets, storage-buffer and texel-buffer descriptors.
+  struct PoolRoom {
+    uint32_t sets = 0, storage = 0, texel = 0;
+  } pool_room;
   uint32_t queries_used = 0;  // in the last query pool
   std::vector<vk::Allocation> staging;
   struct Download {
@@ -72,7 +75,9 @@ class SequenceImpl {
   uint64_t profiled_serial = 0;   // last submission whose GPU times went to the profiler
 
  private:
-  Status ensure_descriptor_pool();
+  // Makes room in the last descriptor pool for one set of `storage` and `texel` descriptors (a new
+  // pool when it lacks it).
+  Status ensure_descriptor_pool(uint32_t storage, uint32_t texel);
   Status insert_barrier_if_needed(const std::vector<HazardTracker::Access>& accesses);
   Result<uint32_t> next_timestamp_pair(VkQueryPool* pool);
   void reference(const std::shared_ptr<TensorStorage>& t);

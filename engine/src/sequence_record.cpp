@@ -6,6 +6,7 @@
 #include "access.hpp"
 #include "core/checked_math.hpp"
 #include "sequence_impl.hpp"
+#include "vk/texel_views.hpp"
 
 namespace rill::detail {
 
@@ -44,9 +45,13 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     if (t == nullptr || !t->valid()) return invalid_argument(where + ": no tensor given");
     if (detail::Access::storage(*t)->context != ctx)
       return invalid_argument(where + ": tensor '" + t->name() + "' belongs to another context");
-    if (b.kind != vk::DescriptorKind::kStorageBuffer)
+    if (b.kind == vk::DescriptorKind::kUniformBuffer)
       return unimplemented(where + ": uniform-buffer bindings are not supported; use a storage buffer");
-    if (t->size_bytes() > caps.max_storage_buffer_range)
+    if (b.kind == vk::DescriptorKind::kUniformTexelBuffer) {
+      const TensorStorage& s = *detail::Access::storage(*t);
+      RILL_RETURN_IF_ERROR(vk::texel_format(t->dtype(), caps, where).status());
+      RILL_RETURN_IF_ERROR(vk::check_texel_view(t->dtype(), s.offset(), s.bytes, caps, where));
+    } else if (t->size_bytes() > caps.max_storage_buffer_range)
       return out_of_range(where + ": " + t->describe() + " is " + std::to_string(t->size_bytes()) +
                           " bytes, more than the device's maxStorageBufferRange of " +
                           std::to_string(caps.max_storage_buffer_range) + "; split it");
@@ -67,7 +72,22 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
                               std::to_string(caps.max_workgroup_count[i]));
   }
   RILL_ASSIGN_OR_RETURN(vk::Pipeline pipeline, ctx->pipelines->get(*shader, d.spec));
-  RILL_RETURN_IF_ERROR(ensure_descriptor_pool());
+  uint32_t storage = 0, texel = 0;
+  for (const vk::BindingInfo& b : shader->bindings)
+    (b.kind == vk::DescriptorKind::kUniformTexelBuffer ? texel : storage)++;
+  // Texel views first (made once per tensor): a failure leaves nothing recorded.
+  std::vector<VkBufferView> views(d.bindings.size(), VK_NULL_HANDLE);
+  for (size_t i = 0; i < d.bindings.size(); ++i) {
+    if (shader->bindings[i].kind != vk::DescriptorKind::kUniformTexelBuffer) continue;
+    TensorStorage& s = *detail::Access::storage(*d.bindings[i]);
+    if (!s.texel_view) {
+      RILL_ASSIGN_OR_RETURN(VkFormat format, vk::texel_format(s.dtype, caps, kernel));
+      RILL_ASSIGN_OR_RETURN(s.texel_view,
+                            vk::create_texel_view(*ctx->device, ctx->faults, s.buffer(), s.offset(), s.bytes, format));
+    }
+    views[i] = s.texel_view.get();
+  }
+  RILL_RETURN_IF_ERROR(ensure_descriptor_pool(storage, texel));
   const auto& fn = ctx->device->fn();
   VkDevice dev = ctx->device->handle();
   VkDescriptorSetAllocateInfo set_alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -77,7 +97,6 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   VkDescriptorSet set = VK_NULL_HANDLE;
   VkResult r = ctx->faults.run([&] { return fn.vkAllocateDescriptorSets(dev, &set_alloc, &set); });
   if (r != VK_SUCCESS) return ctx->device->check(r, "vkAllocateDescriptorSets");
-  --sets_left_in_pool;
   VkQueryPool query_pool = VK_NULL_HANDLE;
   uint32_t query = 0;
   const bool timed_dispatch = options.timestamps;
@@ -94,8 +113,11 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     writes[i].dstSet = set;
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    writes[i].descriptorType = vk::descriptor_type(shader->bindings[i].kind);
+    if (views[i] != VK_NULL_HANDLE)
+      writes[i].pTexelBufferView = &views[i];
+    else
+      writes[i].pBufferInfo = &infos[i];
   }
   fn.vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 

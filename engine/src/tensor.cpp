@@ -8,10 +8,17 @@ namespace rill {
 namespace detail {
 
 TensorStorage::~TensorStorage() {
-  if (parent || !allocation || !context) return;  // a view: the parent releases the memory
+  if (!allocation || !context) return;
   ContextImpl* ctx = context.get();
+  if (parent) {  // a view: the parent releases the memory
+    if (texel_view) ctx->submissions->retire(last_use, [view = std::move(texel_view)] {});
+    return;
+  }
   vk::Allocation a = allocation;
-  ctx->submissions->retire(last_use, [ctx, a] { ctx->allocator->release(a); });
+  ctx->submissions->retire(last_use, [ctx, a, view = std::move(texel_view)]() mutable {
+    view.reset();
+    ctx->allocator->release(a);
+  });
 }
 
 }  // namespace detail

@@ -28,6 +28,9 @@ struct TensorStorage {
   uint64_t last_use = 0;  // serial of the last submission that used it
   // Set for a view (Tensor::reshaped): the storage that owns the memory, kept alive by the view.
   std::shared_ptr<TensorStorage> parent;
+  // Its bytes as 4-element texels, made when a kernel first binds it as a uniform texel buffer
+  // (vk/texel_views.hpp); destroyed with the memory, after the last submission that used it.
+  vk::UniqueBufferView texel_view;
 
   // Records a use by submission `serial` here and in the owner of the memory.
   void mark_used(uint64_t serial) {

@@ -15,7 +15,7 @@
 // four columns per invocation leave four times as many invocations to split the rows.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
-// (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
+// (binding WEIGHT_BINDING + i; W_TEXEL: f32 read as texels there), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
 // W_INT8 (four per word, words at WEIGHT_BINDING + 2 i, f32 group scales at WEIGHT_BINDING + 2 i + 1),
 // as rill/ops/packed_weights.hpp lays them out.
 #extension GL_EXT_control_flow_attributes : require
@@ -108,11 +108,22 @@ float storage_round(float v) { return float(sfloat(v)); }
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #else
+// Dense weights, 4 adjacent columns per vec4: from a storage buffer, or (W_TEXEL, f32) through a
+// uniform texel buffer of 4-float texels (on lavapipe a texel fetch gathers a lane's 16 bytes at
+// once; a storage-buffer load is a bounds-checked loop over the lanes per component).
+#if defined(W_TEXEL)
+#define RILL_DENSE_DECLARE(i) layout(binding = WEIGHT_BINDING + i) uniform samplerBuffer texels##i;
+#define RILL_DENSE_VEC4(i, v) texelFetch(texels##i, int(v))
+#else
+#define RILL_DENSE_DECLARE(i) \
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; };
+#define RILL_DENSE_VEC4(i, v) vec4(dense##i[v])
+#endif
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
-  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; };                \
+  RILL_DENSE_DECLARE(i)                                                                                        \
   float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
     const uint k = (b * rows + r) * cols + c;                                                                  \
-    return float(dense##i[k / 4u][k % 4u]);                                                                    \
+    return RILL_DENSE_VEC4(i, k / 4u)[k % 4u];                                                                 \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     vec4 acc[LANE_SLOTS], w[ROW_BATCH][LANE_SLOTS];                                                           \
@@ -121,12 +132,12 @@ float storage_round(float v) { return float(sfloat(v)); }
     uint k = ((b * rows + row0 + r0) * cols + c) / 4u, r = r0;                                                 \
     for (; r + ROW_BATCH <= r1; r += ROW_BATCH, k += ROW_BATCH * stride) {                                     \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
-        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) w[u][q] = vec4(dense##i[k + u * stride + q]);       \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) w[u][q] = RILL_DENSE_VEC4(i, k + u * stride + q);   \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r + u] * w[u][q];                   \
     }                                                                                                          \
     for (; r < r1; ++r, k += stride)                                                                           \
-      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r] * vec4(dense##i[k + q]);           \
+      [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += mv_in[r] * RILL_DENSE_VEC4(i, k + q);       \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #endif

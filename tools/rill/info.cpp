@@ -57,6 +57,8 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
                         {"max_allocation_bytes", c.max_allocation_bytes},
                         {"max_push_constants_bytes", c.max_push_constants_bytes},
                         {"max_storage_buffers_per_stage", c.max_storage_buffers_per_stage},
+                        {"max_texel_buffer_elements", c.max_texel_buffer_elements},
+                        {"texel_buffer_f32x4", c.texel_buffer_f32x4},
                         {"device_local_bytes", c.device_local_bytes}}}};
   if (!d.usable) j["unusable_reason"] = d.unusable_reason;
   j["kernel_plans"] = nlohmann::json::array();

@@ -117,8 +117,7 @@ int main(int argc, char** argv) {
                            : b.non_readable ? "BindingAccess::kWriteOnly"
                                             : "BindingAccess::kReadWrite";
       body << "\n    {" << b.set << ", " << b.binding << ", "
-           << (b.storage ? "DescriptorKind::kStorageBuffer" : "DescriptorKind::kUniformBuffer") << ", "
-           << access << ", " << quoted(b.name) << "},";
+           << "DescriptorKind::" << b.kind << ", " << access << ", " << quoted(b.name) << "},";
     }
     if (r.bindings.empty()) body << "{}";
     body << "\n};\n";

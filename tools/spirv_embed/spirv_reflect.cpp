@@ -63,7 +63,12 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
         if (count >= 6 && w[2] == kExecutionModeLocalSizeId) local_size_ids = {w[3], w[4], w[5]};
         break;
       case kOpTypeBool: case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeMatrix:
-      case kOpTypeArray: case kOpTypeRuntimeArray: case kOpTypeStruct: case kOpTypePointer: {
+      case kOpTypeArray:
+      case kOpTypeRuntimeArray:
+      case kOpTypeStruct:
+      case kOpTypePointer:
+      case kOpTypeImage:
+      case kOpTypeSampledImage: {
         Type t;
         t.op = op;
         t.operands.assign(w + 2, w + count);
@@ -220,14 +225,33 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
       continue;
     }
     if (v.storage_class == kStorageUniformConstant) {
-      error = "variable '" + names[v.id] + "' is an image or sampler; rill binds buffers only";
-      return false;
+      // The one image type rill binds: a sampled buffer of floats (`uniform samplerBuffer`), read
+      // with texelFetch (the engine views the tensor as texels of 4 of its elements).
+      const Type& t = types[pointee];
+      const Type* image = t.op == kOpTypeSampledImage ? &types[t.operands[0]] : &t;
+      const bool float_texels =
+          image->op == kOpTypeImage && image->operands.size() >= 6 && types[image->operands[0]].op == kOpTypeFloat;
+      constexpr uint32_t kDimBuffer = 5, kSampled = 1;
+      if (!float_texels || image->operands[1] != kDimBuffer || image->operands[5] != kSampled) {
+        error = "variable '" + names[v.id] +
+                "' is an image or sampler other than a samplerBuffer of floats; rill binds buffers and those only";
+        return false;
+      }
+      Binding b;
+      b.set = deco_value(v.id, kDecorationDescriptorSet);
+      b.binding = deco_value(v.id, kDecorationBinding);
+      b.kind = "kUniformTexelBuffer";
+      b.name = names[v.id];
+      b.non_writable = true;
+      out.bindings.push_back(b);
+      continue;
     }
     if (v.storage_class != kStorageUniform && v.storage_class != kStorageStorageBuffer) continue;
     Binding b;
     b.set = deco_value(v.id, kDecorationDescriptorSet);
     b.binding = deco_value(v.id, kDecorationBinding);
-    b.storage = v.storage_class == kStorageStorageBuffer || has(pointee, kDecorationBufferBlock);
+    const bool storage = v.storage_class == kStorageStorageBuffer || has(pointee, kDecorationBufferBlock);
+    b.kind = storage ? "kStorageBuffer" : "kUniformBuffer";
     b.name = names[v.id];
     if (b.name.empty()) b.name = names[pointee];
     // readonly/writeonly sit on the variable or on every member of the block.

@@ -11,7 +11,9 @@ namespace spirv_embed {
 
 struct Binding {
   uint32_t set = 0, binding = 0;
-  bool storage = true;  // storage buffer (else uniform buffer)
+  // "kStorageBuffer", "kUniformBuffer" or "kUniformTexelBuffer" (a samplerBuffer of floats: the
+  // engine views the bound tensor as 4-component texels of its own type).
+  std::string kind = "kStorageBuffer";
   bool non_writable = false, non_readable = false;
   std::string name;
 };

@@ -46,6 +46,14 @@ struct DeviceCaps {
   uint32_t max_push_constants_bytes = 0;
   uint32_t max_storage_buffers_per_stage = 0;  // storage-buffer bindings one kernel may use
   uint64_t min_storage_buffer_offset_alignment = 0;
+  // Uniform texel buffers (kernels that read a tensor with texelFetch, 4 elements per texel): the
+  // most texels one view holds, the offset alignment of a view, and how many one kernel may bind
+  // (maxPerStageDescriptorSampledImages); f32x4 / f16x4: the formats can back them (0 / false: none).
+  uint64_t max_texel_buffer_elements = 0;
+  uint64_t min_texel_buffer_offset_alignment = 0;
+  uint32_t max_sampled_images_per_stage = 0;
+  bool texel_buffer_f32x4 = false;
+  bool texel_buffer_f16x4 = false;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
 };
 
@@ -75,8 +83,8 @@ struct DeviceInfo {
 //                      no subgroup arithmetic
 //   "adreno"           Adreno-class: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers
 //   "vulkan11-minimum" the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations,
-//                      128 MiB storage buffers, 128-byte push constants, no 16-bit storage,
-//                      no subgroup arithmetic
+//                      128 MiB storage buffers, 128-byte push constants, 65,536-texel buffer
+//                      views, no 16-bit storage, no subgroup arithmetic
 struct LimitProfileInfo {
   std::string name, description;
 };

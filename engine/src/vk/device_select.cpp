@@ -212,6 +212,16 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   caps.max_push_constants_bytes = limits.maxPushConstantsSize;
   caps.max_storage_buffers_per_stage = limits.maxPerStageDescriptorStorageBuffers;
   caps.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
+  caps.max_texel_buffer_elements = limits.maxTexelBufferElements;
+  caps.min_texel_buffer_offset_alignment = limits.minTexelBufferOffsetAlignment;
+  caps.max_sampled_images_per_stage = limits.maxPerStageDescriptorSampledImages;
+  auto texel_buffer_format = [&](VkFormat format) {
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(device, format, &fp);
+    return (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  };
+  caps.texel_buffer_f32x4 = texel_buffer_format(VK_FORMAT_R32G32B32A32_SFLOAT);
+  caps.texel_buffer_f16x4 = texel_buffer_format(VK_FORMAT_R16G16B16A16_SFLOAT);
   caps.timestamp_period_ns = limits.timestampPeriod;
   caps.pipeline_creation_feedback = v13 || has_extension(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 

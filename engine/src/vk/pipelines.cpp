@@ -10,6 +10,7 @@
 #include "core/log.hpp"
 #include "vk/pipeline_cache_file.hpp"
 #include "vk/spirv_needs.hpp"
+#include "vk/texel_views.hpp"
 
 namespace rill::vk {
 namespace {
@@ -173,18 +174,25 @@ Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& s
   const auto& fn = device_.fn();
   VkDevice dev = device_.handle();
   Layout l;
-  uint32_t storage_buffers = 0;
-  for (const BindingInfo& b : shader.bindings) storage_buffers += b.kind == DescriptorKind::kStorageBuffer ? 1 : 0;
-  if (storage_buffers > device_.info().caps.max_storage_buffers_per_stage)
+  const DeviceCaps& caps = device_.info().caps;
+  uint32_t storage_buffers = 0, texel_buffers = 0;
+  for (const BindingInfo& b : shader.bindings) {
+    storage_buffers += b.kind == DescriptorKind::kStorageBuffer ? 1 : 0;
+    texel_buffers += b.kind == DescriptorKind::kUniformTexelBuffer ? 1 : 0;
+  }
+  if (storage_buffers > caps.max_storage_buffers_per_stage)
     return failed_precondition("kernel " + std::string(shader.kernel) + " binds " + std::to_string(storage_buffers) +
                                " storage buffers; " + device_.info().name + " allows " +
-                               std::to_string(device_.info().caps.max_storage_buffers_per_stage) + " per kernel");
+                               std::to_string(caps.max_storage_buffers_per_stage) + " per kernel");
+  if (texel_buffers > caps.max_sampled_images_per_stage)
+    return failed_precondition("kernel " + std::string(shader.kernel) + " binds " + std::to_string(texel_buffers) +
+                               " texel buffers; " + device_.info().name + " allows " +
+                               std::to_string(caps.max_sampled_images_per_stage) + " per kernel");
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (const BindingInfo& b : shader.bindings) {
     VkDescriptorSetLayoutBinding lb{};
     lb.binding = b.binding;
-    lb.descriptorType = b.kind == DescriptorKind::kStorageBuffer ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                                                                 : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    lb.descriptorType = descriptor_type(b.kind);
     lb.descriptorCount = 1;
     lb.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     bindings.push_back(lb);

@@ -9,7 +9,9 @@
 namespace rill::vk {
 
 enum class BindingAccess : uint8_t { kReadWrite, kReadOnly, kWriteOnly };
-enum class DescriptorKind : uint8_t { kStorageBuffer, kUniformBuffer };
+// kUniformTexelBuffer: a `uniform samplerBuffer` the engine fills with a view of the bound tensor
+// as texels of 4 elements (vk/texel_views.hpp).
+enum class DescriptorKind : uint8_t { kStorageBuffer, kUniformBuffer, kUniformTexelBuffer };
 enum class SpecType : uint8_t { kBool, kInt32, kUint32, kFloat32 };
 
 struct BindingInfo {

@@ -26,6 +26,8 @@ enum Op : uint32_t {
   kOpTypeFloat = 22,
   kOpTypeVector = 23,
   kOpTypeMatrix = 24,
+  kOpTypeImage = 25,
+  kOpTypeSampledImage = 27,
   kOpTypeArray = 28,
   kOpTypeRuntimeArray = 29,
   kOpTypeStruct = 30,

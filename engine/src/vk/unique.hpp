@@ -61,6 +61,7 @@ template <typename Handle, auto Destroy>
 using UniqueDestroyed = Unique<Handle, DestroyWith<Handle, Destroy>>;
 using UniqueFence = UniqueDestroyed<VkFence, &VolkDeviceTable::vkDestroyFence>;
 using UniqueBuffer = UniqueDestroyed<VkBuffer, &VolkDeviceTable::vkDestroyBuffer>;
+using UniqueBufferView = UniqueDestroyed<VkBufferView, &VolkDeviceTable::vkDestroyBufferView>;
 using UniqueDeviceMemory = UniqueDestroyed<VkDeviceMemory, &VolkDeviceTable::vkFreeMemory>;  // unmaps implicitly
 using UniqueCommandPool = UniqueDestroyed<VkCommandPool, &VolkDeviceTable::vkDestroyCommandPool>;
 using UniqueDescriptorPool = UniqueDestroyed<VkDescriptorPool, &VolkDeviceTable::vkDestroyDescriptorPool>;
