@@ -9,7 +9,7 @@
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
 # at each forced matmul tile, unsplit along K, with grouped accumulators and with slices 32 deep / at each decoding grid, with one column per
-# invocation and with weight loads 1 and 8 rows at a time), segment_sweep (LM prefill in longer segments and
+# invocation, with weight loads 1 and 8 rows at a time and with weights read as texels), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
 # tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
@@ -104,7 +104,10 @@ for s in "${steps[@]}"; do
                   done
                   # The shortest serial walks: a head's 256 input rows over 32 slices of 8, one batch each.
                   run_step decode_1024x16_rows_8 30 env RILL_KERNEL_PLAN="lm_decode_grid=1024x16,lm_decode_rows=8" \
-                    "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096 ;;
+                    "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096
+                  # Weights read as texels (CPU drivers' default), through the GPU's texture path.
+                  run_step decode_texel 30 env RILL_KERNEL_PLAN="lm_decode_weights=texel" "$rill" bench --op lm \
+                    --lm-no-baseline --lm-max-tokens 4096 ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
     segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192
