@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -185,6 +186,9 @@ int run_bench(const BenchArgs& args) {
   auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
   bool ok = true;
   nlohmann::json doc = {{"device", ctx->device().name}};
+  // The plan choices the run was forced or tuned to, so that a record says what it timed.
+  if (const char* plan = std::getenv("RILL_KERNEL_PLAN"); plan != nullptr && *plan != '\0') doc["kernel_plan"] = plan;
+  if (!ctx->tuned_plan().empty()) doc["tuned_plan"] = ctx->tuned_plan();
   const bool kernels =
       wants("rmsnorm") || wants("matmul") || wants("linear_attention") || wants("block_attention");
   if (wants("peaks") || kernels) {
