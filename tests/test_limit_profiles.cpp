@@ -33,7 +33,7 @@ rill::vk::ShaderNeeds needs_of(std::string_view kernel, std::vector<std::pair<st
     for (const auto& [name, value] : spec)
       if (sc.name == name) values.back() = value;
   }
-  auto needs = rill::vk::shader_needs(s.spirv, ids, values);
+  auto needs = rill::vk::shader_needs(s.spirv_words(), ids, values);
   REQUIRE(needs.is_ok());
   return needs.value();
 }

@@ -27,8 +27,10 @@ TEST_CASE("registry reflects fill: one write-only binding, 8 push bytes, WG_SIZE
   CHECK(fill->spec_constants[0].default_bits == 256);
   CHECK(fill->local_size[0] == 256);
   CHECK(fill->local_size_spec_id[0] == 0);
-  CHECK(fill->spirv.size() > 5);
-  CHECK(fill->spirv[0] == 0x07230203u);
+  CHECK(fill->spirv.size() % 4 == 0);
+  CHECK(fill->spirv_words().size() > 5);
+  CHECK(fill->spirv_words()[0] == 0x07230203u);                     // the SPIR-V magic number, in host order
+  CHECK(reinterpret_cast<uintptr_t>(fill->spirv.data()) % 4 == 0);  // what vkCreateShaderModule asks
 }
 
 TEST_CASE("registry reflects saxpy and its cpu variant", "[registry]") {
@@ -67,7 +69,7 @@ TEST_CASE("every kernel's push constants are a named contract struct", "[registr
 TEST_CASE("reflection refuses push constants outside a contract struct", "[registry]") {
   const auto* fill = find("util/fill");
   REQUIRE(fill != nullptr);
-  std::vector<uint32_t> words(fill->spirv.begin(), fill->spirv.end());
+  std::vector<uint32_t> words = fill->spirv_words();
   spirv_embed::Reflection r;
   std::string error;
   REQUIRE(spirv_embed::reflect(words, r, error));

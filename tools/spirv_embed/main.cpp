@@ -20,14 +20,35 @@
 
 namespace {
 
-bool read_words(const std::string& path, std::vector<uint32_t>& words) {
+bool read_spirv(const std::string& path, std::string& bytes, std::vector<uint32_t>& words) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.size() % 4 != 0) return false;
   words.resize(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
   return true;
+}
+
+// The bytes as adjacent string literals, which a compiler reads far faster than an array of integer
+// constants. Octal escapes always take three digits, so a digit after one cannot extend it.
+void append_string_literal(std::ostringstream& out, const std::string& bytes) {
+  constexpr size_t kLineChars = 100;
+  std::string line;
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '?') {
+      line.push_back(static_cast<char>(c));
+    } else {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\%03o", c);
+      line += escape;
+    }
+    if (line.size() >= kLineChars) {
+      out << "\n    \"" << line << '"';
+      line.clear();
+    }
+  }
+  if (!line.empty() || bytes.empty()) out << "\n    \"" << line << '"';
 }
 
 std::string identifier(const std::string& s) {
@@ -63,7 +84,9 @@ int main(int argc, char** argv) {
     std::string first_user;
   };
   std::map<std::string, Contract> contracts;  // by struct name
-  table << "const ShaderInfo kShaders[] = {\n";
+  // constexpr throughout: the table is then constant-initialized, where plain const let GCC build it
+  // in a static initializer of 100 KB whose compilation took most of two minutes.
+  table << "constexpr ShaderInfo kShaders[] = {\n";
   for (int i = 3; i < argc; ++i) {
     std::string arg = argv[i];
     auto eq = arg.find('=');
@@ -79,8 +102,9 @@ int main(int argc, char** argv) {
       kernel = full.substr(0, dot);
       variant = full.substr(dot + 1);
     }
+    std::string bytes;
     std::vector<uint32_t> words;
-    if (!read_words(path, words)) {
+    if (!read_spirv(path, bytes, words)) {
       std::cerr << "rill_spirv_embed: cannot read SPIR-V from " << path << "\n";
       return 1;
     }
@@ -103,15 +127,10 @@ int main(int argc, char** argv) {
       }
     }
     const std::string id = identifier(full);
-    body << "const uint32_t " << id << "_spirv[] = {";
-    for (size_t w = 0; w < words.size(); ++w) {
-      if (w % 8 == 0) body << "\n   ";
-      char buf[16];
-      std::snprintf(buf, sizeof buf, " 0x%08xu,", words[w]);
-      body << buf;
-    }
-    body << "\n};\n";
-    body << "const BindingInfo " << id << "_bindings[] = {";
+    body << "alignas(4) constexpr unsigned char " << id << "_spirv[] =";
+    append_string_literal(body, bytes);
+    body << ";\n";
+    body << "constexpr BindingInfo " << id << "_bindings[] = {";
     for (const auto& b : r.bindings) {
       const char* access = b.non_writable ? "BindingAccess::kReadOnly"
                            : b.non_readable ? "BindingAccess::kWriteOnly"
@@ -121,14 +140,15 @@ int main(int argc, char** argv) {
     }
     if (r.bindings.empty()) body << "{}";
     body << "\n};\n";
-    body << "const SpecConstantInfo " << id << "_spec[] = {";
+    body << "constexpr SpecConstantInfo " << id << "_spec[] = {";
     for (const auto& s : r.spec_constants) spec_names.insert(s.name);
     for (const auto& s : r.spec_constants)
       body << "\n    {" << s.id << ", SpecType::" << s.type << ", " << s.default_bits << "u, "
            << quoted(s.name) << "},";
     if (r.spec_constants.empty()) body << "{}";
     body << "\n};\n\n";
-    table << "    {" << quoted(kernel) << ", " << quoted(variant) << ", " << id << "_spirv, "
+    table << "    {" << quoted(kernel) << ", " << quoted(variant) << ", "
+          << "std::span<const unsigned char>(" << id << "_spirv, " << bytes.size() << "), "
           << "std::span<const BindingInfo>(" << id << "_bindings, " << r.bindings.size() << "), "
           << r.push_constant_bytes << ", " << quoted(r.push_block) << ", "
           << "std::span<const SpecConstantInfo>(" << id << "_spec, " << r.spec_constants.size() << "), "

@@ -202,8 +202,9 @@ Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& s
   set_info.pBindings = bindings.data();
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, shader.push_constant_bytes};
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  module_info.codeSize = shader.spirv.size_bytes();
-  module_info.pCode = shader.spirv.data();
+  const std::vector<uint32_t> words = shader.spirv_words();
+  module_info.codeSize = words.size() * 4;
+  module_info.pCode = words.data();
 
   const std::string what = "creating the layout of kernel " + std::string(shader.kernel);
   RILL_ASSIGN_OR_RETURN(l.module, create_unique<UniqueShaderModule>(device_, faults_, what, [&](auto* out) {
@@ -270,7 +271,7 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   // What the kernel asks of the device, against its capabilities (a limit profile may lower them).
   std::vector<uint32_t> spec_ids;
   for (const auto& sc : shader.spec_constants) spec_ids.push_back(sc.id);
-  RILL_ASSIGN_OR_RETURN(ShaderNeeds needs, shader_needs(shader.spirv, spec_ids, values));
+  RILL_ASSIGN_OR_RETURN(ShaderNeeds needs, shader_needs(shader.spirv_words(), spec_ids, values));
   RILL_RETURN_IF_ERROR(check_shader_needs(needs, device_.info(), shader.kernel));
   RILL_ASSIGN_OR_RETURN(Layout * layout, layout_for(shader));
 

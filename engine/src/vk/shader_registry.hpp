@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace rill::vk {
 
@@ -32,13 +34,21 @@ struct SpecConstantInfo {
 struct ShaderInfo {
   std::string_view kernel;   // "util/fill"
   std::string_view variant;  // "" (default), "gpu" or "cpu"
-  std::span<const uint32_t> spirv;
+  // The SPIR-V as bytes, 4-byte aligned: embedded as a string literal, which compilers read far
+  // faster than an array of a million integers. C++ code reads the words through spirv_words().
+  std::span<const unsigned char> spirv;
   std::span<const BindingInfo> bindings;  // sorted by binding
   uint32_t push_constant_bytes;
   std::string_view push_block;  // the contract struct of its push constants ("" without)
   std::span<const SpecConstantInfo> spec_constants;
   uint32_t local_size[3];        // as compiled (defaults)
   int32_t local_size_spec_id[3]; // spec id that sets each dimension, -1 if fixed
+
+  std::vector<uint32_t> spirv_words() const {
+    std::vector<uint32_t> words(spirv.size() / 4);
+    std::memcpy(words.data(), spirv.data(), words.size() * 4);
+    return words;
+  }
 };
 
 // All embedded shaders (generated source).
