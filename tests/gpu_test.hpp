@@ -49,4 +49,5 @@ bool emulated();
     CHECK(messages.empty());                                                    \
   }                                                                             \
   static void fn()
-#define GPU_TEST_CASE(name, tags) GPU_TEST_CASE_IMPL(RILL_TEST_CONCAT(gpu_test_body_, __LINE__), name, tags)
+// __COUNTER__, not __LINE__: cases of two files on the same line may share a unity-build unit.
+#define GPU_TEST_CASE(name, tags) GPU_TEST_CASE_IMPL(RILL_TEST_CONCAT(gpu_test_body_, __COUNTER__), name, tags)

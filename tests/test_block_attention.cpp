@@ -102,7 +102,7 @@ GPU_TEST_CASE("block attention matches the reference over odd shapes", "[block-a
   }
 }
 
-GPU_TEST_CASE("block attention over more blocks than one row of workgroups holds", "[block-attention][gpu]") {
+GPU_TEST_CASE("block attention over more blocks than one row of workgroups holds", "[block-attention][gpu][sweep]") {
   // 32,769 blocks of 64: the CPU drivers' forward cannot put both of a block's row groups side by
   // side in x (65,535 workgroups at most), so it takes them from z instead.
   for (rill::Context& ctx : rill_test::both_kernel_families()) {

@@ -176,7 +176,7 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
 GPU_TEST_CASE(
     "icl: the workgroup layer kernels, fused layers and the query-only top layer compute what whole layers one per "
     "dispatch do",
-    "[icl]") {
+    "[icl][sweep]") {
   // The baseline: a task per invocation, one layer per dispatch, the top layer computed whole.
   auto baseline = rill_test::validated_options();
   baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1,icl_top_layer=full";

@@ -58,7 +58,7 @@ void check_causal_forward(rill::Context& ctx, const Case& c, DType dtype, uint32
 
 }  // namespace
 
-GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-attention][gpu]") {
+GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-attention][gpu][sweep]") {
   // Both families: the chunked kernel (gpu) and the register scan CPU drivers run (cpu).
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     INFO(ctx.kernel_variant("util/saxpy").value());
@@ -87,7 +87,8 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
   }
 }
 
-GPU_TEST_CASE("every causal algorithm matches the reference when forced by the kernel plan", "[linear-attention][gpu]") {
+GPU_TEST_CASE("every causal algorithm matches the reference when forced by the kernel plan",
+              "[linear-attention][gpu][sweep]") {
   // The scan, the serial chunked kernel and the parallel chunked passes (also over spans of 4
   // chunks), each forced on this device (on lavapipe the parallel passes run as a GPU would run
   // them), with windows of chunks continuing the state from one another.
@@ -117,7 +118,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
 }
 
 GPU_TEST_CASE("the parallel state scan matches the reference with its window cut into any number of runs",
-              "[linear-attention][gpu]") {
+              "[linear-attention][gpu][sweep]") {
   // la_par_scan.comp: 1 is the serial walk; 2 to 64 runs with decay, a short last chunk, runs
   // longer and shorter than the window's chunks, and windows of 20 chunks carrying the state.
   const Case cases[] = {
@@ -232,7 +233,7 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
   }
 }
 
-GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu]") {
+GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu][sweep]") {
   // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
   // chunked kernel and the parallel passes a GPU runs.
   for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {

@@ -56,7 +56,7 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
 
 }  // namespace
 
-GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
+GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu][sweep]") {
   // Every algorithm, forced: the register scans (CPU drivers), the serial chunked scans and the
   // parallel passes a GPU runs.
   for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
@@ -116,7 +116,8 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
   }
 }
 
-GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients", "[linear-attention][gpu]") {
+GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients",
+              "[linear-attention][gpu][sweep]") {
   // Every algorithm, forced: the register scans, the serial chunked scans and the parallel passes.
   for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
     if (rill_test::emulated() && std::string_view(algorithm) != "scan") {

@@ -426,7 +426,7 @@ void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, do
 
 }  // namespace
 
-GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind and option", "[lm][gpu]") {
+GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind and option", "[lm][gpu][sweep]") {
   ModelConfig c = tiny({LayerKind::kNorm});
   check_fused_decode(rill::lm::Weights::random(c, 1).value(), {}, 1e-4, 2e-4, "one NormAttention layer");
   c = tiny({LayerKind::kDiag});
@@ -475,7 +475,7 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
 // per column (64 x 4 with heads of 32), the FFN and logits in slices of 8 and 4 columns. The second
 // model's widths are in fours: each invocation takes 4 columns and the rows split up to 128 ways
 // (slices of no rows at the narrow products).
-GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu]") {
+GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu][sweep]") {
   // 32 x 4 with loads of 4 rows: 6-row slices of the mixer's products, a batch and a tail each.
   const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"},
                                            {"gpu", ",lm_decode_grid=64x4"},

@@ -24,12 +24,6 @@ namespace {
 
 using namespace rill::icl;
 
-std::string fmt(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
 // The papers' budgets, against which a shorter run's findings are read.
 constexpr int64_t kAhnPaperSteps = 10000;    // Ahn et al., each setting
 constexpr int64_t kVladPaperSteps = 200000;  // Vladymyrov et al., Table 1
@@ -223,14 +217,15 @@ int run_repro_icl(const ReproIclArgs& args) {
         }
         std::sort(finished.begin(), finished.end());
         loss[o] = finished.empty() ? NAN : finished[finished.size() / 2];  // the median (upper, for even counts)
-        cell[o] = finished.empty() ? "failed"
-                                   : fmt(loss[o]) + (skipped ? " (" + std::to_string(skipped) + " skipped)" : "") +
-                                         (ahn_seeds > 1 ? ", " + std::to_string(finished.size()) + " seeds" : "");
+        cell[o] = finished.empty()
+                      ? "failed"
+                      : three_digits(loss[o]) + (skipped ? " (" + std::to_string(skipped) + " skipped)" : "") +
+                            (ahn_seeds > 1 ? ", " + std::to_string(finished.size()) + " seeds" : "");
         std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
         std::fflush(stdout);
       }
       md << "| " << run.setting << " | " << run.layers << " | " << cell[0] << " | " << cell[1] << " | "
-         << fmt(loss[1] / loss[0]) << " |\n";
+         << three_digits(loss[1] / loss[0]) << " |\n";
       if (std::isfinite(loss[0]) && std::isfinite(loss[1])) {
         ++compared;
         if (loss[0] < loss[1]) ++adam_ahead;
@@ -262,7 +257,8 @@ int run_repro_icl(const ReproIclArgs& args) {
       c.batch = 512;
       c.optimizer.lr = 2e-3f;
       c.on_nonfinite = NonFinitePolicy::kSkipBatch;
-      return Cell{"vladymyrov-" + std::string(name(p)) + "-sigma" + fmt(sigma_max) + "-L" + std::to_string(l), c};
+      return Cell{"vladymyrov-" + std::string(name(p)) + "-sigma" + three_digits(sigma_max) + "-L" + std::to_string(l),
+                  c};
     };
     std::vector<Cell> cells;
     for (float sigma_max : sigma_maxes)
@@ -271,17 +267,19 @@ int run_repro_icl(const ReproIclArgs& args) {
     const auto outcomes = run_cells(ctx.value(), *store, cells, vlad_steps, a.checkpoint_every, eval_tasks);
     for (float sigma_max : sigma_maxes) {
       for (Parameterization p : params) {
-        PlotSeries series{std::string(name(p)) + ", sigma_max " + fmt(sigma_max), {}, sigma_max > 1.5f};
+        PlotSeries series{std::string(name(p)) + ", sigma_max " + three_digits(sigma_max), {}, sigma_max > 1.5f};
         for (int l : depths) {
           const RunOutcome& r = outcomes.at(vlad_cell(p, sigma_max, l).key);
           const double adjusted = r.ok ? r.eval.adjusted() : NAN;
-          md << "| " << name(p) << " | " << fmt(sigma_max) << " | " << l << " | " << (r.ok ? fmt(r.eval.model) : "failed")
-             << " | " << (r.ok ? fmt(r.eval.ridge_oracle) : "") << " | " << (r.ok ? fmt(adjusted) : "") << " |\n";
+          md << "| " << name(p) << " | " << three_digits(sigma_max) << " | " << l << " | "
+             << (r.ok ? three_digits(r.eval.model) : "failed") << " | "
+             << (r.ok ? three_digits(r.eval.ridge_oracle) : "") << " | " << (r.ok ? three_digits(adjusted) : "")
+             << " |\n";
           csv << "adjusted_vs_depth,vladymyrov,adam," << name(p) << ',' << l << ',' << sigma_max << ',' << vlad_steps
               << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted << ','
               << r.skipped << ",\"" << r.error << "\"\n";
           std::printf("vladymyrov %s sigma_max=%g L=%d: adjusted %s\n", std::string(name(p)).c_str(), sigma_max, l,
-                      r.ok ? fmt(adjusted).c_str() : r.error.c_str());
+                      r.ok ? three_digits(adjusted).c_str() : r.error.c_str());
           std::fflush(stdout);
           if (r.ok) series.points.emplace_back(l, adjusted);
         }
@@ -304,7 +302,7 @@ int run_repro_icl(const ReproIclArgs& args) {
   }
   if (table1) run_table1(ctx.value(), *store, t1, md, table1_csv);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
-  md << "\n(" << ctx->device().name << ", " << fmt(minutes) << " minutes in all.)\n";
+  md << "\n(" << ctx->device().name << ", " << three_digits(minutes) << " minutes in all.)\n";
 
   std::string error;
   const std::string dir = a.out + "/";

@@ -1,6 +1,7 @@
 #include "repro_icl_runs.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -153,5 +154,11 @@ SpikeWatch ReproRuns::saved_spikes(const std::string& key) const {
 }
 
 std::string ReproRuns::checkpoint_path(const std::string& key) const { return dir_ + key + ".safetensors"; }
+
+std::string three_digits(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
 
 }  // namespace rill_cli

@@ -48,4 +48,7 @@ class ReproRuns {
   int recorded_at_open_ = 0;
 };
 
+// A number as the reproduction's tables print it: three significant digits ("%.3g").
+std::string three_digits(double v);
+
 }  // namespace rill_cli

@@ -46,12 +46,6 @@ int param_index(Parameterization p) {
   return p == Parameterization::kGdPlusPlus ? 0 : p == Parameterization::kDiag ? 1 : 2;
 }
 
-std::string fmt(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
 std::string cell_key(const Table1Row& r, const Table1Column& c, int seed, int attempt) {
   std::string key = "table1-" + std::string(name(r.param)) + "-L" + std::to_string(r.layers) + "-sigma" + c.name +
                     "-seed" + std::to_string(seed);
@@ -73,7 +67,7 @@ TrainConfig cell_config(const Table1Row& r, const Table1Column& c, int seed, int
 std::string spike_text(const SpikeWatch& w) {
   if (w.spikes == 0) return "";
   return std::to_string(w.spikes) + " spike step(s) from step " + std::to_string(w.first_step) + ", up to " +
-         (std::isfinite(w.peak_ratio) ? fmt(w.peak_ratio) + "x the window median" : "a non-finite loss");
+         (std::isfinite(w.peak_ratio) ? three_digits(w.peak_ratio) + "x the window median" : "a non-finite loss");
 }
 
 }  // namespace
@@ -199,7 +193,7 @@ void run_table1(rill::Context& ctx, ReproRuns& runs, const Table1Options& o, std
     if (run.outcome.spikes.spikes > 0)
       spike_lines.push_back(
           std::string(name(run.row.param)) + " L" + std::to_string(run.row.layers) + ", sigma " + col.label +
-          ", seed " + std::to_string(run.seed) + ", lr " + fmt(config.optimizer.lr) + ": " +
+          ", seed " + std::to_string(run.seed) + ", lr " + three_digits(config.optimizer.lr) + ": " +
           spike_text(run.outcome.spikes) +
           (run.attempt < o.retries ? "; trained again at half the learning rate" : "; kept (no retries left)"));
     const bool last_attempt = std::none_of(done.begin(), done.end(), [&](const Run& r) {
@@ -232,12 +226,12 @@ void run_table1(rill::Context& ctx, ReproRuns& runs, const Table1Options& o, std
       const Best& b = best[{param_index(r.param), r.layers}][c];
       const double paper = table1_paper_value(r.param, r.layers, c);
       if (b.finished == 0) {
-        md << " failed / " << fmt(paper) << " |";
+        md << " failed / " << three_digits(paper) << " |";
         continue;
       }
       const double ratio = b.adjusted / paper;
-      md << " " << fmt(b.adjusted) << " / " << fmt(paper) << " = " << fmt(ratio) << (b.spiked ? " (spiked)" : "")
-         << (b.retried ? " (lr lowered)" : "") << " |";
+      md << " " << three_digits(b.adjusted) << " / " << three_digits(paper) << " = " << three_digits(ratio)
+         << (b.spiked ? " (spiked)" : "") << (b.retried ? " (lr lowered)" : "") << " |";
       if (r.layers <= 4) {
         ++compared;
         // Within 10% of the paper, or below it (a lower adjusted loss is not a failure to reproduce).
@@ -252,10 +246,10 @@ void run_table1(rill::Context& ctx, ReproRuns& runs, const Table1Options& o, std
        << " steps, the paper 200,000: cells far from the paper are not evidence against it.";
   md << "\n";
   if (spike_lines.empty()) {
-    md << "\nNo loss spikes (a step over " << fmt(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
+    md << "\nNo loss spikes (a step over " << three_digits(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
        << " steps before it).\n";
   } else {
-    md << "\nLoss spikes (a step over " << fmt(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
+    md << "\nLoss spikes (a step over " << three_digits(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
        << " steps before it):\n";
     for (const std::string& line : spike_lines) md << "- " << line << "\n";
   }

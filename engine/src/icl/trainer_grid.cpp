@@ -9,7 +9,9 @@
 
 namespace rill::icl {
 
-namespace {
+// Named, not anonymous: TrainerGrid::Impl holds these, and a class with external linkage may not
+// hold types of an anonymous namespace once a unity build includes this file into another.
+namespace grid_parts {
 
 // Models of one cohort share the kernels' specialization and push constants: everything but
 // the seed, the noise, the initialisation and the optimizer's hyperparameters.
@@ -34,7 +36,10 @@ struct Place {
   uint32_t model = 0;  // within the cohort
 };
 
-}  // namespace
+}  // namespace grid_parts
+using grid_parts::Cohort;
+using grid_parts::Place;
+using grid_parts::same_cohort;
 
 struct TrainerGrid::Impl {
   Context ctx;

@@ -12,7 +12,7 @@
 namespace rill::ops {
 
 namespace {
-constexpr const char* kOp = "block_attention";
+constexpr const char* kBlockAttentionOp = "block_attention";
 constexpr uint32_t kMaxDv = 128;
 }  // namespace
 
@@ -35,18 +35,18 @@ Status check_forced_tile(const plan::DeviceTraits& d, uint32_t block, bool tiled
 
 Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                        const Tensor& lse, const BlockAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kBlockAttentionOp));
   if (q.shape().size() != 4) return invalid_argument("block_attention: q " + q.describe() + " must be [B, H, N, Dk]");
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kOp, "k"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kBlockAttentionOp, "k"));
   if (!v.valid() || v.shape().size() != 4 || v.dtype() != q.dtype() ||
       !std::equal(v.shape().begin(), v.shape().begin() + 3, q.shape().begin()))
     return invalid_argument("block_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kOp, "o"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kBlockAttentionOp, "o"));
   const auto& s = q.shape();
   const uint64_t bh = uint64_t(s[0]) * uint64_t(s[1]), n = uint64_t(s[2]), dk = uint64_t(s[3]),
                  dv = uint64_t(v.shape()[3]);
-  RILL_RETURN_IF_ERROR(detail::require_dtype(lse, DType::kF32, kOp, "lse"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(lse, bh * n, kOp, "lse"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(lse, DType::kF32, kBlockAttentionOp, "lse"));
+  RILL_RETURN_IF_ERROR(detail::require_elements(lse, bh * n, kBlockAttentionOp, "lse"));
   if (dv > kMaxDv) return unimplemented("block_attention: Dv of " + std::to_string(dv) + " is above 128");
   if (opt.block < 1 || opt.block > seq.device().caps.max_workgroup_size[0] ||
       opt.block > seq.device().caps.max_workgroup_invocations)
@@ -55,7 +55,7 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("block_attention: more than 2^32 elements in q or v");
   // An invocation walks its block once, each step over Dk and Dv (twice each in the backward).
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, uint64_t(opt.block) * (2 * dk + 2 * dv + 4), kOp,
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, uint64_t(opt.block) * (2 * dk + 2 * dv + 4), kBlockAttentionOp,
                                                  "this block size and head dimension"));
   const float scale = opt.scale > 0.0f ? opt.scale : 1.0f / std::sqrt(float(dk));
   const uint64_t blocks = (n + opt.block - 1) / opt.block;
@@ -115,11 +115,11 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
                                 const Tensor& dv_out, const Tensor& delta, const BlockAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Geometry g, check(seq, q, k, v, o, lse, opt));
   const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(o, d_o, kOp, "d_o"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kOp, "dq"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk_out, kOp, "dk"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv_out, kOp, "dv"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(lse, delta, kOp, "delta"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(o, d_o, kBlockAttentionOp, "d_o"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kBlockAttentionOp, "dq"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk_out, kBlockAttentionOp, "dk"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv_out, kBlockAttentionOp, "dv"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(lse, delta, kBlockAttentionOp, "delta"));
   if (dk > kMaxDv) return unimplemented("block_attention_backward: Dk of " + std::to_string(dk) + " is above 128");
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;

@@ -16,7 +16,7 @@ static_assert(uint32_t(FeatureMap::kIdentity) == gpu::kFeatureIdentity &&
 
 namespace {
 
-constexpr const char* kOp = "linear_attention";
+constexpr const char* kLinearAttentionOp = "linear_attention";
 constexpr uint32_t kWorkgroup = 64;
 
 struct Dims {
@@ -25,26 +25,26 @@ struct Dims {
 
 Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor* state,
                           const LinearAttentionOptions& opt) {
-  RILL_RETURN_IF_ERROR(detail::float_suffix(q, kOp).status());
+  RILL_RETURN_IF_ERROR(detail::float_suffix(q, kLinearAttentionOp).status());
   if (q.shape().size() != 4) return invalid_argument("linear_attention: q " + q.describe() + " must be [B, H, N, Dk]");
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kOp, "k"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kLinearAttentionOp, "k"));
   if (!v.valid() || v.shape().size() != 4 || v.dtype() != q.dtype() ||
       !std::equal(v.shape().begin(), v.shape().begin() + 3, q.shape().begin()))
     return invalid_argument("linear_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kOp, "o"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kLinearAttentionOp, "o"));
   const auto& s = q.shape();
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("linear_attention: more than 2^32 elements in q or v");
   Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
   if (uint64_t(d.batch) * d.heads > 65535) return out_of_range("linear_attention: B * H must be <= 65535");
   if (state) {
-    RILL_RETURN_IF_ERROR(detail::require_dtype(*state, DType::kF32, kOp, "state"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*state, DType::kF32, kLinearAttentionOp, "state"));
     if (state->shape() != std::vector<int64_t>{s[0], s[1], s[3], v.shape()[3]})
       return invalid_argument("linear_attention: state " + state->describe() + " must be [B, H, Dk, Dv] f32");
   }
   if (opt.decay) {
-    RILL_RETURN_IF_ERROR(detail::require_dtype(*opt.decay, DType::kF32, kOp, "decay"));
-    RILL_RETURN_IF_ERROR(detail::require_elements(*opt.decay, d.heads, kOp, "decay"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*opt.decay, DType::kF32, kLinearAttentionOp, "decay"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*opt.decay, d.heads, kLinearAttentionOp, "decay"));
     if (!opt.causal) return invalid_argument("linear_attention: decay applies to causal attention only");
   }
   return d;
@@ -150,7 +150,8 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   const bool local_prefixes = opt.causal && p.span > 1;
   auto spans_of = [&](uint64_t count) { return (count + p.span - 1) / p.span; };
   const uint64_t workspace_states = (local_prefixes ? p.chunks_per_dispatch : 0) + spans_of(p.chunks_per_dispatch);
-  RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states, detail::workspace(seq, bh * workspace_states * elements, kOp));
+  RILL_ASSIGN_OR_RETURN(const Tensor* chunk_states,
+                        detail::workspace(seq, bh * workspace_states * elements, kLinearAttentionOp));
   const Tensor& decay = opt.decay ? *opt.decay : *f.a;  // bound but unread without decay
   // The states pass's and the scan's constants; the scan's chunk is a span (SPAN chunks' positions).
   auto spec = spec_for(opt, p.workgroup);
@@ -295,7 +296,7 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
 // state = phi(K)^T V over the whole sequence (`unused_out` is bound but not written).
 Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& unused_out, const Tensor& state, const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const auto& s = q.shape();
   const Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
@@ -307,7 +308,7 @@ Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, c
 Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                 const Tensor& state, const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
   if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
@@ -326,11 +327,11 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
                                  const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& scratch,
                                  const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kOp, "dq"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kOp, "dk"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kOp, "dv"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kLinearAttentionOp, "dq"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kLinearAttentionOp, "dk"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kLinearAttentionOp, "dv"));
   if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
                         plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
@@ -434,7 +435,7 @@ Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, co
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
   if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
   if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
   const gpu::LaStepPush push{d.heads, d.dk, d.dv};
   return seq.dispatch({.kernel = "linear_attention/la_step_" + suffix,
@@ -450,7 +451,7 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
                               const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt));
   if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
   // Keys per dispatch: each key costs an invocation Dk + 2 loop iterations.
   const uint64_t keys = std::max<uint64_t>(1, std::min<uint64_t>(d.n, detail::loop_budget(seq) / (d.dk + 2)));

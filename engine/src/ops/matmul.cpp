@@ -13,7 +13,7 @@
 namespace rill::ops {
 namespace {
 
-constexpr const char* kOp = "matmul";
+constexpr const char* kMatmulOp = "matmul";
 
 using Push = gpu::MatmulPush;
 
@@ -38,7 +38,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
                           const MatmulOptions& o, Push push, const std::string& kernel,
                           std::vector<const Tensor*> b_bindings, uint64_t b_bytes,
                           const char* matvec_kernel = nullptr) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kOp));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kMatmulOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
   if (c.dtype() != a.dtype())
@@ -55,8 +55,8 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   if (c.element_count() > UINT32_MAX || a.element_count() > UINT32_MAX)
     return out_of_range("matmul: more than 2^32 elements in one operand");
   if (o.bias) {
-    RILL_RETURN_IF_ERROR(detail::require_dtype(*o.bias, a.dtype(), kOp, "bias"));
-    RILL_RETURN_IF_ERROR(detail::require_elements(*o.bias, N, kOp, "bias"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*o.bias, a.dtype(), kMatmulOp, "bias"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*o.bias, N, kMatmulOp, "bias"));
   }
   push.M = uint32_t(M), push.N = uint32_t(N), push.K = uint32_t(K);
   push.a_rs = o.transpose_a ? 1u : uint32_t(K), push.a_cs = o.transpose_a ? uint32_t(M) : 1u;
@@ -69,7 +69,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const plan::DeviceTraits traits = plan::traits_of(seq);
   if (matvec_kernel != nullptr) {
     if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
-      RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kOp, "the inner dimension K"));
+      RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kMatmulOp, "the inner dimension K"));
       return seq.dispatch(
           {.kernel = matvec_kernel + suffix,
            .bindings = std::move(bindings),
@@ -94,7 +94,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
       .rows_vectorizable = dense_b && push.a_cs == 1 && push.b_cs == 1 && K % 8 == 0 && N % 8 == 0};
   push.batches = uint32_t(mc.batch);
   if (const auto coop = plan::cooperative_matmul(traits, shape)) {
-    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kOp, "the inner dimension K"));
+    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kMatmulOp, "the inner dimension K"));
     return seq.dispatch(
         {.kernel = coop->emulated ? "matmul/matmul_coop_emulated_f16" : "matmul/matmul_coop_f16",
          .bindings = std::move(bindings),
@@ -110,7 +110,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
          .bytes = bytes});
   }
   const plan::MatmulPlan p = plan::matmul(traits, shape);
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kOp, "the inner dimension K"));
+  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kMatmulOp, "the inner dimension K"));
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
   const uint64_t columns = p.fold_batch ? N * mc.batch : N;
@@ -118,7 +118,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   // The shared-memory kernel's partial products (bound but unwritten without splits).
   const Tensor* partial = &c;
   if (p.splits > 1) {
-    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(p.splits) * mc.batch * M * N, kOp));
+    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(p.splits) * mc.batch * M * N, kMatmulOp));
   }
   const std::vector<const Tensor*> epilogue_bindings = {partial, bindings[2], &c};
   if (!p.register_kernel) bindings.push_back(partial);
@@ -173,7 +173,7 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
 Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {
   if (!b.valid()) return invalid_argument("matmul: packed B is empty");
   if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
-  RILL_RETURN_IF_ERROR(b.check(kOp));
+  RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
   const bool int8 = b.format == WeightFormat::kInt8;
   Push push{};
   push.b_rs = uint32_t(b.words.shape()[2]);

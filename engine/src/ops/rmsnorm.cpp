@@ -13,19 +13,20 @@
 namespace rill::ops {
 namespace {
 
-constexpr const char* kOp = "rmsnorm";
+constexpr const char* kRmsnormOp = "rmsnorm";
 
 Status check_gain(const Tensor* gain, const Tensor& x, uint32_t dim) {
   if (!gain) return Status::ok();
-  RILL_RETURN_IF_ERROR(detail::require_dtype(*gain, x.dtype(), kOp, "gain"));
-  return detail::require_elements(*gain, dim, kOp, "gain");
+  RILL_RETURN_IF_ERROR(detail::require_dtype(*gain, x.dtype(), kRmsnormOp, "gain"));
+  return detail::require_elements(*gain, dim, kRmsnormOp, "gain");
 }
 
 Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::RowsDim rd) {
-  RILL_RETURN_IF_ERROR(detail::require_dtype(rstd, DType::kF32, kOp, "rstd"));
+  RILL_RETURN_IF_ERROR(detail::require_dtype(rstd, DType::kF32, kRmsnormOp, "rstd"));
   (void)x;
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, 3ull * ((rd.dim + 255) / 256), kOp, "a row of this length"));
-  return detail::require_elements(rstd, rd.rows, kOp, "rstd");
+  RILL_RETURN_IF_ERROR(
+      detail::check_loop_budget(seq, 3ull * ((rd.dim + 255) / 256), kRmsnormOp, "a row of this length"));
+  return detail::require_elements(rstd, rd.rows, kRmsnormOp, "rstd");
 }
 
 // The forward dispatch of either kernel. row_tensors: rows read and written once each (x, y; with
@@ -77,9 +78,9 @@ Status sum_gain_blocks(Sequence& seq, const Tensor& partial, const Tensor& dgain
 
 Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const Tensor& y, const Tensor& rstd,
                        float eps) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kOp));
-  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kOp));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kOp, "y"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kRmsnormOp));
+  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kRmsnormOp));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kRmsnormOp, "y"));
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
@@ -89,11 +90,11 @@ Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const
 
 Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& residual, const Tensor* gain,
                                 const Tensor& h, const Tensor& y, const Tensor& rstd, float eps) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kOp));
-  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kOp));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, residual, kOp, "residual"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, h, kOp, "h"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kOp, "y"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kRmsnormOp));
+  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kRmsnormOp));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, residual, kRmsnormOp, "residual"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, h, kRmsnormOp, "h"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kRmsnormOp, "y"));
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
@@ -103,23 +104,23 @@ Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& re
 
 Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, const Tensor& rstd, const Tensor& dy,
                         const Tensor& dx, const Tensor* dgain, bool accumulate) {
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kOp));
-  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kOp));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, dy, kOp, "dy"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, dx, kOp, "dx"));
+  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(x, kRmsnormOp));
+  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(x, kRmsnormOp));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, dy, kRmsnormOp, "dy"));
+  RILL_RETURN_IF_ERROR(detail::require_same_shape(x, dx, kRmsnormOp, "dx"));
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
   if (dgain && !gain) return invalid_argument("rmsnorm_backward: dgain needs a gain");
   if (dgain) {
-    RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kOp, "dgain"));
-    RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kOp, "dgain"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*dgain, DType::kF32, kRmsnormOp, "dgain"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kRmsnormOp, "dgain"));
   }
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
   if (const auto reg = plan::rmsnorm_backward(plan::traits_of(seq), rd.rows, rd.dim)) {
     // rmsnorm_bwd_register: dx and each block's dgain sums in one pass, then the blocks' ordered sum.
     const Tensor* partial = dgain ? dgain : &dx;  // unused without dgain (DGAIN false)
     if (dgain && reg->blocks > 1) {
-      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(reg->blocks) * rd.dim, kOp));
+      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(reg->blocks) * rd.dim, kRmsnormOp));
     }
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_register", reg->vector_width, suffix),
@@ -159,7 +160,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   const uint32_t blocks = gain_plan.blocks;
   const Tensor* partial = dgain;
   if (blocks > 1) {
-    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kOp));
+    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kRmsnormOp));
   }
   RILL_RETURN_IF_ERROR(
       seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_gain", vector_width, suffix),
