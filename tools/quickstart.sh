@@ -26,8 +26,10 @@ install_missing "${packages[@]}"
 
 build() {  # preset
   echo "== building ($1)"
+  local start=$SECONDS
   cmake --preset "$1" >/dev/null
   cmake --build --preset "$1"
+  echo "== built ($1) in $((SECONDS - start)) s"
 }
 
 if [[ "$mode" == "run" ]]; then
@@ -40,10 +42,14 @@ fi
 start=$SECONDS
 build release
 echo "== tests (release)"
+tests_start=$SECONDS
 ctest --preset release
+echo "== tests (release) passed in $((SECONDS - tests_start)) s"
 if [[ "${RILL_SKIP_ASAN:-0}" != "1" ]]; then
   build asan
   echo "== tests (ASan + UBSan)"
+  tests_start=$SECONDS
   ctest --preset asan
+  echo "== tests (ASan + UBSan) passed in $((SECONDS - tests_start)) s"
 fi
 echo "== all tests passed in $((SECONDS - start)) s"
