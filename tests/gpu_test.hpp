@@ -32,7 +32,8 @@ std::vector<rill::DType> float_dtypes(const rill::Context& ctx);
 
 // True in the arm64 suite under qemu-user (RILL_TEST_EMULATED=1, tests/CMakeLists.txt), where a
 // lavapipe pipeline compiles 10-60x slower than natively: a case whose widest shape compiles a
-// pipeline of its own for minutes there leaves that shape out, and says so (WARN).
+// pipeline of its own for minutes there leaves that shape out, and says so (WARN). The sanitizer
+// build sets it too: it looks for host memory errors, which extra shapes of a kernel do not add.
 bool emulated();
 
 }  // namespace rill_test
