@@ -297,16 +297,34 @@ TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]
   CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }
 
-TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, 16 columns per invocation", "[plan]") {
+TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, inputs by shuffles", "[plan]") {
   LmDecodeShape model;  // the default model in f32
   model.dense_f32 = true;
   model.largest_weight = 256 * 512;
   const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();
   CHECK(cpu.texel_weights);
-  CHECK(cpu.lane_groups == 4);
+  CHECK(cpu.lane_groups == 1);  // heads of 32: eight lanes of 4 columns, a subgroup per matrix
+  CHECK(cpu.x_shuffle);
   const LmDecodePlan gpu = lm_decode(h100_like(), model).value();  // GPUs: storage buffers
   CHECK_FALSE(gpu.texel_weights);
+  CHECK_FALSE(gpu.x_shuffle);
   CHECK(gpu.lane_groups == 1);
+  // test_lm_model.cpp's in_thirty_twos model: shuffles too, so that test runs them.
+  LmDecodeShape thirty_twos{.width = 64, .heads = 2, .head_dim = 32, .ffn = 64, .vocab = 64, .max_keys = 16};
+  thirty_twos.dense_f32 = true;
+  thirty_twos.largest_weight = 64 * 64;
+  CHECK(lm_decode(lavapipe_like(), thirty_twos).value().x_shuffle);
+  // Heads of 16 cannot fill a subgroup of 8 lanes at 4 columns: 16 columns per lane, no shuffles
+  // (test_lm_model.cpp's in_sixteens model); nor with forced columns that split no head into lanes.
+  LmDecodeShape sixteens{.width = 32, .heads = 2, .head_dim = 16, .ffn = 48, .vocab = 48, .max_keys = 16};
+  sixteens.dense_f32 = true;
+  sixteens.largest_weight = 48 * 48;
+  const LmDecodePlan narrow_heads = lm_decode(lavapipe_like(), sixteens).value();
+  CHECK(narrow_heads.lane_groups == 4);
+  CHECK_FALSE(narrow_heads.x_shuffle);
+  DeviceTraits wide_lanes = lavapipe_like();
+  wide_lanes.forced = parse_overrides("lm_decode_columns=16").value();
+  CHECK_FALSE(lm_decode(wide_lanes, model).value().x_shuffle);
   // Not for packed weights or f16 activations, nor where a view cannot hold the largest matrix or
   // the device cannot back the format; storage buffers then, 4 columns as before.
   DeviceTraits small = lavapipe_like();

@@ -372,16 +372,23 @@ GPU_TEST_CASE("lm prefill memory does not grow with the prompt", "[lm][gpu]") {
 
 namespace {
 
-// A tiny model whose every width is a multiple of 16 (heads of 16).
-ModelConfig in_sixteens(std::vector<LayerKind> kinds) {
+// The tiny model at other widths (two heads).
+ModelConfig two_heads(std::vector<LayerKind> kinds, uint32_t width, uint32_t ffn_width, uint32_t vocab) {
   ModelConfig c = tiny(std::move(kinds));
-  c.width = 32;
+  c.width = width;
   c.heads = 2;
-  c.ffn_width = 48;
-  c.vocab = 48;
+  c.ffn_width = ffn_width;
+  c.vocab = vocab;
   REQUIRE(c.validate().is_ok());
   return c;
 }
+
+// Every width a multiple of 16 (heads of 16).
+ModelConfig in_sixteens(std::vector<LayerKind> kinds) { return two_heads(std::move(kinds), 32, 48, 48); }
+
+// Heads, FFN and vocabulary in 32s: CPU drivers' fused decoding shuffles its input rows (four
+// columns per lane, eight lanes per head).
+ModelConfig in_thirty_twos(std::vector<LayerKind> kinds) { return two_heads(std::move(kinds), 64, 64, 64); }
 
 // Decodes `tokens` from position 0 with the fused kernels and with the per-op graph (both kernel
 // families for the fused ones): every step's logits within tol of each other, and within ref_tol of
@@ -522,6 +529,15 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   auto tied = rill::lm::Weights::random(c, 12);
   REQUIRE(tied.is_ok());
   check_fused_decode(*tied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights, tied head", forms);
+  // Heads of 32 (and FFN slices and logits of 32 on CPU drivers): every product in whole subgroups
+  // of four columns per lane, so the CPU kernels take their input rows by subgroup shuffles
+  // (test_kernel_plan.cpp checks that this shape's plan does).
+  c = in_thirty_twos({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
+  c.decay = {0.9f, 0.75f};
+  c.output_gate = true;
+  REQUIRE(c.validate().is_ok());
+  check_fused_decode(rill::lm::Weights::random(c, 13).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
+                     "texel weights, inputs by shuffles", {{"cpu", ""}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {

@@ -309,6 +309,10 @@ struct LmDecodePlan {
   // lavapipe gathers a lane's 16 bytes at once there, against a bounds-checked loop over the
   // lanes per component for a storage-buffer load).
   bool texel_weights = false;
+  // Texel weights on CPU drivers: the products' input rows reach the lanes by subgroup shuffles
+  // (decode_common.glsl's X_SHUFFLE), where every product's blocks (a head's columns, an FFN
+  // slice, the width, a workgroup's logits) divide into whole subgroups of column groups.
+  bool x_shuffle = false;
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);

@@ -43,6 +43,13 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     return s.head_dim % c == 0 && s.width % c == 0 && s.ffn % c == 0 && s.vocab % c == 0 && p.ffn_slice % c == 0 &&
            p.logit_columns % c == 0;
   };
+  // Whether every product's column blocks divide into passes of whole subgroups at c columns per
+  // invocation; the FFN slices and logit columns whole too, so the last workgroup's blocks do.
+  auto whole_subgroups = [&](uint32_t c) {
+    const uint32_t pass = c * p.workgroup;
+    return s.head_dim % pass == 0 && s.width % pass == 0 && p.ffn_slice % pass == 0 && p.logit_columns % pass == 0 &&
+           s.ffn % p.ffn_slice == 0 && s.vocab % p.logit_columns == 0;
+  };
   // CPU drivers: dense f32 weights through texel views (vk/texel_views.hpp), where the device backs
   // them, every matrix fits one view and the widths divide into whole texels.
   const bool texels_fit =
@@ -55,11 +62,17 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
       return per_op("the forced " + std::to_string(*forced) + " columns per invocation do not divide the widths");
     p.lane_groups = *forced / 4;
   } else {
-    // CPU drivers with texel weights take 16 too: a product's rows are then walked once instead of
-    // four times, which a texel fetch rewards where a strided walk from memory does not (lavapipe,
-    // the default model's FFN on one thread with its weights cold: 1.09-1.39 ms per call from
-    // storage buffers, 1.40-1.43 as texels 4 columns per invocation, 0.88-0.91 as texels 16).
+    // CPU drivers with texel weights: the most columns per invocation whose subgroups stay within
+    // one matrix, so that the input rows can come by shuffles (below). Without them a lane's 16
+    // columns spread a subgroup over two or three matrices (a head of 32 is four lanes), and
+    // lavapipe runs a divergent subgroup's branches one after another, each for every lane.
+    // Otherwise 16 there too: a product's rows are then walked once instead of four times, which a
+    // texel fetch rewards where a strided walk from memory does not (lavapipe, the default model's
+    // FFN on one thread with its weights cold: 1.09-1.39 ms per call from storage buffers, 1.40-1.43
+    // as texels 4 columns per invocation, 0.88-0.91 as texels 16).
     const bool wide = d.family == Family::kCpu && (s.int8_group > 0 || p.texel_weights);
+    for (uint32_t g = 4; p.texel_weights && d.family == Family::kCpu && g >= 1 && p.lane_groups == 0; g /= 2)
+      if (divides(4 * g) && whole_subgroups(4 * g)) p.lane_groups = g;
     for (uint32_t g = wide ? 4 : 1; g >= 1 && p.lane_groups == 0; g /= 2)
       if (divides(4 * g)) p.lane_groups = g;
   }
@@ -69,6 +82,8 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
   };
   if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
+  p.x_shuffle = p.texel_weights && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
+                p.workgroup == d.subgroup && p.lane_groups > 0 && whole_subgroups(4 * p.lane_groups);
   // GPUs: a product's weight loads four rows at a time, one wait on memory per four rows of an
   // invocation's serial walk (not yet timed against one: tools/gpu-check.sh decode_sweep). CPU
   // drivers one, as before: lavapipe showed no difference beyond its noise (default model, rill

@@ -33,6 +33,9 @@ const uint LANE_SLOTS = LANE_GROUPS > 0u ? LANE_GROUPS : 1u;  // a private array
 // instead of one per row where a GPU's compiler would otherwise wait row by row (the same sums
 // in the same order either way; the plan's row_batch).
 layout(constant_id = 13) const uint ROW_BATCH = 1;
+// Texel kernels: inputs by subgroup shuffles where matvec finds whole subgroups per matrix (below).
+layout(constant_id = 14) const bool X_SHUFFLE = false;
+bool mv_shuffled = false;  // the current pass of matvec reads its inputs by shuffles
 
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
@@ -114,7 +117,22 @@ float storage_round(float v) { return float(sfloat(v)); }
 #if defined(W_TEXEL)
 #define RILL_DENSE_DECLARE(i) layout(binding = WEIGHT_BINDING + i) uniform samplerBuffer texels##i;
 #define RILL_DENSE_VEC4(i, v) texelFetch(texels##i, int(v))
+// X_SHUFFLE (CPU drivers, whose kernels are one subgroup): a product's input row reaches the lanes
+// by subgroup shuffles, each lane loading one of every 8 rows, where lavapipe runs a shared-memory
+// load as a loop over the lanes (one per row per lane before). matvec turns it on for the passes
+// whose subgroups stay within one matrix: the shuffles need every lane in the same branch.
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define RILL_DENSE_SHUFFLED_ROWS(i)                                                                 \
+  if (mv_shuffled)                                                                                 \
+    for (; r + 8u <= r1; r += 8u, k += 8u * stride) {                                              \
+      const float x_lane = mv_in[r + min(gl_SubgroupInvocationID, 7u)];                            \
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) {                                                  \
+        const float x = subgroupShuffle(x_lane, u);                                                \
+        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += x * RILL_DENSE_VEC4(i, k + u * stride + q); \
+      }                                                                                            \
+    }
 #else
+#define RILL_DENSE_SHUFFLED_ROWS(i)
 #define RILL_DENSE_DECLARE(i) \
   layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; };
 #define RILL_DENSE_VEC4(i, v) vec4(dense##i[v])
@@ -130,6 +148,7 @@ float storage_round(float v) { return float(sfloat(v)); }
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     const uint stride = cols / 4u;                                                                             \
     uint k = ((b * rows + row0 + r0) * cols + c) / 4u, r = r0;                                                 \
+    RILL_DENSE_SHUFFLED_ROWS(i)                                                                                \
     for (; r + ROW_BATCH <= r1; r += ROW_BATCH, k += ROW_BATCH * stride) {                                     \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) w[u][q] = RILL_DENSE_VEC4(i, k + u * stride + q);   \
@@ -179,11 +198,14 @@ void matvec(uint phase, uint n, uint rows, uint block) {
   if (grouped) {
     vec4 res[LANE_SLOTS];
     if (split == 1u) {
+      // Every pass of whole subgroups within one block (one matrix): the shuffles' uniform control.
+      mv_shuffled = X_SHUFFLE && units % WG_SIZE == 0u && ub % WG_SIZE == 0u;
       for (uint gg = lid; gg < units; gg += WG_SIZE) {
         column_groups(phase, gg * GROUP_COLUMNS, 0u, rows, res);
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)
           [[unroll]] for (uint e = 0u; e < 4u; ++e) mv_out[gg * GROUP_COLUMNS + 4u * q + e] = res[q][e];
       }
+      mv_shuffled = false;
     } else if (lid < units * split) {
       // Slice s of group g: its columns' partial sums at s n + g GROUP_COLUMNS + ...
       column_groups(phase, g * GROUP_COLUMNS, s * rows / split, (s + 1u) * rows / split, res);

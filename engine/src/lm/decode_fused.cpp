@@ -98,6 +98,7 @@ Status mix(const Model::Impl& m, StateTensors& state, Graph& g, const LmDecodePl
   std::vector<SpecValue> spec = {gpu::spec("WG_SIZE", plan.workgroup),
                                  gpu::spec("LANE_GROUPS", plan.lane_groups),
                                  gpu::spec("ROW_BATCH", plan.row_batch),
+                                 gpu::spec("X_SHUFFLE", plan.x_shuffle),
                                  gpu::spec("DH", dh),
                                  gpu::spec("IN_MAX", plan.in_max),
                                  gpu::spec("OUT_MAX", plan.out_max),
@@ -142,17 +143,17 @@ Status ffn(const Model::Impl& m, Graph& g, const LmDecodePlan& plan, size_t i) {
   for (const LinearWeight* w : {&l.wu, &l.wg, &l.wd}) bind(b, *w);
   const uint32_t slices = uint32_t(g.parts_ffn.shape()[0]);
   const gpu::DecodeFfnPush push{c.width, c.ffn_width, c.heads, plan.ffn_slice, form.group, c.norm_eps};
-  return g.seq->dispatch(
-      {.kernel = "lm/decode_ffn" + form.suffix + "_" + suffix,
-       .bindings = std::move(b),
-       .push = push_bytes(push),
-       .groups = {slices, 1, 1},
-       .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
-                gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("ACT", uint32_t(c.glu_activation)),
-                gpu::spec("IN_MAX", plan.in_max), gpu::spec("OUT_MAX", plan.out_max),
-                gpu::spec("HAS_GAIN", l.ffn_norm.valid()), gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)},
-       .flops = 6ull * c.width * c.ffn_width,
-       .bytes = weight_bytes({&l.wu, &l.wg, &l.wd})});
+  return g.seq->dispatch({.kernel = "lm/decode_ffn" + form.suffix + "_" + suffix,
+                          .bindings = std::move(b),
+                          .push = push_bytes(push),
+                          .groups = {slices, 1, 1},
+                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
+                                   gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("X_SHUFFLE", plan.x_shuffle),
+                                   gpu::spec("ACT", uint32_t(c.glu_activation)), gpu::spec("IN_MAX", plan.in_max),
+                                   gpu::spec("OUT_MAX", plan.out_max), gpu::spec("HAS_GAIN", l.ffn_norm.valid()),
+                                   gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)},
+                          .flops = 6ull * c.width * c.ffn_width,
+                          .bytes = weight_bytes({&l.wu, &l.wg, &l.wd})});
 }
 
 Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
@@ -175,9 +176,9 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
                           .push = push_bytes(push),
                           .groups = {(c.vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
                           .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
-                                   gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("IN_MAX", plan.in_max),
-                                   gpu::spec("OUT_MAX", plan.out_max), gpu::spec("HAS_GAIN", w.final_norm.valid()),
-                                   gpu::spec("TRANSPOSED", transposed)},
+                                   gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("X_SHUFFLE", plan.x_shuffle),
+                                   gpu::spec("IN_MAX", plan.in_max), gpu::spec("OUT_MAX", plan.out_max),
+                                   gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)},
                           .flops = 2ull * c.width * c.vocab,
                           .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
 }
