@@ -77,7 +77,7 @@ bool tunable_key(std::string_view key) {
   for (std::string_view k :
        {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "lm_decode_weights",
         "la_tile", "la_scan_groups", "la_window", "la_span", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
-        "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth"})
+        "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth", "matmul_texel"})
     if (key == k) return true;
   return false;
 }
@@ -161,6 +161,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       if (value != "fused" && value != "per-op")
         return invalid_argument("kernel plan: lm_decode is '" + std::string(value) + "'; use fused or per-op");
       out.lm_decode_fused = value == "fused";
+      continue;
+    }
+    if (key == "matmul_texel") {
+      if (value != "on" && value != "off")
+        return invalid_argument("kernel plan: matmul_texel is '" + std::string(value) + "'; use on or off");
+      out.matmul_texel = value == "on";
       continue;
     }
     if (key == "lm_decode_weights") {

@@ -77,6 +77,8 @@ struct PlanOverrides {
   // "lm_decode_weights=texel|buffer": the fused decoding kernels read dense f32 weights through
   // uniform texel buffers (true) or as storage buffers.
   std::optional<bool> lm_decode_texel;
+  // "matmul_texel=on|off": the CPU-driver matmul's texel form where the shape allows it, or never.
+  std::optional<bool> matmul_texel;
 };
 Result<PlanOverrides> parse_overrides(std::string_view text);
 
@@ -179,6 +181,9 @@ struct MatmulPlan {
   // Register kernel, a shared A and C narrower than a tile: the batches' columns side by side as
   // one wide C (one dispatch row of workgroups covers every batch, so narrow matrices fill tiles).
   bool fold_batch = false;
+  // Register kernel, f32 rows read as 4-element texels (matmul_tx_f32, matmul_register.glsl):
+  // untransposed A and B, K a multiple of 4 subgroups, N of the lane's columns.
+  bool texel_rows = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
   // Shared-memory kernel: K cut into `splits` shares whose partial products a second pass sums
   // (matmul_split_sum), so a product of few blocks and a long K still fills a GPU.

@@ -13,10 +13,14 @@ layout(constant_id = 3) const bool ACCUMULATE = false;
 // A and B read as 8 f16 values per load (matmul_coop.glsl: rows contiguous, K and N multiples of 8).
 layout(std430, binding = 0) readonly buffer A { uvec4 a8[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b8[]; };
+#elif defined(RILL_MATMUL_TEXEL)
+// A and B read as texels of 4 adjacent elements along their rows (matmul_register.glsl's texel form).
+layout(binding = 0) uniform samplerBuffer a4;
+layout(binding = 1) uniform samplerBuffer b4;
 #else
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 #endif
-#if defined(RILL_MATMUL_VEC8)
+#if defined(RILL_MATMUL_VEC8) || defined(RILL_MATMUL_TEXEL)
 #elif defined(B_INT8) || defined(B_F16)
 #define PW_WORDS_BINDING 1
 #define PW_SCALES_BINDING 4
@@ -30,7 +34,7 @@ layout(push_constant) uniform PushBlock { MatmulPush p; };
 #define MATMUL_C_BINDING 3
 #include "matmul_epilogue.glsl"
 
-#if !defined(RILL_MATMUL_VEC8)
+#if !defined(RILL_MATMUL_VEC8) && !defined(RILL_MATMUL_TEXEL)
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
 afloat load_b(uint batch, uint k, uint n) {
 #if defined(B_INT8) || defined(B_F16)

@@ -23,6 +23,64 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 #include "matmul_common.glsl"
 
 afloat acc[TM][TN];
+#ifdef RILL_MATMUL_TEXEL
+// The texel form (matmul_tx_*, f32; A and B untransposed, K a multiple of 4 SG, N and TN of 4):
+// a lane owns TN adjacent columns and reads its rows of B as TN / 4 texels, and reads A as texels
+// too: lane l holds k0 + 4l .. 4l + 3 of each row for 4 SG steps of k. On lavapipe a texel fetch
+// gathers every lane's 16 bytes at once, where a storage-buffer load loops over the lanes for each
+// element (the loads, not the FMAs, were most of the register kernel's time). The k steps of a
+// row then run in the order of the texels' components: k0 + s, k0 + 4 + s, ... for s = 0..3 (the
+// same sums in another order; the same order on every run).
+const uint TX = TN / 4u;
+vec4 a4v[TM];  // this lane's texel of each row for the current 4 SG steps of k
+
+// Component s of the texels, SG steps of k: k0 + 4 j + s from lane j.
+void texel_block(uint b_row0, uint b_stride, uint s) {
+  vec4 bk[SG][TX];
+  [[unroll]] for (uint j = 0; j < SG; ++j)
+    [[unroll]] for (uint t = 0; t < TX; ++t) bk[j][t] = texelFetch(b4, int(b_row0 + (4u * j + s) * b_stride + t));
+  [[unroll]] for (uint i = 0; i < TM; ++i) {
+    afloat r[TN];
+    [[unroll]] for (uint c = 0; c < TN; ++c) r[c] = acc[i][c];
+    const afloat a_own = a4v[i][s];
+    [[unroll]] for (uint j = 0; j < SG; ++j) {
+      const afloat a_ik = subgroupShuffle(a_own, j);
+      [[unroll]] for (uint t = 0; t < TX; ++t)
+        [[unroll]] for (uint e = 0; e < 4u; ++e) r[4u * t + e] = fma(a_ik, bk[j][t][e], r[4u * t + e]);
+    }
+    [[unroll]] for (uint c = 0; c < TN; ++c) acc[i][c] = r[c];
+  }
+}
+
+void main() {
+  const uint lane = gl_LocalInvocationID.x;
+  const uint m0 = gl_WorkGroupID.y * TM;
+  const uint n0 = (gl_WorkGroupID.x * SG + lane) * TN;  // this lane's first column
+  const uint columns = FOLD_BATCH ? p.N * p.batches : p.N;
+  const uint a_base = FOLD_BATCH ? 0 : gl_WorkGroupID.z * p.a_bs;
+  [[unroll]] for (uint i = 0; i < TM; ++i)
+    [[unroll]] for (uint c = 0; c < TN; ++c) acc[i][c] = 0.0;
+  // Lanes past the last column read the last TN columns and store nothing (N is a multiple of TN,
+  // so a lane's columns lie in one batch).
+  const uint load_col = min(n0, columns - TN);
+  const uint batch = FOLD_BATCH ? load_col / p.N : gl_WorkGroupID.z;
+  const uint b_first = (batch * p.b_bs + (FOLD_BATCH ? load_col % p.N : load_col)) / 4u, b_stride = p.b_rs / 4u;
+  for (uint k0 = 0; k0 < p.K; k0 += 4u * SG) {
+    [[unroll]] for (uint i = 0; i < TM; ++i)
+      a4v[i] = texelFetch(a4, int((a_base + min(m0 + i, p.M - 1) * p.a_rs + k0) / 4u + lane));
+    const uint b_row0 = b_first + k0 * b_stride;
+    for (uint s = 0; s < 4u; ++s) texel_block(b_row0, b_stride, s);
+  }
+  [[unroll]] for (uint i = 0; i < TM; ++i) {
+    const uint m = m0 + i;
+    if (m >= p.M) break;
+    [[unroll]] for (uint c = 0; c < TN; ++c) {
+      const uint col = n0 + c;
+      if (col < columns) store_c((FOLD_BATCH ? col / p.N : gl_WorkGroupID.z) * p.c_bs, m, FOLD_BATCH ? col % p.N : col, acc[i][c]);
+    }
+  }
+}
+#else
 afloat av[TM];
 uint col_batch[TN], col_n[TN];  // this lane's columns: batch and column within it (clamped)
 
@@ -84,3 +142,4 @@ void main() {
       if (n0 + c * SG < columns) store_c(col_batch[c] * p.c_bs, m, col_n[c], acc[i][c]);
   }
 }
+#endif  // RILL_MATMUL_TEXEL
