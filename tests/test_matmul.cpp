@@ -195,10 +195,10 @@ GPU_TEST_CASE("the GPU matmul with shallower and deeper slices matches the refer
 namespace {
 
 // The kernel one matmul of this context dispatches (read from a timed sequence).
-std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k) {
-  auto a = ctx.tensor(DType::kF16, {m, k});
-  auto b = ctx.tensor(DType::kF16, {k, n});
-  auto c = ctx.tensor(DType::kF16, {m, n});
+std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k, DType dtype = DType::kF16) {
+  auto a = ctx.tensor(dtype, {m, k});
+  auto b = ctx.tensor(dtype, {k, n});
+  auto c = ctx.tensor(dtype, {m, n});
   auto seq = ctx.sequence({.timestamps = true});
   REQUIRE(seq.is_ok());
   REQUIRE(rill::ops::matmul(*seq, *a, *b, *c).is_ok());
@@ -211,42 +211,39 @@ std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k
 
 }  // namespace
 
-// The CPU-driver matmul's texel form (f32, A and B untransposed, K a multiple of 4 subgroups, N of
-// a lane's 8 columns; matmul_register.glsl): odd M, columns past the last tile, one to three k
-// blocks, A batched or shared (folded batches) and B broadcast, with bias and accumulation; the
-// dispatch must be the texel kernel where the device backs the texels, and the plan's "off" leaves it.
+// The CPU-driver matmul's texel form (f32 and f16 storage, A and B untransposed, K a multiple of 4
+// subgroups, N of a lane's 8 columns; matmul_register.glsl): odd M, columns past the last tile, one
+// to three k blocks, A batched or shared (folded batches) and B broadcast, with bias and
+// accumulation; the dispatch must be the texel kernel where the device backs the texels (a limit
+// profile may not: the register kernel then takes the same shapes), and the plan's "off" leaves it.
 GPU_TEST_CASE("the CPU matmul's texel form matches the reference", "[matmul][gpu]") {
   uint32_t seed = 1400;
   rill::ContextOptions options = rill_test::validated_options();
   options.kernel_variant = "cpu";
   rill::Context ctx = rill_test::make_context(options);
-  // Where the device backs no 4 x f32 texels (a limit profile), the register kernel takes the same shapes.
-  const bool texels = ctx.device().caps.texel_buffer_f32x4;
-  const uint32_t k_block = 4 * ctx.device().caps.subgroup_size;
-  auto kernel_of = [&](rill::Context& c) {
-    auto a = c.tensor(DType::kF32, {65, int64_t(2 * k_block)});
-    auto b = c.tensor(DType::kF32, {int64_t(2 * k_block), 200});
-    auto out = c.tensor(DType::kF32, {65, 200});
-    auto seq = c.sequence({.timestamps = true});
-    REQUIRE(seq.is_ok());
-    REQUIRE(rill::ops::matmul(*seq, *a, *b, *out).is_ok());
-    REQUIRE(seq->run().is_ok());
-    return seq->timings().value().at(0).kernel;
-  };
-  CHECK(kernel_of(ctx) == (texels ? "matmul/matmul_tx_f32" : "matmul/matmul_f32"));
+  const rill::DeviceCaps& caps = ctx.device().caps;
+  const int64_t k_block = 4 * int64_t(caps.subgroup_size);
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
+    const bool f16 = dtype == DType::kF16;
+    const std::string suffix = f16 ? "f16" : "f32";
+    const bool texels = f16 ? caps.texel_buffer_f16x4 : caps.texel_buffer_f32x4;
+    CHECK(kernel_of_matmul(ctx, 65, 200, 2 * k_block, dtype) ==
+          (texels ? "matmul/matmul_tx_" : "matmul/matmul_") + suffix);
+  }
   // Few specializations (each is seconds of lavapipe compilation): per case t a shape, with bias
-  // (t 1, 2), accumulation (t 2, 3), three batches (t > 0), A shared (t 2) or B broadcast (t 3).
+  // (t 1, 2), accumulation (t 2, 3), three batches (t > 0), A shared (t 2) or B broadcast (t 3);
+  // f16 storage too in cases 0 and 2.
   const std::array<std::array<int64_t, 3>, 4> shapes = {{{65, 200, 2}, {7, 64, 3}, {130, 16, 1}, {65, 200, 2}}};
   for (int t = 0; t < 4; ++t) {
     const auto& [m, n, blocks] = shapes[size_t(t)];
-    check_case(
-        ctx, DType::kF32,
-        {.batch = t == 0 ? 1 : 3, .m = m, .n = n, .k = blocks * k_block, .a_batched = t != 2, .b_batched = t != 3},
-        t == 1 || t == 2, t == 2 || t == 3, ++seed);
+    const rill::ref::MatmulShape s{
+        .batch = t == 0 ? 1 : 3, .m = m, .n = n, .k = blocks * k_block, .a_batched = t != 2, .b_batched = t != 3};
+    for (DType dtype : rill_test::float_dtypes(ctx))
+      if (dtype == DType::kF32 || t % 2 == 0) check_case(ctx, dtype, s, t == 1 || t == 2, t == 2 || t == 3, ++seed);
   }
   options.kernel_plan = "matmul_texel=off";
   rill::Context off = rill_test::make_context(options);
-  CHECK(kernel_of(off) == "matmul/matmul_f32");
+  CHECK(kernel_of_matmul(off, 65, 200, 2 * k_block, DType::kF32) == "matmul/matmul_f32");
 }
 
 // The cooperative-matrix kernel (f16, rows contiguous, K and N multiples of 8): natively where the

@@ -46,6 +46,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.max_storage_range = device.caps.max_storage_buffer_range;
   d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
   d.texel_f32x4 = device.caps.texel_buffer_f32x4;
+  d.texel_f16x4 = device.caps.texel_buffer_f16x4;
   d.max_texels = device.caps.max_texel_buffer_elements;
   d.max_texel_bindings = device.caps.max_sampled_images_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;

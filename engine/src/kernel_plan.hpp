@@ -98,6 +98,7 @@ struct DeviceTraits {
   // Uniform texel buffers of 4 x f32 (vk/texel_views.hpp): whether the device backs them, the
   // most texels one view holds and the texel bindings one kernel may use.
   bool texel_f32x4 = false;
+  bool texel_f16x4 = false;  // the same for 4 x f16 (read as f32)
   uint64_t max_texels = 0;
   uint32_t max_texel_bindings = 0;
   // Every subgroup has exactly `subgroup` lanes (the driver cannot vary it): kernels that size
@@ -181,7 +182,7 @@ struct MatmulPlan {
   // Register kernel, a shared A and C narrower than a tile: the batches' columns side by side as
   // one wide C (one dispatch row of workgroups covers every batch, so narrow matrices fill tiles).
   bool fold_batch = false;
-  // Register kernel, f32 rows read as 4-element texels (matmul_tx_f32, matmul_register.glsl):
+  // Register kernel, rows read as 4-element texels (matmul_tx_*, matmul_register.glsl):
   // untransposed A and B, K a multiple of 4 subgroups, N of the lane's columns.
   bool texel_rows = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;

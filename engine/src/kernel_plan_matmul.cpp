@@ -42,13 +42,13 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
     const uint64_t columns = p.fold_batch ? s.n * s.batches : s.n;
     while (p.tm > 1 && p.tm > s.m) p.tm /= 2;
     while (p.tn > 1 && sg * p.tn / 2 >= columns) p.tn /= 2;
-    // f32 rows as texels where the device backs 4-float texels and every view fits: each lane
-    // reads 4 adjacent elements at once (lavapipe gathers them; a storage-buffer load loops over
-    // the lanes per element).
+    // Rows as texels where the device backs 4-element texels of the storage type and every view
+    // fits: each lane reads 4 adjacent elements at once (lavapipe gathers them; a storage-buffer
+    // load loops over the lanes per element).
     const uint64_t most_elements = std::max(s.m * s.k, s.k * s.n) * s.batches;
-    p.texel_rows = d.forced.matmul_texel.value_or(true) && !s.f16 && s.rows_vectorizable && d.texel_f32x4 &&
-                   s.k % (4 * sg) == 0 && p.tn % 4 == 0 && s.n % p.tn == 0 && most_elements / 4 <= d.max_texels &&
-                   d.max_texel_bindings >= 2;
+    p.texel_rows = d.forced.matmul_texel.value_or(true) && s.rows_vectorizable &&
+                   (s.f16 ? d.texel_f16x4 : d.texel_f32x4) && s.k % (4 * sg) == 0 && p.tn % 4 == 0 && s.n % p.tn == 0 &&
+                   most_elements / 4 <= d.max_texels && d.max_texel_bindings >= 2;
   } else if (d.max_invocations < p.wg_x * p.wg_y) {
     // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
     // 128 invocations per workgroup (the vulkan11-minimum profile).

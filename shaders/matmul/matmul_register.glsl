@@ -24,7 +24,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 afloat acc[TM][TN];
 #ifdef RILL_MATMUL_TEXEL
-// The texel form (matmul_tx_*, f32; A and B untransposed, K a multiple of 4 SG, N and TN of 4):
+// The texel form (matmul_tx_*; A and B untransposed, K a multiple of 4 SG, N and TN of 4):
 // a lane owns TN adjacent columns and reads its rows of B as TN / 4 texels, and reads A as texels
 // too: lane l holds k0 + 4l .. 4l + 3 of each row for 4 SG steps of k. On lavapipe a texel fetch
 // gathers every lane's 16 bytes at once, where a storage-buffer load loops over the lanes for each

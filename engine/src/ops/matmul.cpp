@@ -114,7 +114,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
   const uint64_t columns = p.fold_batch ? N * mc.batch : N;
-  const std::string kernel_name = p.texel_rows ? "matmul/matmul_tx_f32" : kernel + suffix;  // outlives d (a view)
+  const std::string kernel_name = p.texel_rows ? "matmul/matmul_tx_" + suffix : kernel + suffix;  // outlives d (a view)
   // The shared-memory kernel's partial products (bound but unwritten without splits).
   const Tensor* partial = &c;
   if (p.splits > 1) {
