@@ -297,6 +297,28 @@ TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]
   CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }
 
+TEST_CASE("kernel plan: the CPU matmul reads untransposed rows as texels where K fills its blocks", "[plan]") {
+  const MatmulShape lm_projection{.m = 2048, .n = 512, .k = 256, .rows_vectorizable = true};
+  CHECK(matmul(lavapipe_like(), lm_projection).texel_rows);
+  MatmulShape f16 = lm_projection;
+  f16.f16 = true;
+  CHECK(matmul(lavapipe_like(), f16).texel_rows);
+  DeviceTraits no_f16 = lavapipe_like();
+  no_f16.texel_f16x4 = false;
+  CHECK_FALSE(matmul(no_f16, f16).texel_rows);
+  MatmulShape transposed = lm_projection;
+  transposed.rows_vectorizable = false;  // a transposed operand: its rows are not contiguous
+  CHECK_FALSE(matmul(lavapipe_like(), transposed).texel_rows);
+  MatmulShape short_k = lm_projection;
+  short_k.k = 40;  // not a multiple of 4 subgroups of 8 k steps
+  CHECK_FALSE(matmul(lavapipe_like(), short_k).texel_rows);
+  DeviceTraits off = lavapipe_like();
+  off.forced = parse_overrides("matmul_texel=off").value();
+  CHECK_FALSE(matmul(off, lm_projection).texel_rows);
+  CHECK_FALSE(parse_overrides("matmul_texel=yes").is_ok());
+  CHECK_FALSE(matmul(h100_like(), lm_projection).texel_rows);  // GPUs: the shared-memory kernel
+}
+
 TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, inputs by shuffles", "[plan]") {
   LmDecodeShape model;  // the default model in f32
   model.dense_f32 = true;

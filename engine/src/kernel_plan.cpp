@@ -315,14 +315,14 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   }
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (const auto& [rows, inner] : {std::pair<uint64_t, uint64_t>{1, 1024}, {1024, 1024}, {256, 4096}}) {
-    const MatmulPlan m = matmul(d, {.m = rows, .n = 1024, .k = inner});
+    const MatmulPlan m = matmul(d, {.m = rows, .n = 1024, .k = inner, .rows_vectorizable = true});
     out.push_back({"matmul", std::to_string(rows) + " x 1024 x " + std::to_string(inner),
                    std::string(m.variant()) + " variant, workgroup " + std::to_string(m.wg_x) + " x " +
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
                        std::to_string(m.wg_x * m.tn) +
                        (m.register_kernel ? "" : ", slices " + std::to_string(m.depth) + " deep") +
                        (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "") +
-                       (m.grouped ? ", grouped accumulators" : "")});
+                       (m.grouped ? ", grouped accumulators" : "") + (m.texel_rows ? ", rows read as texels" : "")});
   }
   const MatmulShape f16_square{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
   if (const auto coop = cooperative_matmul(d, f16_square))
