@@ -84,6 +84,16 @@ Status allocate(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   return Status::ok();
 }
 
+// The specialization constants of decode_common.glsl's products, which every fused kernel takes
+// from the plan, followed by the kernel's own.
+std::vector<SpecValue> product_spec(const LmDecodePlan& plan, std::initializer_list<SpecValue> own) {
+  std::vector<SpecValue> spec = {gpu::spec("WG_SIZE", plan.workgroup),   gpu::spec("LANE_GROUPS", plan.lane_groups),
+                                 gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("X_SHUFFLE", plan.x_shuffle),
+                                 gpu::spec("IN_MAX", plan.in_max),       gpu::spec("OUT_MAX", plan.out_max)};
+  spec.insert(spec.end(), own);
+  return spec;
+}
+
 Status mix(const Model::Impl& m, StateTensors& state, Graph& g, const LmDecodePlan& plan, size_t i) {
   const char* op = "lm decode mixer";
   const ModelConfig& c = m.config;
@@ -95,16 +105,9 @@ Status mix(const Model::Impl& m, StateTensors& state, Graph& g, const LmDecodePl
   const uint32_t dh = c.head_dim(), D = c.width, H = c.heads;
   std::vector<const Tensor*> b = {
       &g.resid, &g.parts_ffn, &g.layer_in, &or_else(l.attn_norm, g.resid), &or_else(l.out_norm, g.resid), &g.parts_mix};
-  std::vector<SpecValue> spec = {gpu::spec("WG_SIZE", plan.workgroup),
-                                 gpu::spec("LANE_GROUPS", plan.lane_groups),
-                                 gpu::spec("ROW_BATCH", plan.row_batch),
-                                 gpu::spec("X_SHUFFLE", plan.x_shuffle),
-                                 gpu::spec("DH", dh),
-                                 gpu::spec("IN_MAX", plan.in_max),
-                                 gpu::spec("OUT_MAX", plan.out_max),
-                                 gpu::spec("HAS_GAIN", l.attn_norm.valid()),
-                                 gpu::spec("HAS_GATE", gate),
-                                 gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)};
+  std::vector<SpecValue> spec =
+      product_spec(plan, {gpu::spec("DH", dh), gpu::spec("HAS_GAIN", l.attn_norm.valid()), gpu::spec("HAS_GATE", gate),
+                          gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)});
   uint32_t cap = 0;
   uint64_t keys = 0;
   if (softmax) {
@@ -147,11 +150,9 @@ Status ffn(const Model::Impl& m, Graph& g, const LmDecodePlan& plan, size_t i) {
                           .bindings = std::move(b),
                           .push = push_bytes(push),
                           .groups = {slices, 1, 1},
-                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
-                                   gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("X_SHUFFLE", plan.x_shuffle),
-                                   gpu::spec("ACT", uint32_t(c.glu_activation)), gpu::spec("IN_MAX", plan.in_max),
-                                   gpu::spec("OUT_MAX", plan.out_max), gpu::spec("HAS_GAIN", l.ffn_norm.valid()),
-                                   gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)},
+                          .spec = product_spec(plan, {gpu::spec("ACT", uint32_t(c.glu_activation)),
+                                                      gpu::spec("HAS_GAIN", l.ffn_norm.valid()),
+                                                      gpu::spec("OUT_NORM", l.kind == LayerKind::kNorm)}),
                           .flops = 6ull * c.width * c.ffn_width,
                           .bytes = weight_bytes({&l.wu, &l.wg, &l.wd})});
 }
@@ -171,16 +172,14 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   const WeightForm form = form_of(packed, plan.texel_weights);
   const gpu::DecodeLogitsPush push{c.width,    c.vocab,   uint32_t(g.parts_ffn.shape()[0]), plan.logit_columns,
                                    form.group, c.norm_eps};
-  return g.seq->dispatch({.kernel = "lm/decode_logits" + form.suffix + "_" + suffix,
-                          .bindings = std::move(b),
-                          .push = push_bytes(push),
-                          .groups = {(c.vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
-                          .spec = {gpu::spec("WG_SIZE", plan.workgroup), gpu::spec("LANE_GROUPS", plan.lane_groups),
-                                   gpu::spec("ROW_BATCH", plan.row_batch), gpu::spec("X_SHUFFLE", plan.x_shuffle),
-                                   gpu::spec("IN_MAX", plan.in_max), gpu::spec("OUT_MAX", plan.out_max),
-                                   gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)},
-                          .flops = 2ull * c.width * c.vocab,
-                          .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
+  return g.seq->dispatch(
+      {.kernel = "lm/decode_logits" + form.suffix + "_" + suffix,
+       .bindings = std::move(b),
+       .push = push_bytes(push),
+       .groups = {(c.vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
+       .spec = product_spec(plan, {gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)}),
+       .flops = 2ull * c.width * c.vocab,
+       .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
 }
 
 }  // namespace
