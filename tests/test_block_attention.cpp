@@ -209,6 +209,51 @@ GPU_TEST_CASE("block attention backward matches the reference gradients", "[bloc
   }
 }
 
+namespace {
+
+// The kernel a forward of 4 heads of D 8 over 70 positions dispatches on `ctx`.
+std::string kernel_of_forward(rill::Context& ctx, DType dtype) {
+  auto q = rill_test::empty_tensor(ctx, dtype, {1, 4, 70, 8});
+  auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 4, 70});
+  auto seq = ctx.sequence({.timestamps = true});
+  REQUIRE(seq.is_ok());
+  REQUIRE(rill::ops::block_attention_forward(*seq, q, q, q, q, lse).is_ok());
+  REQUIRE(seq->run().is_ok());
+  auto timings = seq->timings();
+  REQUIRE(timings.is_ok());
+  REQUIRE(timings->size() == 1);
+  return timings.value()[0].kernel;
+}
+
+}  // namespace
+
+// The CPU drivers' register kernels read q, k and v (and o, dO) as texels where the device backs
+// them and take two keys per step (the other cases above run that form); here the storage-buffer
+// rows with one key per step, which devices without the texels take, over the cases of whole
+// 4-element rows, f32 and f16.
+GPU_TEST_CASE("the CPU block-attention kernels without texels match the reference too", "[block-attention][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context texels = rill_test::make_context(options);
+  const rill::DeviceCaps& caps = texels.device().caps;
+  CHECK(kernel_of_forward(texels, DType::kF32) == (caps.texel_buffer_f32x4
+                                                       ? "block_attention/block_attention_fwd_cpu_tx_f32"
+                                                       : "block_attention/block_attention_fwd_cpu_vec4_f32"));
+  options.kernel_plan = "block_texel=off,block_keys=1";
+  rill::Context plain = rill_test::make_context(options);
+  CHECK(kernel_of_forward(plain, DType::kF32) == "block_attention/block_attention_fwd_cpu_vec4_f32");
+  const Case cases[] = {{2, 1, 65, 8, 8, 64, false},
+                        {1, 1, 63, 64, 64, 7, false},
+                        {2, 2, 100, 12, 24, 1, true},
+                        {1, 1, 101, 16, 16, 48, true}};
+  uint32_t seed = 1500;
+  for (DType dtype : rill_test::float_dtypes(plain))
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      run_case(plain, cases[i], dtype, seed += 10);
+      if (i % 2 == 0) run_backward_case(plain, cases[i], dtype, seed);
+    }
+}
+
 TEST_CASE("the block attention reference gradients equal central finite differences", "[block-attention]") {
   const int64_t n = 9, dk = 3, dv = 2, block = 4;
   for (bool causal : {true, false}) {

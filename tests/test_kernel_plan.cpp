@@ -51,13 +51,13 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   DeviceTraits wide = d;
   wide.subgroup = 16;
   CHECK(matmul(wide, {.m = 1024, .n = 1024, .k = 1024}).tn == 4);
-  CHECK(block_attention_forward(d, 64).rows_per_lane == 4);
-  CHECK(block_attention_backward(d, 64, 64, 64).register_kernel);
-  CHECK(block_attention_backward(d, 64, 64, 64).rows_per_lane == 2);  // compile time
-  CHECK(block_attention_backward(d, 64, 32, 32).rows_per_lane == 4);
-  CHECK(block_attention_backward(d, 8, 32, 32).rows_per_lane == 1);
-  CHECK_FALSE(block_attention_backward(d, 64, 128, 16).register_kernel);
-  CHECK(block_attention_forward(d, 8).rows_per_lane == 1);
+  CHECK(block_attention_forward(d, {.block = 64}).rows_per_lane == 4);
+  CHECK(block_attention_backward(d, {.block = 64}).register_kernel);
+  CHECK(block_attention_backward(d, {.block = 64}).rows_per_lane == 2);  // compile time
+  CHECK(block_attention_backward(d, {.block = 64, .dk = 32, .dv = 32}).rows_per_lane == 4);
+  CHECK(block_attention_backward(d, {.block = 8, .dk = 32, .dv = 32}).rows_per_lane == 1);
+  CHECK_FALSE(block_attention_backward(d, {.block = 64, .dk = 128, .dv = 16}).register_kernel);
+  CHECK(block_attention_forward(d, {.block = 8}).rows_per_lane == 1);
   CHECK(reduction_workgroup(d) == 8);
   CHECK(rmsnorm_forward(d, 4096).vector_width == 4);
   CHECK(rmsnorm_forward(d, 4094).vector_width == 1);
@@ -105,20 +105,20 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   CHECK(sm.wg_x * sm.wg_y == 128);
   CHECK(sm.wg_y * sm.tm == m.wg_y * m.tm);
   CHECK(sm.wg_x * sm.tn == m.wg_x * m.tn);
-  CHECK_FALSE(block_attention_forward(d, 64).register_kernel);
-  CHECK(block_attention_forward(d, 64).tiled);
-  CHECK_FALSE(block_attention_forward(d, 128).tiled);  // its scores would not fit: the generic kernel
-  CHECK(block_attention_backward(d, 64, 64, 64).tiled);
-  CHECK(block_attention_backward(d, 64, 64, 64).tile == 16);
-  CHECK_FALSE(block_attention_backward(d, 65, 64, 64).tiled);
+  CHECK_FALSE(block_attention_forward(d, {.block = 64}).register_kernel);
+  CHECK(block_attention_forward(d, {.block = 64}).tiled);
+  CHECK_FALSE(block_attention_forward(d, {.block = 128}).tiled);  // its scores would not fit: the generic kernel
+  CHECK(block_attention_backward(d, {.block = 64}).tiled);
+  CHECK(block_attention_backward(d, {.block = 64}).tile == 16);
+  CHECK_FALSE(block_attention_backward(d, {.block = 65, .dk = 64, .dv = 64}).tiled);
   {
     DeviceTraits deep = d;  // a forced tile depth is kept where it fits, else refused (tile 0)
     deep.forced = parse_overrides("block_tile=32").value();
-    CHECK(block_attention_forward(deep, 64).tile == 32);
-    CHECK(block_attention_backward(deep, 64, 64, 64).tile == 32);
+    CHECK(block_attention_forward(deep, {.block = 64}).tile == 32);
+    CHECK(block_attention_backward(deep, {.block = 64, .dk = 64, .dv = 64}).tile == 32);
     DeviceTraits phone = mali_like();
     phone.forced = deep.forced;
-    CHECK_FALSE(block_attention_forward(phone, 32).tiled);
+    CHECK_FALSE(block_attention_forward(phone, {.block = 32}).tiled);
     for (const char* bad : {"block_tile=2", "block_tile=64", "block_tile=x"}) CHECK_FALSE(parse_overrides(bad).is_ok());
   }
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
@@ -141,10 +141,10 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
 TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
   const DeviceTraits d = mali_like();
   CHECK(reduction_workgroup(d) == 256);
-  CHECK(block_attention_forward(d, 32).tiled);
-  CHECK_FALSE(block_attention_forward(d, 64).tiled);  // 64 x 64 scores fill 16 KiB on their own
-  CHECK(block_attention_backward(d, 32, 64, 64).tiled);
-  CHECK_FALSE(block_attention_backward(d, 64, 64, 64).tiled);
+  CHECK(block_attention_forward(d, {.block = 32}).tiled);
+  CHECK_FALSE(block_attention_forward(d, {.block = 64}).tiled);  // 64 x 64 scores fill 16 KiB on their own
+  CHECK(block_attention_backward(d, {.block = 32, .dk = 64, .dv = 64}).tiled);
+  CHECK_FALSE(block_attention_backward(d, {.block = 64}).tiled);
   auto la = linear_attention_forward(d, la_shape(8, 65536, 32, 32));
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
@@ -317,6 +317,38 @@ TEST_CASE("kernel plan: the CPU matmul reads untransposed rows as texels where K
   CHECK_FALSE(matmul(off, lm_projection).texel_rows);
   CHECK_FALSE(parse_overrides("matmul_texel=yes").is_ok());
   CHECK_FALSE(matmul(h100_like(), lm_projection).texel_rows);  // GPUs: the shared-memory kernel
+}
+
+TEST_CASE("kernel plan: the CPU block-attention kernels read whole 4-element rows as texels", "[plan]") {
+  const BlockAttentionShape heads{.block = 64, .dk = 64, .dv = 32, .rows = 4 * 4096};
+  CHECK(block_attention_forward(lavapipe_like(), heads).texel_rows);
+  CHECK(block_attention_backward(lavapipe_like(), heads).texel_rows);
+  CHECK(block_attention_forward(lavapipe_like(), heads).keys_per_step == 2);
+  BlockAttentionShape odd = heads;
+  odd.dv = 6;  // rows of 1.5 texels
+  CHECK_FALSE(block_attention_forward(lavapipe_like(), odd).texel_rows);
+  BlockAttentionShape f16 = heads;
+  f16.f16 = true;
+  DeviceTraits no_f16 = lavapipe_like();
+  no_f16.texel_f16x4 = false;
+  CHECK(block_attention_forward(lavapipe_like(), f16).texel_rows);
+  CHECK_FALSE(block_attention_forward(no_f16, f16).texel_rows);
+  CHECK(block_attention_forward(no_f16, heads).texel_rows);
+  DeviceTraits small = lavapipe_like();
+  small.max_texels = 4 * 4096 * 64 / 4 - 1;  // q's view one texel too many
+  CHECK_FALSE(block_attention_forward(small, heads).texel_rows);
+  DeviceTraits few = lavapipe_like();
+  few.max_texel_bindings = 4;  // the forward's three views fit, the backward's five do not
+  CHECK(block_attention_forward(few, heads).texel_rows);
+  CHECK_FALSE(block_attention_backward(few, heads).texel_rows);
+  DeviceTraits off = lavapipe_like();
+  off.forced = parse_overrides("block_texel=off,block_keys=4").value();
+  CHECK_FALSE(block_attention_forward(off, heads).texel_rows);
+  CHECK_FALSE(block_attention_backward(off, heads).texel_rows);
+  CHECK(block_attention_forward(off, heads).keys_per_step == 4);
+  CHECK_FALSE(parse_overrides("block_keys=3").is_ok());
+  CHECK_FALSE(parse_overrides("block_texel=1").is_ok());
+  CHECK_FALSE(block_attention_forward(h100_like(), heads).texel_rows);  // GPUs: the tiled kernels
 }
 
 TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, inputs by shuffles", "[plan]") {

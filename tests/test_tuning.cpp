@@ -54,11 +54,11 @@ TEST_CASE("tuned plan choices are taken where they fit, dropped where they do no
   CHECK(phone->algorithm == phone_untuned->algorithm);
   CHECK(phone->tile == phone_untuned->tile);
   // Block attention's tile depth: the same.
-  CHECK(block_attention_forward(tuned(h100_like(), "block_tile=32"), 64).tile == 32);
-  CHECK(block_attention_forward(tuned(mali_like(), "block_tile=32"), 64).tile ==
-        block_attention_forward(mali_like(), 64).tile);
-  CHECK(block_attention_forward(tuned(mali_like(), "block_tile=32"), 64).tiled ==
-        block_attention_forward(mali_like(), 64).tiled);
+  CHECK(block_attention_forward(tuned(h100_like(), "block_tile=32"), {.block = 64}).tile == 32);
+  CHECK(block_attention_forward(tuned(mali_like(), "block_tile=32"), {.block = 64}).tile ==
+        block_attention_forward(mali_like(), {.block = 64}).tile);
+  CHECK(block_attention_forward(tuned(mali_like(), "block_tile=32"), {.block = 64}).tiled ==
+        block_attention_forward(mali_like(), {.block = 64}).tiled);
   // Decoding: 8 columns per invocation where the widths divide, the plan's own where they do not
   // (250 logits), where forcing them is refused.
   const LmDecodeShape model, odd{.vocab = 250};

@@ -75,10 +75,27 @@ DeviceTraits traits_of(const Sequence& seq) { return traits_in(seq.device(), *ri
 DeviceTraits traits_of(const Context& ctx) { return traits_in(ctx.device(), rill::detail::Access::impl(ctx)); }
 
 bool tunable_key(std::string_view key) {
-  for (std::string_view k :
-       {"linear_attention", "lm_decode", "lm_decode_grid", "lm_decode_columns", "lm_decode_rows", "lm_decode_weights",
-        "la_tile", "la_scan_groups", "la_window", "la_span", "block_tile", "icl_layers", "icl_tasks_per_workgroup",
-        "icl_layers_per_dispatch", "icl_top_layer", "matmul_layout", "matmul_coop", "matmul_depth", "matmul_texel"})
+  for (std::string_view k : {"linear_attention",
+                             "lm_decode",
+                             "lm_decode_grid",
+                             "lm_decode_columns",
+                             "lm_decode_rows",
+                             "lm_decode_weights",
+                             "la_tile",
+                             "la_scan_groups",
+                             "la_window",
+                             "la_span",
+                             "block_tile",
+                             "block_keys",
+                             "block_texel",
+                             "icl_layers",
+                             "icl_tasks_per_workgroup",
+                             "icl_layers_per_dispatch",
+                             "icl_top_layer",
+                             "matmul_layout",
+                             "matmul_coop",
+                             "matmul_depth",
+                             "matmul_texel"})
     if (key == k) return true;
   return false;
 }
@@ -135,6 +152,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       (key == "la_tile" ? out.la_tile : out.block_tile) = *n;
       continue;
     }
+    if (key == "block_keys") {
+      const std::optional<uint32_t> n = count_of(value);
+      if (!power_of_two_up_to(n, 16))
+        return invalid_argument("kernel plan: block_keys is '" + std::string(value) + "'; use 1, 2, 4, 8 or 16");
+      out.block_keys = *n;
+      continue;
+    }
     // The parallel linear-attention form's powers of two: chunks per window (its chunk states are
     // written, scanned and read back per window, so a smaller one may stay in a GPU's L2 cache),
     // chunks per span of the states pass (1: each chunk's own state), and runs the state scan cuts a
@@ -164,10 +188,10 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
-    if (key == "matmul_texel") {
+    if (key == "matmul_texel" || key == "block_texel") {
       if (value != "on" && value != "off")
-        return invalid_argument("kernel plan: matmul_texel is '" + std::string(value) + "'; use on or off");
-      out.matmul_texel = value == "on";
+        return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use on or off");
+      (key == "matmul_texel" ? out.matmul_texel : out.block_texel) = value == "on";
       continue;
     }
     if (key == "lm_decode_weights") {
@@ -253,12 +277,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_tile, icl_layers, icl_layers_per_dispatch, icl_tasks_per_workgroup, icl_top_layer, "
+          "' (known: block_keys, block_texel, block_tile, icl_layers, icl_layers_per_dispatch, "
+          "icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_weights, matmul_coop, "
           "matmul_coop_buffers, "
           "matmul_coop_groups, "
-          "matmul_depth, matmul_layout, matmul_splits, "
+          "matmul_depth, matmul_layout, matmul_splits, matmul_texel, "
           "matmul_tile)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
@@ -332,16 +357,21 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        " fragments, block " + std::to_string(coop->block_m()) + " x " +
                        std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup()) + ", " +
                        std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages")});
-  const BlockAttentionPlan b = block_attention_forward(d, 64);
-  out.push_back({"block_attention_forward", "block 64",
-                 b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane"
+  // The bench's shape: 4 heads of 64 over 16K positions.
+  const BlockAttentionShape bs{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 16384};
+  const BlockAttentionPlan b = block_attention_forward(d, bs);
+  out.push_back({"block_attention_forward", "block 64, D 64",
+                 b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane, " +
+                                         std::to_string(b.keys_per_step) + " keys per step" +
+                                         (b.texel_rows ? ", rows read as texels" : "")
                  : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
                                  std::to_string(b.tile)
                            : "generic kernel, one invocation per query row"});
-  const BlockAttentionBackwardPlan bb = block_attention_backward(d, 64, 64, 64);
+  const BlockAttentionBackwardPlan bb = block_attention_backward(d, bs);
   out.push_back({"block_attention_backward", "block 64, D 64",
-                 bb.register_kernel ? "register kernel, query then key row groups, " +
-                                          std::to_string(bb.rows_per_lane) + " rows per lane"
+                 bb.register_kernel
+                     ? "register kernel, query then key row groups, " + std::to_string(bb.rows_per_lane) +
+                           " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "")
                  : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
                                   " per block for every gradient, tiles of " + std::to_string(bb.tile)
                             : "generic kernels, one invocation per query row, then per key row"});

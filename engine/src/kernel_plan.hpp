@@ -48,6 +48,8 @@ struct PlanOverrides {
   std::optional<uint32_t> la_window;           // "la_window=256": at most this many chunks per window (parallel form)
   std::optional<uint32_t> la_span;             // "la_span=4": chunks per span of the parallel form's states pass
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
+  std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
+  std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
@@ -228,17 +230,27 @@ struct PackedMatvecPlan {
 };
 std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m, uint64_t k, uint32_t group);
 
+// What a block-attention plan depends on: the block, the heads' widths, the rows of all heads
+// together (B * H * N: the texel views' size) and the storage type.
+struct BlockAttentionShape {
+  uint32_t block = 64, dk = 64, dv = 64;
+  uint64_t rows = 0;
+  bool f16 = false;
+};
+
 // Block attention forward.
 struct BlockAttentionPlan {
   bool register_kernel = false;  // block_attention_fwd_cpu: one subgroup, rows_per_lane query rows each
   uint32_t rows_per_lane = 1;
+  uint32_t keys_per_step = 1;  // keys whose weights share one softmax rescale of the accumulators
+  bool texel_rows = false;     // the register kernel reads q, k and v as 4-element texels (_tx)
   uint32_t subgroup = 0;
   // GPUs, blocks up to 64: block_attention_fwd_tiled (logits and P V as shared-memory tile products);
   // else the generic kernel (one invocation per query row).
   bool tiled = false;
   uint32_t workgroup = 0, tile = 0;
 };
-BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block);
+BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAttentionShape& s);
 
 // Block attention backward. GPUs, blocks up to 64: block_attention_bwd_tiled, every gradient of a
 // block from one workgroup in one dispatch. CPU drivers: block_attention_bwd_cpu, a dispatch of
@@ -249,9 +261,10 @@ struct BlockAttentionBackwardPlan {
   uint32_t workgroup = 0, tile = 0;
   bool register_kernel = false;
   uint32_t rows_per_lane = 1;
+  bool texel_rows = false;  // the register kernel reads q, k, v, o and dO as 4-element texels (_tx)
   uint32_t subgroup = 0;
 };
-BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv);
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const BlockAttentionShape& s);
 
 // Causal linear attention forward over N positions of B*H heads.
 struct LinearAttentionPlan {

@@ -44,8 +44,22 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
 
 }  // namespace
 
-BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block) {
+namespace {
+
+// Whether a CPU-driver register kernel reads its rows as 4-element texels: rows of whole texels, a
+// device that backs texels of the storage type, `bindings` texel views of at most max_texels each.
+bool block_texel_rows(const DeviceTraits& d, const BlockAttentionShape& s, uint32_t bindings) {
+  const uint64_t widest = std::max(s.dk, s.dv);
+  return d.forced.block_texel.value_or(true) && s.dk % 4 == 0 && s.dv % 4 == 0 &&
+         (s.f16 ? d.texel_f16x4 : d.texel_f32x4) && s.rows * widest / 4 <= d.max_texels &&
+         d.max_texel_bindings >= bindings;
+}
+
+}  // namespace
+
+BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAttentionShape& s) {
   BlockAttentionPlan p;
+  const uint32_t block = s.block;
   if (d.family == Family::kGpu && block <= 64) {
     // Shared memory also holds the softmax's partial row maxima and sums, one per invocation.
     p.tile = block_attention_tile(d, block, std::min(256u, d.max_invocations));
@@ -59,11 +73,20 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, uint32_t block
   // Several rows per lane share each key and value load: 4 measured best of 1, 2, 4 on lavapipe
   // (block 64, D 64: 18%, 24%, 38% of the FMA peak non-causal).
   p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
+  // Keys per step: one softmax rescale and one read-modify-write of the accumulators (which live in
+  // memory on lavapipe) per step. Lavapipe, N 4K, 4 heads of 64, texel rows, causal / non-causal
+  // f32: 1 key 7.8 / 9.8 ms, 2 keys 6.6 / 8.4; 4 and 8 no faster, and the unrolled step grows past
+  // the instruction cache (one step of 8 keys was 150 KB of code).
+  p.keys_per_step = d.forced.block_keys              ? *d.forced.block_keys
+                    : d.tuned && d.tuned->block_keys ? *d.tuned->block_keys
+                                                     : 2;
+  p.texel_rows = block_texel_rows(d, s, 3);
   return p;
 }
 
-BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint32_t block, uint32_t dk, uint32_t dv) {
+BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const BlockAttentionShape& s) {
   BlockAttentionBackwardPlan p;
+  const uint32_t block = s.block, dk = s.dk, dv = s.dv;
   // Past heads of 64, lavapipe took 4-13 s to compile each register-kernel pipeline (its unrolled
   // arrays grow with Dk and Dv): those run the generic kernels.
   if (register_kernels_fit(d) && dk <= 64 && dv <= 64) {
@@ -74,6 +97,8 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, uint3
     // bench's eight pipelines): at most 256 values of Dk + Dv per lane and row kind.
     p.rows_per_lane = block > 2 * d.subgroup ? 4 : block > d.subgroup ? 2 : 1;
     while (p.rows_per_lane > 1 && p.rows_per_lane * (uint64_t(dk) + dv) > 256) p.rows_per_lane /= 2;
+    // Two rows per step as in the forward ran 2.2x slower here (lavapipe, N 4K, D 64, f32).
+    p.texel_rows = block_texel_rows(d, s, 5);
     return p;
   }
   if (d.family != Family::kGpu || block > 64) return p;

@@ -41,7 +41,7 @@ uint lane, qk_base, v_base, lse_base;  // bases in loads
 #define SPREAD(slots, S, buf, base, row, L)                                         \
   [[unroll]] for (uint c_ = 0; c_ < S; ++c_) {                                      \
     const uint e_ = c_ * SG + lane;                                                 \
-    const row_value x_ = row_value(buf[(base) + (row) * (L) + min(e_, (L) - 1)]);  \
+    const row_value x_ = ROW_READ(buf, (base) + (row) * (L) + min(e_, (L) - 1));   \
     slots[c_] = e_ < (L) ? x_ : row_value(0.0);                                     \
   }
 

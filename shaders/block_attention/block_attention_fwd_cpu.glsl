@@ -27,6 +27,7 @@ layout(local_size_x_id = 4) in;
 // a causal block's short and long row groups interleave and lavapipe's threads, which split a
 // dispatch's workgroups in order, get even shares (causal block 64 ran as slow as non-causal).
 layout(constant_id = 6) const bool INTERLEAVE = true;
+layout(constant_id = 7) const uint KC = 8;  // keys per step
 const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);  // workgroups per block
 // Loads per row and spread slots per lane.
 const uint DKL = DK / ROW_VEC, DVL = DV / ROW_VEC, KS = (DKL + SG - 1) / SG, VS = (DVL + SG - 1) / SG;
@@ -52,35 +53,55 @@ void main() {
     l[r] = 0.0;
   }
   const uint s_end = CAUSAL ? min(b0 + row0 + SG * TQ, b1) : b1;  // the same for every lane
-  for (uint s = b0; s < s_end; ++s) {
-    row_value ks[KS], vs[VS];
-    [[unroll]] for (uint c = 0; c < KS; ++c) {
-      const uint i = c * SG + lane;
-      ks[c] = i < DKL ? row_value(k[qk_base + s * DKL + min(i, DKL - 1)]) : row_value(0.0);
+  // KC keys per step: one max, one rescale of the accumulators and one read-modify-write of each
+  // per step instead of per key (the accumulators live in memory on lavapipe: TQ x DV per lane).
+  for (uint s0 = b0; s0 < s_end; s0 += KC) {
+    row_value ks[KC][KS], vs[KC][VS];
+    [[unroll]] for (uint c = 0; c < KC; ++c) {
+      const uint s = min(s0 + c, s_end - 1);  // keys past the end load a copy and weigh nothing
+      [[unroll]] for (uint e = 0; e < KS; ++e) {
+        const uint i = e * SG + lane;
+        ks[c][e] = i < DKL ? ROW_READ(k, qk_base + s * DKL + min(i, DKL - 1)) : row_value(0.0);
+      }
+      [[unroll]] for (uint e = 0; e < VS; ++e) {
+        const uint j = e * SG + lane;
+        vs[c][e] = j < DVL ? ROW_READ(v, v_base + s * DVL + min(j, DVL - 1)) : row_value(0.0);
+      }
     }
-    [[unroll]] for (uint c = 0; c < VS; ++c) {
-      const uint j = c * SG + lane;
-      vs[c] = j < DVL ? row_value(v[v_base + s * DVL + min(j, DVL - 1)]) : row_value(0.0);
-    }
-    afloat score[TQ];
-    [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] = 0.0;
+    afloat score[TQ][KC];
+    [[unroll]] for (uint r = 0; r < TQ; ++r)
+      [[unroll]] for (uint c = 0; c < KC; ++c) score[r][c] = 0.0;
     [[unroll]] for (uint i = 0; i < DK; ++i) {
-      const afloat ki = SPREAD_ELEMENT(ks, i, SG);
-      [[unroll]] for (uint r = 0; r < TQ; ++r) score[r] += qv[r][i] * ki;
+      [[unroll]] for (uint c = 0; c < KC; ++c) {
+        const afloat ki = SPREAD_ELEMENT(ks[c], i, SG);
+        [[unroll]] for (uint r = 0; r < TQ; ++r) score[r][c] = fma(qv[r][i], ki, score[r][c]);
+      }
     }
-    afloat w[TQ], rescale[TQ];
+    afloat rescale[TQ];
     [[unroll]] for (uint r = 0; r < TQ; ++r) {
-      // Keys after the row itself (causal) weigh nothing; s = b0 <= t comes first, so m is finite.
-      if (CAUSAL && s > tc[r]) score[r] = NEG_INF;
-      const afloat m_new = max(m[r], score[r]);
+      // Keys after the row itself (causal) or past the end weigh nothing; the first step holds
+      // key b0 <= t, so m is finite from then on.
+      afloat m_new = m[r];
+      [[unroll]] for (uint c = 0; c < KC; ++c) {
+        if (s0 + c >= s_end || (CAUSAL && s0 + c > tc[r])) score[r][c] = NEG_INF;
+        m_new = max(m_new, score[r][c]);
+      }
       rescale[r] = exp(m[r] - m_new);
-      w[r] = exp(score[r] - m_new);
-      l[r] = l[r] * rescale[r] + w[r];
+      l[r] *= rescale[r];
+      [[unroll]] for (uint c = 0; c < KC; ++c) {
+        score[r][c] = exp(score[r][c] - m_new);  // now the key's weight
+        l[r] += score[r][c];
+      }
       m[r] = m_new;
     }
     [[unroll]] for (uint j = 0; j < DV; ++j) {
-      const afloat vj = SPREAD_ELEMENT(vs, j, SG);
-      [[unroll]] for (uint r = 0; r < TQ; ++r) acc[r][j] = acc[r][j] * rescale[r] + w[r] * vj;
+      afloat vj[KC];
+      [[unroll]] for (uint c = 0; c < KC; ++c) vj[c] = SPREAD_ELEMENT(vs[c], j, SG);
+      [[unroll]] for (uint r = 0; r < TQ; ++r) {
+        afloat a = acc[r][j] * rescale[r];
+        [[unroll]] for (uint c = 0; c < KC; ++c) a = fma(score[r][c], vj[c], a);
+        acc[r][j] = a;
+      }
     }
   }
   [[unroll]] for (uint r = 0; r < TQ; ++r) {

@@ -19,6 +19,18 @@ const uint ROW_VEC = 1u;
 afloat row_component(row_value v, uint e) { return v; }
 #endif
 
+// Load u of buf as a row_value. With RILL_TEXEL_ROWS (which needs RILL_VECTOR_ROWS) the kernel
+// declares the rows it reads as `uniform samplerBuffer`s of 4-element texels (vk/texel_views.hpp):
+// lavapipe gathers every lane's texel at once, where a storage-buffer load loops over the lanes.
+#ifdef RILL_TEXEL_ROWS
+#ifndef RILL_VECTOR_ROWS
+#error "RILL_TEXEL_ROWS reads 4-element rows: define RILL_VECTOR_ROWS too"
+#endif
+#define ROW_READ(buf, u) texelFetch(buf, int(u))
+#else
+#define ROW_READ(buf, u) row_value(buf[u])
+#endif
+
 // Load u of a row held in registers as an array of elements (u a constant).
 #ifdef RILL_VECTOR_ROWS
 #define ROW_AT(elements, u) \
@@ -30,7 +42,7 @@ afloat row_component(row_value v, uint e) { return v; }
 // elements[0 .. D) = row `row` of buf (rows of D elements from load `base` on), and back.
 #define LOAD_ROW(elements, buf, base, row, D)                                            \
   [[unroll]] for (uint u_ = 0; u_ < (D) / ROW_VEC; ++u_) {                               \
-    const row_value x_ = row_value(buf[(base) + (row) * ((D) / ROW_VEC) + u_]);          \
+    const row_value x_ = ROW_READ(buf, (base) + (row) * ((D) / ROW_VEC) + u_);           \
     [[unroll]] for (uint e_ = 0; e_ < ROW_VEC; ++e_) elements[u_ * ROW_VEC + e_] = row_component(x_, e_); \
   }
 #define STORE_ROW(buf, base, row, D, elements)                                           \

@@ -65,6 +65,10 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
 
 using Push = gpu::BlockAttentionPush;
 
+plan::BlockAttentionShape shape_of(const Geometry& g, uint32_t block) {
+  return {.block = block, .dk = uint32_t(g.dk), .dv = uint32_t(g.dv), .rows = g.bh * g.n, .f16 = g.suffix == "f16"};
+}
+
 }  // namespace
 
 Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
@@ -86,10 +90,11 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   // CPU drivers: the register kernel (head dimensions as specialization constants, keys and values
   // spread over a subgroup's lanes and shuffled), one workgroup = one subgroup per SG rows.
   // A kernel of its own rather than a variant: its specialization constants differ.
-  const std::string cpu_kernel =
-      detail::register_kernel("block_attention/block_attention_fwd_cpu", plan::row_vector_width({dk, dv}), suffix);
+  const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), shape_of(g, opt.block));
+  const std::string cpu_kernel = p.texel_rows ? "block_attention/block_attention_fwd_cpu_tx_" + suffix
+                                              : detail::register_kernel("block_attention/block_attention_fwd_cpu",
+                                                                        plan::row_vector_width({dk, dv}), suffix);
   const std::string tiled_kernel = "block_attention/block_attention_fwd_tiled_" + suffix;
-  const plan::BlockAttentionPlan p = plan::block_attention_forward(plan::traits_of(seq), opt.block);
   RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled));
   if (p.tiled) {
     d.kernel = tiled_kernel;
@@ -103,6 +108,7 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
     d.groups[interleave ? 0 : 2] *= groups;
     d.spec.push_back(gpu::spec("INTERLEAVE", interleave));
     d.spec.push_back(gpu::spec("TQ", p.rows_per_lane));
+    d.spec.push_back(gpu::spec("KC", p.keys_per_step));
     d.spec.push_back(gpu::spec("DK", uint32_t(dk)));
     d.spec.push_back(gpu::spec("DV", uint32_t(dv)));
     d.spec.push_back(gpu::spec("SG", p.subgroup));
@@ -127,7 +133,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   // Every backward kernel's buffers (block_attention_bwd_io.glsl).
   const std::vector<const Tensor*> bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out};
   const plan::BlockAttentionBackwardPlan p =
-      plan::block_attention_backward(plan::traits_of(seq), opt.block, uint32_t(dk), uint32_t(dv));
+      plan::block_attention_backward(plan::traits_of(seq), shape_of(g, opt.block));
   RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled || p.register_kernel));
   if (p.tiled) {
     // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
@@ -145,9 +151,10 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   if (p.register_kernel) {
     // Query-row groups (scores, dP, dq; Dk + Dv + Dk FMAs per pair) and key-row groups (scores, dP,
     // dk, dv; Dk + Dv + Dk + Dv), two dispatches that do not depend on each other.
-    const std::string kernel =
-        detail::register_kernel("block_attention/block_attention_bwd_cpu", plan::row_vector_width({dk, dv}),
-                                suffix);  // outlives the dispatches
+    const std::string kernel =  // outlives the dispatches
+        p.texel_rows ? "block_attention/block_attention_bwd_cpu_tx_" + suffix
+                     : detail::register_kernel("block_attention/block_attention_bwd_cpu",
+                                               plan::row_vector_width({dk, dv}), suffix);
     const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
     const bool interleave = blocks * groups <= seq.device().caps.max_workgroup_count[0];
     for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
