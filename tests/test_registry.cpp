@@ -102,6 +102,17 @@ TEST_CASE("registry reflects a samplerBuffer as a read-only uniform texel buffer
   CHECK(ffn->bindings[5].name == "texels0");
 }
 
+// Lavapipe keys a kernel's compiled variant on bits 8-15 of each texel view's size being zero
+// (texel_views.hpp): views keep one of them set, within the tensor's allocation.
+TEST_CASE("texel views cover whole granules and keep a bit of 8-15 of their size set", "[registry]") {
+  using rill::vk::texel_view_bytes;
+  CHECK(texel_view_bytes(1 << 20, (1 << 20) + 256) == (1 << 20) + 256);  // 1 MiB: bits 8-15 zero
+  CHECK(texel_view_bytes(600, 768) == 768);
+  CHECK(texel_view_bytes(65536 + 16, 65536 + 512) == 65536 + 256);  // one granule: bit 8 set
+  CHECK(texel_view_bytes(65536 + 256, 65536 + 256) == 65536 + 256);
+  CHECK(texel_view_bytes(1 << 20, 1 << 20) == 1 << 20);  // no spare granule: the tensor's own bytes
+}
+
 TEST_CASE("texel views: whole texels within the device's limits, at an aligned offset", "[registry]") {
   rill::DeviceCaps caps;
   caps.max_texel_buffer_elements = 1000;

@@ -82,8 +82,11 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     TensorStorage& s = *detail::Access::storage(*d.bindings[i]);
     if (!s.texel_view) {
       RILL_ASSIGN_OR_RETURN(VkFormat format, vk::texel_format(s.dtype, caps, kernel));
-      RILL_ASSIGN_OR_RETURN(s.texel_view,
-                            vk::create_texel_view(*ctx->device, ctx->faults, s.buffer(), s.offset(), s.bytes, format));
+      // Past the tensor's own bytes only within its allocation, and only where the device takes it.
+      uint64_t view_bytes = vk::texel_view_bytes(s.bytes, s.allocation.size);
+      if (view_bytes / (4 * dtype_size(s.dtype)) > caps.max_texel_buffer_elements) view_bytes = s.bytes;
+      RILL_ASSIGN_OR_RETURN(
+          s.texel_view, vk::create_texel_view(*ctx->device, ctx->faults, s.buffer(), s.offset(), view_bytes, format));
     }
     views[i] = s.texel_view.get();
   }

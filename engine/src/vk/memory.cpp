@@ -65,6 +65,9 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
 }
 
 Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
+  // Never a power of two in size (texel_views.hpp: texel_view_bytes says why); the granule added
+  // stays unused.
+  if ((size & (size - 1)) == 0 && size + kAlignment <= max_allocation_bytes()) size += kAlignment;
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
   block->size = size;
@@ -135,12 +138,15 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
   if (!aligned || *aligned > max_allocation_bytes())
     return out_of_range("an allocation of " + std::to_string(bytes) + " bytes exceeds the device's " +
                         "maxMemoryAllocationSize of " + std::to_string(max_allocation_bytes()) + " bytes");
-  const uint64_t size = *aligned;
+  // A spare granule where bits 8-15 of the size are zero, so that a texel view of the tensor can
+  // keep one of them set (texel_views.hpp: texel_view_bytes says why).
+  const uint64_t size =
+      *aligned + (((*aligned >> 8) & 0xff) == 0 && *aligned + kAlignment <= max_allocation_bytes() ? kAlignment : 0);
 
   MemoryBlock* block = nullptr;
   uint64_t offset = 0;
   const uint64_t pool_block = pool == PoolKind::kUploads ? kUploadBlockBytes : block_bytes_;
-  if (size <= pool_block / 2) {
+  if (*aligned <= pool_block / 2) {
     for (auto& b : blocks_) {
       if (b->pool != pool || b->dedicated) continue;
       for (auto& [off, len] : b->free) {

@@ -42,6 +42,12 @@ Status check_texel_view(DType dtype, uint64_t offset, uint64_t bytes, const Devi
   return Status::ok();
 }
 
+uint64_t texel_view_bytes(uint64_t bytes, uint64_t allocated) {
+  const uint64_t granules = (bytes + 255) / 256 * 256;
+  const uint64_t view = ((granules >> 8) & 0xff) != 0 ? granules : granules + 256;
+  return view <= allocated ? view : bytes;
+}
+
 Result<UniqueBufferView> create_texel_view(Device& device, FaultInjector& faults, VkBuffer buffer, uint64_t offset,
                                            uint64_t bytes, VkFormat format) {
   VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};

@@ -28,6 +28,15 @@ Result<VkFormat> texel_format(DType dtype, const DeviceCaps& caps, const std::st
 // max_texel_buffer_elements of them, at an offset the device accepts.
 Status check_texel_view(DType dtype, uint64_t offset, uint64_t bytes, const DeviceCaps& caps, const std::string& where);
 
+// The bytes a texel view of a tensor of `bytes` covers, within its `allocated` bytes. Lavapipe
+// (Mesa 22.3) compiles a kernel again at its first dispatch with each new key of its texel views,
+// and two bits of a view's key depend on sizes: whether its buffer's size is a power of two, and
+// whether bits 8-15 of the view's size are all zero (read through a union as a mip level). Each new
+// key cost the texel matmul about 5 s of compilation (measured with Mesa's shader cache off). So
+// buffers are never a power of two in size (vk/memory.cpp) and a view covers the tensor's
+// 256-byte granules, plus the spare one the allocator keeps where bits 8-15 would be zero.
+uint64_t texel_view_bytes(uint64_t bytes, uint64_t allocated);
+
 // A view of [offset, offset + bytes) of `buffer` in `format` (arguments checked as above).
 Result<UniqueBufferView> create_texel_view(Device& device, FaultInjector& faults, VkBuffer buffer, uint64_t offset,
                                            uint64_t bytes, VkFormat format);
