@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -29,6 +30,18 @@ inline std::vector<rill::Context> both_kernel_families() {
     out.push_back(make_context(options));
   }
   return out;
+}
+
+// The kernel of the one dispatch `record` puts in a sequence of ctx (read from its timings).
+inline std::string kernel_of(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record) {
+  auto seq = ctx.sequence({.timestamps = true});
+  REQUIRE(seq.is_ok());
+  REQUIRE(record(*seq).is_ok());
+  REQUIRE(seq->run().is_ok());
+  auto timings = seq->timings();
+  REQUIRE(timings.is_ok());
+  REQUIRE(timings->size() == 1);
+  return timings.value()[0].kernel;
 }
 
 inline double max_abs(const std::vector<float>& v) {

@@ -215,14 +215,8 @@ namespace {
 std::string kernel_of_forward(rill::Context& ctx, DType dtype) {
   auto q = rill_test::empty_tensor(ctx, dtype, {1, 4, 70, 8});
   auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 4, 70});
-  auto seq = ctx.sequence({.timestamps = true});
-  REQUIRE(seq.is_ok());
-  REQUIRE(rill::ops::block_attention_forward(*seq, q, q, q, q, lse).is_ok());
-  REQUIRE(seq->run().is_ok());
-  auto timings = seq->timings();
-  REQUIRE(timings.is_ok());
-  REQUIRE(timings->size() == 1);
-  return timings.value()[0].kernel;
+  return rill_test::kernel_of(
+      ctx, [&](rill::Sequence& seq) { return rill::ops::block_attention_forward(seq, q, q, q, q, lse); });
 }
 
 }  // namespace

@@ -199,14 +199,7 @@ std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k
   auto a = ctx.tensor(dtype, {m, k});
   auto b = ctx.tensor(dtype, {k, n});
   auto c = ctx.tensor(dtype, {m, n});
-  auto seq = ctx.sequence({.timestamps = true});
-  REQUIRE(seq.is_ok());
-  REQUIRE(rill::ops::matmul(*seq, *a, *b, *c).is_ok());
-  REQUIRE(seq->run().is_ok());
-  auto timings = seq->timings();
-  REQUIRE(timings.is_ok());
-  REQUIRE(timings->size() == 1);
-  return timings.value()[0].kernel;
+  return rill_test::kernel_of(ctx, [&](rill::Sequence& seq) { return rill::ops::matmul(seq, *a, *b, *c); });
 }
 
 }  // namespace
