@@ -40,8 +40,8 @@ constexpr double kMargin = 0.05;
 
 // What one job's timing needs, and the choices worth trying for it on each kernel family. GPUs:
 // the knobs whose best value no session has measured on every GPU class; CPU drivers: the
-// algorithms the plan turns down there (each measured slower on lavapipe, which tuning confirms or
-// corrects on another CPU driver).
+// algorithms the plan turns down there and the block-attention forward's keys per step (each
+// measured on lavapipe only, which tuning confirms or corrects on another CPU driver).
 struct Knob {
   const char* job;  // the timing that judges it: "lm prefill", "lm decode" or "icl step"
   const char* key;
@@ -68,6 +68,7 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"icl step", "icl_top_layer", {"full"}}};
   } else {
     all = {{"lm prefill", "linear_attention", {"parallel"}},
+           {"lm prefill", "block_keys", {"1", "4"}},  // around the plan's 2 (DiagAttention layers)
            {"lm decode", "lm_decode", {"per-op"}},
            {"icl step", "icl_layers", {"per-workgroup"}}};
   }
