@@ -6,7 +6,8 @@
 // unrolled; each invocation holds TQ query rows (t, t + SG, ...), a workgroup is one subgroup of
 // SG * TQ consecutive rows (GROUPS workgroups per block, so no subgroup waits on another); a key
 // or value row s (the same for every lane) is loaded spread over the lanes (lane l takes loads
-// l, l + SG, ... of one element, or of 4 with RILL_VECTOR_ROWS: vector_rows.glsl) and broadcast
+// l, l + SG, ... of one element, or of 4 with RILL_VECTOR_ROWS, as texels with RILL_TEXEL_ROWS:
+// vector_rows.glsl) and broadcast
 // by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the subgroup's last row
 // when causal; later keys of its own are masked), so shuffles never read an inactive lane.
 #extension GL_EXT_control_flow_attributes : require
@@ -27,7 +28,7 @@ layout(local_size_x_id = 4) in;
 // a causal block's short and long row groups interleave and lavapipe's threads, which split a
 // dispatch's workgroups in order, get even shares (causal block 64 ran as slow as non-causal).
 layout(constant_id = 6) const bool INTERLEAVE = true;
-layout(constant_id = 7) const uint KC = 8;  // keys per step
+layout(constant_id = 7) const uint KC = 2;  // keys per step (the plan's keys_per_step)
 const uint GROUPS = (BLOCK + SG * TQ - 1) / (SG * TQ);  // workgroups per block
 // Loads per row and spread slots per lane.
 const uint DKL = DK / ROW_VEC, DVL = DV / ROW_VEC, KS = (DKL + SG - 1) / SG, VS = (DVL + SG - 1) / SG;

@@ -65,8 +65,7 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
 }
 
 Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
-  // Never a power of two in size (texel_views.hpp: texel_view_bytes says why); the granule added
-  // stays unused.
+  // Never a power of two in size (texel_views.hpp: texel_view_bytes says why): one granule more.
   if ((size & (size - 1)) == 0 && size + kAlignment <= max_allocation_bytes()) size += kAlignment;
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
