@@ -7,9 +7,9 @@
 // SG * TQ consecutive rows (GROUPS workgroups per block, so no subgroup waits on another); a key
 // or value row s (the same for every lane) is loaded spread over the lanes (lane l takes loads
 // l, l + SG, ... of one element, or of 4 with RILL_VECTOR_ROWS, as texels with RILL_TEXEL_ROWS:
-// vector_rows.glsl) and broadcast
-// by subgroupShuffle. Every lane of a subgroup walks the same keys (up to the subgroup's last row
-// when causal; later keys of its own are masked), so shuffles never read an inactive lane.
+// vector_rows.glsl) and broadcast by subgroupShuffle, KC keys per step. Every lane of a subgroup
+// walks the same keys (up to the subgroup's last row when causal; later keys of its own are
+// masked), so shuffles never read an inactive lane.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "rill_common.glsl"
