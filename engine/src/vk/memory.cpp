@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/checked_math.hpp"
+#include "vk/texel_views.hpp"
 
 namespace rill::vk {
 namespace {
@@ -137,10 +138,9 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
   if (!aligned || *aligned > max_allocation_bytes())
     return out_of_range("an allocation of " + std::to_string(bytes) + " bytes exceeds the device's " +
                         "maxMemoryAllocationSize of " + std::to_string(max_allocation_bytes()) + " bytes");
-  // A spare granule where bits 8-15 of the size are zero, so that a texel view of the tensor can
-  // keep one of them set (texel_views.hpp: texel_view_bytes says why).
-  const uint64_t size =
-      *aligned + (((*aligned >> 8) & 0xff) == 0 && *aligned + kAlignment <= max_allocation_bytes() ? kAlignment : 0);
+  // Room for the bytes a texel view of the tensor covers (a spare granule where needed;
+  // texel_views.hpp: texel_view_bytes says why).
+  const uint64_t size = std::max(*aligned, texel_view_bytes(bytes, max_allocation_bytes()));
 
   MemoryBlock* block = nullptr;
   uint64_t offset = 0;
