@@ -248,6 +248,27 @@ GPU_TEST_CASE("the CPU block-attention kernels without texels match the referenc
     }
 }
 
+// The CPU drivers' backward takes dq from the dS its key groups wrote, in windows of the blocks
+// whose dS fit its scratch; here several windows, and the query groups it keeps for blocks too big
+// for the scratch (block_dq=rows), over odd shapes.
+GPU_TEST_CASE("the CPU block-attention backward in windows of blocks and with query groups", "[block-attention][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context windows = rill_test::make_context(options);
+  // Two heads of 4: 512 blocks of 64 per window of 16 MiB, so 1,025 blocks take three windows.
+  run_backward_case(windows, {1, 2, 1024 * 64 + 37, 4, 4, 64, true}, DType::kF32, 1700);
+  run_backward_case(windows, {1, 2, 1024 * 64 + 37, 4, 4, 64, false}, DType::kF32, 1710);
+  options.kernel_plan = "block_dq=rows";
+  rill::Context rows = rill_test::make_context(options);
+  const Case cases[] = {{1, 2, 7, 16, 17, 64, true},
+                        {2, 1, 65, 8, 8, 64, false},
+                        {1, 1, 63, 64, 64, 7, false},
+                        {1, 2, 41, 5, 24, 20, true}};
+  uint32_t seed = 1800;
+  for (DType dtype : rill_test::float_dtypes(rows))
+    for (const Case& c : cases) run_backward_case(rows, c, dtype, seed += 10);
+}
+
 TEST_CASE("the block attention reference gradients equal central finite differences", "[block-attention]") {
   const int64_t n = 9, dk = 3, dv = 2, block = 4;
   for (bool causal : {true, false}) {

@@ -351,6 +351,33 @@ TEST_CASE("kernel plan: the CPU block-attention kernels read whole 4-element row
   CHECK_FALSE(block_attention_forward(h100_like(), heads).texel_rows);  // GPUs: the tiled kernels
 }
 
+TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key groups' dS", "[plan]") {
+  // 4 heads of 64 over 4K positions: 64 blocks whose dS (64 x 64 per head) fit the scratch at once.
+  const BlockAttentionShape heads{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 4096, .heads = 4};
+  const BlockAttentionBackwardPlan p = block_attention_backward(lavapipe_like(), heads);
+  CHECK(p.dq_from_scores);
+  CHECK(p.scores_width == 64);
+  CHECK(p.scores_blocks == 64);
+  // A block of 7 rows: one row group of 8 lanes, dS padded to 8 x 8.
+  CHECK(
+      block_attention_backward(lavapipe_like(), {.block = 7, .dk = 8, .dv = 8, .rows = 70, .heads = 1}).scores_width ==
+      8);
+  // A long sequence: windows of the blocks whose dS fit 16 MiB.
+  BlockAttentionShape longer = heads;
+  longer.rows = 4 * (1 << 20);
+  CHECK(block_attention_backward(lavapipe_like(), longer).scores_blocks == 256);
+  // So many heads that one block's dS outgrows the scratch: the query groups.
+  BlockAttentionShape many = heads;
+  many.heads = 2048;
+  many.rows = 2048 * 4096;
+  CHECK_FALSE(block_attention_backward(lavapipe_like(), many).dq_from_scores);
+  DeviceTraits rows = lavapipe_like();
+  rows.forced = parse_overrides("block_dq=rows").value();
+  CHECK_FALSE(block_attention_backward(rows, heads).dq_from_scores);
+  CHECK_FALSE(parse_overrides("block_dq=keys").is_ok());
+  CHECK_FALSE(block_attention_backward(h100_like(), heads).dq_from_scores);  // GPUs: the tiled kernel
+}
+
 TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, inputs by shuffles", "[plan]") {
   LmDecodeShape model;  // the default model in f32
   model.dense_f32 = true;

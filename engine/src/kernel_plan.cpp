@@ -88,6 +88,7 @@ bool tunable_key(std::string_view key) {
                              "block_tile",
                              "block_keys",
                              "block_texel",
+                             "block_dq",
                              "icl_layers",
                              "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch",
@@ -194,6 +195,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       (key == "matmul_texel" ? out.matmul_texel : out.block_texel) = value == "on";
       continue;
     }
+    if (key == "block_dq") {
+      if (value != "rows" && value != "scores")
+        return invalid_argument("kernel plan: block_dq is '" + std::string(value) + "'; use rows or scores");
+      out.block_dq_from_scores = value == "scores";
+      continue;
+    }
     if (key == "lm_decode_weights") {
       if (value != "texel" && value != "buffer")
         return invalid_argument("kernel plan: lm_decode_weights is '" + std::string(value) + "'; use texel or buffer");
@@ -277,7 +284,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_keys, block_texel, block_tile, icl_layers, icl_layers_per_dispatch, "
+          "' (known: block_dq, block_keys, block_texel, block_tile, icl_layers, icl_layers_per_dispatch, "
           "icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_weights, matmul_coop, "
@@ -358,7 +365,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup()) + ", " +
                        std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages")});
   // The bench's shape: 4 heads of 64 over 16K positions.
-  const BlockAttentionShape bs{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 16384};
+  const BlockAttentionShape bs{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 16384, .heads = 4};
   const BlockAttentionPlan b = block_attention_forward(d, bs);
   out.push_back({"block_attention_forward", "block 64, D 64",
                  b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane, " +
@@ -368,13 +375,15 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                  std::to_string(b.tile)
                            : "generic kernel, one invocation per query row"});
   const BlockAttentionBackwardPlan bb = block_attention_backward(d, bs);
-  out.push_back({"block_attention_backward", "block 64, D 64",
-                 bb.register_kernel
-                     ? "register kernel, query then key row groups, " + std::to_string(bb.rows_per_lane) +
-                           " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "")
-                 : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
-                                  " per block for every gradient, tiles of " + std::to_string(bb.tile)
-                            : "generic kernels, one invocation per query row, then per key row"});
+  out.push_back(
+      {"block_attention_backward", "block 64, D 64",
+       bb.register_kernel
+           ? std::string(bb.dq_from_scores ? "register kernel, key row groups writing dS, then dq = dS K from it, "
+                                           : "register kernel, query then key row groups, ") +
+                 std::to_string(bb.rows_per_lane) + " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "")
+       : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
+                        " per block for every gradient, tiles of " + std::to_string(bb.tile)
+                  : "generic kernels, one invocation per query row, then per key row"});
   auto describe = [](const Result<LinearAttentionPlan>& la) {
     if (!la.is_ok()) return la.status().message();
     std::string text(algorithm_name(la.value().algorithm));

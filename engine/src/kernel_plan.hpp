@@ -50,6 +50,7 @@ struct PlanOverrides {
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
+  std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
@@ -234,7 +235,8 @@ std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m,
 // together (B * H * N: the texel views' size) and the storage type.
 struct BlockAttentionShape {
   uint32_t block = 64, dk = 64, dv = 64;
-  uint64_t rows = 0;
+  uint64_t rows = 0;   // B * H * N
+  uint64_t heads = 1;  // B * H
   bool f16 = false;
 };
 
@@ -263,6 +265,11 @@ struct BlockAttentionBackwardPlan {
   uint32_t rows_per_lane = 1;
   bool texel_rows = false;  // the register kernel reads q, k, v, o and dO as 4-element texels (_tx)
   uint32_t subgroup = 0;
+  // The register kernel: the key groups write dS to a workspace and dq = dS K follows from it, in
+  // windows of scores_blocks blocks (else query groups compute the scores and dP again for dq);
+  // a block's dS per head is scores_width x scores_width (its rows padded to whole row groups).
+  bool dq_from_scores = false;
+  uint32_t scores_blocks = 0, scores_width = 0;
 };
 BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const BlockAttentionShape& s);
 

@@ -17,6 +17,8 @@ uint64_t serial_iterations_per_chunk(const LinearAttentionShape& s, uint32_t wor
 
 // Scratch the parallel chunked forward may hold for chunk states (a window of chunks at a time).
 constexpr uint64_t kParallelScratchBytes = 64ull << 20;
+// Scratch the CPU block-attention backward may hold for dS (a window of blocks at a time).
+constexpr uint64_t kBlockScoresBytes = 16ull << 20;
 
 }  // namespace
 
@@ -99,6 +101,15 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
     while (p.rows_per_lane > 1 && p.rows_per_lane * (uint64_t(dk) + dv) > 256) p.rows_per_lane /= 2;
     // Two rows per step as in the forward ran 2.2x slower here (lavapipe, N 4K, D 64, f32).
     p.texel_rows = block_texel_rows(d, s, 5);
+    // dq from the key groups' dS: 5 products per (query, key) pair instead of 7. Blocks whose dS
+    // alone outgrows the scratch (thousands of heads) take the query groups.
+    p.scores_width = round_up(block, p.subgroup * p.rows_per_lane);
+    const uint64_t block_scores_bytes = 4 * s.heads * uint64_t(p.scores_width) * p.scores_width;
+    const uint64_t blocks = ceil_div(s.rows / std::max<uint64_t>(s.heads, 1), block);
+    p.dq_from_scores = d.forced.block_dq_from_scores.value_or(true) && block_scores_bytes <= kBlockScoresBytes;
+    if (p.dq_from_scores)
+      p.scores_blocks =
+          uint32_t(std::clamp<uint64_t>(kBlockScoresBytes / block_scores_bytes, 1, std::max<uint64_t>(blocks, 1)));
     return p;
   }
   if (d.family != Family::kGpu || block > 64) return p;

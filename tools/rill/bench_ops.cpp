@@ -329,7 +329,7 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
         run.median_ms += d.gpu_ms;
         run.flops += d.flops;
         run.bytes += d.bytes;
-        OpTiming::Kernel& k = run.kernels[d.kernel];
+        OpTiming::Kernel& k = run.kernels[d.label];  // the kernel's name unless the op names the pass
         ++k.calls;
         k.ms += d.gpu_ms;
         if (d.gpu_ms >= k.longest_ms) {

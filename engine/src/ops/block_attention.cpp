@@ -66,7 +66,12 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
 using Push = gpu::BlockAttentionPush;
 
 plan::BlockAttentionShape shape_of(const Geometry& g, uint32_t block) {
-  return {.block = block, .dk = uint32_t(g.dk), .dv = uint32_t(g.dv), .rows = g.bh * g.n, .f16 = g.suffix == "f16"};
+  return {.block = block,
+          .dk = uint32_t(g.dk),
+          .dv = uint32_t(g.dv),
+          .rows = g.bh * g.n,
+          .heads = g.bh,
+          .f16 = g.suffix == "f16"};
 }
 
 }  // namespace
@@ -149,25 +154,61 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
          .bytes = bh * n * (es * (4 * dk + 4 * dv) + 8)});
   }
   if (p.register_kernel) {
-    // Query-row groups (scores, dP, dq; Dk + Dv + Dk FMAs per pair) and key-row groups (scores, dP,
-    // dk, dv; Dk + Dv + Dk + Dv), two dispatches that do not depend on each other.
     const std::string kernel =  // outlives the dispatches
         p.texel_rows ? "block_attention/block_attention_bwd_cpu_tx_" + suffix
                      : detail::register_kernel("block_attention/block_attention_bwd_cpu",
                                                plan::row_vector_width({dk, dv}), suffix);
     const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
-    const bool interleave = blocks * groups <= seq.device().caps.max_workgroup_count[0];
-    for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
-      RILL_RETURN_IF_ERROR(seq.dispatch(
+    const uint32_t max_x = seq.device().caps.max_workgroup_count[0];
+    // FMAs per pair of each kind: scores and dP (Dk + Dv), then dq (Dk), or dk and dv (Dk + Dv);
+    // dq from the scores: Dk. Bytes: the rows each kind reads and writes, and dS in the workspace.
+    auto kind_dispatch = [&](uint32_t kind, uint32_t first_block, uint32_t count, bool interleave,
+                             const std::vector<const Tensor*>& with) {
+      const bool query = kind == gpu::kBlockBackwardDq, product = kind == gpu::kBlockBackwardDqFromScores,
+                 scores = product || kind == gpu::kBlockBackwardDkDvScores;
+      const uint64_t fmas = product ? dk : query ? 2 * dk + dv : 2 * dk + 2 * dv;
+      const uint64_t rows = std::min<uint64_t>(uint64_t(count) * opt.block, n - uint64_t(first_block) * opt.block);
+      const uint64_t window_pairs = opt.causal ? rows * (opt.block + 1) / 2 : rows * opt.block;
+      const uint64_t row_bytes = product ? 2 * dk : query ? 2 * dk + 2 * dv : 3 * dk + 4 * dv;
+      Push window_push = push;
+      window_push.first_block = first_block;
+      static constexpr const char* kPass[] = {" (delta, dq)", " (dk, dv)", " (dk, dv, dS)", " (dq = dS K)"};
+      const std::string label = kernel + kPass[kind];
+      return seq.dispatch(
           {.kernel = kernel,
-           .bindings = bindings,
-           .push = push_bytes(push),
-           .groups = {uint32_t(interleave ? blocks * groups : blocks), uint32_t(bh), interleave ? 1 : groups},
+           .bindings = with,
+           .push = push_bytes(window_push),
+           .groups = {uint32_t(interleave ? count * groups : count), uint32_t(bh), interleave ? 1 : groups},
            .spec = {gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal), gpu::spec("DK", uint32_t(dk)),
                     gpu::spec("DV", uint32_t(dv)), gpu::spec("SG", p.subgroup), gpu::spec("TQ", p.rows_per_lane),
                     gpu::spec("INTERLEAVE", interleave), gpu::spec("KIND", kind)},
-           .flops = 2 * bh * pairs * (kind == gpu::kBlockBackwardDq ? 2 * dk + dv : 2 * dk + 2 * dv),
-           .bytes = bh * n * (es * (kind == gpu::kBlockBackwardDq ? 2 * dk + 2 * dv : 3 * dk + 4 * dv) + 8)}));
+           .label = label,
+           .flops = 2 * bh * window_pairs * fmas,
+           .bytes = bh * rows * (es * row_bytes + 8) + (scores ? 4 * bh * window_pairs : 0)});
+    };
+    if (p.dq_from_scores) {
+      // Windows of blocks whose dS fit the scratch: their key groups, then their dq.
+      const uint32_t window = std::min(p.scores_blocks, std::max(max_x / groups, 1u));
+      const uint64_t block_scores = bh * uint64_t(p.scores_width) * p.scores_width;
+      RILL_ASSIGN_OR_RETURN(
+          const Tensor* scores,
+          detail::workspace(seq, std::min<uint64_t>(window, blocks) * block_scores, kBlockAttentionOp));
+      std::vector<const Tensor*> with = bindings;
+      with.push_back(scores);
+      for (uint64_t first = 0; first < blocks; first += window) {
+        const uint32_t count = uint32_t(std::min<uint64_t>(window, blocks - first));
+        for (uint32_t kind : {gpu::kBlockBackwardDkDvScores, gpu::kBlockBackwardDqFromScores})
+          RILL_RETURN_IF_ERROR(kind_dispatch(kind, uint32_t(first), count, true, with));
+      }
+      return Status::ok();
+    }
+    // Query-row groups and key-row groups, two dispatches that do not depend on each other (the
+    // scores binding unread: delta stands in).
+    const bool interleave = blocks * groups <= max_x;
+    std::vector<const Tensor*> with = bindings;
+    with.push_back(&delta);
+    for (uint32_t kind : {gpu::kBlockBackwardDq, gpu::kBlockBackwardDkDv})
+      RILL_RETURN_IF_ERROR(kind_dispatch(kind, 0, uint32_t(blocks), interleave, with));
     return Status::ok();
   }
   // MODE 0 writes delta and dq; MODE 1 reads delta and writes dk, dv.

@@ -77,10 +77,15 @@ RILL_PUSH_STRUCT(BlockAttentionPush) {
   uint dk;
   uint dv;
   float scale;
+  uint first_block;  // the dispatch's first block (the CPU backward's windows of blocks; 0 elsewhere)
 };
 
-// block_attention_bwd's MODE.
+// block_attention_bwd's MODE and block_attention_bwd_cpu's KIND.
 const uint kBlockBackwardDq = 0u;    // per query row: delta and dq
 const uint kBlockBackwardDkDv = 1u;  // per key row: dk and dv
+// block_attention_bwd_cpu only: per key row dk and dv, with every dS[t][s] into the scores
+// workspace and delta; then dq = dS K per row group from that workspace.
+const uint kBlockBackwardDkDvScores = 2u;
+const uint kBlockBackwardDqFromScores = 3u;
 
 #endif  // RILL_CONTRACT_ATTENTION_GLSL
