@@ -74,6 +74,15 @@ void run_backward_case(rill::Context& ctx, const Case& c, DType dtype, uint32_t 
   rill_test::require_close(rill_test::read(ctx, tdq), dq_ref, atol, rtol, "dq");
   rill_test::require_close(rill_test::read(ctx, tdk), dk_ref, atol, rtol, "dk");
   rill_test::require_close(rill_test::read(ctx, tdv), dv_ref, atol, rtol, "dv");
+  // delta_t = do_t . o_t, an output too (the forward's o as stored).
+  const std::vector<float> o = rill_test::read(ctx, to);
+  std::vector<float> delta_ref(size_t(bh * c.n));
+  for (size_t t = 0; t < delta_ref.size(); ++t) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < c.dv; ++j) sum += double(d_o[t * c.dv + j]) * o[t * c.dv + j];
+    delta_ref[t] = float(sum);
+  }
+  rill_test::require_close(rill_test::read(ctx, tdelta), delta_ref, 1e-5, 1e-4, "delta");
 }
 
 }  // namespace
