@@ -257,6 +257,27 @@ GPU_TEST_CASE("the CPU block-attention kernels without texels match the referenc
     }
 }
 
+// Context::set_kernel_plan replaces the forced choices for what is recorded afterwards (rill bench
+// times two plans side by side on the same tensors with it); a bad plan leaves the old one.
+GPU_TEST_CASE("a context's kernel plan can be replaced between recordings", "[block-attention][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context ctx = rill_test::make_context(options);
+  const std::string texels = ctx.device().caps.texel_buffer_f32x4 ? "block_attention/block_attention_fwd_cpu_tx_f32"
+                                                                  : "block_attention/block_attention_fwd_cpu_vec4_f32";
+  CHECK(kernel_of_forward(ctx, DType::kF32) == texels);
+  REQUIRE(ctx.set_kernel_plan("block_texel=off").is_ok());
+  CHECK(ctx.kernel_plan() == "block_texel=off");
+  CHECK(kernel_of_forward(ctx, DType::kF32) == "block_attention/block_attention_fwd_cpu_vec4_f32");
+  const rill::Status bad = ctx.set_kernel_plan("block_texel=maybe");
+  CHECK(bad.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(bad.message().find("block_texel") != std::string::npos);
+  CHECK(ctx.kernel_plan() == "block_texel=off");
+  CHECK(kernel_of_forward(ctx, DType::kF32) == "block_attention/block_attention_fwd_cpu_vec4_f32");
+  REQUIRE(ctx.set_kernel_plan("").is_ok());
+  CHECK(kernel_of_forward(ctx, DType::kF32) == texels);
+}
+
 // The CPU drivers' backward takes dq from the dS its key groups wrote, in windows of the blocks
 // whose dS fit its scratch; here several windows, and the query groups it keeps for blocks too big
 // for the scratch (block_dq=rows), over odd shapes.

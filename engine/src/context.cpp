@@ -157,6 +157,12 @@ Result<Context> Context::create(const ContextOptions& options) {
 const DeviceInfo& Context::device() const { return impl_->device->info(); }
 const std::string& Context::selection_reason() const { return impl_->selection_reason; }
 const std::string& Context::tuned_plan() const { return impl_->tuned_plan; }
+const std::string& Context::kernel_plan() const { return impl_->kernel_plan; }
+Status Context::set_kernel_plan(std::string plan) {
+  RILL_RETURN_IF_ERROR(ops::plan::parse_overrides(plan).status());
+  impl_->kernel_plan = std::move(plan);
+  return Status::ok();
+}
 std::string Context::kernel_family() const {
   return std::string(ops::plan::family_name(ops::plan::traits_of(*this).family));
 }

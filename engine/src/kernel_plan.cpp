@@ -58,7 +58,8 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
 
 namespace {
 
-// The device's traits with its context's family and forced choices (validated at context creation).
+// The device's traits with its context's family and forced choices (validated at context creation and
+// by Context::set_kernel_plan).
 DeviceTraits traits_in(const DeviceInfo& device, const rill::detail::ContextImpl& ctx) {
   DeviceTraits d = traits_of(device, ctx.pipelines->preferred_variant());
   if (auto forced = parse_overrides(ctx.kernel_plan); forced.is_ok()) d.forced = forced.value();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace rill_cli {
@@ -306,45 +307,91 @@ rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::S
   return rill::Status::ok();
 }
 
-rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
-  const bool gpu_time = ctx.device().caps.timestamps;
-  RILL_ASSIGN_OR_RETURN(rill::Sequence seq, ctx.sequence({.timestamps = gpu_time}));
-  RILL_RETURN_IF_ERROR(record(seq));
-  RILL_RETURN_IF_ERROR(seq.run());  // warm-up: pipelines, caches
-  RILL_RETURN_IF_ERROR(keep_gpu_busy(ctx, [&] { return seq.run(); }));
-  // RILL_BENCH_REPS raises every op's repetitions (a noisy machine's A/B comparisons).
-  if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0')
-    reps = std::max(reps, std::atoi(env));
-  std::vector<OpTiming> runs;
-  for (int r = 0; r < reps; ++r) {
-    OpTiming run;
-    const auto t0 = std::chrono::steady_clock::now();
-    RILL_RETURN_IF_ERROR(seq.run());
-    run.host_ms = run.median_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (gpu_time) {
-      RILL_ASSIGN_OR_RETURN(auto timings, seq.timings());
-      run.median_ms = 0.0;
-      for (const auto& d : timings) {
-        run.median_ms += d.gpu_ms;
-        run.flops += d.flops;
-        run.bytes += d.bytes;
-        OpTiming::Kernel& k = run.kernels[d.label];  // the kernel's name unless the op names the pass
-        ++k.calls;
-        k.ms += d.gpu_ms;
-        if (d.gpu_ms >= k.longest_ms) {
-          k.longest_ms = d.gpu_ms;
-          k.pipeline = d.pipeline;
-        }
-      }
+namespace {
+
+// One timed run of `seq`: the summed GPU time of its dispatches (host time without timestamps)
+// and each kernel's, or named pass's, share.
+rill::Result<OpTiming> timed_run(rill::Sequence& seq, bool gpu_time) {
+  OpTiming run;
+  const auto t0 = std::chrono::steady_clock::now();
+  RILL_RETURN_IF_ERROR(seq.run());
+  run.host_ms = run.median_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!gpu_time) return run;
+  RILL_ASSIGN_OR_RETURN(auto timings, seq.timings());
+  run.median_ms = 0.0;
+  for (const auto& d : timings) {
+    run.median_ms += d.gpu_ms;
+    run.flops += d.flops;
+    run.bytes += d.bytes;
+    OpTiming::Kernel& k = run.kernels[d.label];  // the kernel's name unless the op names the pass
+    ++k.calls;
+    k.ms += d.gpu_ms;
+    if (d.gpu_ms >= k.longest_ms) {
+      k.longest_ms = d.gpu_ms;
+      k.pipeline = d.pipeline;
     }
-    runs.push_back(std::move(run));
   }
+  return run;
+}
+
+// The median run of `runs`, with the fastest one's time and the median run's compiler statistics.
+OpTiming median_of(rill::Context& ctx, std::vector<OpTiming> runs) {
   std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
   OpTiming median = runs[runs.size() / 2];
   median.fastest_ms = runs.front().median_ms;
   for (auto& [name, k] : median.kernels) {
     if (auto stats = ctx.pipeline_statistics(k.pipeline); stats.is_ok()) k.compiler = std::move(stats).value();
+  }
+  return median;
+}
+
+// `record` into a timestamped sequence under `plan` (the context's own plan restored after).
+rill::Result<rill::Sequence> recorded_under(rill::Context& ctx, const std::string& plan,
+                                            const std::function<rill::Status(rill::Sequence&)>& record) {
+  const std::string own = ctx.kernel_plan();
+  RILL_RETURN_IF_ERROR(ctx.set_kernel_plan(plan));
+  auto seq = ctx.sequence({.timestamps = ctx.device().caps.timestamps});
+  rill::Status recorded = seq.is_ok() ? record(seq.value()) : seq.status();
+  RILL_RETURN_IF_ERROR(ctx.set_kernel_plan(own));
+  RILL_RETURN_IF_ERROR(recorded);
+  return seq;
+}
+
+}  // namespace
+
+rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
+  const bool gpu_time = ctx.device().caps.timestamps;
+  RILL_ASSIGN_OR_RETURN(rill::Sequence seq, recorded_under(ctx, ctx.kernel_plan(), record));
+  // RILL_BENCH_COMPARE_PLAN: the same op on the same tensors recorded under that plan too, the two
+  // run alternately, so that a shared machine's changes of speed fall on both alike.
+  const char* compare_env = std::getenv("RILL_BENCH_COMPARE_PLAN");
+  const std::string compare_plan = compare_env != nullptr ? compare_env : "";
+  std::optional<rill::Sequence> compare;
+  if (compare_env != nullptr) {
+    RILL_ASSIGN_OR_RETURN(rill::Sequence other, recorded_under(ctx, compare_plan, record));
+    compare.emplace(std::move(other));
+  }
+  for (rill::Sequence* s : {&seq, compare ? &*compare : nullptr}) {
+    if (s == nullptr) continue;
+    RILL_RETURN_IF_ERROR(s->run());  // warm-up: pipelines, caches
+    RILL_RETURN_IF_ERROR(keep_gpu_busy(ctx, [&] { return s->run(); }));
+  }
+  // RILL_BENCH_REPS raises every op's repetitions (a noisy machine's A/B comparisons).
+  if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0')
+    reps = std::max(reps, std::atoi(env));
+  std::vector<OpTiming> runs, compare_runs;
+  for (int r = 0; r < reps; ++r) {
+    RILL_ASSIGN_OR_RETURN(OpTiming run, timed_run(seq, gpu_time));
+    runs.push_back(std::move(run));
+    if (!compare) continue;
+    RILL_ASSIGN_OR_RETURN(OpTiming other, timed_run(*compare, gpu_time));
+    compare_runs.push_back(std::move(other));
+  }
+  OpTiming median = median_of(ctx, std::move(runs));
+  if (compare) {
+    median.compare = std::make_shared<OpTiming>(median_of(ctx, std::move(compare_runs)));
+    median.compare_plan = compare_plan;
   }
   return median;
 }
@@ -372,17 +419,26 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
   const double intensity = t.bytes > 0 ? double(t.flops) / double(t.bytes) : 1e30;
   const double ridge = peaks.fma_f32_gflops / peaks.copy_gbps;
   const double fraction = intensity < ridge ? gbps / peaks.copy_gbps : gflops / peaks.fma_f32_gflops;
-  return {{"op", op},
-          {"variant", variant.empty() ? "default" : variant},
-          {"shape", shape},
-          {"median_ms", t.median_ms},
-          {"fastest_ms", t.fastest_ms},
-          {"gflops", gflops},
-          {"gbps", gbps},
-          {"peak_fraction", fraction},
-          {"bound", intensity < ridge ? "memory" : "compute"},
-          {"host_ms", t.host_ms},
-          {"kernels", kernels_json(t)}};
+  nlohmann::json record = {{"op", op},
+                           {"variant", variant.empty() ? "default" : variant},
+                           {"shape", shape},
+                           {"median_ms", t.median_ms},
+                           {"fastest_ms", t.fastest_ms},
+                           {"gflops", gflops},
+                           {"gbps", gbps},
+                           {"peak_fraction", fraction},
+                           {"bound", intensity < ridge ? "memory" : "compute"},
+                           {"host_ms", t.host_ms},
+                           {"kernels", kernels_json(t)}};
+  if (t.compare) {
+    // The same op under RILL_BENCH_COMPARE_PLAN, alternated with this record's runs.
+    record["compare"] = {{"kernel_plan", t.compare_plan},
+                         {"median_ms", t.compare->median_ms},
+                         {"fastest_ms", t.compare->fastest_ms},
+                         {"kernels", kernels_json(*t.compare)}};
+    record["speedup_vs_compare"] = t.median_ms > 0 ? t.compare->median_ms / t.median_ms : 0.0;
+  }
+  return record;
 }
 
 std::vector<std::string> comma_items(const std::string& list) {

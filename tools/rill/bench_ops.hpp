@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -41,6 +42,9 @@ struct OpTiming {
     std::vector<rill::PipelineStatistic> compiler;
   };
   std::map<std::string, Kernel> kernels;
+  // RILL_BENCH_COMPARE_PLAN: the same op recorded under that kernel plan, run alternately with it.
+  std::shared_ptr<OpTiming> compare;
+  std::string compare_plan;
 };
 
 // GPUs lower their clocks within milliseconds of idling (the host generating a large input, or a
@@ -53,6 +57,8 @@ rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::S
 
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
 // the median of the summed GPU time of its dispatches (host time where there are no timestamps).
+// With RILL_BENCH_COMPARE_PLAN set, also records it under that kernel plan (in place of the
+// context's) and runs the two alternately: OpTiming::compare.
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps);
 
 // Least-squares slope of log(time) against log(n) over (n, time) points; NaN for fewer than two.

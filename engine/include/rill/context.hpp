@@ -143,6 +143,13 @@ class RILL_API Context {
   std::string kernel_family() const;
   // The tuning file's kernel plan this context plans with ("key=value,..."); empty without one.
   const std::string& tuned_plan() const;
+  // The forced kernel-plan choices (ContextOptions::kernel_plan or RILL_KERNEL_PLAN), and replacing
+  // them: what is recorded afterwards plans with the new ones, while sequences (and language-model
+  // sessions) made before keep theirs. So one context, with the same tensors, can time two plans
+  // side by side. InvalidArgument for an unknown key or value, leaving the plan as it was. Not
+  // while another thread records on this context.
+  const std::string& kernel_plan() const;
+  Status set_kernel_plan(std::string plan);
 
  private:
   friend struct detail::Access;
