@@ -362,7 +362,8 @@ rill::Result<rill::Sequence> recorded_under(rill::Context& ctx, const std::strin
 
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps) {
   const bool gpu_time = ctx.device().caps.timestamps;
-  RILL_ASSIGN_OR_RETURN(rill::Sequence seq, recorded_under(ctx, ctx.kernel_plan(), record));
+  RILL_ASSIGN_OR_RETURN(rill::Sequence seq, ctx.sequence({.timestamps = gpu_time}));
+  RILL_RETURN_IF_ERROR(record(seq));
   // RILL_BENCH_COMPARE_PLAN: the same op on the same tensors recorded under that plan too, the two
   // run alternately, so that a shared machine's changes of speed fall on both alike.
   const char* compare_env = std::getenv("RILL_BENCH_COMPARE_PLAN");
@@ -372,11 +373,12 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
     RILL_ASSIGN_OR_RETURN(rill::Sequence other, recorded_under(ctx, compare_plan, record));
     compare.emplace(std::move(other));
   }
-  for (rill::Sequence* s : {&seq, compare ? &*compare : nullptr}) {
-    if (s == nullptr) continue;
-    RILL_RETURN_IF_ERROR(s->run());  // warm-up: pipelines, caches
-    RILL_RETURN_IF_ERROR(keep_gpu_busy(ctx, [&] { return s->run(); }));
-  }
+  auto warm_up = [&](rill::Sequence& s) -> rill::Status {
+    RILL_RETURN_IF_ERROR(s.run());  // pipelines, caches
+    return keep_gpu_busy(ctx, [&] { return s.run(); });
+  };
+  RILL_RETURN_IF_ERROR(warm_up(seq));
+  if (compare) RILL_RETURN_IF_ERROR(warm_up(*compare));
   // RILL_BENCH_REPS raises every op's repetitions (a noisy machine's A/B comparisons).
   if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0')
     reps = std::max(reps, std::atoi(env));
