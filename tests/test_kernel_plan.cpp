@@ -351,6 +351,41 @@ TEST_CASE("kernel plan: the CPU block-attention kernels read whole 4-element row
   CHECK_FALSE(block_attention_forward(h100_like(), heads).texel_rows);  // GPUs: the tiled kernels
 }
 
+TEST_CASE("kernel plan: the CPU RMSNorm kernels read whole 4-element rows as texels", "[plan]") {
+  const DeviceTraits d = lavapipe_like();
+  CHECK(rmsnorm_forward(d, 256, 16384).texel_rows);                // register kernel
+  CHECK(rmsnorm_forward(d, 8192, 64).texel_rows);                  // generic kernel
+  CHECK(rmsnorm_forward(d, 256, 16384, /*f16=*/true).texel_rows);  // f16 texels read as f32
+  CHECK(rmsnorm_backward(d, 16384, 256).value().texel_rows);
+  CHECK(rmsnorm_texel_rows(d, 8192, 64, false, 3));        // the generic backward's x, gain, dy
+  CHECK_FALSE(rmsnorm_forward(d, 258, 16384).texel_rows);  // rows of 64.5 texels
+  CHECK_FALSE(rmsnorm_forward(d, 256).texel_rows);         // rows unknown: the views' size too
+  DeviceTraits no_f16 = d;
+  no_f16.texel_f16x4 = false;
+  CHECK_FALSE(rmsnorm_forward(no_f16, 256, 16384, true).texel_rows);
+  CHECK(rmsnorm_forward(no_f16, 256, 16384).texel_rows);
+  DeviceTraits small = d;
+  small.max_texels = 16384 * 256 / 4 - 1;  // x's view one texel too many
+  CHECK_FALSE(rmsnorm_forward(small, 256, 16384).texel_rows);
+  CHECK(rmsnorm_forward(small, 256, 16383).texel_rows);
+  DeviceTraits few = d;
+  few.max_texel_bindings = 2;  // the forward's x and gain fit; the residual's three, the backward's three do not
+  CHECK(rmsnorm_forward(few, 256, 64).texel_rows);
+  CHECK_FALSE(rmsnorm_forward(few, 256, 64, false, /*residual=*/true).texel_rows);
+  CHECK_FALSE(rmsnorm_backward(few, 64, 256).value().texel_rows);
+  DeviceTraits no_subgroups = d;
+  no_subgroups.subgroup_arithmetic = false;  // the `_nosubgroup` kernels have no texel form
+  CHECK_FALSE(rmsnorm_forward(no_subgroups, 8192, 64).texel_rows);
+  DeviceTraits off = d;
+  off.forced = parse_overrides("rmsnorm_texel=off").value();
+  CHECK_FALSE(rmsnorm_forward(off, 256, 16384).texel_rows);
+  CHECK_FALSE(rmsnorm_backward(off, 16384, 256).value().texel_rows);
+  CHECK_FALSE(rmsnorm_texel_rows(off, 8192, 64, false, 3));
+  CHECK_FALSE(parse_overrides("rmsnorm_texel=yes").is_ok());
+  CHECK_FALSE(rmsnorm_forward(h100_like(), 256, 16384).texel_rows);  // GPUs: storage buffers
+  CHECK_FALSE(rmsnorm_forward(h100_like(), 8192, 64).texel_rows);
+}
+
 TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key groups' dS", "[plan]") {
   // 4 heads of 64 over 4K positions: 64 blocks whose dS (64 x 64 per head) fit the scratch at once.
   const BlockAttentionShape heads{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 4096, .heads = 4};

@@ -41,14 +41,23 @@ std::vector<Shape> shapes_to_run() {
 
 namespace {
 
-// The forward over every shape with the kernels of one family ("cpu" or "gpu").
-void check_forward(const char* family) {
+// The shapes of whole 4-element rows up to 1000 wide, and one generic (8192): those the CPU drivers'
+// storage-buffer rows take where texels are turned off (rows of 4096 left out: compile time).
+std::vector<Shape> storage_buffer_shapes() {
+  std::vector<Shape> out;
+  for (const Shape& s : shapes_to_run())
+    if (s.dim % 4 == 0 && s.dim != 4096) out.push_back(s);
+  return out;
+}
+
+// The forward over `shapes` with the kernels of one family ("cpu" or "gpu") under `plan`.
+void check_forward(const char* family, const std::vector<Shape>& shapes = shapes_to_run(), const char* plan = "") {
   rill::ContextOptions options = rill_test::validated_options();
   options.kernel_variant = family;
+  options.kernel_plan = plan;
   rill::Context ctx = rill_test::make_context(options);
   {
     uint32_t seed = 1;
-    const std::vector<Shape> shapes = shapes_to_run();
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Shape& s : shapes) {
         for (bool with_gain : {true, false}) {
@@ -93,7 +102,12 @@ GPU_TEST_CASE("rmsnorm forward matches the reference over odd shapes with the gp
 }
 
 GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsnorm][gpu]") {
-  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+  std::vector<rill::Context> contexts = rill_test::both_kernel_families();
+  rill::ContextOptions plain = rill_test::validated_options();
+  plain.kernel_variant = "cpu";
+  plain.kernel_plan = "rmsnorm_texel=off";  // the CPU drivers' storage-buffer rows too
+  contexts.push_back(rill_test::make_context(plain));
+  for (rill::Context& ctx : contexts) {
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       // Rows of 1000 take the register kernel on CPU drivers (up to 4096, kernel_plan_norm.cpp); at 4096 its
       // fully unrolled 512-value rows took lavapipe over 6 minutes to compile, for no other path.
@@ -126,14 +140,14 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
 
 namespace {
 
-// The backward (dx, accumulated dx, dgain) over every shape with the kernels of one family.
-void check_backward(const char* family) {
+// The backward (dx, accumulated dx, dgain) over `shapes` with the kernels of one family under `plan`.
+void check_backward(const char* family, const std::vector<Shape>& shapes = shapes_to_run(), const char* plan = "") {
   rill::ContextOptions options = rill_test::validated_options();
   options.kernel_variant = family;
+  options.kernel_plan = plan;
   rill::Context ctx = rill_test::make_context(options);
   {
     uint32_t seed = 100;
-    const std::vector<Shape> shapes = shapes_to_run();
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Shape& s : shapes) {
         ++seed;
@@ -180,6 +194,47 @@ GPU_TEST_CASE("rmsnorm backward and dgain match the reference with the cpu kerne
 }
 GPU_TEST_CASE("rmsnorm backward and dgain match the reference with the gpu kernels", "[rmsnorm][gpu]") {
   check_backward("gpu");
+}
+
+namespace {
+
+// The kernel a forward (or, with `backward`, the first kernel of a backward without dgain) of
+// rows x dim f32 dispatches on ctx.
+std::string rmsnorm_kernel(rill::Context& ctx, int64_t rows, int64_t dim, bool backward) {
+  auto x = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+  auto out = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+  auto gain = rill_test::empty_tensor(ctx, DType::kF32, {dim});
+  auto rstd = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+  return rill_test::kernel_of(ctx, [&](rill::Sequence& seq) {
+    return backward ? rill::ops::rmsnorm_backward(seq, x, &gain, rstd, x, out, nullptr)
+                    : rill::ops::rmsnorm_forward(seq, x, &gain, out, rstd, 1e-5f);
+  });
+}
+
+}  // namespace
+
+// The CPU drivers read rows of whole texels as texels (the `_tx` kernels, which the cases above
+// run where the device backs them); here the storage-buffer rows devices without them take.
+GPU_TEST_CASE("rmsnorm with the cpu kernels' storage-buffer rows", "[rmsnorm][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context texels = rill_test::make_context(options);
+  const bool backed = texels.device().caps.texel_buffer_f32x4;
+  CHECK(rmsnorm_kernel(texels, 5, 12, false) ==
+        (backed ? "rmsnorm/rmsnorm_fwd_register_tx_f32" : "rmsnorm/rmsnorm_fwd_register_vec4_f32"));
+  CHECK(rmsnorm_kernel(texels, 2, 8192, false) ==
+        (backed ? "rmsnorm/rmsnorm_fwd_tx_f32" : "rmsnorm/rmsnorm_fwd_vec4_f32"));
+  CHECK(rmsnorm_kernel(texels, 5, 12, true) ==
+        (backed ? "rmsnorm/rmsnorm_bwd_register_tx_f32" : "rmsnorm/rmsnorm_bwd_register_vec4_f32"));
+  CHECK(rmsnorm_kernel(texels, 2, 8192, true) ==
+        (backed ? "rmsnorm/rmsnorm_bwd_tx_f32" : "rmsnorm/rmsnorm_bwd_vec4_f32"));
+  CHECK(rmsnorm_kernel(texels, 5, 13, false) == "rmsnorm/rmsnorm_fwd_register_f32");  // not whole texels
+  options.kernel_plan = "rmsnorm_texel=off";
+  rill::Context plain = rill_test::make_context(options);
+  CHECK(rmsnorm_kernel(plain, 5, 12, false) == "rmsnorm/rmsnorm_fwd_register_vec4_f32");
+  CHECK(rmsnorm_kernel(plain, 2, 8192, true) == "rmsnorm/rmsnorm_bwd_vec4_f32");
+  check_forward("cpu", storage_buffer_shapes(), "rmsnorm_texel=off");
+  check_backward("cpu", storage_buffer_shapes(), "rmsnorm_texel=off");
 }
 
 TEST_CASE("the rmsnorm reference backward equals central finite differences", "[rmsnorm]") {

@@ -90,6 +90,7 @@ bool tunable_key(std::string_view key) {
                              "block_keys",
                              "block_texel",
                              "block_dq",
+                             "rmsnorm_texel",
                              "icl_layers",
                              "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch",
@@ -190,10 +191,12 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
-    if (key == "matmul_texel" || key == "block_texel") {
+    if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel") {
       if (value != "on" && value != "off")
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use on or off");
-      (key == "matmul_texel" ? out.matmul_texel : out.block_texel) = value == "on";
+      (key == "matmul_texel"  ? out.matmul_texel
+       : key == "block_texel" ? out.block_texel
+                              : out.rmsnorm_texel) = value == "on";
       continue;
     }
     if (key == "block_dq") {
@@ -292,7 +295,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "matmul_coop_buffers, "
           "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, matmul_texel, "
-          "matmul_tile)");
+          "matmul_tile, rmsnorm_texel)");
     if (value == "scan")
       out.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
     else if (value == "serial")
@@ -330,21 +333,23 @@ std::string generic_backward(const DeviceTraits& d, const RmsnormPlan& r, uint32
 std::vector<PlanSummary> summarize(const DeviceTraits& d) {
   std::vector<PlanSummary> out;
   auto slices = [](uint32_t n) { return n > 1 ? ", summed in " + std::to_string(n) + " slices" : std::string(); };
+  auto texels = [](bool on) { return std::string(on ? ", rows read as texels" : ""); };
   for (const auto& [rows, dim] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {16384, 256}, {64, 8192}}) {
     const std::string shape = std::to_string(rows) + " x " + std::to_string(dim);
     const RmsnormPlan r = rmsnorm_forward(d, dim, rows);
-    out.push_back({"rmsnorm_forward", shape,
-                   r.register_kernel
-                       ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
-                             std::to_string(r.workgroup) +
-                             (r.subgroups > 1 ? ", " + std::to_string(r.subgroups) + " per workgroup" : "")
-                       : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row"});
+    out.push_back(
+        {"rmsnorm_forward", shape,
+         (r.register_kernel ? "register kernel, " + std::to_string(r.rows_per_group) + " rows per subgroup of " +
+                                  std::to_string(r.workgroup) +
+                                  (r.subgroups > 1 ? ", " + std::to_string(r.subgroups) + " per workgroup" : "")
+                            : "generic kernel, " + std::to_string(r.workgroup) + " invocations per row") +
+             texels(r.texel_rows)});
     const auto rb = rmsnorm_backward(d, rows, dim);
     out.push_back({"rmsnorm_backward", shape,
                    rb ? "one pass per block of " + std::to_string(rb->rows_per_block) + " rows (" +
                             std::to_string(rb->blocks) + " blocks of dgain sums" +
-                            slices(rmsnorm_gain_sum(d, rb->blocks).slices) + ")"
-                      : generic_backward(d, r, rows, dim)});
+                            slices(rmsnorm_gain_sum(d, rb->blocks).slices) + ")" + texels(rb->texel_rows)
+                      : generic_backward(d, r, rows, dim) + texels(rmsnorm_texel_rows(d, dim, rows, false, 3))});
   }
   out.push_back({"reduction rows", "any", std::to_string(reduction_workgroup(d)) + " invocations per row"});
   for (const auto& [rows, inner] : {std::pair<uint64_t, uint64_t>{1, 1024}, {1024, 1024}, {256, 4096}}) {

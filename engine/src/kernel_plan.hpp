@@ -50,6 +50,7 @@ struct PlanOverrides {
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
+  std::optional<bool> rmsnorm_texel;           // "rmsnorm_texel=off": the CPU RMSNorm kernels' rows as texels
   std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
@@ -144,8 +145,17 @@ struct RmsnormPlan {
   uint32_t subgroups = 1;        // register kernel: subgroups per workgroup, each with rows of its own
   uint32_t rows_per_group = 1;   // register kernel: rows per subgroup
   uint32_t vector_width = 1;     // elements per load (4 where rows divide into them)
+  // CPU drivers: the rows read (x, the residual, the gain; the backward's dy too) as 4-element
+  // texels (the `_tx` variants, vector_rows.glsl). Needs `rows`.
+  bool texel_rows = false;
 };
-RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim, uint32_t rows = 0);
+// Whether the CPU-driver RMSNorm kernels read rows of `dim` as texels: whole texels, through
+// `bindings` texel views of at most max_texels each, where the device backs texels of the storage
+// type (and the subgroup reductions the `_tx` variants use).
+bool rmsnorm_texel_rows(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool f16, uint32_t bindings);
+// `residual`: the fused residual form (one more row tensor read); `f16`: f16 storage.
+RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim, uint32_t rows = 0, bool f16 = false,
+                            bool residual = false);
 
 // RMSNorm backward where the forward takes the register kernel: rmsnorm_bwd_register, a workgroup
 // of `subgroups` subgroups per block of rows computing dx and the block's dgain sums in one pass;
@@ -154,8 +164,10 @@ struct RmsnormBackwardPlan {
   uint32_t subgroup = 0, rows_per_block = 0, blocks = 0;
   uint32_t vector_width = 1;  // elements per load, as the forward's
   uint32_t subgroups = 1;     // per workgroup (one on CPU drivers)
+  bool texel_rows = false;    // x, the gain and dy read as texels (as the forward's)
 };
-std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim);
+std::optional<RmsnormBackwardPlan> rmsnorm_backward(const DeviceTraits& d, uint32_t rows, uint32_t dim,
+                                                    bool f16 = false);
 
 // RMSNorm backward's dgain: a two-level column sum, `blocks` partial sums of `rows_per_block` rows
 // each (parallel over rows as well as columns), then one ordered sum of the blocks. `columns`: the

@@ -22,15 +22,15 @@ void main() {
   const uint n = p.dim / ROW_VEC, base = row * n;  // loads per row, the row's first
   afloat dot_sum = 0.0;
   for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
-    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
-    dot_sum += dot(g * row_value(dy[base + c]), row_value(x[base + c]));
+    const row_value g = HAS_GAIN ? ROW_READ(gain, c) : row_value(1.0);
+    dot_sum += dot(g * ROW_READ(dy, base + c), ROW_READ(x, base + c));
   }
   dot_sum = rill_workgroup_sum(dot_sum);
   const afloat r = rstd[row];
   const afloat k = r * r * r / afloat(p.dim) * dot_sum;
   for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
-    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
-    row_value v = r * g * row_value(dy[base + c]) - k * row_value(x[base + c]);
+    const row_value g = HAS_GAIN ? ROW_READ(gain, c) : row_value(1.0);
+    row_value v = r * g * ROW_READ(dy, base + c) - k * ROW_READ(x, base + c);
     if (ACCUMULATE) v += row_value(dx[base + c]);
     dx[base + c] = row_store(v);
   }

@@ -42,7 +42,7 @@ void main() {
   // Lanes past the row's end work on a clamped copy of its last load and never store it.
   row_value g[R], dg[R];
   [[unroll]] for (uint c = 0; c < R; ++c) {
-    g[c] = HAS_GAIN ? row_value(gain[min(c * SG + lane, n - 1)]) : row_value(1.0);
+    g[c] = HAS_GAIN ? ROW_READ(gain, min(c * SG + lane, n - 1)) : row_value(1.0);
     dg[c] = row_value(0.0);
   }
   const uint last = min(first + p.rows_per_block, p.rows);
@@ -52,8 +52,8 @@ void main() {
     afloat dot_sum = 0.0;
     [[unroll]] for (uint c = 0; c < R; ++c) {
       const uint k = min(c * SG + lane, n - 1);
-      xv[c] = row_value(x[base + k]);
-      dyv[c] = row_value(dy[base + k]);
+      xv[c] = ROW_READ(x, base + k);
+      dyv[c] = ROW_READ(dy, base + k);
       dot_sum += c * SG + lane < n ? dot(g[c] * dyv[c], xv[c]) : 0.0;
     }
     const afloat r = rstd[row];

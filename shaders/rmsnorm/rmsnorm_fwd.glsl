@@ -31,7 +31,7 @@ void main() {
 #ifdef RESIDUAL
     h[base + c] = row_store(v);
 #endif
-    const row_value g = HAS_GAIN ? row_value(gain[c]) : row_value(1.0);
+    const row_value g = HAS_GAIN ? load_gain(c) : row_value(1.0);
     y[base + c] = row_store(v * r * g);
   }
   if (gl_LocalInvocationID.x == 0) rstd[row] = r;

@@ -29,7 +29,7 @@ void main() {
   const uint n = p.dim / ROW_VEC;  // loads per row
   // Lanes past the row's end work on a clamped copy of its last load and never store it.
   row_value g[R];
-  [[unroll]] for (uint c = 0; c < R; ++c) g[c] = HAS_GAIN ? row_value(gain[min(c * SG + lane, n - 1)]) : row_value(1.0);
+  [[unroll]] for (uint c = 0; c < R; ++c) g[c] = HAS_GAIN ? load_gain(min(c * SG + lane, n - 1)) : row_value(1.0);
   const uint last = min(first + ROWS, p.rows);
   for (uint row = first; row < last; ++row) {
     const uint base = row * n;

@@ -29,17 +29,23 @@ Status check_common(Sequence& seq, const Tensor& x, const Tensor& rstd, detail::
   return detail::require_elements(rstd, rd.rows, kRmsnormOp, "rstd");
 }
 
+// A kernel's variant: rows read as texels (`_tx`, 4 elements per fetch), or its storage-buffer
+// form with the plan's vector width.
+std::string row_kernel(const std::string& stem, bool texel_rows, uint32_t vector_width, const std::string& suffix) {
+  return texel_rows ? stem + "_tx_" + suffix : detail::register_kernel(stem, vector_width, suffix);
+}
+
 // The forward dispatch of either kernel. row_tensors: rows read and written once each (x, y; with
 // the residual also residual and h); reread: those the generic kernel reads a second time.
 Status forward_dispatch(Sequence& seq, const std::string& name, const std::string& suffix, detail::RowsDim rd,
                         std::vector<const Tensor*> bindings, bool has_gain, float eps, uint32_t row_tensors,
                         uint32_t reread, uint32_t flops_per_element, uint32_t es) {
   const uint64_t n = uint64_t(rd.rows) * rd.dim;
-  const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim, rd.rows);
+  const plan::RmsnormPlan p = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim, rd.rows, es == 2, row_tensors == 4);
   if (p.register_kernel) {
     // rmsnorm_fwd_register.glsl: each subgroup keeps its share of rows_per_group rows in registers.
     const uint32_t sg = p.workgroup, groups = (rd.rows + p.rows_per_group - 1) / p.rows_per_group;
-    const std::string kernel = detail::register_kernel("rmsnorm/" + name + "_register", p.vector_width, suffix);
+    const std::string kernel = row_kernel("rmsnorm/" + name + "_register", p.texel_rows, p.vector_width, suffix);
     return seq.dispatch({.kernel = kernel,
                          .bindings = std::move(bindings),
                          .push = push_bytes(gpu::RmsnormForwardPush{rd.rows, rd.dim, eps}),
@@ -51,7 +57,7 @@ Status forward_dispatch(Sequence& seq, const std::string& name, const std::strin
                          .bytes = row_tensors * n * es + uint64_t(groups) * rd.dim * es + 4ull * rd.rows});
   }
   const std::string kernel =
-      detail::register_kernel("rmsnorm/" + name + detail::reduction_variant(seq), p.vector_width, suffix);
+      row_kernel("rmsnorm/" + name + detail::reduction_variant(seq), p.texel_rows, p.vector_width, suffix);
   // The generic kernel reads each row twice.
   return seq.dispatch({.kernel = kernel,
                        .bindings = std::move(bindings),
@@ -116,14 +122,15 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_RETURN_IF_ERROR(detail::require_elements(*dgain, rd.dim, kRmsnormOp, "dgain"));
   }
   const uint64_t n = uint64_t(rd.rows) * rd.dim, es = dtype_size(x.dtype());
-  if (const auto reg = plan::rmsnorm_backward(plan::traits_of(seq), rd.rows, rd.dim)) {
+  const plan::DeviceTraits traits = plan::traits_of(seq);
+  if (const auto reg = plan::rmsnorm_backward(traits, rd.rows, rd.dim, es == 2)) {
     // rmsnorm_bwd_register: dx and each block's dgain sums in one pass, then the blocks' ordered sum.
     const Tensor* partial = dgain ? dgain : &dx;  // unused without dgain (DGAIN false)
     if (dgain && reg->blocks > 1) {
       RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(reg->blocks) * rd.dim, kRmsnormOp));
     }
     RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_register", reg->vector_width, suffix),
+        seq.dispatch({.kernel = row_kernel("rmsnorm/rmsnorm_bwd_register", reg->texel_rows, reg->vector_width, suffix),
                       .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx, partial},
                       .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, reg->rows_per_block}),
                       .groups = detail::grid_for(reg->blocks),
@@ -139,16 +146,17 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     return sum_gain_blocks(seq, *partial, *dgain, reg->blocks, rd.dim);
   }
   // dx: the forward's generic kernel's workgroup and loads (the same walk over each row, twice).
-  const plan::RmsnormPlan row_plan = plan::rmsnorm_forward(plan::traits_of(seq), rd.dim, rd.rows);
+  const plan::RmsnormPlan row_plan = plan::rmsnorm_forward(traits, rd.dim, rd.rows);
   const uint32_t wg = row_plan.workgroup, vector_width = row_plan.vector_width;
+  const bool texel_rows = plan::rmsnorm_texel_rows(traits, rd.dim, rd.rows, es == 2, 3);
   plan::RmsnormGainPlan gain_plan;
   if (dgain) {
     if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
-    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(plan::traits_of(seq), rd.rows, rd.dim / vector_width));
+    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(traits, rd.rows, rd.dim / vector_width));
   }
   RILL_RETURN_IF_ERROR(seq.dispatch(
-      {.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)),
-                                         vector_width, suffix),
+      {.kernel = row_kernel("rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)), texel_rows,
+                            vector_width, suffix),
        .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
        .push = push_bytes(gpu::RmsnormBackwardPush{rd.rows, rd.dim}),
        .groups = detail::grid_for(rd.rows),
@@ -163,7 +171,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kRmsnormOp));
   }
   RILL_RETURN_IF_ERROR(
-      seq.dispatch({.kernel = detail::register_kernel("rmsnorm/rmsnorm_bwd_gain", vector_width, suffix),
+      seq.dispatch({.kernel = row_kernel("rmsnorm/rmsnorm_bwd_gain", texel_rows, vector_width, suffix),
                     .bindings = {&x, &rstd, &dy, partial},
                     .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
                     .groups = {(rd.dim / vector_width + 63) / 64, blocks, 1},

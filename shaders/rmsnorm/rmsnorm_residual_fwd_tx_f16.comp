@@ -1,0 +1,8 @@
+// rmsnorm_residual_fwd_tx, f16 storage (CPU drivers: rows read as 4-element texels); the kernel is in rmsnorm_fwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RESIDUAL
+#define RILL_STORAGE_F16
+#define RILL_VECTOR_ROWS
+#define RILL_TEXEL_ROWS
+#include "rmsnorm_fwd.glsl"

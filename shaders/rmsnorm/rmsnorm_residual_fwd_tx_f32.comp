@@ -1,0 +1,7 @@
+// rmsnorm_residual_fwd_tx, f32 storage (CPU drivers: rows read as 4-element texels); the kernel is in rmsnorm_fwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RESIDUAL
+#define RILL_VECTOR_ROWS
+#define RILL_TEXEL_ROWS
+#include "rmsnorm_fwd.glsl"
