@@ -393,6 +393,15 @@ TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key g
   CHECK(p.dq_from_scores);
   CHECK(p.scores_width == 64);
   CHECK(p.scores_blocks == 64);
+  CHECK(p.scores_texels);  // dq = dS K reads dS as texels, with the rows
+  DeviceTraits five = lavapipe_like();
+  five.max_texel_bindings = 5;  // the rows' five views fit, dS's sixth does not
+  CHECK(block_attention_backward(five, heads).texel_rows);
+  CHECK_FALSE(block_attention_backward(five, heads).scores_texels);
+  DeviceTraits no_texels = lavapipe_like();
+  no_texels.forced = parse_overrides("block_texel=off").value();
+  CHECK(block_attention_backward(no_texels, heads).dq_from_scores);
+  CHECK_FALSE(block_attention_backward(no_texels, heads).scores_texels);
   // A block of 7 rows: one row group of 8 lanes, dS padded to 8 x 8.
   CHECK(
       block_attention_backward(lavapipe_like(), {.block = 7, .dk = 8, .dv = 8, .rows = 70, .heads = 1}).scores_width ==
@@ -409,6 +418,7 @@ TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key g
   DeviceTraits rows = lavapipe_like();
   rows.forced = parse_overrides("block_dq=rows").value();
   CHECK_FALSE(block_attention_backward(rows, heads).dq_from_scores);
+  CHECK_FALSE(block_attention_backward(rows, heads).scores_texels);
   CHECK_FALSE(parse_overrides("block_dq=keys").is_ok());
   CHECK_FALSE(block_attention_backward(h100_like(), heads).dq_from_scores);  // GPUs: the tiled kernel
 }

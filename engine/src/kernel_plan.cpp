@@ -386,7 +386,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
        bb.register_kernel
            ? std::string(bb.dq_from_scores ? "register kernel, key row groups writing dS, then dq = dS K from it, "
                                            : "register kernel, query then key row groups, ") +
-                 std::to_string(bb.rows_per_lane) + " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "")
+                 std::to_string(bb.rows_per_lane) + " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "") +
+                 (bb.scores_texels ? ", dS too" : "")
        : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
                         " per block for every gradient, tiles of " + std::to_string(bb.tile)
                   : "generic kernels, one invocation per query row, then per key row"});

@@ -282,6 +282,9 @@ struct BlockAttentionBackwardPlan {
   // a block's dS per head is scores_width x scores_width (its rows padded to whole row groups).
   bool dq_from_scores = false;
   uint32_t scores_blocks = 0, scores_width = 0;
+  // dq = dS K reads dS as 4-element texels too (`_tx_dq`; with texel_rows, where six texel
+  // bindings fit).
+  bool scores_texels = false;
 };
 BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const BlockAttentionShape& s);
 

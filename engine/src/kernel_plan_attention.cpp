@@ -110,6 +110,8 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
     if (p.dq_from_scores)
       p.scores_blocks =
           uint32_t(std::clamp<uint64_t>(kBlockScoresBytes / block_scores_bytes, 1, std::max<uint64_t>(blocks, 1)));
+    p.scores_texels =
+        p.dq_from_scores && p.texel_rows && d.max_texel_bindings >= 6 && kBlockScoresBytes / 16 <= d.max_texels;
     return p;
   }
   if (d.family != Family::kGpu || block > 64) return p;

@@ -37,8 +37,15 @@ layout(constant_id = 7) const uint KIND = 0;  // kBlockBackward*: what the dispa
 layout(local_size_x_id = 4) in;
 
 #include "block_attention_bwd_io.glsl"
-// dS of the dispatch's blocks, per block and head BP rows t of BP columns s.
+// dS of the dispatch's blocks, per block and head BP rows t of BP columns s. With
+// RILL_SCORES_TEXELS (the `_tx_dq` kernel, which runs only the dq = dS K dispatches) read as
+// 4-element texels: a group's four scores of a step are one texel (s0 - b0 and BP are multiples
+// of 4), one gather for every lane where a storage-buffer load is four loops over the lanes.
+#ifdef RILL_SCORES_TEXELS
+layout(binding = 10) uniform samplerBuffer scores;
+#else
 layout(std430, binding = 10) buffer Scores { float scores[]; };
+#endif
 
 const uint TR = SG * TQ;                     // rows per group (a multiple of 4)
 const uint GROUPS = (BLOCK + TR - 1) / TR;  // row groups per block
@@ -147,7 +154,9 @@ void key_rows(uint b0, uint b1, uint row0) {
       // Keys past the block's end hold zeros, which the dq groups' last step of 4 keys reads.
       [[unroll]] for (uint r = 0; r < TQ; ++r) {
         const uint s = row0 + r * SG + lane;  // in the block
+#ifndef RILL_SCORES_TEXELS
         scores[scores_base + (t - b0) * BP + s] = b0 + s < b1 ? ds_r[r] : 0.0;
+#endif
       }
     }
     if (KIND == kBlockBackwardDkDvScores && row0 == 0 && lane == 0) delta[lse_base + t] = d;
@@ -183,7 +192,11 @@ void dq_from_scores(uint b0, uint b1, uint row0) {
     vec4 dss[TQ];
     [[unroll]] for (uint u = 0; u < TQ; ++u) {
       const uint at = scores_base + min(row0 + u * SG + lane, b1 - b0 - 1) * BP + (s0 - b0);
+#ifdef RILL_SCORES_TEXELS
+      dss[u] = texelFetch(scores, int(at / 4));
+#else
       dss[u] = vec4(scores[at], scores[at + 1], scores[at + 2], scores[at + 3]);
+#endif
     }
     [[unroll]] for (uint i = 0; i < TR; ++i)
       [[unroll]] for (uint j = 0; j < 4; ++j) {

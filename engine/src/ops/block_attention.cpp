@@ -158,6 +158,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
         p.texel_rows ? "block_attention/block_attention_bwd_cpu_tx_" + suffix
                      : detail::register_kernel("block_attention/block_attention_bwd_cpu",
                                                plan::row_vector_width({dk, dv}), suffix);
+    const std::string dq_kernel = p.scores_texels ? "block_attention/block_attention_bwd_cpu_tx_dq_" + suffix : kernel;
     const uint32_t groups = (opt.block + p.subgroup * p.rows_per_lane - 1) / (p.subgroup * p.rows_per_lane);
     const uint32_t max_x = seq.device().caps.max_workgroup_count[0];
     // FMAs per pair of each kind: scores and dP (Dk + Dv), then dq (Dk), or dk and dv (Dk + Dv);
@@ -173,9 +174,10 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
       Push window_push = push;
       window_push.first_block = first_block;
       static constexpr const char* kPass[] = {" (delta, dq)", " (dk, dv)", " (dk, dv, dS)", " (dq = dS K)"};
-      const std::string label = kernel + kPass[kind];
+      const std::string& name = product ? dq_kernel : kernel;
+      const std::string label = name + kPass[kind];
       return seq.dispatch(
-          {.kernel = kernel,
+          {.kernel = name,
            .bindings = with,
            .push = push_bytes(window_push),
            .groups = {uint32_t(interleave ? count * groups : count), uint32_t(bh), interleave ? 1 : groups},
