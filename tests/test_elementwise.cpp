@@ -1,8 +1,11 @@
 // Elementwise ops against the references: add, mul, SiLU, GLU (forward and backward, backward
-// also against finite differences), embedding gather and its backward, softmax and cross-entropy.
+// also against finite differences), embedding gather and its backward, softmax and cross-entropy;
+// the language model's head merge, which shares their texel form.
+#include <array>
 #include <cstring>
 
 #include "elementwise.hpp"
+#include "lm/lm_kernels.hpp"
 #include "op_test.hpp"
 #include "rill/ops/elementwise.hpp"
 
@@ -28,11 +31,13 @@ uint32_t read_u32(rill::Context& ctx, const rill::Tensor& t) {
 
 }  // namespace
 
-GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[elementwise][gpu]") {
-  auto ctx = rill_test::make_context();
+namespace {
+
+// add, mul, SiLU and GLU on ctx over odd sizes and sizes of whole 4-element texels.
+void check_elementwise(rill::Context& ctx) {
   uint32_t seed = 1;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
-    for (int64_t n : {1, 7, 257, 1000}) {
+    for (int64_t n : {1, 7, 12, 257, 1000}) {
       INFO("n " << n << " f16 " << (dtype == DType::kF16));
       const auto a = rill_test::stored(rill_test::random_vector(size_t(n), ++seed, -4.0f, 4.0f), dtype);
       const auto b = rill_test::stored(rill_test::random_vector(size_t(n), ++seed, -4.0f, 4.0f), dtype);
@@ -68,6 +73,58 @@ GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[ele
       rill_test::require_close(rill_test::read(ctx, outs[5]), da, atol(dtype), rtol(dtype), "glu da");
       rill_test::require_close(rill_test::read(ctx, outs[6]), db, atol(dtype), rtol(dtype), "glu db");
       rill_test::require_close(rill_test::read(ctx, outs[7]), glu_id, atol(dtype), rtol(dtype), "glu identity");
+    }
+  }
+}
+
+// The kernel a GLU forward over n f32 elements dispatches on ctx.
+std::string glu_kernel(rill::Context& ctx, int64_t n) {
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {n}), out = rill_test::empty_tensor(ctx, DType::kF32, {n});
+  return rill_test::kernel_of(ctx, [&](rill::Sequence& seq) { return ops::glu_forward(seq, a, a, out); });
+}
+
+}  // namespace
+
+// CPU drivers take 4 elements per invocation, the inputs read as texels, where the count allows
+// (the `_tx` kernels); elementwise_texel=off keeps one element per invocation everywhere.
+GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[elementwise][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  rill::Context ctx = rill_test::make_context(options);
+  const bool cpu = ctx.kernel_variant("util/saxpy").value() == "cpu";
+  CHECK(glu_kernel(ctx, 1000) ==
+        (cpu && ctx.device().caps.texel_buffer_f32x4 ? "elementwise/glu_tx_f32" : "elementwise/glu_f32"));
+  CHECK(glu_kernel(ctx, 1001) == "elementwise/glu_f32");
+  check_elementwise(ctx);
+  options.kernel_plan = "elementwise_texel=off";
+  rill::Context plain = rill_test::make_context(options);
+  CHECK(glu_kernel(plain, 1000) == "elementwise/glu_f32");
+  check_elementwise(plain);
+}
+
+// out[l, h * D + d] = in[h, l, d], over head widths with and without whole texels, f32 and f16,
+// with the CPU drivers' texel form and without it.
+GPU_TEST_CASE("the language model's head merge matches plain loops", "[elementwise][gpu]") {
+  for (const char* plan : {"", "elementwise_texel=off"}) {
+    rill::ContextOptions options = rill_test::validated_options();
+    options.kernel_plan = plan;
+    rill::Context ctx = rill_test::make_context(options);
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
+      for (const auto [heads, len, dim] : {std::array<int64_t, 3>{3, 5, 8}, {1, 7, 4}, {4, 9, 3}, {2, 33, 12}}) {
+        INFO("plan '" << plan << "' heads " << heads << " len " << len << " dim " << dim << " f16 "
+                      << (dtype == DType::kF16));
+        const auto in = rill_test::stored(rill_test::random_vector(size_t(heads * len * dim), 31), dtype);
+        auto tin = rill_test::tensor_from(ctx, dtype, {heads, len, dim}, in);
+        auto tout = rill_test::empty_tensor(ctx, dtype, {len, heads * dim});
+        auto seq = ctx.sequence();
+        REQUIRE(rill::lm::detail::merge_heads(*seq, tin, tout).is_ok());
+        REQUIRE(seq->run().is_ok());
+        std::vector<float> want(in.size());
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t l = 0; l < len; ++l)
+            for (int64_t d = 0; d < dim; ++d)
+              want[size_t((l * heads + h) * dim + d)] = in[size_t((h * len + l) * dim + d)];
+        rill_test::require_close(rill_test::read(ctx, tout), want, 0.0, 0.0, "merged");
+      }
     }
   }
 }

@@ -386,6 +386,28 @@ TEST_CASE("kernel plan: the CPU RMSNorm kernels read whole 4-element rows as tex
   CHECK_FALSE(rmsnorm_forward(h100_like(), 8192, 64).texel_rows);
 }
 
+TEST_CASE("kernel plan: the CPU elementwise kernels take 4 elements per invocation as texels", "[plan]") {
+  const DeviceTraits d = lavapipe_like();
+  CHECK(elementwise_texels(d, 1000, false, 2));
+  CHECK(elementwise_texels(d, 1000, true, 3));
+  CHECK_FALSE(elementwise_texels(d, 1001, false, 2));  // not whole texels
+  CHECK_FALSE(elementwise_texels(d, 0, false, 2));
+  DeviceTraits no_f16 = d;
+  no_f16.texel_f16x4 = false;
+  CHECK_FALSE(elementwise_texels(no_f16, 1000, true, 2));
+  DeviceTraits small = d;
+  small.max_texels = 249;  // 1000 elements are 250 texels
+  CHECK_FALSE(elementwise_texels(small, 1000, false, 2));
+  DeviceTraits few = d;
+  few.max_texel_bindings = 2;
+  CHECK_FALSE(elementwise_texels(few, 1000, false, 3));
+  DeviceTraits off = d;
+  off.forced = parse_overrides("elementwise_texel=off").value();
+  CHECK_FALSE(elementwise_texels(off, 1000, false, 2));
+  CHECK_FALSE(parse_overrides("elementwise_texel=maybe").is_ok());
+  CHECK_FALSE(elementwise_texels(h100_like(), 1000, false, 2));  // GPUs: storage buffers
+}
+
 TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key groups' dS", "[plan]") {
   // 4 heads of 64 over 4K positions: 64 blocks whose dS (64 x 64 per head) fit the scratch at once.
   const BlockAttentionShape heads{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 4096, .heads = 4};

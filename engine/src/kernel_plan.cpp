@@ -91,6 +91,7 @@ bool tunable_key(std::string_view key) {
                              "block_texel",
                              "block_dq",
                              "rmsnorm_texel",
+                             "elementwise_texel",
                              "icl_layers",
                              "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch",
@@ -191,12 +192,13 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
-    if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel") {
+    if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel" || key == "elementwise_texel") {
       if (value != "on" && value != "off")
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use on or off");
-      (key == "matmul_texel"  ? out.matmul_texel
-       : key == "block_texel" ? out.block_texel
-                              : out.rmsnorm_texel) = value == "on";
+      (key == "matmul_texel"    ? out.matmul_texel
+       : key == "block_texel"   ? out.block_texel
+       : key == "rmsnorm_texel" ? out.rmsnorm_texel
+                                : out.elementwise_texel) = value == "on";
       continue;
     }
     if (key == "block_dq") {
@@ -288,7 +290,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_dq, block_keys, block_texel, block_tile, icl_layers, icl_layers_per_dispatch, "
+          "' (known: block_dq, block_keys, block_texel, block_tile, elementwise_texel, icl_layers, "
+          "icl_layers_per_dispatch, "
           "icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
           "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_weights, matmul_coop, "

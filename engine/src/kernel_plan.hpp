@@ -51,6 +51,7 @@ struct PlanOverrides {
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
   std::optional<bool> rmsnorm_texel;           // "rmsnorm_texel=off": the CPU RMSNorm kernels' rows as texels
+  std::optional<bool> elementwise_texel;       // "elementwise_texel=off": the CPU elementwise kernels' texels
   std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
@@ -149,6 +150,11 @@ struct RmsnormPlan {
   // texels (the `_tx` variants, vector_rows.glsl). Needs `rows`.
   bool texel_rows = false;
 };
+// Whether the CPU-driver elementwise kernels (add, mul, SiLU, GLU and their backward) take 4
+// adjacent elements per invocation, `inputs` tensors of n elements read as 4-element texels (the
+// `_tx` variants): n a multiple of 4, where the device backs texels of the storage type.
+bool elementwise_texels(const DeviceTraits& d, uint64_t n, bool f16, uint32_t inputs);
+
 // Whether the CPU-driver RMSNorm kernels read rows of `dim` as texels: whole texels, through
 // `bindings` texel views of at most max_texels each, where the device backs texels of the storage
 // type (and the subgroup reductions the `_tx` variants use).

@@ -1,4 +1,5 @@
-// Kernel plans of the row reductions: RMSNorm forward and backward (kernel_plan.hpp).
+// Kernel plans of the row reductions (RMSNorm forward and backward) and of the elementwise kernels
+// (kernel_plan.hpp).
 #include <algorithm>
 
 #include "kernel_plan.hpp"
@@ -51,6 +52,11 @@ bool rmsnorm_texel_rows(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool
   return d.forced.rmsnorm_texel.value_or(true) && d.family == Family::kCpu && d.subgroup_arithmetic && dim % 4 == 0 &&
          rows > 0 && (f16 ? d.texel_f16x4 : d.texel_f32x4) && uint64_t(rows) * dim / 4 <= d.max_texels &&
          d.max_texel_bindings >= bindings;
+}
+
+bool elementwise_texels(const DeviceTraits& d, uint64_t n, bool f16, uint32_t inputs) {
+  return d.forced.elementwise_texel.value_or(true) && d.family == Family::kCpu && n > 0 && n % 4 == 0 &&
+         (f16 ? d.texel_f16x4 : d.texel_f32x4) && n / 4 <= d.max_texels && d.max_texel_bindings >= inputs;
 }
 
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool f16, bool residual) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/spec_name.hpp"
@@ -38,10 +39,13 @@ Status merge_heads(Sequence& seq, const Tensor& in, const Tensor& out) {
     return invalid_argument("merge_heads: out " + out.describe() + " must be [L, H * D] for in " + in.describe());
   const uint64_t n = in.element_count();
   const uint32_t wg = ops::detail::elementwise_workgroup(seq);
-  return seq.dispatch({.kernel = "lm/merge_heads_" + suffix,
+  // CPU drivers: 4 elements of a head's row per invocation, read as a texel.
+  const bool texels =
+      d.cols % 4 == 0 && ops::plan::elementwise_texels(ops::plan::traits_of(seq), n, in.dtype() == DType::kF16, 1);
+  return seq.dispatch({.kernel = (texels ? "lm/merge_heads_tx_" : "lm/merge_heads_") + suffix,
                        .bindings = {&in, &out},
                        .push = push_bytes(gpu::HeadsPush{d.batches, d.rows, d.cols}),
-                       .groups = ops::detail::groups_for(n, wg),
+                       .groups = ops::detail::groups_for(texels ? n / 4 : n, wg),
                        .spec = {gpu::spec("WG_SIZE", wg)},
                        .bytes = 2 * in.size_bytes()});
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/spec_name.hpp"
@@ -21,17 +22,20 @@ Result<uint32_t> count_of(const Tensor& t, const char* op) {
   return uint32_t(t.element_count());
 }
 
+// `inputs`: how many of `same`, first, the kernel reads (the rest it writes).
 Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std::vector<const Tensor*> same,
-                   std::vector<SpecValue> spec, uint64_t flops_per_element) {
+                   uint32_t inputs, std::vector<SpecValue> spec, uint64_t flops_per_element) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(*same[0], op));
   for (size_t i = 1; i < same.size(); ++i) RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
   RILL_ASSIGN_OR_RETURN(uint32_t n, count_of(*same[0], op));
   const uint32_t wg = detail::elementwise_workgroup(seq);
   spec.insert(spec.begin(), gpu::spec("WG_SIZE", wg));
-  return seq.dispatch({.kernel = kernel + "_" + suffix,
+  // CPU drivers: 4 elements per invocation, the inputs read as texels (elementwise_texels.glsl).
+  const bool texels = plan::elementwise_texels(plan::traits_of(seq), n, same[0]->dtype() == DType::kF16, inputs);
+  return seq.dispatch({.kernel = kernel + (texels ? "_tx_" : "_") + suffix,
                        .bindings = std::vector<const Tensor*>(same.begin(), same.end()),
                        .push = push_bytes(gpu::CountPush{n}),
-                       .groups = detail::groups_for(n, wg),
+                       .groups = detail::groups_for(texels ? n / 4 : n, wg),
                        .spec = std::move(spec),
                        .flops = flops_per_element * n,
                        .bytes = uint64_t(n) * dtype_size(same[0]->dtype()) * same.size()});
@@ -40,24 +44,25 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
 }  // namespace
 
 Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, {gpu::spec("OP", gpu::kBinaryAdd)}, 1);
+  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryAdd)}, 1);
 }
 Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
+  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
 }
 Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
   // The dy binding is unused forward: x stands in.
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, {gpu::spec("BACKWARD", 0)}, 4);
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, 2, {gpu::spec("BACKWARD", 0)}, 4);
 }
 Status silu_backward(Sequence& seq, const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, {gpu::spec("BACKWARD", 1)}, 8);
+  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, 2, {gpu::spec("BACKWARD", 1)}, 8);
 }
 Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, {gpu::spec("ACT", uint32_t(act))}, 5);
+  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, 2, {gpu::spec("ACT", uint32_t(act))}, 5);
 }
 Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
                     const Tensor& db, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, {gpu::spec("ACT", uint32_t(act))}, 10);
+  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, 3, {gpu::spec("ACT", uint32_t(act))},
+                     10);
 }
 
 namespace {
