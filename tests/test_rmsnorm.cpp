@@ -211,14 +211,9 @@ std::string rmsnorm_kernel(rill::Context& ctx, int64_t rows, int64_t dim, bool b
   });
 }
 
-}  // namespace
-
-// The CPU drivers read rows of whole texels as texels (the `_tx` kernels, which the cases above
-// run where the device backs them); here the storage-buffer rows devices without them take.
-GPU_TEST_CASE("rmsnorm with the cpu kernels' storage-buffer rows", "[rmsnorm][gpu]") {
-  rill::ContextOptions options = rill_test::validated_options();
-  options.kernel_variant = "cpu";
-  rill::Context texels = rill_test::make_context(options);
+// The kernels a device with subgroup arithmetic dispatches: texel rows where it backs them
+// (`texels`), storage-buffer rows under rmsnorm_texel=off (`plain`) and for rows of part texels.
+void check_kernel_names(rill::Context& texels, rill::Context& plain) {
   const bool backed = texels.device().caps.texel_buffer_f32x4;
   CHECK(rmsnorm_kernel(texels, 5, 12, false) ==
         (backed ? "rmsnorm/rmsnorm_fwd_register_tx_f32" : "rmsnorm/rmsnorm_fwd_register_vec4_f32"));
@@ -229,10 +224,27 @@ GPU_TEST_CASE("rmsnorm with the cpu kernels' storage-buffer rows", "[rmsnorm][gp
   CHECK(rmsnorm_kernel(texels, 2, 8192, true) ==
         (backed ? "rmsnorm/rmsnorm_bwd_tx_f32" : "rmsnorm/rmsnorm_bwd_vec4_f32"));
   CHECK(rmsnorm_kernel(texels, 5, 13, false) == "rmsnorm/rmsnorm_fwd_register_f32");  // not whole texels
-  options.kernel_plan = "rmsnorm_texel=off";
-  rill::Context plain = rill_test::make_context(options);
   CHECK(rmsnorm_kernel(plain, 5, 12, false) == "rmsnorm/rmsnorm_fwd_register_vec4_f32");
   CHECK(rmsnorm_kernel(plain, 2, 8192, true) == "rmsnorm/rmsnorm_bwd_vec4_f32");
+}
+
+}  // namespace
+
+// The CPU drivers read rows of whole texels as texels (the `_tx` kernels, which the cases above
+// run where the device backs them); here the storage-buffer rows devices without them take.
+GPU_TEST_CASE("rmsnorm with the cpu kernels' storage-buffer rows", "[rmsnorm][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context texels = rill_test::make_context(options);
+  options.kernel_plan = "rmsnorm_texel=off";
+  rill::Context plain = rill_test::make_context(options);
+  if (!texels.device().caps.subgroup_arithmetic) {
+    // The `_nosubgroup` kernels (shared-memory sums), which have no texel form.
+    CHECK(rmsnorm_kernel(texels, 5, 12, false) == "rmsnorm/rmsnorm_fwd_nosubgroup_vec4_f32");
+    CHECK(rmsnorm_kernel(texels, 2, 8192, true) == "rmsnorm/rmsnorm_bwd_nosubgroup_vec4_f32");
+  } else {
+    check_kernel_names(texels, plain);
+  }
   check_forward("cpu", storage_buffer_shapes(), "rmsnorm_texel=off");
   check_backward("cpu", storage_buffer_shapes(), "rmsnorm_texel=off");
 }
