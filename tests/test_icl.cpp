@@ -351,10 +351,12 @@ GPU_TEST_CASE("icl: evaluation compares the model with ridge baselines", "[icl]"
 
 GPU_TEST_CASE("icl: evaluation in chunks scores the same tasks as one batch", "[icl]") {
   auto ctx = rill_test::make_context();
-  TrainConfig c = small_config(3, 6, 1, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
+  TrainConfig c = small_config(3, 6, 2, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
   auto trainer = must(Trainer::create(ctx, c));
   // 8192 tasks per chunk: two chunks, the second partly filled. The same tasks drawn as one set
   // and run as one batch give the same predictions, so every mean agrees to rounding of the sums.
+  // The evaluation's forward keeps no layer matrices, run_on's does (it has a backward pass): both
+  // layers, the top one and the one below, compute the same either way.
   const int tasks = 8192 + 301;
   const rill::icl::EvalOptions o{.tasks = tasks, .seed = 77, .sigma = 0.5f, .tune_tunedrr = false};
   const auto chunked = must(trainer.evaluate(o));
@@ -364,6 +366,24 @@ GPU_TEST_CASE("icl: evaluation in chunks scores the same tasks as one batch", "[
   CHECK(chunked.ridge_oracle == Approx(whole.ridge_oracle).epsilon(1e-12));
   CHECK(chunked.least_squares == Approx(whole.least_squares).epsilon(1e-12));
   CHECK(chunked.adarr == Approx(whole.adarr).epsilon(1e-12));
+}
+
+GPU_TEST_CASE("icl: a workspace made for evaluation keeps no layer matrices and refuses a backward pass", "[icl]") {
+  using namespace rill::icl::detail;
+  auto ctx = rill_test::make_context();
+  const TrainConfig c = small_config(3, 6, 2, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
+  const Shape shape = Shape::of(c);
+  const Recorder rec(c, shape);
+  const ModelState m = must(ModelState::create(ctx, shape, {&c, 1}));
+  const Workspace training = must(Workspace::create(ctx, shape, 37));
+  const Workspace evaluation = must(Workspace::create(ctx, shape, 37, 1, /*backward=*/false));
+  CHECK(training.mats.element_count() == uint64_t(shape.layers) * 2 * shape.width * shape.width * training.batch);
+  CHECK(evaluation.mats.element_count() == 1);
+  auto seq = ctx.sequence().value();
+  CHECK(rec.forward(seq, evaluation, m).is_ok());
+  const rill::Status refused = rec.backward(seq, evaluation, m);
+  CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(refused.message().find("without room") != std::string::npos);
 }
 
 GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {

@@ -1,7 +1,7 @@
 // Forward of LAYERS layers from p.layer for every task of the batch, one task per
 // invocation; per layer: A = sum_{j<n} e_j e_j^T over the context tokens, B = s * sum_h P_h A Q_h,
-// e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and its A and B
-// are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
+// e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and (SAVE_MATS)
+// its A and B are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
 // The model's top layer (query: QUERY_TOP in icl_model.glsl) computes only what the loss reads, B's
 // last row and the query's label slot; its other outputs are left unwritten and B's other rows
 // stored as zero.
@@ -63,9 +63,11 @@ void forward_layer(uint t, uint layer, bool carry, const bool query, inout float
     }
   }
 
-  UNROLL for (uint e = 0u; e < MAT; ++e) {
-    mats[mats_base + e * p.batch] = a_mat[e];
-    mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
+  if (SAVE_MATS) {
+    UNROLL for (uint e = 0u; e < MAT; ++e) {
+      mats[mats_base + e * p.batch] = a_mat[e];
+      mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
+    }
   }
   // A token's output reads only that token: a token at a time, through a row of D1, into x when
   // another layer follows in this dispatch.

@@ -80,9 +80,11 @@ void main() {
       s_y[x0 + e] = sum;
     }
     barrier();  // outputs complete -> stored, and the next layer's input
-    const uint mats_base = layer * 2u * MAT * p.batch;
-    ICL_WG_STORE(mats, s_a, mats_base, MAT)
-    ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)
+    if (SAVE_MATS) {
+      const uint mats_base = layer * 2u * MAT * p.batch;
+      ICL_WG_STORE(mats, s_a, mats_base, MAT)
+      ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)
+    }
     if (query) {  // only the label slot of each task's query was computed
       const uint k = gl_LocalInvocationIndex, t = g_first_slot + k;
       if (k < TASKS && icl_slot_active(t))

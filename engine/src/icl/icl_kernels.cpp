@@ -32,7 +32,8 @@ uint64_t task_stride(uint32_t model_tasks, uint32_t models) {
 
 }  // namespace
 
-Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model_tasks, uint32_t models) {
+Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model_tasks, uint32_t models,
+                                    bool backward) {
   const uint64_t stride = task_stride(model_tasks, models);
   if (models == 0 || model_tasks == 0 || models * stride >= (uint64_t(1) << 32))
     return invalid_argument("icl: " + std::to_string(models) + " models of " + std::to_string(model_tasks) +
@@ -42,6 +43,7 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
   ws.model_tasks = model_tasks;
   ws.model_stride = uint32_t(stride);
   ws.batch = uint32_t(models * stride);
+  ws.backward = backward;
   const int64_t b = ws.batch, mat = int64_t(s.width) * s.width;
   auto make = [&](Tensor& t, int64_t elements, const char* name) -> Status {
     RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
@@ -50,7 +52,7 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
   RILL_RETURN_IF_ERROR(make(ws.acts, int64_t(s.layers + 1) * s.token_elems * b, "acts"));
   RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
   RILL_RETURN_IF_ERROR(make(ws.sigmas, b, "sigmas"));
-  RILL_RETURN_IF_ERROR(make(ws.mats, int64_t(s.layers) * 2 * mat * b, "mats"));
+  RILL_RETURN_IF_ERROR(make(ws.mats, backward ? int64_t(s.layers) * 2 * mat * b : 1, "mats"));
   RILL_RETURN_IF_ERROR(make(ws.grad_a, int64_t(s.token_elems) * b, "grad_a"));
   RILL_RETURN_IF_ERROR(make(ws.grad_b, int64_t(s.token_elems) * b, "grad_b"));
   RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
@@ -168,6 +170,12 @@ std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers,
   return spec;
 }
 
+// A forward kernel's specialization: whether it keeps A and B for a backward pass (SAVE_MATS).
+std::vector<SpecValue> with_mats(std::vector<SpecValue> spec, bool save) {
+  spec.push_back(gpu::spec("SAVE_MATS", save));
+  return spec;
+}
+
 }  // namespace
 
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
@@ -227,10 +235,11 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
                                                            layer_scale(config_), 0, 0.0f}),
                       .groups = launch.groups,
-                      .spec = with_layers(launch.spec, count, query_top),
+                      .spec = with_mats(with_layers(launch.spec, count, query_top), ws.backward),
                       .label = "icl.layer_fwd",
                       .flops = flops,
-                      .bytes = uint64_t(ws.batch) * ((count + 1) * shape_.token_elems + 2 * count * w * w) * 4}));
+                      .bytes = uint64_t(ws.batch) *
+                               ((count + 1) * shape_.token_elems + (ws.backward ? 2 * count * w * w : 0)) * 4}));
   }
   return Status::ok();
 }
@@ -247,6 +256,7 @@ Status Recorder::loss(Sequence& seq, const Workspace& ws) const {
 }
 
 Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& m) const {
+  if (!ws.backward) return failed_precondition("icl: a backward pass on a workspace made without room for one");
   RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, true));
   const uint64_t w = shape_.width;
   // The first dispatch, which holds the top layer, computes each task's loss and the gradient that

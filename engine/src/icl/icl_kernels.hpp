@@ -24,11 +24,15 @@ float loss_factor(const TrainConfig& c);
 // Per-batch activations, gradients and scratch (element-major, task-minor: see icl_model.glsl)
 // for `models` models of `model_tasks` tasks each, model m's tasks from slot m * model_stride on
 // (the stride rounded up to whole workgroups when there are several models: contract/icl.glsl).
+// `backward`: room for each layer's A and B, which the forward keeps for a backward pass; without
+// (an evaluation) the forward leaves them out (SAVE_MATS in icl_model.glsl) and mats is one element.
 struct Workspace {
   uint32_t batch = 0;  // task slots in all: models * model_stride
   uint32_t models = 1, model_tasks = 0, model_stride = 0;
+  bool backward = true;
   Tensor acts, targets, sigmas, mats, grad_a, grad_b, partials, task_loss, preds, reduced;
-  static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t model_tasks, uint32_t models = 1);
+  static Result<Workspace> create(Context& ctx, const Shape& shape, uint32_t model_tasks, uint32_t models = 1,
+                                  bool backward = true);
 };
 
 // A task set in device memory, trained on instead of sampled tasks (icl_gather).

@@ -155,7 +155,7 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
     return invalid_argument("icl evaluate: sigma must be finite and >= 0");
   const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, chunk));
+  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, im.shape, chunk, 1, /*backward=*/false));
   RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, options.seed, options.sigma)));
   EvalReport sums;
   for (uint32_t first = 0; first < tasks; first += chunk) {
