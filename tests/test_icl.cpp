@@ -179,12 +179,13 @@ GPU_TEST_CASE(
     "[icl][sweep]") {
   // The baseline: a task per invocation, one layer per dispatch, the top layer computed whole.
   auto baseline = rill_test::validated_options();
-  baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1,icl_top_layer=full";
+  baseline.kernel_plan = "icl_layers=per-task,icl_layers_per_dispatch=1,icl_top_layer=full,icl_texel=off";
   auto ctx_base = rill_test::make_context(baseline);
   // Workgroups of one task and of several (odd batches leave some slots of the last workgroup
   // idle; 4 x 32 invocations fit every limit profile, and the plan's own choice is 8 tasks where
   // they fit), one layer per dispatch and several (3 layers in dispatches of 2 + 1 hand the
-  // gradient over between dispatches), and the per-task kernels with fused layers. All but the
+  // gradient over between dispatches), and the per-task kernels with fused layers, reading as
+  // texels where the device backs them (CPU drivers, or forced on) and from storage buffers. All but the
   // last compute only what the loss reads of the top layer (icl_layer_fwd.glsl), which must give the
   // same losses, gradients and predictions as the whole layer.
   const char* variants[] = {
@@ -195,6 +196,8 @@ GPU_TEST_CASE(
       "icl_layers=per-workgroup",
       "icl_layers=per-task,icl_layers_per_dispatch=2",
       "icl_layers=per-task,icl_layers_per_dispatch=3",
+      "icl_layers=per-task,icl_layers_per_dispatch=1,icl_texel=off",
+      "icl_layers=per-task,icl_layers_per_dispatch=3,icl_texel=off",
       "icl_layers=per-workgroup,icl_top_layer=full",
   };
   for (const char* variant : variants) {
@@ -377,8 +380,9 @@ GPU_TEST_CASE("icl: a workspace made for evaluation keeps no layer matrices and 
   const ModelState m = must(ModelState::create(ctx, shape, {&c, 1}));
   const Workspace training = must(Workspace::create(ctx, shape, 37));
   const Workspace evaluation = must(Workspace::create(ctx, shape, 37, 1, /*backward=*/false));
+  // Whole 4-element texels (37 tasks: 37 x 2 x 16 x 2 = 2368 elements).
   CHECK(training.mats.element_count() == uint64_t(shape.layers) * 2 * shape.width * shape.width * training.batch);
-  CHECK(evaluation.mats.element_count() == 1);
+  CHECK(evaluation.mats.element_count() == 4);
   auto seq = ctx.sequence().value();
   CHECK(rec.forward(seq, evaluation, m).is_ok());
   const rill::Status refused = rec.backward(seq, evaluation, m);

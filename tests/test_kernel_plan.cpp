@@ -612,6 +612,19 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK_FALSE(icl_layers(whole_top, vladymyrov).value().query_top_layer);
   CHECK(parse_overrides("icl_top_layer=query").value().icl_query_top_layer == true);
   CHECK_FALSE(parse_overrides("icl_top_layer=half").is_ok());
+  // The per-task backward reads as texels on CPU drivers that back 4 x f32 views of its arrays, not
+  // on GPUs, not when forced off, not when the tokens of every layer exceed a view.
+  const IclLayersShape batch{.width = 11, .tokens = 21, .tasks = 2048, .layers = 3};
+  CHECK(icl_layers(lavapipe_like(), batch).value().texel_reads);
+  CHECK_FALSE(icl_layers(h100_like(), batch).value().texel_reads);
+  DeviceTraits no_texels = lavapipe_like();
+  no_texels.forced = parse_overrides("icl_texel=off").value();
+  CHECK_FALSE(icl_layers(no_texels, batch).value().texel_reads);
+  DeviceTraits small_views = lavapipe_like();
+  small_views.max_texels = 4 * 21 * 11 * 2048 / 4 - 1;  // one texel short of the 4 layers' tokens
+  CHECK_FALSE(icl_layers(small_views, batch).value().texel_reads);
+  small_views.max_texels += 1;
+  CHECK(icl_layers(small_views, batch).value().texel_reads);
   CHECK(parse_overrides("icl_tasks_per_workgroup=16").value().icl_tasks_per_workgroup == 16u);
   CHECK(parse_overrides("icl_layers_per_dispatch=2").value().icl_layers_per_dispatch == 2u);
   for (const char* bad : {"icl_tasks_per_workgroup=3", "icl_tasks_per_workgroup=128", "icl_tasks_per_workgroup=0",

@@ -92,6 +92,7 @@ bool tunable_key(std::string_view key) {
                              "block_dq",
                              "rmsnorm_texel",
                              "elementwise_texel",
+                             "icl_texel",
                              "icl_layers",
                              "icl_tasks_per_workgroup",
                              "icl_layers_per_dispatch",
@@ -192,12 +193,14 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       out.lm_decode_fused = value == "fused";
       continue;
     }
-    if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel" || key == "elementwise_texel") {
+    if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel" || key == "elementwise_texel" ||
+        key == "icl_texel") {
       if (value != "on" && value != "off")
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use on or off");
       (key == "matmul_texel"    ? out.matmul_texel
        : key == "block_texel"   ? out.block_texel
        : key == "rmsnorm_texel" ? out.rmsnorm_texel
+       : key == "icl_texel"     ? out.icl_texel
                                 : out.elementwise_texel) = value == "on";
       continue;
     }
@@ -290,7 +293,7 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     if (key != "linear_attention")
       return invalid_argument(
           "kernel plan: unknown key '" + std::string(key) +
-          "' (known: block_dq, block_keys, block_texel, block_tile, elementwise_texel, icl_layers, "
+          "' (known: block_dq, block_keys, block_texel, block_tile, elementwise_texel, icl_layers, icl_texel, "
           "icl_layers_per_dispatch, "
           "icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
@@ -415,12 +418,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     }
   }
   // Vladymyrov et al.'s FULL model: 3 layers of 242 parameters, about 14,800 loop iterations per layer.
-  if (auto icl =
-          icl_layers(d, {.width = 11, .tokens = 21, .layers = 3, .layer_params = 242, .layer_iterations = 14800});
+  if (auto icl = icl_layers(
+          d, {.width = 11, .tokens = 21, .tasks = 2048, .layers = 3, .layer_params = 242, .layer_iterations = 14800});
       icl.is_ok()) {
     const std::string layers =
         ", " + std::to_string(icl->layers_per_dispatch) + " of 3 layers per dispatch" +
-        (icl->query_top_layer ? ", the top layer only what the loss reads" : ", the top layer whole");
+        (icl->query_top_layer ? ", the top layer only what the loss reads" : ", the top layer whole") +
+        (icl->texel_reads ? ", the backward's reads as texels" : "");
     out.push_back({"icl layers", "d 10, n 20, L 3 (Vladymyrov et al.)",
                    icl->workgroup_per_task ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
                                                  std::to_string(icl->workgroup) + " (tasks x invocations)" + layers +

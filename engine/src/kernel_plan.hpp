@@ -52,6 +52,7 @@ struct PlanOverrides {
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
   std::optional<bool> rmsnorm_texel;           // "rmsnorm_texel=off": the CPU RMSNorm kernels' rows as texels
   std::optional<bool> elementwise_texel;       // "elementwise_texel=off": the CPU elementwise kernels' texels
+  std::optional<bool> icl_texel;               // "icl_texel=off": the ICL backward's storage-buffer reads
   std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>
@@ -389,6 +390,9 @@ struct IclLayersPlan {
   // The top layer computes only what the loss reads (the query's prediction and its gradient;
   // icl_layer_fwd.glsl); false (forced, "icl_top_layer=full") computes it whole, as the layers below.
   bool query_top_layer = true;
+  // The per-task backward reads the tokens, A and B and the output gradient as texels (`_tx`
+  // kernels): CPU drivers, where the device backs 4 x f32 texel views of the workspace's arrays.
+  bool texel_reads = false;
   std::string reason;  // why this variant
 };
 // InvalidArgument when the workgroup-per-task kernels are forced and do not fit.

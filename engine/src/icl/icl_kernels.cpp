@@ -49,12 +49,15 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
     RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
     return Status::ok();
   };
-  RILL_RETURN_IF_ERROR(make(ws.acts, int64_t(s.layers + 1) * s.token_elems * b, "acts"));
+  // What the backward reads, in whole 4-element texels so that it may read them as texel views
+  // (plan::IclLayersPlan::texel_reads); the last texel's spare elements are never read.
+  auto texels = [](int64_t elements) { return (elements + 3) / 4 * 4; };
+  RILL_RETURN_IF_ERROR(make(ws.acts, texels(int64_t(s.layers + 1) * s.token_elems * b), "acts"));
   RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
   RILL_RETURN_IF_ERROR(make(ws.sigmas, b, "sigmas"));
-  RILL_RETURN_IF_ERROR(make(ws.mats, backward ? int64_t(s.layers) * 2 * mat * b : 1, "mats"));
-  RILL_RETURN_IF_ERROR(make(ws.grad_a, int64_t(s.token_elems) * b, "grad_a"));
-  RILL_RETURN_IF_ERROR(make(ws.grad_b, int64_t(s.token_elems) * b, "grad_b"));
+  RILL_RETURN_IF_ERROR(make(ws.mats, texels(backward ? int64_t(s.layers) * 2 * mat * b : 1), "mats"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_a, texels(int64_t(s.token_elems) * b), "grad_a"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_b, texels(int64_t(s.token_elems) * b), "grad_b"));
   RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
   RILL_RETURN_IF_ERROR(make(ws.task_loss, b, "task_loss"));
   RILL_RETURN_IF_ERROR(make(ws.preds, b, "preds"));
@@ -199,7 +202,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
     l.spec = model_spec(seq, plan.workgroup * tasks);
     l.spec.push_back(gpu::spec("TASKS", tasks));
   } else {
-    l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "");
+    l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "") + (backward && plan.texel_reads ? "_tx" : "");
     l.groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
     l.spec = model_spec(seq, kTaskWorkgroup);
   }

@@ -101,7 +101,7 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, tasks));
   RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, tasks));
   // The layer-0 slice of acts holds the inputs, element-major and task-minor.
-  std::vector<float> acts(size_t(s.layers + 1) * s.token_elems * tasks, 0.0f);
+  std::vector<float> acts(ws.acts.element_count(), 0.0f);
   for (uint32_t t = 0; t < tasks; ++t)
     for (uint32_t e = 0; e < s.token_elems; ++e)
       acts[size_t(e) * tasks + t] = set.tokens[size_t(t) * s.token_elems + e];
