@@ -53,8 +53,7 @@ namespace {
 bool block_texel_rows(const DeviceTraits& d, const BlockAttentionShape& s, uint32_t bindings) {
   const uint64_t widest = std::max(s.dk, s.dv);
   return d.forced.block_texel.value_or(true) && s.dk % 4 == 0 && s.dv % 4 == 0 &&
-         (s.f16 ? d.texel_f16x4 : d.texel_f32x4) && s.rows * widest / 4 <= d.max_texels &&
-         d.max_texel_bindings >= bindings;
+         texel_views_fit(d, s.f16, s.rows * widest / 4, bindings);
 }
 
 }  // namespace

@@ -46,9 +46,8 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
     // fits: each lane reads 4 adjacent elements at once (lavapipe gathers them; a storage-buffer
     // load loops over the lanes per element).
     const uint64_t most_elements = std::max(s.m * s.k, s.k * s.n) * s.batches;
-    p.texel_rows = d.forced.matmul_texel.value_or(true) && s.rows_vectorizable &&
-                   (s.f16 ? d.texel_f16x4 : d.texel_f32x4) && s.k % (4 * sg) == 0 && p.tn % 4 == 0 && s.n % p.tn == 0 &&
-                   most_elements / 4 <= d.max_texels && d.max_texel_bindings >= 2;
+    p.texel_rows = d.forced.matmul_texel.value_or(true) && s.rows_vectorizable && s.k % (4 * sg) == 0 &&
+                   p.tn % 4 == 0 && s.n % p.tn == 0 && texel_views_fit(d, s.f16, most_elements / 4, 2);
   } else if (d.max_invocations < p.wg_x * p.wg_y) {
     // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
     // 128 invocations per workgroup (the vulkan11-minimum profile).

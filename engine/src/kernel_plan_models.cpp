@@ -52,8 +52,7 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   };
   // CPU drivers: dense f32 weights through texel views (vk/texel_views.hpp), where the device backs
   // them, every matrix fits one view and the widths divide into whole texels.
-  const bool texels_fit =
-      s.dense_f32 && d.texel_f32x4 && divides(4) && s.largest_weight / 4 <= d.max_texels && d.max_texel_bindings >= 5;
+  const bool texels_fit = s.dense_f32 && divides(4) && texel_views_fit(d, false, s.largest_weight / 4, 5);
   if (d.forced.lm_decode_texel.value_or(false) && !texels_fit)
     return per_op("the forced texel weights need dense f32 weights, widths in whole texels and views that hold them");
   p.texel_weights = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && texels_fit;
@@ -218,7 +217,7 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
   // Vladymyrov setting (tools/rill/bench-icl-lavapipe/README.md).
   const uint64_t largest = std::max(uint64_t(s.layers + 1) * token_elems, uint64_t(s.layers) * 2 * mat) * s.tasks;
   p.texel_reads = d.forced.icl_texel.value_or(true) && !p.workgroup_per_task && d.family == Family::kCpu &&
-                  d.texel_f32x4 && d.max_texel_bindings >= 3 && s.tasks > 0 && (largest + 3) / 4 <= d.max_texels;
+                  s.tasks > 0 && texel_views_fit(d, false, ceil_div(largest, 4), 3);
   return p;
 }
 

@@ -50,13 +50,12 @@ uint32_t generic_row_workgroup(const DeviceTraits& d, uint32_t dim, uint32_t vec
 // load is a loop over the lanes: forward 1.2-2.3x at the benchmarked shapes.
 bool rmsnorm_texel_rows(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool f16, uint32_t bindings) {
   return d.forced.rmsnorm_texel.value_or(true) && d.family == Family::kCpu && d.subgroup_arithmetic && dim % 4 == 0 &&
-         rows > 0 && (f16 ? d.texel_f16x4 : d.texel_f32x4) && uint64_t(rows) * dim / 4 <= d.max_texels &&
-         d.max_texel_bindings >= bindings;
+         rows > 0 && texel_views_fit(d, f16, uint64_t(rows) * dim / 4, bindings);
 }
 
 bool elementwise_texels(const DeviceTraits& d, uint64_t n, bool f16, uint32_t inputs) {
   return d.forced.elementwise_texel.value_or(true) && d.family == Family::kCpu && n > 0 && n % 4 == 0 &&
-         (f16 ? d.texel_f16x4 : d.texel_f32x4) && n / 4 <= d.max_texels && d.max_texel_bindings >= inputs;
+         texel_views_fit(d, f16, n / 4, inputs);
 }
 
 RmsnormPlan rmsnorm_forward(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool f16, bool residual) {

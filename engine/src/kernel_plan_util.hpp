@@ -18,6 +18,12 @@ inline bool register_kernels_fit(const DeviceTraits& d) {
   return d.family == Family::kCpu && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
 }
 
+// Whether the device backs 4-element texels of the storage type (f16 or f32) in `bindings` views
+// of up to `texels` texels each (vk/texel_views.hpp): the CPU-driver kernels' texel reads.
+inline bool texel_views_fit(const DeviceTraits& d, bool f16, uint64_t texels, uint32_t bindings) {
+  return (f16 ? d.texel_f16x4 : d.texel_f32x4) && texels <= d.max_texels && d.max_texel_bindings >= bindings;
+}
+
 // The traits with the tuned choices as the forced ones and no tuning left (empty without tuning):
 // a plan tries them first and keeps the result where it fits.
 inline std::optional<DeviceTraits> tuned_traits(const DeviceTraits& d) {

@@ -173,12 +173,6 @@ std::vector<SpecValue> with_layers(std::vector<SpecValue> spec, uint32_t layers,
   return spec;
 }
 
-// A forward kernel's specialization: whether it keeps A and B for a backward pass (SAVE_MATS).
-std::vector<SpecValue> with_mats(std::vector<SpecValue> spec, bool save) {
-  spec.push_back(gpu::spec("SAVE_MATS", save));
-  return spec;
-}
-
 }  // namespace
 
 Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const Workspace& ws, bool backward) const {
@@ -232,13 +226,15 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
     uint64_t flops = 0;
     const bool query_top = launch.query_top && l + count == shape_.layers;  // the dispatch's last layer
     for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, query_top && k + 1 == shape_.layers);
+    std::vector<SpecValue> spec = with_layers(launch.spec, count, query_top);
+    spec.push_back(gpu::spec("SAVE_MATS", ws.backward));  // A and B kept for a backward pass
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
                                                            layer_scale(config_), 0, 0.0f}),
                       .groups = launch.groups,
-                      .spec = with_mats(with_layers(launch.spec, count, query_top), ws.backward),
+                      .spec = std::move(spec),
                       .label = "icl.layer_fwd",
                       .flops = flops,
                       .bytes = uint64_t(ws.batch) *
