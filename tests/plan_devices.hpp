@@ -16,6 +16,7 @@ inline rill::ops::plan::DeviceTraits lavapipe_like() {
   d.max_storage_range = 128ull << 20;
   d.texel_f32x4 = true;  // lavapipe 22.3: 2^27 texels, 64 sampled images per stage
   d.texel_f16x4 = true;
+  d.texel_u32x4 = true;
   d.max_texels = 1ull << 27;
   d.max_texel_bindings = 64;
   return d;

@@ -1,6 +1,7 @@
 // A dispatch that does not match its kernel is refused with InvalidArgument (or NotFound for
 // names), records nothing, and leaves the sequence usable.
 #include "gpu_test.hpp"
+#include "op_test.hpp"
 #include "vk/kernel_contracts.hpp"
 
 namespace {
@@ -89,4 +90,26 @@ GPU_TEST_CASE("submission and read-back are checked against the sequence's state
   CHECK(f.seq.read(*id, small).code() == rill::StatusCode::kInvalidArgument);
   CHECK(f.seq.dispatch(rill_test::fill_dispatch(f.x, 100, 1.0f)).code() == rill::StatusCode::kFailedPrecondition);
   CHECK(f.seq.timings().status().code() == rill::StatusCode::kFailedPrecondition);  // made without timestamps
+}
+
+// A texel binding views its tensor in the tensor's own type: a samplerBuffer reads floats, a
+// usamplerBuffer (the words of packed weights) u32 words; the other pairing is refused by name.
+GPU_TEST_CASE("texel bindings take tensors of their own kind of texel", "[dispatch][gpu]") {
+  rill::Context ctx = rill_test::make_context(rill_test::validated_options());
+  auto floats = rill_test::empty_tensor(ctx, rill::DType::kF32, {64, 64});
+  auto words = rill_test::empty_tensor(ctx, rill::DType::kU32, {64, 16});
+  auto scales = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 64});
+  auto seq = ctx.sequence();
+  rill::Dispatch d{.kernel = "matmul/matmul_tx_q8_f32",
+                   .bindings = {&floats, &floats, &floats, &floats, &scales},
+                   .push = rill::push_bytes(rill::gpu::MatmulPush{}),
+                   .variant = "cpu"};
+  rill::Status s = seq->dispatch(d);
+  CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("binding 1 (bw4): a usamplerBuffer reads u32 tensors") != std::string::npos);
+  d.bindings = {&words, &words, &floats, &floats, &scales};
+  s = seq->dispatch(d);
+  CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.message().find("binding 0 (a4): a samplerBuffer reads f32 or f16 tensors") != std::string::npos);
+  CHECK(seq->stats().dispatches == 0);
 }

@@ -297,8 +297,13 @@ TEST_CASE("launch grids spread over y and never wrap to a smaller grid", "[plan]
   CHECK(groups_for(uint64_t(1) << 50, 1) == std::array<uint32_t, 3>{65535, UINT32_MAX, 1});
 }
 
+namespace {
+// The language model's GLU projection: 2048 tokens x 256 -> 512, f32.
+MatmulShape lm_projection_f32() { return {.m = 2048, .n = 512, .k = 256, .rows_vectorizable = true}; }
+}  // namespace
+
 TEST_CASE("kernel plan: the CPU matmul reads untransposed rows as texels where K fills its blocks", "[plan]") {
-  const MatmulShape lm_projection{.m = 2048, .n = 512, .k = 256, .rows_vectorizable = true};
+  const MatmulShape lm_projection = lm_projection_f32();
   CHECK(matmul(lavapipe_like(), lm_projection).texel_rows);
   MatmulShape f16 = lm_projection;
   f16.f16 = true;
@@ -317,6 +322,46 @@ TEST_CASE("kernel plan: the CPU matmul reads untransposed rows as texels where K
   CHECK_FALSE(matmul(off, lm_projection).texel_rows);
   CHECK_FALSE(parse_overrides("matmul_texel=yes").is_ok());
   CHECK_FALSE(matmul(h100_like(), lm_projection).texel_rows);  // GPUs: the shared-memory kernel
+}
+
+TEST_CASE("kernel plan: the CPU matmul reads packed weights as texels of words where a lane's columns allow",
+          "[plan]") {
+  // The LM's GLU projection with int8 weights in groups of 64 rows, and with f16 weights.
+  const MatmulShape int8{
+      .m = 2048, .n = 512, .k = 256, .rows_vectorizable = true, .packed_per_word = 4, .packed_group = 64};
+  CHECK(matmul(lavapipe_like(), int8).texel_rows);
+  MatmulShape f16_words = int8;
+  f16_words.packed_per_word = 2;
+  f16_words.packed_group = 0;
+  CHECK(matmul(lavapipe_like(), f16_words).texel_rows);
+  MatmulShape whole_rows = int8;
+  whole_rows.packed_group = 256;  // one group: every k block has the same scales
+  CHECK(matmul(lavapipe_like(), whole_rows).texel_rows);
+  MatmulShape split_blocks = int8;
+  split_blocks.packed_group = 16;  // scales change within a block of 4 x 8 k steps
+  CHECK_FALSE(matmul(lavapipe_like(), split_blocks).texel_rows);
+  MatmulShape narrow = int8;
+  narrow.n = 32;  // 4 columns per lane: one int8 word, a quarter texel
+  CHECK(matmul(lavapipe_like(), narrow).tn == 4);
+  CHECK_FALSE(matmul(lavapipe_like(), narrow).texel_rows);
+  narrow.packed_per_word = 2;  // the same 4 f16 columns: two words, half a texel
+  CHECK(matmul(lavapipe_like(), narrow).texel_rows);
+  MatmulShape odd_words = int8;
+  odd_words.n = 520;  // 130 words per row: rows do not start texels
+  CHECK_FALSE(matmul(lavapipe_like(), odd_words).texel_rows);
+  DeviceTraits no_words = lavapipe_like();
+  no_words.texel_u32x4 = false;
+  CHECK_FALSE(matmul(no_words, int8).texel_rows);
+  CHECK(matmul(no_words, lm_projection_f32()).texel_rows);  // a dense B needs no word texels
+  DeviceTraits off = lavapipe_like();
+  off.forced = parse_overrides("matmul_texel=off").value();
+  CHECK_FALSE(matmul(off, int8).texel_rows);
+  // Cooperative matrices never take a packed B, whatever the device has.
+  MatmulShape f16_activations = f16_words;
+  f16_activations.f16 = true;
+  DeviceTraits coop = h100_like();
+  coop.cooperative_matrix_f16 = {16, 16, 16};
+  CHECK_FALSE(cooperative_matmul(coop, f16_activations).has_value());
 }
 
 TEST_CASE("kernel plan: the CPU block-attention kernels read whole 4-element rows as texels", "[plan]") {

@@ -179,6 +179,53 @@ GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bi
   }
 }
 
+// The kernel a packed matmul of M x N x K (one matrix, f32) dispatches.
+std::string packed_kernel_of(rill::Context& ctx, WeightFormat format, int64_t m, int64_t n, int64_t k, uint32_t group) {
+  const auto host = pack(rill_test::random_vector(size_t(k * n), 5), {k, n}, format, group);
+  auto b = rill::ops::upload_packed(ctx, host, "B");
+  REQUIRE(b.is_ok());
+  auto a = rill_test::empty_tensor(ctx, DType::kF32, {m, k});
+  auto c = rill_test::empty_tensor(ctx, DType::kF32, {m, n});
+  return rill_test::kernel_of(ctx, [&](rill::Sequence& seq) { return rill::ops::matmul(seq, a, *b, c); });
+}
+
+// The CPU-driver matmul's texel form with a packed B (matmul_register.glsl: the words as texels of
+// 4, a lane's columns whole texels of words or half of one, int8's scales per block of 4 subgroups
+// of k steps): odd M, lanes past the last column, one to three k blocks, int8 groups of one k block
+// and of all rows, a lane's 8 f16 columns (a whole texel) and 4 (half of one, both halves), folded
+// batches with A shared, bias and accumulation, f32 and f16 activations. The dispatch must be the
+// texel kernel where the device backs the texels (a limit profile may not: the storage-buffer
+// kernel then takes the same shapes), a group that splits a k block and the plan's "off" leave it.
+GPU_TEST_CASE("the CPU matmul's texel form reads packed B", "[packed_weights][matmul][gpu]") {
+  uint32_t seed = 1700;
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  rill::Context ctx = rill_test::make_context(options);
+  const rill::DeviceCaps& caps = ctx.device().caps;
+  const uint32_t k_block = 4 * caps.subgroup_size;
+  // A lane's 64 / subgroup columns: 8 or more int8 values, 4 or more f16 ones.
+  const bool texels = caps.texel_buffer_u32x4 && caps.texel_buffer_f32x4;
+  CHECK(packed_kernel_of(ctx, WeightFormat::kInt8, 65, 144, 2 * k_block, k_block) ==
+        (texels && caps.subgroup_size <= 8 ? "matmul/matmul_tx_q8_f32" : "matmul/matmul_q8_f32"));
+  CHECK(packed_kernel_of(ctx, WeightFormat::kF16, 65, 48, 2 * k_block, 0) ==
+        (texels && caps.subgroup_size <= 16 ? "matmul/matmul_tx_w16_f32" : "matmul/matmul_w16_f32"));
+  CHECK(packed_kernel_of(ctx, WeightFormat::kInt8, 65, 144, 2 * k_block, k_block / 2) == "matmul/matmul_q8_f32");
+  const int64_t k = k_block;
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
+    check_case(ctx, dtype, WeightFormat::kInt8, {.m = 65, .n = 144, .k = 2 * k, .group = k_block}, ++seed);
+    check_case(ctx, dtype, WeightFormat::kInt8, {.m = 7, .n = 32, .k = 3 * k, .bias = true, .group = 0}, ++seed);
+    check_case(ctx, dtype, WeightFormat::kF16, {.m = 65, .n = 40, .k = 3 * k, .accumulate = true}, ++seed);
+    check_case(ctx, dtype, WeightFormat::kF16, {.m = 9, .n = 24, .k = k, .bias = true}, ++seed);
+  }
+  check_case(ctx, DType::kF32, WeightFormat::kInt8,
+             {.batch = 3, .m = 20, .n = 16, .k = 2 * k, .a_batched = false, .accumulate = true, .group = k_block},
+             ++seed);
+  check_case(ctx, DType::kF32, WeightFormat::kF16, {.batch = 3, .m = 20, .n = 8, .k = k, .a_batched = false}, ++seed);
+  options.kernel_plan = "matmul_texel=off";
+  rill::Context off = rill_test::make_context(options);
+  CHECK(packed_kernel_of(off, WeightFormat::kInt8, 65, 144, 2 * k_block, k_block) == "matmul/matmul_q8_f32");
+}
+
 GPU_TEST_CASE("matmul refuses a packed B that does not fit A and C", "[packed_weights][matmul][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill_test::random_vector(8 * 5, 1);

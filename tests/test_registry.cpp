@@ -100,6 +100,16 @@ TEST_CASE("registry reflects a samplerBuffer as a read-only uniform texel buffer
     CHECK(ffn->bindings[i].access == rill::vk::BindingAccess::kReadOnly);
   }
   CHECK(ffn->bindings[5].name == "texels0");
+  CHECK_FALSE(ffn->bindings[5].uint_texels);
+  // A usamplerBuffer (the words of packed weights) is one too, marked as reading u32 texels.
+  const auto* packed = find("matmul/matmul_tx_q8_f32", "cpu");
+  REQUIRE(packed != nullptr);
+  REQUIRE(packed->bindings.size() == 5);
+  CHECK(packed->bindings[1].kind == rill::vk::DescriptorKind::kUniformTexelBuffer);
+  CHECK(packed->bindings[1].uint_texels);
+  CHECK(packed->bindings[4].kind == rill::vk::DescriptorKind::kUniformTexelBuffer);
+  CHECK_FALSE(packed->bindings[4].uint_texels);
+  CHECK_FALSE(packed->bindings[0].uint_texels);
 }
 
 // Lavapipe keys a kernel's compiled variant on bits 8-15 of each texel view's size being zero
@@ -129,6 +139,9 @@ TEST_CASE("texel views: whole texels within the device's limits, at an aligned o
   CHECK(rill::vk::texel_format(DType::kF32, caps, "w").value() == VK_FORMAT_R32G32B32A32_SFLOAT);
   CHECK(rill::vk::texel_format(DType::kF16, caps, "w").status().code() == rill::StatusCode::kUnimplemented);
   CHECK(rill::vk::texel_format(DType::kI32, caps, "w").status().code() == rill::StatusCode::kUnimplemented);
+  CHECK(rill::vk::texel_format(DType::kU32, caps, "w").status().code() == rill::StatusCode::kUnimplemented);
+  caps.texel_buffer_u32x4 = true;
+  CHECK(rill::vk::texel_format(DType::kU32, caps, "w").value() == VK_FORMAT_R32G32B32A32_UINT);
   CHECK(rill::vk::descriptor_type(rill::vk::DescriptorKind::kUniformTexelBuffer) ==
         VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER);
 }

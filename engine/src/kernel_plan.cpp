@@ -47,6 +47,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.max_storage_buffers = device.caps.max_storage_buffers_per_stage;
   d.texel_f32x4 = device.caps.texel_buffer_f32x4;
   d.texel_f16x4 = device.caps.texel_buffer_f16x4;
+  d.texel_u32x4 = device.caps.texel_buffer_u32x4;
   d.max_texels = device.caps.max_texel_buffer_elements;
   d.max_texel_bindings = device.caps.max_sampled_images_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
@@ -368,6 +369,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "") +
                        (m.grouped ? ", grouped accumulators" : "") + (m.texel_rows ? ", rows read as texels" : "")});
   }
+  // A language model's projection with int8 weights in groups of 64 rows (ModelOptions::weights).
+  const MatmulPlan int8 =
+      matmul(d, {.m = 2048, .n = 512, .k = 256, .rows_vectorizable = true, .packed_per_word = 4, .packed_group = 64});
+  out.push_back({"matmul, int8 weights", "2048 x 512 x 256, groups of 64",
+                 std::string(int8.variant()) + " variant, tile " + std::to_string(int8.wg_y * int8.tm) + " x " +
+                     std::to_string(int8.wg_x * int8.tn) +
+                     (int8.texel_rows ? ", A, the weights' words and scales read as texels" : "")});
   const MatmulShape f16_square{.m = 4096, .n = 4096, .k = 4096, .f16 = true, .rows_vectorizable = true};
   if (const auto coop = cooperative_matmul(d, f16_square))
     out.push_back({"matmul f16", "4096 x 4096 x 4096",

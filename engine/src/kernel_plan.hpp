@@ -105,6 +105,7 @@ struct DeviceTraits {
   // most texels one view holds and the texel bindings one kernel may use.
   bool texel_f32x4 = false;
   bool texel_f16x4 = false;  // the same for 4 x f16 (read as f32)
+  bool texel_u32x4 = false;  // and for 4 x u32 (the words of packed weights)
   uint64_t max_texels = 0;
   uint32_t max_texel_bindings = 0;
   // Every subgroup has exactly `subgroup` lanes (the driver cannot vary it): kernels that size
@@ -196,8 +197,12 @@ struct MatmulShape {
   uint64_t m = 1, n = 1, k = 1, batches = 1;
   bool a_shared = false;
   bool f16 = false;  // f16 storage
-  // A and a dense B untransposed (rows contiguous), K and N multiples of 8: 16-byte loads fit.
+  // A and B untransposed (rows contiguous; a packed B's always are), K and N multiples of 8:
+  // 16-byte loads fit.
   bool rows_vectorizable = false;
+  // A packed B (rill/ops/packed_weights.hpp): values per 32-bit word (2: f16, 4: int8; 0: B is a
+  // dense matrix of the storage type) and, for int8, rows per scale.
+  uint32_t packed_per_word = 0, packed_group = 0;
 };
 struct MatmulPlan {
   bool register_kernel = false;  // variant "cpu": one subgroup per workgroup, A shared by shuffles
@@ -205,7 +210,8 @@ struct MatmulPlan {
   // one wide C (one dispatch row of workgroups covers every batch, so narrow matrices fill tiles).
   bool fold_batch = false;
   // Register kernel, rows read as 4-element texels (matmul_tx_*, matmul_register.glsl):
-  // untransposed A and B, K a multiple of 4 subgroups, N of the lane's columns.
+  // untransposed A and B, K a multiple of 4 subgroups, N of the lane's columns; a packed B as
+  // texels of 4 words (and int8's scales as texels of 4 columns).
   bool texel_rows = false;
   uint32_t wg_x = 16, wg_y = 16, tm = 4, tn = 4;
   // Shared-memory kernel: K cut into `splits` shares whose partial products a second pass sums

@@ -49,6 +49,11 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
       return unimplemented(where + ": uniform-buffer bindings are not supported; use a storage buffer");
     if (b.kind == vk::DescriptorKind::kUniformTexelBuffer) {
       const TensorStorage& s = *detail::Access::storage(*t);
+      if ((t->dtype() == DType::kU32) != b.uint_texels)
+        return invalid_argument(
+            where + ": " +
+            (b.uint_texels ? "a usamplerBuffer reads u32 tensors" : "a samplerBuffer reads f32 or f16 tensors") +
+            "; '" + t->name() + "' is " + dtype_name(t->dtype()));
       RILL_RETURN_IF_ERROR(vk::texel_format(t->dtype(), caps, where).status());
       RILL_RETURN_IF_ERROR(vk::check_texel_view(t->dtype(), s.offset(), s.bytes, caps, where));
     } else if (t->size_bytes() > caps.max_storage_buffer_range)

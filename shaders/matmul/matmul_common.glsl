@@ -14,9 +14,19 @@ layout(constant_id = 3) const bool ACCUMULATE = false;
 layout(std430, binding = 0) readonly buffer A { uvec4 a8[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b8[]; };
 #elif defined(RILL_MATMUL_TEXEL)
-// A and B read as texels of 4 adjacent elements along their rows (matmul_register.glsl's texel form).
+// A and B read as texels of 4 adjacent elements along their rows (matmul_register.glsl's texel form);
+// a packed B as texels of 4 words, and int8's scales as texels of 4 columns.
 layout(binding = 0) uniform samplerBuffer a4;
+#if defined(B_INT8) || defined(B_F16)
+layout(binding = 1) uniform usamplerBuffer bw4;
+#ifdef B_INT8
+layout(binding = 4) uniform samplerBuffer scales4;
+#else
+layout(std430, binding = 4) readonly buffer Unused { uint unused_words[]; };  // the words again: no scales
+#endif
+#else
 layout(binding = 1) uniform samplerBuffer b4;
+#endif
 #else
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 #endif

@@ -59,6 +59,8 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
                         {"max_storage_buffers_per_stage", c.max_storage_buffers_per_stage},
                         {"max_texel_buffer_elements", c.max_texel_buffer_elements},
                         {"texel_buffer_f32x4", c.texel_buffer_f32x4},
+                        {"texel_buffer_f16x4", c.texel_buffer_f16x4},
+                        {"texel_buffer_u32x4", c.texel_buffer_u32x4},
                         {"device_local_bytes", c.device_local_bytes}}}};
   if (!d.usable) j["unusable_reason"] = d.unusable_reason;
   j["kernel_plans"] = nlohmann::json::array();

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
                            : b.non_readable ? "BindingAccess::kWriteOnly"
                                             : "BindingAccess::kReadWrite";
       body << "\n    {" << b.set << ", " << b.binding << ", "
-           << "DescriptorKind::" << b.kind << ", " << access << ", " << quoted(b.name) << "},";
+           << "DescriptorKind::" << b.kind << ", " << access << ", " << quoted(b.name) << ", "
+           << (b.uint_texels ? "true" : "false") << "},";
     }
     if (r.bindings.empty()) body << "{}";
     body << "\n};\n";

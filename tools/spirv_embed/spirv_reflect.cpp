@@ -225,22 +225,28 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
       continue;
     }
     if (v.storage_class == kStorageUniformConstant) {
-      // The one image type rill binds: a sampled buffer of floats (`uniform samplerBuffer`), read
-      // with texelFetch (the engine views the tensor as texels of 4 of its elements).
+      // The one image type rill binds: a sampled buffer of floats (`uniform samplerBuffer`) or of
+      // unsigned ints (`uniform usamplerBuffer`, for u32 tensors), read with texelFetch (the engine
+      // views the tensor as texels of 4 of its elements).
       const Type& t = types[pointee];
       const Type* image = t.op == kOpTypeSampledImage ? &types[t.operands[0]] : &t;
-      const bool float_texels =
-          image->op == kOpTypeImage && image->operands.size() >= 6 && types[image->operands[0]].op == kOpTypeFloat;
+      const bool is_image = image->op == kOpTypeImage && image->operands.size() >= 6;
+      const Type* sampled = is_image ? &types[image->operands[0]] : nullptr;
+      const bool float_texels = is_image && sampled->op == kOpTypeFloat;
+      const bool uint_texels = is_image && sampled->op == kOpTypeInt && sampled->operands.size() >= 2 &&
+                               sampled->operands[0] == 32 && sampled->operands[1] == 0;
       constexpr uint32_t kDimBuffer = 5, kSampled = 1;
-      if (!float_texels || image->operands[1] != kDimBuffer || image->operands[5] != kSampled) {
+      if (!(float_texels || uint_texels) || image->operands[1] != kDimBuffer || image->operands[5] != kSampled) {
         error = "variable '" + names[v.id] +
-                "' is an image or sampler other than a samplerBuffer of floats; rill binds buffers and those only";
+                "' is an image or sampler other than a samplerBuffer of floats or a usamplerBuffer; rill binds "
+                "buffers and those only";
         return false;
       }
       Binding b;
       b.set = deco_value(v.id, kDecorationDescriptorSet);
       b.binding = deco_value(v.id, kDecorationBinding);
       b.kind = "kUniformTexelBuffer";
+      b.uint_texels = uint_texels;
       b.name = names[v.id];
       b.non_writable = true;
       out.bindings.push_back(b);

@@ -11,10 +11,11 @@ namespace spirv_embed {
 
 struct Binding {
   uint32_t set = 0, binding = 0;
-  // "kStorageBuffer", "kUniformBuffer" or "kUniformTexelBuffer" (a samplerBuffer of floats: the
-  // engine views the bound tensor as 4-component texels of its own type).
+  // "kStorageBuffer", "kUniformBuffer" or "kUniformTexelBuffer" (a samplerBuffer of floats, or a
+  // usamplerBuffer with uint_texels: the engine views the bound tensor as 4-component texels of its
+  // own type).
   std::string kind = "kStorageBuffer";
-  bool non_writable = false, non_readable = false;
+  bool non_writable = false, non_readable = false, uint_texels = false;
   std::string name;
 };
 

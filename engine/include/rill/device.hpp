@@ -48,12 +48,14 @@ struct DeviceCaps {
   uint64_t min_storage_buffer_offset_alignment = 0;
   // Uniform texel buffers (kernels that read a tensor with texelFetch, 4 elements per texel): the
   // most texels one view holds, the offset alignment of a view, and how many one kernel may bind
-  // (maxPerStageDescriptorSampledImages); f32x4 / f16x4: the formats can back them (0 / false: none).
+  // (maxPerStageDescriptorSampledImages); f32x4 / f16x4 / u32x4: the formats can back them (0 / false:
+  // none; u32x4 reads the words of packed weights).
   uint64_t max_texel_buffer_elements = 0;
   uint64_t min_texel_buffer_offset_alignment = 0;
   uint32_t max_sampled_images_per_stage = 0;
   bool texel_buffer_f32x4 = false;
   bool texel_buffer_f16x4 = false;
+  bool texel_buffer_u32x4 = false;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
 };
 

@@ -30,14 +30,21 @@ Result<Matrix> as_matrix(const Tensor& t, const char* role) {
   return m;
 }
 
+// B in either form: its kernels' name prefix ("matmul/matmul_", "matmul/matmul_q8_", ...; the
+// texel form's is "matmul/matmul_tx_" with the same ending), its tensors, bound at 1 (and 4, 5, ...
+// after C), their bytes, and for a packed B the kernel for a few rows and the values per word.
+struct BOperand {
+  std::string kernel;
+  std::vector<const Tensor*> bindings;
+  uint64_t bytes = 0;
+  const char* matvec_kernel = nullptr;
+  uint32_t per_word = 0;  // 0: dense
+};
+
 // The checks on A, C and the bias common to both forms of B, and the dispatch. B is `mb` as
-// matrices, kb x N after a transpose (its strides are already in `push`); b_bindings are B's
-// tensors, bound at 1 (and 4, 5, ... after C).
-// `matvec_kernel` (packed B only): the kernel for a few rows, when the plan picks it.
+// matrices, kb x N after a transpose (its strides are already in `push`).
 Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint64_t kb, uint64_t N, const Tensor& c,
-                          const MatmulOptions& o, Push push, const std::string& kernel,
-                          std::vector<const Tensor*> b_bindings, uint64_t b_bytes,
-                          const char* matvec_kernel = nullptr) {
+                          const MatmulOptions& o, Push push, const BOperand& b) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kMatmulOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
@@ -62,16 +69,16 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   push.a_rs = o.transpose_a ? 1u : uint32_t(K), push.a_cs = o.transpose_a ? uint32_t(M) : 1u;
   push.a_bs = ma.batch == 1 ? 0u : uint32_t(M * K);
   push.c_bs = uint32_t(M * N);
-  std::vector<const Tensor*> bindings = {&a, b_bindings[0], o.bias ? o.bias : &c, &c};
-  bindings.insert(bindings.end(), b_bindings.begin() + 1, b_bindings.end());
+  std::vector<const Tensor*> bindings = {&a, b.bindings[0], o.bias ? o.bias : &c, &c};
+  bindings.insert(bindings.end(), b.bindings.begin() + 1, b.bindings.end());
   const uint64_t es = dtype_size(a.dtype());
-  const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b_bytes;
+  const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b.bytes;
   const plan::DeviceTraits traits = plan::traits_of(seq);
-  if (matvec_kernel != nullptr) {
+  if (b.matvec_kernel != nullptr) {
     if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
       RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kMatmulOp, "the inner dimension K"));
       return seq.dispatch(
-          {.kernel = matvec_kernel + suffix,
+          {.kernel = b.matvec_kernel + suffix,
            .bindings = std::move(bindings),
            .push = push_bytes(push),
            .groups = {uint32_t((push.b_rs + v->workgroup * v->words - 1) / (v->workgroup * v->words)), 1,
@@ -83,7 +90,6 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
     }
   }
   // Tiling, family and variant: the kernel plan's (kernel_plan_matmul.cpp says why).
-  const bool dense_b = matvec_kernel == nullptr;
   const plan::MatmulShape shape{
       .m = M,
       .n = N,
@@ -91,7 +97,9 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
       .batches = mc.batch,
       .a_shared = push.a_bs == 0,
       .f16 = a.dtype() == DType::kF16,
-      .rows_vectorizable = dense_b && push.a_cs == 1 && push.b_cs == 1 && K % 8 == 0 && N % 8 == 0};
+      .rows_vectorizable = push.a_cs == 1 && (b.per_word != 0 || push.b_cs == 1) && K % 8 == 0 && N % 8 == 0,
+      .packed_per_word = b.per_word,
+      .packed_group = b.per_word == gpu::kPackedInt8PerWord ? push.b_group : 0};
   push.batches = uint32_t(mc.batch);
   if (const auto coop = plan::cooperative_matmul(traits, shape)) {
     RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kMatmulOp, "the inner dimension K"));
@@ -114,7 +122,9 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const uint32_t block_m = p.wg_y * p.tm, block_n = p.wg_x * p.tn;
   // Folded batches are one wide C of batch * N columns (N below a tile: fewer groups than batches).
   const uint64_t columns = p.fold_batch ? N * mc.batch : N;
-  const std::string kernel_name = p.texel_rows ? "matmul/matmul_tx_" + suffix : kernel + suffix;  // outlives d (a view)
+  static constexpr std::string_view kPrefix = "matmul/matmul_";
+  const std::string kernel_name =  // outlives d (a view)
+      p.texel_rows ? "matmul/matmul_tx_" + b.kernel.substr(kPrefix.size()) + suffix : b.kernel + suffix;
   // The shared-memory kernel's partial products (bound but unwritten without splits).
   const Tensor* partial = &c;
   if (p.splits > 1) {
@@ -166,8 +176,9 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
   Push push{};
   push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
   push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
-  return check_and_dispatch(seq, a, mb, K, N, c, o, push, "matmul/matmul_", {&b},
-                            dtype_size(b.dtype()) * b.element_count());
+  return check_and_dispatch(
+      seq, a, mb, K, N, c, o, push,
+      {.kernel = "matmul/matmul_", .bindings = {&b}, .bytes = dtype_size(b.dtype()) * b.element_count()});
 }
 
 Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {
@@ -181,9 +192,12 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
   push.b_group = int8 ? b.group : 1u;
   push.s_bs = int8 && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
   const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
-  return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push, int8 ? "matmul/matmul_q8_" : "matmul/matmul_w16_",
-                            {&b.words, int8 ? &b.scales : &b.words}, b.size_bytes(),
-                            int8 ? "matmul/matvec_q8_" : "matmul/matvec_w16_");
+  return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push,
+                            {.kernel = int8 ? "matmul/matmul_q8_" : "matmul/matmul_w16_",
+                             .bindings = {&b.words, int8 ? &b.scales : &b.words},
+                             .bytes = b.size_bytes(),
+                             .matvec_kernel = int8 ? "matmul/matvec_q8_" : "matmul/matvec_w16_",
+                             .per_word = int8 ? gpu::kPackedInt8PerWord : gpu::kPackedF16PerWord});
 }
 
 }  // namespace rill::ops

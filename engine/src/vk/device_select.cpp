@@ -222,6 +222,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   };
   caps.texel_buffer_f32x4 = texel_buffer_format(VK_FORMAT_R32G32B32A32_SFLOAT);
   caps.texel_buffer_f16x4 = texel_buffer_format(VK_FORMAT_R16G16B16A16_SFLOAT);
+  caps.texel_buffer_u32x4 = texel_buffer_format(VK_FORMAT_R32G32B32A32_UINT);
   caps.timestamp_period_ns = limits.timestampPeriod;
   caps.pipeline_creation_feedback = v13 || has_extension(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 

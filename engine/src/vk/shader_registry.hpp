@@ -22,6 +22,7 @@ struct BindingInfo {
   DescriptorKind kind;
   BindingAccess access;
   std::string_view name;  // the block's instance name in GLSL
+  bool uint_texels = false;  // kUniformTexelBuffer: a usamplerBuffer (u32 tensors), else floats
 };
 
 struct SpecConstantInfo {

@@ -21,8 +21,9 @@ VkDescriptorType descriptor_type(DescriptorKind kind) {
 Result<VkFormat> texel_format(DType dtype, const DeviceCaps& caps, const std::string& where) {
   if (dtype == DType::kF32 && caps.texel_buffer_f32x4) return VK_FORMAT_R32G32B32A32_SFLOAT;
   if (dtype == DType::kF16 && caps.texel_buffer_f16x4) return VK_FORMAT_R16G16B16A16_SFLOAT;
+  if (dtype == DType::kU32 && caps.texel_buffer_u32x4) return VK_FORMAT_R32G32B32A32_UINT;
   return unimplemented(where +
-                       ": a texel binding reads f32 or f16 tensors in formats the device supports; this one is " +
+                       ": a texel binding reads f32, f16 or u32 tensors in formats the device supports; this one is " +
                        dtype_name(dtype));
 }
 

@@ -20,8 +20,8 @@ class FaultInjector;
 
 VkDescriptorType descriptor_type(DescriptorKind kind);
 
-// The format of 4-element texels of `dtype` (f32 or f16, where the device can back a uniform texel
-// buffer with it), or an error that names the tensor (`where`).
+// The format of 4-element texels of `dtype` (f32, f16, or u32 read as `usamplerBuffer`, where the
+// device can back a uniform texel buffer with it), or an error that names the tensor (`where`).
 Result<VkFormat> texel_format(DType dtype, const DeviceCaps& caps, const std::string& where);
 
 // Checks that `bytes` of a tensor at buffer `offset` can be one view: whole texels, at most
