@@ -1,5 +1,6 @@
 // Uniform texel buffers, the one image-like descriptor rill binds. A kernel declares
-// `uniform samplerBuffer` and reads four elements per texelFetch; the engine binds a view of the
+// `uniform samplerBuffer` (f32 and f16 tensors) or `uniform usamplerBuffer` (u32 tensors: the words
+// of packed weights) and reads four elements per texelFetch; the engine binds a view of the
 // tensor's bytes as texels of four of its elements. Why: on CPU drivers (lavapipe) a texel fetch
 // gathers each lane's 16 bytes at once, where a storage-buffer load is a bounds-checked loop over
 // the lanes for every component (twice the weight bandwidth of the decoding products measured).
