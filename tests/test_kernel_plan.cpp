@@ -547,6 +547,44 @@ TEST_CASE("kernel plan: CPU drivers read dense f32 decoding weights as texels, i
   CHECK_FALSE(parse_overrides("lm_decode_weights=image").is_ok());
 }
 
+TEST_CASE("kernel plan: CPU decoding reads int8 words and scales as texels at 16 columns per invocation", "[plan]") {
+  // The 385M configuration in int8, groups of 64 rows, f32 activations.
+  const LmDecodeShape int8{.width = 1024,
+                           .heads = 8,
+                           .head_dim = 128,
+                           .ffn = 2816,
+                           .vocab = 64000,
+                           .bindings_per_weight = 2,
+                           .int8_group = 64,
+                           .f32_activations = true,
+                           .largest_weight = 1024ull * 64000};
+  const LmDecodePlan p = lm_decode(lavapipe_like(), int8).value();
+  CHECK(p.fused);
+  CHECK(p.lane_groups == 4);
+  CHECK(p.texel_words);
+  CHECK_FALSE(p.texel_weights);  // dense f32 weights only
+  LmDecodeShape f16 = int8;
+  f16.f32_activations = false;  // the f16-activation kernels have no texel form
+  LmDecodeShape eights = int8;
+  eights.ffn = 2824;  // FFN columns in eights: 8 columns per invocation, two words of a texel
+  DeviceTraits no_words = lavapipe_like();
+  no_words.texel_u32x4 = false;
+  DeviceTraits buffer = lavapipe_like();
+  buffer.forced = parse_overrides("lm_decode_weights=buffer").value();
+  for (const auto& [d, s] : {std::pair{lavapipe_like(), f16}, std::pair{lavapipe_like(), eights},
+                             std::pair{no_words, int8}, std::pair{buffer, int8}}) {
+    const LmDecodePlan q = lm_decode(d, s).value();
+    CHECK(q.fused);
+    CHECK_FALSE(q.texel_words);
+  }
+  CHECK_FALSE(lm_decode(h100_like(), int8).value().texel_words);  // GPUs: storage buffers, 4 columns
+  // Forced where the words cannot be texels: per op, and why.
+  no_words.forced = parse_overrides("lm_decode_weights=texel").value();
+  const LmDecodePlan refused = lm_decode(no_words, int8).value();
+  CHECK_FALSE(refused.fused);
+  CHECK(refused.per_op_reason.find("int8 words") != std::string::npos);
+}
+
 TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per-op elsewhere", "[plan]") {
   const LmDecodeShape model;  // the default model: width 256, 8 heads of 32, FFN 512, vocab 256
   const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();

@@ -529,6 +529,16 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   auto tied = rill::lm::Weights::random(c, 12);
   REQUIRE(tied.is_ok());
   check_fused_decode(*tied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights, tied head", forms);
+  // int8 weights at 16 columns per invocation: their words and scales as texels (the CPU default;
+  // a group of 8 rows and one of 24, which splits a row's walk at odd points) and from storage
+  // buffers; the tied head is the packed embedding, read as texels too.
+  const std::vector<FusedVariant> int8_forms = {{"cpu", ""}, {"cpu", ",lm_decode_weights=buffer"}};
+  for (uint32_t group : {8u, 24u}) {
+    const rill::lm::ModelOptions o{.weights = rill::lm::WeightStorage::kInt8, .int8_group = group,
+                                   .softmax_capacity = 16};
+    check_fused_decode(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
+    check_fused_decode(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
+  }
   // Heads of 32 (and FFN slices and logits of 32 on CPU drivers): every product in whole subgroups
   // of four columns per lane, so the CPU kernels take their input rows by subgroup shuffles
   // (test_kernel_plan.cpp checks that this shape's plan does).

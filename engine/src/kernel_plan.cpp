@@ -451,6 +451,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                     std::to_string(decode.row_batch) + " rows at a time, " +
                                     std::to_string(std::max(4 * decode.lane_groups, 1u)) + " columns per invocation" +
                                     (decode.texel_weights ? ", f32 weights read as texels" : "") +
+                                    (decode.texel_words ? ", int8 words and scales read as texels" : "") +
                                     (decode.x_shuffle ? ", inputs by subgroup shuffles" : "")
                               : "per-op: " + decode.per_op_reason});
   return out;

@@ -348,6 +348,7 @@ struct LmDecodeShape {
   uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
   uint32_t int8_group = 0;           // int8 weights: rows per scale
   bool dense_f32 = false;            // f32 activations with dense f32 weights
+  bool f32_activations = false;
   uint64_t largest_weight = 0;       // elements of the largest weight matrix (the head's, usually)
 };
 struct LmDecodePlan {
@@ -363,6 +364,9 @@ struct LmDecodePlan {
   // lavapipe gathers a lane's 16 bytes at once there, against a bounds-checked loop over the
   // lanes per component for a storage-buffer load).
   bool texel_weights = false;
+  // int8 weights on CPU drivers with 16 columns per invocation: a row's four words read as one
+  // texel of u32 and a group's 16 scales as four texels (the kernels' _q8_tx form).
+  bool texel_words = false;
   // Texel weights on CPU drivers: the products' input rows reach the lanes by subgroup shuffles
   // (decode_common.glsl's X_SHUFFLE), where every product's blocks (a head's columns, an FFN
   // slice, the width, a workgroup's logits) divide into whole subgroups of column groups.

@@ -53,8 +53,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // CPU drivers: dense f32 weights through texel views (vk/texel_views.hpp), where the device backs
   // them, every matrix fits one view and the widths divide into whole texels.
   const bool texels_fit = s.dense_f32 && divides(4) && texel_views_fit(d, false, s.largest_weight / 4, 5);
-  if (d.forced.lm_decode_texel.value_or(false) && !texels_fit)
-    return per_op("the forced texel weights need dense f32 weights, widths in whole texels and views that hold them");
+  if (d.forced.lm_decode_texel.value_or(false) && !texels_fit && s.int8_group == 0)
+    return per_op("the forced texel weights need dense f32 or int8 weights, widths in whole texels and views that "
+                  "hold them");
   p.texel_weights = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && texels_fit;
   if (const std::optional<uint32_t> forced = d.forced.lm_decode_columns) {
     if (!divides(*forced))
@@ -81,6 +82,15 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
   };
   if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
+  // int8 weights, 16 columns per invocation (a row's four words, one texel of u32), f32 activations:
+  // the words and scales through texel views where the device backs them and they hold the largest
+  // matrix (10 views in the mixer). The 385M configuration's decoding on lavapipe: see the README.
+  const bool words_fit = s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
+                         d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10);
+  if (d.forced.lm_decode_texel.value_or(false) && s.int8_group > 0 && !words_fit)
+    return per_op("the forced texel weights need int8 words of 16 columns per invocation, f32 activations and views "
+                  "that hold them");
+  p.texel_words = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && words_fit;
   p.x_shuffle = p.texel_weights && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
                 p.workgroup == d.subgroup && p.lane_groups > 0 && whole_subgroups(4 * p.lane_groups);
   // GPUs: a product's weight loads four rows at a time, one wait on memory per four rows of an

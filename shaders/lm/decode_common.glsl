@@ -46,14 +46,39 @@ shared float mv_split[WG_SIZE * (LANE_GROUPS > 0u ? GROUP_COLUMNS : 1u)];
 float storage_round(float v) { return float(sfloat(v)); }
 
 #if defined(W_INT8)
+#if defined(W_TEXEL)
+// int8 words read as texels of 4 (a usamplerBuffer) and the scales as texels of 4 columns (CPU
+// drivers): with LANE_GROUPS = 4 (the plan's condition) an invocation's 16 columns of a row are one
+// texel of words and its scales of a group four texels, each one gather on lavapipe where a
+// storage-buffer load loops over the lanes for every word and scale.
+#define RILL_INT8_DECLARE(i)                                                           \
+  layout(binding = WEIGHT_BINDING + 2 * i) uniform usamplerBuffer word_texels##i;      \
+  layout(binding = WEIGHT_BINDING + 2 * i + 1) uniform samplerBuffer scale_texels##i;
+#define RILL_INT8_WORD(i, k) texelFetch(word_texels##i, int((k) / 4u))[(k) % 4u]
+#define RILL_INT8_SCALE(i, k) texelFetch(scale_texels##i, int((k) / 4u))[(k) % 4u]
+// An invocation's words of a row from `base` (a multiple of 4): one texel, fetched once (ROW), then
+// word q of it; its group's scales of columns 4 q .. 4 q + 3 from `s` (a multiple of 4).
+#define RILL_INT8_ROW(i, base) ivec4(texelFetch(word_texels##i, int((base) / 4u)))
+#define RILL_INT8_ROW_WORD(i, row, base, q) row[q]
+#define RILL_INT8_SCALES4(i, s, q) texelFetch(scale_texels##i, int((s) / 4u + (q)))
+#else
+#define RILL_INT8_DECLARE(i)                                                                             \
+  layout(std430, binding = WEIGHT_BINDING + 2 * i) readonly buffer Words##i { uint words##i[]; };        \
+  layout(std430, binding = WEIGHT_BINDING + 2 * i + 1) readonly buffer Scales##i { float scales##i[]; };
+#define RILL_INT8_WORD(i, k) words##i[k]
+#define RILL_INT8_SCALE(i, k) scales##i[k]
+#define RILL_INT8_ROW(i, base) ivec4(0)
+#define RILL_INT8_ROW_WORD(i, row, base, q) int(words##i[(base) + (q)])
+#define RILL_INT8_SCALES4(i, s, q) \
+  vec4(scales##i[(s) + 4u * (q)], scales##i[(s) + 4u * (q) + 1u], scales##i[(s) + 4u * (q) + 2u], scales##i[(s) + 4u * (q) + 3u])
+#endif
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
-  layout(std430, binding = WEIGHT_BINDING + 2 * i) readonly buffer Words##i { uint words##i[]; };              \
-  layout(std430, binding = WEIGHT_BINDING + 2 * i + 1) readonly buffer Scales##i { float scales##i[]; };       \
+  RILL_INT8_DECLARE(i)                                                                                         \
   float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
     const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord;                               \
-    const uint word = words##i[(b * rows + r) * per_row + c / kPackedInt8PerWord];                            \
+    const uint word = RILL_INT8_WORD(i, (b * rows + r) * per_row + c / kPackedInt8PerWord);                   \
     const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
-    return q * scales##i[(b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c];                   \
+    return q * RILL_INT8_SCALE(i, (b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c);          \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord, w = c / kPackedInt8PerWord;   \
@@ -65,16 +90,16 @@ float storage_round(float v) { return float(sfloat(v)); }
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) part[q] = vec4(0.0);                                  \
       for (; r < end; ++r) {                                                                                   \
         const uint base = (b * rows + row0 + r) * per_row + w;                                                 \
+        const ivec4 row_words = RILL_INT8_ROW(i, base);                                                        \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) {                                                   \
-          const int word = int(words##i[base + q]);                                                            \
+          const int word = RILL_INT8_ROW_WORD(i, row_words, base, q);                                          \
           part[q] += mv_in[r] * vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),                 \
                                      bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));              \
         }                                                                                                      \
       }                                                                                                        \
       const uint s = (b * groups + g) * cols + c;                                                              \
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                       \
-        acc[q] += part[q] * vec4(scales##i[s + 4u * q], scales##i[s + 4u * q + 1u], scales##i[s + 4u * q + 2u], \
-                                 scales##i[s + 4u * q + 3u]);                                                  \
+        acc[q] += part[q] * RILL_INT8_SCALES4(i, s, q);                                                        \
     }                                                                                                          \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }

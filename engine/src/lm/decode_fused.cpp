@@ -25,18 +25,20 @@ struct WeightForm {
   uint32_t group = 1;
 };
 
-// Dense weights: in storage buffers, or read as texels where the plan says (kernel suffix _tx).
-WeightForm form_of(const ops::PackedWeights& p, bool texel) {
-  if (!p.valid()) return texel ? WeightForm{"_tx", 1} : WeightForm{};
-  if (p.format == ops::WeightFormat::kInt8) return {"_q8", p.group};
+// Dense and int8 weights: in storage buffers, or read as texels where the plan says (kernel
+// suffixes _tx, _q8_tx).
+WeightForm form_of(const ops::PackedWeights& p, const LmDecodePlan& plan) {
+  if (!p.valid()) return plan.texel_weights ? WeightForm{"_tx", 1} : WeightForm{};
+  if (p.format == ops::WeightFormat::kInt8) return {plan.texel_words ? "_q8_tx" : "_q8", p.group};
   return {"_w16", 1};
 }
 
 // The form every matrix of one dispatch shares (the model packs all its linear layers alike).
-Result<WeightForm> common_form(std::initializer_list<const LinearWeight*> weights, bool texel, const char* op) {
-  const WeightForm first = form_of((*weights.begin())->packed, texel);
+Result<WeightForm> common_form(std::initializer_list<const LinearWeight*> weights, const LmDecodePlan& plan,
+                               const char* op) {
+  const WeightForm first = form_of((*weights.begin())->packed, plan);
   for (const LinearWeight* w : weights)
-    if (const WeightForm f = form_of(w->packed, texel); f.suffix != first.suffix || f.group != first.group)
+    if (const WeightForm f = form_of(w->packed, plan); f.suffix != first.suffix || f.group != first.group)
       return internal_error(std::string(op) + ": the layer's weights are not all in one form");
   return first;
 }
@@ -100,7 +102,7 @@ Status mix(const Model::Impl& m, StateTensors& state, Graph& g, const LmDecodePl
   const LayerTensors& l = m.tensors.layers[i];
   const bool softmax = l.kind != LayerKind::kNorm, gate = c.output_gate;
   const LinearWeight& wgate = gate ? l.wgate : l.wq;
-  RILL_ASSIGN_OR_RETURN(WeightForm form, common_form({&l.wq, &l.wk, &l.wv, &wgate, &l.wo}, plan.texel_weights, op));
+  RILL_ASSIGN_OR_RETURN(WeightForm form, common_form({&l.wq, &l.wk, &l.wv, &wgate, &l.wo}, plan, op));
   RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(g.resid, op));
   const uint32_t dh = c.head_dim(), D = c.width, H = c.heads;
   std::vector<const Tensor*> b = {
@@ -140,7 +142,7 @@ Status ffn(const Model::Impl& m, Graph& g, const LmDecodePlan& plan, size_t i) {
   const char* op = "lm decode FFN";
   const ModelConfig& c = m.config;
   const LayerTensors& l = m.tensors.layers[i];
-  RILL_ASSIGN_OR_RETURN(WeightForm form, common_form({&l.wu, &l.wg, &l.wd}, plan.texel_weights, op));
+  RILL_ASSIGN_OR_RETURN(WeightForm form, common_form({&l.wu, &l.wg, &l.wd}, plan, op));
   RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(g.resid, op));
   std::vector<const Tensor*> b = {&g.layer_in, &g.parts_mix, &g.resid, &or_else(l.ffn_norm, g.layer_in), &g.parts_ffn};
   for (const LinearWeight* w : {&l.wu, &l.wg, &l.wd}) bind(b, *w);
@@ -169,7 +171,7 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   const ops::PackedWeights& packed = c.tie_embeddings ? w.embed_t : w.head.packed;
   const bool transposed = c.tie_embeddings && !packed.valid();
   bind(b, dense, packed);
-  const WeightForm form = form_of(packed, plan.texel_weights);
+  const WeightForm form = form_of(packed, plan);
   const gpu::DecodeLogitsPush push{c.width,    c.vocab,   uint32_t(g.parts_ffn.shape()[0]), plan.logit_columns,
                                    form.group, c.norm_eps};
   return g.seq->dispatch(
@@ -199,6 +201,7 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
   }
   const auto& l0 = m.tensors.layers.front();
   s.dense_f32 = m.dtype == DType::kF32 && !l0.wq.packed.valid();
+  s.f32_activations = m.dtype == DType::kF32;
   s.largest_weight = uint64_t(c.width) * std::max({c.width, c.ffn_width, c.vocab});
   if (l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kInt8) {
     s.bindings_per_weight = 2;
