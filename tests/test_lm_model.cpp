@@ -534,8 +534,8 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   // buffers; the tied head is the packed embedding, read as texels too.
   const std::vector<FusedVariant> int8_forms = {{"cpu", ""}, {"cpu", ",lm_decode_weights=buffer"}};
   for (uint32_t group : {8u, 24u}) {
-    const rill::lm::ModelOptions o{.weights = rill::lm::WeightStorage::kInt8, .int8_group = group,
-                                   .softmax_capacity = 16};
+    const rill::lm::ModelOptions o{
+        .weights = rill::lm::WeightStorage::kInt8, .int8_group = group, .softmax_capacity = 16};
     check_fused_decode(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
     check_fused_decode(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
   }

@@ -54,8 +54,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // them, every matrix fits one view and the widths divide into whole texels.
   const bool texels_fit = s.dense_f32 && divides(4) && texel_views_fit(d, false, s.largest_weight / 4, 5);
   if (d.forced.lm_decode_texel.value_or(false) && !texels_fit && s.int8_group == 0)
-    return per_op("the forced texel weights need dense f32 or int8 weights, widths in whole texels and views that "
-                  "hold them");
+    return per_op(
+        "the forced texel weights need dense f32 or int8 weights, widths in whole texels and views that "
+        "hold them");
   p.texel_weights = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && texels_fit;
   if (const std::optional<uint32_t> forced = d.forced.lm_decode_columns) {
     if (!divides(*forced))
@@ -88,8 +89,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   const bool words_fit = s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
                          d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10);
   if (d.forced.lm_decode_texel.value_or(false) && s.int8_group > 0 && !words_fit)
-    return per_op("the forced texel weights need int8 words of 16 columns per invocation, f32 activations and views "
-                  "that hold them");
+    return per_op(
+        "the forced texel weights need int8 words of 16 columns per invocation, f32 activations and views "
+        "that hold them");
   p.texel_words = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && words_fit;
   p.x_shuffle = p.texel_weights && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
                 p.workgroup == d.subgroup && p.lane_groups > 0 && whole_subgroups(4 * p.lane_groups);
