@@ -78,8 +78,13 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   REQUIRE(bwd.is_ok());
   CHECK(bwd.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
   CHECK(bwd.value().columns_per_lane == 2);  // sized for a 128-wide state row
-  // Heads past 128 have no register scan: the serial kernel.
+  // Heads of 256 (LRPE's features over heads of 128) one column per lane; past 256 the serial kernel.
+  const auto lrpe = linear_attention_forward(d, {.heads = 8, .n = 4096, .dk = 256, .dv = 128, .chunk = 64});
+  CHECK(lrpe.value().algorithm == LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(lrpe.value().columns_per_lane == 1);
   CHECK(linear_attention_backward(d, {.heads = 4, .n = 4096, .dk = 64, .dv = 256, .chunk = 64}).value().algorithm ==
+        LinearAttentionAlgorithm::kRegisterScan);
+  CHECK(linear_attention_backward(d, {.heads = 4, .n = 4096, .dk = 64, .dv = 264, .chunk = 64}).value().algorithm ==
         LinearAttentionAlgorithm::kChunkedSerial);
 }
 
@@ -181,9 +186,9 @@ TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[
         LinearAttentionAlgorithm::kRegisterScan);
   CHECK(linear_attention_backward(g, la_shape(2, 1000, 16)).value().algorithm ==
         LinearAttentionAlgorithm::kRegisterScan);
-  CHECK(linear_attention_backward(g, {.heads = 2, .n = 1000, .dk = 16, .dv = 256, .chunk = 64}).status().code() ==
-        rill::StatusCode::kInvalidArgument);  // the forced scan cannot hold a 256-wide gradient state
-  const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 256));
+  CHECK(linear_attention_backward(g, {.heads = 2, .n = 1000, .dk = 16, .dv = 264, .chunk = 64}).status().code() ==
+        rill::StatusCode::kInvalidArgument);  // the forced scan cannot hold a 264-wide gradient state
+  const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 264));
   REQUIRE_FALSE(too_wide.is_ok());
   CHECK(too_wide.status().code() == rill::StatusCode::kInvalidArgument);
   g.forced.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;

@@ -87,6 +87,22 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
   }
 }
 
+// Heads of 256 features (LRPE doubles a head of 128: the 385M TransNormerLLM's first layer): the
+// register scan with one state column per lane on CPU drivers (kernel_plan_attention.cpp).
+GPU_TEST_CASE("the register scan takes heads of 256", "[linear-attention][gpu]") {
+  auto options = rill_test::validated_options();
+  options.kernel_variant = "cpu";
+  options.kernel_plan = "linear_attention=scan";
+  auto ctx = rill_test::make_context(options);
+  const Case cases[] = {{1, 2, 70, 256, 128, FeatureMap::kIdentity, true, 64, 0},
+                        {1, 1, 33, 256, 20, FeatureMap::kElu1, false, 16, 1}};
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    INFO("N " << c.n << " Dk " << c.dk << " Dv " << c.dv);
+    check_causal_forward(ctx, c, DType::kF32, ++seed, false);
+  }
+}
+
 GPU_TEST_CASE("every causal algorithm matches the reference when forced by the kernel plan",
               "[linear-attention][gpu][sweep]") {
   // The scan, the serial chunked kernel and the parallel chunked passes (also over spans of 4

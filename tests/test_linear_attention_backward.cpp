@@ -41,13 +41,14 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
   rill::Tensor tdecay;
   if (c.decay) tdecay = rill_test::tensor_from(ctx, DType::kF32, {c.heads}, decay);
   auto seq = ctx.sequence();
-  REQUIRE(rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
-                                               {.causal = causal,
-                                                .feature_map = c.feature,
-                                                .decay = c.decay ? &tdecay : nullptr,
-                                                .chunk = c.chunk,
-                                                .chunks_per_dispatch = c.per_dispatch})
-              .is_ok());
+  const rill::Status st = rill::ops::linear_attention_backward(*seq, tq, tk, tv, tdo, tdq, tdk, tdv, scratch,
+                                                               {.causal = causal,
+                                                                .feature_map = c.feature,
+                                                                .decay = c.decay ? &tdecay : nullptr,
+                                                                .chunk = c.chunk,
+                                                                .chunks_per_dispatch = c.per_dispatch});
+  INFO(st.to_string());
+  REQUIRE(st.is_ok());
   REQUIRE(seq->run().is_ok());
   require_grad_close(rill_test::read(ctx, tdq), dq_ref, dtype, "dq");
   require_grad_close(rill_test::read(ctx, tdk), dk_ref, dtype, "dk");
@@ -81,6 +82,16 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
       }
     }
   }
+}
+
+// Heads of 256 (LRPE's features over heads of 128): the register scans with one state column per
+// lane, causal and not.
+GPU_TEST_CASE("the register-scan backward takes heads of 256", "[linear-attention][gpu]") {
+  auto options = rill_test::validated_options();
+  options.kernel_plan = "linear_attention=scan";
+  auto ctx = rill_test::make_context(options);
+  check_backward(ctx, {1, 1, 40, 256, 24, FeatureMap::kElu1, true, 16, 0}, DType::kF32, 950, true);
+  check_backward(ctx, {1, 1, 40, 24, 256, FeatureMap::kIdentity, false, 16, 0}, DType::kF32, 951, false);
 }
 
 TEST_CASE("the linear attention reference gradients equal central finite differences", "[linear-attention]") {
