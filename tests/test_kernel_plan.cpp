@@ -590,6 +590,50 @@ TEST_CASE("kernel plan: CPU decoding reads int8 words and scales as texels at 16
   CHECK(refused.per_op_reason.find("int8 words") != std::string::npos);
 }
 
+TEST_CASE("kernel plan: CPU decoding reads f16 words as texels at 8 or 16 columns per invocation", "[plan]") {
+  // The 385M configuration with f16 weights, f32 activations.
+  const LmDecodeShape f16{.width = 1024,
+                          .heads = 8,
+                          .head_dim = 128,
+                          .ffn = 2816,
+                          .vocab = 64000,
+                          .f16_words = true,
+                          .f32_activations = true,
+                          .largest_weight = 1024ull * 64000};
+  const LmDecodePlan p = lm_decode(lavapipe_like(), f16).value();
+  CHECK(p.fused);
+  CHECK(p.lane_groups == 4);  // two texels of words per row
+  CHECK(p.texel_words);
+  CHECK_FALSE(p.texel_weights);
+  LmDecodeShape eights = f16;
+  eights.ffn = 2824;  // FFN columns in eights: one texel of words per row
+  const LmDecodePlan e = lm_decode(lavapipe_like(), eights).value();
+  CHECK(e.lane_groups == 2);
+  CHECK(e.texel_words);
+  // Widths only in fours (half a texel per row), f16 activations, no u32 texels, storage buffers
+  // forced (the earlier plan: 4 columns per invocation), a GPU: storage buffers.
+  LmDecodeShape fours = f16;
+  fours.ffn = 2820;
+  LmDecodeShape f16_activations = f16;
+  f16_activations.f32_activations = false;
+  DeviceTraits no_words = lavapipe_like();
+  no_words.texel_u32x4 = false;
+  DeviceTraits buffer = lavapipe_like();
+  buffer.forced = parse_overrides("lm_decode_weights=buffer").value();
+  for (const auto& [d, s] : {std::pair{lavapipe_like(), fours}, std::pair{lavapipe_like(), f16_activations},
+                             std::pair{no_words, f16}, std::pair{buffer, f16}, std::pair{h100_like(), f16}}) {
+    const LmDecodePlan q = lm_decode(d, s).value();
+    CHECK(q.fused);
+    CHECK_FALSE(q.texel_words);
+    CHECK(q.lane_groups == 1);
+  }
+  // Forced where the words cannot be texels: per op, and why.
+  no_words.forced = parse_overrides("lm_decode_weights=texel").value();
+  const LmDecodePlan refused = lm_decode(no_words, f16).value();
+  CHECK_FALSE(refused.fused);
+  CHECK(refused.per_op_reason.find("f16 words") != std::string::npos);
+}
+
 TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per-op elsewhere", "[plan]") {
   const LmDecodeShape model;  // the default model: width 256, 8 heads of 32, FFN 512, vocab 256
   const LmDecodePlan cpu = lm_decode(lavapipe_like(), model).value();

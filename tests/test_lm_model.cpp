@@ -539,6 +539,17 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
     check_fused_decode(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
     check_fused_decode(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
   }
+  // f16 weights: their words as texels at 16 columns per invocation (the CPU default here, two
+  // texels per row), at 8 (one texel), from storage buffers, and as texels on a GPU grid whose
+  // products load 8 rows at a time (row batches and tails).
+  const std::vector<FusedVariant> f16_forms = {
+      {"cpu", ""},
+      {"cpu", ",lm_decode_columns=8"},
+      {"cpu", ",lm_decode_weights=buffer"},
+      {"gpu", ",lm_decode_weights=texel,lm_decode_grid=64x16,lm_decode_columns=16,lm_decode_rows=8"}};
+  const rill::lm::ModelOptions f16{.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16};
+  check_fused_decode(*untied, f16, 1e-4, 0, "f16 texel words", f16_forms);
+  check_fused_decode(*tied, f16, 1e-4, 0, "f16 texel words, tied head", f16_forms);
   // Heads of 32 (and FFN slices and logits of 32 on CPU drivers): every product in whole subgroups
   // of four columns per lane, so the CPU kernels take their input rows by subgroup shuffles
   // (test_kernel_plan.cpp checks that this shape's plan does).

@@ -80,8 +80,8 @@ struct PlanOverrides {
   // "lm_decode_rows=4": rows whose weight loads the fused decoding products issue together (1, 2,
   // 4 or 8).
   std::optional<uint32_t> lm_decode_rows;
-  // "lm_decode_weights=texel|buffer": the fused decoding kernels read dense f32 weights through
-  // uniform texel buffers (true) or as storage buffers.
+  // "lm_decode_weights=texel|buffer": the fused decoding kernels read dense f32 weights and packed
+  // words (and int8's scales) through uniform texel buffers (true) or as storage buffers.
   std::optional<bool> lm_decode_texel;
   // "matmul_texel=on|off": the CPU-driver matmul's texel form where the shape allows it, or never.
   std::optional<bool> matmul_texel;
@@ -347,6 +347,7 @@ struct LmDecodeShape {
   bool lrpe = false;                 // LRPE doubles the linear-attention features
   uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
   uint32_t int8_group = 0;           // int8 weights: rows per scale
+  bool f16_words = false;            // f16 weights packed two per word
   bool dense_f32 = false;            // f32 activations with dense f32 weights
   bool f32_activations = false;
   uint64_t largest_weight = 0;       // elements of the largest weight matrix (the head's, usually)
@@ -364,8 +365,9 @@ struct LmDecodePlan {
   // lavapipe gathers a lane's 16 bytes at once there, against a bounds-checked loop over the
   // lanes per component for a storage-buffer load).
   bool texel_weights = false;
-  // int8 weights on CPU drivers with 16 columns per invocation: a row's four words read as one
-  // texel of u32 and a group's 16 scales as four texels (the kernels' _q8_tx form).
+  // Packed weights on CPU drivers read as texels of 4 u32 words: int8 at 16 columns per invocation
+  // (a row's four words one texel, a group's 16 scales four texels; the kernels' _q8_tx form), f16
+  // at 8 or 16 (a row's words one or two texels; _w16_tx).
   bool texel_words = false;
   // Texel weights on CPU drivers: the products' input rows reach the lanes by subgroup shuffles
   // (decode_common.glsl's X_SHUFFLE), where every product's blocks (a head's columns, an FFN

@@ -53,11 +53,16 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // CPU drivers: dense f32 weights through texel views (vk/texel_views.hpp), where the device backs
   // them, every matrix fits one view and the widths divide into whole texels.
   const bool texels_fit = s.dense_f32 && divides(4) && texel_views_fit(d, false, s.largest_weight / 4, 5);
-  if (d.forced.lm_decode_texel.value_or(false) && !texels_fit && s.int8_group == 0)
+  if (d.forced.lm_decode_texel.value_or(false) && !texels_fit && s.int8_group == 0 && !s.f16_words)
     return per_op(
         "the forced texel weights need dense f32 or int8 weights, widths in whole texels and views that "
         "hold them");
   p.texel_weights = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && texels_fit;
+  // f16 weights, f32 activations: their words (8 columns per texel of 4 words) through texel views
+  // where the device backs u32 texels and one view holds the largest matrix (5 in the mixer).
+  const bool f16_words_fit = s.f16_words && s.f32_activations && d.texel_u32x4 &&
+                             s.largest_weight / 8 <= d.max_texels && d.max_texel_bindings >= 5;
+  const bool f16_texels = f16_words_fit && d.forced.lm_decode_texel.value_or(d.family == Family::kCpu);
   if (const std::optional<uint32_t> forced = d.forced.lm_decode_columns) {
     if (!divides(*forced))
       return per_op("the forced " + std::to_string(*forced) + " columns per invocation do not divide the widths");
@@ -71,7 +76,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     // texel fetch rewards where a strided walk from memory does not (lavapipe, the default model's
     // FFN on one thread with its weights cold: 1.09-1.39 ms per call from storage buffers, 1.40-1.43
     // as texels 4 columns per invocation, 0.88-0.91 as texels 16).
-    const bool wide = d.family == Family::kCpu && (s.int8_group > 0 || p.texel_weights);
+    // f16 words read as texels take 16 as well: 8 or 16 columns are whole texels of words, and 16
+    // walk a row once (see the README's records of f16 decoding).
+    const bool wide = d.family == Family::kCpu && (s.int8_group > 0 || p.texel_weights || f16_texels);
     for (uint32_t g = 4; p.texel_weights && d.family == Family::kCpu && g >= 1 && p.lane_groups == 0; g /= 2)
       if (divides(4 * g) && whole_subgroups(4 * g)) p.lane_groups = g;
     for (uint32_t g = wide ? 4 : 1; g >= 1 && p.lane_groups == 0; g /= 2)
@@ -86,12 +93,14 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // int8 weights, 16 columns per invocation (a row's four words, one texel of u32), f32 activations:
   // the words and scales through texel views where the device backs them and they hold the largest
   // matrix (10 views in the mixer). The 385M configuration's decoding on lavapipe: see the README.
-  const bool words_fit = s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
-                         d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10);
-  if (d.forced.lm_decode_texel.value_or(false) && s.int8_group > 0 && !words_fit)
+  // f16 weights at 8 or 16 columns per invocation: one or two whole texels of words per row.
+  const bool words_fit = (s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
+                          d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10)) ||
+                         (f16_words_fit && (p.lane_groups == 2 || p.lane_groups == 4));
+  if (d.forced.lm_decode_texel.value_or(false) && (s.int8_group > 0 || s.f16_words) && !words_fit)
     return per_op(
-        "the forced texel weights need int8 words of 16 columns per invocation, f32 activations and views "
-        "that hold them");
+        "the forced texel weights need int8 words of 16 columns per invocation or f16 words of 8 or 16, f32 "
+        "activations and views that hold them");
   p.texel_words = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && words_fit;
   p.x_shuffle = p.texel_weights && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
                 p.workgroup == d.subgroup && p.lane_groups > 0 && whole_subgroups(4 * p.lane_groups);

@@ -15,9 +15,10 @@
 // four columns per invocation leave four times as many invocations to split the rows.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
-// (binding WEIGHT_BINDING + i; W_TEXEL: f32 read as texels there), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or
-// W_INT8 (four per word, words at WEIGHT_BINDING + 2 i, f32 group scales at WEIGHT_BINDING + 2 i + 1),
-// as rill/ops/packed_weights.hpp lays them out.
+// (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or W_INT8
+// (four per word, words at WEIGHT_BINDING + 2 i, f32 group scales at WEIGHT_BINDING + 2 i + 1), as
+// rill/ops/packed_weights.hpp lays them out; W_TEXEL: read through uniform texel buffers instead of
+// storage buffers (dense f32 as texels of 4 floats, packed words as texels of 4 u32).
 #extension GL_EXT_control_flow_attributes : require
 #include "contract/matmul.glsl"  // values per packed word
 #include "half_bits.glsl"
@@ -104,11 +105,30 @@ float storage_round(float v) { return float(sfloat(v)); }
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }
 #elif defined(W_F16)
+#if defined(W_TEXEL)
+// f16 words read as texels of 4 (a usamplerBuffer; CPU drivers): with LANE_GROUPS 2 or 4 (the plan's
+// condition) an invocation's 8 or 16 columns of a row are one or two whole texels, each one gather
+// on lavapipe where a storage-buffer load loops over the lanes for every word.
+#define RILL_F16_DECLARE(i) layout(binding = WEIGHT_BINDING + i) uniform usamplerBuffer word_texels##i;
+#define RILL_F16_WORD(i, k) texelFetch(word_texels##i, int((k) / 4u))[(k) % 4u]
+// ws[q] = the words 2 q and 2 q + 1 of an invocation's row from `base` (a multiple of 4).
+#define RILL_F16_ROW(i, base, ws)                                        \
+  [[unroll]] for (uint t = 0u; t < LANE_GROUPS / 2u; ++t) {              \
+    const uvec4 texel = texelFetch(word_texels##i, int((base) / 4u + t)); \
+    ws[2u * t] = texel.xy;                                               \
+    ws[2u * t + 1u] = texel.zw;                                          \
+  }
+#else
+#define RILL_F16_DECLARE(i) layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Words##i { uint words##i[]; };
+#define RILL_F16_WORD(i, k) words##i[k]
+#define RILL_F16_ROW(i, base, ws) \
+  [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) ws[q] = uvec2(words##i[(base) + 2u * q], words##i[(base) + 2u * q + 1u]);
+#endif
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
-  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Words##i { uint words##i[]; };                  \
+  RILL_F16_DECLARE(i)                                                                                          \
   float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
     const uint per_row = (cols + kPackedF16PerWord - 1u) / kPackedF16PerWord;                                 \
-    const vec2 pair = rill_unpack_half2(words##i[(b * rows + r) * per_row + c / kPackedF16PerWord]);           \
+    const vec2 pair = rill_unpack_half2(RILL_F16_WORD(i, (b * rows + r) * per_row + c / kPackedF16PerWord));   \
     return c % kPackedF16PerWord == 0u ? pair.x : pair.y;                                                      \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
@@ -118,20 +138,15 @@ float storage_round(float v) { return float(sfloat(v)); }
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     uint r = r0;                                                                                               \
     for (; r + ROW_BATCH <= r1; r += ROW_BATCH) {                                                              \
-      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u) {                                                       \
-        const uint base = (b * rows + row0 + r + u) * per_row + w;                                             \
-        [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                     \
-          ws[u][q] = uvec2(words##i[base + 2u * q], words##i[base + 2u * q + 1u]);                             \
-      }                                                                                                        \
+      [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u) { RILL_F16_ROW(i, (b * rows + row0 + r + u) * per_row + w, ws[u]) } \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                     \
           acc[q] += mv_in[r + u] * vec4(rill_unpack_half2(ws[u][q].x), rill_unpack_half2(ws[u][q].y));         \
     }                                                                                                          \
     for (; r < r1; ++r) {                                                                                      \
-      const uint base = (b * rows + row0 + r) * per_row + w;                                                   \
+      RILL_F16_ROW(i, (b * rows + row0 + r) * per_row + w, ws[0])                                              \
       [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                       \
-        acc[q] += mv_in[r] * vec4(rill_unpack_half2(words##i[base + 2u * q]),                                 \
-                                  rill_unpack_half2(words##i[base + 2u * q + 1u]));                            \
+        acc[q] += mv_in[r] * vec4(rill_unpack_half2(ws[0][q].x), rill_unpack_half2(ws[0][q].y));               \
     }                                                                                                          \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) res[q] = acc[q];                                        \
   }

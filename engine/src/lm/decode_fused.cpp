@@ -25,12 +25,11 @@ struct WeightForm {
   uint32_t group = 1;
 };
 
-// Dense and int8 weights: in storage buffers, or read as texels where the plan says (kernel
-// suffixes _tx, _q8_tx).
+// In storage buffers, or read as texels where the plan says (kernel suffixes _tx, _q8_tx, _w16_tx).
 WeightForm form_of(const ops::PackedWeights& p, const LmDecodePlan& plan) {
   if (!p.valid()) return plan.texel_weights ? WeightForm{"_tx", 1} : WeightForm{};
   if (p.format == ops::WeightFormat::kInt8) return {plan.texel_words ? "_q8_tx" : "_q8", p.group};
-  return {"_w16", 1};
+  return {plan.texel_words ? "_w16_tx" : "_w16", 1};
 }
 
 // The form every matrix of one dispatch shares (the model packs all its linear layers alike).
@@ -207,6 +206,7 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
     s.bindings_per_weight = 2;
     s.int8_group = l0.wq.packed.group;
   }
+  s.f16_words = l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kF16;
   return s;
 }
 
