@@ -36,7 +36,8 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // Groups of 4 adjacent columns per invocation, a load each per row, where every matrix's columns
   // (and a head, so that an invocation's columns stay in one matrix) divide into them. CPU drivers:
   // loads cost a loop over the lanes there; int8 weights take 16 (four words per row: 385M decode
-  // on lavapipe 210 -> 150 ms per token), f32 and f16 ones 4 (16 measured 1.1x and 2x slower).
+  // on lavapipe 210 -> 150 ms per token), f32 and f16 ones 4 from storage buffers (16 measured 1.1x
+  // and 2x slower), 16 as texels (below).
   // GPUs: 4, so that a product's few columns leave 4x as many invocations to split its rows (a
   // token's time is the serial walk of each invocation over its rows).
   auto divides = [&](uint32_t c) {  // adjacent columns per invocation
