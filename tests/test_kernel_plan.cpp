@@ -568,6 +568,8 @@ TEST_CASE("kernel plan: CPU decoding reads int8 words and scales as texels at 16
   CHECK(p.lane_groups == 4);
   CHECK(p.texel_words);
   CHECK_FALSE(p.texel_weights);  // dense f32 weights only
+  CHECK_FALSE(p.x_shuffle);      // slower for int8 (kernel_plan_models.cpp)
+  CHECK(p.ffn_slice == 352);
   LmDecodeShape f16 = int8;
   f16.f32_activations = false;  // the f16-activation kernels have no texel form
   LmDecodeShape eights = int8;
@@ -605,6 +607,33 @@ TEST_CASE("kernel plan: CPU decoding reads f16 words as texels at 8 or 16 column
   CHECK(p.lane_groups == 4);  // two texels of words per row
   CHECK(p.texel_words);
   CHECK_FALSE(p.texel_weights);
+  // Every product in whole passes of a subgroup's 128 columns, so the inputs come by shuffles:
+  // FFN slices of 256 (11 of them) and 640 logits per workgroup, where 352 and 1,024 were not.
+  CHECK(p.x_shuffle);
+  CHECK(p.ffn_slice == 256);
+  CHECK(p.logit_columns == 640);
+  // The test model of heads of 128 (test_lm_model.cpp's in_128s): slices and logits of 128.
+  const LmDecodeShape small{.width = 256,
+                            .heads = 2,
+                            .head_dim = 128,
+                            .ffn = 256,
+                            .vocab = 128,
+                            .f16_words = true,
+                            .f32_activations = true,
+                            .largest_weight = 256ull * 256};
+  const LmDecodePlan sp = lm_decode(lavapipe_like(), small).value();
+  CHECK(sp.x_shuffle);
+  CHECK(sp.ffn_slice == 128);
+  CHECK(sp.logit_columns == 128);
+  // Turned off: the first slices, inputs from shared memory.
+  DeviceTraits off = lavapipe_like();
+  off.forced = parse_overrides("lm_decode_shuffle=off").value();
+  const LmDecodePlan unshuffled = lm_decode(off, f16).value();
+  CHECK(unshuffled.texel_words);
+  CHECK_FALSE(unshuffled.x_shuffle);
+  CHECK(unshuffled.ffn_slice == 352);
+  CHECK(unshuffled.logit_columns == 1024);
+  CHECK_FALSE(parse_overrides("lm_decode_shuffle=maybe").is_ok());
   LmDecodeShape eights = f16;
   eights.ffn = 2824;  // FFN columns in eights: one texel of words per row
   const LmDecodePlan e = lm_decode(lavapipe_like(), eights).value();

@@ -390,6 +390,10 @@ ModelConfig in_sixteens(std::vector<LayerKind> kinds) { return two_heads(std::mo
 // columns per lane, eight lanes per head).
 ModelConfig in_thirty_twos(std::vector<LayerKind> kinds) { return two_heads(std::move(kinds), 64, 64, 64); }
 
+// Heads of 128, FFN 256, vocabulary 128: with f16 weights read as texels (16 columns per lane)
+// every product is whole subgroups (FFN slices and logits of 128), so the inputs come by shuffles.
+ModelConfig in_128s(std::vector<LayerKind> kinds) { return two_heads(std::move(kinds), 256, 256, 128); }
+
 // Decodes `tokens` from position 0 with the fused kernels and with the per-op graph (both kernel
 // families for the fused ones): every step's logits within tol of each other, and within ref_tol of
 // the f32 reference (0: not compared - packed weights, whose per-op path is checked against the
@@ -559,6 +563,16 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   REQUIRE(c.validate().is_ok());
   check_fused_decode(rill::lm::Weights::random(c, 13).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
                      "texel weights, inputs by shuffles", {{"cpu", ""}});
+  // f16 words read as texels, inputs by shuffles (test_kernel_plan.cpp checks this shape's plan),
+  // against shared-memory inputs and storage buffers.
+  c = in_128s({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
+  c.decay = {0.9f, 0.75f};
+  c.output_gate = true;
+  REQUIRE(c.validate().is_ok());
+  check_fused_decode(rill::lm::Weights::random(c, 14).value(),
+                     {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0,
+                     "f16 texel words, inputs by shuffles",
+                     {{"cpu", ""}, {"cpu", ",lm_decode_shuffle=off"}, {"cpu", ",lm_decode_weights=buffer"}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {

@@ -83,6 +83,7 @@ bool tunable_key(std::string_view key) {
                              "lm_decode_columns",
                              "lm_decode_rows",
                              "lm_decode_weights",
+                             "lm_decode_shuffle",
                              "la_tile",
                              "la_scan_groups",
                              "la_window",
@@ -195,14 +196,15 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
       continue;
     }
     if (key == "matmul_texel" || key == "block_texel" || key == "rmsnorm_texel" || key == "elementwise_texel" ||
-        key == "icl_texel") {
+        key == "icl_texel" || key == "lm_decode_shuffle") {
       if (value != "on" && value != "off")
         return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use on or off");
-      (key == "matmul_texel"    ? out.matmul_texel
-       : key == "block_texel"   ? out.block_texel
-       : key == "rmsnorm_texel" ? out.rmsnorm_texel
-       : key == "icl_texel"     ? out.icl_texel
-                                : out.elementwise_texel) = value == "on";
+      (key == "matmul_texel"        ? out.matmul_texel
+       : key == "block_texel"       ? out.block_texel
+       : key == "rmsnorm_texel"     ? out.rmsnorm_texel
+       : key == "icl_texel"         ? out.icl_texel
+       : key == "lm_decode_shuffle" ? out.lm_decode_shuffle
+                                    : out.elementwise_texel) = value == "on";
       continue;
     }
     if (key == "block_dq") {
@@ -298,7 +300,8 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
           "icl_layers_per_dispatch, "
           "icl_tasks_per_workgroup, icl_top_layer, "
           "la_scan_groups, la_span, la_tile, la_window, linear_attention, "
-          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_weights, matmul_coop, "
+          "lm_decode, lm_decode_columns, lm_decode_grid, lm_decode_rows, lm_decode_shuffle, lm_decode_weights, "
+          "matmul_coop, "
           "matmul_coop_buffers, "
           "matmul_coop_groups, "
           "matmul_depth, matmul_layout, matmul_splits, matmul_texel, "

@@ -83,6 +83,9 @@ struct PlanOverrides {
   // "lm_decode_weights=texel|buffer": the fused decoding kernels read dense f32 weights and packed
   // words (and int8's scales) through uniform texel buffers (true) or as storage buffers.
   std::optional<bool> lm_decode_texel;
+  // "lm_decode_shuffle=on|off": CPU drivers' texel decoding takes its input rows by subgroup
+  // shuffles where the products allow it (on), or from shared memory (off).
+  std::optional<bool> lm_decode_shuffle;
   // "matmul_texel=on|off": the CPU-driver matmul's texel form where the shape allows it, or never.
   std::optional<bool> matmul_texel;
 };

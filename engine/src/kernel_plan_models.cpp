@@ -31,8 +31,11 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   };
   p.ffn_slice = columns(s.ffn, 512);
   p.logit_columns = columns(s.vocab, 1024);
-  p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
-  p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
+  auto size_shared_rows = [&] {
+    p.in_max = std::max({s.width, p.ffn_slice, 4 * s.head_dim});
+    p.out_max = std::max({s.width, 4 * s.head_dim, 2 * p.ffn_slice, p.logit_columns});
+  };
+  size_shared_rows();
   // Groups of 4 adjacent columns per invocation, a load each per row, where every matrix's columns
   // (and a head, so that an invocation's columns stay in one matrix) divide into them. CPU drivers:
   // loads cost a loop over the lanes there; int8 weights take 16 (four words per row: 385M decode
@@ -103,7 +106,33 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
         "the forced texel weights need int8 words of 16 columns per invocation or f16 words of 8 or 16, f32 "
         "activations and views that hold them");
   p.texel_words = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && words_fit;
-  p.x_shuffle = p.texel_weights && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
+  // Texel kernels on CPU drivers take their input rows by subgroup shuffles where every product is
+  // whole passes of a subgroup's columns (x_shuffle, below): dense f32 and f16 weights. int8 ran
+  // slower with them (385M on lavapipe, profiled: FFN 1.49-1.50 -> 1.57-1.60 ms per call, logits
+  // 9.1 -> 11.3-17.9), its rows' byte extraction outweighing the shared loads the shuffles save;
+  // f16's FFN went 3.05-3.15 -> 2.26 ms and logits 24-28 -> 15 (records in
+  // tools/rill/bench-lm-lavapipe/, decode-profile-385m-*-shuffle-*).
+  const bool shuffle = d.forced.lm_decode_shuffle.value_or(true) && (p.texel_weights || (p.texel_words && s.f16_words));
+  // There FFN slices and logit columns are cut into whole subgroup passes where the first choice
+  // leaves them partial (the largest such not above it, else the smallest). The 385M configuration
+  // in f16 at 16 columns per lane: slices of 256 instead of 352 and 640 logits per workgroup
+  // instead of 1,024.
+  if (shuffle && d.family == Family::kCpu && p.lane_groups > 0 && !whole_subgroups(4 * p.lane_groups)) {
+    const uint32_t pass = 4 * p.lane_groups * p.workgroup;
+    auto whole = [&](uint32_t total, uint32_t first) {
+      for (uint32_t c = first / pass * pass; c >= pass; c -= pass)
+        if (total % c == 0) return c;
+      for (uint32_t c = (first / pass + 1) * pass; c <= total; c += pass)
+        if (total % c == 0) return c;
+      return first;
+    };
+    const LmDecodePlan first = p;
+    p.ffn_slice = whole(s.ffn, p.ffn_slice);
+    p.logit_columns = whole(s.vocab, p.logit_columns);
+    size_shared_rows();
+    if (shared_bytes() > d.shared_bytes) p = first;  // a limit profile's 16 KiB
+  }
+  p.x_shuffle = shuffle && register_kernels_fit(d) && d.fixed_subgroup && d.subgroup >= 8 &&
                 p.workgroup == d.subgroup && p.lane_groups > 0 && whole_subgroups(4 * p.lane_groups);
   // GPUs: a product's weight loads four rows at a time, one wait on memory per four rows of an
   // invocation's serial walk (not yet timed against one: tools/gpu-check.sh decode_sweep). CPU

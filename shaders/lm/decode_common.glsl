@@ -37,6 +37,22 @@ layout(constant_id = 13) const uint ROW_BATCH = 1;
 // Texel kernels: inputs by subgroup shuffles where matvec finds whole subgroups per matrix (below).
 layout(constant_id = 14) const bool X_SHUFFLE = false;
 bool mv_shuffled = false;  // the current pass of matvec reads its inputs by shuffles
+// X_SHUFFLE (texel kernels of CPU drivers, whose workgroups are one subgroup): a product's input
+// row reaches the lanes by subgroup shuffles, each lane loading one of every 8 rows (X_LANE) and
+// row r + u coming from lane u (X_AT), where lavapipe runs a shared-memory load as a loop over the
+// lanes (one per row per lane otherwise). matvec turns it on for the passes whose subgroups stay
+// within one matrix: the shuffles need every lane in the same branch. Dense f32 and f16 weights
+// take it (int8 ran slower with it: the plan says why); other kernels compile the branch out.
+#if defined(W_TEXEL)
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define RILL_SHUFFLED mv_shuffled
+#define RILL_X_LANE(r) mv_in[(r) + min(gl_SubgroupInvocationID, 7u)]
+#define RILL_X_AT(x_lane, u) subgroupShuffle(x_lane, u)
+#else
+#define RILL_SHUFFLED false
+#define RILL_X_LANE(r) 0.0
+#define RILL_X_AT(x_lane, u) x_lane
+#endif
 
 shared float mv_in[IN_MAX];    // the input of the current matrix-vector product
 shared float mv_out[OUT_MAX];  // its results
@@ -137,6 +153,16 @@ float storage_round(float v) { return float(sfloat(v)); }
     uvec2 ws[ROW_BATCH][LANE_SLOTS];                                                                          \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
     uint r = r0;                                                                                               \
+    if (RILL_SHUFFLED)                                                                                         \
+      for (; r + 8u <= r1; r += 8u) {                                                                          \
+        const float x_lane = RILL_X_LANE(r);                                                                   \
+        [[unroll]] for (uint u = 0u; u < 8u; ++u) {                                                            \
+          const float x = RILL_X_AT(x_lane, u);                                                                \
+          RILL_F16_ROW(i, (b * rows + row0 + r + u) * per_row + w, ws[0])                                      \
+          [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q)                                                   \
+            acc[q] += x * vec4(rill_unpack_half2(ws[0][q].x), rill_unpack_half2(ws[0][q].y));                  \
+        }                                                                                                      \
+      }                                                                                                        \
     for (; r + ROW_BATCH <= r1; r += ROW_BATCH) {                                                              \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u) { RILL_F16_ROW(i, (b * rows + row0 + r + u) * per_row + w, ws[u]) } \
       [[unroll]] for (uint u = 0u; u < ROW_BATCH; ++u)                                                         \
@@ -157,17 +183,12 @@ float storage_round(float v) { return float(sfloat(v)); }
 #if defined(W_TEXEL)
 #define RILL_DENSE_DECLARE(i) layout(binding = WEIGHT_BINDING + i) uniform samplerBuffer texels##i;
 #define RILL_DENSE_VEC4(i, v) texelFetch(texels##i, int(v))
-// X_SHUFFLE (CPU drivers, whose kernels are one subgroup): a product's input row reaches the lanes
-// by subgroup shuffles, each lane loading one of every 8 rows, where lavapipe runs a shared-memory
-// load as a loop over the lanes (one per row per lane before). matvec turns it on for the passes
-// whose subgroups stay within one matrix: the shuffles need every lane in the same branch.
-#extension GL_KHR_shader_subgroup_shuffle : require
 #define RILL_DENSE_SHUFFLED_ROWS(i)                                                                 \
-  if (mv_shuffled)                                                                                 \
+  if (RILL_SHUFFLED)                                                                               \
     for (; r + 8u <= r1; r += 8u, k += 8u * stride) {                                              \
-      const float x_lane = mv_in[r + min(gl_SubgroupInvocationID, 7u)];                            \
+      const float x_lane = RILL_X_LANE(r);                                                         \
       [[unroll]] for (uint u = 0u; u < 8u; ++u) {                                                  \
-        const float x = subgroupShuffle(x_lane, u);                                                \
+        const float x = RILL_X_AT(x_lane, u);                                                      \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] += x * RILL_DENSE_VEC4(i, k + u * stride + q); \
       }                                                                                            \
     }
