@@ -556,14 +556,14 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   check_fused_decode(*tied, f16, 1e-4, 0, "f16 texel words, tied head", f16_forms);
   // Heads of 32 (and FFN slices and logits of 32 on CPU drivers): every product in whole subgroups
   // of four columns per lane, so the CPU kernels take their input rows by subgroup shuffles
-  // (test_kernel_plan.cpp checks that this shape's plan does).
+  // (test_kernel_plan_models.cpp checks that this shape's plan does).
   c = in_thirty_twos({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
   c.decay = {0.9f, 0.75f};
   c.output_gate = true;
   REQUIRE(c.validate().is_ok());
   check_fused_decode(rill::lm::Weights::random(c, 13).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
                      "texel weights, inputs by shuffles", {{"cpu", ""}});
-  // f16 words read as texels, inputs by shuffles (test_kernel_plan.cpp checks this shape's plan),
+  // f16 words read as texels, inputs by shuffles (test_kernel_plan_models.cpp checks this shape's plan),
   // against shared-memory inputs and storage buffers.
   c = in_128s({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
   c.decay = {0.9f, 0.75f};
