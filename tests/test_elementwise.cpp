@@ -171,6 +171,53 @@ GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per ro
   }
 }
 
+// A table larger than one storage binding (the small-bindings profile: 64 KiB) is gathered in row
+// blocks, each dispatch writing only its ids' rows; the bad ids are zeroed and counted once.
+GPU_TEST_CASE("embedding gathers from a table larger than one binding", "[elementwise][gpu]") {
+  auto options = rill_test::validated_options();
+  options.limit_profile = "small-bindings";
+  auto ctx = rill_test::make_context(options);
+  REQUIRE(ctx.device().caps.max_storage_buffer_range == 65536);
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
+    // f32 rows of 96 bytes: blocks of 680 rows (a multiple of 8 keeps each start 256-byte aligned).
+    const int64_t vocab = dtype == DType::kF32 ? 1500 : 3001, dim = 24;
+    INFO("vocab " << vocab << " f16 " << (dtype == DType::kF16));
+    const std::vector<uint32_t> ids = {0, 679, 680, 1359, 1360, 1499, 1500, 7, uint32_t(vocab - 1), 4000000000u};
+    const auto table = rill_test::stored(rill_test::random_vector(size_t(vocab * dim), 5), dtype);
+    std::vector<float> out_ref, unused;
+    rill::ref::embedding_forward(ids, table, vocab, dim, out_ref);
+    auto tids = u32_tensor(ctx, ids);
+    auto ttable = rill_test::tensor_from(ctx, dtype, {vocab, dim}, table);
+    REQUIRE(ttable.size_bytes() > 65536);
+    auto tout = rill_test::empty_tensor(ctx, dtype, {int64_t(ids.size()), dim});
+    auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+    auto seq = ctx.sequence();
+    REQUIRE(ops::embedding_forward(*seq, tids, ttable, tout, terr, 2.0f).is_ok());
+    REQUIRE(seq->run(2).is_ok());
+    for (float& v : out_ref) v *= 2.0f;
+    rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, 0.0, "rows");
+    CHECK(read_u32(ctx, terr) == (dtype == DType::kF32 ? 2 : 1));
+  }
+}
+
+GPU_TEST_CASE("Tensor::rows views rows in place and refuses misaligned or outside ranges", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  const std::vector<float> values = rill_test::random_vector(128 * 3, 6);
+  auto t = rill_test::tensor_from(ctx, DType::kF32, {128, 3}, values);
+  auto view = t.rows(64, 64);  // 768 bytes in
+  REQUIRE(view.is_ok());
+  CHECK(view->shape() == std::vector<int64_t>{64, 3});
+  CHECK(rill_test::read(ctx, *view) == std::vector<float>(values.begin() + 64 * 3, values.end()));
+  CHECK(t.rows(1, 3).status().code() == rill::StatusCode::kInvalidArgument);    // 12 bytes in
+  CHECK(t.rows(64, 65).status().code() == rill::StatusCode::kInvalidArgument);  // past the end
+  CHECK(t.rows(0, 0).status().code() == rill::StatusCode::kInvalidArgument);    // empty
+  CHECK(rill::Tensor().rows(0, 1).status().code() == rill::StatusCode::kInvalidArgument);
+  auto flat = rill_test::tensor_from(ctx, DType::kF32, {384}, values);
+  auto tail = flat.rows(320, 64);  // a 1-D tensor's rows are its elements
+  REQUIRE(tail.is_ok());
+  CHECK(rill_test::read(ctx, *tail) == std::vector<float>(values.begin() + 320, values.end()));
+}
+
 GPU_TEST_CASE("softmax and cross-entropy match the reference, stay finite, and differentiate", "[elementwise][gpu]") {
   auto ctx = rill_test::make_context();
   for (DType dtype : rill_test::float_dtypes(ctx)) {

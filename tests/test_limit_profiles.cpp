@@ -82,7 +82,7 @@ TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the speciali
 
 TEST_CASE("limit profiles lower a device's capabilities and never raise them", "[limits]") {
   const rill::DeviceInfo large = large_device();
-  REQUIRE(rill::limit_profiles().size() == 3);
+  REQUIRE(rill::limit_profiles().size() == 4);
   for (const auto& profile : rill::limit_profiles()) {
     INFO(profile.name);
     rill::DeviceInfo d = large;
@@ -91,7 +91,7 @@ TEST_CASE("limit profiles lower a device's capabilities and never raise them", "
     CHECK(d.caps.shared_memory_bytes <= large.caps.shared_memory_bytes);
     CHECK(d.caps.max_workgroup_invocations <= large.caps.max_workgroup_invocations);
     for (int i = 0; i < 3; ++i) CHECK(d.caps.max_workgroup_size[i] <= d.caps.max_workgroup_invocations);
-    CHECK(d.caps.max_storage_buffer_range == (1ull << 27));
+    CHECK(d.caps.max_storage_buffer_range == (profile.name == "small-bindings" ? 1ull << 16 : 1ull << 27));
     CHECK(d.caps.subgroup_size == 32);  // a device's own
     // Applying it to a device already below it changes nothing.
     rill::DeviceInfo again = d;
@@ -99,6 +99,14 @@ TEST_CASE("limit profiles lower a device's capabilities and never raise them", "
     CHECK(again.caps.shared_memory_bytes == d.caps.shared_memory_bytes);
     CHECK(again.caps.max_workgroup_invocations == d.caps.max_workgroup_invocations);
   }
+  // small-bindings lowers the storage bindings alone.
+  rill::DeviceInfo small = large;
+  REQUIRE(rill::apply_limit_profile("small-bindings", small).is_ok());
+  CHECK(small.caps.shared_memory_bytes == large.caps.shared_memory_bytes);
+  CHECK(small.caps.max_workgroup_invocations == large.caps.max_workgroup_invocations);
+  CHECK(small.caps.max_texel_buffer_elements == large.caps.max_texel_buffer_elements);
+  CHECK(small.caps.subgroup_arithmetic == large.caps.subgroup_arithmetic);
+  CHECK(small.caps.storage_buffer_16bit == large.caps.storage_buffer_16bit);
   rill::DeviceInfo mali = large;
   REQUIRE(rill::apply_limit_profile("mali", mali).is_ok());
   CHECK(mali.caps.shared_memory_bytes == 16384);

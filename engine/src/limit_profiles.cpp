@@ -1,6 +1,7 @@
 // The limit profiles of device.hpp: what a smaller class of device offers, applied as minimums.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "rill/device.hpp"
 
@@ -18,6 +19,7 @@ struct LimitProfile {
   uint32_t max_push_constants_bytes;
   uint64_t max_texel_buffer_elements;
   bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
+  bool cooperative_matrices;  // kept where the device has them
 };
 
 constexpr LimitProfile kProfiles[] = {
@@ -35,7 +37,8 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      true,
-     true},
+     true,
+     false},
     {"adreno",
      "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
      32768,
@@ -50,7 +53,8 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      true,
-     true},
+     true,
+     false},
     {"vulkan11-minimum",
      "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
      "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic",
@@ -66,7 +70,27 @@ constexpr LimitProfile kProfiles[] = {
      false,
      false,
      false,
+     false,
      false},
+    // Not a class of device: every limit the device's own but the storage bindings, so that the
+    // splitting of tensors too large for one binding (a model's embedding and output head) runs in
+    // tests with small models on any machine.
+    {"small-bindings",
+     "the device's own limits but storage bindings of 64 KiB: tables larger than one binding split",
+     UINT32_MAX,
+     UINT32_MAX,
+     {UINT32_MAX, UINT32_MAX, UINT32_MAX},
+     {UINT32_MAX, UINT32_MAX, UINT32_MAX},
+     uint64_t(1) << 16,
+     UINT32_MAX,
+     UINT64_MAX,
+     true,
+     true,
+     true,
+     true,
+     true,
+     true,
+     true},
 };
 
 }  // namespace
@@ -105,7 +129,7 @@ Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
   c.float16_arithmetic = c.float16_arithmetic && profile->float16;
   c.storage_buffer_8bit = c.storage_buffer_8bit && profile->storage_8bit;
   c.int8_arithmetic = c.int8_arithmetic && profile->int8;
-  c.cooperative_matrix_f16 = {};  // no phone-class or minimum device is assumed to have them
+  if (!profile->cooperative_matrices) c.cooperative_matrix_f16 = {};  // no phone-class or minimum device has them
   device.limit_profile = profile->name;
   return Status::ok();
 }

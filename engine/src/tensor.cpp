@@ -88,4 +88,34 @@ Result<Tensor> Tensor::reshaped(std::vector<int64_t> shape) const {
   return detail::Access::tensor(std::move(view));
 }
 
+Result<Tensor> Tensor::rows(int64_t first, int64_t count) const {
+  if (!storage_) return invalid_argument("rows: the tensor is empty");
+  const std::vector<int64_t>& shape = storage_->shape;
+  const int64_t n = shape.empty() ? 1 : shape[0];
+  if (first < 0 || count < 1 || first > n || count > n - first)
+    return invalid_argument("rows: [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                            std::to_string(count) + ") is not within the " + std::to_string(n) + " rows of " +
+                            describe());
+  const uint64_t row_elements = storage_->elements / uint64_t(n);
+  const uint64_t row_bytes = row_elements * dtype_size(storage_->dtype), skip = uint64_t(first) * row_bytes;
+  if (skip % kViewAlignment != 0)
+    return invalid_argument("rows: row " + std::to_string(first) + " of " + describe() + " starts " +
+                            std::to_string(skip) + " bytes in, not a multiple of " + std::to_string(kViewAlignment));
+  auto view = std::make_shared<detail::TensorStorage>();
+  view->context = storage_->context;
+  view->allocation = storage_->allocation;
+  view->allocation.offset += skip;
+  view->allocation.size -= skip;
+  view->pool = storage_->pool;
+  view->dtype = storage_->dtype;
+  view->shape = shape.empty() ? std::vector<int64_t>{count} : shape;
+  view->shape[0] = count;
+  view->elements = uint64_t(count) * row_elements;
+  view->bytes = uint64_t(count) * row_bytes;
+  view->name = storage_->name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+  view->last_use = storage_->last_use;
+  view->parent = storage_->parent ? storage_->parent : storage_;
+  return detail::Access::tensor(std::move(view));
+}
+
 }  // namespace rill

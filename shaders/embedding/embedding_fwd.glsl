@@ -1,5 +1,6 @@
 // Embedding gather: out[t, :] = table[ids[t], :] * scale. An id outside the vocabulary gives a zero row
-// and is counted in errors[0], which the dispatch function reports. ids: [tokens] u32;
+// and is counted in errors[0], which the dispatch function reports. A table larger than one binding
+// is gathered in dispatches of row blocks (p.first, p.rows), each writing its ids' rows. ids: [tokens] u32;
 // table: [vocab, dim] sfloat, or with B_INT8 / B_F16 its transpose [dim, vocab] packed
 // (packed_weights.glsl: the same matrix serves a tied output head); out: [tokens, dim] sfloat;
 // errors: [1] u32.
@@ -26,14 +27,16 @@ void main() {
   if (i >= p.tokens * p.dim) return;
   const uint t = i / p.dim, j = i % p.dim;
   const uint id = ids[t];
-  if (id >= p.vocab) {
+  if (id >= p.vocab) {  // the dispatch of the vocabulary's last rows writes and counts it
+    if (p.first + p.rows < p.vocab) return;
     out_data[i] = sfloat(0.0);
     if (j == 0) atomicAdd(errors[0], 1u);
     return;
   }
+  if (id < p.first || id - p.first >= p.rows) return;  // another dispatch's rows
 #if defined(B_INT8) || defined(B_F16)
   out_data[i] = sfloat(packed_value(0u, p.words_per_row, 0u, p.group, p.vocab, j, id) * p.scale);
 #else
-  out_data[i] = sfloat(afloat(table[id * p.dim + j]) * p.scale);
+  out_data[i] = sfloat(afloat(table[(id - p.first) * p.dim + j]) * p.scale);
 #endif
 }

@@ -36,6 +36,12 @@ class RILL_API Tensor {
   // A view of the same memory with another shape of the same element count (no copy). Writes
   // through either are seen by both; the memory lives while any of them does.
   Result<Tensor> reshaped(std::vector<int64_t> shape) const;
+  // A view of rows [first, first + count) of the first dimension (no copy; the other dimensions
+  // kept, elements for a 1-D tensor): a part of a tensor too large for one kernel binding, or one
+  // output's columns. Its start must lie a multiple of kViewAlignment bytes into the tensor, where
+  // every device accepts a binding's offset.
+  Result<Tensor> rows(int64_t first, int64_t count) const;
+  static constexpr uint64_t kViewAlignment = 256;
 
  private:
   friend struct detail::Access;

@@ -163,24 +163,32 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   const ModelConfig& c = m.config;
   const ModelTensors& w = m.tensors;
   RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(g.resid, op));
-  std::vector<const Tensor*> b = {&g.resid, &g.parts_ffn, &or_else(w.final_norm, g.resid), &g.logits};
-  // The head: its own weight, the tied packed embedding (already [width, vocab]) or the tied
-  // dense embedding [vocab, width], read transposed.
-  const Tensor& dense = c.tie_embeddings ? w.embed : w.head.dense;
-  const ops::PackedWeights& packed = c.tie_embeddings ? w.embed_t : w.head.packed;
-  const bool transposed = c.tie_embeddings && !packed.valid();
-  bind(b, dense, packed);
-  const WeightForm form = form_of(packed, plan);
-  const gpu::DecodeLogitsPush push{c.width,    c.vocab,   uint32_t(g.parts_ffn.shape()[0]), plan.logit_columns,
-                                   form.group, c.norm_eps};
-  return g.seq->dispatch(
-      {.kernel = "lm/decode_logits" + form.suffix + "_" + suffix,
-       .bindings = std::move(b),
-       .push = push_bytes(push),
-       .groups = {(c.vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
-       .spec = product_spec(plan, {gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)}),
-       .flops = 2ull * c.width * c.vocab,
-       .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
+  // The head: packed (its own, or the tied embedding already [width, vocab]), or dense blocks of the
+  // vocabulary (the tied embedding's rows [count, width] read transposed, or the head's columns),
+  // a dispatch per block, each computing the residual's norm again (a row: negligible).
+  auto dispatch = [&](const Tensor& dense, const ops::PackedWeights& packed, bool transposed, const Tensor& out,
+                      uint32_t vocab) -> Status {
+    std::vector<const Tensor*> b = {&g.resid, &g.parts_ffn, &or_else(w.final_norm, g.resid), &out};
+    bind(b, dense, packed);
+    const WeightForm form = form_of(packed, plan);
+    const gpu::DecodeLogitsPush push{c.width,    vocab,     uint32_t(g.parts_ffn.shape()[0]), plan.logit_columns,
+                                     form.group, c.norm_eps};
+    return g.seq->dispatch(
+        {.kernel = "lm/decode_logits" + form.suffix + "_" + suffix,
+         .bindings = std::move(b),
+         .push = push_bytes(push),
+         .groups = {(vocab + plan.logit_columns - 1) / plan.logit_columns, 1, 1},
+         .spec = product_spec(plan, {gpu::spec("HAS_GAIN", w.final_norm.valid()), gpu::spec("TRANSPOSED", transposed)}),
+         .flops = 2ull * c.width * vocab,
+         .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
+  };
+  if (w.head_blocks.empty())
+    return dispatch(Tensor(), c.tie_embeddings ? w.embed_t : w.head.packed, false, g.logits, c.vocab);
+  for (const HeadBlock& block : w.head_blocks) {
+    RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, block));
+    RILL_RETURN_IF_ERROR(dispatch(block.weight, {}, block.transposed, part, uint32_t(block.count)));
+  }
+  return Status::ok();
 }
 
 }  // namespace

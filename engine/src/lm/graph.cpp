@@ -153,8 +153,11 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   }
   if (c.tie_embeddings && w.embed_t.valid()) {
     RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed_t, g.logits));
-  } else if (c.tie_embeddings) {
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed, g.logits, {.transpose_b = true}));
+  } else if (!w.head_blocks.empty()) {  // dense: each block's columns of the logits
+    for (const HeadBlock& b : w.head_blocks) {
+      RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, b));
+      RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, b.weight, part, {.transpose_b = b.transposed}));
+    }
   } else {
     RILL_RETURN_IF_ERROR(linear(seq, *last, w.head, g.logits));
   }

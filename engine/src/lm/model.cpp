@@ -8,6 +8,7 @@
 #include "kernel_plan.hpp"
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
+#include "ops/op_common.hpp"
 
 namespace rill::lm {
 
@@ -67,7 +68,86 @@ Result<ops::PackedWeights> upload_embedding_packed(Context& ctx, const Weights& 
   return upload_packed(ctx, std::move(transposed), "embed", {D, V}, options);
 }
 
+// The dense output head in blocks of the vocabulary that each fit one storage binding, so that a
+// big vocabulary in f32 (the 385M model's 64,000 x 1,024: 250 MiB) runs on devices that bind
+// 128 MiB at once (lavapipe, phones): the tied embedding's row blocks (views), or the head's
+// column blocks (each uploaded as its own [D, columns] tensor). Each block's logits start 256
+// bytes apart (Tensor::rows). One block, the whole matrix, where it fits.
+Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig& config, DType dt,
+                        detail::ModelTensors& w) {
+  const char* op = "lm model";
+  const int64_t V = config.vocab, D = config.width;
+  const uint64_t limit = ctx.device().caps.max_storage_buffer_range, esize = dtype_size(dt);
+  const int64_t logit_align = int64_t(Tensor::kViewAlignment / esize);  // columns between block starts
+  if (config.tie_embeddings) {
+    RILL_ASSIGN_OR_RETURN(std::vector<ops::detail::RowBlock> rows,
+                          ops::detail::binding_row_blocks(w.embed, limit, op, uint64_t(logit_align)));
+    for (const ops::detail::RowBlock& r : rows) {
+      RILL_ASSIGN_OR_RETURN(Tensor view, w.embed.rows(r.first, r.count));
+      w.head_blocks.push_back({r.first, r.count, std::move(view), true, false});
+    }
+    return Status::ok();
+  }
+  if (limit == 0 || uint64_t(D) * uint64_t(V) * esize <= limit) {
+    RILL_ASSIGN_OR_RETURN(w.head.dense, upload_weight(ctx, weights, "head", {D, V}, dt));
+    RILL_ASSIGN_OR_RETURN(Tensor view, w.head.dense.rows(0, D));
+    w.head_blocks.push_back({0, V, std::move(view), false, false});
+    return Status::ok();
+  }
+  const int64_t per = int64_t(limit / (uint64_t(D) * esize)) / logit_align * logit_align;
+  if (per == 0)
+    return out_of_range(std::string(op) + ": " + std::to_string(logit_align) + " columns of the head [" +
+                        std::to_string(D) + ", " + std::to_string(V) + "] take more than " + ctx.device().name +
+                        " binds at once (" + std::to_string(limit) + " bytes)");
+  RILL_ASSIGN_OR_RETURN(std::vector<float> head, weights.floats("head"));
+  for (int64_t first = 0; first < V; first += per) {
+    const int64_t count = std::min(per, V - first);
+    std::vector<float> columns(size_t(D * count));
+    for (int64_t d = 0; d < D; ++d) std::copy_n(head.begin() + d * V + first, count, columns.begin() + d * count);
+    const std::string name = "head[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+    RILL_ASSIGN_OR_RETURN(Tensor t, ctx.tensor(dt, {D, count}, name, MemoryPool::kWeights));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(t, columns));
+    w.head_blocks.push_back({first, count, std::move(t), false, true});
+  }
+  return Status::ok();
+}
+
+// Every tensor a kernel binds whole must fit one storage binding; the dense embedding and head
+// are split (embedding_forward, head_blocks) and not checked here. A clear error at creation,
+// where a dispatch would fail at the first prompt.
+Status check_bindings(const Context& ctx, const detail::ModelTensors& w) {
+  const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
+  auto check = [&](const Tensor& t) -> Status {
+    if (limit == 0 || t.size_bytes() <= limit) return Status::ok();
+    return out_of_range("lm model: " + t.describe() + " is " + std::to_string(t.size_bytes()) + " bytes, more than " +
+                        ctx.device().name + " binds at once (" + std::to_string(limit) +
+                        "); int8 weights (ModelOptions::weights) take a quarter of f32's");
+  };
+  auto check_linear = [&](const detail::LinearWeight& l) -> Status {
+    for (const Tensor* t : {&l.dense, &l.packed.words, &l.packed.scales}) RILL_RETURN_IF_ERROR(check(*t));
+    return Status::ok();
+  };
+  RILL_RETURN_IF_ERROR(check(w.embed_t.words));
+  RILL_RETURN_IF_ERROR(check(w.embed_t.scales));
+  RILL_RETURN_IF_ERROR(check_linear(w.head));
+  for (const detail::LayerTensors& l : w.layers)
+    for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
+      RILL_RETURN_IF_ERROR(check_linear(*t));
+  return Status::ok();
+}
+
 }  // namespace
+
+namespace detail {
+
+Result<Tensor> logits_of(const Tensor& logits, const HeadBlock& block) {
+  if (block.first == 0 && uint64_t(block.count) == logits.element_count()) return logits.reshaped(logits.shape());
+  RILL_ASSIGN_OR_RETURN(Tensor flat, logits.reshaped({int64_t(logits.element_count())}));
+  RILL_ASSIGN_OR_RETURN(Tensor part, flat.rows(block.first, block.count));
+  return part.reshaped({1, block.count});
+}
+
+}  // namespace detail
 
 const char* weight_storage_name(WeightStorage storage) {
   switch (storage) {
@@ -176,8 +256,15 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     w.layers.push_back(std::move(l));
   }
   if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
-  if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load_linear(w.head, "head", {D, V}));
+  if (packs_weights(options, dt)) {
+    if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load_linear(w.head, "head", {D, V}));
+  } else {
+    RILL_RETURN_IF_ERROR(make_head_blocks(ctx, weights, config, dt, w));
+  }
+  RILL_RETURN_IF_ERROR(check_bindings(ctx, w));
   uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
+  for (const detail::HeadBlock& b : w.head_blocks)
+    if (b.owns) bytes += b.weight.size_bytes();
   for (const auto& l : w.layers) {
     for (const Tensor* t : {&l.attn_norm, &l.out_norm, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();

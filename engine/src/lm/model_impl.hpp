@@ -32,12 +32,28 @@ struct LayerTensors {
   Tensor lrpe_coarse, lrpe_fine;  // f32 [rows, H * Dh, 2] (cos, sin)
 };
 
+// A dense output head's vocabulary columns [first, first + count): the tied embedding's rows
+// [count, D] (transposed: a view of the table) or the head's columns [D, count].
+struct HeadBlock {
+  int64_t first = 0, count = 0;
+  Tensor weight;
+  bool transposed = false;
+  bool owns = false;  // its own memory (a split head), not a view of embed or head
+};
+
 struct ModelTensors {
   Tensor embed, final_norm;
   ops::PackedWeights embed_t;  // with packed weights: the embedding transposed, [D, V] (and the tied head)
-  LinearWeight head;           // empty when tied
+  LinearWeight head;           // empty when tied, or when split into head_blocks
+  // Dense heads (tied or not): blocks of the vocabulary that each fit one storage binding (one, the
+  // whole matrix, where it fits); empty with packed weights.
+  std::vector<HeadBlock> head_blocks;
   std::vector<LayerTensors> layers;
 };
+
+// The logits of one head block: the row's columns [first, first + count) as [1, count] (the row
+// itself where the block is the whole vocabulary).
+Result<Tensor> logits_of(const Tensor& logits, const HeadBlock& block);
 
 // Per-session state: NormAttention states [1, H, Dh, Dh] f32, DiagAttention block caches and
 // softmax caches [H, rows, Dh] (rows: block, or the softmax capacity); empty for other kinds.

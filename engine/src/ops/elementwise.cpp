@@ -90,18 +90,30 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
   RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
+  // A table larger than one binding (a big vocabulary in f32): a dispatch per block of its rows.
+  RILL_ASSIGN_OR_RETURN(std::vector<detail::RowBlock> blocks,
+                        detail::binding_row_blocks(table, seq.device().caps.max_storage_buffer_range, op));
   const uint32_t wg = detail::elementwise_workgroup(seq);
-  return seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
-                       .bindings = {&ids, &table, &out, &errors},
-                       .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
-                                                             .vocab = uint32_t(vocab),
-                                                             .dim = uint32_t(dim),
-                                                             .scale = scale,
-                                                             .words_per_row = 0,
-                                                             .group = 1}),
-                       .groups = detail::groups_for(tokens * dim, wg),
-                       .spec = {gpu::spec("WG_SIZE", wg)},
-                       .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())});
+  for (const detail::RowBlock& b : blocks) {
+    Tensor part;
+    if (blocks.size() > 1) {
+      RILL_ASSIGN_OR_RETURN(part, table.rows(b.first, b.count));
+    }
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
+                                       .bindings = {&ids, blocks.size() > 1 ? &part : &table, &out, &errors},
+                                       .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
+                                                                             .vocab = uint32_t(vocab),
+                                                                             .dim = uint32_t(dim),
+                                                                             .scale = scale,
+                                                                             .words_per_row = 0,
+                                                                             .group = 1,
+                                                                             .first = uint32_t(b.first),
+                                                                             .rows = uint32_t(b.count)}),
+                                       .groups = detail::groups_for(tokens * dim, wg),
+                                       .spec = {gpu::spec("WG_SIZE", wg)},
+                                       .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())}));
+  }
+  return Status::ok();
 }
 
 Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
@@ -119,7 +131,9 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& 
                                 .dim = uint32_t(dim),
                                 .scale = scale,
                                 .words_per_row = uint32_t(table_t.words.shape()[2]),
-                                .group = int8 ? table_t.group : 1u};
+                                .group = int8 ? table_t.group : 1u,
+                                .first = 0,
+                                .rows = uint32_t(vocab)};
   const uint32_t wg = detail::elementwise_workgroup(seq);
   return seq.dispatch(
       {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,

@@ -1,6 +1,7 @@
 #include "ops/op_common.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "access.hpp"
 #include "kernel_plan.hpp"
@@ -35,6 +36,25 @@ Status require_elements(const Tensor& t, uint64_t elements, const char* op, cons
     return invalid_argument(std::string(op) + ": " + role + " " + t.describe() + " must have " +
                             std::to_string(elements) + " elements");
   return Status::ok();
+}
+
+Result<std::vector<RowBlock>> binding_row_blocks(const Tensor& t, uint64_t max_bytes, const char* op,
+                                                 uint64_t row_multiple) {
+  const int64_t n = t.shape().empty() ? 1 : t.shape()[0];
+  if (max_bytes == 0 || t.size_bytes() <= max_bytes) return std::vector<RowBlock>{{0, n}};
+  const uint64_t row_bytes = t.size_bytes() / uint64_t(n);
+  // Rows per block: whole multiples of the rows that keep each block's start aligned.
+  const uint64_t aligned = std::lcm(Tensor::kViewAlignment / std::gcd(row_bytes, Tensor::kViewAlignment), row_multiple);
+  const uint64_t per = max_bytes / row_bytes / aligned * aligned;
+  if (per == 0)
+    return out_of_range(std::string(op) + ": " + t.describe() + " is " + std::to_string(t.size_bytes()) +
+                        " bytes, more than the device binds at once (" + std::to_string(max_bytes) + "), and " +
+                        std::to_string(aligned) + " of its rows of " + std::to_string(row_bytes) +
+                        " bytes do not fit one binding either");
+  std::vector<RowBlock> blocks;
+  for (int64_t first = 0; first < n; first += int64_t(per))
+    blocks.push_back({first, std::min<int64_t>(int64_t(per), n - first)});
+  return blocks;
 }
 
 Result<RowsDim> rows_and_dim(const Tensor& t, const char* op) {

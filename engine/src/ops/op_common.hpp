@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "rill/sequence.hpp"
 #include "rill/tensor.hpp"
@@ -22,6 +23,17 @@ struct RowsDim {
 };
 // Rows = product of leading dimensions, dim = last; both must fit in 32 bits.
 Result<RowsDim> rows_and_dim(const Tensor& t, const char* op);
+
+// Rows [first, first + count) of a tensor's first dimension.
+struct RowBlock {
+  int64_t first = 0, count = 0;
+};
+// Row blocks of `t` that each fit one storage binding of max_bytes (0: no limit) and start a
+// multiple of Tensor::kViewAlignment bytes in (for Tensor::rows), and at a multiple of
+// row_multiple rows: the whole tensor where it fits. OutOfRange, naming the op, where the fewest
+// rows a block may hold would not fit.
+Result<std::vector<RowBlock>> binding_row_blocks(const Tensor& t, uint64_t max_bytes, const char* op,
+                                                 uint64_t row_multiple = 1);
 
 // Workgroups for `count` independent items (rows), spread over y beyond 65535 in x. A count no
 // device can launch gives a grid the dispatch refuses (never a wrapped, smaller one).

@@ -40,6 +40,8 @@ RILL_PUSH_STRUCT(EmbeddingPush) {
   float scale;
   uint words_per_row;  // packed table only
   uint group;          // packed table only
+  uint first;          // the rows [first, first + rows) of the vocabulary the bound table holds
+  uint rows;
 };
 
 RILL_PUSH_STRUCT(EmbeddingBackwardPush) {
