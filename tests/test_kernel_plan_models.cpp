@@ -89,6 +89,17 @@ TEST_CASE("kernel plan: CPU decoding reads int8 words and scales as texels at 16
   CHECK_FALSE(p.texel_weights);  // dense f32 weights only
   CHECK_FALSE(p.x_shuffle);      // slower for int8 (kernel_plan_models.cpp)
   CHECK(p.ffn_slice == 352);
+  // Dense f32 weights of that shape: texels at 16 columns, slices kept (shuffles ran slower there).
+  LmDecodeShape dense = int8;
+  dense.bindings_per_weight = 1;
+  dense.int8_group = 0;
+  dense.dense_f32 = true;
+  const LmDecodePlan dp = lm_decode(lavapipe_like(), dense).value();
+  CHECK(dp.texel_weights);
+  CHECK(dp.lane_groups == 4);
+  CHECK_FALSE(dp.x_shuffle);
+  CHECK(dp.ffn_slice == 352);
+  CHECK(dp.logit_columns == 1024);
   LmDecodeShape f16 = int8;
   f16.f32_activations = false;  // the f16-activation kernels have no texel form
   LmDecodeShape eights = int8;

@@ -91,6 +91,9 @@ GPU_TEST_CASE("lm models whose embedding and head exceed one binding run in bloc
   auto small = rill_test::make_context(options);
   options.kernel_plan = "lm_decode=per-op";
   auto small_per_op = rill_test::make_context(options);
+  options.kernel_plan = "";
+  options.kernel_variant = "gpu";  // the GPU kernels (fused decoding's GPU grid, the tiled matmul)
+  auto small_gpu = rill_test::make_context(options);
   ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag});
   c.width = 32;
   c.heads = 2;
@@ -103,7 +106,7 @@ GPU_TEST_CASE("lm models whose embedding and head exceed one binding run in bloc
     const auto w = rill::lm::Weights::random(c, tied ? 21 : 22).value();
     const auto tokens = tokens_of(80, c.vocab, 4);
     const auto ref = reference(w, tokens);
-    for (rill::Context* ctx : {&small, &small_per_op}) {
+    for (rill::Context* ctx : {&small, &small_per_op, &small_gpu}) {
       auto model = make_model(*ctx, w, {.prefill_segment = 64});
       check_prefill_then_decode(model, tokens, 70, ref, 2e-4);
     }

@@ -113,11 +113,14 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // f16's FFN went 3.05-3.15 -> 2.26 ms and logits 24-28 -> 15 (records in
   // tools/rill/bench-lm-lavapipe/, decode-profile-385m-*-shuffle-*).
   const bool shuffle = d.forced.lm_decode_shuffle.value_or(true) && (p.texel_weights || (p.texel_words && s.f16_words));
-  // There FFN slices and logit columns are cut into whole subgroup passes where the first choice
-  // leaves them partial (the largest such not above it, else the smallest). The 385M configuration
-  // in f16 at 16 columns per lane: slices of 256 instead of 352 and 640 logits per workgroup
-  // instead of 1,024.
-  if (shuffle && d.family == Family::kCpu && p.lane_groups > 0 && !whole_subgroups(4 * p.lane_groups)) {
+  // For f16 words FFN slices and logit columns are cut into whole subgroup passes where the first
+  // choice leaves them partial (the largest such not above it, else the smallest). The 385M
+  // configuration at 16 columns per lane: slices of 256 instead of 352 and 640 logits per
+  // workgroup instead of 1,024. Dense f32 weights at 16 columns ran slower so (385M decoding
+  // 203 / 221 -> 256 / 290 ms per token, `385m-f32-decode-shuffle-*`): they shuffle only where
+  // their first choice is whole (4 columns per lane, heads of 32).
+  if (shuffle && p.texel_words && d.family == Family::kCpu && p.lane_groups > 0 &&
+      !whole_subgroups(4 * p.lane_groups)) {
     const uint32_t pass = 4 * p.lane_groups * p.workgroup;
     auto whole = [&](uint32_t total, uint32_t first) {
       for (uint32_t c = first / pass * pass; c >= pass; c -= pass)
