@@ -29,6 +29,7 @@ RILL_API Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, co
 // out[t, :] = table[ids[t], :] * scale. ids: [...] u32 (tokens = its element count); table: [vocab, dim];
 // out: [tokens, dim] (any shape with that many elements). errors: [1] u32, zeroed by the op and
 // counting ids >= vocab after the sequence has run (their rows are zero): read it to detect bad input.
+// A table larger than the device binds at once (maxStorageBufferRange) is gathered in blocks of rows.
 RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
                                   const Tensor& errors, float scale = 1.0f);
 // The same gather from a packed table stored transposed, [dim, vocab] (token t is column t): the
