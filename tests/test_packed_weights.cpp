@@ -288,3 +288,93 @@ GPU_TEST_CASE("embedding from a packed transposed table gathers the packed value
     }
   }
 }
+
+TEST_CASE("packed_columns keeps its columns' words and scales and pads a ragged word", "[packed_weights]") {
+  using rill::StatusCode;
+  const auto values = rill_test::random_vector(7 * 13, 31);
+  for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+    INFO(rill::ops::weight_format_name(format));
+    const auto host = pack(values, {7, 13}, format, 3);
+    const int64_t per = format == WeightFormat::kInt8 ? 4 : 2;
+    for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 13}, {per, 5}, {2 * per, 13 - 2 * per}, {0, 1}}) {
+      INFO("columns " << first << " + " << count);
+      auto part = rill::ops::packed_columns(host, first, count);
+      REQUIRE(part.is_ok());
+      // Packing the same columns' floats gives the same bits: int8 scales are per column and group.
+      std::vector<float> sub;
+      for (int64_t r = 0; r < 7; ++r)
+        for (int64_t c = first; c < first + count; ++c) sub.push_back(values[size_t(r * 13 + c)]);
+      const auto direct = pack(sub, {7, count}, format, 3);
+      CHECK(part->words == direct.words);
+      CHECK(part->scales == direct.scales);
+      CHECK(part->group == direct.group);
+    }
+    CHECK(rill::ops::packed_columns(host, 1, 4).status().code() == StatusCode::kInvalidArgument);     // inside a word
+    CHECK(rill::ops::packed_columns(host, per, 13).status().code() == StatusCode::kInvalidArgument);  // past the end
+    CHECK(rill::ops::packed_columns(host, 0, 0).status().code() == StatusCode::kInvalidArgument);
+    CHECK(rill::ops::packed_columns(pack(values, {1, 7, 13}, format), 0, 4).is_ok());
+    CHECK(rill::ops::packed_columns(pack(values, {7, 1, 13}, format), 0, 4).status().code() ==
+          StatusCode::kInvalidArgument);  // a batch of matrices
+  }
+}
+
+// A packed table uploaded in column blocks of at most 4 KiB: the blocks tile the vocabulary at
+// multiples of 64 columns, each within the limit, and the gather from them (a dispatch per block)
+// equals the packed values, the bad ids zeroed and counted once.
+GPU_TEST_CASE("embedding gathers from a packed table in column blocks", "[packed_weights][elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  const int64_t vocab = 1000, dim = 24;
+  for (DType dtype : rill_test::float_dtypes(ctx)) {
+    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+      INFO(rill::ops::weight_format_name(format) << " f16 " << (dtype == DType::kF16));
+      const auto table_t = pack(rill_test::random_vector(size_t(vocab * dim), 12), {dim, vocab}, format, 16);
+      auto blocks = rill::ops::upload_packed_columns(ctx, table_t, "table", 4096, 64);
+      INFO(blocks.status().to_string());
+      REQUIRE(blocks.is_ok());
+      // int8: 24 bytes of words per column, blocks of 128; f16: 48 bytes, blocks of 64.
+      const int64_t per_block = format == WeightFormat::kInt8 ? 128 : 64;
+      REQUIRE(blocks->blocks.size() == size_t((vocab + per_block - 1) / per_block));
+      for (size_t b = 0; b < blocks->blocks.size(); ++b) {
+        CHECK(blocks->first[b] == int64_t(b) * per_block);
+        CHECK(blocks->blocks[b].cols == std::min(per_block, vocab - int64_t(b) * per_block));
+        CHECK(blocks->blocks[b].words.size_bytes() <= 4096);
+        CHECK(blocks->blocks[b].scales.size_bytes() <= 4096);
+      }
+      CHECK(blocks->size_bytes() >= table_t.words.size() * 4);
+      std::vector<uint32_t> ids = {0, 999, 5000, uint32_t(per_block - 1), uint32_t(per_block), 3, 1u << 31};
+      for (int64_t edge = 2 * per_block; edge < vocab; edge += 3 * per_block)
+        ids.insert(ids.end(), {uint32_t(edge - 1), uint32_t(edge)});
+      std::vector<float> out_ref;
+      for (uint32_t id : ids)
+        for (int64_t d = 0; d < dim; ++d)
+          out_ref.push_back(id < vocab ? rill_test::stored({table_t.value(0, d, id) * 0.5f}, dtype)[0] : 0.0f);
+      auto tids = rill_test::empty_tensor(ctx, DType::kU32, {int64_t(ids.size())});
+      REQUIRE(ctx.upload(tids, std::span(reinterpret_cast<const uint8_t*>(ids.data()), ids.size() * 4)).is_ok());
+      auto tout = rill_test::empty_tensor(ctx, dtype, {int64_t(ids.size()), dim});
+      auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::embedding_forward(*seq, tids, *blocks, tout, terr, 0.5f).is_ok());
+      REQUIRE(seq->run().is_ok());
+      rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, dtype == DType::kF16 ? 1e-3 : 0.0, "rows");
+      uint32_t count = 0;
+      REQUIRE(ctx.download(terr, std::span(reinterpret_cast<uint8_t*>(&count), 4)).is_ok());
+      CHECK(count == 2);
+    }
+  }
+  const auto table_t = pack(rill_test::random_vector(size_t(vocab * dim), 13), {dim, vocab}, WeightFormat::kF16);
+  auto whole = rill::ops::upload_packed_columns(ctx, table_t, "table");  // the device's limit: one block
+  REQUIRE(whole.is_ok());
+  CHECK(whole->blocks.size() == 1);
+  CHECK(rill::ops::upload_packed_columns(ctx, table_t, "table", 1000, 64).status().code() ==
+        rill::StatusCode::kOutOfRange);  // 64 columns take 3 KB
+  // Blocks that do not tile the table in order are refused before anything is recorded.
+  auto split = rill::ops::upload_packed_columns(ctx, table_t, "table", 4096, 64);
+  REQUIRE(split.is_ok());
+  std::swap(split->first[0], split->first[1]);
+  auto tids = rill_test::empty_tensor(ctx, DType::kU32, {1});
+  auto tout = rill_test::empty_tensor(ctx, DType::kF32, {1, dim});
+  auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+  auto seq = ctx.sequence();
+  CHECK(rill::ops::embedding_forward(*seq, tids, *split, tout, terr).code() == rill::StatusCode::kInvalidArgument);
+  CHECK(seq->stats().dispatches == 0);
+}

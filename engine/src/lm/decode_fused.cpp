@@ -163,9 +163,9 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
   const ModelConfig& c = m.config;
   const ModelTensors& w = m.tensors;
   RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(g.resid, op));
-  // The head: packed (its own, or the tied embedding already [width, vocab]), or dense blocks of the
-  // vocabulary (the tied embedding's rows [count, width] read transposed, or the head's columns),
-  // a dispatch per block, each computing the residual's norm again (a row: negligible).
+  // The head in blocks of the vocabulary: packed (its own, or the tied embedding already [width,
+  // vocab]) or dense (the tied embedding's rows [count, width] read transposed, or the head's
+  // columns), a dispatch per block, each computing the residual's norm again (a row: negligible).
   auto dispatch = [&](const Tensor& dense, const ops::PackedWeights& packed, bool transposed, const Tensor& out,
                       uint32_t vocab) -> Status {
     std::vector<const Tensor*> b = {&g.resid, &g.parts_ffn, &or_else(w.final_norm, g.resid), &out};
@@ -182,11 +182,9 @@ Status logits(const Model::Impl& m, Graph& g, const LmDecodePlan& plan) {
          .flops = 2ull * c.width * vocab,
          .bytes = packed.valid() ? packed.size_bytes() : dense.size_bytes()});
   };
-  if (w.head_blocks.empty())
-    return dispatch(Tensor(), c.tie_embeddings ? w.embed_t : w.head.packed, false, g.logits, c.vocab);
   for (const HeadBlock& block : w.head_blocks) {
     RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, block));
-    RILL_RETURN_IF_ERROR(dispatch(block.weight, {}, block.transposed, part, uint32_t(block.count)));
+    RILL_RETURN_IF_ERROR(dispatch(block.weight, block.packed, block.transposed, part, uint32_t(block.count)));
   }
   return Status::ok();
 }

@@ -151,15 +151,13 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
     RILL_RETURN_IF_ERROR(copy_rows(seq, g.u, g.len - 1, g.last, 0, 1));
     last = &g.last;
   }
-  if (c.tie_embeddings && w.embed_t.valid()) {
-    RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, w.embed_t, g.logits));
-  } else if (!w.head_blocks.empty()) {  // dense: each block's columns of the logits
-    for (const HeadBlock& b : w.head_blocks) {
-      RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, b));
+  for (const HeadBlock& b : w.head_blocks) {  // each block's columns of the logits
+    RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, b));
+    if (b.packed.valid()) {
+      RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, b.packed, part));
+    } else {
       RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, b.weight, part, {.transpose_b = b.transposed}));
     }
-  } else {
-    RILL_RETURN_IF_ERROR(linear(seq, *last, w.head, g.logits));
   }
   RILL_ASSIGN_OR_RETURN(g.logits_id, seq.download(g.logits));
   return seq.finish();

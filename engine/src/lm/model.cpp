@@ -36,9 +36,13 @@ bool packs_weights(const ModelOptions& options, DType dtype) {
   return options.weights == WeightStorage::kInt8 || (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
 }
 
+ops::WeightFormat packed_format(const ModelOptions& options) {
+  return options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
+}
+
 Result<ops::PackedWeights> upload_packed(Context& ctx, std::vector<float> values, const std::string& name,
                                          const std::vector<int64_t>& shape, const ModelOptions& options) {
-  const auto format = options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
+  const ops::WeightFormat format = packed_format(options);
   RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, options.int8_group));
   values = {};  // free the floats before the upload allocates its staging copy
   return ops::upload_packed(ctx, host, name);
@@ -56,42 +60,81 @@ Result<detail::LinearWeight> upload_linear(Context& ctx, const Weights& weights,
   return w;
 }
 
+// The logits' columns between the starts of two head blocks: each block's logits are a view of
+// the logits row, which starts 256-byte aligned (Tensor::rows).
+int64_t logit_alignment(DType dt) { return int64_t(Tensor::kViewAlignment / dtype_size(dt)); }
+
+// A [D, V] matrix packed in column blocks that each fit one storage binding (one where it fits).
+Result<ops::PackedColumnBlocks> upload_packed_blocks(Context& ctx, std::vector<float> values, const std::string& name,
+                                                     int64_t D, int64_t V, const ModelOptions& options, DType dt) {
+  const ops::WeightFormat format = packed_format(options);
+  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, {D, V}, format, options.int8_group));
+  values = {};
+  return ops::upload_packed_columns(ctx, host, name, 0, logit_alignment(dt));
+}
+
 // The embedding packed as its transpose [D, V] (ops::embedding_forward's packed form), which is also
-// the tied head's B: a 385M model's f32 table (262 MB) is more than many devices bind at once.
-Result<ops::PackedWeights> upload_embedding_packed(Context& ctx, const Weights& weights, int64_t V, int64_t D,
-                                                   const ModelOptions& options) {
+// the tied head's B, in column blocks where it exceeds one binding: the 2,048-wide TransNormerLLM's
+// 64,000-token table in f16 is 262 MB, more than many devices bind at once.
+Result<ops::PackedColumnBlocks> upload_embedding_packed(Context& ctx, const Weights& weights, int64_t V, int64_t D,
+                                                        const ModelOptions& options, DType dt) {
   RILL_ASSIGN_OR_RETURN(std::vector<float> table, weights.floats("embed"));
   std::vector<float> transposed(table.size());
   for (int64_t v = 0; v < V; ++v)
     for (int64_t d = 0; d < D; ++d) transposed[size_t(d * V + v)] = table[size_t(v * D + d)];
   table = {};
-  return upload_packed(ctx, std::move(transposed), "embed", {D, V}, options);
+  return upload_packed_blocks(ctx, std::move(transposed), "embed", D, V, options, dt);
 }
 
-// The dense output head in blocks of the vocabulary that each fit one storage binding, so that a
-// big vocabulary in f32 (the 385M model's 64,000 x 1,024: 250 MiB) runs on devices that bind
-// 128 MiB at once (lavapipe, phones): the tied embedding's row blocks (views), or the head's
-// column blocks (each uploaded as its own [D, columns] tensor). Each block's logits start 256
-// bytes apart (Tensor::rows). One block, the whole matrix, where it fits.
-Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig& config, DType dt,
-                        detail::ModelTensors& w) {
+// Another handle on the same packed words and scales (tensors are views, not copies).
+Result<ops::PackedWeights> packed_view(const ops::PackedWeights& p) {
+  ops::PackedWeights v{.format = p.format, .batch = p.batch, .rows = p.rows, .cols = p.cols, .group = p.group};
+  RILL_ASSIGN_OR_RETURN(v.words, p.words.reshaped(p.words.shape()));
+  if (p.scales.valid()) {
+    RILL_ASSIGN_OR_RETURN(v.scales, p.scales.reshaped(p.scales.shape()));
+  }
+  return v;
+}
+
+// The output head in blocks of the vocabulary that each fit one storage binding, so that a big
+// vocabulary (the 385M model's 64,000 x 1,024 in f32: 250 MiB) runs on devices that bind 128 MiB at
+// once (lavapipe, phones). Packed: the tied embed_t's column blocks, or the head's own. Dense: the
+// tied embedding's row blocks (views), or the head's column blocks (each uploaded as its own
+// [D, columns] tensor). One block, the whole matrix, where it fits.
+Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig& config, const ModelOptions& options,
+                        DType dt, detail::ModelTensors& w) {
   const char* op = "lm model";
   const int64_t V = config.vocab, D = config.width;
   const uint64_t limit = ctx.device().caps.max_storage_buffer_range, esize = dtype_size(dt);
-  const int64_t logit_align = int64_t(Tensor::kViewAlignment / esize);  // columns between block starts
+  const int64_t logit_align = logit_alignment(dt);
+  if (packs_weights(options, dt) && config.tie_embeddings) {
+    for (size_t i = 0; i < w.embed_t.blocks.size(); ++i) {
+      RILL_ASSIGN_OR_RETURN(ops::PackedWeights view, packed_view(w.embed_t.blocks[i]));
+      w.head_blocks.push_back({.first = w.embed_t.first[i], .count = view.cols, .packed = std::move(view)});
+    }
+    return Status::ok();
+  }
+  if (packs_weights(options, dt)) {
+    RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats("head"));
+    RILL_ASSIGN_OR_RETURN(ops::PackedColumnBlocks head,
+                          upload_packed_blocks(ctx, std::move(values), "head", D, V, options, dt));
+    for (size_t i = 0; i < head.blocks.size(); ++i)
+      w.head_blocks.push_back(
+          {.first = head.first[i], .count = head.blocks[i].cols, .packed = std::move(head.blocks[i]), .owns = true});
+    return Status::ok();
+  }
   if (config.tie_embeddings) {
     RILL_ASSIGN_OR_RETURN(std::vector<ops::detail::RowBlock> rows,
                           ops::detail::binding_row_blocks(w.embed, limit, op, uint64_t(logit_align)));
     for (const ops::detail::RowBlock& r : rows) {
       RILL_ASSIGN_OR_RETURN(Tensor view, w.embed.rows(r.first, r.count));
-      w.head_blocks.push_back({r.first, r.count, std::move(view), true, false});
+      w.head_blocks.push_back({.first = r.first, .count = r.count, .weight = std::move(view), .transposed = true});
     }
     return Status::ok();
   }
   if (limit == 0 || uint64_t(D) * uint64_t(V) * esize <= limit) {
-    RILL_ASSIGN_OR_RETURN(w.head.dense, upload_weight(ctx, weights, "head", {D, V}, dt));
-    RILL_ASSIGN_OR_RETURN(Tensor view, w.head.dense.rows(0, D));
-    w.head_blocks.push_back({0, V, std::move(view), false, false});
+    RILL_ASSIGN_OR_RETURN(Tensor head, upload_weight(ctx, weights, "head", {D, V}, dt));
+    w.head_blocks.push_back({.first = 0, .count = V, .weight = std::move(head), .owns = true});
     return Status::ok();
   }
   const int64_t per = int64_t(limit / (uint64_t(D) * esize)) / logit_align * logit_align;
@@ -107,14 +150,14 @@ Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig&
     const std::string name = "head[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
     RILL_ASSIGN_OR_RETURN(Tensor t, ctx.tensor(dt, {D, count}, name, MemoryPool::kWeights));
     RILL_RETURN_IF_ERROR(ctx.upload_floats(t, columns));
-    w.head_blocks.push_back({first, count, std::move(t), false, true});
+    w.head_blocks.push_back({.first = first, .count = count, .weight = std::move(t), .owns = true});
   }
   return Status::ok();
 }
 
-// Every tensor a kernel binds whole must fit one storage binding; the dense embedding and head
-// are split (embedding_forward, head_blocks) and not checked here. A clear error at creation,
-// where a dispatch would fail at the first prompt.
+// Every tensor a kernel binds whole must fit one storage binding; the embedding and head are split
+// (embedding_forward's blocks, upload_packed_columns, head_blocks) and their blocks checked here
+// as a safeguard. A clear error at creation, where a dispatch would fail at the first prompt.
 Status check_bindings(const Context& ctx, const detail::ModelTensors& w) {
   const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
   auto check = [&](const Tensor& t) -> Status {
@@ -123,13 +166,13 @@ Status check_bindings(const Context& ctx, const detail::ModelTensors& w) {
                         ctx.device().name + " binds at once (" + std::to_string(limit) +
                         "); int8 weights (ModelOptions::weights) take a quarter of f32's");
   };
-  auto check_linear = [&](const detail::LinearWeight& l) -> Status {
-    for (const Tensor* t : {&l.dense, &l.packed.words, &l.packed.scales}) RILL_RETURN_IF_ERROR(check(*t));
+  auto check_weight = [&](const Tensor& dense, const ops::PackedWeights& packed) -> Status {
+    for (const Tensor* t : {&dense, &packed.words, &packed.scales}) RILL_RETURN_IF_ERROR(check(*t));
     return Status::ok();
   };
-  RILL_RETURN_IF_ERROR(check(w.embed_t.words));
-  RILL_RETURN_IF_ERROR(check(w.embed_t.scales));
-  RILL_RETURN_IF_ERROR(check_linear(w.head));
+  auto check_linear = [&](const detail::LinearWeight& l) { return check_weight(l.dense, l.packed); };
+  for (const ops::PackedWeights& b : w.embed_t.blocks) RILL_RETURN_IF_ERROR(check_weight(Tensor(), b));
+  for (const detail::HeadBlock& b : w.head_blocks) RILL_RETURN_IF_ERROR(check_weight(b.weight, b.packed));
   for (const detail::LayerTensors& l : w.layers)
     for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
       RILL_RETURN_IF_ERROR(check_linear(*t));
@@ -219,7 +262,7 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     return Status::ok();
   };
   if (packs_weights(options, dt)) {
-    RILL_ASSIGN_OR_RETURN(w.embed_t, upload_embedding_packed(ctx, weights, V, D, options));
+    RILL_ASSIGN_OR_RETURN(w.embed_t, upload_embedding_packed(ctx, weights, V, D, options, dt));
   } else {
     RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
   }
@@ -256,15 +299,11 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     w.layers.push_back(std::move(l));
   }
   if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
-  if (packs_weights(options, dt)) {
-    if (!config.tie_embeddings) RILL_RETURN_IF_ERROR(load_linear(w.head, "head", {D, V}));
-  } else {
-    RILL_RETURN_IF_ERROR(make_head_blocks(ctx, weights, config, dt, w));
-  }
+  RILL_RETURN_IF_ERROR(make_head_blocks(ctx, weights, config, options, dt, w));
   RILL_RETURN_IF_ERROR(check_bindings(ctx, w));
-  uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes() + w.head.size_bytes();
+  uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes();
   for (const detail::HeadBlock& b : w.head_blocks)
-    if (b.owns) bytes += b.weight.size_bytes();
+    if (b.owns) bytes += b.weight.size_bytes() + b.packed.size_bytes();
   for (const auto& l : w.layers) {
     for (const Tensor* t : {&l.attn_norm, &l.out_norm, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();

@@ -32,21 +32,24 @@ struct LayerTensors {
   Tensor lrpe_coarse, lrpe_fine;  // f32 [rows, H * Dh, 2] (cos, sin)
 };
 
-// A dense output head's vocabulary columns [first, first + count): the tied embedding's rows
-// [count, D] (transposed: a view of the table) or the head's columns [D, count].
+// The output head's vocabulary columns [first, first + count): dense, the tied embedding's rows
+// [count, D] (transposed: a view of the table) or the head's columns [D, count]; or packed, the
+// columns [D, count] of the tied embed_t's block or of the head's.
 struct HeadBlock {
   int64_t first = 0, count = 0;
   Tensor weight;
+  ops::PackedWeights packed;
   bool transposed = false;
-  bool owns = false;  // its own memory (a split head), not a view of embed or head
+  bool owns = false;  // its own memory (the untied head), not the embedding's
 };
 
 struct ModelTensors {
   Tensor embed, final_norm;
-  ops::PackedWeights embed_t;  // with packed weights: the embedding transposed, [D, V] (and the tied head)
-  LinearWeight head;           // empty when tied, or when split into head_blocks
-  // Dense heads (tied or not): blocks of the vocabulary that each fit one storage binding (one, the
-  // whole matrix, where it fits); empty with packed weights.
+  // With packed weights: the embedding transposed, [D, V] (and the tied head), in column blocks
+  // that each fit one storage binding (one block where the whole fits).
+  ops::PackedColumnBlocks embed_t;
+  // The head (tied or not) in blocks of the vocabulary that each fit one storage binding (one, the
+  // whole matrix, where it fits); each block's logits start 256 bytes apart.
   std::vector<HeadBlock> head_blocks;
   std::vector<LayerTensors> layers;
 };

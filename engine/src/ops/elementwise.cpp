@@ -116,32 +116,69 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   return Status::ok();
 }
 
-Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
-                         const Tensor& errors, float scale) {
+namespace {
+
+// The gather from packed column blocks (one block: a whole table), a dispatch per block.
+Status embedding_forward_packed(Sequence& seq, const Tensor& ids, std::span<const PackedWeights> blocks,
+                                std::span<const int64_t> first, int64_t dim, int64_t vocab, const Tensor& out,
+                                const Tensor& errors, float scale) {
   const char* op = "embedding";
   RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(out, op));
-  const bool int8 = table_t.format == WeightFormat::kInt8;
-  if (table_t.batch != 1) return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix");
-  RILL_RETURN_IF_ERROR(table_t.check(op));
-  const uint64_t dim = uint64_t(table_t.rows), vocab = uint64_t(table_t.cols), tokens = ids.element_count();
-  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
-  const gpu::EmbeddingPush push{.tokens = uint32_t(tokens),
-                                .vocab = uint32_t(vocab),
-                                .dim = uint32_t(dim),
-                                .scale = scale,
-                                .words_per_row = uint32_t(table_t.words.shape()[2]),
-                                .group = int8 ? table_t.group : 1u,
-                                .first = 0,
-                                .rows = uint32_t(vocab)};
+  if (blocks.empty() || blocks.size() != first.size())
+    return invalid_argument("embedding: the packed table has no blocks, or not one start per block");
+  int64_t next = 0;  // the blocks must tile the vocabulary in order
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const PackedWeights& t = blocks[b];
+    if (t.batch != 1) return invalid_argument("embedding: the packed table must be one [dim, vocab] matrix");
+    RILL_RETURN_IF_ERROR(t.check(op));
+    if (t.rows != dim || first[b] != next || t.format != blocks[0].format)
+      return invalid_argument("embedding: packed block " + std::to_string(b) + " " + t.describe() + " at column " +
+                              std::to_string(first[b]) + " does not continue a [" + std::to_string(dim) + ", " +
+                              std::to_string(vocab) + "] table");
+    next += t.cols;
+  }
+  if (next != vocab)
+    return invalid_argument("embedding: the packed blocks hold " + std::to_string(next) + " of " +
+                            std::to_string(vocab) + " columns");
+  const uint64_t tokens = ids.element_count();
+  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, uint64_t(vocab), uint64_t(dim), scale));
   const uint32_t wg = detail::elementwise_workgroup(seq);
-  return seq.dispatch(
-      {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
-       .bindings = {&ids, &table_t.words, &out, &errors, int8 ? &table_t.scales : &table_t.words},
-       .push = push_bytes(push),
-       .groups = detail::groups_for(tokens * dim, wg),
-       .spec = {gpu::spec("WG_SIZE", wg)},
-       .bytes = tokens * 4 + tokens * dim * (dtype_size(out.dtype()) + (int8 ? 5 : 2))});
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const PackedWeights& t = blocks[b];
+    const bool int8 = t.format == WeightFormat::kInt8;
+    const gpu::EmbeddingPush push{.tokens = uint32_t(tokens),
+                                  .vocab = uint32_t(vocab),
+                                  .dim = uint32_t(dim),
+                                  .scale = scale,
+                                  .words_per_row = uint32_t(t.words.shape()[2]),
+                                  .group = int8 ? t.group : 1u,
+                                  .first = uint32_t(first[b]),
+                                  .rows = uint32_t(t.cols)};
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
+         .bindings = {&ids, &t.words, &out, &errors, int8 ? &t.scales : &t.words},
+         .push = push_bytes(push),
+         .groups = detail::groups_for(tokens * uint64_t(dim), wg),
+         .spec = {gpu::spec("WG_SIZE", wg)},
+         .bytes = tokens * 4 + tokens * uint64_t(dim) * (dtype_size(out.dtype()) + (int8 ? 5 : 2))}));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
+                         const Tensor& errors, float scale) {
+  const int64_t first = 0;
+  return embedding_forward_packed(seq, ids, std::span(&table_t, 1), std::span(&first, 1), table_t.rows, table_t.cols,
+                                  out, errors, scale);
+}
+
+Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedColumnBlocks& table_t, const Tensor& out,
+                         const Tensor& errors, float scale) {
+  return embedding_forward_packed(seq, ids, table_t.blocks, table_t.first, table_t.rows, table_t.cols, out, errors,
+                                  scale);
 }
 
 Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable) {

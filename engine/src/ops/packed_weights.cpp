@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <new>
+#include <numeric>
 
 #include "rill/context.hpp"
 #include "rill/half.hpp"
@@ -138,6 +139,74 @@ Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host,
     RILL_RETURN_IF_ERROR(ctx.upload_floats(p.scales, host.scales));
   }
   return p;
+}
+
+Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t first, int64_t count) {
+  const uint32_t per = per_word(host.format);
+  if (host.batch != 1) return invalid_argument("packed_columns: the packed matrix must be one [rows, cols] matrix");
+  if (first < 0 || count < 1 || first > host.cols || count > host.cols - first || first % per != 0)
+    return invalid_argument("packed_columns: columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                            ") of " + std::to_string(host.cols) + " must be inside the matrix and start a word of " +
+                            std::to_string(per));
+  HostPackedWeights p;
+  p.format = host.format;
+  p.rows = host.rows, p.cols = count, p.group = host.group;
+  const uint32_t wpr = p.words_per_row(), host_wpr = host.words_per_row();
+  const int64_t word0 = first / per;
+  try {
+    p.words.resize(size_t(p.rows) * wpr);
+    if (host.format == WeightFormat::kInt8) p.scales.resize(size_t(p.groups()) * size_t(count));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("packed_columns: out of host memory");
+  }
+  for (int64_t r = 0; r < p.rows; ++r) {
+    std::copy_n(host.words.begin() + r * host_wpr + word0, wpr, p.words.begin() + r * wpr);
+    // A block ending inside a word takes that word's other columns too: zero them, as packing pads.
+    if (const uint32_t tail = uint32_t(count % per); tail != 0)
+      p.words[size_t(r * wpr + wpr - 1)] &= ~(~0u << (32 / per * tail));
+  }
+  for (uint32_t g = 0; g < p.groups(); ++g)
+    std::copy_n(host.scales.begin() + int64_t(g) * host.cols + first, count, p.scales.begin() + int64_t(g) * count);
+  return p;
+}
+
+uint64_t PackedColumnBlocks::size_bytes() const {
+  uint64_t bytes = 0;
+  for (const PackedWeights& b : blocks) bytes += b.size_bytes();
+  return bytes;
+}
+
+Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedWeights& host, const std::string& name,
+                                                 uint64_t max_bytes, int64_t column_align, MemoryPool pool) {
+  if (host.batch != 1) return invalid_argument("upload_packed_columns: '" + name + "' must be one [rows, cols] matrix");
+  if (column_align < 1) return invalid_argument("upload_packed_columns: column_align must be at least 1");
+  if (max_bytes == 0) max_bytes = ctx.device().caps.max_storage_buffer_range;
+  const uint32_t per = per_word(host.format);
+  const int64_t align = std::lcm(column_align, int64_t(per));
+  // Bytes per column of a block of whole words: its words, or (int8 groups under 4 rows) its scales.
+  const uint64_t column_bytes = std::max<uint64_t>(uint64_t(host.rows) * 4 / per, uint64_t(host.groups()) * 4);
+  PackedColumnBlocks out;
+  out.rows = host.rows, out.cols = host.cols;
+  if (max_bytes == 0 || uint64_t(host.cols) * column_bytes <= max_bytes) {
+    RILL_ASSIGN_OR_RETURN(PackedWeights whole, upload_packed(ctx, host, name, pool));
+    out.first.push_back(0);
+    out.blocks.push_back(std::move(whole));
+    return out;
+  }
+  const int64_t per_block = int64_t(max_bytes / column_bytes) / align * align;
+  if (per_block == 0)
+    return out_of_range("upload_packed_columns: '" + name + "': " + std::to_string(align) + " columns of " +
+                        std::to_string(host.rows) + " rows take more than " + std::to_string(max_bytes) + " bytes");
+  for (int64_t first = 0; first < host.cols; first += per_block) {
+    const int64_t count = std::min(per_block, host.cols - first);
+    RILL_ASSIGN_OR_RETURN(HostPackedWeights part, packed_columns(host, first, count));
+    RILL_ASSIGN_OR_RETURN(
+        PackedWeights block,
+        upload_packed(ctx, part, name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]", pool));
+    out.first.push_back(first);
+    out.blocks.push_back(std::move(block));
+  }
+  return out;
 }
 
 }  // namespace rill::ops

@@ -37,6 +37,10 @@ RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor
 // output head. out keeps the activations' storage type.
 RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
                                   const Tensor& errors, float scale = 1.0f);
+// The same from a packed table kept in column blocks (upload_packed_columns: a table larger than one
+// storage binding), a dispatch per block, each writing only its tokens' rows.
+RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedColumnBlocks& table_t,
+                                  const Tensor& out, const Tensor& errors, float scale = 1.0f);
 // dtable[v, :] = sum of dy[t, :] over t with ids[t] == v, deterministic; dtable f32 [vocab, dim].
 RILL_API Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable);
 

@@ -64,4 +64,32 @@ struct RILL_API PackedWeights {
 RILL_API Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host, const std::string& name,
                                              MemoryPool pool = MemoryPool::kWeights);
 
+// Columns [first, first + count) of one packed matrix (batch 1) as a matrix of their own, with the
+// same words and scales (nothing rounded again). first must start a word: a multiple of 4 (int8)
+// or 2 (f16).
+RILL_API Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t first, int64_t count);
+
+// One packed [rows, cols] matrix kept as blocks of its columns, each a PackedWeights that fits one
+// storage binding: a table too large for one (a 2,048-wide model's 64,000-token vocabulary in f16
+// is 262 MB; many phones and lavapipe bind 128 MiB at once). One block, the whole matrix, where it
+// fits. Block i holds columns [first[i], first[i] + blocks[i].cols).
+struct RILL_API PackedColumnBlocks {
+  int64_t rows = 0, cols = 0;
+  std::vector<int64_t> first;
+  std::vector<PackedWeights> blocks;
+
+  bool valid() const { return !blocks.empty(); }
+  uint64_t size_bytes() const;
+};
+
+// Uploads one packed matrix in column blocks whose words and scales each take at most max_bytes
+// (0: the device's maxStorageBufferRange), every block but the first starting at a multiple of
+// column_align columns (rounded up to whole words; a caller that views each block's share of an
+// output row asks for its 256-byte alignment). OutOfRange when one aligned run of columns alone
+// is larger than max_bytes.
+RILL_API Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedWeights& host,
+                                                          const std::string& name, uint64_t max_bytes = 0,
+                                                          int64_t column_align = 1,
+                                                          MemoryPool pool = MemoryPool::kWeights);
+
 }  // namespace rill::ops
