@@ -465,7 +465,13 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
 namespace rill {
 
 std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std::string_view family) {
-  const ops::plan::DeviceTraits traits = ops::plan::traits_of(device, family);
+  return describe_kernel_plans(device, family, {}).value();  // no forced choices: nothing to refuse
+}
+
+Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
+                                                          std::string_view kernel_plan) {
+  ops::plan::DeviceTraits traits = ops::plan::traits_of(device, family);
+  RILL_ASSIGN_OR_RETURN(traits.forced, ops::plan::parse_overrides(kernel_plan));
   std::vector<KernelPlanLine> out;
   out.push_back({"kernel family", "", std::string(ops::plan::family_name(traits.family))});
   for (auto& s : ops::plan::summarize(traits)) out.push_back({std::move(s.op), std::move(s.shape), std::move(s.plan)});

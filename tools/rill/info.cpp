@@ -21,7 +21,12 @@ std::string forced_family() {
   return env ? env : "";
 }
 
-nlohmann::json device_json(const rill::DeviceInfo& d) {
+// The plans shown for `d` under the forced choices (a context refuses an invalid plan; so does info).
+rill::Result<std::vector<rill::KernelPlanLine>> plans_of(const rill::DeviceInfo& d, const InfoArgs& args) {
+  return rill::describe_kernel_plans(d, forced_family(), args.kernel_plan);
+}
+
+nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::KernelPlanLine>& plans) {
   const rill::DeviceCaps& c = d.caps;
   nlohmann::json j = {{"index", d.index},
                       {"name", d.name},
@@ -64,8 +69,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d) {
                         {"device_local_bytes", c.device_local_bytes}}}};
   if (!d.usable) j["unusable_reason"] = d.unusable_reason;
   j["kernel_plans"] = nlohmann::json::array();
-  for (const auto& p : rill::describe_kernel_plans(d, forced_family()))
-    j["kernel_plans"].push_back({{"op", p.op}, {"shape", p.shape}, {"plan", p.plan}});
+  for (const auto& p : plans) j["kernel_plans"].push_back({{"op", p.op}, {"shape", p.shape}, {"plan", p.plan}});
   return j;
 }
 
@@ -80,6 +84,10 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
                   "Show each device as a limit profile would make it, and the kernels rill would pick then")
       ->check(CLI::IsMember(profile_names))
       ->envname("RILL_LIMIT_PROFILE");
+  cmd->add_option("--kernel-plan", a.kernel_plan,
+                  "Show the kernel plans under these forced choices (as RILL_KERNEL_PLAN gives a context, "
+                  "e.g. la_tile=4,matmul_texel=off); an invalid plan is an error")
+      ->envname("RILL_KERNEL_PLAN");
   return cmd;
 }
 
@@ -98,10 +106,20 @@ int run_info(const InfoArgs& args) {
       }
     }
   }
+  std::vector<std::vector<rill::KernelPlanLine>> plans;
+  for (const auto& d : l.devices) {
+    auto p = plans_of(d, args);
+    if (!p.is_ok()) {
+      std::fprintf(stderr, "rill info: %s\n", p.status().to_string().c_str());
+      return 2;
+    }
+    plans.push_back(std::move(p).value());
+  }
   if (args.json) {
     nlohmann::json j = {{"version", RILL_VERSION_STRING}, {"chosen", l.chosen}, {"reason", l.reason},
                         {"devices", nlohmann::json::array()}};
-    for (const auto& d : l.devices) j["devices"].push_back(device_json(d));
+    if (!args.kernel_plan.empty()) j["kernel_plan"] = args.kernel_plan;
+    for (size_t i = 0; i < l.devices.size(); ++i) j["devices"].push_back(device_json(l.devices[i], plans[i]));
     std::printf("%s\n", j.dump(2).c_str());
     return l.chosen >= 0 ? 0 : 1;
   }
@@ -135,14 +153,16 @@ int run_info(const InfoArgs& args) {
     std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());
     if (!d.limit_profile.empty()) std::printf("    limit profile: %s (the limits above are its)\n", d.limit_profile.c_str());
     if (!d.usable) continue;
-    std::printf("    kernel plans:\n");
-    const auto plans = rill::describe_kernel_plans(d, forced_family());
+    if (args.kernel_plan.empty())
+      std::printf("    kernel plans:\n");
+    else
+      std::printf("    kernel plans (forced: %s):\n", args.kernel_plan.c_str());
     int op_width = 0, shape_width = 0;
-    for (const auto& p : plans) {
+    for (const auto& p : plans[i]) {
       op_width = std::max(op_width, int(p.op.size()));
       shape_width = std::max(shape_width, int(p.shape.size()));
     }
-    for (const auto& p : plans)
+    for (const auto& p : plans[i])
       std::printf("      %-*s %-*s %s\n", op_width, p.op.c_str(), shape_width, p.shape.c_str(), p.plan.c_str());
   }
   std::printf("chosen: %s\n", l.reason.c_str());

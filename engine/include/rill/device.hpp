@@ -119,5 +119,9 @@ struct KernelPlanLine {
   std::string op, shape, plan;
 };
 RILL_API std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std::string_view family = {});
+// The same under forced choices, written as ContextOptions::kernel_plan takes them ("la_tile=4,
+// matmul_texel=off"): InvalidArgument, naming the key or value, where a context would refuse them.
+RILL_API Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
+                                                                   std::string_view kernel_plan);
 
 }  // namespace rill
