@@ -67,6 +67,12 @@ Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tenso
 
 namespace {
 
+// A block's expected share of the rows a gather moves (each block moves only its ids' rows), so that
+// a split table's dispatches add up to the whole gather's traffic in profiles.
+uint64_t block_share(uint64_t bytes, uint64_t block_rows, uint64_t vocab) {
+  return vocab == 0 ? bytes : uint64_t(double(bytes) * double(block_rows) / double(vocab));
+}
+
 // The checks both embedding gathers share; zeroes the error count.
 Status check_gather(Sequence& seq, const Tensor& out, const Tensor& errors, uint64_t tokens, uint64_t vocab,
                     uint64_t dim, float scale) {
@@ -99,19 +105,20 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
     if (blocks.size() > 1) {
       RILL_ASSIGN_OR_RETURN(part, table.rows(b.first, b.count));
     }
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "embedding/embedding_fwd_" + suffix,
-                                       .bindings = {&ids, blocks.size() > 1 ? &part : &table, &out, &errors},
-                                       .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
-                                                                             .vocab = uint32_t(vocab),
-                                                                             .dim = uint32_t(dim),
-                                                                             .scale = scale,
-                                                                             .words_per_row = 0,
-                                                                             .group = 1,
-                                                                             .first = uint32_t(b.first),
-                                                                             .rows = uint32_t(b.count)}),
-                                       .groups = detail::groups_for(tokens * dim, wg),
-                                       .spec = {gpu::spec("WG_SIZE", wg)},
-                                       .bytes = tokens * 4 + 2 * tokens * dim * dtype_size(table.dtype())}));
+    RILL_RETURN_IF_ERROR(seq.dispatch(
+        {.kernel = "embedding/embedding_fwd_" + suffix,
+         .bindings = {&ids, blocks.size() > 1 ? &part : &table, &out, &errors},
+         .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
+                                               .vocab = uint32_t(vocab),
+                                               .dim = uint32_t(dim),
+                                               .scale = scale,
+                                               .words_per_row = 0,
+                                               .group = 1,
+                                               .first = uint32_t(b.first),
+                                               .rows = uint32_t(b.count)}),
+         .groups = detail::groups_for(tokens * dim, wg),
+         .spec = {gpu::spec("WG_SIZE", wg)},
+         .bytes = tokens * 4 + block_share(2 * tokens * dim * dtype_size(table.dtype()), b.count, vocab)}));
   }
   return Status::ok();
 }
@@ -161,7 +168,8 @@ Status embedding_forward_packed(Sequence& seq, const Tensor& ids, std::span<cons
          .push = push_bytes(push),
          .groups = detail::groups_for(tokens * uint64_t(dim), wg),
          .spec = {gpu::spec("WG_SIZE", wg)},
-         .bytes = tokens * 4 + tokens * uint64_t(dim) * (dtype_size(out.dtype()) + (int8 ? 5 : 2))}));
+         .bytes = tokens * 4 +
+                  block_share(tokens * uint64_t(dim) * (dtype_size(out.dtype()) + (int8 ? 5 : 2)), t.cols, vocab)}));
   }
   return Status::ok();
 }
