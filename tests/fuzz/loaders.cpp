@@ -15,6 +15,7 @@
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
 #include "rill/safetensors.hpp"
+#include "rill/tuning.hpp"
 #include "temp_path.hpp"
 #include "vk/pipeline_cache_file.hpp"
 
@@ -162,6 +163,65 @@ std::vector<uint8_t> peaks_cache_seed() {
                   R"( "dispatch_latency_us": 55})");
 }
 
+// A small language model's weights in a safetensors file: the tensors checked against the config
+// (names, shapes, dtypes, nothing extra), then every one read as floats as a model's upload does.
+rill::lm::ModelConfig small_lm_config() {
+  rill::lm::ModelConfig c;
+  c.vocab = 11;
+  c.width = 8;
+  c.heads = 2;
+  c.ffn_width = 12;
+  c.layers = 2;
+  c.layer_kinds = {rill::lm::LayerKind::kDiag, rill::lm::LayerKind::kNorm};
+  c.block = 4;
+  c.chunk = 4;
+  c.lrpe_layers = {1};
+  c.tie_embeddings = false;
+  return c;
+}
+void lm_weights_run(const uint8_t* data, size_t size) {
+  auto file = rill::SafetensorsFile::from_bytes(std::vector<uint8_t>(data, data + size));
+  if (!file.is_ok()) return;
+  auto weights = rill::lm::Weights::from_file(small_lm_config(), std::move(file).value());
+  if (!weights.is_ok()) return;
+  for (const auto& spec : rill::lm::weight_specs(small_lm_config())) (void)weights->floats(spec.name);
+}
+std::vector<uint8_t> lm_weights_seed() {
+  auto weights = rill::lm::Weights::random(small_lm_config(), 3);
+  if (!weights.is_ok()) return {};
+  const std::string config = rill_test::temp_path("lm-weights-seed.json"),
+                    path = rill_test::temp_path("lm-weights-seed.safetensors");
+  (void)weights->save(config, path, rill::TensorDType::kBF16);
+  auto bytes = rill::read_file(path, 1 << 20);
+  ::unlink(config.c_str());
+  ::unlink(path.c_str());
+  return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+// A tuning file (JSON: the device it was made on, the plan, the timings), read for one device.
+rill::DeviceInfo tuning_device() {
+  rill::DeviceInfo d;
+  d.name = "fuzz device";
+  d.vendor_id = 0x10005;
+  d.device_id = 7;
+  d.driver_version = 3;
+  return d;
+}
+void tuning_file_run(const uint8_t* data, size_t size) {
+  (void)rill::read_tuning_file(write_scratch("tuning", data, size), tuning_device());
+}
+std::vector<uint8_t> tuning_file_seed() {
+  rill::TuningFile t;
+  t.family = "cpu";
+  t.kernel_plan = "la_tile=8,lm_decode=fused,icl_tasks_per_workgroup=4";
+  t.measurements = {{"lm prefill", "", 12.5}, {"lm decode", "lm_decode=per-op", 3.25}};
+  const std::string path = rill_test::temp_path("tuning-seed.json");
+  (void)rill::write_tuning_file(path, tuning_device(), t);
+  auto bytes = rill::read_file(path, 1 << 20);
+  ::unlink(path.c_str());
+  return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -173,6 +233,8 @@ const std::vector<Target>& targets() {
       {"task_set", task_set_run, task_set_seed, fix_length_prefix},
       {"pipeline_cache", pipeline_cache_run, pipeline_cache_seed},
       {"peaks_cache", peaks_cache_run, peaks_cache_seed},
+      {"lm_weights", lm_weights_run, lm_weights_seed, fix_length_prefix},
+      {"tuning_file", tuning_file_run, tuning_file_seed},
   };
   return all;
 }
