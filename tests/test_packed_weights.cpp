@@ -3,6 +3,7 @@
 // double-precision reference on the values the packing keeps, over odd shapes, groups, batches,
 // f32 and f16 activations and both kernel families.
 #include <cmath>
+#include <tuple>
 
 #include "elementwise.hpp"
 #include "matmul.hpp"
@@ -77,35 +78,41 @@ void check_case(rill::Context& ctx, DType dtype, WeightFormat format, const Case
 
 }  // namespace
 
-TEST_CASE("pack_weights keeps int8 within half a step of each group's scale", "[packed_weights]") {
+TEST_CASE("pack_weights keeps int8 and int4 within half a step of each group's scale", "[packed_weights]") {
   const int64_t rows = 70, cols = 9;
   auto w = rill_test::random_vector(size_t(rows * cols), 7, -3.0f, 3.0f);
   w[5 * cols + 2] = 40.0f;                                          // an outlier widens its own group's scale only
   for (int64_t r = 0; r < 64; ++r) w[size_t(r * cols + 4)] = 0.0f;  // an all-zero group and column
-  const auto p = pack(w, {rows, cols}, WeightFormat::kInt8, 32);
-  REQUIRE(p.group == 32);
-  REQUIRE(p.groups() == 3);
-  REQUIRE(p.words_per_row() == 3);  // 9 columns, 4 per word
-  REQUIRE(p.scales.size() == size_t(3 * cols));
-  for (uint32_t g = 0; g < p.groups(); ++g)
-    for (int64_t c = 0; c < cols; ++c) {
-      double max_abs = 0.0;
-      for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r)
-        max_abs = std::max(max_abs, std::fabs(double(w[size_t(r * cols + c)])));
-      const float scale = p.scales[size_t(g * cols + c)];
-      CHECK(scale == float(max_abs / 127.0));
-      for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r) {
-        const float v = p.value(0, r, c);
-        CHECK(std::fabs(double(v) - w[size_t(r * cols + c)]) <= 0.5 * scale * (1 + 1e-6));
-        CHECK(v == (scale == 0.0f ? 0.0f : float(std::nearbyint(double(w[size_t(r * cols + c)]) / scale)) * scale));
+  for (auto [format, q_max, per_word] :
+       {std::tuple{WeightFormat::kInt8, 127.0, 4}, std::tuple{WeightFormat::kInt4, 7.0, 8}}) {
+    INFO(rill::ops::weight_format_name(format));
+    const auto p = pack(w, {rows, cols}, format, 32);
+    REQUIRE(p.group == 32);
+    REQUIRE(p.groups() == 3);
+    const uint32_t wpr = uint32_t((cols + per_word - 1) / per_word);  // int8: 3 words a row, int4: 2
+    REQUIRE(p.words_per_row() == wpr);
+    REQUIRE(p.scales.size() == size_t(3 * cols));
+    for (uint32_t g = 0; g < p.groups(); ++g)
+      for (int64_t c = 0; c < cols; ++c) {
+        double max_abs = 0.0;
+        for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r)
+          max_abs = std::max(max_abs, std::fabs(double(w[size_t(r * cols + c)])));
+        const float scale = p.scales[size_t(g * cols + c)];
+        CHECK(scale == float(max_abs / q_max));
+        for (int64_t r = g * 32; r < std::min<int64_t>(rows, (g + 1) * 32); ++r) {
+          const float v = p.value(0, r, c);
+          CHECK(std::fabs(double(v) - w[size_t(r * cols + c)]) <= 0.5 * scale * (1 + 1e-6));
+          CHECK(v == (scale == 0.0f ? 0.0f : float(std::nearbyint(double(w[size_t(r * cols + c)]) / scale)) * scale));
+        }
       }
-    }
-  CHECK(p.value(0, 5, 2) == 40.0f);              // the group's largest magnitude is exact
-  CHECK(p.value(0, 10, 4) == 0.0f);              // zero group: scale 0, values 0
-  CHECK(p.words[size_t(0 * 3 + 2)] >> 8 == 0u);  // the ragged last word's unused bytes are zero
-  // group 0: one scale per column over all rows; a group above the rows is clamped.
-  CHECK(pack(w, {rows, cols}, WeightFormat::kInt8, 0).groups() == 1);
-  CHECK(pack(w, {rows, cols}, WeightFormat::kInt8, 1000).group == uint32_t(rows));
+    CHECK(p.value(0, 5, 2) == 40.0f);  // the group's largest magnitude is exact
+    CHECK(p.value(0, 10, 4) == 0.0f);  // zero group: scale 0, values 0
+    // The ragged last word holds one column (the ninth): its other bits are zero.
+    CHECK(p.words[size_t(wpr - 1)] >> (32 / per_word) == 0u);
+    // group 0: one scale per column over all rows; a group above the rows is clamped.
+    CHECK(pack(w, {rows, cols}, format, 0).groups() == 1);
+    CHECK(pack(w, {rows, cols}, format, 1000).group == uint32_t(rows));
+  }
 }
 
 TEST_CASE("pack_weights keeps f16 exactly as half precision rounds", "[packed_weights]") {
@@ -137,7 +144,10 @@ TEST_CASE("pack_weights refuses bad shapes, counts and non-finite values", "[pac
   bad[7] = 70000.0f;  // finite, but past the largest half
   CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kF16).status().code() == StatusCode::kOutOfRange);
   CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kInt8).is_ok());
+  CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kInt4).is_ok());
   CHECK(rill::ops::pack_weights(v, {3, 4}, WeightFormat::kInt8).is_ok());
+  bad[7] = INFINITY;
+  CHECK(rill::ops::pack_weights(bad, {3, 4}, WeightFormat::kInt4).status().code() == StatusCode::kInvalidArgument);
 }
 
 GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and groups",
@@ -145,7 +155,7 @@ GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and gr
   uint32_t seed = 1;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : rill_test::float_dtypes(ctx)) {
-      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kInt4, WeightFormat::kF16}) {
         for (int64_t m : {1, 4, 7, 65}) {  // 1-4 rows: the matvec kernel
           for (int64_t n : {1, 5, 34, 100}) {
             for (int64_t k : {1, 17, 130}) {
@@ -163,7 +173,7 @@ GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bi
   uint32_t seed = 900;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (DType dtype : rill_test::float_dtypes(ctx)) {
-      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+      for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kInt4, WeightFormat::kF16}) {
         check_case(ctx, dtype, format, {.batch = 3, .m = 20, .n = 9, .k = 66, .group = 8}, ++seed);
         check_case(
             ctx, dtype, format,
@@ -210,6 +220,8 @@ GPU_TEST_CASE("the CPU matmul's texel form reads packed B", "[packed_weights][ma
   CHECK(packed_kernel_of(ctx, WeightFormat::kF16, 65, 48, 2 * k_block, 0) ==
         (texels && caps.subgroup_size <= 16 ? "matmul/matmul_tx_w16_f32" : "matmul/matmul_w16_f32"));
   CHECK(packed_kernel_of(ctx, WeightFormat::kInt8, 65, 144, 2 * k_block, k_block / 2) == "matmul/matmul_q8_f32");
+  // int4 has no texel form: the storage-buffer kernel, at a shape int8 reads as texels.
+  CHECK(packed_kernel_of(ctx, WeightFormat::kInt4, 65, 144, 2 * k_block, k_block) == "matmul/matmul_q4_f32");
   const int64_t k = k_block;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
     check_case(ctx, dtype, WeightFormat::kInt8, {.m = 65, .n = 144, .k = 2 * k, .group = k_block}, ++seed);
@@ -258,7 +270,7 @@ GPU_TEST_CASE("embedding from a packed transposed table gathers the packed value
               "[packed_weights][elementwise][gpu]") {
   auto ctx = rill_test::make_context();
   for (DType dtype : rill_test::float_dtypes(ctx)) {
-    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kInt4, WeightFormat::kF16}) {
       for (auto [vocab, dim] : {std::pair<int64_t, int64_t>{13, 7}, {5, 1}, {301, 70}}) {
         INFO("vocab " << vocab << " dim " << dim << " f16 " << (dtype == DType::kF16) << " "
                       << rill::ops::weight_format_name(format));
@@ -291,29 +303,29 @@ GPU_TEST_CASE("embedding from a packed transposed table gathers the packed value
 
 TEST_CASE("packed_columns keeps its columns' words and scales and pads a ragged word", "[packed_weights]") {
   using rill::StatusCode;
-  const auto values = rill_test::random_vector(7 * 13, 31);
-  for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+  const auto values = rill_test::random_vector(7 * 29, 31);
+  for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kInt4, WeightFormat::kF16}) {
     INFO(rill::ops::weight_format_name(format));
-    const auto host = pack(values, {7, 13}, format, 3);
-    const int64_t per = format == WeightFormat::kInt8 ? 4 : 2;
-    for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 13}, {per, 5}, {2 * per, 13 - 2 * per}, {0, 1}}) {
+    const auto host = pack(values, {7, 29}, format, 3);
+    const int64_t per = format == WeightFormat::kInt4 ? 8 : format == WeightFormat::kInt8 ? 4 : 2;
+    for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 29}, {per, 5}, {2 * per, 29 - 2 * per}, {0, 1}}) {
       INFO("columns " << first << " + " << count);
       auto part = rill::ops::packed_columns(host, first, count);
       REQUIRE(part.is_ok());
       // Packing the same columns' floats gives the same bits: int8 scales are per column and group.
       std::vector<float> sub;
       for (int64_t r = 0; r < 7; ++r)
-        for (int64_t c = first; c < first + count; ++c) sub.push_back(values[size_t(r * 13 + c)]);
+        for (int64_t c = first; c < first + count; ++c) sub.push_back(values[size_t(r * 29 + c)]);
       const auto direct = pack(sub, {7, count}, format, 3);
       CHECK(part->words == direct.words);
       CHECK(part->scales == direct.scales);
       CHECK(part->group == direct.group);
     }
     CHECK(rill::ops::packed_columns(host, 1, 4).status().code() == StatusCode::kInvalidArgument);     // inside a word
-    CHECK(rill::ops::packed_columns(host, per, 13).status().code() == StatusCode::kInvalidArgument);  // past the end
+    CHECK(rill::ops::packed_columns(host, per, 29).status().code() == StatusCode::kInvalidArgument);  // past the end
     CHECK(rill::ops::packed_columns(host, 0, 0).status().code() == StatusCode::kInvalidArgument);
-    CHECK(rill::ops::packed_columns(pack(values, {1, 7, 13}, format), 0, 4).is_ok());
-    CHECK(rill::ops::packed_columns(pack(values, {7, 1, 13}, format), 0, 4).status().code() ==
+    CHECK(rill::ops::packed_columns(pack(values, {1, 7, 29}, format), 0, 8).is_ok());
+    CHECK(rill::ops::packed_columns(pack(values, {7, 1, 29}, format), 0, 8).status().code() ==
           StatusCode::kInvalidArgument);  // a batch of matrices
   }
 }
@@ -325,14 +337,15 @@ GPU_TEST_CASE("embedding gathers from a packed table in column blocks", "[packed
   auto ctx = rill_test::make_context();
   const int64_t vocab = 1000, dim = 24;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
-    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kF16}) {
+    for (WeightFormat format : {WeightFormat::kInt8, WeightFormat::kInt4, WeightFormat::kF16}) {
       INFO(rill::ops::weight_format_name(format) << " f16 " << (dtype == DType::kF16));
       const auto table_t = pack(rill_test::random_vector(size_t(vocab * dim), 12), {dim, vocab}, format, 16);
       auto blocks = rill::ops::upload_packed_columns(ctx, table_t, "table", 4096, 64);
       INFO(blocks.status().to_string());
       REQUIRE(blocks.is_ok());
-      // int8: 24 bytes of words per column, blocks of 128; f16: 48 bytes, blocks of 64.
-      const int64_t per_block = format == WeightFormat::kInt8 ? 128 : 64;
+      // int4: 12 bytes of words per column, blocks of 320; int8: 24 bytes, blocks of 128; f16: 48
+      // bytes, blocks of 64.
+      const int64_t per_block = format == WeightFormat::kInt4 ? 320 : format == WeightFormat::kInt8 ? 128 : 64;
       REQUIRE(blocks->blocks.size() == size_t((vocab + per_block - 1) / per_block));
       for (size_t b = 0; b < blocks->blocks.size(); ++b) {
         CHECK(blocks->first[b] == int64_t(b) * per_block);

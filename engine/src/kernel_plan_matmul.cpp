@@ -18,6 +18,7 @@ constexpr uint64_t kSplitPartialBytes = 64ull << 20;
 // scales, texels of 4 columns, the same over each block of 4 sg k steps.
 bool packed_texels_fit(const DeviceTraits& d, const MatmulShape& s, uint64_t tn, uint64_t sg) {
   if (s.packed_per_word == 0) return true;
+  if (s.packed_per_word == gpu::kPackedInt4PerWord) return false;  // int4 has no texel form yet
   const uint64_t words_per_lane = tn / s.packed_per_word;
   const bool int8 = s.packed_per_word == 4;
   return d.texel_u32x4 && s.n % (4 * s.packed_per_word) == 0 && (words_per_lane == 2 || words_per_lane % 4 == 0) &&

@@ -1,10 +1,11 @@
 // Shared interface of the matmul kernels: C[b] = op(A[b]) op(B[b]) (+ bias) (+ C[b] if ACCUMULATE).
 // Element (m, k) of A is a[a_off + m * a_rs + k * a_cs]: strides express transposes, and a batch
 // stride of 0 broadcasts one matrix over the batch. Same for B (k, n). C is [batch, M, N] row-major.
-// A, B, C, bias: sfloat storage; accumulation in f32. With B_INT8 or B_F16, B is a packed weight
-// matrix (rill/ops/packed_weights.hpp): u32 words, b_rs words per row, b_bs words per matrix, and
-// for int8 f32 scales per (group of b_group rows, column), s_bs per matrix.
+// A, B, C, bias: sfloat storage; accumulation in f32. With B_INT8, B_INT4 or B_F16, B is a packed
+// weight matrix (rill/ops/packed_weights.hpp): u32 words, b_rs words per row, b_bs words per
+// matrix, and for int8 and int4 f32 scales per (group of b_group rows, column), s_bs per matrix.
 #include "rill_common.glsl"
+#include "packed_forms.glsl"
 
 layout(constant_id = 2) const bool HAS_BIAS = false;
 layout(constant_id = 3) const bool ACCUMULATE = false;
@@ -17,7 +18,7 @@ layout(std430, binding = 1) readonly buffer B { uvec4 b8[]; };
 // A and B read as texels of 4 adjacent elements along their rows (matmul_register.glsl's texel form);
 // a packed B as texels of 4 words, and int8's scales as texels of 4 columns.
 layout(binding = 0) uniform samplerBuffer a4;
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
 layout(binding = 1) uniform usamplerBuffer bw4;
 #ifdef B_INT8
 layout(binding = 4) uniform samplerBuffer scales4;
@@ -31,7 +32,7 @@ layout(binding = 1) uniform samplerBuffer b4;
 layout(std430, binding = 0) readonly buffer A { sfloat a[]; };
 #endif
 #if defined(RILL_MATMUL_VEC8) || defined(RILL_MATMUL_TEXEL)
-#elif defined(B_INT8) || defined(B_F16)
+#elif defined(B_PACKED)
 #define PW_WORDS_BINDING 1
 #define PW_SCALES_BINDING 4
 #include "packed_weights.glsl"
@@ -47,7 +48,7 @@ layout(push_constant) uniform PushBlock { MatmulPush p; };
 #if !defined(RILL_MATMUL_VEC8) && !defined(RILL_MATMUL_TEXEL)
 afloat load_a(uint base, uint m, uint k) { return afloat(a[base + m * p.a_rs + k * p.a_cs]); }
 afloat load_b(uint batch, uint k, uint n) {
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
   return afloat(packed_value(batch * p.b_bs, p.b_rs, batch * p.s_bs, p.b_group, p.N, k, n));
 #else
   return afloat(b[batch * p.b_bs + k * p.b_rs + n * p.b_cs]);

@@ -21,7 +21,7 @@ layout(constant_id = 8) const bool GROUPED = false;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 #include "matmul_common.glsl"
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
 #define PARTIAL_BINDING 5  // after the packed B's scales
 #else
 #define PARTIAL_BINDING 4
@@ -93,7 +93,7 @@ void main() {
   const uint block_m = gl_WorkGroupID.y * BM, block_n = gl_WorkGroupID.x * BN;
   const uint a_base = batch * p.a_bs;
   const bool a_along_k = p.a_cs == 1u && p.a_rs != 1u;
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
   const bool b_along_k = false;  // packed rows of words: n is contiguous
 #else
   const bool b_along_k = p.b_rs == 1u && p.b_cs != 1u;

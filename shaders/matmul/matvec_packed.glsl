@@ -1,8 +1,8 @@
-// Matmul with a packed B (B_INT8 or B_F16) and few rows of A (a decoding step): C[M x N], M <= ROWS.
-// Each invocation owns WORDS word columns of B (4 int8 or 2 f16 columns each, spaced by the
-// workgroup so that adjacent invocations read adjacent words) and walks K once: every word is read
-// once, and int8 sums are scaled once per group of rows instead of once per element. No shared
-// memory, no barriers.
+// Matmul with a packed B (B_INT8, B_INT4 or B_F16) and few rows of A (a decoding step): C[M x N],
+// M <= ROWS. Each invocation owns WORDS word columns of B (8 int4, 4 int8 or 2 f16 columns each,
+// spaced by the workgroup so that adjacent invocations read adjacent words) and walks K once: every
+// word is read once, and int8 and int4 sums are scaled once per group of rows instead of once per
+// element. No shared memory, no barriers.
 #extension GL_EXT_control_flow_attributes : require
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 4) const uint ROWS = 1;
@@ -11,15 +11,12 @@ layout(local_size_x_id = 0) in;
 
 #include "matmul_common.glsl"
 
-#if defined(B_INT8)
-const uint PER_WORD = 4;
-#else
-const uint PER_WORD = 2;
-#endif
+const uint PER_WORD = PACKED_PER_WORD;
 
 void unpack(uint word, out float w[PER_WORD]) {
-#if defined(B_INT8)
-  [[unroll]] for (uint c = 0; c < 4; ++c) w[c] = float(bitfieldExtract(int(word), int(8 * c), 8));
+#if defined(B_SCALED)
+  [[unroll]] for (uint c = 0; c < PER_WORD; ++c)
+    w[c] = float(bitfieldExtract(int(word), int(PACKED_BITS * c), int(PACKED_BITS)));
 #else
   const vec2 pair = rill_unpack_half2(word);
   w[0] = pair.x;
@@ -37,7 +34,7 @@ void main() {
   float acc[ROWS][WORDS * PER_WORD];
   [[unroll]] for (uint m = 0; m < ROWS; ++m)
     [[unroll]] for (uint c = 0; c < WORDS * PER_WORD; ++c) acc[m][c] = 0.0;
-#if defined(B_INT8)
+#if defined(B_SCALED)
   const uint group = p.b_group;
 #else
   const uint group = p.K;  // no scales: one pass
@@ -60,7 +57,7 @@ void main() {
     }
     [[unroll]] for (uint w = 0; w < WORDS; ++w)
       [[unroll]] for (uint c = 0; c < PER_WORD; ++c) {
-#if defined(B_INT8)
+#if defined(B_SCALED)
         const float scale = pw_scales[batch * p.s_bs + (k0 / group) * p.N + min(cols[w] * PER_WORD + c, p.N - 1)];
 #else
         const float scale = 1.0;

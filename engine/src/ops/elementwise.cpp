@@ -153,23 +153,23 @@ Status embedding_forward_packed(Sequence& seq, const Tensor& ids, std::span<cons
   const uint32_t wg = detail::elementwise_workgroup(seq);
   for (size_t b = 0; b < blocks.size(); ++b) {
     const PackedWeights& t = blocks[b];
-    const bool int8 = t.format == WeightFormat::kInt8;
+    const bool scaled = has_scales(t.format);
     const gpu::EmbeddingPush push{.tokens = uint32_t(tokens),
                                   .vocab = uint32_t(vocab),
                                   .dim = uint32_t(dim),
                                   .scale = scale,
                                   .words_per_row = uint32_t(t.words.shape()[2]),
-                                  .group = int8 ? t.group : 1u,
+                                  .group = scaled ? t.group : 1u,
                                   .first = uint32_t(first[b]),
                                   .rows = uint32_t(t.cols)};
     RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = std::string(int8 ? "embedding/embedding_fwd_q8_" : "embedding/embedding_fwd_w16_") + suffix,
-         .bindings = {&ids, &t.words, &out, &errors, int8 ? &t.scales : &t.words},
+        {.kernel = std::string("embedding/embedding_fwd_") + detail::packed_kernel_form(t.format) + "_" + suffix,
+         .bindings = {&ids, &t.words, &out, &errors, scaled ? &t.scales : &t.words},
          .push = push_bytes(push),
          .groups = detail::groups_for(tokens * uint64_t(dim), wg),
          .spec = {gpu::spec("WG_SIZE", wg)},
          .bytes = tokens * 4 +
-                  block_share(tokens * uint64_t(dim) * (dtype_size(out.dtype()) + (int8 ? 5 : 2)), t.cols, vocab)}));
+                  block_share(tokens * uint64_t(dim) * (dtype_size(out.dtype()) + (scaled ? 5 : 2)), t.cols, vocab)}));
   }
   return Status::ok();
 }

@@ -99,7 +99,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
       .f16 = a.dtype() == DType::kF16,
       .rows_vectorizable = push.a_cs == 1 && (b.per_word != 0 || push.b_cs == 1) && K % 8 == 0 && N % 8 == 0,
       .packed_per_word = b.per_word,
-      .packed_group = b.per_word == gpu::kPackedInt8PerWord ? push.b_group : 0};
+      .packed_group = b.per_word != 0 && b.per_word != gpu::kPackedF16PerWord ? push.b_group : 0};
   push.batches = uint32_t(mc.batch);
   if (const auto coop = plan::cooperative_matmul(traits, shape)) {
     RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kMatmulOp, "the inner dimension K"));
@@ -185,19 +185,22 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
   if (!b.valid()) return invalid_argument("matmul: packed B is empty");
   if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
   RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
-  const bool int8 = b.format == WeightFormat::kInt8;
+  const bool scaled = has_scales(b.format);
   Push push{};
   push.b_rs = uint32_t(b.words.shape()[2]);
   push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);
-  push.b_group = int8 ? b.group : 1u;
-  push.s_bs = int8 && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
+  push.b_group = scaled ? b.group : 1u;
+  push.s_bs = scaled && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
   const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
+  const char* form = detail::packed_kernel_form(b.format);
   return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push,
-                            {.kernel = int8 ? "matmul/matmul_q8_" : "matmul/matmul_w16_",
-                             .bindings = {&b.words, int8 ? &b.scales : &b.words},
+                            {.kernel = std::string("matmul/matmul_") + form + "_",
+                             .bindings = {&b.words, scaled ? &b.scales : &b.words},
                              .bytes = b.size_bytes(),
-                             .matvec_kernel = int8 ? "matmul/matvec_q8_" : "matmul/matvec_w16_",
-                             .per_word = int8 ? gpu::kPackedInt8PerWord : gpu::kPackedF16PerWord});
+                             .matvec_kernel = b.format == WeightFormat::kInt8   ? "matmul/matvec_q8_"
+                                              : b.format == WeightFormat::kInt4 ? "matmul/matvec_q4_"
+                                                                                : "matmul/matvec_w16_",
+                             .per_word = detail::packed_per_word(b.format)});
 }
 
 }  // namespace rill::ops

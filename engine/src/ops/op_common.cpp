@@ -6,6 +6,7 @@
 #include "access.hpp"
 #include "kernel_plan.hpp"
 #include "sequence_impl.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops::detail {
 
@@ -14,6 +15,30 @@ Result<std::string> float_suffix(const Tensor& t, const char* op) {
   if (t.dtype() == DType::kF32) return std::string("f32");
   if (t.dtype() == DType::kF16) return std::string("f16");
   return invalid_argument(std::string(op) + ": " + t.describe() + " must be f32 or f16");
+}
+
+const char* packed_kernel_form(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kInt8:
+      return "q8";
+    case WeightFormat::kInt4:
+      return "q4";
+    case WeightFormat::kF16:
+      break;
+  }
+  return "w16";
+}
+
+uint32_t packed_per_word(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kInt8:
+      return gpu::kPackedInt8PerWord;
+    case WeightFormat::kInt4:
+      return gpu::kPackedInt4PerWord;
+    case WeightFormat::kF16:
+      break;
+  }
+  return gpu::kPackedF16PerWord;
 }
 
 Status require_dtype(const Tensor& t, DType dtype, const char* op, const char* role) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "rill/ops/packed_weights.hpp"
 #include "rill/sequence.hpp"
 #include "rill/tensor.hpp"
 
@@ -13,6 +14,10 @@ namespace rill::ops::detail {
 
 // "f32" or "f16" suffix of the kernel for this storage type; InvalidArgument for other dtypes.
 Result<std::string> float_suffix(const Tensor& t, const char* op);
+
+// The packed weight form's part of its kernels' names ("q8", "q4", "w16") and its values per word.
+const char* packed_kernel_form(WeightFormat format);
+uint32_t packed_per_word(WeightFormat format);
 
 Status require_dtype(const Tensor& t, DType dtype, const char* op, const char* role);
 Status require_same_shape(const Tensor& a, const Tensor& b, const char* op, const char* role);

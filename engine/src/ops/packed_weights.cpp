@@ -7,42 +7,55 @@
 #include <new>
 #include <numeric>
 
+#include "ops/op_common.hpp"
 #include "rill/context.hpp"
 #include "rill/half.hpp"
-#include "vk/kernel_contracts.hpp"
 
 namespace rill::ops {
 namespace {
 
-uint32_t per_word(WeightFormat f) {
-  return f == WeightFormat::kInt8 ? gpu::kPackedInt8PerWord : gpu::kPackedF16PerWord;
+uint32_t per_word(WeightFormat f) { return detail::packed_per_word(f); }
+// The largest |q| of a quantized format: its scale maps the group's largest |w| there.
+int32_t q_max(WeightFormat f) { return f == WeightFormat::kInt4 ? 7 : 127; }
+// The bits of one stored value.
+uint32_t value_mask(WeightFormat f) {
+  return f == WeightFormat::kInt4 ? 0xFu : f == WeightFormat::kInt8 ? 0xFFu : 0xFFFFu;
 }
 // Where column c's value starts in its word.
 uint32_t bit_shift(WeightFormat f, int64_t c) { return 32 / per_word(f) * uint32_t(c % per_word(f)); }
 
-// Symmetric int8 of one group: the largest magnitude maps to 127. The scale is rounded to f32 first
-// and q computed against that f32 scale, so q * scale is the closest the stored scale allows.
-float int8_scale(double max_abs) { return float(max_abs / 127.0); }
+// Symmetric int8 or int4 of one group: the largest magnitude maps to q_max. The scale is rounded to
+// f32 first and q computed against that f32 scale, so q * scale is the closest the stored scale allows.
+float group_scale(double max_abs, int32_t qmax) { return float(max_abs / double(qmax)); }
 
-int32_t quantize(float w, float scale) {
+int32_t quantize(float w, float scale, int32_t qmax) {
   if (scale == 0.0f) return 0;
-  return int32_t(std::clamp(std::nearbyint(double(w) / double(scale)), -127.0, 127.0));
+  return int32_t(std::clamp(std::nearbyint(double(w) / double(scale)), double(-qmax), double(qmax)));
 }
 
 }  // namespace
 
-const char* weight_format_name(WeightFormat format) { return format == WeightFormat::kInt8 ? "int8" : "f16"; }
+const char* weight_format_name(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kInt8:
+      return "int8";
+    case WeightFormat::kInt4:
+      return "int4";
+    case WeightFormat::kF16:
+      break;
+  }
+  return "f16";
+}
 
 uint32_t HostPackedWeights::words_per_row() const { return uint32_t((cols + per_word(format) - 1) / per_word(format)); }
 
-uint32_t HostPackedWeights::groups() const {
-  return format == WeightFormat::kInt8 ? uint32_t((rows + group - 1) / group) : 0;
-}
+uint32_t HostPackedWeights::groups() const { return has_scales(format) ? uint32_t((rows + group - 1) / group) : 0; }
 
 float HostPackedWeights::value(int64_t b, int64_t r, int64_t c) const {
   const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / per_word(format))];
   if (format == WeightFormat::kF16) return half_to_float(uint16_t(word >> bit_shift(format, c)));
-  const int32_t q = int32_t(int8_t(uint8_t(word >> bit_shift(format, c))));
+  const uint32_t bits = 32 / per_word(format);  // sign-extend the value's bits
+  const int32_t q = int32_t((word >> bit_shift(format, c)) << (32 - bits)) >> (32 - bits);
   return float(q) * scales[size_t((b * groups() + r / group) * cols + c)];
 }
 
@@ -64,23 +77,23 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
   for (size_t i = 0; i < values.size(); ++i)
     if (!std::isfinite(values[i]))
       return invalid_argument("pack_weights: value " + std::to_string(i) + " is not finite");
-  p.group = format == WeightFormat::kInt8 ? uint32_t(group == 0 ? p.rows : std::min<int64_t>(group, p.rows)) : 0;
+  p.group = has_scales(format) ? uint32_t(group == 0 ? p.rows : std::min<int64_t>(group, p.rows)) : 0;
   const uint32_t wpr = p.words_per_row();
   try {
     p.words.assign(size_t(p.batch * p.rows) * wpr, 0u);
-    if (format == WeightFormat::kInt8) p.scales.assign(size_t(p.batch) * p.groups() * size_t(p.cols), 0.0f);
+    if (has_scales(format)) p.scales.assign(size_t(p.batch) * p.groups() * size_t(p.cols), 0.0f);
   } catch (const std::bad_alloc&) {
     return resource_exhausted("pack_weights: out of host memory");
   }
   auto at = [&](int64_t b, int64_t r, int64_t c) { return values[size_t((b * p.rows + r) * p.cols + c)]; };
   for (int64_t b = 0; b < p.batch; ++b) {
-    if (format == WeightFormat::kInt8)
+    if (has_scales(format))
       for (uint32_t g = 0; g < p.groups(); ++g) {
         const int64_t r0 = int64_t(g) * p.group, r1 = std::min<int64_t>(r0 + p.group, p.rows);
         for (int64_t c = 0; c < p.cols; ++c) {
           double max_abs = 0.0;
           for (int64_t r = r0; r < r1; ++r) max_abs = std::max(max_abs, std::fabs(double(at(b, r, c))));
-          p.scales[size_t((b * p.groups() + g) * p.cols + c)] = int8_scale(max_abs);
+          p.scales[size_t((b * p.groups() + g) * p.cols + c)] = group_scale(max_abs, q_max(format));
         }
       }
     for (int64_t r = 0; r < p.rows; ++r)
@@ -93,7 +106,7 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
                                 std::to_string(at(b, r, c)) + ") is beyond the f16 range");
         } else {
           const float scale = p.scales[size_t((b * p.groups() + r / p.group) * p.cols + c)];
-          bits = uint32_t(uint8_t(int8_t(quantize(at(b, r, c), scale))));
+          bits = uint32_t(quantize(at(b, r, c), scale, q_max(format))) & value_mask(format);
         }
         p.words[size_t((b * p.rows + r) * wpr + c / per_word(format))] |= bits << bit_shift(format, c);
       }
@@ -102,12 +115,12 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
 }
 
 Status PackedWeights::check(const char* op) const {
-  const int64_t per = format == WeightFormat::kInt8 ? 4 : 2;
-  const bool int8 = format == WeightFormat::kInt8;
+  const int64_t per = per_word(format);
+  const bool scaled = has_scales(format);
   const bool words_fit = words.valid() && words.dtype() == DType::kU32 &&
                          words.shape() == std::vector<int64_t>{batch, rows, (cols + per - 1) / per};
-  const bool scales_fit = !int8 || (group > 0 && scales.valid() && scales.dtype() == DType::kF32 &&
-                                    scales.shape() == std::vector<int64_t>{batch, (rows + group - 1) / group, cols});
+  const bool scales_fit = !scaled || (group > 0 && scales.valid() && scales.dtype() == DType::kF32 &&
+                                      scales.shape() == std::vector<int64_t>{batch, (rows + group - 1) / group, cols});
   if (batch < 1 || rows < 1 || cols < 1 || !words_fit || !scales_fit)
     return invalid_argument(std::string(op) + ": packed weights " + describe() +
                             " do not hold the words (and scales) their shape needs");
@@ -117,7 +130,7 @@ Status PackedWeights::check(const char* op) const {
 std::string PackedWeights::describe() const {
   std::string s = std::string(weight_format_name(format)) + " [" + std::to_string(batch) + ", " + std::to_string(rows) +
                   ", " + std::to_string(cols) + "]";
-  if (format == WeightFormat::kInt8) s += " (group " + std::to_string(group) + ")";
+  if (has_scales(format)) s += " (group " + std::to_string(group) + ")";
   return s;
 }
 
@@ -133,7 +146,7 @@ Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host,
                         ctx.tensor(DType::kU32, {host.batch, host.rows, int64_t(host.words_per_row())}, name, pool));
   RILL_RETURN_IF_ERROR(ctx.upload(
       p.words, std::span(reinterpret_cast<const uint8_t*>(host.words.data()), host.words.size() * sizeof(uint32_t))));
-  if (host.format == WeightFormat::kInt8) {
+  if (has_scales(host.format)) {
     RILL_ASSIGN_OR_RETURN(
         p.scales, ctx.tensor(DType::kF32, {host.batch, int64_t(host.groups()), host.cols}, name + ".scales", pool));
     RILL_RETURN_IF_ERROR(ctx.upload_floats(p.scales, host.scales));
@@ -155,7 +168,7 @@ Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t 
   const int64_t word0 = first / per;
   try {
     p.words.resize(size_t(p.rows) * wpr);
-    if (host.format == WeightFormat::kInt8) p.scales.resize(size_t(p.groups()) * size_t(count));
+    if (has_scales(host.format)) p.scales.resize(size_t(p.groups()) * size_t(count));
   } catch (const std::bad_alloc&) {
     return resource_exhausted("packed_columns: out of host memory");
   }

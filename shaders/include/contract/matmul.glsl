@@ -6,6 +6,7 @@
 // Packed weight words (rill/ops/packed_weights.hpp, read by packed_weights.glsl): values per 32-bit
 // word, the lowest-numbered column in the lowest bits.
 const uint kPackedInt8PerWord = 4u;
+const uint kPackedInt4PerWord = 8u;
 const uint kPackedF16PerWord = 2u;
 
 // The cooperative-matrix matmul (matmul_coop.glsl) stages k slices this deep, each staged row

@@ -4,8 +4,11 @@
 //  - kInt8: symmetric 8-bit, four per word, with one f32 scale per column and group of `group`
 //    consecutive rows (the reduction dimension): value = q * scale, q in [-127, 127], scale = the
 //    group's largest |w| / 127. A quarter of the bytes of f32, plus 4 / group bytes per weight.
-// Matrices are packed along their columns: word (b, r, j) holds columns 4j..4j+3 (int8) or 2j..2j+1
-// (f16) of row r, low bits first, a ragged last word padded with zeros. Arithmetic stays f32.
+//  - kInt4: the same with 4 bits, eight per word: q in [-7, 7], scale = the group's largest |w| / 7.
+//    An eighth of the bytes of f32, plus 4 / group bytes per weight (groups of 32: 0.625 bytes).
+// Matrices are packed along their columns: word (b, r, j) holds columns 8j..8j+7 (int4), 4j..4j+3
+// (int8) or 2j..2j+1 (f16) of row r, low bits first, a ragged last word padded with zeros.
+// Arithmetic stays f32.
 #pragma once
 
 #include <cstdint>
@@ -24,19 +27,21 @@ class Context;
 
 namespace rill::ops {
 
-enum class WeightFormat { kF16, kInt8 };
+enum class WeightFormat { kF16, kInt8, kInt4 };
+// Whether the format keeps group scales (int8, int4).
+inline bool has_scales(WeightFormat f) { return f != WeightFormat::kF16; }
 RILL_API const char* weight_format_name(WeightFormat format);
 
 // A packed [batch, rows, cols] matrix on the host.
 struct RILL_API HostPackedWeights {
   WeightFormat format = WeightFormat::kInt8;
   int64_t batch = 1, rows = 0, cols = 0;
-  uint32_t group = 0;           // rows per scale (kInt8)
+  uint32_t group = 0;           // rows per scale (kInt8, kInt4)
   std::vector<uint32_t> words;  // [batch, rows, words_per_row()]
-  std::vector<float> scales;    // kInt8: [batch, groups(), cols]; empty for kF16
+  std::vector<float> scales;    // kInt8, kInt4: [batch, groups(), cols]; empty for kF16
 
   uint32_t words_per_row() const;
-  uint32_t groups() const;                             // scale rows per matrix (kInt8)
+  uint32_t groups() const;                             // scale rows per matrix (kInt8, kInt4)
   float value(int64_t b, int64_t r, int64_t c) const;  // the element the device reads
 };
 
@@ -46,7 +51,7 @@ struct RILL_API HostPackedWeights {
 RILL_API Result<HostPackedWeights> pack_weights(std::span<const float> values, const std::vector<int64_t>& shape,
                                                 WeightFormat format, uint32_t group = 64);
 
-// A packed matrix on the device: words u32 [batch, rows, words per row], scales f32 (kInt8).
+// A packed matrix on the device: words u32 [batch, rows, words per row], scales f32 (kInt8, kInt4).
 struct RILL_API PackedWeights {
   WeightFormat format = WeightFormat::kInt8;
   int64_t batch = 1, rows = 0, cols = 0;
@@ -54,7 +59,7 @@ struct RILL_API PackedWeights {
   Tensor words, scales;
 
   bool valid() const { return words.valid(); }
-  // InvalidArgument unless the words (u32) and scales (f32, int8 only) have the shapes this
+  // InvalidArgument unless the words (u32) and scales (f32, int8 and int4 only) have the shapes this
   // matrix needs: a hand-assembled PackedWeights must not let a kernel read past its buffers.
   Status check(const char* op) const;
   uint64_t size_bytes() const { return words.size_bytes() + scales.size_bytes(); }
@@ -65,8 +70,8 @@ RILL_API Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeigh
                                              MemoryPool pool = MemoryPool::kWeights);
 
 // Columns [first, first + count) of one packed matrix (batch 1) as a matrix of their own, with the
-// same words and scales (nothing rounded again). first must start a word: a multiple of 4 (int8)
-// or 2 (f16).
+// same words and scales (nothing rounded again). first must start a word: a multiple of 8 (int4),
+// 4 (int8) or 2 (f16).
 RILL_API Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t first, int64_t count);
 
 // One packed [rows, cols] matrix kept as blocks of its columns, each a PackedWeights that fits one

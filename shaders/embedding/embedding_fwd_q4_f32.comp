@@ -1,0 +1,5 @@
+// embedding fwd, f32 storage, table packed (q4); the kernel is in embedding_fwd.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define B_INT4
+#include "embedding_fwd.glsl"
