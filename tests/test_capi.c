@@ -209,6 +209,19 @@ int main(void) {
       EXPECT(info_int8.weight_bytes * 2 < info_lm.weight_bytes);
       rill_lm_model_destroy(small_model);
       small_model = NULL;
+      { /* int4: smaller again; its group is its own option */
+        rill_lm_info info_int4;
+        EXPECT(int8_options.int4_group > 0);
+        int8_options.weights = RILL_LM_WEIGHTS_INT4;
+        EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_OK);
+        EXPECT(rill_lm_model_info(small_model, &info_int4) == RILL_OK);
+        EXPECT(info_int4.weight_bytes < info_int8.weight_bytes);
+        rill_lm_model_destroy(small_model);
+        small_model = NULL;
+        int8_options.int4_group = 0;
+        EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);
+        EXPECT(strstr(rill_last_error(), "int4_group") != NULL && small_model == NULL);
+      }
       int8_options.weights = 9;
       EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);
       EXPECT(strstr(rill_last_error(), "weights") != NULL && small_model == NULL);

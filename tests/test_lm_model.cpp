@@ -233,7 +233,7 @@ std::vector<float> packed_reference(const rill::lm::Weights& w, std::span<const 
 
 }  // namespace
 
-GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the packed values", "[lm][gpu]") {
+GPU_TEST_CASE("lm with f16 or int8 or int4 linear weights equals the reference on the packed values", "[lm][gpu]") {
   using rill::lm::WeightStorage;
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (bool tied : {false, true}) {
@@ -248,10 +248,12 @@ GPU_TEST_CASE("lm with int8 or f16 linear weights equals the reference on the pa
       const uint64_t f32_bytes = make_model(ctx, w).weight_bytes();
       uint64_t previous = f32_bytes;
       for (auto [storage, format] : {std::pair{WeightStorage::kF16, rill::ops::WeightFormat::kF16},
-                                     std::pair{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8}}) {
+                                     std::pair{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8},
+                                     std::pair{WeightStorage::kInt4, rill::ops::WeightFormat::kInt4}}) {
         INFO(rill::lm::weight_storage_name(storage));
-        auto model = make_model(ctx, w, {.weights = storage, .int8_group = 16, .prefill_segment = 16});
-        CHECK(model.weight_bytes() < previous);  // f32 > f16 > int8
+        auto model =
+            make_model(ctx, w, {.weights = storage, .int8_group = 16, .int4_group = 16, .prefill_segment = 16});
+        CHECK(model.weight_bytes() < previous);  // f32 > f16 > int8 > int4
         previous = model.weight_bytes();
         const size_t n = 41, prompt = 35;
         const auto tokens = tokens_of(n, c.vocab, 9);
@@ -290,14 +292,16 @@ GPU_TEST_CASE("lm models whose embedding and head exceed one binding run in bloc
       auto model = make_model(*ctx, w, {.prefill_segment = 64});
       check_prefill_then_decode(model, tokens, 70, ref, 2e-4);
     }
-    // Packed tables split into column blocks: f16 words of 64 bytes per column, and int8 in groups
-    // of 2 rows, whose scales take 64 bytes per column: two blocks of up to 1,024 columns each.
+    // Packed tables split into column blocks: f16 words of 64 bytes per column, and int8 and int4 in
+    // groups of 2 rows, whose scales take 64 bytes per column: two blocks of up to 1,024 columns each.
     using rill::lm::WeightStorage;
     auto whole = rill_test::make_context();
     for (auto [storage, format, group] : {std::tuple{WeightStorage::kF16, rill::ops::WeightFormat::kF16, 64u},
-                                          std::tuple{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8, 2u}}) {
+                                          std::tuple{WeightStorage::kInt8, rill::ops::WeightFormat::kInt8, 2u},
+                                          std::tuple{WeightStorage::kInt4, rill::ops::WeightFormat::kInt4, 2u}}) {
       INFO(rill::lm::weight_storage_name(storage));
-      const rill::lm::ModelOptions o{.weights = storage, .int8_group = group, .prefill_segment = 64};
+      const rill::lm::ModelOptions o{
+          .weights = storage, .int8_group = group, .int4_group = group, .prefill_segment = 64};
       const auto packed_ref = packed_reference(w, tokens, format, group);
       for (rill::Context* ctx : {&small, &small_per_op, &small_gpu}) {
         auto model = make_model(*ctx, w, o);

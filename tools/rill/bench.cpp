@@ -140,8 +140,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   cmd->add_option("--lm-config", a.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
   cmd->add_option("--lm-max-tokens", a.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
   cmd->add_option("--lm-weight-storage", a.lm_weight_storage,
-                  "lm: the linear layers' weights: precision (f32), f16 or int8")
-      ->check(CLI::IsMember({"precision", "f16", "int8"}));
+                  "lm: the linear layers' weights: precision (f32), f16, int8 or int4")
+      ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
   cmd->add_option("--lm-segment", a.lm_segment, "lm: prefill segment length (0: the model's default)");
   cmd->add_option("--lm-precision", a.lm_precision,
                   "lm: activations and weights in f32 or f16 (f16 matmuls take "

@@ -138,8 +138,9 @@ struct GenerateArgs {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool f16 = false;
-  std::string weight_storage = "precision";  // linear layers: precision, f16 or int8
+  std::string weight_storage = "precision";  // linear layers: precision, f16, int8 or int4
   uint32_t int8_group = 64;
+  uint32_t int4_group = 32;
   uint32_t segment = 0;  // 0: the model's default
   std::string save_state, load_state;
   int64_t save_state_every = 0;           // also save the state every N generated tokens (0: at the end)

@@ -109,10 +109,11 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
       ->check(kSeed);
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
   cmd->add_option("--weight-storage", a.weight_storage,
-                  "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, or "
-                  "int8 with group scales (a quarter of f32; converted at load)")
-      ->check(CLI::IsMember({"precision", "f16", "int8"}));
+                  "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, "
+                  "int8 with group scales (a quarter of f32) or int4 with group scales (a sixth); converted at load")
+      ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
   cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--int4-group", a.int4_group, "Rows per int4 scale")->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
   cmd->add_option("--save-state-every", a.save_state_every,
@@ -169,6 +170,7 @@ int run_generate(const GenerateArgs& args) {
   if (!storage.is_ok()) return fail(storage.status());
   model_options.weights = *storage;
   model_options.int8_group = a.int8_group;
+  model_options.int4_group = a.int4_group;
   if (a.segment != 0) model_options.prefill_segment = a.segment;
   const auto load_start = Clock::now();
   auto model = [&]() -> rill::Result<lm::Model> {  // the host weights are freed once uploaded

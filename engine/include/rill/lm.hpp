@@ -133,8 +133,8 @@ enum class Precision { kF32, kF16 };
 // precision): as the precision says, or packed f16 or int8 with group scales whatever the file
 // holds (rill/ops/packed_weights.hpp; converted at load, arithmetic stays f32). Int8 takes about
 // a quarter of the f32 bytes: the edge-memory form.
-enum class WeightStorage { kPrecision, kF16, kInt8 };
-RILL_API const char* weight_storage_name(WeightStorage storage);  // "precision", "f16", "int8"
+enum class WeightStorage { kPrecision, kF16, kInt8, kInt4 };
+RILL_API const char* weight_storage_name(WeightStorage storage);  // "precision", "f16", "int8", "int4"
 RILL_API Result<WeightStorage> weight_storage_from_name(std::string_view name);
 
 // A config and its weights on the host. Weights from a file stay in the (mapped) file until the
@@ -199,6 +199,7 @@ struct ModelOptions {
   Precision precision = Precision::kF32;
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
+  uint32_t int4_group = 32;  // the same per int4 scale (4 bits need finer groups than 8)
   // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
   // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
   // drivers, 8192 on GPUs, whose matmuls need the longer segments); Model::options() reports it.

@@ -219,12 +219,14 @@ typedef struct rill_lm_model rill_lm_model;
 typedef struct rill_lm_session rill_lm_session;
 
 typedef enum rill_lm_precision { RILL_LM_F32 = 0, RILL_LM_F16 = 1 } rill_lm_precision;
-/* The linear layers' weights on the device: as the precision says, or packed f16 or int8 with group
- * scales (about a quarter of f32), converted at load whatever the file holds. */
+/* The linear layers' weights on the device: as the precision says, or packed f16, int8 with group
+ * scales (about a quarter of f32) or int4 with group scales (about a sixth), converted at load
+ * whatever the file holds. */
 typedef enum rill_lm_weight_storage {
   RILL_LM_WEIGHTS_PRECISION = 0,
   RILL_LM_WEIGHTS_F16 = 1,
-  RILL_LM_WEIGHTS_INT8 = 2
+  RILL_LM_WEIGHTS_INT8 = 2,
+  RILL_LM_WEIGHTS_INT4 = 3
 } rill_lm_weight_storage;
 
 typedef struct rill_lm_model_options {
@@ -235,6 +237,7 @@ typedef struct rill_lm_model_options {
   uint32_t softmax_capacity; /* positions a session can hold when the model has softmax layers */
   int32_t weights;           /* rill_lm_weight_storage (since 0.2; a struct_size without it means precision) */
   uint32_t int8_group;       /* rows per int8 scale (since 0.2) */
+  uint32_t int4_group;       /* rows per int4 scale (since 0.2) */
 } rill_lm_model_options;
 
 typedef struct rill_lm_info {

@@ -56,10 +56,15 @@ rill::Result<lm::ModelOptions> from_c(const rill_lm_model_options* in) {
     case RILL_LM_WEIGHTS_INT8:
       options.weights = lm::WeightStorage::kInt8;
       break;
+    case RILL_LM_WEIGHTS_INT4:
+      options.weights = lm::WeightStorage::kInt4;
+      break;
     default:
-      return rill::invalid_argument("rill_lm_model_options: weights must be RILL_LM_WEIGHTS_PRECISION, _F16 or _INT8");
+      return rill::invalid_argument(
+          "rill_lm_model_options: weights must be RILL_LM_WEIGHTS_PRECISION, _F16, _INT8 or _INT4");
   }
   options.int8_group = in->int8_group;
+  options.int4_group = in->int4_group;
   return options;
 }
 
@@ -117,6 +122,7 @@ void rill_lm_model_options_init(rill_lm_model_options* options) {
   options->softmax_capacity = defaults.softmax_capacity;
   options->weights = RILL_LM_WEIGHTS_PRECISION;
   options->int8_group = defaults.int8_group;
+  options->int4_group = defaults.int4_group;
 }
 
 void rill_lm_sampler_options_init(rill_lm_sampler_options* options) {

@@ -213,6 +213,7 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
     s.int8_group = l0.wq.packed.group;
   }
   s.f16_words = l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kF16;
+  s.int4_words = l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kInt4;
   return s;
 }
 

@@ -33,17 +33,23 @@ Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::st
 // Whether the options pack the weights: not when the precision already gives that form (f16
 // weights in an f16 model are plain f16 tensors).
 bool packs_weights(const ModelOptions& options, DType dtype) {
-  return options.weights == WeightStorage::kInt8 || (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
+  return options.weights == WeightStorage::kInt8 || options.weights == WeightStorage::kInt4 ||
+         (options.weights == WeightStorage::kF16 && dtype == DType::kF32);
 }
 
 ops::WeightFormat packed_format(const ModelOptions& options) {
-  return options.weights == WeightStorage::kInt8 ? ops::WeightFormat::kInt8 : ops::WeightFormat::kF16;
+  if (options.weights == WeightStorage::kInt8) return ops::WeightFormat::kInt8;
+  return options.weights == WeightStorage::kInt4 ? ops::WeightFormat::kInt4 : ops::WeightFormat::kF16;
+}
+// Rows per scale of the packed format (unused by f16).
+uint32_t packed_group(const ModelOptions& options) {
+  return options.weights == WeightStorage::kInt4 ? options.int4_group : options.int8_group;
 }
 
 Result<ops::PackedWeights> upload_packed(Context& ctx, std::vector<float> values, const std::string& name,
                                          const std::vector<int64_t>& shape, const ModelOptions& options) {
   const ops::WeightFormat format = packed_format(options);
-  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, options.int8_group));
+  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, shape, format, packed_group(options)));
   values = {};  // free the floats before the upload allocates its staging copy
   return ops::upload_packed(ctx, host, name);
 }
@@ -68,7 +74,7 @@ int64_t logit_alignment(DType dt) { return int64_t(Tensor::kViewAlignment / dtyp
 Result<ops::PackedColumnBlocks> upload_packed_blocks(Context& ctx, std::vector<float> values, const std::string& name,
                                                      int64_t D, int64_t V, const ModelOptions& options, DType dt) {
   const ops::WeightFormat format = packed_format(options);
-  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, {D, V}, format, options.int8_group));
+  RILL_ASSIGN_OR_RETURN(ops::HostPackedWeights host, ops::pack_weights(values, {D, V}, format, packed_group(options)));
   values = {};
   return ops::upload_packed_columns(ctx, host, name, 0, logit_alignment(dt));
 }
@@ -200,14 +206,16 @@ const char* weight_storage_name(WeightStorage storage) {
       return "f16";
     case WeightStorage::kInt8:
       return "int8";
+    case WeightStorage::kInt4:
+      return "int4";
   }
   return "unknown";
 }
 
 Result<WeightStorage> weight_storage_from_name(std::string_view name) {
-  for (WeightStorage s : {WeightStorage::kPrecision, WeightStorage::kF16, WeightStorage::kInt8})
+  for (WeightStorage s : {WeightStorage::kPrecision, WeightStorage::kF16, WeightStorage::kInt8, WeightStorage::kInt4})
     if (name == weight_storage_name(s)) return s;
-  return invalid_argument("lm: unknown weight storage '" + std::string(name) + "' (precision, f16 or int8)");
+  return invalid_argument("lm: unknown weight storage '" + std::string(name) + "' (precision, f16, int8 or int4)");
 }
 
 Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
@@ -215,10 +223,12 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   RILL_RETURN_IF_ERROR(config.validate());
   if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
   if (options.weights != WeightStorage::kPrecision && options.weights != WeightStorage::kF16 &&
-      options.weights != WeightStorage::kInt8)
+      options.weights != WeightStorage::kInt8 && options.weights != WeightStorage::kInt4)
     return invalid_argument("lm model: unknown weight storage " + std::to_string(int(options.weights)));
   if (options.weights == WeightStorage::kInt8 && options.int8_group == 0)
     return invalid_argument("lm model: int8_group must be at least 1");
+  if (options.weights == WeightStorage::kInt4 && options.int4_group == 0)
+    return invalid_argument("lm model: int4_group must be at least 1");
   auto impl = std::make_shared<Impl>(rill::detail::Access::share(ctx));
   impl->config = config;
   impl->options = options;
