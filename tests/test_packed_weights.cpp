@@ -200,9 +200,10 @@ std::string packed_kernel_of(rill::Context& ctx, WeightFormat format, int64_t m,
 }
 
 // The CPU-driver matmul's texel form with a packed B (matmul_register.glsl: the words as texels of
-// 4, a lane's columns whole texels of words or half of one, int8's scales per block of 4 subgroups
-// of k steps): odd M, lanes past the last column, one to three k blocks, int8 groups of one k block
-// and of all rows, a lane's 8 f16 columns (a whole texel) and 4 (half of one, both halves), folded
+// 4, a lane's columns whole texels of words, half of one or (int4) one word of one, int8's and
+// int4's scales per block of 4 subgroups of k steps): odd M, lanes past the last column, one to
+// three k blocks, groups of one k block and of all rows, a lane's 8 f16 columns (a whole texel) and
+// 4 (half of one, both halves), its 8 int4 columns (each of a texel's four words), folded
 // batches with A shared, bias and accumulation, f32 and f16 activations. The dispatch must be the
 // texel kernel where the device backs the texels (a limit profile may not: the storage-buffer
 // kernel then takes the same shapes), a group that splits a k block and the plan's "off" leave it.
@@ -220,7 +221,9 @@ GPU_TEST_CASE("the CPU matmul's texel form reads packed B", "[packed_weights][ma
   CHECK(packed_kernel_of(ctx, WeightFormat::kF16, 65, 48, 2 * k_block, 0) ==
         (texels && caps.subgroup_size <= 16 ? "matmul/matmul_tx_w16_f32" : "matmul/matmul_w16_f32"));
   CHECK(packed_kernel_of(ctx, WeightFormat::kInt8, 65, 144, 2 * k_block, k_block / 2) == "matmul/matmul_q8_f32");
-  // int4 has no texel form: the storage-buffer kernel, at a shape int8 reads as texels.
+  // int4's texel form: a lane's 8 columns are one word of a texel (N a multiple of 32 columns).
+  CHECK(packed_kernel_of(ctx, WeightFormat::kInt4, 65, 160, 2 * k_block, k_block) ==
+        (texels && caps.subgroup_size <= 8 ? "matmul/matmul_tx_q4_f32" : "matmul/matmul_q4_f32"));
   CHECK(packed_kernel_of(ctx, WeightFormat::kInt4, 65, 144, 2 * k_block, k_block) == "matmul/matmul_q4_f32");
   const int64_t k = k_block;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
@@ -228,7 +231,12 @@ GPU_TEST_CASE("the CPU matmul's texel form reads packed B", "[packed_weights][ma
     check_case(ctx, dtype, WeightFormat::kInt8, {.m = 7, .n = 32, .k = 3 * k, .bias = true, .group = 0}, ++seed);
     check_case(ctx, dtype, WeightFormat::kF16, {.m = 65, .n = 40, .k = 3 * k, .accumulate = true}, ++seed);
     check_case(ctx, dtype, WeightFormat::kF16, {.m = 9, .n = 24, .k = k, .bias = true}, ++seed);
+    check_case(ctx, dtype, WeightFormat::kInt4, {.m = 65, .n = 160, .k = 2 * k, .group = k_block}, ++seed);
+    check_case(ctx, dtype, WeightFormat::kInt4, {.m = 7, .n = 32, .k = 3 * k, .bias = true, .group = 0}, ++seed);
   }
+  check_case(ctx, DType::kF32, WeightFormat::kInt4,
+             {.batch = 3, .m = 20, .n = 32, .k = 2 * k, .a_batched = false, .accumulate = true, .group = k_block},
+             ++seed);
   check_case(ctx, DType::kF32, WeightFormat::kInt8,
              {.batch = 3, .m = 20, .n = 16, .k = 2 * k, .a_batched = false, .accumulate = true, .group = k_block},
              ++seed);

@@ -14,15 +14,18 @@ constexpr uint64_t kSplitPartialBytes = 64ull << 20;
 
 // Whether the register kernel's texel form can read a packed B with `tn` columns per lane and
 // subgroups of `sg` (true for a dense B): the words as texels of 4 (the device backs them), every
-// row in whole texels, a lane's columns two words (half a texel) or whole texels, and int8's
-// scales, texels of 4 columns, the same over each block of 4 sg k steps.
+// row in whole texels, a lane's columns whole words that are one of a texel's words (int4), half a
+// texel or whole texels, and int8's and int4's scales, texels of 4 columns, the same over each
+// block of 4 sg k steps.
 bool packed_texels_fit(const DeviceTraits& d, const MatmulShape& s, uint64_t tn, uint64_t sg) {
   if (s.packed_per_word == 0) return true;
-  if (s.packed_per_word == gpu::kPackedInt4PerWord) return false;  // int4 has no texel form yet
   const uint64_t words_per_lane = tn / s.packed_per_word;
-  const bool int8 = s.packed_per_word == 4;
-  return d.texel_u32x4 && s.n % (4 * s.packed_per_word) == 0 && (words_per_lane == 2 || words_per_lane % 4 == 0) &&
-         (!int8 || (d.texel_f32x4 && (s.packed_group % (4 * sg) == 0 || s.packed_group >= s.k)));
+  const bool scaled = s.packed_per_word != gpu::kPackedF16PerWord;
+  const bool lane_words =
+      tn % s.packed_per_word == 0 && (words_per_lane == 2 || (words_per_lane > 0 && words_per_lane % 4 == 0) ||
+                                      (words_per_lane == 1 && s.packed_per_word == gpu::kPackedInt4PerWord));
+  return d.texel_u32x4 && s.n % (4 * s.packed_per_word) == 0 && lane_words &&
+         (!scaled || (d.texel_f32x4 && (s.packed_group % (4 * sg) == 0 || s.packed_group >= s.k)));
 }
 
 }  // namespace
@@ -61,7 +64,8 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
     const uint64_t most_elements = std::max(s.m * s.k, s.k * s.n) * s.batches;
     p.texel_rows = d.forced.matmul_texel.value_or(true) && s.rows_vectorizable && s.k % (4 * sg) == 0 &&
                    p.tn % 4 == 0 && s.n % p.tn == 0 &&
-                   texel_views_fit(d, s.f16, most_elements / 4, s.packed_per_word == 4 ? 3 : 2) &&
+                   texel_views_fit(d, s.f16, most_elements / 4,
+                                   s.packed_per_word != 0 && s.packed_per_word != gpu::kPackedF16PerWord ? 3 : 2) &&
                    packed_texels_fit(d, s, p.tn, sg);
   } else if (d.max_invocations < p.wg_x * p.wg_y) {
     // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only

@@ -20,7 +20,7 @@ layout(std430, binding = 1) readonly buffer B { uvec4 b8[]; };
 layout(binding = 0) uniform samplerBuffer a4;
 #if defined(B_PACKED)
 layout(binding = 1) uniform usamplerBuffer bw4;
-#ifdef B_INT8
+#ifdef B_SCALED
 layout(binding = 4) uniform samplerBuffer scales4;
 #else
 layout(std430, binding = 4) readonly buffer Unused { uint unused_words[]; };  // the words again: no scales

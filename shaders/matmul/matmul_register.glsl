@@ -31,28 +31,32 @@ afloat acc[TM][TN];
 // element (the loads, not the FMAs, were most of the register kernel's time). The k steps of a
 // row then run in the order of the texels' components: k0 + s, k0 + 4 + s, ... for s = 0..3 (the
 // same sums in another order; the same order on every run).
-// A packed B (B_INT8, B_F16; N a multiple of 4 words, so every row starts a texel) is read as
-// texels of 4 words: a lane's TN columns are WL words of each row, whole texels or (WL = 2) the
-// half of one that b_high picks; int8's scales are the same over each block of 4 SG k steps (the
-// plan's condition on the group), read once per block as texels of 4 columns.
+// A packed B (B_INT8, B_INT4, B_F16; N a multiple of 4 words, so every row starts a texel) is read
+// as texels of 4 words: a lane's TN columns are WL words of each row, whole texels, the half of one
+// that b_high picks (WL = 2) or the word b_word_in_texel picks (WL = 1, int4's 8 columns); int8's
+// and int4's scales are the same over each block of 4 SG k steps (the plan's condition on the
+// group), read once per block as texels of 4 columns.
 const uint TX = TN / 4u;
 vec4 a4v[TM];  // this lane's texel of each row for the current 4 SG steps of k
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
 #include "half_bits.glsl"
-#ifdef B_INT8
-const uint PER_WORD = kPackedInt8PerWord;
+const uint PER_WORD = PACKED_PER_WORD;
+#ifdef B_SCALED
 vec4 scale4v[TX];  // this lane's columns' scales for the current 4 SG steps of k
-#else
-const uint PER_WORD = kPackedF16PerWord;
 #endif
 const uint WL = TN / PER_WORD;
-bool b_high;  // WL = 2: this lane's words are the texel's z and w
+bool b_high;           // WL = 2: this lane's words are the texel's z and w
+uint b_word_in_texel;  // WL = 1: which of the texel's words is this lane's
 
 // This lane's TN values of B's row that starts at texel `at`, as TX vec4s.
 #define LOAD_B_ROW(row, at)                                                                     \
   {                                                                                             \
     uint w_[WL];                                                                                \
-    if (WL == 2u) {                                                                             \
+    if (WL == 1u) {                                                                             \
+      const uvec4 t_ = texelFetch(bw4, int(at));                                                \
+      w_[0] = b_word_in_texel < 2u ? (b_word_in_texel == 0u ? t_.x : t_.y)                      \
+                                   : (b_word_in_texel == 2u ? t_.z : t_.w);                     \
+    } else if (WL == 2u) {                                                                      \
       const uvec4 t_ = texelFetch(bw4, int(at));                                                \
       [[unroll]] for (uint e_ = 0; e_ < 2u; ++e_) w_[e_] = b_high ? t_[e_ + 2u] : t_[e_];       \
     } else {                                                                                    \
@@ -63,9 +67,14 @@ bool b_high;  // WL = 2: this lane's words are the texel's z and w
     }                                                                                           \
     [[unroll]] for (uint t_ = 0; t_ < TX; ++t_) row[t_] = b_texel(w_, t_);                      \
   }
-#ifdef B_INT8
+#if defined(B_INT8)
 // The word's four bytes, sign-extended by the arithmetic shift, times their columns' scales.
 #define b_texel(w, t) (vec4((ivec4(int(w[t])) << ivec4(24, 16, 8, 0)) >> 24) * scale4v[t])
+#elif defined(B_INT4)
+// Half a word's eight nibbles (t even: the low four), sign-extended the same way, times their scales.
+#define b_texel(w, t)                                                                                        \
+  (vec4((ivec4(int(w[(t) / 2u])) << (((t) % 2u) == 0u ? ivec4(28, 24, 20, 16) : ivec4(12, 8, 4, 0))) >> 28) * \
+   scale4v[t])
 #else
 #define b_texel(w, t) vec4(rill_unpack_half2(w[2u * (t)]), rill_unpack_half2(w[2u * (t) + 1u]))
 #endif
@@ -104,10 +113,11 @@ void main() {
   const uint load_col = min(n0, columns - TN);
   const uint batch = FOLD_BATCH ? load_col / p.N : gl_WorkGroupID.z;
   const uint col = FOLD_BATCH ? load_col % p.N : load_col;  // in its batch's matrix
-#if defined(B_INT8) || defined(B_F16)
+#if defined(B_PACKED)
   // b_bs and b_rs are whole texels of words (N a multiple of 4 words).
   const uint b_word = batch * p.b_bs + col / PER_WORD;
   b_high = b_word % 4u >= 2u;
+  b_word_in_texel = b_word % 4u;
   const uint b_first = b_word / 4u, b_stride = p.b_rs / 4u;
 #else
   const uint b_first = (batch * p.b_bs + col) / 4u, b_stride = p.b_rs / 4u;
@@ -115,7 +125,7 @@ void main() {
   for (uint k0 = 0; k0 < p.K; k0 += 4u * SG) {
     [[unroll]] for (uint i = 0; i < TM; ++i)
       a4v[i] = texelFetch(a4, int((a_base + min(m0 + i, p.M - 1) * p.a_rs + k0) / 4u + lane));
-#ifdef B_INT8
+#ifdef B_SCALED
     const uint scale_first = (batch * p.s_bs + (k0 / p.b_group) * p.N + col) / 4u;
     [[unroll]] for (uint t = 0; t < TX; ++t) scale4v[t] = texelFetch(scales4, int(scale_first + t));
 #endif
