@@ -122,16 +122,22 @@ TEST_CASE("kernel plan: CPU decoding reads int8 words and scales as texels at 16
   CHECK(refused.per_op_reason.find("int8 words") != std::string::npos);
 }
 
-TEST_CASE("kernel plan: int4 weights decode per op and forcing the fused kernels is refused", "[plan]") {
-  const LmDecodeShape int4{.bindings_per_weight = 2, .int8_group = 0, .int4_words = true, .f32_activations = true};
+TEST_CASE("kernel plan: CPU decoding reads int4 words as texels at 16 columns per invocation", "[plan]") {
+  const LmDecodeShape int4{.bindings_per_weight = 2,
+                           .int8_group = 32,
+                           .int4_words = true,
+                           .f32_activations = true,
+                           .largest_weight = 256ull * 512};
   const LmDecodePlan p = lm_decode(lavapipe_like(), int4).value();
-  CHECK_FALSE(p.fused);
-  CHECK(p.per_op_reason.find("int4") != std::string::npos);
-  DeviceTraits forced = lavapipe_like();
-  forced.forced = parse_overrides("lm_decode=fused").value();
-  const auto refused = lm_decode(forced, int4);
-  REQUIRE_FALSE(refused.is_ok());
-  CHECK(refused.status().message().find("int4") != std::string::npos);
+  CHECK(p.fused);
+  CHECK(p.lane_groups == 4);  // 16 columns, two words of a row: half a texel
+  CHECK(p.texel_words);
+  CHECK_FALSE(p.x_shuffle);  // as int8: the rows' unpacking outweighs the saved shared loads
+  DeviceTraits buffers = lavapipe_like();
+  buffers.forced = parse_overrides("lm_decode_weights=buffer").value();
+  const LmDecodePlan b = lm_decode(buffers, int4).value();
+  CHECK(b.fused);
+  CHECK_FALSE(b.texel_words);
 }
 
 TEST_CASE("kernel plan: CPU decoding reads f16 words as texels at 8 or 16 columns per invocation", "[plan]") {

@@ -514,6 +514,8 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 16}, 1e-4, 0,
                      "TransNormerLLM options, int8 weights");
   check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0, "TransNormerLLM options, f16 weights");
+  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt4, .int4_group = 16}, 1e-4, 0,
+                     "TransNormerLLM options, int4 weights");
   // Sigmoid GLU, identity maps, untied head, int8 groups that do not divide the width.
   c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kSoftmax});
   c.feature_map = rill::ops::FeatureMap::kIdentity;
@@ -594,6 +596,11 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
         .weights = rill::lm::WeightStorage::kInt8, .int8_group = group, .softmax_capacity = 16};
     check_fused_decode(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
     check_fused_decode(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
+    // int4 the same: two words of a row per invocation, either half of a texel.
+    const rill::lm::ModelOptions o4{
+        .weights = rill::lm::WeightStorage::kInt4, .int4_group = group, .softmax_capacity = 16};
+    check_fused_decode(*untied, o4, 1e-4, 0, "int4 texel words", int8_forms);
+    check_fused_decode(*tied, o4, 1e-4, 0, "int4 texel words, tied head", int8_forms);
   }
   // f16 weights: their words as texels at 16 columns per invocation (the CPU default here, two
   // texels per row), at 8 (one texel), from storage buffers, and as texels on a GPU grid whose

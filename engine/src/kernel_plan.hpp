@@ -348,10 +348,10 @@ struct LmDecodeShape {
   uint32_t width = 256, heads = 8, head_dim = 32, ffn = 512, vocab = 256;
   uint64_t max_keys = 64;            // most keys one softmax-attention step reads (0: none)
   bool lrpe = false;                 // LRPE doubles the linear-attention features
-  uint32_t bindings_per_weight = 1;  // 2 for int8 weights (words and scales)
-  uint32_t int8_group = 0;           // int8 weights: rows per scale
+  uint32_t bindings_per_weight = 1;  // 2 for int8 and int4 weights (words and scales)
+  uint32_t int8_group = 0;           // int8 or int4 weights: rows per scale
   bool f16_words = false;            // f16 weights packed two per word
-  bool int4_words = false;           // int4 weights: no fused kernels read them (decoding runs per op)
+  bool int4_words = false;           // int4 weights (int8_group their group)
   bool dense_f32 = false;            // f32 activations with dense f32 weights
   bool f32_activations = false;
   uint64_t largest_weight = 0;       // elements of the largest weight matrix (the head's, usually)

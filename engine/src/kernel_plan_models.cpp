@@ -21,7 +21,6 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // slices instead of 8) and more invocations splitting the rows shorten it. 128 x 64 took
   // 24 us per FFN call on an H200 (rill profile).
   const auto [gpu_workgroup, gpu_columns] = d.forced.lm_decode_grid.value_or(std::pair<uint32_t, uint32_t>{256, 16});
-  if (s.int4_words) return per_op("int4 weights: the fused kernels read f32, f16 and int8 weights only");
   p.workgroup = d.family == Family::kGpu ? std::min(gpu_workgroup, d.max_invocations) : std::max(d.subgroup, 4u);
   if (p.workgroup > d.max_invocations) return per_op("no workgroup size fits the device");
   // FFN slices and logit columns: gpu_columns per workgroup on GPUs (many workgroups); about eight
@@ -99,12 +98,13 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // the words and scales through texel views where the device backs them and they hold the largest
   // matrix (10 views in the mixer). The 385M configuration's decoding on lavapipe: see the README.
   // f16 weights at 8 or 16 columns per invocation: one or two whole texels of words per row.
+  // int4 the same at 16 columns (two words of a row, half a texel: the widths are multiples of 16).
   const bool words_fit = (s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
                           d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10)) ||
                          (f16_words_fit && (p.lane_groups == 2 || p.lane_groups == 4));
   if (d.forced.lm_decode_texel.value_or(false) && (s.int8_group > 0 || s.f16_words) && !words_fit)
     return per_op(
-        "the forced texel weights need int8 words of 16 columns per invocation or f16 words of 8 or 16, f32 "
+        "the forced texel weights need int8 or int4 words of 16 columns per invocation or f16 words of 8 or 16, f32 "
         "activations and views that hold them");
   p.texel_words = d.forced.lm_decode_texel.value_or(d.family == Family::kCpu) && words_fit;
   // Texel kernels on CPU drivers take their input rows by subgroup shuffles where every product is

@@ -15,8 +15,9 @@
 // four columns per invocation leave four times as many invocations to split the rows.
 //
 // Weights [batch, rows, cols] row-major, one form per compiled kernel: dense in the storage type
-// (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i) or W_INT8
-// (four per word, words at WEIGHT_BINDING + 2 i, f32 group scales at WEIGHT_BINDING + 2 i + 1), as
+// (binding WEIGHT_BINDING + i), W_F16 (two halves per word, binding WEIGHT_BINDING + i), W_INT8 or
+// W_INT4 (four or eight per word, words at WEIGHT_BINDING + 2 i, f32 group scales at
+// WEIGHT_BINDING + 2 i + 1), as
 // rill/ops/packed_weights.hpp lays them out; W_TEXEL: read through uniform texel buffers instead of
 // storage buffers (dense f32 as texels of 4 floats, packed words as texels of 4 u32).
 #extension GL_EXT_control_flow_attributes : require
@@ -62,12 +63,20 @@ shared float mv_split[WG_SIZE * (LANE_GROUPS > 0u ? GROUP_COLUMNS : 1u)];
 
 float storage_round(float v) { return float(sfloat(v)); }
 
-#if defined(W_INT8)
+#if defined(W_INT8) || defined(W_INT4)
+// int8 (four a word) or int4 (eight) with group scales.
+#if defined(W_INT4)
+const uint W_PER_WORD = kPackedInt4PerWord;
+#else
+const uint W_PER_WORD = kPackedInt8PerWord;
+#endif
+const uint W_BITS = 32u / W_PER_WORD;
 #if defined(W_TEXEL)
 // int8 words read as texels of 4 (a usamplerBuffer) and the scales as texels of 4 columns (CPU
 // drivers): with LANE_GROUPS = 4 (the plan's condition) an invocation's 16 columns of a row are one
-// texel of words and its scales of a group four texels, each one gather on lavapipe where a
-// storage-buffer load loops over the lanes for every word and scale.
+// texel of words (int4: half of one, rows of whole texel pairs of words) and its scales of a group
+// four texels, each one gather on lavapipe where a storage-buffer load loops over the lanes for
+// every word and scale.
 #define RILL_INT8_DECLARE(i)                                                           \
   layout(binding = WEIGHT_BINDING + 2 * i) uniform usamplerBuffer word_texels##i;      \
   layout(binding = WEIGHT_BINDING + 2 * i + 1) uniform samplerBuffer scale_texels##i;
@@ -76,7 +85,11 @@ float storage_round(float v) { return float(sfloat(v)); }
 // An invocation's words of a row from `base` (a multiple of 4): one texel, fetched once (ROW), then
 // word q of it; its group's scales of columns 4 q .. 4 q + 3 from `s` (a multiple of 4).
 #define RILL_INT8_ROW(i, base) ivec4(texelFetch(word_texels##i, int((base) / 4u)))
+#if defined(W_INT4)
+#define RILL_INT8_ROW_WORD(i, row, base, q) (((base) & 2u) != 0u ? row[2u + (q)] : row[q])
+#else
 #define RILL_INT8_ROW_WORD(i, row, base, q) row[q]
+#endif
 #define RILL_INT8_SCALES4(i, s, q) texelFetch(scale_texels##i, int((s) / 4u + (q)))
 #else
 #define RILL_INT8_DECLARE(i)                                                                             \
@@ -89,16 +102,28 @@ float storage_round(float v) { return float(sfloat(v)); }
 #define RILL_INT8_SCALES4(i, s, q) \
   vec4(scales##i[(s) + 4u * (q)], scales##i[(s) + 4u * (q) + 1u], scales##i[(s) + 4u * (q) + 2u], scales##i[(s) + 4u * (q) + 3u])
 #endif
+// Group q of an invocation's columns (c + 4 q .. c + 4 q + 3) in the row whose words start at `base`
+// (c's word): int8, word q's four bytes; int4, the half of word (c % 8 / 4 + q) / 2 that holds
+// them, its nibbles sign-extended by the arithmetic shift.
+#if defined(W_INT4)
+#define RILL_QUARTET_WORD(i, row_words, base, c, q) RILL_INT8_ROW_WORD(i, row_words, base, ((c) % 8u / 4u + (q)) / 2u)
+#define RILL_QUARTET_OF(word, c, q) \
+  vec4((ivec4(word) << (((c) % 8u / 4u + (q)) % 2u == 0u ? ivec4(28, 24, 20, 16) : ivec4(12, 8, 4, 0))) >> 28)
+#else
+#define RILL_QUARTET_WORD(i, row_words, base, c, q) RILL_INT8_ROW_WORD(i, row_words, base, q)
+#define RILL_QUARTET_OF(word, c, q) \
+  vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8), bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8))
+#endif
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
   RILL_INT8_DECLARE(i)                                                                                         \
   float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
-    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord;                               \
-    const uint word = RILL_INT8_WORD(i, (b * rows + r) * per_row + c / kPackedInt8PerWord);                   \
-    const float q = float(bitfieldExtract(int(word), int((c % kPackedInt8PerWord) * 8u), 8));                 \
+    const uint per_row = (cols + W_PER_WORD - 1u) / W_PER_WORD;                                                \
+    const uint word = RILL_INT8_WORD(i, (b * rows + r) * per_row + c / W_PER_WORD);                           \
+    const float q = float(bitfieldExtract(int(word), int((c % W_PER_WORD) * W_BITS), int(W_BITS)));           \
     return q * RILL_INT8_SCALE(i, (b * ((rows + p.group - 1u) / p.group) + r / p.group) * cols + c);          \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
-    const uint per_row = (cols + kPackedInt8PerWord - 1u) / kPackedInt8PerWord, w = c / kPackedInt8PerWord;   \
+    const uint per_row = (cols + W_PER_WORD - 1u) / W_PER_WORD, w = c / W_PER_WORD;                            \
     const uint groups = (rows + p.group - 1u) / p.group;                                                      \
     vec4 acc[LANE_SLOTS], part[LANE_SLOTS];                                                                  \
     [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) acc[q] = vec4(0.0);                                     \
@@ -109,9 +134,8 @@ float storage_round(float v) { return float(sfloat(v)); }
         const uint base = (b * rows + row0 + r) * per_row + w;                                                 \
         const ivec4 row_words = RILL_INT8_ROW(i, base);                                                        \
         [[unroll]] for (uint q = 0u; q < LANE_GROUPS; ++q) {                                                   \
-          const int word = RILL_INT8_ROW_WORD(i, row_words, base, q);                                          \
-          part[q] += mv_in[r] * vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),                 \
-                                     bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));              \
+          const int word = RILL_QUARTET_WORD(i, row_words, base, c, q);                                        \
+          part[q] += mv_in[r] * RILL_QUARTET_OF(word, c, q);                                                   \
         }                                                                                                      \
       }                                                                                                        \
       const uint s = (b * groups + g) * cols + c;                                                              \

@@ -27,7 +27,7 @@ float input_gain(uint i) { return HAS_GAIN ? float(gain[i]) : 1.0; }
 
 float column_dot(uint phase, uint j, uint r0, uint r1) {
   const uint c = gl_WorkGroupID.x * p.columns + j;
-#if !defined(W_INT8) && !defined(W_F16)
+#if !defined(W_INT8) && !defined(W_INT4) && !defined(W_F16)
   if (TRANSPOSED) {
     float acc = 0.0;
     for (uint r = r0; r < r1; ++r) acc = fma(mv_in[r], weight0(0u, c, r, p.vocab, p.width), acc);

@@ -19,7 +19,8 @@ namespace {
 
 using ops::plan::LmDecodePlan;
 
-// The kernels' weight form: "" (dense, the storage type), "_w16" or "_q8", and the int8 group.
+// The kernels' weight form: "" (dense, the storage type), "_w16", "_q8" or "_q4", and the int8 or
+// int4 group.
 struct WeightForm {
   std::string suffix;
   uint32_t group = 1;
@@ -29,6 +30,7 @@ struct WeightForm {
 WeightForm form_of(const ops::PackedWeights& p, const LmDecodePlan& plan) {
   if (!p.valid()) return plan.texel_weights ? WeightForm{"_tx", 1} : WeightForm{};
   if (p.format == ops::WeightFormat::kInt8) return {plan.texel_words ? "_q8_tx" : "_q8", p.group};
+  if (p.format == ops::WeightFormat::kInt4) return {plan.texel_words ? "_q4_tx" : "_q4", p.group};
   return {plan.texel_words ? "_w16_tx" : "_w16", 1};
 }
 
@@ -48,7 +50,7 @@ void bind(std::vector<const Tensor*>& b, const Tensor& dense, const ops::PackedW
     return;
   }
   b.push_back(&packed.words);
-  if (packed.format == ops::WeightFormat::kInt8) b.push_back(&packed.scales);
+  if (ops::has_scales(packed.format)) b.push_back(&packed.scales);
 }
 void bind(std::vector<const Tensor*>& b, const LinearWeight& w) { bind(b, w.dense, w.packed); }
 
@@ -208,7 +210,7 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
   s.dense_f32 = m.dtype == DType::kF32 && !l0.wq.packed.valid();
   s.f32_activations = m.dtype == DType::kF32;
   s.largest_weight = uint64_t(c.width) * std::max({c.width, c.ffn_width, c.vocab});
-  if (l0.wq.packed.valid() && l0.wq.packed.format == ops::WeightFormat::kInt8) {
+  if (l0.wq.packed.valid() && ops::has_scales(l0.wq.packed.format)) {
     s.bindings_per_weight = 2;
     s.int8_group = l0.wq.packed.group;
   }

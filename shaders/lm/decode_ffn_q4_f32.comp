@@ -1,0 +1,5 @@
+// Fused decoding, a layer's FFN: f32 activations, int4 weights (group scales); the kernel is in decode_ffn.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define W_INT4
+#include "decode_ffn.glsl"

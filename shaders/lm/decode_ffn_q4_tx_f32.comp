@@ -1,0 +1,6 @@
+// Fused decoding, a layer's FFN: f32 activations, int4 weights (group scales) read as texels (vk/texel_views.hpp); the kernel is in decode_ffn.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define W_INT4
+#define W_TEXEL
+#include "decode_ffn.glsl"

@@ -1,0 +1,6 @@
+// Fused decoding, the logits: f16 activations, int4 weights (group scales); the kernel is in decode_logits.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_STORAGE_F16
+#define W_INT4
+#include "decode_logits.glsl"

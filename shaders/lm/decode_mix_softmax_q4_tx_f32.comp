@@ -1,0 +1,7 @@
+// Fused decoding, a softmax-attention layer's mixer: f32 activations, int4 weights (group scales) read as texels (vk/texel_views.hpp); the kernel is in decode_mix.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define W_INT4
+#define W_TEXEL
+#define MIX_SOFTMAX
+#include "decode_mix.glsl"
