@@ -129,10 +129,10 @@ RILL_API std::vector<WeightSpec> weight_specs(const ModelConfig& config);
 // Storage type the model runs in: f32, or f16 storage with f32 arithmetic (half the memory).
 enum class Precision { kF32, kF16 };
 
-// How the linear layers' weights are kept on the device (the embedding, norms and angles keep the
-// precision): as the precision says, or packed f16 or int8 with group scales whatever the file
-// holds (rill/ops/packed_weights.hpp; converted at load, arithmetic stays f32). Int8 takes about
-// a quarter of the f32 bytes: the edge-memory form.
+// How the linear layers' weights are kept on the device (the norms and angles keep the precision;
+// the embedding is packed too): as the precision says, or packed f16, int8 or int4 with group
+// scales whatever the file holds (rill/ops/packed_weights.hpp; converted at load, arithmetic stays
+// f32). Int8 takes about a quarter of the f32 bytes, int4 about a sixth: the edge-memory forms.
 enum class WeightStorage { kPrecision, kF16, kInt8, kInt4 };
 RILL_API const char* weight_storage_name(WeightStorage storage);  // "precision", "f16", "int8", "int4"
 RILL_API Result<WeightStorage> weight_storage_from_name(std::string_view name);

@@ -3,7 +3,7 @@
 // C [..., M, N]; the leading dimensions of A and B are either C's or absent (broadcast); bias [N].
 // All of one storage type, f32 or f16 (f32 accumulation). The engine picks a register-tiled
 // kernel without barriers on CPU drivers and a shared-memory tiled kernel on GPUs.
-// B may also be a packed weight matrix (f16 or int8, packed_weights.hpp): [K, N] or [batch, K, N],
+// B may also be a packed weight matrix (f16, int8 or int4, packed_weights.hpp): [K, N] or [batch, K, N],
 // not transposed; A, C and the bias keep the activations' storage type.
 #pragma once
 
