@@ -170,7 +170,7 @@ Status check_bindings(const Context& ctx, const detail::ModelTensors& w) {
     if (limit == 0 || t.size_bytes() <= limit) return Status::ok();
     return out_of_range("lm model: " + t.describe() + " is " + std::to_string(t.size_bytes()) + " bytes, more than " +
                         ctx.device().name + " binds at once (" + std::to_string(limit) +
-                        "); int8 weights (ModelOptions::weights) take a quarter of f32's");
+                        "); int8 or int4 weights (ModelOptions::weights) take a quarter or a sixth of f32's");
   };
   auto check_weight = [&](const Tensor& dense, const ops::PackedWeights& packed) -> Status {
     for (const Tensor* t : {&dense, &packed.words, &packed.scales}) RILL_RETURN_IF_ERROR(check(*t));
