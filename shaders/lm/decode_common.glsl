@@ -106,9 +106,12 @@ const uint W_BITS = 32u / W_PER_WORD;
 // (c's word): int8, word q's four bytes; int4, the half of word (c % 8 / 4 + q) / 2 that holds
 // them, its nibbles sign-extended by the arithmetic shift.
 #if defined(W_INT4)
-#define RILL_QUARTET_WORD(i, row_words, base, c, q) RILL_INT8_ROW_WORD(i, row_words, base, ((c) % 8u / 4u + (q)) / 2u)
+// c's half of its word: 0 whenever an invocation's columns are whole words (LANE_GROUPS even), which
+// the compiler then folds, so every group's word and half are constants.
+#define RILL_Q4_HALF(c) (LANE_GROUPS % 2u == 0u ? 0u : (c) % 8u / 4u)
+#define RILL_QUARTET_WORD(i, row_words, base, c, q) RILL_INT8_ROW_WORD(i, row_words, base, (RILL_Q4_HALF(c) + (q)) / 2u)
 #define RILL_QUARTET_OF(word, c, q) \
-  vec4((ivec4(word) << (((c) % 8u / 4u + (q)) % 2u == 0u ? ivec4(28, 24, 20, 16) : ivec4(12, 8, 4, 0))) >> 28)
+  vec4((ivec4(word) << ((RILL_Q4_HALF(c) + (q)) % 2u == 0u ? ivec4(28, 24, 20, 16) : ivec4(12, 8, 4, 0))) >> 28)
 #else
 #define RILL_QUARTET_WORD(i, row_words, base, c, q) RILL_INT8_ROW_WORD(i, row_words, base, q)
 #define RILL_QUARTET_OF(word, c, q) \
