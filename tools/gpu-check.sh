@@ -3,7 +3,8 @@
 #
 #   bash .gpu/run.sh bash tools/gpu-check.sh [step ...]     # default: every step, in this order
 #
-# Steps: info la block matmul rmsnorm icl lm tests (the default set), and on request: la_par (the
+# Steps: info la block matmul rmsnorm icl lm tests (the default set), and on request: lm_packed (the
+# LM with int8 and int4 weights), la_par (the
 # linear-attention bench's parallel form alone, with its peers), sampler (the
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
@@ -63,6 +64,11 @@ for s in "${steps[@]}"; do
     rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
     icl) run_step icl 40 "$rill" bench --op icl --no-torch ;;
     lm) run_step lm 60 "$rill" bench --op lm --peers --lm-no-baseline --lm-max-tokens 1048576 ;;
+    # The LM with packed weights: int8 and int4 (f32 activations; their matmul and fused decoding).
+    lm_packed) for ws in int8 int4; do
+                 run_step "lm_$ws" 60 "$rill" bench --op lm --lm-no-baseline --lm-weight-storage $ws \
+                   --lm-max-tokens 262144
+               done ;;
     # The limit profiles' whole-suite runs took longer than this step on the H200 (run6): `limits`.
     # The whole suite but the three limit-profile runs (the limits step runs one) and the checks of
     # the build itself (label toolchain: they need the compiler and spirv-dis, absent there).
