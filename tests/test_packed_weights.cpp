@@ -332,6 +332,9 @@ TEST_CASE("packed_columns keeps its columns' words and scales and pads a ragged 
     CHECK(rill::ops::packed_columns(host, 1, 4).status().code() == StatusCode::kInvalidArgument);     // inside a word
     CHECK(rill::ops::packed_columns(host, per, 29).status().code() == StatusCode::kInvalidArgument);  // past the end
     CHECK(rill::ops::packed_columns(host, 0, 0).status().code() == StatusCode::kInvalidArgument);
+    auto short_words = host;  // a hand-assembled matrix whose words do not match its shape
+    short_words.words.pop_back();
+    CHECK(rill::ops::packed_columns(short_words, 0, per).status().code() == StatusCode::kInvalidArgument);
     CHECK(rill::ops::packed_columns(pack(values, {1, 7, 29}, format), 0, 8).is_ok());
     CHECK(rill::ops::packed_columns(pack(values, {7, 1, 29}, format), 0, 8).status().code() ==
           StatusCode::kInvalidArgument);  // a batch of matrices

@@ -80,7 +80,7 @@ Result<ops::PackedColumnBlocks> upload_packed_blocks(Context& ctx, std::vector<f
 }
 
 // The embedding packed as its transpose [D, V] (ops::embedding_forward's packed form), which is also
-// the tied head's B, in column blocks where it exceeds one binding: the 2,048-wide TransNormerLLM's
+// the tied head's B, in column blocks where it exceeds one binding: a 2,048-wide model's
 // 64,000-token table in f16 is 262 MB, more than many devices bind at once.
 Result<ops::PackedColumnBlocks> upload_embedding_packed(Context& ctx, const Weights& weights, int64_t V, int64_t D,
                                                         const ModelOptions& options, DType dt) {
@@ -161,9 +161,10 @@ Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig&
   return Status::ok();
 }
 
-// Every tensor a kernel binds whole must fit one storage binding; the embedding and head are split
-// (embedding_forward's blocks, upload_packed_columns, head_blocks) and their blocks checked here
-// as a safeguard. A clear error at creation, where a dispatch would fail at the first prompt.
+// Every tensor a kernel binds whole must fit one storage binding. The dense embedding is split at
+// each gather (embedding_forward) and not checked here; the packed embedding's blocks and the head
+// blocks are made to fit and checked as a safeguard. A clear error at creation, where a dispatch
+// would fail at the first prompt.
 Status check_bindings(const Context& ctx, const detail::ModelTensors& w) {
   const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
   auto check = [&](const Tensor& t) -> Status {

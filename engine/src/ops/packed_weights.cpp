@@ -161,6 +161,9 @@ Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t 
     return invalid_argument("packed_columns: columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
                             ") of " + std::to_string(host.cols) + " must be inside the matrix and start a word of " +
                             std::to_string(per));
+  if (host.words.size() != size_t(host.rows) * host.words_per_row() ||
+      host.scales.size() != size_t(host.groups()) * size_t(host.cols))
+    return invalid_argument("packed_columns: words or scales do not match the shape");
   HostPackedWeights p;
   p.format = host.format;
   p.rows = host.rows, p.cols = count, p.group = host.group;
@@ -196,7 +199,7 @@ Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedW
   if (max_bytes == 0) max_bytes = ctx.device().caps.max_storage_buffer_range;
   const uint32_t per = per_word(host.format);
   const int64_t align = std::lcm(column_align, int64_t(per));
-  // Bytes per column of a block of whole words: its words, or (int8 groups under 4 rows) its scales.
+  // Bytes per column of a block of whole words: its words, or, for groups of very few rows, its scales.
   const uint64_t column_bytes = std::max<uint64_t>(uint64_t(host.rows) * 4 / per, uint64_t(host.groups()) * 4);
   PackedColumnBlocks out;
   out.rows = host.rows, out.cols = host.cols;
