@@ -2,6 +2,8 @@
 // GPU. Plans are plain values, so each decision is checked here without a device.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <set>
 
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
@@ -207,6 +209,64 @@ TEST_CASE("kernel plan: overrides parse, and bad ones are named", "[plan]") {
   const auto bad_value = parse_overrides("linear_attention=fast");
   REQUIRE_FALSE(bad_value.is_ok());
   CHECK(bad_value.status().message().find("fast") != std::string::npos);
+}
+
+TEST_CASE("kernel plan: every listed key parses its values and refuses others by name", "[plan]") {
+  // One valid value per key: a key added to the table without one here fails this test.
+  const std::map<std::string, std::string> example = {{"linear_attention", "parallel"},
+                                                      {"la_tile", "16"},
+                                                      {"la_scan_groups", "8"},
+                                                      {"la_window", "256"},
+                                                      {"la_span", "4"},
+                                                      {"block_tile", "8"},
+                                                      {"block_keys", "4"},
+                                                      {"block_texel", "off"},
+                                                      {"block_dq", "rows"},
+                                                      {"matmul_texel", "off"},
+                                                      {"matmul_tile", "8x4"},
+                                                      {"matmul_layout", "grouped"},
+                                                      {"matmul_depth", "32"},
+                                                      {"matmul_splits", "3"},
+                                                      {"matmul_coop", "emulated"},
+                                                      {"matmul_coop_buffers", "1"},
+                                                      {"matmul_coop_groups", "4x2"},
+                                                      {"rmsnorm_texel", "off"},
+                                                      {"elementwise_texel", "on"},
+                                                      {"icl_layers", "per-workgroup"},
+                                                      {"icl_tasks_per_workgroup", "2"},
+                                                      {"icl_layers_per_dispatch", "3"},
+                                                      {"icl_top_layer", "full"},
+                                                      {"icl_texel", "off"},
+                                                      {"lm_decode", "per-op"},
+                                                      {"lm_decode_grid", "512x32"},
+                                                      {"lm_decode_columns", "8"},
+                                                      {"lm_decode_rows", "2"},
+                                                      {"lm_decode_weights", "buffer"},
+                                                      {"lm_decode_shuffle", "off"}};
+  const std::vector<rill::KernelPlanKey> keys = rill::kernel_plan_keys();
+  std::set<std::string> listed;
+  for (const auto& k : keys) {
+    INFO(k.key);
+    CHECK(listed.insert(k.key).second);  // listed once
+    CHECK_FALSE(k.values.empty());
+    CHECK_FALSE(k.chooses.empty());
+    CHECK(tunable_key(k.key) == k.tunable);
+    REQUIRE(example.count(k.key) == 1);
+    const auto parsed = parse_overrides(k.key + "=" + example.at(k.key));
+    CHECK(parsed.is_ok());
+    for (const char* bad : {"", "0", "7x7", "maybe", "99999"}) {
+      const auto refused = parse_overrides(k.key + "=" + bad);
+      REQUIRE_FALSE(refused.is_ok());
+      CHECK(refused.status().message() == "kernel plan: " + k.key + " is '" + bad + "'; use " + k.values);
+    }
+  }
+  CHECK(listed.size() == example.size());
+  // Two keys in one plan keep both (each key's effect on its plan is tested with that plan).
+  CHECK(parse_overrides("la_tile=16,la_span=4").value().la_tile == 16u);
+  CHECK(parse_overrides("la_tile=16,la_span=4").value().la_span == 4u);
+  const auto unknown = parse_overrides("la_tiles=8");
+  REQUIRE_FALSE(unknown.is_ok());
+  for (const auto& k : keys) CHECK(unknown.status().message().find(k.key) != std::string::npos);
 }
 
 TEST_CASE("kernel plan: the loop budget bounds one chunk of the serial kernel", "[plan]") {

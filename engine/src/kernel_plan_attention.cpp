@@ -149,7 +149,7 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
   p.chunk = s.chunk;
   // Heads of 256 (LRPE's doubled features over heads of 128: the 385M TransNormerLLM's first
   // layer) take one column per lane; they ran the serial chunked kernel at about 1 % of the FMA
-  // peak before, 16 % of that model's prefill on lavapipe (README).
+  // peak before, 16 % of that model's prefill on lavapipe (tools/rill/bench-lm-lavapipe/FINDINGS.md).
   p.columns_per_lane = fit.dk <= 64 ? 4 : fit.dk <= 128 ? 2 : 1;
   p.vector_width = p.columns_per_lane == 4 ? row_vector_width({s.dk, s.dv}) : 1;  // a lane's columns: one vector
   p.workgroup = d.subgroup;

@@ -81,7 +81,7 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
     // FFN on one thread with its weights cold: 1.09-1.39 ms per call from storage buffers, 1.40-1.43
     // as texels 4 columns per invocation, 0.88-0.91 as texels 16).
     // f16 words read as texels take 16 as well: 8 or 16 columns are whole texels of words, and 16
-    // walk a row once (see the README's records of f16 decoding).
+    // walk a row once (tools/rill/bench-lm-lavapipe/FINDINGS.md: f16 decoding).
     const bool wide = d.family == Family::kCpu && (s.int8_group > 0 || p.texel_weights || f16_texels);
     for (uint32_t g = 4; p.texel_weights && d.family == Family::kCpu && g >= 1 && p.lane_groups == 0; g /= 2)
       if (divides(4 * g) && whole_subgroups(4 * g)) p.lane_groups = g;
@@ -96,9 +96,9 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
   // int8 weights, 16 columns per invocation (a row's four words, one texel of u32), f32 activations:
   // the words and scales through texel views where the device backs them and they hold the largest
-  // matrix (10 views in the mixer). The 385M configuration's decoding on lavapipe: see the README.
-  // f16 weights at 8 or 16 columns per invocation: one or two whole texels of words per row.
-  // int4 the same at 16 columns (two words of a row, half a texel: the widths are multiples of 16).
+  // matrix (10 views in the mixer). The 385M configuration's decoding on lavapipe:
+  // tools/rill/bench-lm-lavapipe/FINDINGS.md. f16 weights at 8 or 16 columns per invocation: one or two whole texels of
+  // words per row. int4 the same at 16 columns (two words of a row, half a texel: the widths are multiples of 16).
   const bool words_fit = (s.int8_group > 0 && s.f32_activations && p.lane_groups == 4 && d.texel_u32x4 &&
                           d.texel_f32x4 && texel_views_fit(d, false, s.largest_weight / 4, 10)) ||
                          (f16_words_fit && (p.lane_groups == 2 || p.lane_groups == 4));

@@ -73,6 +73,22 @@ nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::Ke
   return j;
 }
 
+// `rill info --plan-keys`: every choice RILL_KERNEL_PLAN can force, from the engine's one table.
+int print_plan_keys(bool json) {
+  const std::vector<rill::KernelPlanKey> keys = rill::kernel_plan_keys();
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& k : keys)
+      j.push_back({{"key", k.key}, {"values", k.values}, {"chooses", k.chooses}, {"tunable", k.tunable}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kernel plan keys (RILL_KERNEL_PLAN=key=value,...; * marks those rill tune may choose):\n");
+  for (const auto& k : keys)
+    std::printf("  %s%s = %s\n      %s\n", k.key.c_str(), k.tunable ? "*" : "", k.values.c_str(), k.chooses.c_str());
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
@@ -88,10 +104,13 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
                   "Show the kernel plans under these forced choices (as RILL_KERNEL_PLAN gives a context, "
                   "e.g. la_tile=4,matmul_texel=off); an invalid plan is an error")
       ->envname("RILL_KERNEL_PLAN");
+  cmd->add_flag("--plan-keys", a.plan_keys,
+                "List every choice --kernel-plan (RILL_KERNEL_PLAN) can force: its values and what it chooses");
   return cmd;
 }
 
 int run_info(const InfoArgs& args) {
+  if (args.plan_keys) return print_plan_keys(args.json);
   auto listing = rill::list_devices();
   if (!listing.is_ok()) {
     std::fprintf(stderr, "rill info: %s\n", listing.status().to_string().c_str());

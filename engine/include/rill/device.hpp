@@ -124,4 +124,13 @@ RILL_API std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& dev
 RILL_API Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
                                                                    std::string_view kernel_plan);
 
+// The choices ContextOptions::kernel_plan (and RILL_KERNEL_PLAN) can force, for `rill info
+// --plan-keys` and apps that expose them: each key, the values it takes, what it chooses, and
+// whether a tuning file written by `rill tune` may hold it.
+struct KernelPlanKey {
+  std::string key, values, chooses;
+  bool tunable = false;
+};
+RILL_API std::vector<KernelPlanKey> kernel_plan_keys();
+
 }  // namespace rill

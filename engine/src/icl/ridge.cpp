@@ -243,7 +243,7 @@ TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float
   // Each task's squared errors over the grid from its one normal system, in parallel; the sums in
   // task order, as a single thread would add them.
   std::vector<double> errors(tasks.size() * kGrid);
-  detail::parallel_for(tasks.size(), 64, [&](size_t begin, size_t end) {
+  rill::detail::parallel_for(tasks.size(), 64, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const NormalSystem system(tasks[t]);
       const double estimate = system.sigma2(system.weights(0.0));
