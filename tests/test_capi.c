@@ -14,6 +14,22 @@ static int failures = 0;
     }                                                                  \
   } while (0)
 
+/* A long prefill's hooks as an app writes them: count the progress calls, stop at the n-th ask. */
+struct prefill_watch {
+  int progress_calls, stops_asked, stop_at;
+  uint64_t last_done, last_total;
+};
+static void watch_progress(void* user, uint64_t done, uint64_t total) {
+  struct prefill_watch* w = (struct prefill_watch*)user;
+  ++w->progress_calls;
+  w->last_done = done;
+  w->last_total = total;
+}
+static int watch_stop(void* user) {
+  struct prefill_watch* w = (struct prefill_watch*)user;
+  return ++w->stops_asked == w->stop_at;
+}
+
 int main(void) {
   rill_context_options options;
   rill_context* ctx = NULL;
@@ -221,6 +237,44 @@ int main(void) {
         int8_options.int4_group = 0;
         EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);
         EXPECT(strstr(rill_last_error(), "int4_group") != NULL && small_model == NULL);
+      }
+      { /* Prefill hooks: progress after each segment of 4; a stop before the third segment keeps
+           the 8 positions done, and prefilling the rest gives an uninterrupted prefill's logits. */
+        struct prefill_watch watch = {0, 0, 3, 0, 0};
+        rill_lm_prefill_hooks hooks;
+        rill_lm_session* hooked = NULL;
+        rill_lm_session* whole = NULL;
+        uint32_t long_prompt[14];
+        uint64_t at = 0;
+        size_t k;
+        for (k = 0; k < 14; ++k) long_prompt[k] = (uint32_t)('a' + k);
+        hooks.progress = watch_progress;
+        hooks.stop = watch_stop;
+        hooks.user = &watch;
+        int8_options.weights = RILL_LM_WEIGHTS_PRECISION;
+        int8_options.prefill_segment = 4;
+        EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_OK);
+        EXPECT(rill_lm_session_create(small_model, &hooked) == RILL_OK);
+        EXPECT(rill_lm_prefill_with_hooks(hooked, long_prompt, 14, logits, 256, &hooks) == RILL_CANCELLED);
+        EXPECT(strstr(rill_last_error(), "position 8") != NULL);
+        EXPECT(strcmp(rill_status_name(RILL_CANCELLED), "Cancelled") == 0);
+        EXPECT(rill_lm_position(hooked, &at) == RILL_OK && at == 8);
+        EXPECT(watch.progress_calls == 2 && watch.last_done == 8 && watch.last_total == 14);
+        EXPECT(rill_lm_prefill_with_hooks(hooked, long_prompt + 8, 6, paused, 256, NULL) == RILL_OK);
+        EXPECT(rill_lm_session_create(small_model, &whole) == RILL_OK);
+        EXPECT(rill_lm_prefill(whole, long_prompt, 14, resumed, 256) == RILL_OK);
+        EXPECT(memcmp(paused, resumed, sizeof paused) == 0);
+        watch.stop_at = 0; /* never stops: every segment reports */
+        watch.progress_calls = 0;
+        EXPECT(rill_lm_reset(hooked) == RILL_OK);
+        EXPECT(rill_lm_prefill_with_hooks(hooked, long_prompt, 14, logits, 256, &hooks) == RILL_OK);
+        EXPECT(watch.progress_calls == 4 && watch.last_done == 14);
+        EXPECT(memcmp(logits, resumed, sizeof logits) == 0);
+        rill_lm_session_destroy(hooked);
+        rill_lm_session_destroy(whole);
+        rill_lm_model_destroy(small_model);
+        small_model = NULL;
+        int8_options.prefill_segment = 0;
       }
       int8_options.weights = 9;
       EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);

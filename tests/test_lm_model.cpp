@@ -359,6 +359,56 @@ GPU_TEST_CASE("lm state save and restore resumes bit-identically", "[lm][gpu]") 
   CHECK(b.prefill(std::span(tokens).first(9)).value() == fresh.prefill(std::span(tokens).first(9)).value());
 }
 
+GPU_TEST_CASE("lm prefill reports progress and stops on request; the rest goes on bit-identically", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 8});  // block 8: segments of one block
+  const auto tokens = tokens_of(45, w.config().vocab, 9);
+  const auto bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+
+  auto whole = model.session().value();
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  const auto expected = whole
+                            .prefill(tokens, rill::lm::PrefillHooks{.progress =
+                                                                        [&](uint64_t d, uint64_t t) {
+                                                                          seen.push_back({d, t});
+                                                                        },
+                                                                    .stop = [] { return false; }})
+                            .value();
+  CHECK(seen == std::vector<std::pair<uint64_t, uint64_t>>{{8, 45}, {16, 45}, {24, 45}, {32, 45}, {40, 45}, {45, 45}});
+
+  // Stopped before the third segment: the session holds 16 positions, and the rest goes on exactly.
+  auto s = model.session().value();
+  int asked = 0;
+  auto stopped = s.prefill(tokens, rill::lm::PrefillHooks{.stop = [&] { return ++asked == 3; }});
+  REQUIRE_FALSE(stopped.is_ok());
+  CHECK(stopped.status().code() == rill::StatusCode::kCancelled);
+  CHECK(stopped.status().message().find("position 16 after 16 of 45 tokens") != std::string::npos);
+  CHECK(s.position() == 16);
+  CHECK(bits(s.prefill(std::span(tokens).subspan(16)).value(), expected));
+  CHECK(bits(s.decode(tokens[3]).value(), whole.decode(tokens[3]).value()));
+
+  // A stop asked at once does nothing.
+  auto idle = model.session().value();
+  CHECK(idle.prefill(tokens, rill::lm::PrefillHooks{.stop = [] { return true; }}).status().code() ==
+        rill::StatusCode::kCancelled);
+  CHECK(idle.position() == 0);
+
+  // From mid-block the prefill decodes up to the boundary, and may stop between those steps too.
+  auto plain = model.session().value();
+  REQUIRE(plain.prefill(std::span(tokens).first(3)).is_ok());
+  const auto plain_logits = plain.prefill(std::span(tokens).subspan(3)).value();
+  auto mid = model.session().value();
+  REQUIRE(mid.prefill(std::span(tokens).first(3)).is_ok());
+  asked = 0;
+  auto early = mid.prefill(std::span(tokens).subspan(3), rill::lm::PrefillHooks{.stop = [&] { return ++asked == 3; }});
+  CHECK(early.status().code() == rill::StatusCode::kCancelled);
+  CHECK(mid.position() == 5);
+  CHECK(bits(mid.prefill(std::span(tokens).subspan(5)).value(), plain_logits));
+}
+
 GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session unchanged", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();

@@ -16,7 +16,9 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -103,6 +105,11 @@ void print_escaped(const std::vector<uint32_t>& tokens) {
   }
   std::printf("\n");
 }
+
+// Ctrl-C stops the prefill at the next segment boundary, keeping what it read. An app's cancel
+// button works the same way: a flag its UI thread sets, read by the prefill's stop hook.
+std::atomic<bool> g_stop_requested{false};
+extern "C" void request_stop(int) { g_stop_requested = true; }
 
 // On a terminal a bar; otherwise a line at every quarter.
 struct Progress {
@@ -211,12 +218,21 @@ int main(int argc, char** argv) {
   const size_t first = input.size() > 2 * size_t(seg) ? size_t(seg) : input.size() / 2;
   Progress progress;
   progress.total = input.size();
+  std::signal(SIGINT, request_stop);
+  const lm::PrefillHooks hooks{.progress = std::ref(progress), .stop = [] { return g_stop_requested.load(); }};
   const auto prefill_start = Clock::now();
-  auto logits = session->prefill(std::span(input).first(first), std::ref(progress));
-  if (!logits.is_ok()) return fail(logits.status());
-  const uint64_t peak_first = ctx->memory_stats().peak_used_bytes;
-  progress.offset = first;
-  logits = session->prefill(std::span(input).subspan(first), std::ref(progress));
+  uint64_t peak_first = 0;
+  auto logits = session->prefill(std::span(input).first(first), hooks);
+  if (logits.is_ok()) {
+    peak_first = ctx->memory_stats().peak_used_bytes;
+    progress.offset = first;
+    logits = session->prefill(std::span(input).subspan(first), hooks);
+  }
+  if (!logits.is_ok() && logits.status().code() == rill::StatusCode::kCancelled) {
+    std::printf("\nprefill stopped at position %llu of %zu; a later prefill of the rest would go on from there\n",
+                (unsigned long long)session->position(), input.size());
+    return 130;
+  }
   if (!logits.is_ok()) return fail(logits.status());
   const double prefill_seconds = seconds_since(prefill_start);
   const uint64_t peak_all = ctx->memory_stats().peak_used_bytes;

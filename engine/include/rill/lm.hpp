@@ -235,6 +235,18 @@ class RILL_API Model {
 // Progress of a long prefill: positions done so far and the total of this call.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
+// Hooks of a long prefill, for an app's progress display and its cancel button. `progress` is
+// called after each segment; `stop` before each segment (and each decoding step that reaches the
+// first block boundary): returning true stops the prefill there with StatusCode::kCancelled. Both
+// run on the calling thread; `stop` may read a flag that another thread sets. The positions done
+// before the stop are kept (position() says how far it got), so prefilling the remaining tokens
+// later gives the same logits, bit for bit, as one uninterrupted prefill. A stop takes effect
+// within one segment (ModelOptions::prefill_segment positions: a shorter segment stops sooner).
+struct PrefillHooks {
+  ProgressFn progress;
+  std::function<bool()> stop;
+};
+
 // One conversation: the recurrent state (per NormAttention layer and head a Dk x Dv matrix, per
 // DiagAttention layer the keys and values of the current block) and the position.
 class RILL_API Session {
@@ -245,6 +257,9 @@ class RILL_API Session {
 
   // Runs tokens (each < vocab) from the current position; returns the last position's logits.
   Result<std::vector<float>> prefill(std::span<const uint32_t> tokens, const ProgressFn& progress = {});
+  // The same with a stop hook (PrefillHooks above): kCancelled when it stopped, the session then
+  // holding the positions done.
+  Result<std::vector<float>> prefill(std::span<const uint32_t> tokens, const PrefillHooks& hooks);
   // One token at the current position; returns its logits.
   Result<std::vector<float>> decode(uint32_t token);
   uint64_t position() const;  // tokens consumed so far

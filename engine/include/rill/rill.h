@@ -43,7 +43,8 @@ typedef enum rill_status {
   RILL_DATA_LOSS = 7,
   RILL_OUT_OF_RANGE = 8,
   RILL_INTERNAL = 9,
-  RILL_UNIMPLEMENTED = 10
+  RILL_UNIMPLEMENTED = 10,
+  RILL_CANCELLED = 11
 } rill_status;
 
 typedef enum rill_device_type {
@@ -279,6 +280,21 @@ RILL_C_API void rill_lm_session_destroy(rill_lm_session* session); /* accepts NU
  * before anything runs: a call rejected for its arguments leaves the session unchanged. */
 RILL_C_API rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                        float* logits_out, size_t logits_capacity);
+/* Hooks of a long prefill (either may be NULL), called on the calling thread with `user`: progress
+ * after each segment with the positions done in this call and its total; stop before each segment
+ * (and each decoding step up to the first block boundary), nonzero to stop there. A stopped prefill
+ * returns RILL_CANCELLED and keeps the positions it did (rill_lm_position says how far it got):
+ * prefilling the remaining tokens later gives the same logits as one uninterrupted call. A stop
+ * takes effect within one segment (rill_lm_model_options.prefill_segment positions). */
+typedef struct rill_lm_prefill_hooks {
+  void (*progress)(void* user, uint64_t done, uint64_t total);
+  int (*stop)(void* user);
+  void* user;
+} rill_lm_prefill_hooks;
+/* rill_lm_prefill with hooks (NULL: none). */
+RILL_C_API rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
+                                                  float* logits_out, size_t logits_capacity,
+                                                  const rill_lm_prefill_hooks* hooks);
 /* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back). */
 RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
                                       size_t logits_capacity);

@@ -25,6 +25,7 @@ enum class StatusCode : int {
   kOutOfRange = 8,          // a size or index past a device limit
   kInternal = 9,            // a bug in rill or the driver
   kUnimplemented = 10,      // valid request that this build or device cannot do
+  kCancelled = 11,          // the caller asked to stop (a prefill's stop hook); what was done is kept
 };
 
 RILL_API const char* status_code_name(StatusCode code);
@@ -73,6 +74,7 @@ RILL_API Status data_loss(std::string message, std::source_location where = std:
 RILL_API Status out_of_range(std::string message, std::source_location where = std::source_location::current());
 RILL_API Status internal_error(std::string message, std::source_location where = std::source_location::current());
 RILL_API Status unimplemented(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status cancelled(std::string message, std::source_location where = std::source_location::current());
 
 // Result<T> holds a T or a non-OK Status.
 template <typename T>

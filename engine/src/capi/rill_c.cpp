@@ -21,6 +21,20 @@ rill_status fail(rill_status code, std::string message) {
   return code;
 }
 
+// rill_status mirrors rill::StatusCode value for value (from_status casts one to the other).
+static_assert(int(RILL_OK) == int(rill::StatusCode::kOk));
+static_assert(int(RILL_INVALID_ARGUMENT) == int(rill::StatusCode::kInvalidArgument));
+static_assert(int(RILL_NOT_FOUND) == int(rill::StatusCode::kNotFound));
+static_assert(int(RILL_RESOURCE_EXHAUSTED) == int(rill::StatusCode::kResourceExhausted));
+static_assert(int(RILL_FAILED_PRECONDITION) == int(rill::StatusCode::kFailedPrecondition));
+static_assert(int(RILL_UNAVAILABLE) == int(rill::StatusCode::kUnavailable));
+static_assert(int(RILL_DEVICE_LOST) == int(rill::StatusCode::kDeviceLost));
+static_assert(int(RILL_DATA_LOSS) == int(rill::StatusCode::kDataLoss));
+static_assert(int(RILL_OUT_OF_RANGE) == int(rill::StatusCode::kOutOfRange));
+static_assert(int(RILL_INTERNAL) == int(rill::StatusCode::kInternal));
+static_assert(int(RILL_UNIMPLEMENTED) == int(rill::StatusCode::kUnimplemented));
+static_assert(int(RILL_CANCELLED) == int(rill::StatusCode::kCancelled));
+
 rill_status from_status(const rill::Status& s) {
   if (s.is_ok()) return RILL_OK;
   return fail(static_cast<rill_status>(s.code()), s.message());

@@ -202,6 +202,11 @@ void rill_lm_session_destroy(rill_lm_session* session) { delete session; }
 
 rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,
                             size_t logits_capacity) {
+  return rill_lm_prefill_with_hooks(session, tokens, count, logits_out, logits_capacity, nullptr);
+}
+
+rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
+                                       float* logits_out, size_t logits_capacity, const rill_lm_prefill_hooks* hooks) {
   if (session == nullptr || tokens == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: NULL argument");
   if (count == 0) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: count must be >= 1");
   return guarded("rill_lm_prefill", [&] {
@@ -213,7 +218,11 @@ rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, si
                                                " is not below the vocabulary size " + std::to_string(vocab));
     if (rill_status s = check_logits_room("rill_lm_prefill", session, logits_out, logits_capacity); s != RILL_OK)
       return s;
-    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count));
+    rill::lm::PrefillHooks cpp_hooks;
+    if (hooks != nullptr && hooks->progress != nullptr)
+      cpp_hooks.progress = [hooks](uint64_t done, uint64_t total) { hooks->progress(hooks->user, done, total); };
+    if (hooks != nullptr && hooks->stop != nullptr) cpp_hooks.stop = [hooks] { return hooks->stop(hooks->user) != 0; };
+    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), cpp_hooks);
     if (!logits.is_ok()) return from_status(logits.status());
     return copy_logits("rill_lm_prefill", logits.value(), logits_out, logits_capacity);
   });

@@ -50,6 +50,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kOutOfRange: return "OutOfRange";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kUnimplemented: return "Unimplemented";
+    case StatusCode::kCancelled:
+      return "Cancelled";
   }
   return "Unknown";
 }
@@ -96,5 +98,6 @@ Status internal_error(std::string m, std::source_location where) {
 Status unimplemented(std::string m, std::source_location where) {
   return {StatusCode::kUnimplemented, std::move(m), where};
 }
+Status cancelled(std::string m, std::source_location where) { return {StatusCode::kCancelled, std::move(m), where}; }
 
 }  // namespace rill

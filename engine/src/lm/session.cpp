@@ -101,6 +101,10 @@ Result<std::vector<float>> Session::Impl::run_segment(std::span<const uint32_t> 
 }
 
 Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, const ProgressFn& progress) {
+  return prefill(tokens, PrefillHooks{.progress = progress, .stop = {}});
+}
+
+Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, const PrefillHooks& hooks) {
   Impl& s = *impl_;
   if (tokens.empty()) return invalid_argument("lm prefill: no tokens");
   for (size_t i = 0; i < tokens.size(); ++i)
@@ -113,17 +117,26 @@ Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, co
                         " positions this session can hold" + (s.has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
   std::vector<float> logits;
   size_t i = 0;
+  // Stops between whole steps, so the session holds exactly the positions done.
+  auto stopped = [&]() -> Status {
+    if (!hooks.stop || !hooks.stop()) return Status::ok();
+    return cancelled("lm prefill: stopped at position " + std::to_string(s.position) + " after " + std::to_string(i) +
+                     " of " + std::to_string(tokens.size()) +
+                     " tokens; the session holds them: prefill the remaining tokens to go on");
+  };
   // Segments start on DiagAttention block boundaries; reach one through decoding steps.
   const uint32_t align = s.has(LayerKind::kDiag) ? s.config().block : 1;
   while (i < tokens.size() && s.position % align != 0) {
+    RILL_RETURN_IF_ERROR(stopped());
     RILL_ASSIGN_OR_RETURN(logits, s.decode(tokens[i++]));
   }
   const uint32_t seg = s.model->segment;
   while (i < tokens.size()) {
+    RILL_RETURN_IF_ERROR(stopped());
     const size_t len = std::min<size_t>(seg, tokens.size() - i);
     RILL_ASSIGN_OR_RETURN(logits, s.run_segment(tokens.subspan(i, len)));
     i += len;
-    if (progress) progress(i, tokens.size());
+    if (hooks.progress) hooks.progress(i, tokens.size());
   }
   return logits;
 }
