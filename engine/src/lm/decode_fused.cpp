@@ -29,9 +29,9 @@ struct WeightForm {
 // In storage buffers, or read as texels where the plan says (kernel suffixes _tx, _q8_tx, _w16_tx).
 WeightForm form_of(const ops::PackedWeights& p, const LmDecodePlan& plan) {
   if (!p.valid()) return plan.texel_weights ? WeightForm{"_tx", 1} : WeightForm{};
-  if (p.format == ops::WeightFormat::kInt8) return {plan.texel_words ? "_q8_tx" : "_q8", p.group};
-  if (p.format == ops::WeightFormat::kInt4) return {plan.texel_words ? "_q4_tx" : "_q4", p.group};
-  return {plan.texel_words ? "_w16_tx" : "_w16", 1};
+  const std::string suffix =
+      std::string("_") + ops::detail::packed_kernel_form(p.format) + (plan.texel_words ? "_tx" : "");
+  return {suffix, ops::has_scales(p.format) ? p.group : 1u};
 }
 
 // The form every matrix of one dispatch shares (the model packs all its linear layers alike).

@@ -37,8 +37,8 @@ struct BOperand {
   std::string kernel;
   std::vector<const Tensor*> bindings;
   uint64_t bytes = 0;
-  const char* matvec_kernel = nullptr;
-  uint32_t per_word = 0;  // 0: dense
+  std::string matvec_kernel;  // empty: dense
+  uint32_t per_word = 0;      // 0: dense
 };
 
 // The checks on A, C and the bias common to both forms of B, and the dispatch. B is `mb` as
@@ -74,7 +74,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const uint64_t es = dtype_size(a.dtype());
   const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b.bytes;
   const plan::DeviceTraits traits = plan::traits_of(seq);
-  if (b.matvec_kernel != nullptr) {
+  if (!b.matvec_kernel.empty()) {
     if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
       RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kMatmulOp, "the inner dimension K"));
       return seq.dispatch(
@@ -197,9 +197,7 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
                             {.kernel = std::string("matmul/matmul_") + form + "_",
                              .bindings = {&b.words, scaled ? &b.scales : &b.words},
                              .bytes = b.size_bytes(),
-                             .matvec_kernel = b.format == WeightFormat::kInt8   ? "matmul/matvec_q8_"
-                                              : b.format == WeightFormat::kInt4 ? "matmul/matvec_q4_"
-                                                                                : "matmul/matvec_w16_",
+                             .matvec_kernel = std::string("matmul/matvec_") + form + "_",
                              .per_word = detail::packed_per_word(b.format)});
 }
 

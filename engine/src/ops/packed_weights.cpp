@@ -14,7 +14,6 @@
 namespace rill::ops {
 namespace {
 
-uint32_t per_word(WeightFormat f) { return detail::packed_per_word(f); }
 // The largest |q| of a quantized format: its scale maps the group's largest |w| there.
 int32_t q_max(WeightFormat f) { return f == WeightFormat::kInt4 ? 7 : 127; }
 // The bits of one stored value.
@@ -22,7 +21,9 @@ uint32_t value_mask(WeightFormat f) {
   return f == WeightFormat::kInt4 ? 0xFu : f == WeightFormat::kInt8 ? 0xFFu : 0xFFFFu;
 }
 // Where column c's value starts in its word.
-uint32_t bit_shift(WeightFormat f, int64_t c) { return 32 / per_word(f) * uint32_t(c % per_word(f)); }
+uint32_t bit_shift(WeightFormat f, int64_t c) {
+  return 32 / detail::packed_per_word(f) * uint32_t(c % detail::packed_per_word(f));
+}
 
 // Symmetric int8 or int4 of one group: the largest magnitude maps to q_max. The scale is rounded to
 // f32 first and q computed against that f32 scale, so q * scale is the closest the stored scale allows.
@@ -47,14 +48,16 @@ const char* weight_format_name(WeightFormat format) {
   return "f16";
 }
 
-uint32_t HostPackedWeights::words_per_row() const { return uint32_t((cols + per_word(format) - 1) / per_word(format)); }
+uint32_t HostPackedWeights::words_per_row() const {
+  return uint32_t((cols + detail::packed_per_word(format) - 1) / detail::packed_per_word(format));
+}
 
 uint32_t HostPackedWeights::groups() const { return has_scales(format) ? uint32_t((rows + group - 1) / group) : 0; }
 
 float HostPackedWeights::value(int64_t b, int64_t r, int64_t c) const {
-  const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / per_word(format))];
+  const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / detail::packed_per_word(format))];
   if (format == WeightFormat::kF16) return half_to_float(uint16_t(word >> bit_shift(format, c)));
-  const uint32_t bits = 32 / per_word(format);  // sign-extend the value's bits
+  const uint32_t bits = 32 / detail::packed_per_word(format);  // sign-extend the value's bits
   const int32_t q = int32_t((word >> bit_shift(format, c)) << (32 - bits)) >> (32 - bits);
   return float(q) * scales[size_t((b * groups() + r / group) * cols + c)];
 }
@@ -108,14 +111,14 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
           const float scale = p.scales[size_t((b * p.groups() + r / p.group) * p.cols + c)];
           bits = uint32_t(quantize(at(b, r, c), scale, q_max(format))) & value_mask(format);
         }
-        p.words[size_t((b * p.rows + r) * wpr + c / per_word(format))] |= bits << bit_shift(format, c);
+        p.words[size_t((b * p.rows + r) * wpr + c / detail::packed_per_word(format))] |= bits << bit_shift(format, c);
       }
   }
   return p;
 }
 
 Status PackedWeights::check(const char* op) const {
-  const int64_t per = per_word(format);
+  const int64_t per = detail::packed_per_word(format);
   const bool scaled = has_scales(format);
   const bool words_fit = words.valid() && words.dtype() == DType::kU32 &&
                          words.shape() == std::vector<int64_t>{batch, rows, (cols + per - 1) / per};
@@ -155,7 +158,7 @@ Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host,
 }
 
 Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t first, int64_t count) {
-  const uint32_t per = per_word(host.format);
+  const uint32_t per = detail::packed_per_word(host.format);
   if (host.batch != 1) return invalid_argument("packed_columns: the packed matrix must be one [rows, cols] matrix");
   if (first < 0 || count < 1 || first > host.cols || count > host.cols - first || first % per != 0)
     return invalid_argument("packed_columns: columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
@@ -197,7 +200,7 @@ Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedW
   if (host.batch != 1) return invalid_argument("upload_packed_columns: '" + name + "' must be one [rows, cols] matrix");
   if (column_align < 1) return invalid_argument("upload_packed_columns: column_align must be at least 1");
   if (max_bytes == 0) max_bytes = ctx.device().caps.max_storage_buffer_range;
-  const uint32_t per = per_word(host.format);
+  const uint32_t per = detail::packed_per_word(host.format);
   const int64_t align = std::lcm(column_align, int64_t(per));
   // Bytes per column of a block of whole words: its words, or, for groups of very few rows, its scales.
   const uint64_t column_bytes = std::max<uint64_t>(uint64_t(host.rows) * 4 / per, uint64_t(host.groups()) * 4);
