@@ -5,7 +5,9 @@
 // memory go to stderr (or all of it as JSON).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,12 @@ namespace rill_cli {
 namespace {
 
 namespace lm = rill::lm;
+
+// Ctrl-C: the prefill stops at its next segment and generation after its current token; the run
+// then ends as usual (its summary, and the state saved where --save-state asks), with status 130.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted = true; }
+constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports a run Ctrl-C ended
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -160,6 +168,7 @@ int run_generate(const GenerateArgs& args) {
   if (!prompt.is_ok()) return fail(prompt.status());
   if (prompt->empty()) return fail(rill::invalid_argument("the prompt is empty (it needs at least one token)"));
 
+  std::signal(SIGINT, on_interrupt);  // before anything long: an early Ctrl-C stops the prefill at once
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   if (!a.json) std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
@@ -205,9 +214,23 @@ int run_generate(const GenerateArgs& args) {
   const std::optional<uint32_t> eos = tokenizer->eos();
   const uint64_t start_position = session->position();
   const auto prefill_start = Clock::now();
-  auto logits = session->prefill(prompt_tokens,
-                                 [&](uint64_t done, uint64_t total) { prefill_progress(done, total, prefill_start); });
+  auto logits = session->prefill(
+      prompt_tokens,
+      lm::PrefillHooks{.progress = [&](uint64_t done, uint64_t total) { prefill_progress(done, total, prefill_start); },
+                       .stop = [] { return g_interrupted.load(); }});
   const double prefill_seconds = seconds_since(prefill_start);
+  if (!logits.is_ok() && logits.status().code() == rill::StatusCode::kCancelled) {
+    // What was read is kept: saved, a later run goes on from it with the prompt's remaining tokens.
+    const uint64_t read = session->position() - start_position;
+    std::fprintf(stderr, "\ninterrupted: the prefill stopped at position %llu, after %llu of the prompt's %zu tokens\n",
+                 (unsigned long long)session->position(), (unsigned long long)read, prompt_tokens.size());
+    if (!a.save_state.empty()) {
+      if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
+      std::fprintf(stderr, "state: %s (position %llu)\n", a.save_state.c_str(),
+                   (unsigned long long)session->position());
+    }
+    return kInterruptedExit;
+  }
   if (!logits.is_ok()) return fail(logits.status());
 
   // Generation: each draw is keyed by the position, so a restored session continues identically.
@@ -217,7 +240,7 @@ int run_generate(const GenerateArgs& args) {
   std::string text;
   Utf8Stream byte_text;
   const auto decode_start = Clock::now();
-  for (int64_t i = 0; i < a.tokens; ++i) {
+  for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
     const uint32_t token = sampler.sample(logits.value(), session->position());
     generated.push_back(token);
     std::string piece;
@@ -301,6 +324,10 @@ int run_generate(const GenerateArgs& args) {
                  rate(n_generated, decode_seconds), generated.empty() ? 0.0 : 1e3 * decode_seconds / n_generated,
                  (unsigned long long)session->position(), human_bytes(peak).c_str());
     if (!a.save_state.empty()) std::fprintf(stderr, "state: %s\n", a.save_state.c_str());
+  }
+  if (g_interrupted) {
+    std::fprintf(stderr, "interrupted: generation stopped after %zu tokens\n", generated.size());
+    return kInterruptedExit;
   }
   return 0;
 }

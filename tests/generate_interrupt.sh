@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Ctrl-C drill for `rill generate`: SIGINT during a long prefill (or, on a fast machine, during the
+# decoding after it) ends the run cleanly with status 130, the state saved at the position reached;
+# that state loads and goes on from there.
+#   tests/generate_interrupt.sh RILL_BINARY CONFIG WORK_DIR
+set -euo pipefail
+rill=$1
+config=$2
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+state=$work/state.safetensors
+{ yes "a long prompt that takes a while to read, " || true; } | head -c 2000000 > "$work/prompt.txt"
+"$rill" generate --random --config "$config" --segment 64 --prompt-file "$work/prompt.txt" --tokens 100000 \
+  --save-state "$state" > "$work/out" 2> "$work/err" &
+pid=$!
+# The handler is in place before the model loads; interrupt once it has (a moment into the prefill).
+for _ in $(seq 600); do
+  grep -q '^model:' "$work/err" && break
+  kill -0 $pid 2>/dev/null || { cat "$work/err"; echo "the run ended before it was interrupted"; exit 1; }
+  sleep 0.1
+done
+sleep 0.5
+kill -INT $pid
+rc=0
+wait $pid || rc=$?
+cat "$work/err" | tr '\r' '\n' | grep -v '^prefill \[' || true
+[[ $rc == 130 ]] || { echo "exit status $rc, not 130"; exit 1; }
+grep -q '^interrupted: ' "$work/err" || { echo "no 'interrupted:' line"; exit 1; }
+[[ -f $state ]] || { echo "no state saved"; exit 1; }
+# The position the run reported is the saved state's: a run from it starts there.
+reported=$(grep -oE 'position [0-9]+' "$work/err" | tail -1 | grep -oE '[0-9]+')
+start=$("$rill" generate --random --config "$config" --load-state "$state" --prompt "x" --tokens 1 --json |
+  grep -oE '"start_position": [0-9]+' | grep -oE '[0-9]+')
+echo "interrupted at position $reported; the saved state starts the next run at $start"
+[[ $reported == "$start" ]] || { echo "the saved state is at $start, the run reported $reported"; exit 1; }
+echo "generate interrupt: stopped cleanly and resumed"
