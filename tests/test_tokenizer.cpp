@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,4 +110,145 @@ TEST_CASE("tokenizer C API: size queries, round trip, errors", "[tokenizer]") {
   rill_tokenizer* none = nullptr;
   CHECK(rill_tokenizer_load("/nonexistent.model", &none) != RILL_OK);
   CHECK(none == nullptr);
+}
+
+namespace {
+
+// Whether `s` is whole UTF-8 characters (every lead byte followed by all its continuation bytes).
+bool whole_characters(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = uint8_t(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Streams `tokens`, checking each piece is whole characters where `text_only`; returns the pieces.
+std::vector<std::string> stream(rill::lm::TextStream& s, const std::vector<uint32_t>& tokens, bool text_only) {
+  std::vector<std::string> pieces;
+  for (uint32_t t : tokens) {
+    auto piece = s.push(t);
+    INFO(piece.status().to_string());
+    REQUIRE(piece.is_ok());
+    if (text_only) CHECK(whole_characters(*piece));
+    pieces.push_back(*piece);
+  }
+  pieces.push_back(s.finish());
+  return pieces;
+}
+
+std::string joined(const std::vector<std::string>& pieces) {
+  std::string all;
+  for (const auto& p : pieces) all += p;
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("text stream: a byte model's UTF-8 comes out in whole characters", "[tokenizer]") {
+  const auto t = rill::lm::Tokenizer::bytes();
+  rill::lm::TextStream s(t);
+  const std::string text = "h\xC3\xA9llo \xE2\x9C\x93 \xF0\x9F\x98\x80!";
+  const auto tokens = t.encode(text).value();
+  const auto pieces = stream(s, tokens, true);
+  CHECK(joined(pieces) == text);
+  CHECK(pieces[1].empty());        // the first byte of the two-byte character waits
+  CHECK(pieces[2] == "\xC3\xA9");  // and comes out with the second
+  CHECK(pieces[size_t(text.find('!'))] == "!");
+  CHECK(pieces.back().empty());  // nothing held back at the end
+  // Bytes that cannot be text pass as they are; a character cut off at the end comes out at finish.
+  CHECK(s.push(0xFF).value() == "\xFF");
+  CHECK(s.push(0x80).value() == "\x80");
+  CHECK(s.push(0xE2).value().empty());
+  CHECK(s.push(0x9C).value().empty());
+  CHECK(s.finish() == "\xE2\x9C");
+  // A bad token is refused and leaves the stream as it was.
+  CHECK(s.push(0xC3).value().empty());
+  CHECK(s.push(256).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(s.push(0xA9).value() == "\xC3\xA9");
+}
+
+TEST_CASE("text stream: SentencePiece pieces join to the whole decoding, spaces and byte fallback included",
+          "[tokenizer]") {
+  std::optional<rill::lm::TextStream> s;
+  std::vector<uint32_t> tokens;
+  std::string expected;
+  uint32_t vocab = 0;
+  {
+    auto t = rill::lm::Tokenizer::load_sentencepiece(trained_model());
+    REQUIRE(t.is_ok());
+    const std::string text =
+        "Linear attention keeps a state of constant size \xE2\x9C\x93 per head, Gr\xC3\xB6\xC3\x9F"
+        "e \xE4\xB8\xAD\xE6\x96\x87 line 7.";
+    tokens = t->encode(text).value();
+    expected = t->decode(tokens).value();
+    REQUIRE(expected == text);
+    vocab = t->vocab_size();
+    s.emplace(*t);  // the stream keeps the model: the tokenizer goes out of scope here
+  }
+  const auto pieces = stream(*s, tokens, true);
+  CHECK(joined(pieces) == expected);
+  size_t with_space = 0, empty = 0;
+  for (const auto& p : pieces) {
+    with_space += p.size() > 1 && p[0] == ' ';
+    empty += p.empty();
+  }
+  CHECK(with_space >= 1);  // some pieces carry SentencePiece's space ("\xE2\x96\x81line" as " line")
+  CHECK(empty >= 3);       // the check mark's and the CJK characters' byte pieces waited
+  // Any token sequence (a random model's) joins to its decoding too.
+  auto t = rill::lm::Tokenizer::load_sentencepiece(trained_model()).value();
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    std::vector<uint32_t> random(60);
+    for (size_t i = 0; i < random.size(); ++i)
+      random[i] = uint32_t((i * 7919u + seed * 104729u + i * i * seed) % vocab);
+    rill::lm::TextStream r(t);
+    INFO("seed " << seed);
+    CHECK(joined(stream(r, random, false)) == t.decode(random).value());
+  }
+}
+
+TEST_CASE("text stream C API: push, read with size queries, finish, errors", "[tokenizer]") {
+  rill_tokenizer* t = nullptr;
+  REQUIRE(rill_tokenizer_load(nullptr, &t) == RILL_OK);  // bytes
+  rill_text_stream* s = nullptr;
+  REQUIRE(rill_text_stream_create(t, &s) == RILL_OK);
+  rill_tokenizer_destroy(t);  // the stream keeps what it needs
+  const std::string text = "ok \xE2\x9C\x93";
+  std::string got;
+  char buffer[8];
+  size_t length = 99;
+  for (unsigned char c : text) {
+    REQUIRE(rill_text_stream_push(s, c) == RILL_OK);
+    REQUIRE(rill_text_stream_read(s, buffer, sizeof buffer, &length) == RILL_OK);
+    got.append(buffer, length);
+    if (c == 0xE2 || c == 0x9C) CHECK(length == 0);  // the check mark waits for its last byte
+  }
+  CHECK(got == text);
+  // A size query leaves the text in the stream; a too-small buffer too.
+  REQUIRE(rill_text_stream_push(s, 'a') == RILL_OK);
+  REQUIRE(rill_text_stream_push(s, 'b') == RILL_OK);
+  CHECK(rill_text_stream_read(s, buffer, 1, &length) == RILL_OUT_OF_RANGE);
+  CHECK(length == 2);
+  REQUIRE(rill_text_stream_read(s, buffer, sizeof buffer, &length) == RILL_OK);
+  CHECK(std::string(buffer, length) == "ab");
+  REQUIRE(rill_text_stream_push(s, 0xC3) == RILL_OK);
+  REQUIRE(rill_text_stream_finish(s) == RILL_OK);  // an incomplete character comes out at the end
+  CHECK(rill_text_stream_read(s, nullptr, 0, &length) == RILL_OUT_OF_RANGE);
+  CHECK(length == 1);
+  REQUIRE(rill_text_stream_read(s, buffer, 1, &length) == RILL_OK);
+  CHECK((length == 1 && uint8_t(buffer[0]) == 0xC3));
+  REQUIRE(rill_text_stream_read(s, buffer, 0, &length) == RILL_OK);
+  CHECK(length == 0);
+  CHECK(rill_text_stream_push(s, 256) == RILL_INVALID_ARGUMENT);
+  CHECK(rill_text_stream_push(nullptr, 65) == RILL_INVALID_ARGUMENT);
+  CHECK(rill_text_stream_read(s, nullptr, 4, &length) == RILL_INVALID_ARGUMENT);
+  rill_text_stream* none = reinterpret_cast<rill_text_stream*>(&length);
+  CHECK(rill_text_stream_create(nullptr, &none) == RILL_INVALID_ARGUMENT);
+  CHECK(none == nullptr);
+  rill_text_stream_destroy(s);
+  rill_text_stream_destroy(nullptr);
 }

@@ -238,7 +238,8 @@ int run_generate(const GenerateArgs& args) {
   std::vector<float> exported = a.export_logits.empty() ? std::vector<float>{} : logits.value();
   std::vector<uint32_t> generated;
   std::string text;
-  Utf8Stream byte_text;
+  Utf8Stream byte_text;               // a byte model's text, escaped where it is not UTF-8
+  lm::TextStream pieces(*tokenizer);  // SentencePiece text as each token completes it
   const auto decode_start = Clock::now();
   for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
     const uint32_t token = sampler.sample(logits.value(), session->position());
@@ -247,11 +248,9 @@ int run_generate(const GenerateArgs& args) {
     if (tokenizer->is_bytes()) {
       piece = byte_text.push(token);
     } else {
-      // SentencePiece text is the decoding of every token so far (pieces join, bytes combine into
-      // characters): print what it adds to the text printed before.
-      auto full = tokenizer->decode(generated);
-      if (!full.is_ok()) return fail(full.status());
-      if (full->size() >= text.size() && full->compare(0, text.size(), text) == 0) piece = full->substr(text.size());
+      auto added = pieces.push(token);
+      if (!added.is_ok()) return fail(added.status());
+      piece = std::move(added).value();
     }
     text += piece;
     if (!a.json) {
@@ -266,7 +265,7 @@ int run_generate(const GenerateArgs& args) {
     if (eos && token == *eos) break;  // the model ended the text
   }
   const double decode_seconds = seconds_since(decode_start);
-  const std::string unfinished = byte_text.finish();
+  const std::string unfinished = tokenizer->is_bytes() ? byte_text.finish() : pieces.finish();
   text += unfinished;
   if (!a.json) {
     std::printf("%s\n", unfinished.c_str());

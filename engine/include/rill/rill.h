@@ -336,6 +336,22 @@ RILL_C_API rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, co
 RILL_C_API rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab_out, int64_t* bos_out,
                                            int64_t* eos_out);
 
+/* Text of tokens as a model writes them, for showing it while it is written (rill::lm::TextStream):
+ * push each token, then read what the tokens pushed so far added to the text; at the end, finish
+ * makes what was held back (a character whose bytes are still incomplete) readable. Joined, the
+ * text read is rill_tokenizer_decode of all the tokens, and no read ends inside a character of
+ * valid UTF-8. read follows the size-query convention and takes what it returns out of the stream
+ * (a too-small buffer leaves it there). The stream keeps the tokenizer's model alive: the
+ * tokenizer may be destroyed first. */
+typedef struct rill_text_stream rill_text_stream;
+RILL_C_API rill_status rill_text_stream_create(const rill_tokenizer* tokenizer, rill_text_stream** out);
+RILL_C_API void rill_text_stream_destroy(rill_text_stream* stream); /* accepts NULL */
+/* A token past the vocabulary is RILL_INVALID_ARGUMENT and leaves the stream unchanged. */
+RILL_C_API rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token);
+RILL_C_API rill_status rill_text_stream_finish(rill_text_stream* stream);
+RILL_C_API rill_status rill_text_stream_read(rill_text_stream* stream, char* text_out, size_t capacity,
+                                             size_t* length_out);
+
 #ifdef __cplusplus
 }
 #endif

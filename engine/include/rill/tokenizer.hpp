@@ -37,9 +37,34 @@ class RILL_API Tokenizer {
   bool is_bytes() const;
 
  private:
+  friend class TextStream;
   struct Impl;
-  explicit Tokenizer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Tokenizer(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+// Text of tokens as a model writes them, for showing it while it is written: push() returns what
+// each token adds, finish() what was held back at the end. Joined, the pieces are decode() of all
+// the tokens: SentencePiece's spaces come out where they belong, and a character whose bytes span
+// several tokens (byte fallback, or a byte model's UTF-8) waits for the token that completes it,
+// so no piece ends inside a character. Bytes that are not valid UTF-8 pass as they are (a byte
+// model) or as decode() replaces them (SentencePiece, which may hold them back until a token ends
+// the run). Each push decodes only the tokens since the text last settled, not the whole text.
+// The stream keeps its tokenizer's model alive (the Tokenizer may go first).
+class RILL_API TextStream {
+ public:
+  explicit TextStream(const Tokenizer& tokenizer);
+
+  // InvalidArgument for a token past the vocabulary, the stream unchanged.
+  Result<std::string> push(uint32_t token);
+  // The text held back (a character still incomplete at the end); the stream then starts afresh.
+  std::string finish();
+
+ private:
+  std::shared_ptr<const Tokenizer::Impl> tokenizer_;
+  std::vector<uint32_t> window_;  // the tokens since the text last settled, the settled run first
+  size_t settled_ = 0;            // window_[0, settled_): emitted already, kept as context
+  std::string settled_text_;      // their decoding on their own
 };
 
 }  // namespace rill::lm

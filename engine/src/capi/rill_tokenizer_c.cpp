@@ -8,6 +8,11 @@ struct rill_tokenizer {
   rill::lm::Tokenizer tokenizer;
 };
 
+struct rill_text_stream {
+  rill::lm::TextStream stream;
+  std::string ready;  // pushed text not yet read
+};
+
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::guarded;
@@ -71,4 +76,48 @@ rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab
   if (bos_out) *bos_out = t.bos() ? int64_t(*t.bos()) : -1;
   if (eos_out) *eos_out = t.eos() ? int64_t(*t.eos()) : -1;
   return RILL_OK;
+}
+
+rill_status rill_text_stream_create(const rill_tokenizer* tokenizer, rill_text_stream** out) {
+  return guarded("rill_text_stream_create", [&]() -> rill_status {
+    if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_create: out is NULL");
+    *out = nullptr;
+    if (tokenizer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_create: tokenizer is NULL");
+    *out = new rill_text_stream{rill::lm::TextStream(tokenizer->tokenizer), {}};
+    return RILL_OK;
+  });
+}
+
+void rill_text_stream_destroy(rill_text_stream* stream) { delete stream; }
+
+rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
+  return guarded("rill_text_stream_push", [&]() -> rill_status {
+    if (stream == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_push: stream is NULL");
+    auto piece = stream->stream.push(token);
+    if (!piece.is_ok()) return from_status(piece.status());
+    stream->ready += *piece;
+    return RILL_OK;
+  });
+}
+
+rill_status rill_text_stream_finish(rill_text_stream* stream) {
+  return guarded("rill_text_stream_finish", [&]() -> rill_status {
+    if (stream == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL");
+    stream->ready += stream->stream.finish();
+    return RILL_OK;
+  });
+}
+
+rill_status rill_text_stream_read(rill_text_stream* stream, char* text_out, size_t capacity, size_t* length_out) {
+  return guarded("rill_text_stream_read", [&]() -> rill_status {
+    if (stream == nullptr || length_out == nullptr || (text_out == nullptr && capacity > 0))
+      return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_read: NULL argument");
+    *length_out = stream->ready.size();
+    if (stream->ready.size() > capacity)
+      return fail(RILL_OUT_OF_RANGE, "rill_text_stream_read: " + std::to_string(stream->ready.size()) +
+                                         " bytes, room for " + std::to_string(capacity));
+    if (!stream->ready.empty()) std::memcpy(text_out, stream->ready.data(), stream->ready.size());
+    stream->ready.clear();
+    return RILL_OK;
+  });
 }

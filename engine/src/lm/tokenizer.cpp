@@ -12,9 +12,19 @@ constexpr uint64_t kMaxModelBytes = 64ull << 20;  // published tokenizer.model f
 
 struct Tokenizer::Impl {
   std::unique_ptr<detail::SentencePieceModel> sp;  // null: bytes
+
+  uint32_t vocab() const { return sp ? sp->size() : 256u; }
+  Result<std::string> decode(std::span<const uint32_t> tokens) const {
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] >= vocab())
+        return invalid_argument("tokenizer: token " + std::to_string(tokens[i]) + " at " + std::to_string(i) +
+                                " is past the vocabulary (" + std::to_string(vocab()) + ")");
+    if (!sp) return std::string(tokens.begin(), tokens.end());
+    return sp->decode(tokens);
+  }
 };
 
-Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
@@ -43,22 +53,72 @@ Result<std::vector<uint32_t>> Tokenizer::encode(std::string_view text, bool add_
   return out;
 }
 
-Result<std::string> Tokenizer::decode(std::span<const uint32_t> tokens) const {
-  const uint32_t vocab = vocab_size();
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] >= vocab)
-      return invalid_argument("tokenizer: token " + std::to_string(tokens[i]) + " at " + std::to_string(i) +
-                              " is past the vocabulary (" + std::to_string(vocab) + ")");
-  if (!impl_->sp) return std::string(tokens.begin(), tokens.end());
-  return impl_->sp->decode(tokens);
+namespace {
+
+// Whether `text` ends inside a character that later bytes could complete: a lead byte with fewer
+// continuation bytes after it than it announces, or (SentencePiece's decoding of such bytes) the
+// replacement character U+FFFD.
+bool ends_inside_character(std::string_view text, bool replaced) {
+  if (replaced && text.size() >= 3 && text.substr(text.size() - 3) == "\xEF\xBF\xBD") return true;
+  for (size_t back = 1; back <= std::min<size_t>(3, text.size()); ++back) {
+    const auto b = uint8_t(text[text.size() - back]);
+    if ((b & 0xC0) == 0x80) continue;  // a continuation byte: look further back for its lead
+    const size_t length = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+    return length > back;
+  }
+  return false;
 }
 
-uint32_t Tokenizer::vocab_size() const { return impl_->sp ? impl_->sp->size() : 256u; }
+}  // namespace
+
+Result<std::string> Tokenizer::decode(std::span<const uint32_t> tokens) const { return impl_->decode(tokens); }
+
+uint32_t Tokenizer::vocab_size() const { return impl_->vocab(); }
 
 std::optional<uint32_t> Tokenizer::bos() const { return impl_->sp ? impl_->sp->bos() : std::nullopt; }
 
 std::optional<uint32_t> Tokenizer::eos() const { return impl_->sp ? impl_->sp->eos() : std::nullopt; }
 
 bool Tokenizer::is_bytes() const { return !impl_->sp; }
+
+TextStream::TextStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer.impl_) {}
+
+// The window is the run of tokens emitted last (settled) and the tokens after it. Its decoding
+// starts with the settled run's own (a SentencePiece decoding drops the first piece's space in
+// both alike), so what the new tokens add is what follows: emitted once it ends on a whole
+// character, when the new tokens become the settled run.
+Result<std::string> TextStream::push(uint32_t token) {
+  if (token >= tokenizer_->vocab())
+    return invalid_argument("text stream: token " + std::to_string(token) + " is past the vocabulary (" +
+                            std::to_string(tokenizer_->vocab()) + ")");
+  window_.push_back(token);
+  RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));
+  if (ends_inside_character(text, tokenizer_->sp != nullptr)) return std::string();
+  if (text.compare(0, settled_text_.size(), settled_text_) != 0)
+    return internal_error("text stream: the decoding of a run of tokens changed when tokens followed it");
+  std::string added = text.substr(settled_text_.size());
+  // The new tokens become the settled run, unless they decode to nothing (control tokens): a
+  // SentencePiece decoding drops the space of its first visible piece, so a run must show text
+  // to stand in for the text before it.
+  const auto fresh = std::span<const uint32_t>(window_).subspan(settled_);
+  RILL_ASSIGN_OR_RETURN(std::string fresh_text, tokenizer_->decode(fresh));
+  if (!fresh_text.empty()) {
+    window_.erase(window_.begin(), window_.begin() + std::ptrdiff_t(settled_));
+    settled_text_ = std::move(fresh_text);
+  } else {
+    settled_text_ = std::move(text);
+  }
+  settled_ = window_.size();
+  return added;
+}
+
+std::string TextStream::finish() {
+  auto text = tokenizer_->decode(window_);  // every token was checked when pushed
+  std::string rest = text.is_ok() && text->size() >= settled_text_.size() ? text->substr(settled_text_.size()) : "";
+  window_.clear();
+  settled_ = 0;
+  settled_text_.clear();
+  return rest;
+}
 
 }  // namespace rill::lm
