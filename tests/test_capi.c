@@ -287,6 +287,14 @@ int main(void) {
     EXPECT(finite);
     EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 5);
     EXPECT(rill_lm_state_bytes(session, &state_bytes) == RILL_OK && state_bytes > 0);
+    { /* The prefill's activations are the session's until released. */
+      uint64_t held = 0, released = 0;
+      EXPECT(rill_lm_device_bytes(session, &held) == RILL_OK && held > state_bytes);
+      EXPECT(rill_lm_release_prefill_memory(session) == RILL_OK);
+      EXPECT(rill_lm_device_bytes(session, &released) == RILL_OK && released == state_bytes);
+      EXPECT(rill_lm_release_prefill_memory(NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_lm_device_bytes(NULL, &held) == RILL_INVALID_ARGUMENT);
+    }
     EXPECT(rill_lm_decode_dispatches(session, &dispatches) == RILL_OK && dispatches == 0); /* no decode yet */
 
     sampler.temperature = 0.0f;

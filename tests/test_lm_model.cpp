@@ -409,6 +409,44 @@ GPU_TEST_CASE("lm prefill reports progress and stops on request; the rest goes o
   CHECK(bits(mid.prefill(std::span(tokens).subspan(5)).value(), plain_logits));
 }
 
+GPU_TEST_CASE("lm sessions report their device memory and free the prefill's on request", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  auto model = make_model(ctx, w, {.prefill_segment = 16});
+  const auto tokens = tokens_of(60, w.config().vocab, 4);
+  const auto bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  auto kept = model.session().value();
+  auto s = model.session().value();
+  CHECK(s.device_bytes() == s.state_bytes());  // nothing recorded yet
+  const uint64_t before_prefill = ctx.memory_stats().used_bytes;
+  REQUIRE(s.prefill(std::span(tokens).first(40)).is_ok());
+  const uint64_t segment_bytes = ctx.memory_stats().used_bytes - before_prefill;
+  CHECK(segment_bytes > 0);
+  CHECK(s.device_bytes() == s.state_bytes() + segment_bytes);
+  const uint64_t before_step = ctx.memory_stats().used_bytes;
+  REQUIRE(s.decode(tokens[40]).is_ok());
+  const uint64_t step_bytes = ctx.memory_stats().used_bytes - before_step;
+  CHECK(s.device_bytes() == s.state_bytes() + segment_bytes + step_bytes);
+
+  // Released: the context gets the segment's bytes back, and nothing else changes.
+  const uint64_t held = ctx.memory_stats().used_bytes;
+  s.release_prefill_memory();
+  CHECK(ctx.memory_stats().used_bytes == held - segment_bytes);
+  CHECK(s.device_bytes() == s.state_bytes() + step_bytes);
+  CHECK(s.position() == 41);
+  REQUIRE(kept.prefill(std::span(tokens).first(40)).is_ok());
+  REQUIRE(kept.decode(tokens[40]).is_ok());
+  CHECK(bits(s.decode(tokens[41]).value(), kept.decode(tokens[41]).value()));
+  // The next prefill records its segment again and computes the same.
+  CHECK(bits(s.prefill(std::span(tokens).subspan(42)).value(), kept.prefill(std::span(tokens).subspan(42)).value()));
+  CHECK(s.device_bytes() > s.state_bytes() + step_bytes);
+  s.release_prefill_memory();
+  s.release_prefill_memory();  // twice is harmless
+  CHECK(s.device_bytes() == s.state_bytes() + step_bytes);
+}
+
 GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session unchanged", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();

@@ -300,6 +300,7 @@ int run_generate(const GenerateArgs& args) {
         {"weight_storage", a.weight_storage},
         {"weight_bytes", model->weight_bytes()},
         {"state_bytes", session->state_bytes()},
+        {"session_device_bytes", session->device_bytes()},
         {"load_seconds", load_seconds},
         {"start_position", start_position},
         {"prompt_tokens", prompt_tokens.size()},

@@ -272,6 +272,14 @@ class RILL_API Session {
   Result<std::vector<uint8_t>> serialize_state() const;
   Status deserialize_state(std::span<const uint8_t> bytes);
   uint64_t state_bytes() const;  // device bytes the state occupies (constant in the position)
+  // Device bytes the session holds now: its state, and the activations of the prefill segment and
+  // of the decoding step recorded so far (each kept for the next call of its kind).
+  uint64_t device_bytes() const;
+  // Frees the prefill segment's activations until the next prefill records them again: a
+  // segment's worth of every layer's rows, most of what a session holds past its state (for an
+  // app that decodes for long after a long prompt on a device short of memory). The state, the
+  // position and decoding are unchanged.
+  void release_prefill_memory();
   // Dispatches one decoding step runs (0 before the first decode): 2 per layer plus the embedding
   // and the logits where the fused decoding kernels fit the device, about a dozen per layer else.
   uint32_t decode_dispatches() const;

@@ -302,6 +302,12 @@ RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, 
 RILL_C_API rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out);
 /* Device bytes the session's state occupies (constant in the position for TransNormer layers). */
 RILL_C_API rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out);
+/* Device bytes the session holds now: its state and the activations of the prefill segment and the
+ * decoding step recorded so far. */
+RILL_C_API rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out);
+/* Frees the prefill segment's activations until the next prefill (most of a session's memory past
+ * its state); the state, the position and decoding are unchanged. */
+RILL_C_API rill_status rill_lm_release_prefill_memory(rill_lm_session* session);
 /* Dispatches one decoding step runs (0 before the first decode): 2 per layer plus the embedding and
  * the logits where the fused decoding kernels fit the device, about a dozen per layer else. */
 RILL_C_API rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out);

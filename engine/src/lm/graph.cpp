@@ -169,19 +169,24 @@ Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& st
   auto g = std::make_unique<Graph>();
   g->len = len;
   g->decode = decode;
+  // Everything the graph allocates (its tensors and the recording's workspaces) is its own.
+  const uint64_t used_before = m.ctx.memory_stats().used_bytes;
   RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx.sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
   g->seq.emplace(std::move(seq));
+  std::optional<ops::plan::LmDecodePlan> fused;
   if (decode) {
     RILL_ASSIGN_OR_RETURN(const ops::plan::LmDecodePlan plan,
                           ops::plan::lm_decode(ops::plan::traits_of(*g->seq), decode_shape(m)));
-    if (plan.fused) {
-      g->fused = true;
-      RILL_RETURN_IF_ERROR(record_fused_decode(m, state, *g, plan));
-      return g;
-    }
+    if (plan.fused) fused = plan;
   }
-  RILL_RETURN_IF_ERROR(allocate(m.ctx, m, *g));
-  RILL_RETURN_IF_ERROR(record(m, state, *g));
+  if (fused) {
+    g->fused = true;
+    RILL_RETURN_IF_ERROR(record_fused_decode(m, state, *g, *fused));
+  } else {
+    RILL_RETURN_IF_ERROR(allocate(m.ctx, m, *g));
+    RILL_RETURN_IF_ERROR(record(m, state, *g));
+  }
+  g->device_bytes = m.ctx.memory_stats().used_bytes - used_before;
   return g;
 }
 

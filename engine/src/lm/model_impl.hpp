@@ -79,6 +79,7 @@ struct Graph {
   Tensor resid, layer_in, parts_mix, parts_ffn;
   std::optional<Sequence> seq;  // recorded once, replayed for every segment or token
   DownloadId logits_id;
+  uint64_t device_bytes = 0;  // what making it allocated: its tensors and its recording's workspaces
 };
 
 }  // namespace rill::lm::detail

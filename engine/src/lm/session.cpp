@@ -147,6 +147,13 @@ uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->
 uint64_t Session::position() const { return impl_->position; }
 Status Session::reset() { return impl_->zero_state(); }
 
+uint64_t Session::device_bytes() const {
+  return state_bytes() + (impl_->segment ? impl_->segment->device_bytes : 0) +
+         (impl_->step ? impl_->step->device_bytes : 0);
+}
+
+void Session::release_prefill_memory() { impl_->segment.reset(); }
+
 uint64_t Session::state_bytes() const {
   uint64_t bytes = 0;
   for (auto* list : {&impl_->state.la_state, &impl_->state.cache_k, &impl_->state.cache_v})
