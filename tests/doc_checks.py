@@ -66,6 +66,11 @@ def exists(name, doc_dir, repo, dirs):
     return any(any_match(os.path.join(d, name)) for d in dirs)
 
 
+def outside(name, repo):
+    root = os.path.realpath(repo)
+    return not os.path.realpath(os.path.join(root, name)).startswith(root + os.sep)
+
+
 def check_records(repo):
     problems, checked = [], 0
     dirs = record_dirs(repo)
@@ -79,6 +84,8 @@ def check_records(repo):
                     if base in OUTPUT_NAMES or any(fnmatch.fnmatch(base, n) for n in OUTPUT_NAMES if "*" in n):
                         continue
                     if name.startswith(("OUT/", "build/", "$", "~")) or "<" in name:
+                        continue
+                    if outside(name, repo):  # beside the repository (../shared/...): not its to keep
                         continue
                     checked += 1
                     if not exists(name, doc_dir, repo, dirs):

@@ -45,6 +45,7 @@ inline rill::ops::plan::DeviceTraits mali_like() {
   d.shared_bytes = 16384;
   d.short_dispatches = true;
   d.max_storage_range = 128ull << 20;
+  d.unified_memory = true;  // a phone's GPU shares the system's memory
   return d;
 }
 

@@ -394,6 +394,7 @@ TEST_CASE("kernel plan: GPU decoding's grid can be forced, and bad grids are nam
 TEST_CASE("kernel plan: prefill segments are longer on GPUs, and big ICL batches run a task per invocation", "[plan]") {
   CHECK(lm_prefill_segment(lavapipe_like()) == 2048);
   CHECK(lm_prefill_segment(h100_like()) == 8192);
+  CHECK(lm_prefill_segment(mali_like()) == 2048);  // its segments come out of the system's memory
   const DeviceTraits gpu = h100_like();
   CHECK(icl_layers(gpu, {.width = 11, .tokens = 21, .tasks = 2048}).value().workgroup_per_task);
   CHECK_FALSE(icl_layers(gpu, {.width = 11, .tokens = 21, .tasks = 21 * 2048}).value().workgroup_per_task);

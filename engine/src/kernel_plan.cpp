@@ -50,6 +50,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.max_texels = device.caps.max_texel_buffer_elements;
   d.max_texel_bindings = device.caps.max_sampled_images_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
+  d.unified_memory = device.caps.unified_memory;
   // Without subgroup size control a driver need not say whether it varies the size (Intel's do).
   d.fixed_subgroup =
       device.caps.subgroup_size_control && device.caps.min_subgroup_size == device.caps.max_subgroup_size;

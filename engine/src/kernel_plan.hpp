@@ -114,6 +114,9 @@ struct DeviceTraits {
   // Every subgroup has exactly `subgroup` lanes (the driver cannot vary it): kernels that size
   // per-lane arrays by it may run with several subgroups per workgroup.
   bool fixed_subgroup = true;
+  // The device's memory is the system's (integrated and mobile GPUs, CPU drivers): what rill
+  // holds there the rest of the app and the system go without.
+  bool unified_memory = false;
   std::array<uint32_t, 3> cooperative_matrix_f16{};  // DeviceCaps' M x N x K; zeros: none
   PlanOverrides forced;
   // A tuning file's choices (ContextOptions::tuning_path, written by `rill tune`) with the forced

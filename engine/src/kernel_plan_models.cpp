@@ -193,8 +193,10 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
 uint32_t lm_prefill_segment(const DeviceTraits& d) {
   // H200, default model (rill bench --op lm --lm-segment): 2048 positions ran 0.78-0.92 M tokens/s
   // at 64K-1M tokens in 55 MiB, 8192 ran 1.21-1.30 M in 172 MiB. CPU drivers gain nothing from
-  // longer segments.
-  return d.family == Family::kGpu ? 8192 : 2048;
+  // longer segments. Integrated and mobile GPUs keep 2048: a segment's activations come out of the
+  // system's memory there (the 385M configuration's are about 230 MB per 2048 positions in f32),
+  // and their few cores are filled by the shorter products.
+  return d.family == Family::kGpu && !d.unified_memory ? 8192 : 2048;
 }
 
 bool icl_sample_per_token(const DeviceTraits& d, uint32_t tokens) {

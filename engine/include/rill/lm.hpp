@@ -202,7 +202,9 @@ struct ModelOptions {
   uint32_t int4_group = 32;  // the same per int4 scale (4 bits need finer groups than 8)
   // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
   // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
-  // drivers, 8192 on GPUs, whose matmuls need the longer segments); Model::options() reports it.
+  // drivers and on integrated and mobile GPUs, whose segments come out of the system's memory;
+  // 8192 on GPUs with memory of their own, whose matmuls need the longer segments);
+  // Model::options() reports it.
   uint32_t prefill_segment = 0;
   // Positions a session of a model with kSoftmax layers can hold (their key/value caches are
   // allocated at this size up front); past it prefill and decode return OutOfRange.
