@@ -1,9 +1,10 @@
 /* embed_c: an application embeds a language model through rill's C API: it makes a model (a tiny
- * random one, or a config and weights from disk), feeds a prompt (its bytes are the tokens), then
- * samples and decodes one token at a time, printing the text as it goes.
+ * random one, or a config and weights from disk), encodes and feeds a prompt, then samples and
+ * decodes one token at a time, printing the text as it goes (a text stream turns tokens into whole
+ * characters). Tokens are bytes unless --tokenizer names a SentencePiece tokenizer.model.
  *
- *   embed_c [--config model.json --weights model.safetensors] [--tokens N] [--temperature T]
- *           [--top-k K] [--top-p P] [--seed S] [prompt]
+ *   embed_c [--config model.json --weights model.safetensors [--tokenizer tokenizer.model]]
+ *           [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [prompt]
  *
  * The random model's text is noise; the point is the calls, each of whose status is checked. */
 #include <rill/rill.h>
@@ -21,29 +22,46 @@ static int check(rill_status s, const char* what) {
   return 1;
 }
 
-/* Printable ASCII as is (and newlines), everything else as \xNN; tokens past a byte as <N>. */
-static void print_token(uint32_t token) {
-  if (token > 255)
-    printf("<%u>", token);
-  else if (token == '\\')
-    printf("\\\\");
-  else if (token == '\n' || (token >= 0x20 && token < 0x7f))
-    putchar((int)token);
-  else
-    printf("\\x%02X", token);
+/* Text as is where it is printable ASCII (and newlines), other bytes as \xNN: a random model's
+ * text is any bytes at all. */
+static void print_text(const char* text, size_t length) {
+  for (size_t i = 0; i < length; ++i) {
+    const unsigned char c = (unsigned char)text[i];
+    if (c == '\\')
+      printf("\\\\");
+    else if (c == '\n' || (c >= 0x20 && c < 0x7f))
+      putchar((int)c);
+    else
+      printf("\\x%02X", c);
+  }
   fflush(stdout);
+}
+
+/* What the stream has made of the tokens pushed so far: read it (its size first), print it. */
+static int print_stream(rill_text_stream* stream) {
+  size_t length = 0;
+  rill_status s = rill_text_stream_read(stream, NULL, 0, &length);
+  if (s == RILL_OK) return 0; /* nothing new */
+  if (s != RILL_OUT_OF_RANGE) return check(s, "rill_text_stream_read");
+  char* text = malloc(length);
+  if (text == NULL) return check(RILL_RESOURCE_EXHAUSTED, "allocating the text");
+  const int failed = check(rill_text_stream_read(stream, text, length, &length), "rill_text_stream_read");
+  if (!failed) print_text(text, length);
+  free(text);
+  return failed;
 }
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: embed_c [--config model.json --weights model.safetensors] [--tokens N] [--temperature T]\n"
-          "               [--top-k K] [--top-p P] [--seed S] [prompt]\n");
+          "usage: embed_c [--config model.json --weights model.safetensors [--tokenizer tokenizer.model]]\n"
+          "               [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [prompt]\n");
   return 2;
 }
 
 int main(int argc, char** argv) {
   const char* config_path = NULL;
   const char* weights_path = NULL;
+  const char* tokenizer_path = NULL; /* NULL: bytes */
   const char* prompt = "The quick brown fox";
   long tokens = 32;
   rill_lm_sampler_options sampler;
@@ -64,6 +82,8 @@ int main(int argc, char** argv) {
       config_path = value;
     else if (strcmp(arg, "--weights") == 0)
       weights_path = value;
+    else if (strcmp(arg, "--tokenizer") == 0)
+      tokenizer_path = value;
     else if (strcmp(arg, "--tokens") == 0)
       tokens = atol(value);
     else if (strcmp(arg, "--temperature") == 0)
@@ -77,7 +97,8 @@ int main(int argc, char** argv) {
     else
       return usage();
   }
-  if (tokens < 0 || tokens > 1000000 || (config_path == NULL) != (weights_path == NULL) || prompt[0] == '\0')
+  if (tokens < 0 || tokens > 1000000 || (config_path == NULL) != (weights_path == NULL) || prompt[0] == '\0' ||
+      (tokenizer_path != NULL && config_path == NULL))
     return usage();
 
   {
@@ -107,20 +128,31 @@ int main(int argc, char** argv) {
 
   rill_lm_session* session = NULL;
   if (!failed) failed = check(rill_lm_session_create(model, &session), "rill_lm_session_create");
+  rill_tokenizer* tokenizer = NULL;
+  rill_text_stream* stream = NULL;
+  if (!failed) failed = check(rill_tokenizer_load(tokenizer_path, &tokenizer), "rill_tokenizer_load");
+  if (!failed) failed = check(rill_text_stream_create(tokenizer, &stream), "rill_text_stream_create");
 
-  /* The prompt's bytes are its tokens. */
-  const size_t prompt_length = strlen(prompt);
-  uint32_t* prompt_tokens = malloc(prompt_length * sizeof(uint32_t));
+  /* The prompt's tokens: their count first, then the tokens. */
+  size_t prompt_length = 0;
+  uint32_t* prompt_tokens = NULL;
+  if (!failed) {
+    const rill_status s = rill_tokenizer_encode(tokenizer, prompt, strlen(prompt), 1, NULL, 0, &prompt_length);
+    failed = s != RILL_OUT_OF_RANGE && check(s, "rill_tokenizer_encode");
+  }
+  if (!failed) prompt_tokens = malloc(prompt_length * sizeof(uint32_t));
   float* logits = failed ? NULL : malloc(info.vocab * sizeof(float));
   if (!failed && (prompt_tokens == NULL || logits == NULL)) {
     fprintf(stderr, "embed_c: out of memory\n");
     failed = 1;
   }
+  if (!failed)
+    failed = check(rill_tokenizer_encode(tokenizer, prompt, strlen(prompt), 1, prompt_tokens, prompt_length,
+                                         &prompt_length),
+                   "rill_tokenizer_encode");
   uint64_t position = 0;
-  if (!failed) {
-    for (size_t i = 0; i < prompt_length; ++i) prompt_tokens[i] = (unsigned char)prompt[i];
+  if (!failed)
     failed = check(rill_lm_prefill(session, prompt_tokens, prompt_length, logits, info.vocab), "rill_lm_prefill");
-  }
   if (!failed) failed = check(rill_lm_position(session, &position), "rill_lm_position");
   if (!failed) printf("prompt: %zu tokens, position %llu\n", prompt_length, (unsigned long long)position);
 
@@ -132,14 +164,18 @@ int main(int argc, char** argv) {
     uint32_t token = 0;
     failed = check(rill_lm_position(session, &position), "rill_lm_position") ||
              check(rill_lm_sample(logits, info.vocab, &sampler, position, &token), "rill_lm_sample") ||
-             check(rill_lm_decode(session, token, logits, info.vocab), "rill_lm_decode");
-    if (!failed) print_token(token);
+             check(rill_lm_decode(session, token, logits, info.vocab), "rill_lm_decode") ||
+             check(rill_text_stream_push(stream, token), "rill_text_stream_push") || print_stream(stream);
   }
+  /* A character the text ended inside comes out at the end. */
+  if (!failed) failed = check(rill_text_stream_finish(stream), "rill_text_stream_finish") || print_stream(stream);
   if (!failed) failed = check(rill_lm_position(session, &position), "rill_lm_position");
   if (!failed) printf("\ngenerated %ld tokens, position %llu\n", generated, (unsigned long long)position);
 
   free(logits);
   free(prompt_tokens);
+  rill_text_stream_destroy(stream);
+  rill_tokenizer_destroy(tokenizer);
   rill_lm_session_destroy(session);
   rill_lm_model_destroy(model);
   rill_context_destroy(ctx);
