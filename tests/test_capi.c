@@ -80,6 +80,26 @@ int main(void) {
     rill_context_destroy(small);
   }
 
+  /* A device memory budget: refused past it with a code and a message naming it; options of a
+     build before the field do not read it. */
+  {
+    rill_context* bounded = NULL;
+    rill_lm_model* model = NULL;
+    rill_context_options_init(&options);
+    options.device_memory_budget = 8u << 20;
+    EXPECT(rill_context_create(&options, &bounded) == RILL_OK);
+    EXPECT(rill_lm_model_random(bounded, "{\"width\": 512, \"heads\": 8, \"layers\": 4}", 1, NULL, &model) ==
+           RILL_RESOURCE_EXHAUSTED);
+    EXPECT(strstr(rill_last_error(), "budget") != NULL && model == NULL);
+    EXPECT(rill_lm_model_random(bounded, "{\"width\": 16, \"heads\": 2, \"layers\": 1}", 1, NULL, &model) ==
+           RILL_OK);
+    rill_lm_model_destroy(model);
+    rill_context_destroy(bounded);
+    options.struct_size = (uint32_t)offsetof(rill_context_options, device_memory_budget);
+    EXPECT(rill_context_create(&options, &bounded) == RILL_OK);
+    rill_context_destroy(bounded);
+  }
+
   /* NULL options mean defaults. */
   EXPECT(rill_context_create(NULL, &ctx) == RILL_OK);
 

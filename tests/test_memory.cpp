@@ -206,3 +206,47 @@ GPU_TEST_CASE("reshaped views share memory, keep it alive and order GPU work thr
   REQUIRE(back.is_ok());
   CHECK(back->at(23) == 3.5f);
 }
+
+GPU_TEST_CASE("a context's device memory budget refuses blocks past it, by name, and nothing else", "[memory][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.device_memory_budget = 16ull << 20;  // shared blocks of 2 MiB then
+  auto ctx = rill_test::make_context(options);
+  std::vector<rill::Tensor> held;
+  rill::Status refused;
+  for (int i = 0; i < 64 && refused.is_ok(); ++i) {
+    auto t = ctx.tensor(rill::DType::kF32, {300000}, "piece");  // 1.2 MB: shared blocks
+    if (t.is_ok())
+      held.push_back(std::move(t).value());
+    else
+      refused = t.status();
+  }
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.code() == rill::StatusCode::kResourceExhausted);
+  CHECK_THAT(refused.message(), Catch::Contains("device memory budget of 16.0 MiB"));
+  CHECK(ctx.memory_stats().reserved_bytes <= options.device_memory_budget);
+  CHECK(held.size() >= 10);  // the budget, not the blocks, was the limit
+  // One tensor past the budget on its own is refused the same way; what is held stays usable.
+  CHECK(ctx.tensor(rill::DType::kU8, {32 << 20}).status().code() == rill::StatusCode::kResourceExhausted);
+  const std::vector<float> ones(300000, 1.0f);
+  REQUIRE(ctx.upload_floats(held.front(), ones).is_ok());
+  CHECK(ctx.download_floats(held.front()).value() == ones);
+  // Freed memory can be taken again.
+  held.clear();
+  CHECK(ctx.tensor(rill::DType::kU8, {8 << 20}).is_ok());
+}
+
+TEST_CASE("a device memory budget from the environment is read as bytes or K, M, G", "[memory]") {
+  for (const char* bad : {"lots", "12Q", "-5", "99999999999G"}) {
+    ::setenv("RILL_DEVICE_MEMORY_BUDGET", bad, 1);
+    const auto ctx = rill::Context::create();
+    INFO(bad);
+    CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK_THAT(ctx.status().message(), Catch::Contains("RILL_DEVICE_MEMORY_BUDGET"));
+  }
+  ::setenv("RILL_DEVICE_MEMORY_BUDGET", "2M", 1);
+  auto ctx = rill::Context::create();
+  ::unsetenv("RILL_DEVICE_MEMORY_BUDGET");
+  REQUIRE(ctx.is_ok());
+  CHECK(ctx->tensor(rill::DType::kU8, {3 << 20}).status().code() == rill::StatusCode::kResourceExhausted);
+  CHECK(ctx->tensor(rill::DType::kU8, {1 << 19}).is_ok());
+}

@@ -1,6 +1,8 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "access.hpp"
 #include "context_impl.hpp"
@@ -56,6 +58,22 @@ namespace {
 bool env_true(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0);
+}
+
+// "1048576", "512K", "512M" or "2G" (powers of 1024) as bytes; anything else is refused by name.
+Result<uint64_t> parse_byte_count(std::string_view text, const char* what) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  const std::string_view suffix(end, size_t(text.data() + text.size() - end));
+  const uint64_t unit = suffix.empty()  ? 1
+                        : suffix == "K" ? 1ull << 10
+                        : suffix == "M" ? 1ull << 20
+                        : suffix == "G" ? 1ull << 30
+                                        : 0;
+  if (text.empty() || ec != std::errc() || unit == 0 || n > UINT64_MAX / unit)
+    return invalid_argument(std::string(what) + " is '" + std::string(text) +
+                            "'; give bytes, or a count with K, M or G (512M)");
+  return n * unit;
 }
 
 Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char* what) {
@@ -132,7 +150,11 @@ Result<Context> Context::create(const ContextOptions& options) {
   }
   if (impl->profiler.enabled() && !device.info().caps.timestamps)
     log_warning("profiling " + device.info().name + ", which has no timestamp queries: only host times are recorded");
-  impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes);
+  uint64_t budget = options.device_memory_budget;
+  if (const char* env = std::getenv("RILL_DEVICE_MEMORY_BUDGET"); budget == 0 && env != nullptr) {
+    RILL_ASSIGN_OR_RETURN(budget, parse_byte_count(env, "RILL_DEVICE_MEMORY_BUDGET"));
+  }
+  impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes, budget);
   impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults, impl->profiler);
   const bool capture_statistics = options.pipeline_statistics || env_true("RILL_PIPELINE_STATISTICS");
   impl->pipelines = std::make_unique<vk::PipelineManager>(

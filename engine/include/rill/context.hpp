@@ -62,12 +62,9 @@ struct ContextOptions {
   // Kernel variant to prefer over the per-device choice ("gpu", "cpu"); also RILL_KERNEL_VARIANT.
   std::string kernel_variant;
   // Forced kernel-plan choices, for tests and for working around a driver problem; also
-  // RILL_KERNEL_PLAN. Comma-separated key=value: linear_attention=scan|serial|parallel (the causal
-  // forward's algorithm), lm_decode=fused|per-op (TransNormer decoding's kernels),
-  // icl_layers=per-task|per-workgroup (the ICL layer kernels), matmul_tile=2x2|4x4|8x4|4x8|8x8 (the GPU
-  // matmul's accumulators per invocation), lm_decode_grid=WGxCOLS (GPU decoding's workgroup size and
-  // columns per workgroup, e.g. 256x16). Unknown keys or values make
-  // Context::create fail with InvalidArgument.
+  // RILL_KERNEL_PLAN. Comma-separated key=value ("linear_attention=parallel,la_tile=8"); every key
+  // with its values is in kernel_plan_keys() (device.hpp; `rill info --plan-keys`). Unknown keys
+  // or values make Context::create fail with InvalidArgument.
   std::string kernel_plan;
   // A tuning file written by `rill tune` on this device (rill/tuning.hpp); also RILL_TUNING. Its
   // choices are taken where they fit, under the forced ones. A missing, malformed or foreign file
@@ -78,6 +75,11 @@ struct ContextOptions {
   std::string limit_profile;
   // Size of each memory block that tensors are sub-allocated from (clamped to device limits).
   uint64_t memory_block_bytes = 64ull << 20;
+  // The most device memory this context may hold, in bytes (its memory blocks together, staging
+  // included): past it an allocation fails with ResourceExhausted, naming the budget, and nothing
+  // else changes. 0: no budget but the device's. Also RILL_DEVICE_MEMORY_BUDGET (bytes, or with a
+  // K, M or G suffix: 512M). With a budget, shared blocks are at most an eighth of it.
+  uint64_t device_memory_budget = 0;
   // Use an application-owned device instead of creating one.
   const ExternalVulkan* external = nullptr;
   // Profile into this Chrome trace file (see profile.hpp); also RILL_PROFILE. Empty: off.

@@ -67,6 +67,10 @@ typedef struct rill_context_options {
      "adreno", "vulkan11-minimum"; `rill info --profile` shows each): the engine then runs only
      kernels that fit them. NULL: the device's own limits. */
   const char* limit_profile;
+  /* Since 0.2, after limit_profile (a struct_size without it means 0). The most device memory the
+     context may hold, in bytes; past it allocations fail with RILL_RESOURCE_EXHAUSTED naming the
+     budget. 0: no budget but the device's (RILL_DEVICE_MEMORY_BUDGET may still set one). */
+  uint64_t device_memory_budget;
 } rill_context_options;
 
 typedef struct rill_device_info {

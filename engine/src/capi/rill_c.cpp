@@ -70,9 +70,12 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
   *out = nullptr;
   rill::ContextOptions opts;
   if (options != nullptr) {
+    // Earlier layouts end before a later field: each such field keeps its default.
     const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
-    if (options->struct_size != sizeof(rill_context_options) && !v01)
+    const bool before_budget = v01 || options->struct_size == offsetof(rill_context_options, device_memory_budget);
+    if (options->struct_size != sizeof(rill_context_options) && !before_budget)
       return fail(RILL_INVALID_ARGUMENT, "rill_context_create: options were not set up with rill_context_options_init");
+    if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
     opts.device.index = options->device_index;
     if (options->device_name) opts.device.name = options->device_name;
     opts.validation = options->validation != 0;

@@ -19,9 +19,10 @@ std::string mib(uint64_t bytes) {
 
 }  // namespace
 
-Allocator::Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes)
-    : device_(device), faults_(faults) {
+Allocator::Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes, uint64_t budget)
+    : device_(device), faults_(faults), budget_(budget) {
   const uint64_t max_alloc = max_allocation_bytes();
+  if (budget != 0) block_bytes = std::min(block_bytes, budget / 8);
   block_bytes_ = std::clamp<uint64_t>(block_bytes, 1ull << 20, max_alloc);
   block_bytes_ = align_up(block_bytes_, kAlignment);
   device_mapped_ = device.info().caps.unified_memory;
@@ -68,6 +69,10 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
 Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
   // Never a power of two in size (texel_views.hpp: texel_view_bytes says why): one granule more.
   if ((size & (size - 1)) == 0 && size + kAlignment <= max_allocation_bytes()) size += kAlignment;
+  if (budget_ != 0 && stats_.reserved_bytes + size > budget_)
+    return resource_exhausted("the context's device memory budget of " + mib(budget_) +
+                              " is spent: " + mib(stats_.reserved_bytes) + " held, " + mib(size) +
+                              " more asked for (ContextOptions::device_memory_budget, RILL_DEVICE_MEMORY_BUDGET)");
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
   block->size = size;

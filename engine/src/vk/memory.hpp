@@ -50,7 +50,9 @@ struct Allocation {
 
 class Allocator {
  public:
-  Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes);
+  // budget: the most device memory the blocks may hold together (0: no budget); shared blocks are
+  // then at most an eighth of it, so that small tensors do not take a large block each.
+  Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes, uint64_t budget = 0);
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -76,6 +78,7 @@ class Allocator {
   Device& device_;
   FaultInjector& faults_;
   uint64_t block_bytes_;
+  uint64_t budget_ = 0;
   bool device_mapped_ = false;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   MemoryStats stats_;
