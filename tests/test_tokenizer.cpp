@@ -170,6 +170,15 @@ TEST_CASE("text stream: a byte model's UTF-8 comes out in whole characters", "[t
   CHECK(s.push(0xC3).value().empty());
   CHECK(s.push(256).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(s.push(0xA9).value() == "\xC3\xA9");
+  CHECK(s.finish().empty());
+  // Any bytes at all (a random model's) join to themselves.
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    std::vector<uint32_t> random(200);
+    for (size_t i = 0; i < random.size(); ++i) random[i] = uint32_t((i * 2654435761u + seed * 40503u) >> 7) & 0xFF;
+    const auto random_pieces = stream(s, random, false);
+    INFO("seed " << seed);
+    CHECK(joined(random_pieces) == std::string(random.begin(), random.end()));
+  }
 }
 
 TEST_CASE("text stream: SentencePiece pieces join to the whole decoding, spaces and byte fallback included",
