@@ -447,6 +447,45 @@ GPU_TEST_CASE("lm sessions report their device memory and free the prefill's on 
   CHECK(s.device_bytes() == s.state_bytes() + step_bytes);
 }
 
+GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", "[lm][gpu]") {
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  const auto tokens = tokens_of(1500, w.config().vocab, 5);
+  rill::ContextOptions bounded = rill_test::validated_options();
+  // Blocks of 1 MiB then: the weights', the uploads' and the staging's, and one for activations.
+  bounded.device_memory_budget = 5ull << 20;
+  auto small_ctx = rill_test::make_context(bounded);
+  auto model = make_model(small_ctx, w, {.prefill_segment = 1024});
+  auto s = model.session().value();
+  CHECK(s.prefill_segment() == 1024);
+  auto logits = s.prefill(tokens);
+  INFO(logits.status().to_string());
+  REQUIRE(logits.is_ok());
+  const uint32_t used = s.prefill_segment();
+  CHECK(used < 1024);
+  CHECK(used % w.config().block == 0);
+  CHECK(small_ctx.memory_stats().reserved_bytes <= bounded.device_memory_budget);
+  // The same as a model that prefills in segments of that length from the start, bit for bit.
+  auto ctx = rill_test::make_context();
+  auto fitting = make_model(ctx, w, {.prefill_segment = used});
+  auto reference = fitting.session().value();
+  const auto expected = reference.prefill(tokens).value();
+  CHECK(std::memcmp(logits->data(), expected.data(), expected.size() * sizeof(float)) == 0);
+  CHECK(s.position() == tokens.size());
+  // Where not even one block fits, the prefill fails cleanly and the session stays usable.
+  rill::ContextOptions tiny_budget = rill_test::validated_options();
+  tiny_budget.device_memory_budget = 3ull << 20;  // no block left for activations
+  auto tiny_ctx = rill_test::make_context(tiny_budget);
+  auto tiny_model = make_model(tiny_ctx, w, {.prefill_segment = 1024});
+  auto t = tiny_model.session().value();
+  const uint64_t held = tiny_ctx.memory_stats().used_bytes;
+  const auto refused = t.prefill(tokens);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == rill::StatusCode::kResourceExhausted);
+  CHECK(t.position() == 0);
+  CHECK(t.prefill_segment() == w.config().block);
+  CHECK(tiny_ctx.memory_stats().used_bytes == held);  // every attempt's allocations went back
+}
+
 GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session unchanged", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();

@@ -274,6 +274,11 @@ class RILL_API Session {
   Result<std::vector<uint8_t>> serialize_state() const;
   Status deserialize_state(std::span<const uint8_t> bytes);
   uint64_t state_bytes() const;  // device bytes the state occupies (constant in the position)
+  // The segment length this session prefills in: the model's (ModelOptions::prefill_segment), or
+  // less where a segment of that length did not fit in device memory (or the context's budget):
+  // such a prefill records its segment again at half the length, in whole blocks, with a warning,
+  // rather than fail; ResourceExhausted only once a single block does not fit.
+  uint32_t prefill_segment() const;
   // Device bytes the session holds now: its state, and the activations of the prefill segment and
   // of the decoding step recorded so far (each kept for the next call of its kind).
   uint64_t device_bytes() const;

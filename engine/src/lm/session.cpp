@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/file_io.hpp"
+#include "core/log.hpp"
 #include "lm/graph.hpp"
 #include "lm/lm_internal.hpp"
 #include "lm/model_impl.hpp"
@@ -16,6 +17,7 @@ struct Session::Impl {
   uint64_t position = 0;
   std::unique_ptr<detail::Graph> step;     // L = 1, recorded on first use
   std::unique_ptr<detail::Graph> segment;  // the last prefill segment length used
+  uint32_t segment_len = 0;                // the model's, or less where that did not fit in memory
 
   const ModelConfig& config() const { return model->config; }
   bool has(LayerKind kind) const {
@@ -27,6 +29,7 @@ struct Session::Impl {
   }
   Status zero_state();
   Result<std::vector<float>> decode(uint32_t token);
+  Status prepare_segment(uint32_t len);
   Result<std::vector<float>> run_segment(std::span<const uint32_t> tokens);
 };
 
@@ -49,6 +52,7 @@ Status Session::Impl::zero_state() {
 Result<Session> Model::session() {
   auto s = std::make_unique<Session::Impl>();
   s->model = impl_;
+  s->segment_len = impl_->segment;
   Context& ctx = impl_->ctx;
   const ModelConfig& c = impl_->config;
   const int64_t H = c.heads, Dh = c.head_dim();
@@ -89,14 +93,17 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
   return logits;
 }
 
+Status Session::Impl::prepare_segment(uint32_t len) {
+  if (segment && segment->len == len) return Status::ok();
+  segment.reset();  // at most one segment's activations at a time: memory stays bounded
+  RILL_ASSIGN_OR_RETURN(segment, detail::make_graph(*model, state, len, false));
+  return Status::ok();
+}
+
 Result<std::vector<float>> Session::Impl::run_segment(std::span<const uint32_t> tokens) {
-  const uint32_t len = uint32_t(tokens.size());
-  if (!segment || segment->len != len) {
-    segment.reset();  // at most one segment's activations at a time: memory stays bounded
-    RILL_ASSIGN_OR_RETURN(segment, detail::make_graph(*model, state, len, false));
-  }
+  RILL_RETURN_IF_ERROR(prepare_segment(uint32_t(tokens.size())));
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *segment, tokens, position));
-  position += len;
+  position += tokens.size();
   return logits;
 }
 
@@ -130,10 +137,20 @@ Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, co
     RILL_RETURN_IF_ERROR(stopped());
     RILL_ASSIGN_OR_RETURN(logits, s.decode(tokens[i++]));
   }
-  const uint32_t seg = s.model->segment;
   while (i < tokens.size()) {
     RILL_RETURN_IF_ERROR(stopped());
-    const size_t len = std::min<size_t>(seg, tokens.size() - i);
+    const size_t len = std::min<size_t>(s.segment_len, tokens.size() - i);
+    // A segment whose activations do not fit (the device's memory, or the context's budget) is
+    // recorded again at half the length, in whole blocks, for the rest of the session: nothing has
+    // run yet, so only the speed changes.
+    if (const Status made = s.prepare_segment(uint32_t(len)); !made.is_ok()) {
+      const uint32_t half = len / 2 / align * align;
+      if (made.code() != StatusCode::kResourceExhausted || half == 0) return made;
+      log_warning("lm prefill: " + std::to_string(len) + "-position segments do not fit (" + made.message() +
+                  "); this session prefills in segments of " + std::to_string(half));
+      s.segment_len = half;
+      continue;
+    }
     RILL_ASSIGN_OR_RETURN(logits, s.run_segment(tokens.subspan(i, len)));
     i += len;
     if (hooks.progress) hooks.progress(i, tokens.size());
@@ -146,6 +163,8 @@ Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decod
 uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->seq->stats().dispatches : 0; }
 uint64_t Session::position() const { return impl_->position; }
 Status Session::reset() { return impl_->zero_state(); }
+
+uint32_t Session::prefill_segment() const { return impl_->segment_len; }
 
 uint64_t Session::device_bytes() const {
   return state_bytes() + (impl_->segment ? impl_->segment->device_bytes : 0) +
