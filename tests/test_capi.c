@@ -100,6 +100,22 @@ int main(void) {
     rill_context_destroy(bounded);
   }
 
+  /* Forced kernel-plan choices; a bad one is refused by name; earlier layouts do not read it. */
+  {
+    rill_context* planned = NULL;
+    rill_context_options_init(&options);
+    options.kernel_plan = "linear_attention=serial,la_tile=8";
+    EXPECT(rill_context_create(&options, &planned) == RILL_OK);
+    rill_context_destroy(planned);
+    planned = NULL;
+    options.kernel_plan = "la_tile=5";
+    EXPECT(rill_context_create(&options, &planned) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "la_tile") != NULL && planned == NULL);
+    options.struct_size = (uint32_t)offsetof(rill_context_options, kernel_plan);
+    EXPECT(rill_context_create(&options, &planned) == RILL_OK);
+    rill_context_destroy(planned);
+  }
+
   /* NULL options mean defaults. */
   EXPECT(rill_context_create(NULL, &ctx) == RILL_OK);
 
@@ -314,6 +330,11 @@ int main(void) {
       EXPECT(rill_lm_device_bytes(session, &released) == RILL_OK && released == state_bytes);
       EXPECT(rill_lm_release_prefill_memory(NULL) == RILL_INVALID_ARGUMENT);
       EXPECT(rill_lm_device_bytes(NULL, &held) == RILL_INVALID_ARGUMENT);
+      {
+        uint32_t segment = 0;
+        EXPECT(rill_lm_prefill_segment(session, &segment) == RILL_OK && segment >= 4 && segment % 4 == 0);
+        EXPECT(rill_lm_prefill_segment(session, NULL) == RILL_INVALID_ARGUMENT);
+      }
     }
     EXPECT(rill_lm_decode_dispatches(session, &dispatches) == RILL_OK && dispatches == 0); /* no decode yet */
 

@@ -71,6 +71,10 @@ typedef struct rill_context_options {
      context may hold, in bytes; past it allocations fail with RILL_RESOURCE_EXHAUSTED naming the
      budget. 0: no budget but the device's (RILL_DEVICE_MEMORY_BUDGET may still set one). */
   uint64_t device_memory_budget;
+  /* Since 0.2, after device_memory_budget (a struct_size without it means NULL). Forced kernel-plan
+     choices, "key=value,..." as RILL_KERNEL_PLAN takes them (`rill info --plan-keys` lists the
+     keys); an unknown key or value is RILL_INVALID_ARGUMENT naming it. NULL: the device's plan. */
+  const char* kernel_plan;
 } rill_context_options;
 
 typedef struct rill_device_info {
@@ -309,6 +313,9 @@ RILL_C_API rill_status rill_lm_state_bytes(const rill_lm_session* session, uint6
 /* Device bytes the session holds now: its state and the activations of the prefill segment and the
  * decoding step recorded so far. */
 RILL_C_API rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out);
+/* The segment length the session prefills in: the model's, or less where a segment of that length
+ * did not fit in device memory (the prefill then halves it, with a warning, rather than fail). */
+RILL_C_API rill_status rill_lm_prefill_segment(const rill_lm_session* session, uint32_t* out);
 /* Frees the prefill segment's activations until the next prefill (most of a session's memory past
  * its state); the state, the position and decoding are unchanged. */
 RILL_C_API rill_status rill_lm_release_prefill_memory(rill_lm_session* session);

@@ -73,9 +73,11 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
     // Earlier layouts end before a later field: each such field keeps its default.
     const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
     const bool before_budget = v01 || options->struct_size == offsetof(rill_context_options, device_memory_budget);
-    if (options->struct_size != sizeof(rill_context_options) && !before_budget)
+    const bool before_plan = before_budget || options->struct_size == offsetof(rill_context_options, kernel_plan);
+    if (options->struct_size != sizeof(rill_context_options) && !before_plan)
       return fail(RILL_INVALID_ARGUMENT, "rill_context_create: options were not set up with rill_context_options_init");
     if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
+    if (!before_plan && options->kernel_plan) opts.kernel_plan = options->kernel_plan;
     opts.device.index = options->device_index;
     if (options->device_name) opts.device.name = options->device_name;
     opts.validation = options->validation != 0;

@@ -261,6 +261,13 @@ rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out) 
   return RILL_OK;
 }
 
+rill_status rill_lm_prefill_segment(const rill_lm_session* session, uint32_t* out) {
+  if (session == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill_segment: NULL argument");
+  *out = session->session.prefill_segment();
+  return RILL_OK;
+}
+
 rill_status rill_lm_release_prefill_memory(rill_lm_session* session) {
   if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_release_prefill_memory: session is NULL");
   session->session.release_prefill_memory();
