@@ -60,6 +60,18 @@ bool set_either(std::string_view value, std::string_view yes, std::string_view n
 
 bool set_on_off(std::string_view value, std::optional<bool>& field) { return set_either(value, "on", "off", field); }
 
+// One of several named values.
+template <typename T>
+bool set_named(std::string_view value, std::initializer_list<std::pair<std::string_view, T>> names,
+               std::optional<T>& field) {
+  for (const auto& [name, v] : names)
+    if (value == name) {
+      field = v;
+      return true;
+    }
+  return false;
+}
+
 // "RxC" among the allowed pairs.
 bool set_pair(std::string_view value, std::initializer_list<std::pair<uint32_t, uint32_t>> allowed,
               std::optional<std::pair<uint32_t, uint32_t>>& field) {
@@ -81,15 +93,10 @@ constexpr KeyEntry kKeys[] = {
      "chunks, or the chunked form parallel over chunks (GPUs)",
      true,
      [](S v, O& o) {
-       if (v == "scan")
-         o.linear_attention = LinearAttentionAlgorithm::kRegisterScan;
-       else if (v == "serial")
-         o.linear_attention = LinearAttentionAlgorithm::kChunkedSerial;
-       else if (v == "parallel")
-         o.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
-       else
-         return false;
-       return true;
+       using A = LinearAttentionAlgorithm;
+       return set_named<A>(
+           v, {{"scan", A::kRegisterScan}, {"serial", A::kChunkedSerial}, {"parallel", A::kChunkedParallel}},
+           o.linear_attention);
      }},
     {"la_tile", "4, 8, 16 or 32", "the tile depth of the parallel linear-attention passes (8 where it fits)", true,
      [](S v, O& o) {
@@ -144,15 +151,8 @@ constexpr KeyEntry kKeys[] = {
      true,
      [](S v, O& o) {
        using Coop = PlanOverrides::Coop;
-       if (v == "off")
-         o.matmul_coop = Coop::kOff;
-       else if (v == "native")
-         o.matmul_coop = Coop::kNative;
-       else if (v == "emulated")
-         o.matmul_coop = Coop::kEmulated;
-       else
-         return false;
-       return true;
+       return set_named<Coop>(v, {{"off", Coop::kOff}, {"native", Coop::kNative}, {"emulated", Coop::kEmulated}},
+                              o.matmul_coop);
      }},
     {"matmul_coop_buffers", "1 or 2",
      "the cooperative-matrix matmul's shared stages per k slice (two: one barrier per slice instead of two)", false,
