@@ -109,6 +109,25 @@ GPU_TEST_CASE("allocation failures in an ICL training step are clean and recover
   CHECK(failures > 5);
 }
 
+GPU_TEST_CASE("allocation failures in an evaluation of several chunks are clean and recoverable", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  // Three chunks on two workspaces taking turns: a failure may come while the other chunk runs.
+  const rill::icl::EvalOptions options{.tasks = 2 * 4096 + 7, .tune_tunedrr = false};
+  auto evaluate = [&]() -> rill::Result<rill::icl::EvalReport> {
+    RILL_ASSIGN_OR_RETURN(rill::icl::Trainer trainer, rill::icl::Trainer::create(ctx, small_icl_config()));
+    return trainer.evaluate(options);
+  };
+  const auto expected = evaluate();
+  REQUIRE(expected.is_ok());
+  const int failures = drill(ctx, [&](int) -> rill::Status {
+    RILL_ASSIGN_OR_RETURN(const rill::icl::EvalReport report, evaluate());
+    if (report.model != expected->model || report.least_squares != expected->least_squares)
+      return rill::internal_error("an evaluation after failures differs");
+    return rill::Status::ok();
+  });
+  CHECK(failures > 3);
+}
+
 GPU_TEST_CASE("allocation failures in a prefill and a decode are clean and recoverable", "[faults][gpu]") {
   auto ctx = rill_test::make_context();
   const auto weights = rill::lm::Weights::random(small_lm_config(), 3).value();

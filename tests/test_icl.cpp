@@ -356,8 +356,9 @@ GPU_TEST_CASE("icl: evaluation in chunks scores the same tasks as one batch", "[
   auto ctx = rill_test::make_context();
   TrainConfig c = small_config(3, 6, 2, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
   auto trainer = must(Trainer::create(ctx, c));
-  // 8192 tasks per chunk: two chunks, the second partly filled. The same tasks drawn as one set
-  // and run as one batch give the same predictions, so every mean agrees to rounding of the sums.
+  // 4096 tasks per chunk: three chunks on two workspaces taking turns, the last partly filled. The
+  // same tasks drawn as one set and run as one batch give the same predictions, so every mean agrees
+  // to rounding of the sums.
   // The evaluation's forward keeps no layer matrices, run_on's does (it has a backward pass): both
   // layers, the top one and the one below, compute the same either way.
   const int tasks = 8192 + 301;
@@ -371,7 +372,45 @@ GPU_TEST_CASE("icl: evaluation in chunks scores the same tasks as one batch", "[
   CHECK(chunked.adarr == Approx(whole.adarr).epsilon(1e-12));
 }
 
-GPU_TEST_CASE("icl: a workspace made for evaluation keeps no layer matrices and refuses a backward pass", "[icl]") {
+GPU_TEST_CASE("icl: evaluating again reuses the baselines and gives what a fresh trainer gives", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 7, 2, 1, Parameterization::kFull, Convention::kVladymyrov, 16);
+  c.task.noise = rill::icl::NoiseKind::kUniform;
+  c.task.sigma_max = 1.0f;
+  const rill::icl::EvalOptions o{.tasks = 4096 + 33, .seed = 5, .tuning_tasks = 64};
+  auto again = must(Trainer::create(ctx, c));
+  const auto before = must(again.evaluate(o));
+  must(again.train(3));
+  const auto reused = must(again.evaluate(o));  // the baselines from the first evaluation
+  auto fresh = must(Trainer::create(ctx, c));
+  must(fresh.train(3));
+  const auto scored = must(fresh.evaluate(o));  // everything scored anew
+  CHECK(reused.tasks == scored.tasks);
+  CHECK(reused.model == scored.model);
+  CHECK(reused.model != before.model);  // the model trained in between
+  for (const auto* r : {&reused, &before}) {
+    CHECK(r->ridge_oracle == scored.ridge_oracle);
+    CHECK(r->least_squares == scored.least_squares);
+    CHECK(r->ridge_constant == scored.ridge_constant);
+    CHECK(r->adarr == scored.adarr);
+    CHECK(r->tunedrr == scored.tunedrr);
+    CHECK(r->tunedrr_factor == scored.tunedrr_factor);
+    CHECK(r->tunedrr_cap == scored.tunedrr_cap);
+  }
+  // Other tasks (seed, noise, count) or other baseline settings are scored, not taken.
+  const auto other_seed = must(again.evaluate({.tasks = o.tasks, .seed = 6, .tuning_tasks = 64}));
+  const auto other_sigma = must(again.evaluate({.tasks = o.tasks, .seed = 5, .sigma = 0.5f, .tuning_tasks = 64}));
+  const auto other_count = must(again.evaluate({.tasks = 100, .seed = 5, .tuning_tasks = 64}));
+  const auto other_lambda =
+      must(again.evaluate({.tasks = o.tasks, .seed = 5, .constant_lambda = 2.0, .tuning_tasks = 64}));
+  CHECK(other_seed.least_squares != reused.least_squares);
+  CHECK(other_sigma.ridge_oracle != reused.ridge_oracle);
+  CHECK(other_count.least_squares != reused.least_squares);
+  CHECK(other_lambda.ridge_constant != reused.ridge_constant);
+  CHECK(other_lambda.least_squares == reused.least_squares);
+}
+
+GPU_TEST_CASE("icl: a workspace made for evaluation keeps no gradients and refuses a backward pass", "[icl]") {
   using namespace rill::icl::detail;
   auto ctx = rill_test::make_context();
   const TrainConfig c = small_config(3, 6, 2, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
@@ -383,11 +422,17 @@ GPU_TEST_CASE("icl: a workspace made for evaluation keeps no layer matrices and 
   // Whole 4-element texels (37 tasks: 37 x 2 x 16 x 2 = 2368 elements).
   CHECK(training.mats.element_count() == uint64_t(shape.layers) * 2 * shape.width * shape.width * training.batch);
   CHECK(evaluation.mats.element_count() == 4);
+  for (const rill::Tensor* t : {&evaluation.grad_a, &evaluation.grad_b}) CHECK(t->element_count() == 4);
+  CHECK(evaluation.partials.element_count() == 1);
+  CHECK(training.partials.element_count() == uint64_t(shape.params) * training.batch);
   auto seq = ctx.sequence().value();
   CHECK(rec.forward(seq, evaluation, m).is_ok());
-  const rill::Status refused = rec.backward(seq, evaluation, m);
-  CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
-  CHECK(refused.message().find("without room") != std::string::npos);
+  CHECK(rec.loss(seq, evaluation).is_ok());
+  for (const rill::Status& refused : {rec.backward(seq, evaluation, m), rec.reduce(seq, evaluation)}) {
+    CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
+    CHECK(refused.message().find("without room") != std::string::npos);
+  }
+  CHECK(seq.run().is_ok());
 }
 
 GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {

@@ -171,6 +171,26 @@ GPU_TEST_CASE("icl grid: checkpoints move models between a grid and a trainer, b
   std::filesystem::remove_all(dir);
 }
 
+GPU_TEST_CASE("icl grid: each model's evaluation scores its own tasks, the baselines kept per distribution",
+              "[icl][grid]") {
+  auto ctx = rill_test::make_context();
+  // Models with other noise (categorical, sigma_max 1.5, none) and one (model 3) sharing model 0's
+  // settings but its noise: the grid's kept baselines must follow each model's distribution.
+  auto grid = must(TrainerGrid::create(ctx, mixed_grid()));
+  must(grid.train(2));
+  const EvalOptions o{.tasks = 300, .tuning_tasks = 40};
+  for (int round = 0; round < 2; ++round)  // the second round takes the baselines the first scored
+    for (int m = 0; m < grid.models(); ++m) {
+      INFO("round " << round << " model " << m);
+      const auto through_grid = must(grid.evaluate(m, o));
+      const auto alone = must(must(grid.trainer(m)).evaluate(o));
+      CHECK(through_grid.model == alone.model);
+      CHECK(through_grid.least_squares == alone.least_squares);
+      CHECK(through_grid.tunedrr == alone.tunedrr);
+      CHECK(through_grid.ridge_oracle == alone.ridge_oracle);
+    }
+}
+
 GPU_TEST_CASE("icl grid: bad input is refused with a message", "[icl][grid]") {
   auto ctx = rill_test::make_context();
   CHECK(TrainerGrid::create(ctx, std::vector<TrainConfig>{}).status().code() == rill::StatusCode::kInvalidArgument);

@@ -255,3 +255,30 @@ TEST_CASE("baseline_predictions gives each baseline's value bit for bit from one
     CHECK(b.ridge_oracle != b.ridge_constant);
   }
 }
+
+TEST_CASE("a BaselineScorer reused across tasks of any shape gives baseline_predictions bit for bit", "[icl][ridge]") {
+  std::mt19937 rng(71);
+  icl::BaselineScorer scorer;
+  // Shapes and paths in turn (primal, dual, singular, larger then smaller systems), twice: a
+  // buffer the previous task left bigger or filled must not leak into the next task's solve.
+  const std::pair<int, int> shapes[] = {{10, 20}, {3, 2}, {4, 9}, {8, 4}, {1, 1}, {12, 30}, {5, 5}};
+  for (int round = 0; round < 2; ++round)
+    for (const auto& [d, n] : shapes) {
+      std::vector<float> tokens(size_t(n + 1) * (d + 1));
+      std::vector<double> w(size_t(d), -0.4);
+      linear_task(d, n, w, 0.3, rng, tokens.data());
+      if (d == 4)  // rank 1: the eigendecomposition path
+        for (int i = 1; i < n; ++i)
+          for (int k = 0; k < d; ++k) tokens[size_t(i) * (d + 1) + k] = tokens[size_t(k)];
+      const icl::TaskView task{d, n, tokens.data()};
+      const auto fresh = icl::baseline_predictions(task, 0.2, 1.0, 0.5, 4.0);
+      const auto reused = scorer.predictions(task, 0.2, 1.0, 0.5, 4.0);
+      INFO("round " << round << " d " << d << " n " << n);
+      CHECK(reused.ridge_oracle == fresh.ridge_oracle);
+      CHECK(reused.least_squares == fresh.least_squares);
+      CHECK(reused.ridge_constant == fresh.ridge_constant);
+      CHECK(reused.adarr == fresh.adarr);
+      CHECK(reused.tunedrr == fresh.tunedrr);
+      CHECK(std::isfinite(reused.least_squares));
+    }
+}

@@ -279,12 +279,12 @@ Result<std::vector<float>> Sequence::read_floats(DownloadId id) const {
   const auto& d = impl_->downloads[id.index];
   if (d.dtype != DType::kF32 && d.dtype != DType::kF16)
     return invalid_argument(std::string("read_floats: the download is ") + dtype_name(d.dtype) + ", not f32 or f16");
-  std::vector<uint8_t> raw(d.bytes);
-  RILL_RETURN_IF_ERROR(read(id, raw));
   std::vector<float> out(d.bytes / dtype_size(d.dtype));
-  if (d.dtype == DType::kF32) {
-    std::memcpy(out.data(), raw.data(), raw.size());
+  if (d.dtype == DType::kF32) {  // straight into the result: one copy of a download that may be large
+    RILL_RETURN_IF_ERROR(read(id, {reinterpret_cast<uint8_t*>(out.data()), d.bytes}));
   } else {
+    std::vector<uint8_t> raw(d.bytes);
+    RILL_RETURN_IF_ERROR(read(id, raw));
     for (size_t i = 0; i < out.size(); ++i) {
       uint16_t h;
       std::memcpy(&h, raw.data() + 2 * i, 2);

@@ -204,6 +204,10 @@ class RILL_API Trainer {
   };
   Result<Probe> probe(int64_t step);
 
+  // The current model and the ridge baselines on options.tasks fresh tasks (a fixed draw for the
+  // options' seed and sigma). The baselines depend on the tasks alone: the trainer keeps them, and
+  // evaluating again with the same options (as a run that evaluates every K steps does) runs only
+  // the model on the device, the same values bit for bit as scoring everything anew.
   Result<EvalReport> evaluate(const EvalOptions& options);
 
   // The current model on a task set: mean loss, its gradient, per-task predictions and the

@@ -55,10 +55,13 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
   RILL_RETURN_IF_ERROR(make(ws.acts, texels(int64_t(s.layers + 1) * s.token_elems * b), "acts"));
   RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
   RILL_RETURN_IF_ERROR(make(ws.sigmas, b, "sigmas"));
-  RILL_RETURN_IF_ERROR(make(ws.mats, texels(backward ? int64_t(s.layers) * 2 * mat * b : 1), "mats"));
-  RILL_RETURN_IF_ERROR(make(ws.grad_a, texels(int64_t(s.token_elems) * b), "grad_a"));
-  RILL_RETURN_IF_ERROR(make(ws.grad_b, texels(int64_t(s.token_elems) * b), "grad_b"));
-  RILL_RETURN_IF_ERROR(make(ws.partials, int64_t(s.params) * b, "partials"));
+  // Without a backward pass (evaluation, sampling) the gradients' buffers are a token element each:
+  // over half of a training workspace's memory.
+  auto grads = [&](int64_t elements) { return backward ? elements : 1; };
+  RILL_RETURN_IF_ERROR(make(ws.mats, texels(grads(int64_t(s.layers) * 2 * mat * b)), "mats"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_a, texels(grads(int64_t(s.token_elems) * b)), "grad_a"));
+  RILL_RETURN_IF_ERROR(make(ws.grad_b, texels(grads(int64_t(s.token_elems) * b)), "grad_b"));
+  RILL_RETURN_IF_ERROR(make(ws.partials, grads(int64_t(s.params) * b), "partials"));
   RILL_RETURN_IF_ERROR(make(ws.task_loss, b, "task_loss"));
   RILL_RETURN_IF_ERROR(make(ws.preds, b, "preds"));
   RILL_RETURN_IF_ERROR(make(ws.reduced, (int64_t(s.params) + 1) * models, "reduced"));
@@ -294,6 +297,7 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
 }
 
 Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
+  if (!ws.backward) return failed_precondition("icl: a gradient reduction on a workspace made without room for one");
   const uint32_t wg = workgroup(seq);
   const uint64_t outputs = uint64_t(shape_.params + 1) * ws.models;  // a workgroup each
   return seq.dispatch(

@@ -9,12 +9,25 @@
 #include <cmath>
 #include <cstddef>
 #include <iterator>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "core/parallel_for.hpp"
 
 namespace rill::icl {
+// Named, not anonymous: BaselineScorer holds them.
+namespace ridge_detail {
+// Buffers of one solve, kept from solve to solve.
+struct SolveBuffers {
+  std::vector<double> factor, vectors, solution;
+  std::vector<int> perm;
+};
+class NormalSystem;
+}  // namespace ridge_detail
+using ridge_detail::NormalSystem;
+using ridge_detail::SolveBuffers;
+
 namespace {
 
 using std::size_t;
@@ -105,11 +118,13 @@ void jacobi_eigen(std::vector<double>& s, int m, std::vector<double>& v) {
 // r <- S^+ r for symmetric positive semidefinite S (m x m, row-major): by pivoted Cholesky when S
 // is numerically positive definite, else by the eigendecomposition with eigenvalues below kRankTol
 // times the largest dropped. For r in the range of S that is the minimum-norm solution of S z = r.
-void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r) {
-  std::vector<double> l = s;
-  std::vector<int> perm;
-  if (cholesky_factor(l, m, perm)) {
-    std::vector<double> z(size_t(m), 0.0);
+void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r, SolveBuffers& b) {
+  std::vector<double>& l = b.factor;
+  std::vector<double>& z = b.solution;
+  l = s;
+  z.assign(size_t(m), 0.0);
+  if (cholesky_factor(l, m, b.perm)) {
+    const std::vector<int>& perm = b.perm;
     for (int i = 0; i < m; ++i) {  // L y = P r
       double v = r[size_t(perm[size_t(i)])];
       for (int k = 0; k < i; ++k) v -= l[size_t(i) * size_t(m) + size_t(k)] * z[size_t(k)];
@@ -123,11 +138,12 @@ void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r) {
     for (int i = 0; i < m; ++i) r[size_t(perm[size_t(i)])] = z[size_t(i)];
     return;
   }
-  std::vector<double> e = s, v;
+  std::vector<double>& e = b.factor;  // the failed factorization's buffer, refilled
+  std::vector<double>& v = b.vectors;
+  e = s;
   jacobi_eigen(e, m, v);
   double max_eig = 0.0;
   for (int j = 0; j < m; ++j) max_eig = std::max(max_eig, e[size_t(j) * size_t(m) + size_t(j)]);
-  std::vector<double> z(size_t(m), 0.0);
   for (int j = 0; j < m; ++j) {  // z = sum over kept j of v_j (v_j . r) / e_j
     const double eig = e[size_t(j) * size_t(m) + size_t(j)];
     if (!(eig > kRankTol * max_eig)) continue;
@@ -141,12 +157,21 @@ void psd_solve(const std::vector<double>& s, int m, std::vector<double>& r) {
 double x(const TaskView& t, int i, int k) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(k)]; }
 double y(const TaskView& t, int i) { return t.tokens[size_t(i) * size_t(t.d + 1) + size_t(t.d)]; }
 
+}  // namespace
+
+namespace ridge_detail {
 // The normal system of a task, built once and solved for any lambda: the primal form
 // (X^T X + lambda I) w = X^T y (d x d) when n >= d, else the dual w = X^T alpha with
-// (X X^T + lambda I) alpha = y (n x n).
+// (X X^T + lambda I) alpha = y (n x n). One object serves task after task (set_task), its buffers
+// kept, so that a thread scoring many tasks allocates nothing per task.
 class NormalSystem {
  public:
-  explicit NormalSystem(const TaskView& t) : t_(t), primal_(t.n >= t.d) {
+  NormalSystem() = default;
+  explicit NormalSystem(const TaskView& t) { set_task(t); }
+
+  void set_task(const TaskView& t) {
+    t_ = t;
+    primal_ = t.n >= t.d;
     const int m = primal_ ? t.d : t.n;
     s_.assign(size_t(m) * size_t(m), 0.0);
     rhs_.assign(size_t(m), 0.0);
@@ -168,22 +193,33 @@ class NormalSystem {
     }
   }
 
-  std::vector<double> weights(double lambda) const {
+  // The weights at `lambda`, into `w` (d values).
+  void weights(double lambda, std::vector<double>& w) {
     const int m = primal_ ? t_.d : t_.n;
-    std::vector<double> s = s_, r = rhs_;
-    for (int a = 0; a < m; ++a) s[size_t(a) * size_t(m) + size_t(a)] += lambda;
-    psd_solve(s, m, r);
-    if (primal_) return r;
-    std::vector<double> w(size_t(t_.d), 0.0);
+    shifted_ = s_;
+    for (int a = 0; a < m; ++a) shifted_[size_t(a) * size_t(m) + size_t(a)] += lambda;
+    if (primal_) {
+      w = rhs_;
+      psd_solve(shifted_, m, w, solve_);
+      return;
+    }
+    alpha_ = rhs_;
+    psd_solve(shifted_, m, alpha_, solve_);
+    w.assign(size_t(t_.d), 0.0);
     for (int i = 0; i < t_.n; ++i)
-      for (int k = 0; k < t_.d; ++k) w[size_t(k)] += x(t_, i, k) * r[size_t(i)];
-    return w;
+      for (int k = 0; k < t_.d; ++k) w[size_t(k)] += x(t_, i, k) * alpha_[size_t(i)];
   }
 
   double predict(const std::vector<double>& w) const {
     double pred = 0.0;
     for (int k = 0; k < t_.d; ++k) pred += x(t_, t_.n, k) * w[size_t(k)];
     return pred;
+  }
+
+  // x_q . w at `lambda`.
+  double predict(double lambda) {
+    weights(lambda, w_);
+    return predict(w_);
   }
 
   // ||y - X w||^2 / (n - d) with the least-squares weights; 0 when n <= d.
@@ -199,22 +235,44 @@ class NormalSystem {
   }
 
  private:
-  const TaskView& t_;
-  bool primal_;
-  std::vector<double> s_, rhs_;
+  TaskView t_;
+  bool primal_ = true;
+  std::vector<double> s_, rhs_;              // the task's system
+  std::vector<double> shifted_, alpha_, w_;  // one solve's
+  SolveBuffers solve_;
 };
+
+}  // namespace ridge_detail
+
+namespace {
+
+// Least squares first: its residuals give the noise estimate of ADARR and TUNEDRR.
+BaselinePredictions baselines_of(NormalSystem& system, std::vector<double>& w_ls, double oracle_lambda,
+                                 double constant_lambda, double tunedrr_factor, double tunedrr_cap) {
+  system.weights(0.0, w_ls);
+  const double estimate = system.sigma2(w_ls);
+  BaselinePredictions out;
+  out.least_squares = system.predict(w_ls);
+  out.ridge_oracle = system.predict(oracle_lambda);
+  out.ridge_constant = system.predict(constant_lambda);
+  out.adarr = system.predict(estimate);
+  out.tunedrr = system.predict(std::min(tunedrr_factor * estimate, tunedrr_cap));
+  return out;
+}
 
 }  // namespace
 
 double ridge_predict(const TaskView& t, double lambda) {
-  const NormalSystem system(t);
-  return system.predict(system.weights(lambda));
+  NormalSystem system(t);
+  return system.predict(lambda);
 }
 
 double adarr_sigma2(const TaskView& t) {
   if (t.n <= t.d) return 0.0;
-  const NormalSystem system(t);
-  return system.sigma2(system.weights(0.0));
+  NormalSystem system(t);
+  std::vector<double> w_ls;
+  system.weights(0.0, w_ls);
+  return system.sigma2(w_ls);
 }
 
 double adarr_predict(const TaskView& t) { return ridge_predict(t, adarr_sigma2(t)); }
@@ -225,14 +283,23 @@ double tunedrr_predict(const TaskView& t, double factor, double cap) {
 
 BaselinePredictions baseline_predictions(const TaskView& t, double oracle_lambda, double constant_lambda,
                                          double tunedrr_factor, double tunedrr_cap) {
-  const NormalSystem system(t);
-  const std::vector<double> w_ls = system.weights(0.0);
-  const double estimate = system.sigma2(w_ls);
-  return {.ridge_oracle = system.predict(system.weights(oracle_lambda)),
-          .least_squares = system.predict(w_ls),
-          .ridge_constant = system.predict(system.weights(constant_lambda)),
-          .adarr = system.predict(system.weights(estimate)),
-          .tunedrr = system.predict(system.weights(std::min(tunedrr_factor * estimate, tunedrr_cap)))};
+  NormalSystem system(t);
+  std::vector<double> w_ls;
+  return baselines_of(system, w_ls, oracle_lambda, constant_lambda, tunedrr_factor, tunedrr_cap);
+}
+
+struct BaselineScorer::Buffers {
+  NormalSystem system;
+  std::vector<double> w_ls;
+};
+
+BaselineScorer::BaselineScorer() : buffers_(std::make_unique<Buffers>()) {}
+BaselineScorer::~BaselineScorer() = default;
+
+BaselinePredictions BaselineScorer::predictions(const TaskView& t, double oracle_lambda, double constant_lambda,
+                                                double tunedrr_factor, double tunedrr_cap) {
+  buffers_->system.set_task(t);
+  return baselines_of(buffers_->system, buffers_->w_ls, oracle_lambda, constant_lambda, tunedrr_factor, tunedrr_cap);
 }
 
 TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float>& targets) {
@@ -244,13 +311,16 @@ TunedRR tune_tunedrr(const std::vector<TaskView>& tasks, const std::vector<float
   // task order, as a single thread would add them.
   std::vector<double> errors(tasks.size() * kGrid);
   rill::detail::parallel_for(tasks.size(), 64, [&](size_t begin, size_t end) {
+    NormalSystem system;
+    std::vector<double> w_ls;
     for (size_t t = begin; t < end; ++t) {
-      const NormalSystem system(tasks[t]);
-      const double estimate = system.sigma2(system.weights(0.0));
+      system.set_task(tasks[t]);
+      system.weights(0.0, w_ls);
+      const double estimate = system.sigma2(w_ls);
       size_t g = 0;
       for (double factor : kFactors)
         for (double cap : kCaps) {
-          const double diff = system.predict(system.weights(std::min(factor * estimate, cap))) - targets[t];
+          const double diff = system.predict(std::min(factor * estimate, cap)) - targets[t];
           errors[t * kGrid + g++] = diff * diff;
         }
     }

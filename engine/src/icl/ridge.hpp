@@ -3,6 +3,7 @@
 // Shapes: d features, n context tokens; a task is n + 1 tokens of width d + 1.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 namespace rill::icl {
@@ -39,6 +40,22 @@ struct BaselinePredictions {
 };
 BaselinePredictions baseline_predictions(const TaskView& task, double oracle_lambda, double constant_lambda,
                                          double tunedrr_factor, double tunedrr_cap);
+
+// baseline_predictions for task after task, the same values bit for bit, with its buffers kept
+// between tasks: a thread scoring thousands of tasks allocates nothing per task.
+class BaselineScorer {
+ public:
+  BaselineScorer();
+  ~BaselineScorer();
+  BaselineScorer(const BaselineScorer&) = delete;
+  BaselineScorer& operator=(const BaselineScorer&) = delete;
+  BaselinePredictions predictions(const TaskView& task, double oracle_lambda, double constant_lambda,
+                                  double tunedrr_factor, double tunedrr_cap);
+
+ private:
+  struct Buffers;
+  std::unique_ptr<Buffers> buffers_;
+};
 
 // TUNEDRR's factor and cap minimising the mean squared error of tunedrr_predict over `tasks`
 // (targets[t] is task t's query label), by grid search: factor in {1/4 .. 4}, cap in {1/4 .. 16, inf}.

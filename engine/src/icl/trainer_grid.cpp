@@ -48,6 +48,7 @@ struct TrainerGrid::Impl {
   std::vector<Place> places;  // per grid model
   std::vector<detail::ModelProgress> progress;
   std::optional<Sequence> step_sequence;
+  std::shared_ptr<detail::BaselineCache> baselines = std::make_shared<detail::BaselineCache>();
 
   explicit Impl(const Context& c) : ctx(rill::detail::Access::share(c)) {}
 
@@ -203,6 +204,7 @@ Result<Trainer> TrainerGrid::trainer(int model) {
 
 Result<EvalReport> TrainerGrid::evaluate(int model, const EvalOptions& options) {
   RILL_ASSIGN_OR_RETURN(Trainer t, trainer(model));
+  t.impl_->baselines = impl_->baselines;  // models sharing a task distribution share its baselines
   return t.evaluate(options);
 }
 

@@ -1,10 +1,12 @@
 // The trainer's state, shared by its training (trainer.cpp) and evaluation (trainer_evaluation.cpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "access.hpp"
+#include "icl/baseline_cache.hpp"
 #include "icl/icl_kernels.hpp"
 #include "rill/icl.hpp"
 
@@ -29,6 +31,8 @@ struct Trainer::Impl {
   std::optional<Sequence> step_sequence;
   int64_t step = 0;
   int64_t skipped = 0;
+  // Baselines of evaluations done; shared with the grid a trainer was copied from for evaluation.
+  std::shared_ptr<detail::BaselineCache> baselines = std::make_shared<detail::BaselineCache>();
 
   Impl(const Context& c, const TrainConfig& cfg)
       : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
