@@ -1,5 +1,7 @@
 /* The C API, compiled as C: context lifecycle, device info, status codes and messages. */
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +60,10 @@ int main(void) {
   EXPECT(rill_context_device_info(NULL, &info) == RILL_INVALID_ARGUMENT);
   options.struct_size = 3;
   EXPECT(rill_context_create(&options, &ctx) == RILL_INVALID_ARGUMENT);
+  rill_context_options_init(&options);
+  options.device_index = -5; /* -1 is "not set"; other negative values are mistakes */
+  EXPECT(rill_context_create(&options, &ctx) == RILL_INVALID_ARGUMENT);
+  EXPECT(strstr(rill_last_error(), "device_index") != NULL);
   rill_context_destroy(NULL);
   EXPECT(strcmp(rill_status_name(RILL_DEVICE_LOST), "DeviceLost") == 0);
   EXPECT(strlen(rill_version()) > 0);
@@ -141,6 +147,11 @@ int main(void) {
     EXPECT(rill_icl_evaluate(trainer, 0, 1, 0.5f, &eval) == RILL_INVALID_ARGUMENT);
     EXPECT(rill_icl_train(trainer, -1, NULL, NULL) == RILL_INVALID_ARGUMENT);
     EXPECT(rill_icl_train(NULL, 1, NULL, NULL) == RILL_INVALID_ARGUMENT);
+    /* More steps than the step counter holds: refused up front, not trained for ever. */
+    EXPECT(rill_icl_train(trainer, INT64_MAX, NULL, NULL) == RILL_OUT_OF_RANGE);
+    EXPECT(strstr(rill_last_error(), "step counter") != NULL);
+    EXPECT(rill_icl_evaluate(trainer, 50, 1, NAN, &eval) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "NaN") != NULL);
     rill_icl_trainer_destroy(trainer);
     rill_icl_trainer_destroy(NULL);
 
@@ -187,6 +198,8 @@ int main(void) {
       EXPECT(rill_icl_grid_evaluate(grid, 7, 40, 1, -1.0f, &grid_eval) == RILL_OUT_OF_RANGE);
       EXPECT(rill_icl_grid_save_checkpoint(grid, 0, NULL) == RILL_INVALID_ARGUMENT);
       EXPECT(rill_icl_grid_train(NULL, 1, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_icl_grid_train(grid, INT64_MAX, NULL) == RILL_OUT_OF_RANGE);
+      EXPECT(rill_icl_grid_evaluate(grid, 0, 40, 1, NAN, &grid_eval) == RILL_INVALID_ARGUMENT);
       rill_icl_trainer_destroy(alone);
       rill_icl_grid_destroy(grid);
       rill_icl_grid_destroy(NULL);
@@ -242,6 +255,14 @@ int main(void) {
     rill_lm_sampler_options_init(&sampler);
     EXPECT(sampler.temperature == 1.0f && sampler.top_k == 0 && sampler.top_p == 1.0f);
 
+    {
+      /* A segment that is not whole blocks (block 4) is rounded down, and info says so. */
+      rill_lm_model* rounded = NULL;
+      model_options.prefill_segment = 11;
+      EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &model_options, &rounded) == RILL_OK);
+      EXPECT(rill_lm_model_info(rounded, &info_lm) == RILL_OK && info_lm.prefill_segment == 8);
+      rill_lm_model_destroy(rounded);
+    }
     model_options.prefill_segment = 8; /* several segments over a short prompt */
     EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &model_options, &model) == RILL_OK);
     EXPECT(model != NULL);
@@ -402,6 +423,15 @@ int main(void) {
     EXPECT(strstr(rill_last_error(), "temperature") != NULL);
     sampler.struct_size = 1;
     EXPECT(rill_lm_sample(logits, 256, &sampler, 0, &token) == RILL_INVALID_ARGUMENT);
+    {
+      /* Every logit NaN: no token to choose, refused rather than a made-up token 0. */
+      float nans[3];
+      for (i = 0; i < 3; ++i) nans[i] = NAN;
+      EXPECT(rill_lm_sample(nans, 3, NULL, 0, &token) == RILL_INVALID_ARGUMENT);
+      EXPECT(strstr(rill_last_error(), "NaN") != NULL);
+      nans[2] = -1.0f;
+      EXPECT(rill_lm_sample(nans, 3, NULL, 0, &token) == RILL_OK && token == 2);
+    }
     EXPECT(rill_lm_session_create(NULL, &restored) == RILL_INVALID_ARGUMENT);
     EXPECT(restored == NULL);
     EXPECT(rill_lm_session_create(model, NULL) == RILL_INVALID_ARGUMENT);

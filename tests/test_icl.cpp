@@ -6,6 +6,7 @@
 
 #include "gpu_test.hpp"
 #include "icl.hpp"
+#include "icl/checkpoint.hpp"
 #include "icl/icl_kernels.hpp"
 #include "icl_sampler.hpp"
 #include "op_test.hpp"
@@ -482,6 +483,50 @@ GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {
   auto foreign = Trainer::resume(ctx, path);
   REQUIRE_FALSE(foreign.is_ok());
   CHECK(foreign.status().message().find("not a rill ICL checkpoint") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("icl: a checkpoint whose state words contradict themselves is refused", "[icl]") {
+  using rill::icl::detail::Checkpoint;
+  namespace gpu = rill::gpu;
+  Checkpoint good;
+  good.config = small_config(3, 5, 1, 1, Parameterization::kFull, Convention::kAhn, 8);
+  const auto params = size_t(rill::icl::parameter_count(good.config.model, good.config.task.d));
+  good.params.assign(params, 0.1f);
+  good.moment1.assign(params, 0.0f);
+  good.moment2.assign(params, 0.0f);
+  good.state.assign(gpu::kIclStateWords, 0u);
+  good.state[gpu::kIclStateStep] = 40;
+  const float power = 0.5f;
+  std::memcpy(&good.state[gpu::kIclStateBeta1Power], &power, 4);
+  std::memcpy(&good.state[gpu::kIclStateBeta2Power], &power, 4);
+  const std::string path = rill_test::temp_path("icl-state-words.safetensors");
+  auto refused = [&](uint32_t word, uint32_t value) {
+    Checkpoint c = good;
+    c.state[word] = value;
+    REQUIRE(rill::icl::detail::write_checkpoint(path, c).is_ok());
+    const auto read = rill::icl::detail::read_checkpoint(path);
+    return read.is_ok() ? std::string() : read.status().message();
+  };
+  REQUIRE(rill::icl::detail::write_checkpoint(path, good).is_ok());
+  REQUIRE(rill::icl::detail::read_checkpoint(path).is_ok());
+  uint32_t bits = 0;
+  // A halted model whose halted step is not its step (the curve would be read up to it: 4e9
+  // records), more skipped batches than steps, a power of beta that is NaN or above 1.
+  Checkpoint halted = good;
+  halted.state[gpu::kIclStateHalted] = 1;
+  halted.state[gpu::kIclStateHaltedStep] = 40;
+  REQUIRE(rill::icl::detail::write_checkpoint(path, halted).is_ok());
+  CHECK(rill::icl::detail::read_checkpoint(path).is_ok());
+  good = halted;
+  CHECK(refused(gpu::kIclStateHaltedStep, 0xFFFFFF00u).find("halted at step") != std::string::npos);
+  CHECK(refused(gpu::kIclStateSkipped, 41).find("skipped") != std::string::npos);
+  const float nan = NAN, three = 3.0f;
+  std::memcpy(&bits, &nan, 4);
+  CHECK(refused(gpu::kIclStateBeta1Power, bits).find("power of beta") != std::string::npos);
+  std::memcpy(&bits, &three, 4);
+  CHECK(refused(gpu::kIclStateBeta2Power, bits).find("outside [0, 1]") != std::string::npos);
+  CHECK(refused(gpu::kIclStateStep, 0xFFFFFFF0u).find("end of its range") != std::string::npos);
   std::remove(path.c_str());
 }
 

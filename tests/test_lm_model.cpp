@@ -194,6 +194,30 @@ GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][
   check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
 }
 
+GPU_TEST_CASE("lm f16 precision refuses weights past f16's range instead of turning them to Inf", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing converts
+  const auto config = tiny({LayerKind::kDiag, LayerKind::kNorm});
+  const auto w = rill::lm::Weights::random(config, 3).value();
+  const std::string cfg = rill_test::temp_path("lm-f16-range.json"),
+                    file = rill_test::temp_path("lm-f16-range.safetensors");
+  REQUIRE(w.save(cfg, file, rill::TensorDType::kF32).is_ok());
+  const auto saved = rill::SafetensorsFile::open(file).value();
+  rill::SafetensorsWriter edited;
+  for (const auto& e : saved.entries()) {
+    std::vector<float> values = saved.read_floats(e.name, e.shape).value();
+    if (e.name == "embed") values[5] = 70000.0f;  // finite in f32, Inf in f16
+    REQUIRE(edited.add_floats(e.name, e.shape, values).is_ok());
+  }
+  REQUIRE(edited.write(file).is_ok());
+  const auto big = rill::lm::Weights::load(cfg, file).value();
+  const auto in_f16 = rill::lm::Model::create(ctx, big, {.precision = rill::lm::Precision::kF16});
+  REQUIRE_FALSE(in_f16.is_ok());
+  CHECK(in_f16.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(in_f16.status().message().find("'embed'") != std::string::npos);
+  CHECK(rill::lm::Model::create(ctx, big, {.precision = rill::lm::Precision::kF32}).is_ok());
+}
+
 namespace {
 
 // The reference on the values packed weights keep: each linear layer's weight, and the embedding

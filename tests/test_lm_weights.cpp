@@ -127,6 +127,16 @@ TEST_CASE("lm config: missing keys take the defaults; layer kinds split in half"
   CHECK(given->layer_kinds == std::vector<LayerKind>{LayerKind::kNorm, LayerKind::kDiag});
 }
 
+TEST_CASE("lm config: the named decay schedule is TransNormerLLM's for the config's heads and layers", "[lm]") {
+  for (const char* text : {R"({"decay": "transnormerllm", "heads": 4, "width": 64, "layers": 3})",
+                           R"({"heads": 4, "width": 64, "layers": 3, "decay": "transnormerllm"})"}) {
+    INFO(text);
+    auto c = rill::lm::config_from_json(text);
+    REQUIRE(c.is_ok());
+    CHECK(c->decay == rill::lm::transnormerllm_decay(4, 3).value());
+  }
+}
+
 TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"vocab": 0})", "vocab"},
@@ -153,6 +163,13 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"heads": 2, "decay": [0.5, 1e300]})", "decay[1]"},
       {R"({"heads": 1, "decay": ["a"]})", "decay[0]"},
       {R"({"decay": 0.5})", "decay"},
+      // Negative values are values, never the named schedule (an old marker made [-1] that).
+      {R"({"heads": 1, "width": 64, "decay": [-1]})", "decay[0]"},
+      {R"({"heads": 1, "width": 64, "decay": [-0.5]})", "decay[0]"},
+      {R"({"heads": 1, "width": 64, "layers": 2, "decay": [[-3], [0.5]]})", "decay[0]"},
+      // The schedule's size comes from layers and heads: checked before anything is allocated.
+      {R"({"decay": "transnormerllm", "layers": 4294967295, "heads": 4096})", "layers"},
+      {R"({"decay": "transnormerllm", "layers": 100000000})", "layers"},
       {R"({"norm_eps": 0})", "norm_eps"},
       {R"({"norm_eps": -1e-6})", "norm_eps"},
       {R"({"norm_eps": 1e300})", "norm_eps"},
@@ -172,6 +189,7 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"width": 64, "width": 128})", "'width' appears twice"},
       {std::string(R"({"width": 64})") + '\0', "NUL byte"},
       {R"({"widht": 256})", "widht"},
+      {R"({"decay": [[[[[[[[[[0.5]]]]]]]]]]})", "nests deeper"},
   };
   for (const auto& [json, key] : cases) {
     auto c = rill::lm::config_from_json(json);

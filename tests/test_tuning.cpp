@@ -145,6 +145,8 @@ TEST_CASE("tuning files round-trip and refuse foreign, malformed and untunable c
       {replaced("\"family\": \"gpu\"", "\"family\": \"gpu\", \"family\": \"cpu\""), rill::StatusCode::kDataLoss},
       {replaced("\"family\": \"gpu\"", "\"family\": 7"), rill::StatusCode::kDataLoss},
       {"[]", rill::StatusCode::kDataLoss},
+      // Copying or printing 200,000 levels would overflow the stack: refused before parsing.
+      {replaced("\"device\": {", "\"device\": " + std::string(200000, '[') + "{"), rill::StatusCode::kDataLoss},
       {std::string(2 << 20, ' '), rill::StatusCode::kOutOfRange},
   };
   for (const auto& [contents, code] : damaged) {

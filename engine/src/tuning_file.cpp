@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kFormat = "rill-tuning";
 constexpr int kVersion = 1;
 constexpr uint64_t kMaxBytes = 1 << 20;
+constexpr size_t kMaxNesting = 8;  // a tuning file nests 3 deep
 
 nlohmann::json identity(const DeviceInfo& d) {
   return {{"name", d.name},
@@ -67,6 +68,7 @@ Result<TuningFile> read_tuning_file(const std::string& path, const DeviceInfo& d
   const std::vector<uint8_t> bytes = std::move(read).value();
   const std::string where = "tuning file '" + path + "'";
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (nests_deeper_than(text, kMaxNesting)) return data_loss(where + " nests deeper than a tuning file does");
   if (auto dup = first_duplicate_key(text)) return data_loss(where + " has the key '" + *dup + "' twice");
   TuningFile out;
   nlohmann::json stored_device;

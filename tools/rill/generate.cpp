@@ -149,7 +149,10 @@ int run_generate(const GenerateArgs& args) {
   if (!a.model.empty()) {  // a converted folder
     a.config = a.model + "/config.json";
     a.weights = a.model + "/model.safetensors";
-    if (a.tokenizer.empty() && std::filesystem::exists(a.model + "/tokenizer.model")) a.tokenizer = a.model + "/tokenizer.model";
+    // A tokenizer that is there, or that cannot even be looked at (the loader then says why).
+    std::error_code ec;
+    const bool there = std::filesystem::exists(a.model + "/tokenizer.model", ec);
+    if (a.tokenizer.empty() && (there || ec)) a.tokenizer = a.model + "/tokenizer.model";
   }
   auto tokenizer = a.tokenizer.empty() ? rill::Result<lm::Tokenizer>(lm::Tokenizer::bytes())
                                        : lm::Tokenizer::load_sentencepiece(a.tokenizer);

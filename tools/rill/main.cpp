@@ -2,7 +2,9 @@
 // (add_*_command) and runs (run_*) in its own file; this file only assembles and dispatches them.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <functional>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -72,7 +74,17 @@ int main(int argc, char** argv) {
     }
     if (!known_command(app, profile.command[0], " profile")) return 2;
   }
-  for (const Command& c : commands)
-    if (c.parsed->parsed()) return c.run();
+  // The commands report errors as statuses; anything thrown past them (a file system call, host
+  // memory) still ends with a message and status 1, not an abort.
+  try {
+    for (const Command& c : commands)
+      if (c.parsed->parsed()) return c.run();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "rill: out of host memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rill: %s\n", e.what());
+    return 1;
+  }
   return 2;
 }

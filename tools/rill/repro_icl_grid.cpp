@@ -23,7 +23,8 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
       continue;
     }
     int64_t start = 0;
-    if (std::filesystem::exists(runs.checkpoint_path(c.key))) {
+    std::error_code ec;
+    if (std::filesystem::exists(runs.checkpoint_path(c.key), ec)) {
       auto t = Trainer::resume(ctx, runs.checkpoint_path(c.key));
       start = t.is_ok() ? t->step() : 0;  // an unreadable checkpoint: the run starts over
     }

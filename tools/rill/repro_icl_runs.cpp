@@ -53,7 +53,10 @@ std::optional<json> read_json(const std::string& path) {
   if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  // Values nested past 16 levels are dropped while parsing (no file of ours nests so deep): a copy
+  // or dump of a hand-made file of a million '[' would recurse that deep.
+  const json::parser_callback_t shallow = [](int depth, json::parse_event_t, json&) { return depth <= 16; };
+  json j = json::parse(text.str(), shallow, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }

@@ -185,7 +185,8 @@ class RILL_API Sampler {
  public:
   explicit Sampler(SamplerOptions options = {});
   static Status validate(const SamplerOptions& options);
-  // A token in [0, logits.size()); logits must be finite (NaN entries are never chosen).
+  // A token in [0, logits.size()); NaN entries are never chosen (0 when every entry is NaN:
+  // check first where that can happen, as the C API's rill_lm_sample does).
   uint32_t sample(std::span<const float> logits, uint64_t step) const;
   const SamplerOptions& options() const { return options_; }
 
@@ -200,7 +201,7 @@ struct ModelOptions {
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
   uint32_t int4_group = 32;  // the same per int4 scale (4 bits need finer groups than 8)
-  // Prefill runs the prompt in segments of this many positions (a multiple of the block size):
+  // Prefill runs the prompt in segments of this many positions (rounded down to whole blocks):
   // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
   // drivers and on integrated and mobile GPUs, whose segments come out of the system's memory;
   // 8192 on GPUs with memory of their own, whose matmuls need the longer segments);

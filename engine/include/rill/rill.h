@@ -59,7 +59,7 @@ typedef struct rill_context rill_context;
 
 typedef struct rill_context_options {
   uint32_t struct_size;            /* sizeof(rill_context_options); set by _init */
-  int32_t device_index;            /* -1: not set */
+  int32_t device_index;            /* -1: not set (rill picks); below -1 is refused */
   const char* device_name;         /* substring of the device name; NULL: not set */
   int32_t validation;              /* nonzero: Khronos validation layer (with sync validation) */
   const char* pipeline_cache_path; /* NULL: in-memory pipeline cache only */
@@ -165,7 +165,7 @@ typedef struct rill_icl_eval {
 /* Fills a preset: setting 1, 2 or 3 of Ahn et al.; any other value: Vladymyrov et al. (FULL,
  * sigma ~ U(0, 1)). */
 RILL_C_API void rill_icl_config_init(rill_icl_config* config, int32_t setting);
-/* The trainer keeps a reference to the context: destroy it first. On failure *out is NULL. */
+/* The trainer shares the context: destroy the two in either order. On failure *out is NULL. */
 RILL_C_API rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config,
                                                rill_icl_trainer** out);
 RILL_C_API rill_status rill_icl_trainer_resume(rill_context* context, const char* checkpoint_path,
@@ -175,7 +175,8 @@ RILL_C_API void rill_icl_trainer_destroy(rill_icl_trainer* trainer); /* accepts 
  * values. A non-finite step under the stop policy returns RILL_FAILED_PRECONDITION. */
 RILL_C_API rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms);
 RILL_C_API rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out);
-/* Evaluates on `tasks` fresh tasks; sigma < 0 keeps the configured noise, else fixes it. */
+/* Evaluates on `tasks` fresh tasks; sigma < 0 keeps the configured noise, else fixes it (NaN is
+ * refused). Evaluating again with the same arguments reuses the baselines: only the model runs. */
 RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
                                          rill_icl_eval* out);
 /* Copies the parameters into out (capacity floats); *count receives how many there are. */
@@ -241,8 +242,8 @@ typedef enum rill_lm_weight_storage {
 typedef struct rill_lm_model_options {
   uint32_t struct_size;      /* sizeof(rill_lm_model_options); set by _init */
   int32_t precision;         /* rill_lm_precision: f32, or f16 storage with f32 arithmetic */
-  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (a multiple of block); 0: the device's
-                                choice */
+  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (rounded down to whole blocks);
+                                0: the device's choice; rill_lm_model_info reports the length in effect */
   uint32_t softmax_capacity; /* positions a session can hold when the model has softmax layers */
   int32_t weights;           /* rill_lm_weight_storage (since 0.2; a struct_size without it means precision) */
   uint32_t int8_group;       /* rows per int8 scale (since 0.2) */
@@ -331,7 +332,7 @@ RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const cha
 
 /* A token in [0, count) drawn from logits: temperature, then top-k, then top-p, renormalised. The
  * draw depends only on (options->seed, step): pass the session position for reproducible runs.
- * options may be NULL (defaults). NaN logits are never chosen. Needs no context. */
+ * options may be NULL (defaults). NaN logits are never chosen (all NaN: RILL_INVALID_ARGUMENT). Needs no context. */
 RILL_C_API rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options,
                                       uint64_t step, uint32_t* token_out);
 

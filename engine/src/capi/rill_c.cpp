@@ -14,11 +14,28 @@ namespace rill::capi {
 
 namespace {
 thread_local std::string g_last_error;
+// Set when a message could not be kept (no host memory for it); rill_last_error() then says so.
+thread_local bool g_message_lost = false;
+constexpr const char* kMessageLost = "out of host memory (the error's own message could not be kept)";
+}  // namespace
+
+rill_status fail(rill_status code, std::string_view message) noexcept {
+  try {
+    g_last_error.assign(message);
+    g_message_lost = false;
+  } catch (...) {
+    g_message_lost = true;
+  }
+  return code;
 }
 
-rill_status fail(rill_status code, std::string message) {
-  g_last_error = std::move(message);
-  return code;
+rill_status fail(rill_status code, const char* function, const char* what) noexcept {
+  try {
+    return fail(code, std::string(function) + ": " + what);
+  } catch (...) {
+    g_message_lost = true;
+    return code;
+  }
 }
 
 // rill_status mirrors rill::StatusCode value for value (from_status casts one to the other).
@@ -35,7 +52,7 @@ static_assert(int(RILL_INTERNAL) == int(rill::StatusCode::kInternal));
 static_assert(int(RILL_UNIMPLEMENTED) == int(rill::StatusCode::kUnimplemented));
 static_assert(int(RILL_CANCELLED) == int(rill::StatusCode::kCancelled));
 
-rill_status from_status(const rill::Status& s) {
+rill_status from_status(const rill::Status& s) noexcept {
   if (s.is_ok()) return RILL_OK;
   return fail(static_cast<rill_status>(s.code()), s.message());
 }
@@ -47,6 +64,8 @@ namespace {
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::g_last_error;
+using rill::capi::g_message_lost;
+using rill::capi::kMessageLost;
 
 void copy_text(char* dst, size_t capacity, const std::string& src) {
   const size_t n = std::min(capacity - 1, src.size());
@@ -68,32 +87,32 @@ void rill_context_options_init(rill_context_options* options) {
 rill_status rill_context_create(const rill_context_options* options, rill_context** out) {
   if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_context_create: out is NULL");
   *out = nullptr;
-  rill::ContextOptions opts;
-  if (options != nullptr) {
-    // Earlier layouts end before a later field: each such field keeps its default.
-    const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
-    const bool before_budget = v01 || options->struct_size == offsetof(rill_context_options, device_memory_budget);
-    const bool before_plan = before_budget || options->struct_size == offsetof(rill_context_options, kernel_plan);
-    if (options->struct_size != sizeof(rill_context_options) && !before_plan)
-      return fail(RILL_INVALID_ARGUMENT, "rill_context_create: options were not set up with rill_context_options_init");
-    if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
-    if (!before_plan && options->kernel_plan) opts.kernel_plan = options->kernel_plan;
-    opts.device.index = options->device_index;
-    if (options->device_name) opts.device.name = options->device_name;
-    opts.validation = options->validation != 0;
-    if (options->pipeline_cache_path) opts.pipeline_cache_path = options->pipeline_cache_path;
-    if (!v01 && options->limit_profile) opts.limit_profile = options->limit_profile;
-  }
-  try {
+  return rill::capi::guarded("rill_context_create", [&]() -> rill_status {
+    rill::ContextOptions opts;
+    if (options != nullptr) {
+      // Earlier layouts end before a later field: each such field keeps its default.
+      const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
+      const bool before_budget = v01 || options->struct_size == offsetof(rill_context_options, device_memory_budget);
+      const bool before_plan = before_budget || options->struct_size == offsetof(rill_context_options, kernel_plan);
+      if (options->struct_size != sizeof(rill_context_options) && !before_plan)
+        return fail(RILL_INVALID_ARGUMENT,
+                    "rill_context_create: options were not set up with rill_context_options_init");
+      if (options->device_index < -1)
+        return fail(RILL_INVALID_ARGUMENT, "rill_context_create: device_index must be -1 (rill picks) or >= 0, not " +
+                                               std::to_string(options->device_index));
+      if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
+      if (!before_plan && options->kernel_plan) opts.kernel_plan = options->kernel_plan;
+      opts.device.index = options->device_index;
+      if (options->device_name) opts.device.name = options->device_name;
+      opts.validation = options->validation != 0;
+      if (options->pipeline_cache_path) opts.pipeline_cache_path = options->pipeline_cache_path;
+      if (!v01 && options->limit_profile) opts.limit_profile = options->limit_profile;
+    }
     auto context = rill::Context::create(opts);
     if (!context.is_ok()) return from_status(context.status());
     *out = new rill_context{std::move(context).value()};
-  } catch (const std::bad_alloc&) {
-    return fail(RILL_RESOURCE_EXHAUSTED, "rill_context_create: out of host memory");
-  } catch (...) {
-    return fail(RILL_INTERNAL, "rill_context_create: unexpected exception");
-  }
-  return RILL_OK;
+    return RILL_OK;
+  });
 }
 
 void rill_context_destroy(rill_context* context) { delete context; }
@@ -120,7 +139,7 @@ rill_status rill_context_device_info(const rill_context* context, rill_device_in
   return RILL_OK;
 }
 
-const char* rill_last_error(void) { return g_last_error.c_str(); }
+const char* rill_last_error(void) { return g_message_lost ? kMessageLost : g_last_error.c_str(); }
 
 const char* rill_status_name(rill_status status) {
   return rill::status_code_name(static_cast<rill::StatusCode>(status));

@@ -1,5 +1,6 @@
 // The C API of the ICL trainer: rill_icl_config <-> rill::icl::TrainConfig and the trainer calls.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -82,6 +83,12 @@ rill::Result<icl::TrainConfig> from_c(const rill_icl_config* in) {
   return c;
 }
 
+// sigma < 0 keeps the configured noise, sigma >= 0 fixes it; NaN is neither.
+rill_status check_sigma(const char* function, float sigma) {
+  if (std::isnan(sigma)) return fail(RILL_INVALID_ARGUMENT, function, "sigma is NaN (< 0 keeps the configured noise)");
+  return RILL_OK;
+}
+
 icl::EvalOptions eval_options(int32_t tasks, uint64_t seed, float sigma) {
   icl::EvalOptions options{.tasks = tasks, .seed = seed};
   if (sigma >= 0.0f) options.sigma = sigma;
@@ -154,6 +161,7 @@ rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
 
 rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
   if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument");
+  if (check_sigma("rill_icl_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
   return guarded("rill_icl_evaluate",
                  [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out); });
 }
@@ -216,12 +224,13 @@ rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losse
 
 rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model) {
   if (grid == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_model_status: grid is NULL");
-  return from_status(grid->grid.status(model));
+  return guarded("rill_icl_grid_model_status", [&] { return from_status(grid->grid.status(model)); });
 }
 
 rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
                                    rill_icl_eval* out) {
   if (grid == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument");
+  if (check_sigma("rill_icl_grid_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
   return guarded("rill_icl_grid_evaluate",
                  [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out); });
 }

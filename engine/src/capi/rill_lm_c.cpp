@@ -2,6 +2,7 @@
 // and the model and session calls. Every argument is checked before anything runs, so a rejected
 // call leaves a session as it was.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -305,6 +306,8 @@ rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_samp
   return guarded("rill_lm_sample", [&] {
     auto opts = from_c(options);
     if (!opts.is_ok()) return from_status(opts.status());
+    if (std::all_of(logits, logits + count, [](float x) { return std::isnan(x); }))
+      return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: every logit is NaN: there is no token to choose");
     *token_out = lm::Sampler(opts.value()).sample(std::span<const float>(logits, count), step);
     return RILL_OK;
   });

@@ -1,4 +1,5 @@
-// first_duplicate_key: one SAX pass, a key set per open object (O(n log n) in the key count).
+// first_duplicate_key: one SAX pass, a key set per open object (O(n log n) in the key count);
+// nests_deeper_than: one pass counting brackets.
 #include "core/json_keys.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,28 @@ std::optional<std::string> first_duplicate_key(std::string_view text) {
   DuplicateKeyFinder finder;
   Json::sax_parse(text.begin(), text.end(), &finder, nlohmann::detail::input_format_t::json, /*strict=*/true);
   return finder.duplicate;
+}
+
+bool nests_deeper_than(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // skip the escaped character
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return true;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
 }
 
 }  // namespace rill

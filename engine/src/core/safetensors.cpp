@@ -130,31 +130,6 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
-// True when objects and arrays in `text` nest deeper than `limit` (brackets inside strings do not
-// count). Runs before the JSON parser so that a header of a million '[' is refused without the
-// parser allocating a million levels.
-bool nests_deeper_than(std::span<const uint8_t> text, size_t limit) {
-  size_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const uint8_t c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // skip the escaped character
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return true;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
-
 // A JSON value for an error message, never the whole of a large one.
 std::string describe(const Json& v) {
   if (v.is_number() || v.is_boolean() || v.is_null()) return v.dump();
@@ -240,11 +215,11 @@ Status SafetensorsFile::Impl::parse_header(const SafetensorsLimits& limits) {
   if (header[0] != '{') return corrupt("header does not start with '{'");
   // JSON never holds a raw NUL, and nlohmann stops reading at one, so "{}\0<anything>" would pass.
   if (std::memchr(header.data(), 0, header.size()) != nullptr) return corrupt("header contains a NUL byte");
-  if (nests_deeper_than(header, kMaxHeaderNesting))
+  const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
+  if (nests_deeper_than(text, kMaxHeaderNesting))
     return corrupt("header nests objects or arrays deeper than " + std::to_string(kMaxHeaderNesting) + " levels");
 
   // nlohmann keeps one of two equal keys silently: look for them first (linear time).
-  const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
   if (auto duplicate = first_duplicate_key(text))
     return corrupt("header has the key " + name_text(*duplicate) + " twice in one object");
   const Json doc = Json::parse(header.begin(), header.end(), nullptr, /*allow_exceptions=*/false);

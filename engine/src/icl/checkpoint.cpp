@@ -69,12 +69,27 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   if (!state.is_ok()) return Status(state.status().code(), where + state.status().message());
   c.state.resize(gpu::kIclStateWords);
   std::memcpy(c.state.data(), state->data(), gpu::kIclStateWords * sizeof(uint32_t));
-  // The step counter must leave room to train on (it would wrap), and the halt flag is 0 or 1.
-  if (c.state[gpu::kIclStateStep] >= UINT32_MAX - (1u << 20))
-    return data_loss(where + "step counter " + std::to_string(c.state[gpu::kIclStateStep]) +
-                     " is at the end of its range");
+  // The step counter must leave room to train on (it would wrap), and the halt flag is 0 or 1; a
+  // halted model stopped at its step (the curve is read up to the halted step); Adam's running
+  // powers of beta are in [0, 1] (else the bias correction flips or divides by zero).
+  const uint32_t step = c.state[gpu::kIclStateStep];
+  if (step >= kMaxSteps)
+    return data_loss(where + "step counter " + std::to_string(step) + " is at the end of its range");
   if (c.state[gpu::kIclStateHalted] > 1)
     return data_loss(where + "halt flag " + std::to_string(c.state[gpu::kIclStateHalted]) + " is not 0 or 1");
+  if (c.state[gpu::kIclStateHalted] == 1 && c.state[gpu::kIclStateHaltedStep] != step)
+    return data_loss(where + "halted at step " + std::to_string(c.state[gpu::kIclStateHaltedStep]) +
+                     " but its step counter is " + std::to_string(step));
+  if (c.state[gpu::kIclStateSkipped] > step)
+    return data_loss(where + std::to_string(c.state[gpu::kIclStateSkipped]) + " skipped batches in " +
+                     std::to_string(step) + " steps");
+  for (const uint32_t word : {gpu::kIclStateBeta1Power, gpu::kIclStateBeta2Power}) {
+    float power = 0.0f;
+    std::memcpy(&power, &c.state[word], sizeof power);
+    if (!(power >= 0.0f && power <= 1.0f))
+      return data_loss(where + "the optimizer's running power of beta (state word " + std::to_string(word) + ") is " +
+                       std::to_string(power) + ", outside [0, 1]");
+  }
   return c;
 }
 

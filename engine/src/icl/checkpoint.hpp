@@ -11,6 +11,10 @@
 
 namespace rill::icl::detail {
 
+// The most steps a model may have taken: the device's step counter is 32 bits, and past this it
+// would wrap within a few read_every runs. Training past it is refused, and so is a checkpoint at it.
+constexpr int64_t kMaxSteps = int64_t(UINT32_MAX) - (int64_t(1) << 20);
+
 struct Checkpoint {
   TrainConfig config;
   std::vector<float> params, moment1, moment2;

@@ -38,6 +38,8 @@ std::string config_to_json(const TrainConfig& c) {
 
 namespace {
 
+constexpr size_t kMaxNesting = 8;  // a config nests 3 deep
+
 // Reads j[key] into out when it has the right JSON type; an error naming the key otherwise.
 template <typename T>
 Status read(const json& j, const char* key, T& out) {
@@ -89,6 +91,7 @@ Status object(const json& j, const char* key) {
 Result<TrainConfig> config_from_json(const std::string& text) {
   // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
   if (text.find('\0') != std::string::npos) return invalid_argument("icl config JSON: contains a NUL byte");
+  if (nests_deeper_than(text, kMaxNesting)) return invalid_argument("icl config JSON: nests deeper than a config does");
   if (auto dup = first_duplicate_key(text))
     return invalid_argument("icl config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text, nullptr, false);

@@ -71,6 +71,9 @@ int64_t Trainer::skipped_batches() const { return impl_->skipped; }
 Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+  if (steps > detail::kMaxSteps - im.step)
+    return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
+                        " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
   std::vector<StepRecord> records;
   records.reserve(size_t(steps));
   int64_t left = steps;

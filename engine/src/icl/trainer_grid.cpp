@@ -165,6 +165,10 @@ Status TrainerGrid::status(int model) const {
 Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
   Impl& g = *impl_;
   if (steps < 0) return invalid_argument("icl grid train: steps must be >= 0");
+  for (const detail::ModelProgress& p : g.progress)
+    if (steps > detail::kMaxSteps - p.step)
+      return out_of_range("icl grid train: " + std::to_string(steps) + " more steps after " + std::to_string(p.step) +
+                          " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
   std::vector<std::vector<StepRecord>> curves(g.configs.size());
   const int64_t read_every = g.configs.front().read_every;
   for (int64_t left = steps; left > 0;) {

@@ -29,6 +29,7 @@ constexpr uint32_t kMaxChunk = 64;
 // Every weight matrix must be indexable with 32-bit signed arithmetic in the shaders.
 constexpr uint64_t kMaxElements = (1ull << 31) - 1;
 constexpr uint64_t kMaxConfigFileBytes = 1u << 20;
+constexpr size_t kMaxNesting = 8;  // a config nests 3 deep ("decay" per layer and head)
 
 Status field(bool ok, const std::string& what) { return ok ? Status::ok() : invalid_argument("lm config: " + what); }
 
@@ -120,7 +121,8 @@ Status read_enum(const json& v, const std::string& key, const Table& table, E& o
   return key_error(key, "is '" + s + "', not one of " + names_of(table));
 }
 
-Status read_key(const std::string& key, const json& v, ModelConfig& c) {
+// named_decay: set when "decay" names a schedule, filled in once "heads" and "layers" are known.
+Status read_key(const std::string& key, const json& v, ModelConfig& c, bool& named_decay) {
   if (key == "vocab") return read_u32(v, key, c.vocab);
   if (key == "width") return read_u32(v, key, c.width);
   if (key == "heads") return read_u32(v, key, c.heads);
@@ -151,13 +153,13 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c) {
     return Status::ok();
   }
   if (key == "decay") {
-    // "transnormerllm" is filled in by finish_decay() once "heads" and "layers" are known.
     if (v.is_string()) {
       if (v.get<std::string>() != "transnormerllm")
         return key_error(key, "is '" + v.get<std::string>() + "'; the only named schedule is 'transnormerllm'");
-      c.decay.assign(1, -1.0f);  // marker, replaced before validation
+      named_decay = true;
       return Status::ok();
     }
+    named_decay = false;
     if (!v.is_array()) return key_error(key, "must be an array of numbers, an array of arrays, or \"transnormerllm\"");
     if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, too many");
     c.decay.clear();
@@ -280,6 +282,8 @@ Result<std::vector<float>> transnormerllm_decay(uint32_t heads, uint32_t layers)
   // slopes) and slope_rate = slopes * (1 - idx / (num_layers - 1) + 1e-5), applied as exp(-slope).
   if (heads < 1 || heads > 4096) return invalid_argument("transnormerllm decay: heads must be in [1, 4096]");
   if (layers < 2) return invalid_argument("transnormerllm decay: needs at least 2 layers (the schedule divides by layers - 1)");
+  if (layers > kMaxLayers)
+    return invalid_argument("transnormerllm decay: layers must be at most " + std::to_string(kMaxLayers));
   // Slopes for a power of two n: start^(i+1) with start = 2^(-8/n).
   auto power_of_two = [](uint32_t n) {
     std::vector<double> s(n);
@@ -306,14 +310,16 @@ Result<std::vector<float>> transnormerllm_decay(uint32_t heads, uint32_t layers)
 Result<ModelConfig> config_from_json(std::string_view text) {
   // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
   if (text.find('\0') != std::string_view::npos) return invalid_argument("lm config JSON: contains a NUL byte");
+  if (nests_deeper_than(text, kMaxNesting)) return invalid_argument("lm config JSON: nests deeper than a config does");
   if (auto dup = first_duplicate_key(text))
     return invalid_argument("lm config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) return invalid_argument("lm config JSON: not valid JSON");
   if (!j.is_object()) return invalid_argument("lm config JSON: not a JSON object");
   ModelConfig c;
-  for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c));
-  if (c.decay.size() == 1 && c.decay[0] < 0.0f) {  // "decay": "transnormerllm"
+  bool named_decay = false;
+  for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c, named_decay));
+  if (named_decay) {  // "decay": "transnormerllm"
     auto schedule = transnormerllm_decay(c.heads, c.layers);
     if (!schedule.is_ok()) return schedule.status().with_context("lm config JSON: 'decay'");
     c.decay = std::move(schedule).value();

@@ -1,6 +1,7 @@
 // Model: validates options and uploads the weights (straight from the mapped file when the stored
 // dtype is the model's precision, converted otherwise).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "access.hpp"
@@ -25,6 +26,12 @@ Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::st
     RILL_RETURN_IF_ERROR(ctx.upload(t, bytes));
   } else {
     RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats(name));
+    // From 65520 on a float rounds to an f16 Inf, and the logits would come out NaN.
+    if (dtype == DType::kF16)
+      for (size_t i = 0; i < values.size(); ++i)
+        if (std::abs(values[i]) >= 65520.0f)
+          return out_of_range("lm model: weight '" + name + "' holds " + std::to_string(values[i]) + " at flat index " +
+                              std::to_string(i) + ", past f16's largest value (65504): load the model in f32");
     RILL_RETURN_IF_ERROR(ctx.upload_floats(t, values));
   }
   return t;
@@ -249,6 +256,7 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   const uint32_t segment = impl->options.prefill_segment;
   impl->segment = has_diag ? std::max(config.block, segment / config.block * config.block) : segment;
   if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
+  impl->options.prefill_segment = impl->segment;  // options() reports what is in effect
 
   if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
     // A softmax layer's cache is one tensor per layer: it must fit one storage-buffer binding.

@@ -45,6 +45,7 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
   const std::string path = cache_file(device, cache_dir);
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (nests_deeper_than(text, 4)) return data_loss("peaks cache '" + path + "' nests deeper than a peaks cache does");
   if (auto dup = first_duplicate_key(text))
     return data_loss("peaks cache '" + path + "' has the key '" + *dup + "' twice");
   try {
