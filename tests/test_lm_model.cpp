@@ -2,10 +2,14 @@
 // prefill logits, decoding after a prefill at every position, segment boundaries, f16 weights,
 // packed (int8, f16) linear weights,
 // the softmax baseline, state save/restore, bounded memory and bad input.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -535,6 +539,19 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   CHECK_FALSE(t.deserialize_state(flipped).is_ok());
   CHECK(t.position() == 4);
   CHECK(t.restore_state(rill_test::temp_path("no-such-state")).code() == rill::StatusCode::kNotFound);
+  // A file far larger than a state is refused before it is read (a sparse 8 GiB file asked for
+  // 8 GiB of host memory), and a FIFO without a writer is refused rather than waited on.
+  const std::string huge = rill_test::temp_path("huge-state");
+  { std::ofstream create(huge, std::ios::binary); }
+  std::filesystem::resize_file(huge, t.state_bytes() + (4u << 20));
+  CHECK(t.restore_state(huge).code() == rill::StatusCode::kOutOfRange);
+  std::filesystem::remove(huge);
+  const std::string fifo = rill_test::temp_path("fifo-state");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(t.restore_state(fifo).code() == rill::StatusCode::kInvalidArgument);
+  CHECK(rill::SafetensorsFile::open(fifo).status().code() == rill::StatusCode::kInvalidArgument);
+  std::filesystem::remove(fifo);
+  CHECK(t.position() == 4);
 }
 
 GPU_TEST_CASE("lm rejects bad tokens and options with clear errors", "[lm][gpu]") {

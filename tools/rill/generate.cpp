@@ -47,12 +47,20 @@ rill::Result<std::string> read_prompt(const GenerateArgs& a) {
   const bool from_stdin = a.prompt_file == "-";
   std::FILE* f = from_stdin ? stdin : std::fopen(a.prompt_file.c_str(), "rb");
   if (f == nullptr) return rill::not_found("cannot open the prompt file '" + a.prompt_file + "'");
+  // Bounded: a prompt of 1 GiB is 256M tokens at best, past what any session is asked to read; an
+  // endless stream (/dev/zero) would otherwise grow until the host's memory runs out.
+  constexpr size_t kMaxPromptBytes = size_t(1) << 30;
   std::string text;
   char buffer[1 << 16];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+  bool too_long = false;
+  for (size_t n; !too_long && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) {
+    too_long = text.size() + n > kMaxPromptBytes;
+    if (!too_long) text.append(buffer, n);
+  }
   const bool failed = std::ferror(f) != 0;
   if (!from_stdin) std::fclose(f);
   if (failed) return rill::unavailable("reading the prompt file '" + a.prompt_file + "' failed");
+  if (too_long) return rill::out_of_range("the prompt file '" + a.prompt_file + "' is longer than 1 GiB");
   return text;
 }
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <new>
 #include <system_error>
 
 #include "platform/files.hpp"
@@ -71,7 +72,12 @@ Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_byt
                         std::to_string(max_bytes));
   std::ifstream in(p, std::ios::binary);
   if (!in) return unavailable("cannot open '" + path + "'");
-  std::vector<uint8_t> data(static_cast<size_t>(size));
+  std::vector<uint8_t> data;
+  try {
+    data.resize(static_cast<size_t>(size));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("no host memory for the " + std::to_string(size) + " bytes of '" + path + "'");
+  }
   in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
   if (in.bad()) return unavailable("reading '" + path + "' failed");
   data.resize(static_cast<size_t>(in.gcount()));  // the file may have shrunk since

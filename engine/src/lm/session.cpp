@@ -213,7 +213,9 @@ Status Session::save_state(const std::string& path) const {
 }
 
 Status Session::restore_state(const std::string& path) {
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, 1ull << 34));
+  // A state file holds this session's state tensors and a small header: anything much larger is not
+  // one, and is refused before it is read into memory.
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, state_bytes() + (1u << 20)));
   return deserialize_state(bytes);
 }
 

@@ -40,7 +40,9 @@ MappedFile::~MappedFile() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO (or a device) to read would wait for a writer for ever; it is
+  // refused below as not a regular file. Reads of a mapped regular file are not affected.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return not_found("no such file");
     return unavailable("cannot open: " + last_error_text());
