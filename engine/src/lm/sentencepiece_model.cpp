@@ -3,6 +3,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include "lm/sentencepiece_charsmap.hpp"
+
 namespace rill::lm::detail {
 namespace {
 
@@ -33,6 +35,8 @@ class LibSentencePiece final : public SentencePieceModel {
 
 Result<std::unique_ptr<SentencePieceModel>> SentencePieceModel::parse(std::span<const uint8_t> serialized,
                                                                       const std::string& label) {
+  if (Status checked = check_precompiled_charsmaps(serialized); !checked.is_ok())
+    return checked.with_context("tokenizer '" + label + "'");
   auto model = std::make_unique<LibSentencePiece>();
   const auto s = model->sp.LoadFromSerializedProto(
       std::string_view(reinterpret_cast<const char*>(serialized.data()), serialized.size()));
