@@ -141,6 +141,8 @@ TEST_CASE("tuning files round-trip and refuse foreign, malformed and untunable c
       {replaced("\"la_tile=32,", "\"matmul_splits=4,"), rill::StatusCode::kInvalidArgument},
       {replaced("\"rill-tuning\"", "\"other\""), rill::StatusCode::kDataLoss},
       {replaced("\"version\": 1", "\"version\": 2"), rill::StatusCode::kDataLoss},
+      {replaced("\"version\": 1", "\"version\": 4294967297"), rill::StatusCode::kDataLoss},
+      {replaced("\"version\": 1", "\"version\": 1.5"), rill::StatusCode::kDataLoss},
       {replaced("12.5", "-1"), rill::StatusCode::kDataLoss},
       {replaced("\"family\": \"gpu\"", "\"family\": \"gpu\", \"family\": \"cpu\""), rill::StatusCode::kDataLoss},
       {replaced("\"family\": \"gpu\"", "\"family\": 7"), rill::StatusCode::kDataLoss},

@@ -74,7 +74,10 @@ Result<TuningFile> read_tuning_file(const std::string& path, const DeviceInfo& d
   nlohmann::json stored_device;
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.at("format").get<std::string>() != kFormat || j.at("version").get<int>() != kVersion)
+    // The version as written, an integer: get<int>() would take 4294967297 or 1.5 for 1.
+    const auto& version = j.at("version");
+    if (j.at("format").get<std::string>() != kFormat || !version.is_number_integer() ||
+        version.get<int64_t>() != kVersion)
       return data_loss(where + " is not a version " + std::to_string(kVersion) + " rill tuning file");
     stored_device = j.at("device");
     out.family = j.at("family").get<std::string>();

@@ -251,9 +251,13 @@ int run_generate(const GenerateArgs& args) {
   std::string text;
   Utf8Stream byte_text;               // a byte model's text, escaped where it is not UTF-8
   lm::TextStream pieces(*tokenizer);  // SentencePiece text as each token completes it
+  // A model's vocabulary may be padded past its SentencePiece tokenizer's (to a multiple of 64 or
+  // so): those rows are no text, so only the tokenizer's tokens are drawn. Bytes models print any
+  // token past the bytes as its number.
+  const size_t drawable = tokenizer->is_bytes() ? config.vocab : tokenizer->vocab_size();
   const auto decode_start = Clock::now();
   for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
-    const uint32_t token = sampler.sample(logits.value(), session->position());
+    const uint32_t token = sampler.sample(std::span(logits.value()).first(drawable), session->position());
     generated.push_back(token);
     std::string piece;
     if (tokenizer->is_bytes()) {

@@ -216,7 +216,7 @@ Status Session::restore_state(const std::string& path) {
   // A state file holds this session's state tensors and a small header: anything much larger is not
   // one, and is refused before it is read into memory.
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, state_bytes() + (1u << 20)));
-  return deserialize_state(bytes);
+  return deserialize_state(bytes).with_context("'" + path + "'");
 }
 
 Status Session::deserialize_state(std::span<const uint8_t> bytes) {
