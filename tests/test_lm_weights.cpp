@@ -17,6 +17,7 @@
 #include "lm/lm_internal.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
+#include "rill/log.hpp"
 #include "temp_path.hpp"
 #include "transnormer.hpp"
 
@@ -439,6 +440,32 @@ std::vector<uint8_t> weights_file(const Weights& w, const Spoil& spoil) {
 }
 
 }  // namespace
+
+TEST_CASE("lm weights: weights loaded with a config other than the one they were saved with are named", "[lm]") {
+  const ModelConfig c = small_config();
+  const Weights w = Weights::random(c, 5).value();
+  const std::string cfg = rill_test::temp_path("pair.json"), file = rill_test::temp_path("pair.safetensors");
+  REQUIRE(w.save(cfg, file, TensorDType::kF32).is_ok());
+  std::vector<std::string> logged;
+  rill::set_log_callback([&](rill::MessageSeverity, std::string_view m) { logged.emplace_back(m); });
+  REQUIRE(Weights::load(cfg, file).is_ok());
+  CHECK(logged.empty());  // the pair as saved
+  // The same shapes under another epsilon and decay: loaded as asked, with a warning naming both.
+  ModelConfig edited = c;
+  edited.norm_eps = 1e-3f;
+  edited.decay.assign(c.heads, 0.25f);
+  auto file_again = rill::SafetensorsFile::open(file);
+  REQUIRE(file_again.is_ok());
+  const auto loaded = Weights::from_file(edited, std::move(file_again).value());
+  rill::set_log_callback(nullptr);
+  REQUIRE(loaded.is_ok());
+  CHECK(loaded->config().norm_eps == 1e-3f);
+  REQUIRE(logged.size() == 1);
+  CHECK_THAT(logged[0],
+             Catch::Contains("saved with another config") && Catch::Contains("norm_eps") && Catch::Contains("decay"));
+  std::filesystem::remove(cfg);
+  std::filesystem::remove(file);
+}
 
 TEST_CASE("lm weights: bad files are rejected naming the file and the tensor", "[lm]") {
   ModelConfig c = small_config();

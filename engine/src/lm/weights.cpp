@@ -6,9 +6,11 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/file_io.hpp"
+#include "core/log.hpp"
 #include "lm/lm_internal.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
@@ -117,6 +119,35 @@ Weights::Weights(Weights&&) noexcept = default;
 Weights& Weights::operator=(Weights&&) noexcept = default;
 Weights::~Weights() = default;
 
+namespace {
+
+// Weights rill saved carry their config (Weights::save). Shapes that fit another config are taken,
+// as a config edited on purpose (a norm's epsilon, the decay) must be; but a weights file paired
+// with the JSON of another save would otherwise run silently as a different model, so say so.
+void warn_if_saved_with_another_config(const SafetensorsFile& file, const ModelConfig& config,
+                                       const std::string& file_text) {
+  const auto saved = file.metadata().find("rill.lm.config");
+  if (saved == file.metadata().end()) return;  // not saved by rill (a converted checkpoint)
+  auto parsed = config_from_json(saved->second);
+  if (!parsed.is_ok()) {
+    log_message(MessageSeverity::kWarning, file_text + ": its stored config is unreadable (" +
+                                               parsed.status().message() + "); using the given config");
+    return;
+  }
+  const nlohmann::json given = nlohmann::json::parse(config_to_json(config));
+  const nlohmann::json stored = nlohmann::json::parse(config_to_json(*parsed));
+  std::string differ;
+  for (const auto& [key, value] : given.items())
+    if (!stored.contains(key) || stored.at(key) != value) differ += (differ.empty() ? "" : ", ") + key;
+  for (const auto& [key, value] : stored.items())
+    if (!given.contains(key)) differ += (differ.empty() ? "" : ", ") + key;
+  if (!differ.empty())
+    log_message(MessageSeverity::kWarning,
+                file_text + " was saved with another config (differing in " + differ + "); using the given one");
+}
+
+}  // namespace
+
 Result<Weights> Weights::load(const std::string& config_path, const std::string& weights_path) {
   RILL_ASSIGN_OR_RETURN(ModelConfig config, load_config(config_path));
   RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(weights_path));
@@ -143,6 +174,7 @@ Result<Weights> Weights::from_file(ModelConfig config, SafetensorsFile file) {
   for (const SafetensorsEntry& e : file.entries())
     if (!impl->index.count(e.name))
       return invalid_argument(where + "unexpected tensor '" + e.name + "': not a weight of this config");
+  warn_if_saved_with_another_config(file, impl->config, file_text);
   impl->file.emplace(std::move(file));
   return Weights(std::move(impl));
 }
