@@ -172,6 +172,8 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"decay": "transnormerllm", "layers": 4294967295, "heads": 4096})", "layers"},
       {R"({"decay": "transnormerllm", "layers": 100000000})", "layers"},
       {R"({"norm_eps": 0})", "norm_eps"},
+      {R"({"norm_eps": 1e-45})", "norm_eps"},
+      {R"({"heads": 1, "width": 64, "decay": [1e-40]})", "decay[0]"},
       {R"({"norm_eps": -1e-6})", "norm_eps"},
       {R"({"norm_eps": 1e300})", "norm_eps"},
       {R"({"norm_eps": "small"})", "norm_eps"},
@@ -465,6 +467,17 @@ TEST_CASE("lm weights: weights loaded with a config other than the one they were
              Catch::Contains("saved with another config") && Catch::Contains("norm_eps") && Catch::Contains("decay"));
   std::filesystem::remove(cfg);
   std::filesystem::remove(file);
+}
+
+TEST_CASE("lm weights: random weights larger than the machine's memory are refused before any is made", "[lm]") {
+  // Every tensor within its own bound, 256 such layers: terabytes.
+  auto huge =
+      rill::lm::config_from_json(R"({"width": 16384, "heads": 128, "ffn_width": 65536, "layers": 256, "vocab": 256})");
+  REQUIRE(huge.is_ok());
+  const auto w = Weights::random(huge.value(), 1);
+  REQUIRE_FALSE(w.is_ok());
+  CHECK(w.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(w.status().message(), Catch::Contains("machine's"));
 }
 
 TEST_CASE("lm weights: bad files are rejected naming the file and the tensor", "[lm]") {

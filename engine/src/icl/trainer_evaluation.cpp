@@ -16,9 +16,6 @@ namespace rill::icl {
 
 using detail::check_task_set;
 
-// The model's and the baselines' summed losses over tasks whose inputs are `acts` (element-major,
-// task-minor, as the kernels store them), added to `report`. Without sigmas (an empty span) the
-// ridge oracle is NaN.
 namespace {
 // One task's loss in the model's convention (c: its factor), in double from the float values.
 double task_loss(double c, float pred, float target) {
@@ -26,8 +23,11 @@ double task_loss(double c, float pred, float target) {
   return c * diff * diff;
 }
 
-// acts hold `stride` tasks, of which the first `tasks` are scored. Tasks are scored in parallel
-// into per-task losses, then summed in task order: the sums do not depend on the thread count.
+// The model's and the baselines' summed losses over tasks whose inputs are `acts` (element-major,
+// task-minor, as the kernels store them), added to `report`. Without sigmas (an empty span) the
+// ridge oracle is NaN. acts hold `stride` tasks, of which the first `tasks` are scored. Tasks are
+// scored in parallel into per-task losses, then summed in task order: the sums do not depend on
+// the thread count.
 void add_losses(EvalReport& report, const Shape& s, double c, std::span<const float> acts, uint32_t stride,
                 uint32_t tasks, std::span<const float> preds, std::span<const float> targets,
                 std::span<const float> sigmas, const EvalOptions& options) {
@@ -51,7 +51,7 @@ void add_losses(EvalReport& report, const Shape& s, double c, std::span<const fl
         const BaselinePredictions b = scorer.predictions(view, oracle_lambda, options.constant_lambda,
                                                          options.tunedrr_factor, options.tunedrr_cap);
         const double y = targets[t];
-        auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };
+        auto loss = [&](double pred) { return c * (pred - y) * (pred - y); };  // a baseline's, in double
         double* out = &losses[t * kLosses];
         out[0] = task_loss(c, preds[t], targets[t]);
         out[1] = sigmas.empty() ? NAN : loss(b.ridge_oracle);

@@ -215,9 +215,11 @@ Status ModelConfig::validate() {
                              "decay must be empty, or hold one value per head (" + str(heads) +
                                  ") or per layer and head (" + str(uint64_t(layers) * heads) + "), got " +
                                  str(decay.size())));
+  // Subnormal values are refused too: a GPU may flush them to zero, where the reference would not.
   for (size_t h = 0; h < decay.size(); ++h)
-    RILL_RETURN_IF_ERROR(field(std::isfinite(decay[h]) && decay[h] > 0.0f && decay[h] <= 1.0f,
-                               "decay[" + str(h) + "] must be in (0, 1], got " + std::to_string(decay[h])));
+    RILL_RETURN_IF_ERROR(
+        field(std::isfinite(decay[h]) && decay[h] >= FLT_MIN && decay[h] <= 1.0f,
+              "decay[" + str(h) + "] must be in (0, 1] and not subnormal, got " + std::to_string(decay[h])));
   RILL_RETURN_IF_ERROR(field(std::isfinite(embed_scale) && embed_scale > 0.0f, "embed_scale must be finite and > 0"));
   for (size_t i = 0; i < lrpe_layers.size(); ++i) {
     const uint32_t l = lrpe_layers[i];
@@ -227,7 +229,8 @@ Status ModelConfig::validate() {
     for (size_t j = 0; j < i; ++j)
       RILL_RETURN_IF_ERROR(field(lrpe_layers[j] != l, "lrpe_layers names layer " + str(l) + " twice"));
   }
-  RILL_RETURN_IF_ERROR(field(std::isfinite(norm_eps) && norm_eps > 0.0f, "norm_eps must be finite and > 0"));
+  RILL_RETURN_IF_ERROR(
+      field(std::isfinite(norm_eps) && norm_eps >= FLT_MIN, "norm_eps must be finite, > 0 and not subnormal"));
   // No overflow: each factor is below 2^32.
   RILL_RETURN_IF_ERROR(field(uint64_t(vocab) * width <= kMaxElements, "vocab * width must be < 2^31 elements"));
   RILL_RETURN_IF_ERROR(field(uint64_t(width) * width <= kMaxElements, "width * width must be < 2^31 elements"));

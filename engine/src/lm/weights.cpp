@@ -12,6 +12,7 @@
 #include "core/file_io.hpp"
 #include "core/log.hpp"
 #include "lm/lm_internal.hpp"
+#include "platform/host_memory.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
 
@@ -182,6 +183,13 @@ Result<Weights> Weights::from_file(ModelConfig config, SafetensorsFile file) {
 Result<Weights> Weights::random(ModelConfig config, uint64_t seed) {
   RILL_RETURN_IF_ERROR(config.validate());
   auto impl = std::make_unique<Impl>(std::move(config));
+  // validate() bounds each tensor, not their sum: a config of 256 wide layers is terabytes, which
+  // an overcommitting system would hand out page by page until it killed the process.
+  uint64_t bytes = 0;
+  for (const WeightSpec& spec : impl->specs) bytes += uint64_t(element_count(spec.shape)) * sizeof(float);
+  if (const uint64_t host = platform::physical_memory_bytes(); host != 0 && bytes > host)
+    return resource_exhausted("lm weights: random weights of " + std::to_string(bytes >> 20) + " MiB exceed this " +
+                              "machine's " + std::to_string(host >> 20) + " MiB of memory");
   try {
     impl->values.resize(impl->specs.size());
     for (size_t i = 0; i < impl->specs.size(); ++i) {
