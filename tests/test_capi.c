@@ -468,7 +468,37 @@ int main(void) {
     EXPECT(rill_lm_model_load(ctx, NULL, "/nonexistent/model.safetensors", NULL, &model) == RILL_INVALID_ARGUMENT);
     remove(kStatePath);
   }
+
+  /* A handle used after its destroy, destroyed twice or passed as another kind: refused with a
+     message, never a use after free. */
+  {
+    rill_icl_config config;
+    rill_icl_trainer* trainer = NULL;
+    rill_lm_model* model = NULL;
+    rill_lm_info info_lm;
+    uint32_t vocab = 0;
+    int64_t step = 0;
+    rill_tokenizer* tokenizer = NULL;
+    EXPECT(rill_tokenizer_load(NULL, &tokenizer) == RILL_OK);
+    rill_tokenizer_destroy(tokenizer);
+    EXPECT(rill_tokenizer_info(tokenizer, &vocab, NULL, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(strstr(rill_last_error(), "destroyed") != NULL);
+    rill_tokenizer_destroy(tokenizer); /* a second destroy does nothing */
+    rill_icl_config_init(&config, 1);
+    config.d = 2;
+    config.n = 3;
+    config.batch = 4;
+    EXPECT(rill_icl_trainer_create(ctx, &config, &trainer) == RILL_OK);
+    rill_icl_trainer_destroy(trainer);
+    EXPECT(rill_icl_step(trainer, &step) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_icl_train(trainer, 1, NULL, NULL) == RILL_INVALID_ARGUMENT);
+    EXPECT(rill_lm_model_info((rill_lm_model*)ctx, &info_lm) == RILL_INVALID_ARGUMENT); /* a context, not a model */
+    EXPECT(rill_lm_model_random((rill_context*)&config, "{}", 1, NULL, &model) == RILL_INVALID_ARGUMENT);
+    EXPECT(model == NULL);
+  }
   rill_context_destroy(ctx);
+  rill_context_destroy(ctx); /* a second destroy does nothing */
+  EXPECT(rill_context_device_info(ctx, &info) == RILL_INVALID_ARGUMENT);
 
   printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);
   return failures == 0 ? 0 : 1;

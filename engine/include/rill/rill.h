@@ -1,6 +1,8 @@
 /* rill C API: opaque handles, status codes and a per-thread last-error message. No C++ types
  * cross this boundary and no call aborts on bad input: every function returns a status (or is
- * documented to accept NULL).
+ * documented to accept NULL). rill keeps a list of the handles it made and has not destroyed: a
+ * handle used after its destroy, or a pointer of another kind, is RILL_INVALID_ARGUMENT, and a
+ * second destroy does nothing (as long as the memory has not been handed out as a new handle).
  *
  *   rill_context_options options;
  *   rill_context_options_init(&options);

@@ -20,6 +20,43 @@ rill_status fail(rill_status code, std::string_view message) noexcept;
 rill_status fail(rill_status code, const char* function, const char* what) noexcept;
 rill_status from_status(const rill::Status& s) noexcept;
 
+// Live handles: each create registers the handle it returns, each destroy takes it back. A call
+// with a handle that is not live, destroyed or never made by rill, is refused (and a second destroy
+// does nothing) where the pointer alone would be a use after free; the handle's type is checked
+// too, as freed memory may come back as a handle of another kind.
+namespace handles {
+void add(const void* handle, const void* kind);
+bool live(const void* handle, const void* kind) noexcept;
+bool take(const void* handle, const void* kind) noexcept;  // true if it was live
+template <typename T>
+const void* kind_of() {
+  static const char tag = 0;
+  return &tag;
+}
+}  // namespace handles
+
+// The new handle, registered (on failure to register, nothing is kept and the exception goes on).
+template <typename T>
+T* make_handle(T* handle) {
+  try {
+    handles::add(handle, handles::kind_of<T>());
+  } catch (...) {
+    delete handle;
+    throw;
+  }
+  return handle;
+}
+// Destroys a live handle; anything else (NULL, destroyed, foreign) is left alone.
+template <typename T>
+void destroy_handle(T* handle) noexcept {
+  if (handle != nullptr && handles::take(handle, handles::kind_of<T>())) delete handle;
+}
+// NULL, destroyed or not a handle of this kind: the calls' argument checks refuse it.
+template <typename T>
+bool dead(const T* handle) noexcept {
+  return handle == nullptr || !handles::live(handle, handles::kind_of<T>());
+}
+
 // Runs f (returning rill_status), turning anything thrown into a status: nothing escapes to C.
 template <typename F>
 rill_status guarded(const char* function, F&& f) noexcept {

@@ -2,8 +2,10 @@
 // plus a thread-local message. Nothing thrown or aborted escapes.
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 
 #include "capi/capi_common.hpp"
 #include "rill/context.hpp"
@@ -18,6 +20,39 @@ thread_local std::string g_last_error;
 thread_local bool g_message_lost = false;
 constexpr const char* kMessageLost = "out of host memory (the error's own message could not be kept)";
 }  // namespace
+
+namespace handles {
+namespace {
+// Never destroyed: a handle may be destroyed during static destruction.
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::unordered_map<const void*, const void*>& registry() {
+  static auto* r = new std::unordered_map<const void*, const void*>;
+  return *r;
+}
+}  // namespace
+
+void add(const void* handle, const void* kind) {
+  const std::lock_guard lock(registry_mutex());
+  registry()[handle] = kind;
+}
+
+bool live(const void* handle, const void* kind) noexcept {
+  const std::lock_guard lock(registry_mutex());
+  const auto it = registry().find(handle);
+  return it != registry().end() && it->second == kind;
+}
+
+bool take(const void* handle, const void* kind) noexcept {
+  const std::lock_guard lock(registry_mutex());
+  const auto it = registry().find(handle);
+  if (it == registry().end() || it->second != kind) return false;
+  registry().erase(it);
+  return true;
+}
+}  // namespace handles
 
 rill_status fail(rill_status code, std::string_view message) noexcept {
   try {
@@ -61,11 +96,14 @@ rill_status from_status(const rill::Status& s) noexcept {
 
 namespace {
 
+using rill::capi::dead;
+using rill::capi::destroy_handle;
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::g_last_error;
 using rill::capi::g_message_lost;
 using rill::capi::kMessageLost;
+using rill::capi::make_handle;
 
 void copy_text(char* dst, size_t capacity, const std::string& src) {
   const size_t n = std::min(capacity - 1, src.size());
@@ -110,15 +148,16 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
     }
     auto context = rill::Context::create(opts);
     if (!context.is_ok()) return from_status(context.status());
-    *out = new rill_context{std::move(context).value()};
+    *out = make_handle(new rill_context{std::move(context).value()});
     return RILL_OK;
   });
 }
 
-void rill_context_destroy(rill_context* context) { delete context; }
+void rill_context_destroy(rill_context* context) { destroy_handle(context); }
 
 rill_status rill_context_device_info(const rill_context* context, rill_device_info* out) {
-  if (context == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: NULL argument");
+  if (dead(context) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: NULL argument or destroyed handle");
   const rill::DeviceInfo& d = context->context.device();
   std::memset(out, 0, sizeof(*out));
   copy_text(out->name, sizeof out->name, d.name);

@@ -18,9 +18,12 @@ struct rill_icl_grid {
 
 namespace {
 
+using rill::capi::dead;
+using rill::capi::destroy_handle;
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::guarded;
+using rill::capi::make_handle;
 namespace icl = rill::icl;
 
 void to_c(const icl::TrainConfig& c, rill_icl_config* out) {
@@ -114,34 +117,34 @@ void rill_icl_config_init(rill_icl_config* config, int32_t setting) {
 
 rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config, rill_icl_trainer** out) {
   if (out != nullptr) *out = nullptr;
-  if (context == nullptr || config == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_create: NULL argument");
+  if (dead(context) || config == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_create: NULL argument or destroyed handle");
   return guarded("rill_icl_trainer_create", [&] {
     auto c = from_c(config);
     if (!c.is_ok()) return from_status(c.status());
     auto t = icl::Trainer::create(context->context, c.value());
     if (!t.is_ok()) return from_status(t.status());
-    *out = new rill_icl_trainer{std::move(t).value()};
+    *out = make_handle(new rill_icl_trainer{std::move(t).value()});
     return RILL_OK;
   });
 }
 
 rill_status rill_icl_trainer_resume(rill_context* context, const char* path, rill_icl_trainer** out) {
   if (out != nullptr) *out = nullptr;
-  if (context == nullptr || path == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_resume: NULL argument");
+  if (dead(context) || path == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_trainer_resume: NULL argument or destroyed handle");
   return guarded("rill_icl_trainer_resume", [&] {
     auto t = icl::Trainer::resume(context->context, path);
     if (!t.is_ok()) return from_status(t.status());
-    *out = new rill_icl_trainer{std::move(t).value()};
+    *out = make_handle(new rill_icl_trainer{std::move(t).value()});
     return RILL_OK;
   });
 }
 
-void rill_icl_trainer_destroy(rill_icl_trainer* trainer) { delete trainer; }
+void rill_icl_trainer_destroy(rill_icl_trainer* trainer) { destroy_handle(trainer); }
 
 rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms) {
-  if (trainer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_train: trainer is NULL");
+  if (dead(trainer)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_train: trainer is NULL or destroyed");
   return guarded("rill_icl_train", [&] {
     auto records = trainer->trainer.train(steps);
     if (!records.is_ok()) return from_status(records.status());
@@ -154,20 +157,23 @@ rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* loss
 }
 
 rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
-  if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_step: NULL argument");
+  if (dead(trainer) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_step: NULL argument or destroyed handle");
   *out = trainer->trainer.step();
   return RILL_OK;
 }
 
 rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
-  if (trainer == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument");
+  if (dead(trainer) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument or destroyed handle");
   if (check_sigma("rill_icl_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
   return guarded("rill_icl_evaluate",
                  [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out); });
 }
 
 rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count) {
-  if (trainer == nullptr || count == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_parameters: NULL argument");
+  if (dead(trainer) || count == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_parameters: NULL argument or destroyed handle");
   return guarded("rill_icl_parameters", [&] {
     auto p = trainer->trainer.parameters();
     if (!p.is_ok()) return from_status(p.status());
@@ -180,15 +186,16 @@ rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t ca
 }
 
 rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path) {
-  if (trainer == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_save_checkpoint: NULL argument");
+  if (dead(trainer) || path == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_save_checkpoint: NULL argument or destroyed handle");
   return guarded("rill_icl_save_checkpoint", [&] { return from_status(trainer->trainer.save_checkpoint(path)); });
 }
 
 rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* configs, int32_t count,
                                  rill_icl_grid** out) {
   if (out != nullptr) *out = nullptr;
-  if (context == nullptr || configs == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: NULL argument");
+  if (dead(context) || configs == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: NULL argument or destroyed handle");
   if (count < 1) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: count must be >= 1");
   return guarded("rill_icl_grid_create", [&] {
     std::vector<icl::TrainConfig> cs;
@@ -200,15 +207,15 @@ rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* c
     }
     auto g = icl::TrainerGrid::create(context->context, cs);
     if (!g.is_ok()) return from_status(g.status());
-    *out = new rill_icl_grid{std::move(g).value()};
+    *out = make_handle(new rill_icl_grid{std::move(g).value()});
     return RILL_OK;
   });
 }
 
-void rill_icl_grid_destroy(rill_icl_grid* grid) { delete grid; }
+void rill_icl_grid_destroy(rill_icl_grid* grid) { destroy_handle(grid); }
 
 rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses) {
-  if (grid == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_train: grid is NULL");
+  if (dead(grid)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_train: grid is NULL or destroyed");
   return guarded("rill_icl_grid_train", [&] {
     auto curves = grid->grid.train(steps);
     if (!curves.is_ok()) return from_status(curves.status());
@@ -223,21 +230,22 @@ rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losse
 }
 
 rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model) {
-  if (grid == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_model_status: grid is NULL");
+  if (dead(grid)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_model_status: grid is NULL or destroyed");
   return guarded("rill_icl_grid_model_status", [&] { return from_status(grid->grid.status(model)); });
 }
 
 rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
                                    rill_icl_eval* out) {
-  if (grid == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument");
+  if (dead(grid) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument or destroyed handle");
   if (check_sigma("rill_icl_grid_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
   return guarded("rill_icl_grid_evaluate",
                  [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out); });
 }
 
 rill_status rill_icl_grid_save_checkpoint(rill_icl_grid* grid, int32_t model, const char* path) {
-  if (grid == nullptr || path == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_save_checkpoint: NULL argument");
+  if (dead(grid) || path == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_save_checkpoint: NULL argument or destroyed handle");
   return guarded("rill_icl_grid_save_checkpoint", [&] { return from_status(grid->grid.save_checkpoint(model, path)); });
 }
 

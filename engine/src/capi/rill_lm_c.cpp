@@ -30,9 +30,12 @@ struct rill_lm_session {
 
 namespace {
 
+using rill::capi::dead;
+using rill::capi::destroy_handle;
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::guarded;
+using rill::capi::make_handle;
 
 rill::Result<lm::ModelOptions> from_c(const rill_lm_model_options* in) {
   lm::ModelOptions options;
@@ -86,7 +89,7 @@ rill_status make_model(rill_context* context, rill::Result<lm::Weights> weights,
   if (!weights.is_ok()) return from_status(weights.status());
   auto model = lm::Model::create(context->context, weights.value(), options);
   if (!model.is_ok()) return from_status(model.status());
-  *out = new rill_lm_model{std::make_shared<lm::Model>(std::move(model).value())};
+  *out = make_handle(new rill_lm_model{std::make_shared<lm::Model>(std::move(model).value())});
   return RILL_OK;
 }
 
@@ -140,8 +143,8 @@ void rill_lm_sampler_options_init(rill_lm_sampler_options* options) {
 rill_status rill_lm_model_load(rill_context* context, const char* config_path, const char* weights_path,
                                const rill_lm_model_options* options, rill_lm_model** out) {
   if (out != nullptr) *out = nullptr;
-  if (context == nullptr || config_path == nullptr || weights_path == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_load: NULL argument");
+  if (dead(context) || config_path == nullptr || weights_path == nullptr || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_load: NULL argument or destroyed handle");
   return guarded("rill_lm_model_load", [&] {
     auto opts = from_c(options);
     if (!opts.is_ok()) return from_status(opts.status());
@@ -152,7 +155,8 @@ rill_status rill_lm_model_load(rill_context* context, const char* config_path, c
 rill_status rill_lm_model_random(rill_context* context, const char* config_json, uint64_t seed,
                                  const rill_lm_model_options* options, rill_lm_model** out) {
   if (out != nullptr) *out = nullptr;
-  if (context == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_random: NULL argument");
+  if (dead(context) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_random: NULL argument or destroyed handle");
   return guarded("rill_lm_model_random", [&] {
     auto opts = from_c(options);
     if (!opts.is_ok()) return from_status(opts.status());
@@ -168,10 +172,11 @@ rill_status rill_lm_model_random(rill_context* context, const char* config_json,
   });
 }
 
-void rill_lm_model_destroy(rill_lm_model* model) { delete model; }
+void rill_lm_model_destroy(rill_lm_model* model) { destroy_handle(model); }
 
 rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out) {
-  if (model == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_info: NULL argument");
+  if (dead(model) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_info: NULL argument or destroyed handle");
   const lm::ModelConfig& c = model->model->config();
   const lm::ModelOptions& o = model->model->options();
   std::memset(out, 0, sizeof(*out));
@@ -190,16 +195,17 @@ rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out) {
 
 rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out) {
   if (out != nullptr) *out = nullptr;
-  if (model == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_session_create: NULL argument");
+  if (dead(model) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_session_create: NULL argument or destroyed handle");
   return guarded("rill_lm_session_create", [&] {
     auto session = model->model->session();
     if (!session.is_ok()) return from_status(session.status());
-    *out = new rill_lm_session{model->model, std::move(session).value()};
+    *out = make_handle(new rill_lm_session{model->model, std::move(session).value()});
     return RILL_OK;
   });
 }
 
-void rill_lm_session_destroy(rill_lm_session* session) { delete session; }
+void rill_lm_session_destroy(rill_lm_session* session) { destroy_handle(session); }
 
 rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,
                             size_t logits_capacity) {
@@ -208,7 +214,8 @@ rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, si
 
 rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                        float* logits_out, size_t logits_capacity, const rill_lm_prefill_hooks* hooks) {
-  if (session == nullptr || tokens == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: NULL argument");
+  if (dead(session) || tokens == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: NULL argument or destroyed handle");
   if (count == 0) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: count must be >= 1");
   return guarded("rill_lm_prefill", [&] {
     const uint32_t vocab = session->model->config().vocab;
@@ -230,7 +237,7 @@ rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t*
 }
 
 rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out, size_t logits_capacity) {
-  if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode: session is NULL");
+  if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode: session is NULL or destroyed");
   return guarded("rill_lm_decode", [&] {
     const uint32_t vocab = session->model->config().vocab;
     if (token >= vocab)
@@ -245,62 +252,68 @@ rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logi
 }
 
 rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out) {
-  if (session == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_position: NULL argument");
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_position: NULL argument or destroyed handle");
   *out = session->session.position();
   return RILL_OK;
 }
 
 rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
-  if (session == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_state_bytes: NULL argument");
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_state_bytes: NULL argument or destroyed handle");
   *out = session->session.state_bytes();
   return RILL_OK;
 }
 
 rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out) {
-  if (session == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_device_bytes: NULL argument");
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_device_bytes: NULL argument or destroyed handle");
   *out = session->session.device_bytes();
   return RILL_OK;
 }
 
 rill_status rill_lm_prefill_segment(const rill_lm_session* session, uint32_t* out) {
-  if (session == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill_segment: NULL argument");
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill_segment: NULL argument or destroyed handle");
   *out = session->session.prefill_segment();
   return RILL_OK;
 }
 
 rill_status rill_lm_release_prefill_memory(rill_lm_session* session) {
-  if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_release_prefill_memory: session is NULL");
+  if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_release_prefill_memory: session is NULL or destroyed");
   session->session.release_prefill_memory();
   return RILL_OK;
 }
 
 rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out) {
-  if (session == nullptr || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode_dispatches: NULL argument");
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode_dispatches: NULL argument or destroyed handle");
   *out = session->session.decode_dispatches();
   return RILL_OK;
 }
 
 rill_status rill_lm_reset(rill_lm_session* session) {
-  if (session == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_reset: session is NULL");
+  if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_reset: session is NULL or destroyed");
   return guarded("rill_lm_reset", [&] { return from_status(session->session.reset()); });
 }
 
 rill_status rill_lm_save_state(const rill_lm_session* session, const char* path) {
-  if (session == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_save_state: NULL argument");
+  if (dead(session) || path == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_save_state: NULL argument or destroyed handle");
   return guarded("rill_lm_save_state", [&] { return from_status(session->session.save_state(path)); });
 }
 
 rill_status rill_lm_restore_state(rill_lm_session* session, const char* path) {
-  if (session == nullptr || path == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_restore_state: NULL argument");
+  if (dead(session) || path == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_restore_state: NULL argument or destroyed handle");
   return guarded("rill_lm_restore_state", [&] { return from_status(session->session.restore_state(path)); });
 }
 
 rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options, uint64_t step,
                            uint32_t* token_out) {
   if (token_out != nullptr) *token_out = 0;
-  if (logits == nullptr || token_out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: NULL argument");
+  if (logits == nullptr || token_out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: NULL argument or destroyed handle");
   if (count == 0 || count > std::numeric_limits<uint32_t>::max())
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: count must be in [1, 2^32 - 1]");
   return guarded("rill_lm_sample", [&] {

@@ -13,33 +13,36 @@ struct rill_text_stream {
   std::string ready;  // pushed text not yet read
 };
 
+using rill::capi::dead;
+using rill::capi::destroy_handle;
 using rill::capi::fail;
 using rill::capi::from_status;
 using rill::capi::guarded;
+using rill::capi::make_handle;
 
 rill_status rill_tokenizer_load(const char* path, rill_tokenizer** out) {
   return guarded("rill_tokenizer_load", [&]() -> rill_status {
     if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_load: out is NULL");
     *out = nullptr;
     if (path == nullptr) {
-      *out = new rill_tokenizer{rill::lm::Tokenizer::bytes()};
+      *out = make_handle(new rill_tokenizer{rill::lm::Tokenizer::bytes()});
       return RILL_OK;
     }
     auto t = rill::lm::Tokenizer::load_sentencepiece(path);
     if (!t.is_ok()) return from_status(t.status());
-    *out = new rill_tokenizer{std::move(t).value()};
+    *out = make_handle(new rill_tokenizer{std::move(t).value()});
     return RILL_OK;
   });
 }
 
-void rill_tokenizer_destroy(rill_tokenizer* tokenizer) { delete tokenizer; }
+void rill_tokenizer_destroy(rill_tokenizer* tokenizer) { destroy_handle(tokenizer); }
 
 rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, const char* text, size_t length, int add_bos,
                                   uint32_t* tokens_out, size_t capacity, size_t* count_out) {
   return guarded("rill_tokenizer_encode", [&]() -> rill_status {
-    if (tokenizer == nullptr || count_out == nullptr || (text == nullptr && length > 0) ||
+    if (dead(tokenizer) || count_out == nullptr || (text == nullptr && length > 0) ||
         (tokens_out == nullptr && capacity > 0))
-      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_encode: NULL argument");
+      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_encode: NULL argument or destroyed handle");
     auto tokens = tokenizer->tokenizer.encode(std::string_view(text ? text : "", length), add_bos != 0);
     if (!tokens.is_ok()) return from_status(tokens.status());
     *count_out = tokens->size();
@@ -54,9 +57,9 @@ rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, const char* t
 rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, const uint32_t* tokens, size_t count, char* text_out,
                                   size_t capacity, size_t* length_out) {
   return guarded("rill_tokenizer_decode", [&]() -> rill_status {
-    if (tokenizer == nullptr || length_out == nullptr || (tokens == nullptr && count > 0) ||
+    if (dead(tokenizer) || length_out == nullptr || (tokens == nullptr && count > 0) ||
         (text_out == nullptr && capacity > 0))
-      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_decode: NULL argument");
+      return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_decode: NULL argument or destroyed handle");
     auto text = tokenizer->tokenizer.decode(std::span<const uint32_t>(tokens, count));
     if (!text.is_ok()) return from_status(text.status());
     *length_out = text->size();
@@ -70,7 +73,7 @@ rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, const uint32_
 
 rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab_out, int64_t* bos_out,
                                 int64_t* eos_out) {
-  if (tokenizer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_info: tokenizer is NULL");
+  if (dead(tokenizer)) return fail(RILL_INVALID_ARGUMENT, "rill_tokenizer_info: tokenizer is NULL or destroyed");
   const auto& t = tokenizer->tokenizer;
   if (vocab_out) *vocab_out = t.vocab_size();
   if (bos_out) *bos_out = t.bos() ? int64_t(*t.bos()) : -1;
@@ -82,17 +85,17 @@ rill_status rill_text_stream_create(const rill_tokenizer* tokenizer, rill_text_s
   return guarded("rill_text_stream_create", [&]() -> rill_status {
     if (out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_create: out is NULL");
     *out = nullptr;
-    if (tokenizer == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_create: tokenizer is NULL");
-    *out = new rill_text_stream{rill::lm::TextStream(tokenizer->tokenizer), {}};
+    if (dead(tokenizer)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_create: tokenizer is NULL or destroyed");
+    *out = make_handle(new rill_text_stream{rill::lm::TextStream(tokenizer->tokenizer), {}});
     return RILL_OK;
   });
 }
 
-void rill_text_stream_destroy(rill_text_stream* stream) { delete stream; }
+void rill_text_stream_destroy(rill_text_stream* stream) { destroy_handle(stream); }
 
 rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
   return guarded("rill_text_stream_push", [&]() -> rill_status {
-    if (stream == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_push: stream is NULL");
+    if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_push: stream is NULL or destroyed");
     auto piece = stream->stream.push(token);
     if (!piece.is_ok()) return from_status(piece.status());
     stream->ready += *piece;
@@ -102,7 +105,7 @@ rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
 
 rill_status rill_text_stream_finish(rill_text_stream* stream) {
   return guarded("rill_text_stream_finish", [&]() -> rill_status {
-    if (stream == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL");
+    if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL or destroyed");
     stream->ready += stream->stream.finish();
     return RILL_OK;
   });
@@ -110,8 +113,8 @@ rill_status rill_text_stream_finish(rill_text_stream* stream) {
 
 rill_status rill_text_stream_read(rill_text_stream* stream, char* text_out, size_t capacity, size_t* length_out) {
   return guarded("rill_text_stream_read", [&]() -> rill_status {
-    if (stream == nullptr || length_out == nullptr || (text_out == nullptr && capacity > 0))
-      return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_read: NULL argument");
+    if (dead(stream) || length_out == nullptr || (text_out == nullptr && capacity > 0))
+      return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_read: NULL argument or destroyed handle");
     *length_out = stream->ready.size();
     if (stream->ready.size() > capacity)
       return fail(RILL_OUT_OF_RANGE, "rill_text_stream_read: " + std::to_string(stream->ready.size()) +
