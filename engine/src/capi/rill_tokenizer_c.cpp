@@ -96,6 +96,9 @@ void rill_text_stream_destroy(rill_text_stream* stream) { destroy_handle(stream)
 rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
   return guarded("rill_text_stream_push", [&]() -> rill_status {
     if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_push: stream is NULL or destroyed");
+    // Room first: once push has taken the token, appending its text must not fail for want of
+    // memory (a piece is a few bytes; one past the headroom is the only case that could).
+    stream->ready.reserve(stream->ready.size() + 256);
     auto piece = stream->stream.push(token);
     if (!piece.is_ok()) return from_status(piece.status());
     stream->ready += *piece;
