@@ -8,11 +8,11 @@
 #include <fstream>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "rill/rill.h"
 #include "rill/tokenizer.hpp"
+#include "sentencepiece_bytes.hpp"
 #include "temp_path.hpp"
 
 namespace {
@@ -88,52 +88,7 @@ TEST_CASE("tokenizer: missing and malformed model files are refused by name", "[
 
 namespace {
 
-// A SentencePiece model file written field by field (the protobuf wire format), with pieces for
-// "a", "b" and the word boundary, and a normalization map `charsmap` (none when empty).
-std::string varint(uint64_t v) {
-  std::string out;
-  for (; v >= 0x80; v >>= 7) out += char(0x80 | (v & 0x7F));
-  return out + char(v);
-}
-std::string field_bytes(int number, const std::string& bytes) {
-  return varint(uint64_t(number) << 3 | 2) + varint(bytes.size()) + bytes;
-}
-std::string field_varint(int number, uint64_t v) { return varint(uint64_t(number) << 3) + varint(v); }
-std::string field_float(int number, float v) {
-  std::string out = varint(uint64_t(number) << 3 | 5);
-  out.append(reinterpret_cast<const char*>(&v), 4);
-  return out;
-}
-std::string handmade_model(const std::string& charsmap) {
-  std::string m;
-  const std::tuple<const char*, float, int> pieces[] = {{"<unk>", 0.0f, 2},         {"<s>", 0.0f, 3}, {"</s>", 0.0f, 3},
-                                                        {"\xE2\x96\x81", -1.0f, 1}, {"a", -2.0f, 1},  {"b", -2.0f, 1}};
-  for (const auto& [text, score, type] : pieces)
-    m += field_bytes(1, field_bytes(1, text) + field_float(2, score) + field_varint(3, uint64_t(type)));
-  m += field_bytes(2, field_varint(3, 1));  // trainer spec: unigram
-  std::string normalizer = field_bytes(1, charsmap.empty() ? "identity" : "handmade");
-  if (!charsmap.empty()) normalizer += field_bytes(2, charsmap);
-  return m + field_bytes(3, normalizer + field_varint(3, 1) + field_varint(4, 1) + field_varint(5, 1));
-}
-
-// A map of "a" to "b": a double array of 256 units whose root's child 'a' has a leaf naming the
-// normalized string at 0.
-struct CharsMap {
-  std::vector<uint32_t> units = std::vector<uint32_t>(256, 0);
-  std::string normalized = std::string("b\0", 2);
-  CharsMap() {
-    units['a'] = 'a' | (1u << 8) | (1u << 10);  // label 'a', a leaf, children at 'a' ^ 1
-    units['a' ^ 1] = (1u << 31) | 0;            // the leaf: the string at 0
-  }
-  std::string blob() const {
-    std::string out;
-    const uint32_t bytes = uint32_t(units.size() * 4);
-    out.append(reinterpret_cast<const char*>(&bytes), 4);
-    out.append(reinterpret_cast<const char*>(units.data()), bytes);
-    return out + normalized;
-  }
-};
-
+using rill_test::spm::CharsMap;
 rill::Result<rill::lm::Tokenizer> load_model_text(const std::string& model) {
   const std::filesystem::path path = rill_test::temp_path("handmade-spm");
   std::ofstream(path, std::ios::binary) << model;
@@ -148,11 +103,11 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   // The trained model's map (NFKC) passes; so does a small handmade one, which the library then
   // applies ("a" is normalized to "b").
   REQUIRE(rill::lm::Tokenizer::load_sentencepiece(trained_model()).is_ok());
-  const auto plain = load_model_text(handmade_model(""));
+  const auto plain = load_model_text(rill_test::spm::model(""));
   INFO(plain.status().to_string());
   REQUIRE(plain.is_ok());
   CHECK(plain->encode("a").value() != plain->encode("b").value());
-  const auto mapped = load_model_text(handmade_model(CharsMap().blob()));
+  const auto mapped = load_model_text(rill_test::spm::model(CharsMap().blob()));
   INFO(mapped.status().to_string());
   REQUIRE(mapped.is_ok());
   CHECK(mapped->encode("a").value() == plain->encode("b").value());
@@ -182,7 +137,7 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   broken.push_back({std::string("\x04\0\0", 3), "shorter than its size word"});
   for (const auto& [blob, why] : broken) {
     INFO(why);
-    const auto t = load_model_text(handmade_model(blob));
+    const auto t = load_model_text(rill_test::spm::model(blob));
     REQUIRE_FALSE(t.is_ok());
     CHECK(t.status().code() == rill::StatusCode::kDataLoss);
     CHECK_THAT(t.status().message(), Catch::Contains(why) && Catch::Contains("character map"));

@@ -11,11 +11,13 @@
 #include "core/file_io.hpp"
 #include "icl/checkpoint.hpp"
 #include "icl/config_json.hpp"
+#include "lm/sentencepiece_model.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
 #include "rill/safetensors.hpp"
 #include "rill/tuning.hpp"
+#include "sentencepiece_bytes.hpp"
 #include "temp_path.hpp"
 #include "vk/pipeline_cache_file.hpp"
 
@@ -222,6 +224,18 @@ std::vector<uint8_t> tuning_file_seed() {
   return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
 }
 
+// A SentencePiece model, then text through its normalization map and tokens back: the map is read
+// by libsentencepiece only when text passes through it.
+void sentencepiece_run(const uint8_t* data, size_t size) {
+  auto model = rill::lm::detail::SentencePieceModel::parse({data, size}, "fuzz");
+  if (!model.is_ok()) return;
+  for (const char* text : {"a", "ab ba", "\xC3\xA9\xEF\xBC\xA1 \xE2\x96\x81", "\xFF\xFEz", ""}) {
+    auto tokens = (*model)->encode(text);
+    if (tokens.is_ok()) (void)(*model)->decode(*tokens);
+  }
+}
+std::vector<uint8_t> sentencepiece_seed() { return bytes_of(rill_test::spm::model(rill_test::spm::CharsMap().blob())); }
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -235,6 +249,7 @@ const std::vector<Target>& targets() {
       {"peaks_cache", peaks_cache_run, peaks_cache_seed},
       {"lm_weights", lm_weights_run, lm_weights_seed, fix_length_prefix},
       {"tuning_file", tuning_file_run, tuning_file_seed},
+      {"sentencepiece", sentencepiece_run, sentencepiece_seed},
   };
   return all;
 }
