@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -25,13 +26,15 @@ inline std::string field_float(int number, float v) {
   return out;
 }
 
-// A unigram model with the normalization map `charsmap` (identity when empty).
-inline std::string model(const std::string& charsmap) {
+// A unigram model with the normalization map `charsmap` (identity when empty), and a seventh
+// normal piece when `extra_piece` is given.
+inline std::string model(const std::string& charsmap, const std::optional<std::string>& extra_piece = {}) {
   std::string m;
   const std::tuple<const char*, float, int> pieces[] = {{"<unk>", 0.0f, 2},         {"<s>", 0.0f, 3}, {"</s>", 0.0f, 3},
                                                         {"\xE2\x96\x81", -1.0f, 1}, {"a", -2.0f, 1},  {"b", -2.0f, 1}};
   for (const auto& [text, score, type] : pieces)  // type: 1 normal, 2 unknown, 3 control
     m += field_bytes(1, field_bytes(1, text) + field_float(2, score) + field_varint(3, uint64_t(type)));
+  if (extra_piece) m += field_bytes(1, field_bytes(1, *extra_piece) + field_float(2, -3.0f) + field_varint(3, 1));
   m += field_bytes(2, field_varint(3, 1));  // trainer spec: unigram
   std::string normalizer = field_bytes(1, charsmap.empty() ? "identity" : "handmade");
   if (!charsmap.empty()) normalizer += field_bytes(2, charsmap);

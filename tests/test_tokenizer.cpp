@@ -135,12 +135,18 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   oversized[1] = char(0x7F);  // the trie's size word claims more bytes than the map holds
   broken.push_back({oversized, "gives its trie"});
   broken.push_back({std::string("\x04\0\0", 3), "shorter than its size word"});
+  // A piece starting with a NUL byte: libsentencepiece's trie builder takes it for an empty key and
+  // throws (found by the fuzzer), which must come back a status.
+  broken.push_back({"", "libsentencepiece failed"});
   for (const auto& [blob, why] : broken) {
     INFO(why);
-    const auto t = load_model_text(rill_test::spm::model(blob));
+    const bool nul_piece = blob.empty();
+    const auto t =
+        load_model_text(nul_piece ? rill_test::spm::model("", std::string("\0\0", 2)) : rill_test::spm::model(blob));
     REQUIRE_FALSE(t.is_ok());
     CHECK(t.status().code() == rill::StatusCode::kDataLoss);
-    CHECK_THAT(t.status().message(), Catch::Contains(why) && Catch::Contains("character map"));
+    CHECK_THAT(t.status().message(), Catch::Contains(why));
+    if (!nul_piece) CHECK_THAT(t.status().message(), Catch::Contains("character map"));
   }
 }
 
