@@ -141,7 +141,8 @@ int main(void) {
     EXPECT(rill_icl_train(trainer, 4, losses, NULL) == RILL_OK);
     EXPECT(losses[0] > 0.0f && losses[3] > 0.0f);
     EXPECT(rill_icl_step(trainer, &step) == RILL_OK && step == 4);
-    EXPECT(rill_icl_parameters(trainer, NULL, 0, &count) == RILL_OUT_OF_RANGE);
+    EXPECT(rill_icl_parameters(trainer, NULL, 0, &count) == RILL_OUT_OF_RANGE); /* the size query */
+    EXPECT(rill_icl_parameters(trainer, NULL, 5, &count) == RILL_INVALID_ARGUMENT); /* room claimed, none given */
     EXPECT(count == 3 * 2 * 3 * 3); /* L * 2 * (d+1)^2 */
     EXPECT(rill_icl_evaluate(trainer, 50, 1, 0.5f, &eval) == RILL_OK && eval.tasks == 50);
     EXPECT(rill_icl_evaluate(trainer, 0, 1, 0.5f, &eval) == RILL_INVALID_ARGUMENT);

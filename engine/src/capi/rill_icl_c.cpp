@@ -172,7 +172,7 @@ rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t
 }
 
 rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count) {
-  if (dead(trainer) || count == nullptr)
+  if (dead(trainer) || count == nullptr || (out == nullptr && capacity > 0))
     return fail(RILL_INVALID_ARGUMENT, "rill_icl_parameters: NULL argument or destroyed handle");
   return guarded("rill_icl_parameters", [&] {
     auto p = trainer->trainer.parameters();
