@@ -63,6 +63,9 @@ Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_byt
   const fs::path p = path_from_utf8(path);
   std::error_code ec;
   const fs::file_status st = fs::status(p, ec);
+  // A path that cannot be looked at (a symlink loop, no permission) is not a missing file.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    return unavailable("cannot read '" + path + "': " + ec.message());
   if (!fs::exists(st)) return not_found("no such file: '" + path + "'");
   if (!fs::is_regular_file(st)) return invalid_argument("'" + path + "' is not a regular file");
   const uint64_t size = fs::file_size(p, ec);
