@@ -166,7 +166,7 @@ rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
 rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
   if (dead(trainer) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument or destroyed handle");
-  if (check_sigma("rill_icl_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
+  if (const rill_status s = check_sigma("rill_icl_evaluate", sigma); s != RILL_OK) return s;
   return guarded("rill_icl_evaluate",
                  [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out); });
 }
@@ -238,7 +238,7 @@ rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t t
                                    rill_icl_eval* out) {
   if (dead(grid) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument or destroyed handle");
-  if (check_sigma("rill_icl_grid_evaluate", sigma) != RILL_OK) return RILL_INVALID_ARGUMENT;
+  if (const rill_status s = check_sigma("rill_icl_grid_evaluate", sigma); s != RILL_OK) return s;
   return guarded("rill_icl_grid_evaluate",
                  [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out); });
 }

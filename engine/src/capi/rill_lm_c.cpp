@@ -312,8 +312,7 @@ rill_status rill_lm_restore_state(rill_lm_session* session, const char* path) {
 rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options, uint64_t step,
                            uint32_t* token_out) {
   if (token_out != nullptr) *token_out = 0;
-  if (logits == nullptr || token_out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: NULL argument or destroyed handle");
+  if (logits == nullptr || token_out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: NULL argument");
   if (count == 0 || count > std::numeric_limits<uint32_t>::max())
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_sample: count must be in [1, 2^32 - 1]");
   return guarded("rill_lm_sample", [&] {

@@ -14,7 +14,7 @@ namespace {
 
 std::optional<uint32_t> id_or_none(int id) { return id < 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(id)); }
 
-// libsentencepiece throws (its darts-clone trie builder does, on a model with an empty piece)
+// libsentencepiece throws (its darts-clone trie builder does, on a piece starting with a NUL byte)
 // where it would return a status: every call into it goes through here, and a throw becomes a
 // status naming what threw.
 template <typename F>

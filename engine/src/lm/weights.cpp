@@ -135,8 +135,10 @@ void warn_if_saved_with_another_config(const SafetensorsFile& file, const ModelC
                                                parsed.status().message() + "); using the given config");
     return;
   }
-  const nlohmann::json given = nlohmann::json::parse(config_to_json(config));
-  const nlohmann::json stored = nlohmann::json::parse(config_to_json(*parsed));
+  const std::string given_text = config_to_json(config), stored_text = config_to_json(*parsed);
+  if (given_text == stored_text) return;  // the pair as saved
+  const nlohmann::json given = nlohmann::json::parse(given_text);
+  const nlohmann::json stored = nlohmann::json::parse(stored_text);
   std::string differ;
   for (const auto& [key, value] : given.items())
     if (!stored.contains(key) || stored.at(key) != value) differ += (differ.empty() ? "" : ", ") + key;
