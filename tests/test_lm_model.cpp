@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpu_test.hpp"
+#include "lm_test_models.hpp"
 #include "op_test.hpp"
 #include "rill/lm.hpp"
 #include "rill/ops/packed_weights.hpp"
@@ -22,33 +23,12 @@
 
 using rill::lm::LayerKind;
 using rill::lm::ModelConfig;
+using rill_test::make_model;
+using rill_test::reference;
+using rill_test::tiny;
+using rill_test::tokens_of;
 
 namespace {
-
-ModelConfig tiny(std::vector<LayerKind> kinds) {
-  ModelConfig c;
-  c.vocab = 37;  // not a power of two
-  c.width = 24;
-  c.heads = 3;
-  c.ffn_width = 40;
-  c.layers = uint32_t(kinds.size());
-  c.layer_kinds = std::move(kinds);
-  c.block = 8;
-  c.chunk = 4;
-  REQUIRE(c.validate().is_ok());
-  return c;
-}
-
-std::vector<uint32_t> tokens_of(size_t n, uint32_t vocab, uint32_t salt = 0) {
-  std::vector<uint32_t> t(n);
-  for (size_t i = 0; i < n; ++i) t[i] = uint32_t((i * 7919 + salt * 31 + (i * i) % 13) % vocab);
-  return t;
-}
-
-std::vector<float> reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens) {
-  return rill::ref::transnormer_logits(w.config(), [&](const std::string& name) { return w.floats(name).value(); },
-                                       tokens);
-}
 
 // Logits agree when every entry is within tol of the reference, relative to the row's scale.
 void check_row(std::span<const float> got, const std::vector<float>& ref, size_t row, size_t vocab, double tol,
@@ -59,13 +39,6 @@ void check_row(std::span<const float> got, const std::vector<float>& ref, size_t
   for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(double(got[v]) - ref[row * vocab + v]) / scale);
   INFO(what << " row " << row << ": worst relative error " << worst);
   CHECK(worst <= tol);
-}
-
-rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill::lm::ModelOptions o = {}) {
-  auto m = rill::lm::Model::create(ctx, w, o);
-  INFO(m.status().to_string());
-  REQUIRE(m.is_ok());
-  return std::move(m).value();
 }
 
 // Prefill `prompt` of the tokens, then decode the rest: every checked row within tol of ref.

@@ -250,6 +250,19 @@ struct PrefillHooks {
   std::function<bool()> stop;
 };
 
+// What Session::score returns: the model's log-probabilities of a text's tokens.
+struct TokenScores {
+  // log_probs[i]: the natural logarithm of the model's probability of tokens[i + 1] after everything
+  // before it (the session's earlier positions and tokens[0..i]), f32; tokens.size() - 1 values.
+  std::vector<float> log_probs;
+  std::vector<float> logits;  // the last position's, as prefill returns them
+};
+
+// log softmax(logits)[token], in double: the probability the model gives `token` as the next one,
+// from the logits prefill, decode or score returned (how to score a text's first token, which
+// comes after those logits). InvalidArgument when token >= logits.size().
+RILL_API Result<double> log_prob(std::span<const float> logits, uint32_t token);
+
 // One conversation: the recurrent state (per NormAttention layer and head a Dk x Dv matrix, per
 // DiagAttention layer the keys and values of the current block) and the position.
 class RILL_API Session {
@@ -263,6 +276,13 @@ class RILL_API Session {
   // The same with a stop hook (PrefillHooks above): kCancelled when it stopped, the session then
   // holding the positions done.
   Result<std::vector<float>> prefill(std::span<const uint32_t> tokens, const PrefillHooks& hooks);
+  // Runs tokens like prefill (the session then holds them, and hooks work the same) and returns
+  // the model's log-probability of each token after the first (TokenScores), computed on the
+  // device a chunk of rows at a time (no [tokens, vocab] logits exist at once): a text's
+  // perplexity, or how likely each of several continuations is after a prompt (score each in its
+  // own session, or restore the prompt's state before each). With the stop hook, the scores of a
+  // stopped call are lost but the positions done are kept.
+  Result<TokenScores> score(std::span<const uint32_t> tokens, const PrefillHooks& hooks = {});
   // One token at the current position; returns its logits.
   Result<std::vector<float>> decode(uint32_t token);
   uint64_t position() const;  // tokens consumed so far

@@ -13,6 +13,7 @@
 #include "rill/ops/linear_attention.hpp"
 #include "rill/ops/matmul.hpp"
 #include "rill/ops/rmsnorm.hpp"
+#include "vk/kernel_contracts.hpp"
 
 namespace rill::lm::detail {
 namespace {
@@ -22,6 +23,24 @@ const Tensor* gain_of(const Tensor& t) { return t.valid() ? &t : nullptr; }
 // y = x W for a linear layer's weight in either form.
 Status linear(Sequence& seq, const Tensor& x, const LinearWeight& w, const Tensor& y) {
   return w.packed.valid() ? ops::matmul(seq, x, w.packed, y) : ops::matmul(seq, x, w.dense, y);
+}
+
+// out = x times the head block's weight: the block's logits [rows, count] of the rows of x.
+Status head_product(Sequence& seq, const Tensor& x, const HeadBlock& b, const Tensor& out) {
+  if (b.packed.valid()) return ops::matmul(seq, x, b.packed, out);
+  return ops::matmul(seq, x, b.weight, out, {.transpose_b = b.transposed});
+}
+
+// The head's logits for scoring take a chunk of rows at a time, so a large vocabulary's [rows,
+// vocab] never exists at once: chunks of up to this many bytes (a 64,000-token vocabulary in f32:
+// 65 rows), and within one storage binding.
+constexpr uint64_t kScoreChunkBytes = 16ull << 20;
+
+uint32_t score_chunk_rows(const Model::Impl& m, uint32_t len) {
+  int64_t widest = 0;
+  for (const HeadBlock& b : m.tensors.head_blocks) widest = std::max(widest, b.count);
+  const uint64_t bytes = std::min(kScoreChunkBytes, m.ctx.device().caps.max_storage_buffer_range);
+  return uint32_t(std::clamp<uint64_t>(bytes / (uint64_t(widest) * dtype_size(m.dtype)), 1, len));
 }
 
 bool has_kind(const ModelConfig& c, LayerKind kind) {
@@ -58,6 +77,16 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
   for (Tensor* t : {&g.a, &g.b, &g.hidden}) RILL_RETURN_IF_ERROR(make(*t, dt, {L, F}, "ffn"));
   if (L > 1) RILL_RETURN_IF_ERROR(make(g.last, dt, {1, D}, "last"));
   RILL_RETURN_IF_ERROR(make(g.logits, dt, {1, V}, "logits"));
+  if (g.scored) {
+    g.head_rows = score_chunk_rows(m, g.len);
+    int64_t widest = 0;
+    for (const HeadBlock& b : m.tensors.head_blocks) widest = std::max(widest, b.count);
+    RILL_RETURN_IF_ERROR(make(g.targets, DType::kU32, {L}, "targets", MemoryPool::kUploads));
+    RILL_RETURN_IF_ERROR(make(g.head_rows_in, dt, {int64_t(g.head_rows), D}, "head_rows"));
+    RILL_RETURN_IF_ERROR(make(g.head_chunk, dt, {int64_t(g.head_rows) * widest}, "head_chunk"));
+    RILL_RETURN_IF_ERROR(make(g.running, DType::kF32, {L, int64_t(gpu::kLogProbRunningWords)}, "running"));
+    RILL_RETURN_IF_ERROR(make(g.log_probs, DType::kF32, {L}, "log_probs"));
+  }
   return Status::ok();
 }
 
@@ -101,6 +130,32 @@ Status record_mixer(const Model::Impl& m, StateTensors& state, Graph& g, size_t 
     }
   }
   return internal_error("lm: unknown layer kind");
+}
+
+// Every row's log-probability of its next token: the head over a chunk of rows at a time (copied
+// out, so a chunk may start on any row), a block of the vocabulary at a time, each block's logits
+// folded into the row's softmax sums.
+Status record_scores(const Model::Impl& m, Graph& g) {
+  Sequence& seq = *g.seq;
+  const auto& blocks = m.tensors.head_blocks;
+  for (uint32_t first = 0; first < g.len; first += g.head_rows) {
+    const uint32_t rows = std::min(g.head_rows, g.len - first);
+    RILL_ASSIGN_OR_RETURN(const Tensor x, g.head_rows_in.rows(0, rows));
+    RILL_RETURN_IF_ERROR(copy_rows(seq, g.u, first, x, 0, rows));
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      RILL_ASSIGN_OR_RETURN(const Tensor flat, g.head_chunk.rows(0, int64_t(rows) * blocks[i].count));
+      RILL_ASSIGN_OR_RETURN(const Tensor logits, flat.reshaped({int64_t(rows), blocks[i].count}));
+      RILL_RETURN_IF_ERROR(head_product(seq, x, blocks[i], logits));
+      RILL_RETURN_IF_ERROR(token_log_probs(seq, logits, g.targets, g.running, g.log_probs,
+                                           {.row_offset = first,
+                                            .first = uint32_t(blocks[i].first),
+                                            .vocab = m.config.vocab,
+                                            .first_block = i == 0,
+                                            .last_block = i + 1 == blocks.size()}));
+    }
+  }
+  RILL_ASSIGN_OR_RETURN(g.log_probs_id, seq.download(g.log_probs));
+  return Status::ok();
 }
 
 Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
@@ -153,25 +208,26 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
   }
   for (const HeadBlock& b : w.head_blocks) {  // each block's columns of the logits
     RILL_ASSIGN_OR_RETURN(Tensor part, logits_of(g.logits, b));
-    if (b.packed.valid()) {
-      RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, b.packed, part));
-    } else {
-      RILL_RETURN_IF_ERROR(ops::matmul(seq, *last, b.weight, part, {.transpose_b = b.transposed}));
-    }
+    RILL_RETURN_IF_ERROR(head_product(seq, *last, b, part));
   }
   RILL_ASSIGN_OR_RETURN(g.logits_id, seq.download(g.logits));
+  if (g.scored) RILL_RETURN_IF_ERROR(record_scores(m, g));
   return seq.finish();
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& state, uint32_t len, bool decode) {
+Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& state, uint32_t len, GraphForm form) {
   auto g = std::make_unique<Graph>();
   g->len = len;
+  const bool decode = form == GraphForm::kDecode;
   g->decode = decode;
+  g->scored = form == GraphForm::kScore;
   // Everything the graph allocates (its tensors and the recording's workspaces) is its own.
   const uint64_t used_before = m.ctx.memory_stats().used_bytes;
-  RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx.sequence({.label = decode ? "lm decode" : "lm prefill segment"}));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, m.ctx.sequence({.label = decode      ? "lm decode"
+                                                               : g->scored ? "lm score segment"
+                                                                           : "lm prefill segment"}));
   g->seq.emplace(std::move(seq));
   std::optional<ops::plan::LmDecodePlan> fused;
   if (decode) {
@@ -190,7 +246,9 @@ Result<std::unique_ptr<Graph>> make_graph(const Model::Impl& m, StateTensors& st
   return g;
 }
 
-Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens, uint64_t position) {
+namespace {
+
+Status upload_inputs(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens, uint64_t position) {
   if (tokens.size() != g.len) return internal_error("lm: graph length differs from the tokens");
   RILL_RETURN_IF_ERROR(m.ctx.upload(
       g.ids, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size_bytes())));
@@ -200,7 +258,27 @@ Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<c
     if (g.lrpe_base[i].valid())
       RILL_RETURN_IF_ERROR(
           m.ctx.upload_floats(g.lrpe_base[i], lrpe_rotations(m.tensors.layers[i].lrpe_theta, position, 1, 1)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens,
+                                     uint64_t position) {
+  RILL_RETURN_IF_ERROR(upload_inputs(m, g, tokens, position));
   RILL_RETURN_IF_ERROR(g.seq->run());
+  return g.seq->read_floats(g.logits_id);
+}
+
+Result<std::vector<float>> run_scored_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens,
+                                            std::span<const uint32_t> targets, uint64_t position,
+                                            std::vector<float>& log_probs) {
+  if (!g.scored || targets.size() != g.len) return internal_error("lm: not a scoring graph of the tokens' length");
+  RILL_RETURN_IF_ERROR(upload_inputs(m, g, tokens, position));
+  RILL_RETURN_IF_ERROR(m.ctx.upload(
+      g.targets, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(targets.data()), targets.size_bytes())));
+  RILL_RETURN_IF_ERROR(g.seq->run());
+  RILL_ASSIGN_OR_RETURN(log_probs, g.seq->read_floats(g.log_probs_id));
   return g.seq->read_floats(g.logits_id);
 }
 

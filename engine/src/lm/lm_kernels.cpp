@@ -155,6 +155,42 @@ Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& co
                        .bytes = 3 * x.size_bytes() + 24 * n});
 }
 
+Status token_log_probs(Sequence& seq, const Tensor& logits, const Tensor& targets, const Tensor& running,
+                       const Tensor& log_probs, const LogProbBlock& block) {
+  const char* op = "token_log_probs";
+  RILL_ASSIGN_OR_RETURN(std::string suffix, ops::detail::float_suffix(logits, op));
+  RILL_ASSIGN_OR_RETURN(Dims3 d, dims3(logits, op, "logits"));
+  if (d.batches != 1)
+    return invalid_argument("token_log_probs: logits " + logits.describe() + " must be [rows, count]");
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(targets, DType::kU32, op, "targets"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(running, DType::kF32, op, "running"));
+  RILL_RETURN_IF_ERROR(ops::detail::require_dtype(log_probs, DType::kF32, op, "log_probs"));
+  const uint64_t last_row = uint64_t(block.row_offset) + d.rows;
+  if (targets.element_count() < last_row || log_probs.element_count() < last_row ||
+      running.element_count() < last_row * gpu::kLogProbRunningWords)
+    return invalid_argument("token_log_probs: rows [" + std::to_string(block.row_offset) + ", " +
+                            std::to_string(last_row) + ") are not all in targets " + targets.describe() + ", running " +
+                            running.describe() + " and log_probs " + log_probs.describe());
+  if (uint64_t(block.first) + d.cols > block.vocab)
+    return invalid_argument("token_log_probs: block [" + std::to_string(block.first) + ", +" + std::to_string(d.cols) +
+                            ") is past the vocabulary of " + std::to_string(block.vocab));
+  // Two passes over each invocation's share of the row.
+  const uint32_t wg = ops::detail::reduction_workgroup(seq, d.cols);
+  RILL_RETURN_IF_ERROR(
+      ops::detail::check_loop_budget(seq, 2ull * ((d.cols + wg - 1) / wg), op, "a row of this length"));
+  const uint32_t flags =
+      (block.first_block ? gpu::kLogProbFirstBlock : 0u) | (block.last_block ? gpu::kLogProbLastBlock : 0u);
+  const uint64_t n = uint64_t(d.rows) * d.cols;
+  return seq.dispatch(
+      {.kernel = "lm/token_log_probs" + std::string(ops::detail::reduction_variant(seq)) + "_" + suffix,
+       .bindings = {&logits, &targets, &running, &log_probs},
+       .push = push_bytes(gpu::TokenLogProbPush{d.rows, block.row_offset, d.cols, block.first, block.vocab, flags}),
+       .groups = ops::detail::grid_for(d.rows),
+       .spec = {gpu::spec("WG_SIZE", wg)},
+       .flops = 3 * n,
+       .bytes = 2 * logits.size_bytes()});
+}
+
 std::vector<float> lrpe_rotations(std::span<const float> theta, uint64_t first, uint64_t step, uint32_t rows) {
   std::vector<float> out(size_t(rows) * theta.size() * 2);
   for (uint32_t r = 0; r < rows; ++r) {

@@ -37,6 +37,22 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
 Status lrpe(Sequence& seq, const Tensor& x, const Tensor& base, const Tensor& coarse, const Tensor& fine,
             const Tensor& y, ops::FeatureMap feature_map);
 
+// Which rows and which of their vocabulary blocks token_log_probs is given: the logits' row r is
+// row row_offset + r of the targets and results; the block is the first, the last (both for a
+// vocabulary in one block) or one between.
+struct LogProbBlock {
+  uint32_t row_offset = 0;
+  uint32_t first = 0;  // the block's first token id
+  uint32_t vocab = 0;  // the whole vocabulary
+  bool first_block = true, last_block = true;
+};
+
+// log_probs[o + r] = logits[r, targets[o + r]] - logsumexp(logits[r, :]) (f32; NaN where the
+// target >= vocab; o = row_offset) from the logits [rows, count] of one vocabulary block at a time,
+// in order: running f32 [.., 4] carries each row's partial sums from one block to the next.
+Status token_log_probs(Sequence& seq, const Tensor& logits, const Tensor& targets, const Tensor& running,
+                       const Tensor& log_probs, const LogProbBlock& block);
+
 // (cos, sin) of theta[c] * (first + r * step) for rows r < rows, [rows, theta.size(), 2], computed
 // in double: the angles stay exact at any position a session reaches.
 std::vector<float> lrpe_rotations(std::span<const float> theta, uint64_t first, uint64_t step, uint32_t rows);

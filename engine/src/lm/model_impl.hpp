@@ -64,11 +64,17 @@ struct StateTensors {
   std::vector<Tensor> la_state, cache_k, cache_v;
 };
 
+// What a Graph computes: a prefill segment's last logits; the same and every row's log-probability
+// of its next token (Session::score); one position through the recurrent forms (state step, cache
+// attention).
+enum class GraphForm { kPrefill, kScore, kDecode };
+
 // One forward over `len` positions starting at the position in `pos`: ids [len] u32 -> the
 // logits of the last position [1, vocab].
 struct Graph {
   uint32_t len = 0;
-  bool decode = false;  // one position through the recurrent forms (state step, cache attention)
+  bool decode = false;  // GraphForm::kDecode
+  bool scored = false;  // GraphForm::kScore
   Tensor ids, pos, errors;
   Tensor x[2], u, rstd, q, k, v, o, lse, merged, mixed, attn_out, h, g, a, b, hidden, ffn_out, last, logits;
   Tensor q2, k2, gate, gated;       // LRPE's [1, H, L, 2 Dh] q and k; the output gate and its product
@@ -77,8 +83,13 @@ struct Graph {
   // rows of the mixer [H, D + 1] (with each head's sum of squares) and of the FFN [slices, D], f32.
   bool fused = false;
   Tensor resid, layer_in, parts_mix, parts_ffn;
+  // Scoring: each row's next token (u32 [len], >= vocab for none), a chunk of head_rows rows of u
+  // and their logits for one vocabulary block at a time, the softmax's running sums between blocks
+  // (f32 [len, 4]) and the log-probabilities (f32 [len]).
+  Tensor targets, head_rows_in, head_chunk, running, log_probs;
+  uint32_t head_rows = 0;
   std::optional<Sequence> seq;  // recorded once, replayed for every segment or token
-  DownloadId logits_id;
+  DownloadId logits_id, log_probs_id;
   uint64_t device_bytes = 0;  // what making it allocated: its tensors and its recording's workspaces
 };
 

@@ -2,6 +2,8 @@
 // and saving and restoring the state.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 
 #include "core/file_io.hpp"
 #include "core/log.hpp"
@@ -29,8 +31,11 @@ struct Session::Impl {
   }
   Status zero_state();
   Result<std::vector<float>> decode(uint32_t token);
-  Status prepare_segment(uint32_t len);
-  Result<std::vector<float>> run_segment(std::span<const uint32_t> tokens);
+  Status prepare_segment(uint32_t len, detail::GraphForm form);
+  // Prefill (log_probs null) or scoring (log_probs receives tokens.size() - 1 values): `op` names
+  // the call in errors.
+  Result<std::vector<float>> consume(std::span<const uint32_t> tokens, const PrefillHooks& hooks,
+                                     std::vector<float>* log_probs, const char* op);
 };
 
 namespace {
@@ -86,24 +91,84 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
     return out_of_range("lm decode: the session is full at position " + std::to_string(position) +
                         (has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
   if (!step) {
-    RILL_ASSIGN_OR_RETURN(step, detail::make_graph(*model, state, 1, true));
+    RILL_ASSIGN_OR_RETURN(step, detail::make_graph(*model, state, 1, detail::GraphForm::kDecode));
   }
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
   position += 1;
   return logits;
 }
 
-Status Session::Impl::prepare_segment(uint32_t len) {
-  if (segment && segment->len == len) return Status::ok();
+Status Session::Impl::prepare_segment(uint32_t len, detail::GraphForm form) {
+  if (segment && segment->len == len && segment->scored == (form == detail::GraphForm::kScore)) return Status::ok();
   segment.reset();  // at most one segment's activations at a time: memory stays bounded
-  RILL_ASSIGN_OR_RETURN(segment, detail::make_graph(*model, state, len, false));
+  RILL_ASSIGN_OR_RETURN(segment, detail::make_graph(*model, state, len, form));
   return Status::ok();
 }
 
-Result<std::vector<float>> Session::Impl::run_segment(std::span<const uint32_t> tokens) {
-  RILL_RETURN_IF_ERROR(prepare_segment(uint32_t(tokens.size())));
-  RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *segment, tokens, position));
-  position += tokens.size();
+Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> tokens, const PrefillHooks& hooks,
+                                                  std::vector<float>* log_probs, const char* op) {
+  if (tokens.empty()) return invalid_argument(std::string(op) + ": no tokens");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] >= config().vocab)
+      return invalid_argument(std::string(op) + ": token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
+                              ", not below the vocabulary size " + std::to_string(config().vocab));
+  if (tokens.size() > max_positions() - position)
+    return out_of_range(std::string(op) + ": " + std::to_string(tokens.size()) + " tokens from position " +
+                        std::to_string(position) + " go past the " + std::to_string(max_positions()) +
+                        " positions this session can hold" + (has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
+  const detail::GraphForm form = log_probs ? detail::GraphForm::kScore : detail::GraphForm::kPrefill;
+  if (log_probs) log_probs->assign(tokens.size() - 1, 0.0f);
+  std::vector<float> logits;
+  size_t i = 0;
+  // Stops between whole steps, so the session holds exactly the positions done.
+  auto stopped = [&]() -> Status {
+    if (!hooks.stop || !hooks.stop()) return Status::ok();
+    return cancelled(std::string(op) + ": stopped at position " + std::to_string(position) + " after " +
+                     std::to_string(i) + " of " + std::to_string(tokens.size()) +
+                     " tokens; the session holds them: prefill the remaining tokens to go on");
+  };
+  // Segments start on DiagAttention block boundaries; reach one through decoding steps, whose
+  // logits score the next token on the host.
+  const uint32_t align = has(LayerKind::kDiag) ? config().block : 1;
+  while (i < tokens.size() && position % align != 0) {
+    RILL_RETURN_IF_ERROR(stopped());
+    RILL_ASSIGN_OR_RETURN(logits, decode(tokens[i++]));
+    if (log_probs && i < tokens.size()) {
+      RILL_ASSIGN_OR_RETURN(const double lp, log_prob(logits, tokens[i]));
+      (*log_probs)[i - 1] = float(lp);
+    }
+  }
+  std::vector<uint32_t> targets;
+  std::vector<float> segment_log_probs;
+  while (i < tokens.size()) {
+    RILL_RETURN_IF_ERROR(stopped());
+    const size_t len = std::min<size_t>(segment_len, tokens.size() - i);
+    // A segment whose activations do not fit (the device's memory, or the context's budget) is
+    // recorded again at half the length, in whole blocks, for the rest of the session: nothing has
+    // run yet, so only the speed changes.
+    if (const Status made = prepare_segment(uint32_t(len), form); !made.is_ok()) {
+      const uint32_t half = len / 2 / align * align;
+      if (made.code() != StatusCode::kResourceExhausted || half == 0) return made;
+      log_warning(std::string(op) + ": " + std::to_string(len) + "-position segments do not fit (" + made.message() +
+                  "); this session prefills in segments of " + std::to_string(half));
+      segment_len = half;
+      continue;
+    }
+    const auto part = tokens.subspan(i, len);
+    if (log_probs) {
+      // Each row's next token; the segment's last row scores the next segment's first.
+      targets.assign(len, UINT32_MAX);
+      for (size_t r = 0; r < len && i + r + 1 < tokens.size(); ++r) targets[r] = tokens[i + r + 1];
+      RILL_ASSIGN_OR_RETURN(logits,
+                            detail::run_scored_graph(*model, *segment, part, targets, position, segment_log_probs));
+      for (size_t r = 0; r < len && i + r + 1 < tokens.size(); ++r) (*log_probs)[i + r] = segment_log_probs[r];
+    } else {
+      RILL_ASSIGN_OR_RETURN(logits, detail::run_graph(*model, *segment, part, position));
+    }
+    position += len;
+    i += len;
+    if (hooks.progress) hooks.progress(i, tokens.size());
+  }
   return logits;
 }
 
@@ -112,50 +177,24 @@ Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, co
 }
 
 Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, const PrefillHooks& hooks) {
-  Impl& s = *impl_;
-  if (tokens.empty()) return invalid_argument("lm prefill: no tokens");
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] >= s.config().vocab)
-      return invalid_argument("lm prefill: token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
-                              ", not below the vocabulary size " + std::to_string(s.config().vocab));
-  if (tokens.size() > s.max_positions() - s.position)
-    return out_of_range("lm prefill: " + std::to_string(tokens.size()) + " tokens from position " +
-                        std::to_string(s.position) + " go past the " + std::to_string(s.max_positions()) +
-                        " positions this session can hold" + (s.has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
-  std::vector<float> logits;
-  size_t i = 0;
-  // Stops between whole steps, so the session holds exactly the positions done.
-  auto stopped = [&]() -> Status {
-    if (!hooks.stop || !hooks.stop()) return Status::ok();
-    return cancelled("lm prefill: stopped at position " + std::to_string(s.position) + " after " + std::to_string(i) +
-                     " of " + std::to_string(tokens.size()) +
-                     " tokens; the session holds them: prefill the remaining tokens to go on");
-  };
-  // Segments start on DiagAttention block boundaries; reach one through decoding steps.
-  const uint32_t align = s.has(LayerKind::kDiag) ? s.config().block : 1;
-  while (i < tokens.size() && s.position % align != 0) {
-    RILL_RETURN_IF_ERROR(stopped());
-    RILL_ASSIGN_OR_RETURN(logits, s.decode(tokens[i++]));
-  }
-  while (i < tokens.size()) {
-    RILL_RETURN_IF_ERROR(stopped());
-    const size_t len = std::min<size_t>(s.segment_len, tokens.size() - i);
-    // A segment whose activations do not fit (the device's memory, or the context's budget) is
-    // recorded again at half the length, in whole blocks, for the rest of the session: nothing has
-    // run yet, so only the speed changes.
-    if (const Status made = s.prepare_segment(uint32_t(len)); !made.is_ok()) {
-      const uint32_t half = len / 2 / align * align;
-      if (made.code() != StatusCode::kResourceExhausted || half == 0) return made;
-      log_warning("lm prefill: " + std::to_string(len) + "-position segments do not fit (" + made.message() +
-                  "); this session prefills in segments of " + std::to_string(half));
-      s.segment_len = half;
-      continue;
-    }
-    RILL_ASSIGN_OR_RETURN(logits, s.run_segment(tokens.subspan(i, len)));
-    i += len;
-    if (hooks.progress) hooks.progress(i, tokens.size());
-  }
-  return logits;
+  return impl_->consume(tokens, hooks, nullptr, "lm prefill");
+}
+
+Result<TokenScores> Session::score(std::span<const uint32_t> tokens, const PrefillHooks& hooks) {
+  TokenScores scores;
+  RILL_ASSIGN_OR_RETURN(scores.logits, impl_->consume(tokens, hooks, &scores.log_probs, "lm score"));
+  return scores;
+}
+
+Result<double> log_prob(std::span<const float> logits, uint32_t token) {
+  if (token >= logits.size())
+    return invalid_argument("lm log_prob: token " + std::to_string(token) + " is not below the " +
+                            std::to_string(logits.size()) + " logits");
+  double most = -std::numeric_limits<double>::infinity();
+  for (float x : logits) most = std::max(most, double(x));
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(double(x) - most);
+  return (double(logits[token]) - most) - std::log(sum);
 }
 
 Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decode(token); }

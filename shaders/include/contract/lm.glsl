@@ -65,4 +65,19 @@ RILL_PUSH_STRUCT(DecodeLogitsPush) {
   float eps;
 };
 
+// token_log_probs: one vocabulary block's logits [rows, count] of the rows from row_offset on, the
+// block's first token id, the vocabulary, and which of the row's blocks this is
+// (kLogProbFirstBlock, kLogProbLastBlock).
+RILL_PUSH_STRUCT(TokenLogProbPush) {
+  uint rows;
+  uint row_offset;
+  uint count;
+  uint first;
+  uint vocab;
+  uint flags;
+};
+const uint kLogProbFirstBlock = 1u;
+const uint kLogProbLastBlock = 2u;
+const uint kLogProbRunningWords = 4u;  // per row: max, sum of exp(x - max), target's logit, unused
+
 #endif  // RILL_CONTRACT_LM_GLSL

@@ -1,0 +1,6 @@
+// token_log_probs, f16 storage, without subgroup arithmetic; the kernel is in token_log_probs.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define RILL_NO_SUBGROUP_ARITHMETIC
+#define RILL_STORAGE_F16
+#include "token_log_probs.glsl"

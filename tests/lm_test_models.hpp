@@ -1,0 +1,48 @@
+// Small TransNormer models for the language-model tests: a tiny config of given layer kinds,
+// deterministic token runs, the CPU reference's logits of every position, and a model (REQUIREd).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rill/lm.hpp"
+#include "transnormer.hpp"
+
+namespace rill_test {
+
+inline rill::lm::ModelConfig tiny(std::vector<rill::lm::LayerKind> kinds) {
+  rill::lm::ModelConfig c;
+  c.vocab = 37;  // not a power of two
+  c.width = 24;
+  c.heads = 3;
+  c.ffn_width = 40;
+  c.layers = uint32_t(kinds.size());
+  c.layer_kinds = std::move(kinds);
+  c.block = 8;
+  c.chunk = 4;
+  REQUIRE(c.validate().is_ok());
+  return c;
+}
+
+inline std::vector<uint32_t> tokens_of(size_t n, uint32_t vocab, uint32_t salt = 0) {
+  std::vector<uint32_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = uint32_t((i * 7919 + salt * 31 + (i * i) % 13) % vocab);
+  return t;
+}
+
+inline std::vector<float> reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens) {
+  return rill::ref::transnormer_logits(
+      w.config(), [&](const std::string& name) { return w.floats(name).value(); }, tokens);
+}
+
+inline rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill::lm::ModelOptions o = {}) {
+  auto m = rill::lm::Model::create(ctx, w, o);
+  INFO(m.status().to_string());
+  REQUIRE(m.is_ok());
+  return std::move(m).value();
+}
+
+}  // namespace rill_test
