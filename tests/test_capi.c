@@ -390,6 +390,31 @@ int main(void) {
     EXPECT(rill_lm_reset(session) == RILL_OK);
     EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
 
+    { /* Scoring: each token after the first, as the decoding steps' logits before it give it. */
+      float scores[4], step_logits[256];
+      double lp = 0.0;
+      EXPECT(rill_lm_score(session, prompt, 5, scores, 4, logits, 256, NULL) == RILL_OK);
+      EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 5);
+      EXPECT(rill_lm_reset(session) == RILL_OK);
+      for (i = 0; i < 4; ++i) {
+        EXPECT(rill_lm_decode(session, prompt[i], step_logits, 256) == RILL_OK);
+        EXPECT(rill_lm_log_prob(step_logits, 256, prompt[i + 1], &lp) == RILL_OK);
+        EXPECT(lp < 0.0 && fabs(lp - scores[i]) < 1e-3);
+      }
+      EXPECT(rill_lm_reset(session) == RILL_OK);
+      EXPECT(rill_lm_score(session, prompt, 5, scores, 3, NULL, 0, NULL) == RILL_OUT_OF_RANGE);
+      EXPECT(strstr(rill_last_error(), "rill_lm_score: log_probs_out needs room for 4") != NULL);
+      EXPECT(rill_lm_score(session, prompt, 5, NULL, 0, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_lm_score(NULL, prompt, 5, scores, 4, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
+      EXPECT(rill_lm_score(session, prompt, 1, NULL, 0, NULL, 0, NULL) == RILL_OK); /* nothing to score */
+      EXPECT(rill_lm_log_prob(step_logits, 256, 256, &lp) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_lm_log_prob(NULL, 256, 0, &lp) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_lm_prefill_with_hooks(NULL, prompt, 5, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(strstr(rill_last_error(), "rill_lm_prefill_with_hooks") != NULL);
+      EXPECT(rill_lm_reset(session) == RILL_OK);
+    }
+
     /* Errors: a code and a message; a rejected call leaves the session where it was. */
     EXPECT(rill_lm_prefill(session, prompt, 5, small, 8) == RILL_OUT_OF_RANGE);
     EXPECT(strstr(rill_last_error(), "256") != NULL);

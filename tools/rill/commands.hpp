@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "lm_model_args.hpp"
+
 namespace CLI {
 class App;
 }
@@ -124,13 +126,8 @@ CLI::App* add_icl_diagnose_command(CLI::App& app, IclDiagnoseArgs& args);
 int run_icl_diagnose(const IclDiagnoseArgs& args);
 
 // `rill generate`: a TransNormer language model (loaded, or random weights) continues a prompt.
-struct GenerateArgs {
-  std::string model;            // a model folder: config.json, model.safetensors, tokenizer.model (optional)
-  std::string config, weights;  // JSON config and safetensors weights
-  std::string tokenizer;        // a SentencePiece model; none: byte tokens
-  bool bos = false;             // start the prompt with the tokenizer's beginning-of-sequence token
-  bool random = false;          // random weights (the --config shape, or the defaults)
-  uint64_t random_seed = 0;
+struct GenerateArgs : LmModelArgs {
+  bool bos = false;  // start the prompt with the tokenizer's beginning-of-sequence token
   std::optional<std::string> prompt;
   std::string prompt_file;  // "-": stdin
   int64_t tokens = 64;
@@ -138,11 +135,6 @@ struct GenerateArgs {
   uint32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
-  bool f16 = false;
-  std::string weight_storage = "precision";  // linear layers: precision, f16, int8 or int4
-  uint32_t int8_group = 64;
-  uint32_t int4_group = 32;
-  uint32_t segment = 0;  // 0: the model's default
   std::string save_state, load_state;
   int64_t save_state_every = 0;           // also save the state every N generated tokens (0: at the end)
   std::string save_config, save_weights;  // write the model used (with --random: to check it elsewhere)
@@ -151,5 +143,15 @@ struct GenerateArgs {
 };
 CLI::App* add_generate_command(CLI::App& app, GenerateArgs& args);
 int run_generate(const GenerateArgs& args);
+
+struct ScoreArgs : LmModelArgs {
+  bool bos = false;  // start the text with the tokenizer's beginning-of-sequence token
+  std::optional<std::string> text;
+  std::string text_file;    // "-": stdin
+  uint64_t max_tokens = 0;  // score at most this many tokens of the text (0: all)
+  bool per_token = false;   // also print each token's log-probability
+};
+CLI::App* add_score_command(CLI::App& app, ScoreArgs& args);
+int run_score(const ScoreArgs& args);
 
 }  // namespace rill_cli

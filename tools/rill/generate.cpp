@@ -9,7 +9,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,45 +43,7 @@ double rate(double count, double seconds) { return seconds > 0.0 ? count / secon
 rill::Result<std::string> read_prompt(const GenerateArgs& a) {
   if (a.prompt) return *a.prompt;
   if (a.prompt_file.empty()) return rill::invalid_argument("give --prompt TEXT or --prompt-file PATH");
-  const bool from_stdin = a.prompt_file == "-";
-  std::FILE* f = from_stdin ? stdin : std::fopen(a.prompt_file.c_str(), "rb");
-  if (f == nullptr) return rill::not_found("cannot open the prompt file '" + a.prompt_file + "'");
-  // Bounded: a prompt of 1 GiB is 256M tokens at best, past what any session is asked to read; an
-  // endless stream (/dev/zero) would otherwise grow until the host's memory runs out.
-  constexpr size_t kMaxPromptBytes = size_t(1) << 30;
-  std::string text;
-  char buffer[1 << 16];
-  bool too_long = false;
-  for (size_t n; !too_long && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) {
-    too_long = text.size() + n > kMaxPromptBytes;
-    if (!too_long) text.append(buffer, n);
-  }
-  const bool failed = std::ferror(f) != 0;
-  if (!from_stdin) std::fclose(f);
-  if (failed) return rill::unavailable("reading the prompt file '" + a.prompt_file + "' failed");
-  if (too_long) return rill::out_of_range("the prompt file '" + a.prompt_file + "' is longer than 1 GiB");
-  return text;
-}
-
-rill::Result<lm::Weights> make_weights(const GenerateArgs& a) {
-  if (!a.random) return lm::Weights::load(a.config, a.weights);
-  lm::ModelConfig config;
-  if (!a.config.empty()) {
-    RILL_ASSIGN_OR_RETURN(config, lm::load_config(a.config));
-  } else {
-    RILL_RETURN_IF_ERROR(config.validate());
-  }
-  return lm::Weights::random(std::move(config), a.random_seed);
-}
-
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buffer;
+  return read_text_file(a.prompt_file, "prompt file");
 }
 
 // A progress bar for long prefills, on a terminal only (like train-icl).
@@ -101,19 +62,8 @@ void prefill_progress(uint64_t done, uint64_t total, Clock::time_point t0) {
 
 CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a TransNormer language model");
-  auto* model = cmd->add_option("--model", a.model,
-                                 "A model folder: config.json, model.safetensors and, when present, tokenizer.model "
-                                 "(what tools/convert/transnormerllm.py writes)");
-  auto* config = cmd->add_option("--config", a.config, "Model config (JSON)");
-  auto* weights = cmd->add_option("--weights", a.weights, "Model weights (safetensors; needs --config)");
-  auto* random =
-      cmd->add_flag("--random", a.random, "Random weights of the --config shape (default: the default config)");
-  weights->needs(config);
-  random->excludes(weights);
-  model->excludes(config)->excludes(weights)->excludes(random);
-  cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece tokenizer.model (default: bytes, or the --model one)");
+  add_model_options(cmd, a);
   cmd->add_flag("--bos", a.bos, "Start the prompt with the tokenizer's beginning-of-sequence token");
-  cmd->add_option("--random-seed", a.random_seed, "Seed of the random weights");
   auto* prompt = cmd->add_option("--prompt", a.prompt, "Prompt text (its bytes are the tokens)");
   auto* prompt_file = cmd->add_option("--prompt-file", a.prompt_file, "Read the prompt from a file (-: stdin)");
   prompt->excludes(prompt_file);
@@ -123,14 +73,6 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_option("--top-p", a.top_p, "Sample among the most probable tokens holding this probability (1: off)");
   cmd->add_option("--seed", a.seed, "Seed of the sampler (each draw depends on the seed and the position)")
       ->check(kSeed);
-  cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
-  cmd->add_option("--weight-storage", a.weight_storage,
-                  "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, "
-                  "int8 with group scales (a quarter of f32) or int4 with group scales (a sixth); converted at load")
-      ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
-  cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
-  cmd->add_option("--int4-group", a.int4_group, "Rows per int4 scale")->check(CLI::Range(1u, 1u << 20));
-  cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
   cmd->add_option("--save-state-every", a.save_state_every,
                   "Also save the state every N generated tokens (atomically: a killed run continues from the last)")
@@ -153,23 +95,10 @@ int run_generate(const GenerateArgs& args) {
     std::fprintf(stderr, "rill generate: %s\n", s.to_string().c_str());
     return 1;
   };
-  GenerateArgs a = args;
-  if (!a.model.empty()) {  // a converted folder
-    a.config = a.model + "/config.json";
-    a.weights = a.model + "/model.safetensors";
-    // A tokenizer that is there, or that cannot even be looked at (the loader then says why).
-    std::error_code ec;
-    const bool there = std::filesystem::exists(a.model + "/tokenizer.model", ec);
-    if (a.tokenizer.empty() && (there || ec)) a.tokenizer = a.model + "/tokenizer.model";
-  }
-  auto tokenizer = a.tokenizer.empty() ? rill::Result<lm::Tokenizer>(lm::Tokenizer::bytes())
-                                       : lm::Tokenizer::load_sentencepiece(a.tokenizer);
-  if (!tokenizer.is_ok()) return fail(tokenizer.status());
+  const GenerateArgs& a = args;
   const lm::SamplerOptions sampler_options{
       .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .seed = a.seed};
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
-  if (!a.random && (a.config.empty() || a.weights.empty()))
-    return fail(rill::invalid_argument("give --config and --weights, or --random (with an optional --config)"));
   if (a.save_state_every > 0 && a.save_state.empty())
     return fail(rill::invalid_argument("--save-state-every needs --save-state PATH"));
   for (const std::string& path : {a.save_state, a.save_config, a.save_weights, a.export_logits})
@@ -184,45 +113,33 @@ int run_generate(const GenerateArgs& args) {
   if (!ctx.is_ok()) return fail(ctx.status());
   if (!a.json) std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
 
-  lm::ModelOptions model_options;
-  model_options.precision = a.f16 ? lm::Precision::kF16 : lm::Precision::kF32;
-  auto storage = lm::weight_storage_from_name(a.weight_storage);
-  if (!storage.is_ok()) return fail(storage.status());
-  model_options.weights = *storage;
-  model_options.int8_group = a.int8_group;
-  model_options.int4_group = a.int4_group;
-  if (a.segment != 0) model_options.prefill_segment = a.segment;
   const auto load_start = Clock::now();
-  auto model = [&]() -> rill::Result<lm::Model> {  // the host weights are freed once uploaded
-    auto weights = make_weights(a);
-    if (!weights.is_ok()) return weights.status();
-    if (!a.save_weights.empty()) RILL_RETURN_IF_ERROR(weights->save(a.save_config, a.save_weights));
-    return lm::Model::create(ctx.value(), weights.value(), model_options);
-  }();
-  if (!model.is_ok()) return fail(model.status());
-  auto session = model->session();
+  auto loaded = load_model(a, ctx.value(), [&](const lm::Weights& weights) {
+    return a.save_weights.empty() ? rill::Status::ok() : weights.save(a.save_config, a.save_weights);
+  });
+  if (!loaded.is_ok()) return fail(loaded.status());
+  lm::Model& model = loaded->model;
+  const lm::Tokenizer& tokenizer = loaded->tokenizer;
+  auto session = model.session();
   if (!session.is_ok()) return fail(session.status());
   if (!a.load_state.empty()) {
     if (auto s = session->restore_state(a.load_state); !s.is_ok()) return fail(s);
   }
   const double load_seconds = seconds_since(load_start);
-  const lm::ModelConfig& config = model->config();
+  const lm::ModelConfig& config = model.config();
   if (!a.json)
     std::fprintf(stderr,
                  "model: vocab %u, width %u, heads %u, layers %u, %s, %s linear weights, weights %s, state %s; "
                  "ready in %.2f s\n",
                  config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
                  a.weight_storage == "precision" ? (a.f16 ? "f16" : "f32") : a.weight_storage.c_str(),
-                 human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
+                 human_bytes(model.weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
 
-  if (tokenizer->vocab_size() > config.vocab)
-    return fail(rill::invalid_argument("the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
-                                       " tokens, more than the model's vocabulary (" + std::to_string(config.vocab) + ")"));
-  auto encoded = tokenizer->encode(*prompt, a.bos);
+  auto encoded = tokenizer.encode(*prompt, a.bos);
   if (!encoded.is_ok()) return fail(encoded.status());
   const std::vector<uint32_t> prompt_tokens = std::move(encoded).value();
   if (prompt_tokens.empty()) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
-  const std::optional<uint32_t> eos = tokenizer->eos();
+  const std::optional<uint32_t> eos = tokenizer.eos();
   const uint64_t start_position = session->position();
   const auto prefill_start = Clock::now();
   auto logits = session->prefill(
@@ -250,17 +167,17 @@ int run_generate(const GenerateArgs& args) {
   std::vector<uint32_t> generated;
   std::string text;
   Utf8Stream byte_text;               // a byte model's text, escaped where it is not UTF-8
-  lm::TextStream pieces(*tokenizer);  // SentencePiece text as each token completes it
+  lm::TextStream pieces(tokenizer);   // SentencePiece text as each token completes it
   // A model's vocabulary may be padded past its SentencePiece tokenizer's (to a multiple of 64 or
   // so): those rows are no text, so only the tokenizer's tokens are drawn. Bytes models print any
   // token past the bytes as its number.
-  const size_t drawable = tokenizer->is_bytes() ? config.vocab : tokenizer->vocab_size();
+  const size_t drawable = tokenizer.is_bytes() ? config.vocab : tokenizer.vocab_size();
   const auto decode_start = Clock::now();
   for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
     const uint32_t token = sampler.sample(std::span(logits.value()).first(drawable), session->position());
     generated.push_back(token);
     std::string piece;
-    if (tokenizer->is_bytes()) {
+    if (tokenizer.is_bytes()) {
       piece = byte_text.push(token);
     } else {
       auto added = pieces.push(token);
@@ -280,7 +197,7 @@ int run_generate(const GenerateArgs& args) {
     if (eos && token == *eos) break;  // the model ended the text
   }
   const double decode_seconds = seconds_since(decode_start);
-  const std::string unfinished = tokenizer->is_bytes() ? byte_text.finish() : pieces.finish();
+  const std::string unfinished = tokenizer.is_bytes() ? byte_text.finish() : pieces.finish();
   text += unfinished;
   if (!a.json) {
     std::printf("%s\n", unfinished.c_str());
@@ -313,7 +230,7 @@ int run_generate(const GenerateArgs& args) {
         {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
         {"precision", a.f16 ? "f16" : "f32"},
         {"weight_storage", a.weight_storage},
-        {"weight_bytes", model->weight_bytes()},
+        {"weight_bytes", model.weight_bytes()},
         {"state_bytes", session->state_bytes()},
         {"session_device_bytes", session->device_bytes()},
         {"load_seconds", load_seconds},

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   IclTasksArgs icl_tasks;
   IclDiagnoseArgs icl_diagnose;
   GenerateArgs generate;
+  ScoreArgs score;
   TuneArgs tune;
   CLI::App* profile_cmd = nullptr;
   const std::vector<Command> commands = {
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
       {add_icl_tasks_command(app, icl_tasks), [&] { return run_icl_tasks(icl_tasks); }},
       {add_icl_diagnose_command(app, icl_diagnose), [&] { return run_icl_diagnose(icl_diagnose); }},
       {add_generate_command(app, generate), [&] { return run_generate(generate); }},
+      {add_score_command(app, score), [&] { return run_score(score); }},
       {add_tune_command(app, tune), [&] { return run_tune(tune); }},
   };
 

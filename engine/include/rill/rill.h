@@ -306,6 +306,19 @@ typedef struct rill_lm_prefill_hooks {
 RILL_C_API rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                                   float* logits_out, size_t logits_capacity,
                                                   const rill_lm_prefill_hooks* hooks);
+/* Scores a text: runs count >= 1 tokens like rill_lm_prefill_with_hooks (hooks may be NULL; the
+ * session then holds them) and writes log_probs_out[i], the natural logarithm of the model's
+ * probability of tokens[i + 1] after everything before it, for i < count - 1 (room for count - 1
+ * floats; NULL when count is 1); logits_out as for rill_lm_prefill. The first token's
+ * log-probability comes from the previous call's logits (rill_lm_log_prob). Computed on the device,
+ * a chunk of rows at a time: no [count, vocab] logits exist at once. A stopped call writes no
+ * scores and keeps the positions it did. */
+RILL_C_API rill_status rill_lm_score(rill_lm_session* session, const uint32_t* tokens, size_t count,
+                                     float* log_probs_out, size_t log_probs_capacity, float* logits_out,
+                                     size_t logits_capacity, const rill_lm_prefill_hooks* hooks);
+/* log softmax(logits)[token] in double: the log-probability of `token` coming next, from the logits a
+ * prefill, decode or score returned (token < count). Needs no context. */
+RILL_C_API rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, double* out);
 /* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back). */
 RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
                                       size_t logits_capacity);

@@ -112,6 +112,42 @@ rill_status copy_logits(const char* function, const std::vector<float>& logits, 
   return RILL_OK;
 }
 
+// What rill_lm_prefill_with_hooks and rill_lm_score check before anything runs, each under its
+// own name: the handle, the tokens and room for the logits.
+rill_status check_tokens(const char* function, const rill_lm_session* session, const uint32_t* tokens, size_t count,
+                         const float* logits_out, size_t logits_capacity) {
+  if (dead(session) || tokens == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": NULL argument or destroyed handle");
+  if (count == 0) return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": count must be >= 1");
+  const uint32_t vocab = session->model->config().vocab;
+  for (size_t i = 0; i < count; ++i)
+    if (tokens[i] >= vocab)
+      return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": tokens[" + std::to_string(i) +
+                                             "] = " + std::to_string(tokens[i]) + " is not below the vocabulary size " +
+                                             std::to_string(vocab));
+  return check_logits_room(function, session, logits_out, logits_capacity);
+}
+
+lm::PrefillHooks from_c(const rill_lm_prefill_hooks* hooks) {
+  lm::PrefillHooks out;
+  if (hooks != nullptr && hooks->progress != nullptr)
+    out.progress = [hooks](uint64_t done, uint64_t total) { hooks->progress(hooks->user, done, total); };
+  if (hooks != nullptr && hooks->stop != nullptr) out.stop = [hooks] { return hooks->stop(hooks->user) != 0; };
+  return out;
+}
+
+// rill_lm_prefill and rill_lm_prefill_with_hooks, each under its own name.
+rill_status prefill(const char* function, rill_lm_session* session, const uint32_t* tokens, size_t count,
+                    float* logits_out, size_t logits_capacity, const rill_lm_prefill_hooks* hooks) {
+  return guarded(function, [&] {
+    if (rill_status s = check_tokens(function, session, tokens, count, logits_out, logits_capacity); s != RILL_OK)
+      return s;
+    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), from_c(hooks));
+    if (!logits.is_ok()) return from_status(logits.status());
+    return copy_logits(function, logits.value(), logits_out, logits_capacity);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -209,30 +245,39 @@ void rill_lm_session_destroy(rill_lm_session* session) { destroy_handle(session)
 
 rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,
                             size_t logits_capacity) {
-  return rill_lm_prefill_with_hooks(session, tokens, count, logits_out, logits_capacity, nullptr);
+  return prefill("rill_lm_prefill", session, tokens, count, logits_out, logits_capacity, nullptr);
 }
 
 rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                        float* logits_out, size_t logits_capacity, const rill_lm_prefill_hooks* hooks) {
-  if (dead(session) || tokens == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: NULL argument or destroyed handle");
-  if (count == 0) return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: count must be >= 1");
-  return guarded("rill_lm_prefill", [&] {
-    const uint32_t vocab = session->model->config().vocab;
-    for (size_t i = 0; i < count; ++i)
-      if (tokens[i] >= vocab)
-        return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill: tokens[" + std::to_string(i) +
-                                               "] = " + std::to_string(tokens[i]) +
-                                               " is not below the vocabulary size " + std::to_string(vocab));
-    if (rill_status s = check_logits_room("rill_lm_prefill", session, logits_out, logits_capacity); s != RILL_OK)
+  return prefill("rill_lm_prefill_with_hooks", session, tokens, count, logits_out, logits_capacity, hooks);
+}
+
+rill_status rill_lm_score(rill_lm_session* session, const uint32_t* tokens, size_t count, float* log_probs_out,
+                          size_t log_probs_capacity, float* logits_out, size_t logits_capacity,
+                          const rill_lm_prefill_hooks* hooks) {
+  return guarded("rill_lm_score", [&] {
+    if (rill_status s = check_tokens("rill_lm_score", session, tokens, count, logits_out, logits_capacity);
+        s != RILL_OK)
       return s;
-    rill::lm::PrefillHooks cpp_hooks;
-    if (hooks != nullptr && hooks->progress != nullptr)
-      cpp_hooks.progress = [hooks](uint64_t done, uint64_t total) { hooks->progress(hooks->user, done, total); };
-    if (hooks != nullptr && hooks->stop != nullptr) cpp_hooks.stop = [hooks] { return hooks->stop(hooks->user) != 0; };
-    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), cpp_hooks);
-    if (!logits.is_ok()) return from_status(logits.status());
-    return copy_logits("rill_lm_prefill", logits.value(), logits_out, logits_capacity);
+    if (count > 1 && (log_probs_out == nullptr || log_probs_capacity < count - 1))
+      return fail(log_probs_out == nullptr ? RILL_INVALID_ARGUMENT : RILL_OUT_OF_RANGE,
+                  "rill_lm_score: log_probs_out needs room for " + std::to_string(count - 1) +
+                      " floats (count - 1), capacity is " + std::to_string(log_probs_out ? log_probs_capacity : 0));
+    auto scores = session->session.score(std::span<const uint32_t>(tokens, count), from_c(hooks));
+    if (!scores.is_ok()) return from_status(scores.status());
+    std::copy(scores->log_probs.begin(), scores->log_probs.end(), log_probs_out);
+    return copy_logits("rill_lm_score", scores->logits, logits_out, logits_capacity);
+  });
+}
+
+rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, double* out) {
+  if (logits == nullptr || out == nullptr) return fail(RILL_INVALID_ARGUMENT, "rill_lm_log_prob: NULL argument");
+  return guarded("rill_lm_log_prob", [&] {
+    auto value = lm::log_prob(std::span<const float>(logits, count), token);
+    if (!value.is_ok()) return from_status(value.status());
+    *out = value.value();
+    return RILL_OK;
   });
 }
 
