@@ -123,6 +123,10 @@ std::vector<uint32_t> random_prompt(uint64_t n, uint32_t vocab) {
   return t;
 }
 
+// Prompts up to this long are also scored (lm_score records): the once-only recording of the
+// scoring form and one run each.
+constexpr uint64_t kScoreMaxTokens = 65536;
+
 bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   const bool quick = args.quick;
   rill::lm::ModelConfig config;  // width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
@@ -177,6 +181,9 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     auto logits = warm->prefill(random_prompt(std::min<uint64_t>(lengths.front(), 2 * config.block + 1), config.vocab));
     if (!report(logits.status(), "warm-up")) return false;
     if (!report(time_decode(*warm, std::move(logits).value(), 2).status(), "warm-up")) return false;
+    auto scoring = model->session();  // and the scoring form's kernels
+    if (!report(scoring.status(), "session")) return false;
+    if (!report(scoring->score(random_prompt(2 * config.block + 1, config.vocab)).status(), "warm-up")) return false;
   }
   std::vector<std::pair<double, double>> fit;
   for (uint64_t n : lengths) {
@@ -232,6 +239,24 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     out.push_back(std::move(decode_record));
     std::fprintf(stderr, "lm transnormer: N %llu prefill %.0f ms (%.0f tok/s), peak %.1f MiB, decode %.2f ms/token\n",
                  (unsigned long long)n, prefill_ms, 1e3 * double(n) / prefill_ms, double(peak) / (1 << 20), *decode);
+    if (n <= kScoreMaxTokens) {  // scoring the same prompt: the prefill plus the head over every row
+      auto scorer = model->session();
+      if (!report(scorer.status(), "session")) return false;
+      ctx.reset_peak_memory();
+      const auto s0 = Clock::now();
+      auto scores = scorer->score(prompt);
+      const double score_ms = ms_since(s0);
+      if (!report(scores.status(), "score")) return false;
+      out.push_back({{"op", "lm_score"},
+                     {"variant", "transnormer"},
+                     {"shape", {{"tokens", n}, {"model", model_shape}}},
+                     {"median_ms", score_ms},
+                     {"tokens_per_s", 1e3 * double(n) / score_ms},
+                     {"time_vs_prefill", score_ms / prefill_ms},
+                     {"peak_device_bytes", ctx.memory_stats().peak_used_bytes}});
+      std::fprintf(stderr, "lm transnormer: N %llu score %.0f ms (%.2fx the prefill)\n", (unsigned long long)n,
+                   score_ms, score_ms / prefill_ms);
+    }
   }
   if (args.peers) {
     std::filesystem::remove(peer_config);
