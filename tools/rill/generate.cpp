@@ -96,6 +96,8 @@ int run_generate(const GenerateArgs& args) {
     return 1;
   };
   const GenerateArgs& a = args;
+  auto source = open_model_source(a);
+  if (!source.is_ok()) return fail(source.status());
   const lm::SamplerOptions sampler_options{
       .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .seed = a.seed};
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
@@ -114,12 +116,12 @@ int run_generate(const GenerateArgs& args) {
   if (!a.json) std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
 
   const auto load_start = Clock::now();
-  auto loaded = load_model(a, ctx.value(), [&](const lm::Weights& weights) {
+  auto made = make_model(*source, ctx.value(), [&](const lm::Weights& weights) {
     return a.save_weights.empty() ? rill::Status::ok() : weights.save(a.save_config, a.save_weights);
   });
-  if (!loaded.is_ok()) return fail(loaded.status());
-  lm::Model& model = loaded->model;
-  const lm::Tokenizer& tokenizer = loaded->tokenizer;
+  if (!made.is_ok()) return fail(made.status());
+  lm::Model& model = made.value();
+  const lm::Tokenizer& tokenizer = source->tokenizer;
   auto session = model.session();
   if (!session.is_ok()) return fail(session.status());
   if (!a.load_state.empty()) {

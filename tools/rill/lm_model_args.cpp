@@ -47,8 +47,7 @@ rill::Result<lm::Weights> make_weights(const LmModelArgs& a) {
 
 }  // namespace
 
-rill::Result<LoadedModel> load_model(const LmModelArgs& args, rill::Context& ctx,
-                                     const std::function<rill::Status(const lm::Weights&)>& on_weights) {
+rill::Result<ModelSource> open_model_source(const LmModelArgs& args) {
   LmModelArgs a = args;
   if (!a.model.empty()) {  // a converted folder
     a.config = a.model + "/config.json";
@@ -63,6 +62,12 @@ rill::Result<LoadedModel> load_model(const LmModelArgs& args, rill::Context& ctx
   RILL_ASSIGN_OR_RETURN(lm::Tokenizer tokenizer, a.tokenizer.empty()
                                                      ? rill::Result<lm::Tokenizer>(lm::Tokenizer::bytes())
                                                      : lm::Tokenizer::load_sentencepiece(a.tokenizer));
+  return ModelSource{std::move(a), std::move(tokenizer)};
+}
+
+rill::Result<lm::Model> make_model(const ModelSource& source, rill::Context& ctx,
+                                   const std::function<rill::Status(const lm::Weights&)>& on_weights) {
+  const LmModelArgs& a = source.args;
   lm::ModelOptions options;
   options.precision = a.f16 ? lm::Precision::kF16 : lm::Precision::kF32;
   RILL_ASSIGN_OR_RETURN(options.weights, lm::weight_storage_from_name(a.weight_storage));
@@ -75,11 +80,11 @@ rill::Result<LoadedModel> load_model(const LmModelArgs& args, rill::Context& ctx
     if (on_weights) RILL_RETURN_IF_ERROR(on_weights(weights));
     return lm::Model::create(ctx, weights, options);
   }());
-  if (tokenizer.vocab_size() > model.config().vocab)
-    return rill::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+  if (source.tokenizer.vocab_size() > model.config().vocab)
+    return rill::invalid_argument("the tokenizer has " + std::to_string(source.tokenizer.vocab_size()) +
                                   " tokens, more than the model's vocabulary (" + std::to_string(model.config().vocab) +
                                   ")");
-  return LoadedModel{std::move(model), std::move(tokenizer)};
+  return model;
 }
 
 rill::Result<std::string> read_text_file(const std::string& path, const std::string& what) {

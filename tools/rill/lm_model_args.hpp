@@ -33,17 +33,18 @@ struct LmModelArgs {
 // --int8-group, --int4-group and --segment to a command.
 void add_model_options(CLI::App* cmd, LmModelArgs& a);
 
-// The model on the device and its tokenizer.
-struct LoadedModel {
-  rill::lm::Model model;
+// A model folder resolved to its files and its tokenizer loaded: what can be checked before a
+// device is opened.
+struct ModelSource {
+  LmModelArgs args;  // --model DIR resolved to its config, weights and tokenizer
   rill::lm::Tokenizer tokenizer;
 };
+rill::Result<ModelSource> open_model_source(const LmModelArgs& a);
 
-// Resolves a model folder, loads the tokenizer and the weights (`on_weights`, when given, sees the
-// host weights before they go to the device) and makes the model in ctx. A tokenizer larger than
-// the model's vocabulary is refused.
-rill::Result<LoadedModel> load_model(const LmModelArgs& a, rill::Context& ctx,
-                                     const std::function<rill::Status(const rill::lm::Weights&)>& on_weights = {});
+// Loads the weights (`on_weights`, when given, sees the host weights before they go to the device)
+// and makes the model in ctx. A tokenizer larger than the model's vocabulary is refused.
+rill::Result<rill::lm::Model> make_model(const ModelSource& source, rill::Context& ctx,
+                                         const std::function<rill::Status(const rill::lm::Weights&)>& on_weights = {});
 
 // The bytes of a text file ("-": stdin), at most 1 GiB; `what` names it in errors.
 rill::Result<std::string> read_text_file(const std::string& path, const std::string& what);
