@@ -233,8 +233,8 @@ GPU_TEST_CASE("lm score with the head in vocabulary blocks and packed weights", 
 }
 
 GPU_TEST_CASE("lm score walks a large vocabulary's head in chunks of rows", "[lm][gpu]") {
-  // 20,000 tokens in f32 are 80 KB a row: the head's logits come 209 rows at a time (16 MiB), so a
-  // 600-token segment takes three chunks, the last a partial one.
+  // 20,000 tokens in f32 are 80 KB a row: the head's logits come 192 rows at a time (16 MiB holds
+  // 209, in whole tiles of 64), so a 600-token segment takes four chunks, the last a partial one.
   auto ctx = rill_test::make_context();
   ModelConfig c = tiny({LayerKind::kNorm});
   c.width = 8;
