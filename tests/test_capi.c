@@ -410,6 +410,18 @@ int main(void) {
       EXPECT(rill_lm_score(session, prompt, 1, NULL, 0, NULL, 0, NULL) == RILL_OK); /* nothing to score */
       EXPECT(rill_lm_log_prob(step_logits, 256, 256, &lp) == RILL_INVALID_ARGUMENT);
       EXPECT(rill_lm_log_prob(NULL, 256, 0, &lp) == RILL_INVALID_ARGUMENT);
+      { /* A fork continues exactly as the session it copied. */
+        rill_lm_session* fork = NULL;
+        float forked[256];
+        EXPECT(rill_lm_session_fork(session, &fork) == RILL_OK && fork != NULL);
+        EXPECT(rill_lm_position(fork, &position) == RILL_OK && position == 1);
+        EXPECT(rill_lm_decode(fork, prompt[1], forked, 256) == RILL_OK);
+        EXPECT(rill_lm_decode(session, prompt[1], step_logits, 256) == RILL_OK);
+        EXPECT(memcmp(forked, step_logits, sizeof forked) == 0);
+        rill_lm_session_destroy(fork);
+        EXPECT(rill_lm_session_fork(NULL, &fork) == RILL_INVALID_ARGUMENT && fork == NULL);
+        EXPECT(rill_lm_session_fork(session, NULL) == RILL_INVALID_ARGUMENT);
+      }
       EXPECT(rill_lm_prefill_with_hooks(NULL, prompt, 5, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
       EXPECT(strstr(rill_last_error(), "rill_lm_prefill_with_hooks") != NULL);
       EXPECT(rill_lm_reset(session) == RILL_OK);

@@ -286,3 +286,43 @@ TEST_CASE("lm log_prob is a log softmax and refuses tokens past the logits", "[l
   CHECK(rill::lm::log_prob(logits, 4).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(rill::lm::log_prob({}, 0).status().code() == rill::StatusCode::kInvalidArgument);
 }
+
+GPU_TEST_CASE("lm fork copies the state: continuations score as in fresh sessions, the original goes on unchanged",
+              "[lm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    INFO(ctx.kernel_variant("util/saxpy").value());
+    ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kSoftmax});
+    c.decay = {0.9f, 1.0f, 0.75f};
+    const auto w = rill::lm::Weights::random(c, 41).value();
+    auto model = make_model(ctx, w, {.prefill_segment = 8, .softmax_capacity = 64});
+    const auto prompt = tokens_of(13, c.vocab, 7);  // ends inside a block: the block cache is state too
+    auto prompted = [&] {
+      auto s = model.session().value();
+      REQUIRE(s.prefill(prompt).is_ok());
+      return s;
+    };
+    auto base = prompted();
+    for (const auto& continuation : {tokens_of(5, c.vocab, 8), tokens_of(11, c.vocab, 9), std::vector<uint32_t>{3}}) {
+      auto fork = base.fork();
+      INFO(fork.status().to_string());
+      REQUIRE(fork.is_ok());
+      CHECK(fork->position() == prompt.size());
+      CHECK(fork->state_bytes() == base.state_bytes());
+      auto scores = fork->score(continuation);
+      REQUIRE(scores.is_ok());
+      auto want = prompted().score(continuation);
+      REQUIRE(want.is_ok());
+      CHECK(scores->log_probs == want->log_probs);  // the same state, the same kernels: the same bits
+      CHECK(scores->logits == want->logits);
+    }
+    // The forks' work left the original where it was.
+    CHECK(base.position() == prompt.size());
+    auto next = base.decode(5);
+    auto want = prompted().decode(5);
+    REQUIRE((next.is_ok() && want.is_ok()));
+    CHECK(*next == *want);
+    auto empty = model.session().value().fork();
+    REQUIRE(empty.is_ok());
+    CHECK(empty->position() == 0);
+  }
+}

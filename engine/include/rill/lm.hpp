@@ -285,6 +285,11 @@ class RILL_API Session {
   Result<TokenScores> score(std::span<const uint32_t> tokens, const PrefillHooks& hooks = {});
   // One token at the current position; returns its logits.
   Result<std::vector<float>> decode(uint32_t token);
+  // A new session at this one's position with a copy of its state, made on the device (no
+  // download): a prompt prefilled once, then each of several continuations scored or generated in
+  // a fork of its own. The two then go on independently; the fork's memory is its own
+  // (state_bytes(), plus the activations of whatever it runs).
+  Result<Session> fork() const;
   uint64_t position() const;  // tokens consumed so far
   Status reset();             // back to position 0, empty state
 

@@ -285,6 +285,9 @@ RILL_C_API rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_in
 /* A session: the recurrent state of one conversation, at position 0. On failure *out is NULL. */
 RILL_C_API rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out);
 RILL_C_API void rill_lm_session_destroy(rill_lm_session* session); /* accepts NULL */
+/* A new session at this one's position with a copy of its state, made on the device: a prompt
+ * prefilled once, then each continuation scored or generated in a fork of its own. */
+RILL_C_API rill_status rill_lm_session_fork(const rill_lm_session* session, rill_lm_session** out);
 
 /* Runs count >= 1 tokens (each < vocab) from the current position. logits_out: NULL, or room for
  * logits_capacity >= vocab floats that receive the last position's logits. Arguments are checked

@@ -241,6 +241,18 @@ rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out) 
   });
 }
 
+rill_status rill_lm_session_fork(const rill_lm_session* session, rill_lm_session** out) {
+  if (out != nullptr) *out = nullptr;
+  if (dead(session) || out == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_session_fork: NULL argument or destroyed handle");
+  return guarded("rill_lm_session_fork", [&] {
+    auto fork = session->session.fork();
+    if (!fork.is_ok()) return from_status(fork.status());
+    *out = make_handle(new rill_lm_session{session->model, std::move(fork).value()});
+    return RILL_OK;
+  });
+}
+
 void rill_lm_session_destroy(rill_lm_session* session) { destroy_handle(session); }
 
 rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,

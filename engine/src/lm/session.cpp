@@ -29,6 +29,8 @@ struct Session::Impl {
   uint64_t max_positions() const {
     return has(LayerKind::kSoftmax) ? model->options.softmax_capacity : uint64_t(UINT32_MAX);
   }
+  // A session of `model` at position 0: its state tensors allocated and zeroed.
+  static Result<std::unique_ptr<Impl>> open(std::shared_ptr<Model::Impl> model);
   Status zero_state();
   Result<std::vector<float>> decode(uint32_t token);
   Status prepare_segment(uint32_t len, detail::GraphForm form);
@@ -55,11 +57,16 @@ Status Session::Impl::zero_state() {
 }
 
 Result<Session> Model::session() {
+  RILL_ASSIGN_OR_RETURN(auto s, Session::Impl::open(impl_));
+  return Session(std::move(s));
+}
+
+Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model::Impl> model) {
   auto s = std::make_unique<Session::Impl>();
-  s->model = impl_;
-  s->segment_len = impl_->segment;
-  Context& ctx = impl_->ctx;
-  const ModelConfig& c = impl_->config;
+  s->model = model;
+  s->segment_len = model->segment;
+  Context& ctx = model->ctx;
+  const ModelConfig& c = model->config;
   const int64_t H = c.heads, Dh = c.head_dim();
   const size_t n = c.layer_kinds.size();
   s->state.la_state.resize(n);
@@ -72,15 +79,15 @@ Result<Session> Model::session() {
       RILL_ASSIGN_OR_RETURN(s->state.la_state[i], ctx.tensor(DType::kF32, {1, H, Dk, Dh}, layer_name(i, "state"),
                                                              MemoryPool::kWeights));
     } else {
-      const int64_t rows = kind == LayerKind::kDiag ? c.block : impl_->options.softmax_capacity;
+      const int64_t rows = kind == LayerKind::kDiag ? c.block : model->options.softmax_capacity;
       RILL_ASSIGN_OR_RETURN(s->state.cache_k[i],
-                            ctx.tensor(impl_->dtype, {H, rows, Dh}, layer_name(i, "cache_k"), MemoryPool::kWeights));
+                            ctx.tensor(model->dtype, {H, rows, Dh}, layer_name(i, "cache_k"), MemoryPool::kWeights));
       RILL_ASSIGN_OR_RETURN(s->state.cache_v[i],
-                            ctx.tensor(impl_->dtype, {H, rows, Dh}, layer_name(i, "cache_v"), MemoryPool::kWeights));
+                            ctx.tensor(model->dtype, {H, rows, Dh}, layer_name(i, "cache_v"), MemoryPool::kWeights));
     }
   }
   RILL_RETURN_IF_ERROR(s->zero_state());
-  return Session(std::move(s));
+  return s;
 }
 
 Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
@@ -197,6 +204,19 @@ Result<double> log_prob(std::span<const float> logits, uint32_t token) {
   double sum = 0.0;
   for (float x : logits) sum += std::exp(double(x) - most);
   return (double(logits[token]) - most) - std::log(sum);
+}
+
+Result<Session> Session::fork() const {
+  const Impl& s = *impl_;
+  RILL_ASSIGN_OR_RETURN(auto copy, Impl::open(s.model));
+  RILL_ASSIGN_OR_RETURN(Sequence seq, s.model->ctx.sequence({.label = "lm fork"}));
+  for (auto member : {&detail::StateTensors::la_state, &detail::StateTensors::cache_k, &detail::StateTensors::cache_v})
+    for (size_t i = 0; i < (s.state.*member).size(); ++i)
+      if ((s.state.*member)[i].valid()) RILL_RETURN_IF_ERROR(seq.copy((s.state.*member)[i], (copy->state.*member)[i]));
+  RILL_RETURN_IF_ERROR(seq.run());
+  copy->position = s.position;
+  copy->segment_len = s.segment_len;
+  return Session(std::move(copy));
 }
 
 Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decode(token); }
