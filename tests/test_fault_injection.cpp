@@ -1,6 +1,6 @@
 // Allocation failure injected at every resource-creating call, one at a time, of a small workload,
-// an ICL training step and a language-model prefill and decode: each failure is a clean
-// ResourceExhausted, nothing leaks, and the context still works after.
+// an ICL training step, a language-model prefill and decode, and a fork scoring a continuation:
+// each failure is a clean ResourceExhausted, nothing leaks, and the context still works after.
 #include <functional>
 
 #include "access.hpp"
@@ -137,6 +137,20 @@ GPU_TEST_CASE("allocation failures in a prefill and a decode are clean and recov
     RILL_ASSIGN_OR_RETURN(rill::lm::Session session, model.session());
     RILL_RETURN_IF_ERROR(session.prefill(prompt).status());
     return session.decode(5).status();
+  });
+  CHECK(failures > 5);
+}
+
+GPU_TEST_CASE("allocation failures in a fork and a scoring are clean and recoverable", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 4).value();
+  const std::vector<uint32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, continuation = {12, 13, 14, 15, 16, 17};
+  const int failures = drill(ctx, [&](int) -> rill::Status {
+    RILL_ASSIGN_OR_RETURN(rill::lm::Model model, rill::lm::Model::create(ctx, weights));
+    RILL_ASSIGN_OR_RETURN(rill::lm::Session session, model.session());
+    RILL_RETURN_IF_ERROR(session.prefill(prompt).status());
+    RILL_ASSIGN_OR_RETURN(rill::lm::Session fork, session.fork());
+    return fork.score(continuation).status();
   });
   CHECK(failures > 5);
 }
