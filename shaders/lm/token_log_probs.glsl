@@ -18,17 +18,14 @@ layout(std430, binding = 3) writeonly buffer LogProbs { float log_probs[]; };
 layout(push_constant) uniform PushBlock { TokenLogProbPush p; };
 
 #include "rill_reduce.glsl"
+#include "row_softmax.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.rows) return;  // uniform per workgroup
   const uint base = row * p.count;
-  float m = uintBitsToFloat(0xff800000u);
-  for (uint c = gl_LocalInvocationID.x; c < p.count; c += WG_SIZE) m = max(m, float(logits[base + c]));
-  m = rill_workgroup_max(m);
-  float sum = 0.0;
-  for (uint c = gl_LocalInvocationID.x; c < p.count; c += WG_SIZE) sum += exp(float(logits[base + c]) - m);
-  sum = rill_workgroup_sum(sum);
+  float m, sum;
+  rill_row_softmax_stats(base, p.count, m, sum);
   if (gl_LocalInvocationID.x != 0) return;
   const uint out_row = p.row_offset + row, t = targets[out_row], at = out_row * kLogProbRunningWords;
   float target_logit = 0.0;

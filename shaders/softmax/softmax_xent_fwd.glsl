@@ -16,17 +16,14 @@ layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
 layout(push_constant) uniform PushBlock { SoftmaxPush p; };
 
 #include "rill_reduce.glsl"
+#include "row_softmax.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.rows) return;  // uniform per workgroup
   const uint base = row * p.vocab;
-  afloat m = uintBitsToFloat(0xff800000u);
-  for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE) m = max(m, afloat(logits[base + c]));
-  m = rill_workgroup_max(m);
-  afloat sum = 0.0;
-  for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE) sum += exp(afloat(logits[base + c]) - m);
-  sum = rill_workgroup_sum(sum);
+  afloat m, sum;
+  rill_row_softmax_stats(base, p.vocab, m, sum);
   const afloat inv = 1.0 / sum;
   for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE)
     probs[base + c] = sfloat(exp(afloat(logits[base + c]) - m) * inv);
