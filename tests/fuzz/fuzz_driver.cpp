@@ -73,8 +73,12 @@ int main(int argc, char** argv) {
   double seconds = 20;
   uint64_t seed = 1;
   std::string only, seed_dir;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (i + 1 == argc) {  // every option takes a value: a lone one (--help) is not a run
+      std::fprintf(stderr, "usage: rill_fuzz [--seconds S] [--seed N] [--target NAME] [--write-seeds DIR]\n");
+      return 2;
+    }
     if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "--target") only = argv[i + 1];
