@@ -171,6 +171,44 @@ GPU_TEST_CASE("lm f16 precision stays within tolerance of the reference", "[lm][
   check_row(*step, ref, 18, w16.config().vocab, 2e-2, "f16 decode");
 }
 
+// A NormAttention layer without decay sums over every position before it: with large q, k and v its
+// output passes f16's 65504 (the norm after it keeps f32 models sane). An f16 model says so rather
+// than return non-finite logits (which sampled as token 0 for ever), in prefill, scoring and decoding.
+GPU_TEST_CASE("lm f16 activations that overflow are an error naming the cause, not NaN logits", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing overflows
+  const auto config = tiny({LayerKind::kNorm});
+  const auto w = rill::lm::Weights::random(config, 6).value();
+  const std::string cfg = rill_test::temp_path("lm-f16-overflow.json"),
+                    file = rill_test::temp_path("lm-f16-overflow.safetensors");
+  REQUIRE(w.save(cfg, file, rill::TensorDType::kF32).is_ok());
+  const auto saved = rill::SafetensorsFile::open(file).value();
+  rill::SafetensorsWriter edited;
+  for (const auto& e : saved.entries()) {
+    std::vector<float> values = saved.read_floats(e.name, e.shape).value();
+    if (e.name.ends_with(".wq") || e.name.ends_with(".wk") || e.name.ends_with(".wv"))
+      for (float& x : values) x *= 30.0f;  // q, k, v of about 30: one position's output is past 65504
+    REQUIRE(edited.add_floats(e.name, e.shape, values).is_ok());
+  }
+  REQUIRE(edited.write(file).is_ok());
+  const auto big = rill::lm::Weights::load(cfg, file).value();
+  const auto tokens = tokens_of(40, config.vocab);
+  auto f32 = make_model(ctx, big, {.precision = rill::lm::Precision::kF32});
+  auto fine = f32.session().value().prefill(tokens);
+  INFO(fine.status().to_string());
+  REQUIRE(fine.is_ok());  // the norm after the layer takes any scale
+  auto f16 = make_model(ctx, big, {.precision = rill::lm::Precision::kF16});
+  for (const std::string op : {"prefill", "score", "decode"}) {
+    auto s = f16.session().value();
+    const rill::Status status = op == "prefill" ? s.prefill(tokens).status()
+                                : op == "score" ? s.score(tokens).status()
+                                                : s.decode(tokens[0]).status();
+    INFO(op << ": " << status.to_string());
+    CHECK(status.code() == rill::StatusCode::kOutOfRange);
+    CHECK(status.message().find("f16 activations overflowed") != std::string::npos);
+  }
+}
+
 GPU_TEST_CASE("lm f16 precision refuses weights past f16's range instead of turning them to Inf", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing converts

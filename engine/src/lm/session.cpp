@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/file_io.hpp"
@@ -32,6 +33,8 @@ struct Session::Impl {
   // A session of `model` at position 0: its state tensors allocated and zeroed.
   static Result<std::unique_ptr<Impl>> open(std::shared_ptr<Model::Impl> model);
   Status zero_state();
+  // OK where every value is finite; else the error that names why, the session's state spent.
+  Status check_finite(std::span<const float> values, const char* op) const;
   Result<std::vector<float>> decode(uint32_t token);
   Status prepare_segment(uint32_t len, detail::GraphForm form);
   // Prefill (log_probs null) or scoring (log_probs receives tokens.size() - 1 values): `op` names
@@ -43,6 +46,18 @@ struct Session::Impl {
 namespace {
 
 std::string layer_name(size_t i, const char* what) { return "layers." + std::to_string(i) + "." + what; }
+
+// Whether every value is finite: the largest exponent field, an integer max (it vectorizes, so a
+// decoding step's 64,000 logits cost microseconds).
+bool all_finite(std::span<const float> values) {
+  uint32_t most = 0;
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    most = std::max(most, bits & 0x7f800000u);
+  }
+  return most != 0x7f800000u;
+}
 
 }  // namespace
 
@@ -90,6 +105,21 @@ Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model
   return s;
 }
 
+Status Session::Impl::check_finite(std::span<const float> values, const char* op) const {
+  if (all_finite(values)) return Status::ok();
+  const std::string spent = "; the session's state is spent: reset() it or restore a saved state";
+  // f16 holds at most 65504, and a NormAttention layer without decay sums over every position
+  // before it: its output grows with the prompt (the norm after it is what keeps the model sane).
+  if (model->dtype == DType::kF16)
+    return out_of_range(std::string(op) + ": the model's f16 activations overflowed by position " +
+                        std::to_string(position) +
+                        " (a NormAttention layer without decay grows with the position); run it with f32 "
+                        "activations (Precision::kF32), or with decay in its config" +
+                        spent);
+  return data_loss(std::string(op) + ": the model's logits are not finite by position " + std::to_string(position) +
+                   " (its weights, or the device's arithmetic)" + spent);
+}
+
 Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
   if (token >= config().vocab)
     return invalid_argument("lm decode: token " + std::to_string(token) + " is not below the vocabulary size " +
@@ -102,6 +132,7 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
   }
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
   position += 1;
+  RILL_RETURN_IF_ERROR(check_finite(logits, "lm decode"));
   return logits;
 }
 
@@ -175,6 +206,9 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
       RILL_ASSIGN_OR_RETURN(logits, detail::run_graph(*model, *segment, part, position));
     }
     position += len;
+    RILL_RETURN_IF_ERROR(check_finite(logits, op));
+    if (log_probs)
+      RILL_RETURN_IF_ERROR(check_finite(std::span(*log_probs).subspan(i, std::min(len, tokens.size() - 1 - i)), op));
     i += len;
     if (hooks.progress) hooks.progress(i, tokens.size());
   }
