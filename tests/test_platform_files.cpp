@@ -1,6 +1,10 @@
 // The platform file layer (engine/src/platform/files.hpp): mappings of every kind of file, UTF-8
 // paths through every file entry point, and atomic replacement leaving nothing behind.
 
+#ifndef _WIN32
+#include <sys/stat.h>
+#endif
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +89,40 @@ TEST_CASE("files with non-ASCII UTF-8 names are written, read and mapped", "[cor
   REQUIRE(file.is_ok());
   CHECK(file->entries().size() == 1);
 }
+
+#ifndef _WIN32
+// As root, a state saved to /dev/full replaced the device node with a regular file.
+TEST_CASE("an atomic replacement refuses devices and FIFOs, writes through links and keeps permissions",
+          "[core][platform]") {
+  ScratchDir dir("replace-kinds");
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const rill::Status& s :
+       {rill::write_file_atomic(fifo, std::vector<uint8_t>(2, 1)), rill::check_writable(fifo)}) {
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(s.message(), Catch::Contains("not a regular file"));
+  }
+  CHECK(fs::is_fifo(fifo));
+  CHECK(rill::check_writable("/dev/null").code() == StatusCode::kInvalidArgument);
+  // A link is written through: the file it names changes, the link stays a link.
+  const std::string target = dir / "target.bin", link = dir / "link.bin";
+  write_bytes(target, {9});
+  fs::create_symlink("target.bin", link);
+  REQUIRE(rill::check_writable(link).is_ok());
+  REQUIRE(rill::write_file_atomic(link, std::vector<uint8_t>(4, 7)).is_ok());
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(rill::read_file(target, 100).value() == std::vector<uint8_t>(4, 7));
+  // A private file stays private; a new one is 0644.
+  const std::string secret = dir / "secret.bin", fresh = dir / "fresh.bin";
+  write_bytes(secret, {1});
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+  REQUIRE(rill::write_file_atomic(secret, std::vector<uint8_t>(3, 3)).is_ok());
+  CHECK(fs::status(secret).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  REQUIRE(rill::write_file_atomic(fresh, std::vector<uint8_t>(1, 1)).is_ok());
+  CHECK(fs::status(fresh).permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
+}
+#endif
 
 TEST_CASE("an atomic replacement leaves only the new file", "[core][platform]") {
   ScratchDir dir("replace");

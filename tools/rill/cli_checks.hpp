@@ -10,17 +10,22 @@
 
 namespace rill_cli {
 
-// A seed: a decimal integer in [0, 2^64), digits only (no sign, exponent or fraction).
-inline const CLI::Validator kSeed(
-    [](std::string& s) -> std::string {
-      uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() ||
-          end != s.data() + s.size())
-        return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
-      return {};
-    },
-    "SEED");
+// A decimal integer in [0, 2^64), digits only (no sign, exponent or fraction): CLI11 alone reads
+// "-1" into a uint64_t as 2^64 - 1.
+inline CLI::Validator whole_number(const char* type_name) {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() ||
+            end != s.data() + s.size())
+          return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
+        return {};
+      },
+      type_name);
+}
+inline const CLI::Validator kSeed = whole_number("SEED");
+inline const CLI::Validator kCount = whole_number("COUNT");
 
 // A number that parses whole, is finite and satisfies `ok`; else the message names what it must be.
 template <typename Ok>

@@ -15,6 +15,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "process.hpp"
 #include "rill/context.hpp"
 #include "rill/files.hpp"
@@ -103,9 +104,14 @@ int run_generate(const GenerateArgs& args) {
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
   if (a.save_state_every > 0 && a.save_state.empty())
     return fail(rill::invalid_argument("--save-state-every needs --save-state PATH"));
-  for (const std::string& path : {a.save_state, a.save_config, a.save_weights, a.export_logits})
-    if (!path.empty())
-      if (auto s = rill::check_writable(path); !s.is_ok()) return fail(s);
+  // Saving the state loaded is how a conversation keeps going; the model's files must survive.
+  if (auto s = check_files({{"--save-state", a.save_state},
+                            {"--save-config", a.save_config},
+                            {"--save-weights", a.save_weights},
+                            {"--export-logits", a.export_logits}},
+                           {{"--config", source->args.config}, {"--weights", source->args.weights}});
+      !s.is_ok())
+    return fail(s);
   auto prompt = read_prompt(a);
   if (!prompt.is_ok()) return fail(prompt.status());
   if (prompt->empty()) return fail(rill::invalid_argument("the prompt is empty (it needs at least one token)"));

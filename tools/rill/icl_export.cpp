@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "rill/rill.hpp"
 #include "rill/safetensors.hpp"
 
@@ -26,6 +27,8 @@ int run_icl_export(const IclExportArgs& a) {
     std::fprintf(stderr, "rill icl-export: %s\n", s.to_string().c_str());
     return 1;
   };
+  if (auto s = check_files({{"--out", a.out}}, {{"--checkpoint", a.checkpoint}, {"--tasks", a.tasks}}); !s.is_ok())
+    return fail(s);
   auto tasks = rill::icl::load_task_set(a.tasks);
   if (!tasks.is_ok()) return fail(tasks.status());
   auto ctx = rill::Context::create();

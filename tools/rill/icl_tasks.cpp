@@ -5,6 +5,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -25,6 +26,7 @@ int run_icl_tasks(const IclTasksArgs& a) {
     std::fprintf(stderr, "rill icl-tasks: %s\n", s.to_string().c_str());
     return 1;
   };
+  if (auto s = check_files({{"--out", a.out}}, {{"--checkpoint", a.checkpoint}}); !s.is_ok()) return fail(s);
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   auto trainer = rill::icl::Trainer::resume(ctx.value(), a.checkpoint);

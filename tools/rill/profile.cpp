@@ -36,12 +36,20 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
-  if (auto s = rill::check_writable(args.trace); !s.is_ok()) {
-    std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
-    return 2;
-  }
-  // A trace left by an earlier run must not pass for this one's.
-  std::remove(args.trace.c_str());
+  for (const std::string& path : {args.trace, args.roofline})
+    if (!path.empty())
+      if (auto s = rill::check_writable(path); !s.is_ok()) {
+        std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
+        return 2;
+      }
+  // The command writes its trace beside the one asked for, which only a complete run replaces (an
+  // earlier trace stays if this run fails); a partial one left by a killed run never passes for it.
+  const std::string partial = args.trace + ".partial." + std::to_string(process_id());
+  std::remove(partial.c_str());
+  struct RemovePartial {
+    const std::string& path;
+    ~RemovePartial() { std::remove(path.c_str()); }
+  } remove_partial{partial};
   // Peaks first, in this process: cached per device, measured once.
   rill::DevicePeaks peaks;
   {
@@ -57,7 +65,7 @@ int run_profile(const ProfileArgs& args) {
     }
     peaks = p.value();
   }
-  const auto child = run_self(args.command, "RILL_PROFILE", args.trace);
+  const auto child = run_self(args.command, "RILL_PROFILE", partial);
   if (!child.is_ok()) {
     std::fprintf(stderr, "rill profile: %s\n", child.status().to_string().c_str());
     return 1;
@@ -68,16 +76,24 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: the profiled command failed (exit code %d)\n", code);
     return code;
   }
-  std::ifstream in(args.trace, std::ios::binary);
+  std::ifstream in(partial, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "rill profile: the command wrote no trace to %s (exit code %d)\n", args.trace.c_str(), code);
+    std::fprintf(stderr, "rill profile: the command wrote no trace (exit code %d)\n", code);
     return code != 0 ? code : 1;
   }
   std::stringstream text;
   text << in.rdbuf();
+  in.close();
   auto events = rill::parse_chrome_trace(text.str());
   if (!events.is_ok()) {
     std::fprintf(stderr, "rill profile: %s\n", events.status().to_string().c_str());
+    return 1;
+  }
+  const std::string trace = text.str();
+  if (auto s =
+          rill::write_file_atomic(args.trace, std::span(reinterpret_cast<const uint8_t*>(trace.data()), trace.size()));
+      !s.is_ok()) {
+    std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
     return 1;
   }
   const auto kernels = rill::summarize_profile(events.value(), &peaks);

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "rill/context.hpp"
 #include "rill/lm.hpp"
@@ -23,12 +25,15 @@ namespace lm = rill::lm;
 
 namespace {
 
-// The bytes of text the tokens after the first spell: each byte token is one; SentencePiece's are
-// the text all the tokens decode to, less what the first adds to it (a text stream's first piece:
-// nothing where the first token is BOS, or only part of a character whose bytes the next tokens
-// complete, which then count as scored).
-rill::Result<size_t> bytes_after_first(const lm::Tokenizer& tokenizer, const std::vector<uint32_t>& tokens) {
+// The bytes of text the tokens after the first spell: each byte token is one; the whole text where
+// BOS came first and no token was cut off; else, for SentencePiece, the text all the tokens decode
+// to, less what the first adds to it (a text stream's first piece: only part of a character whose
+// bytes the next tokens complete, which then count as scored), which is the text's own bytes only
+// where the tokenizer reproduces the text (a piece it does not know decodes to " ⁇ ").
+rill::Result<size_t> bytes_after_first(const lm::Tokenizer& tokenizer, const std::vector<uint32_t>& tokens,
+                                       std::optional<size_t> whole_text_bytes) {
   if (tokenizer.is_bytes()) return tokens.size() - 1;
+  if (whole_text_bytes && tokenizer.bos() && tokens.front() == *tokenizer.bos()) return *whole_text_bytes;
   RILL_ASSIGN_OR_RETURN(const std::string all, tokenizer.decode(tokens));
   lm::TextStream stream(tokenizer);
   RILL_ASSIGN_OR_RETURN(const std::string first, stream.push(tokens.front()));
@@ -47,7 +52,7 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
   auto* text = cmd->add_option("--text", a.text, "The text");
   auto* text_file = cmd->add_option("--text-file", a.text_file, "Read the text from a file (-: stdin)");
   text->excludes(text_file);
-  cmd->add_option("--max-tokens", a.max_tokens, "Score at most this many tokens of the text (0: all)");
+  cmd->add_option("--max-tokens", a.max_tokens, "Score at most this many tokens of the text (0: all)")->check(kCount);
   cmd->add_flag("--per-token", a.per_token, "Also print each scored token and its log-probability");
   return cmd;
 }
@@ -70,7 +75,8 @@ int run_score(const ScoreArgs& a) {
   auto encoded = tokenizer.encode(*text, a.bos);
   if (!encoded.is_ok()) return fail(encoded.status());
   std::vector<uint32_t> tokens = std::move(encoded).value();
-  if (a.max_tokens > 0 && tokens.size() > a.max_tokens) tokens.resize(a.max_tokens);
+  const bool cut = a.max_tokens > 0 && tokens.size() > a.max_tokens;
+  if (cut) tokens.resize(a.max_tokens);
   if (tokens.size() < 2)
     return fail(rill::invalid_argument("the text encodes to " + std::to_string(tokens.size()) +
                                        " tokens: scoring needs two or more (the first is only context)"));
@@ -80,7 +86,7 @@ int run_score(const ScoreArgs& a) {
   auto scores = session->score(tokens);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!scores.is_ok()) return fail(scores.status());
-  auto scored_bytes = bytes_after_first(tokenizer, tokens);
+  auto scored_bytes = bytes_after_first(tokenizer, tokens, cut ? std::nullopt : std::optional<size_t>(text->size()));
   if (!scored_bytes.is_ok()) return fail(scored_bytes.status());
   double nll = 0.0;
   for (float lp : scores->log_probs) nll -= double(lp);

@@ -14,6 +14,7 @@
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "line_plot.hpp"
+#include "output_paths.hpp"
 #include "process.hpp"
 #include "rill/rill.hpp"
 
@@ -206,13 +207,13 @@ int run_train_icl(const TrainIclArgs& args_in) {
   auto checkpoint_path = [&](const std::string& opt_name) {
     return runs > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
   };
-  std::vector<std::string> outputs = {a.csv, a.plot};
+  // Writing the checkpoint resumed from is how a run keeps going; the task sets must survive.
+  std::vector<NamedPath> outputs = {{"--csv", a.csv}, {"--plot", a.plot}};
   if (!a.checkpoint.empty())
     for (const std::string& o : a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"})
-      outputs.push_back(checkpoint_path(o));
-  for (const std::string& path : outputs)
-    if (!path.empty())
-      if (auto s = rill::check_writable(path); !s.is_ok()) return fail(s);
+      outputs.push_back({"--checkpoint", checkpoint_path(o)});
+  if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
+    return fail(s);
   std::optional<TaskSet> train_set, eval_set;
   if (!a.train_tasks.empty()) {
     auto set = load_task_set(a.train_tasks);

@@ -13,11 +13,13 @@ namespace rill {
 // Writes `bytes` to `path` atomically (a temporary file beside it, fsync, rename, fsync of the
 // directory): after a crash or a kill either the old file or the complete new one is there, never
 // a half-written one. Temporaries that killed writers left beside `path` (PATH.tmp.XXXXXX, older
-// than a minute) are removed first. Errors name `path` and the system's reason.
+// than a minute) are removed first. A symlink is written through (the file it names is replaced,
+// the link stays), a replaced file keeps its permissions, and anything but a regular file there (a
+// FIFO, a device) is refused. Errors name `path` and the system's reason.
 RILL_API Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
 
 // OK when `path` can be written: its directory exists and is writable, and the path is not a
-// directory. Lets a long job refuse a bad output path before it starts rather than after.
+// directory, a device or a FIFO. Lets a long job refuse a bad output path before it starts rather than after.
 RILL_API Status check_writable(const std::string& path);
 
 }  // namespace rill

@@ -35,13 +35,30 @@ void remove_stale_temporaries(const fs::path& path) {
   }
 }
 
+// Where writing `path` puts the bytes: the file a symlink names (the link stays a link), refused
+// where something other than a regular file is there (a FIFO or a device would be replaced by a
+// regular file: as root, /dev/full was).
+Result<fs::path> output_target(const std::string& path) {
+  if (path.empty()) return invalid_argument("an output path is empty");
+  fs::path p = path_from_utf8(path);
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(p, ec))) {
+    p = fs::weakly_canonical(p, ec);
+    if (ec) return unavailable("cannot write '" + path + "': following its link: " + ec.message());
+  }
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::is_directory(st)) return invalid_argument("cannot write '" + path + "': it is a directory");
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    return invalid_argument("cannot write '" + path +
+                            "': it is not a regular file (a device, FIFO or socket), which rill would replace");
+  return p;
+}
+
 }  // namespace
 
 Status check_writable(const std::string& path) {
-  if (path.empty()) return invalid_argument("an output path is empty");
-  const fs::path p = path_from_utf8(path);
+  RILL_ASSIGN_OR_RETURN(const fs::path p, output_target(path));
   std::error_code ec;
-  if (fs::is_directory(p, ec)) return invalid_argument("cannot write '" + path + "': it is a directory");
   const fs::path dir = directory_of(p);
   const std::string dir_text = platform::utf8_from_path(dir);
   const fs::file_status st = fs::status(dir, ec);
@@ -55,8 +72,9 @@ Status check_writable(const std::string& path) {
 
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
   if (path.empty()) return invalid_argument("write_file_atomic: empty path");
-  remove_stale_temporaries(path_from_utf8(path));
-  return platform::replace_file_durably(path, bytes);
+  RILL_ASSIGN_OR_RETURN(const fs::path target, output_target(path));
+  remove_stale_temporaries(target);
+  return platform::replace_file_durably(platform::utf8_from_path(target), bytes);
 }
 
 Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {

@@ -88,7 +88,10 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
     if (n <= 0) return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
     done += static_cast<size_t>(n);
   }
-  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0)
+  // A file replaced keeps its permissions (a private 0600 state stays private); a new one is 0644.
+  struct stat existing {};
+  const mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0)
     return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
