@@ -243,6 +243,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
   const int64_t eval_every = a.eval_every > 0 ? a.eval_every : std::max<int64_t>(1, a.steps / 10);
   std::vector<Curve> curves;
   EvalReport last{};
+  std::vector<std::string> diverged;  // optimizers whose run ended with a non-finite evaluation
   std::printf("\n%-9s %8s %12s %12s %12s %12s\n", "optimizer", "step", "train loss", "eval loss", "ridge oracle",
               "least sq.");
   const std::vector<std::string> optimizers =
@@ -308,6 +309,12 @@ int run_train_icl(const TrainIclArgs& args_in) {
     }
     std::printf("%-9s %.1f steps/s, %.0f tasks/s (training only)\n", opt_name.c_str(), double(a.steps) / train_seconds,
                 double(a.steps) * c.batch / train_seconds);
+    // --on-nonfinite skip goes on past batches it cannot use; a model that ends unusable is a
+    // failed run, said so and in the exit status (its checkpoint is still written, as asked).
+    if (trainer->skipped_batches() > 0)
+      std::fprintf(stderr, "%s: %lld of %lld batches skipped (a loss or gradient was not finite)\n", opt_name.c_str(),
+                   (long long)trainer->skipped_batches(), (long long)trainer->step());
+    if (!std::isfinite(last.model)) diverged.push_back(opt_name);
     if (!a.checkpoint.empty()) {
       const std::string path = checkpoint_path(opt_name);
       if (auto s = trainer->save_checkpoint(path); !s.is_ok()) return fail(s);
@@ -337,7 +344,11 @@ int run_train_icl(const TrainIclArgs& args_in) {
     if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return fail(rill::invalid_argument(error));
     std::fprintf(stderr, "plot: %s\n", a.plot.c_str());
   }
-  return 0;
+  for (const std::string& name : diverged)
+    std::fprintf(stderr,
+                 "rill train-icl: %s ended with an evaluation loss that is not finite: lower --lr or --init-std\n",
+                 name.c_str());
+  return diverged.empty() ? 0 : 1;
 }
 
 }  // namespace rill_cli
