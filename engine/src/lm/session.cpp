@@ -35,7 +35,8 @@ struct Session::Impl {
   Status zero_state();
   // OK where every value is finite; else the error that names why, the session's state spent.
   Status check_finite(std::span<const float> values, const char* op) const;
-  Result<std::vector<float>> decode(uint32_t token);
+  // One position; `op` names the call in errors (a prefill's steps to a block boundary are its own).
+  Result<std::vector<float>> decode(uint32_t token, const char* op = "lm decode");
   Status prepare_segment(uint32_t len, detail::GraphForm form);
   // Prefill (log_probs null) or scoring (log_probs receives tokens.size() - 1 values): `op` names
   // the call in errors.
@@ -120,19 +121,19 @@ Status Session::Impl::check_finite(std::span<const float> values, const char* op
                    " (its weights, or the device's arithmetic)" + spent);
 }
 
-Result<std::vector<float>> Session::Impl::decode(uint32_t token) {
+Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op) {
   if (token >= config().vocab)
-    return invalid_argument("lm decode: token " + std::to_string(token) + " is not below the vocabulary size " +
-                            std::to_string(config().vocab));
+    return invalid_argument(std::string(op) + ": token " + std::to_string(token) +
+                            " is not below the vocabulary size " + std::to_string(config().vocab));
   if (position + 1 > max_positions())
-    return out_of_range("lm decode: the session is full at position " + std::to_string(position) +
+    return out_of_range(std::string(op) + ": the session is full at position " + std::to_string(position) +
                         (has(LayerKind::kSoftmax) ? " (softmax_capacity)" : ""));
   if (!step) {
     RILL_ASSIGN_OR_RETURN(step, detail::make_graph(*model, state, 1, detail::GraphForm::kDecode));
   }
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
   position += 1;
-  RILL_RETURN_IF_ERROR(check_finite(logits, "lm decode"));
+  RILL_RETURN_IF_ERROR(check_finite(logits, op));
   return logits;
 }
 
@@ -172,7 +173,7 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
   const uint32_t align = has(LayerKind::kDiag) ? config().block : 1;
   while (i < tokens.size() && position % align != 0) {
     RILL_RETURN_IF_ERROR(stopped());
-    RILL_ASSIGN_OR_RETURN(logits, decode(tokens[i++]));
+    RILL_ASSIGN_OR_RETURN(logits, decode(tokens[i++], op));
     if (log_probs && i < tokens.size()) {
       RILL_ASSIGN_OR_RETURN(const double lp, log_prob(logits, tokens[i]));
       (*log_probs)[i - 1] = float(lp);
