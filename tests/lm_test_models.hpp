@@ -1,14 +1,18 @@
 // Small TransNormer models for the language-model tests: a tiny config of given layer kinds,
-// deterministic token runs, the CPU reference's logits of every position, and a model (REQUIREd).
+// deterministic token runs, the CPU reference's logits of every position, a model (REQUIREd) and
+// weights edited through a file.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "rill/lm.hpp"
+#include "rill/safetensors.hpp"
+#include "temp_path.hpp"
 #include "transnormer.hpp"
 
 namespace rill_test {
@@ -43,6 +47,25 @@ inline rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w
   INFO(m.status().to_string());
   REQUIRE(m.is_ok());
   return std::move(m).value();
+}
+
+// `w` saved (f32, under the temporary name `stem`), each tensor passed through `edit`, and loaded
+// back: weights no random draw gives (past f16's range, or scaled up).
+inline rill::lm::Weights edited_weights(const rill::lm::Weights& w, const std::string& stem,
+                                        const std::function<void(const std::string&, std::vector<float>&)>& edit) {
+  const std::string cfg = temp_path(stem + ".json"), file = temp_path(stem + ".safetensors");
+  REQUIRE(w.save(cfg, file, rill::TensorDType::kF32).is_ok());
+  const auto saved = rill::SafetensorsFile::open(file).value();
+  rill::SafetensorsWriter edited;
+  for (const auto& e : saved.entries()) {
+    std::vector<float> values = saved.read_floats(e.name, e.shape).value();
+    edit(e.name, values);
+    REQUIRE(edited.add_floats(e.name, e.shape, values).is_ok());
+  }
+  REQUIRE(edited.write(file).is_ok());
+  auto loaded = rill::lm::Weights::load(cfg, file);
+  REQUIRE(loaded.is_ok());
+  return std::move(loaded).value();
 }
 
 }  // namespace rill_test

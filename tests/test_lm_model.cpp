@@ -23,6 +23,7 @@
 
 using rill::lm::LayerKind;
 using rill::lm::ModelConfig;
+using rill_test::edited_weights;
 using rill_test::make_model;
 using rill_test::reference;
 using rill_test::tiny;
@@ -178,20 +179,11 @@ GPU_TEST_CASE("lm f16 activations that overflow are an error naming the cause, n
   auto ctx = rill_test::make_context();
   if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing overflows
   const auto config = tiny({LayerKind::kNorm});
-  const auto w = rill::lm::Weights::random(config, 6).value();
-  const std::string cfg = rill_test::temp_path("lm-f16-overflow.json"),
-                    file = rill_test::temp_path("lm-f16-overflow.safetensors");
-  REQUIRE(w.save(cfg, file, rill::TensorDType::kF32).is_ok());
-  const auto saved = rill::SafetensorsFile::open(file).value();
-  rill::SafetensorsWriter edited;
-  for (const auto& e : saved.entries()) {
-    std::vector<float> values = saved.read_floats(e.name, e.shape).value();
-    if (e.name.ends_with(".wq") || e.name.ends_with(".wk") || e.name.ends_with(".wv"))
-      for (float& x : values) x *= 30.0f;  // q, k, v of about 30: one position's output is past 65504
-    REQUIRE(edited.add_floats(e.name, e.shape, values).is_ok());
-  }
-  REQUIRE(edited.write(file).is_ok());
-  const auto big = rill::lm::Weights::load(cfg, file).value();
+  const auto big = edited_weights(rill::lm::Weights::random(config, 6).value(), "lm-f16-overflow",
+                                  [](const std::string& name, std::vector<float>& values) {
+                                    if (name.ends_with(".wq") || name.ends_with(".wk") || name.ends_with(".wv"))
+                                      for (float& x : values) x *= 30.0f;  // q, k, v of about 30: past 65504
+                                  });
   const auto tokens = tokens_of(40, config.vocab);
   auto f32 = make_model(ctx, big, {.precision = rill::lm::Precision::kF32});
   auto fine = f32.session().value().prefill(tokens);
@@ -213,19 +205,10 @@ GPU_TEST_CASE("lm f16 precision refuses weights past f16's range instead of turn
   auto ctx = rill_test::make_context();
   if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing converts
   const auto config = tiny({LayerKind::kDiag, LayerKind::kNorm});
-  const auto w = rill::lm::Weights::random(config, 3).value();
-  const std::string cfg = rill_test::temp_path("lm-f16-range.json"),
-                    file = rill_test::temp_path("lm-f16-range.safetensors");
-  REQUIRE(w.save(cfg, file, rill::TensorDType::kF32).is_ok());
-  const auto saved = rill::SafetensorsFile::open(file).value();
-  rill::SafetensorsWriter edited;
-  for (const auto& e : saved.entries()) {
-    std::vector<float> values = saved.read_floats(e.name, e.shape).value();
-    if (e.name == "embed") values[5] = 70000.0f;  // finite in f32, Inf in f16
-    REQUIRE(edited.add_floats(e.name, e.shape, values).is_ok());
-  }
-  REQUIRE(edited.write(file).is_ok());
-  const auto big = rill::lm::Weights::load(cfg, file).value();
+  const auto big = edited_weights(rill::lm::Weights::random(config, 3).value(), "lm-f16-range",
+                                  [](const std::string& name, std::vector<float>& values) {
+                                    if (name == "embed") values[5] = 70000.0f;  // finite in f32, Inf in f16
+                                  });
   const auto in_f16 = rill::lm::Model::create(ctx, big, {.precision = rill::lm::Precision::kF16});
   REQUIRE_FALSE(in_f16.is_ok());
   CHECK(in_f16.status().code() == rill::StatusCode::kOutOfRange);
