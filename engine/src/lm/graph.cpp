@@ -38,9 +38,15 @@ Status head_product(Sequence& seq, const Tensor& x, const HeadBlock& b, const Te
 constexpr uint64_t kScoreChunkBytes = 16ull << 20;
 constexpr uint64_t kScoreChunkTile = 64;
 
-uint32_t score_chunk_rows(const Model::Impl& m, uint32_t len) {
+// The most vocabulary columns one head block has.
+int64_t widest_head_block(const Model::Impl& m) {
   int64_t widest = 0;
   for (const HeadBlock& b : m.tensors.head_blocks) widest = std::max(widest, b.count);
+  return widest;
+}
+
+uint32_t score_chunk_rows(const Model::Impl& m, uint32_t len) {
+  const int64_t widest = widest_head_block(m);
   const uint64_t bytes = std::min(kScoreChunkBytes, m.ctx.device().caps.max_storage_buffer_range);
   uint64_t rows = bytes / (uint64_t(widest) * dtype_size(m.dtype));
   if (rows >= kScoreChunkTile) rows = rows / kScoreChunkTile * kScoreChunkTile;
@@ -83,8 +89,7 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
   RILL_RETURN_IF_ERROR(make(g.logits, dt, {1, V}, "logits"));
   if (g.scored) {
     g.head_rows = score_chunk_rows(m, g.len);
-    int64_t widest = 0;
-    for (const HeadBlock& b : m.tensors.head_blocks) widest = std::max(widest, b.count);
+    const int64_t widest = widest_head_block(m);
     RILL_RETURN_IF_ERROR(make(g.targets, DType::kU32, {L}, "targets", MemoryPool::kUploads));
     RILL_RETURN_IF_ERROR(make(g.head_rows_in, dt, {int64_t(g.head_rows), D}, "head_rows"));
     RILL_RETURN_IF_ERROR(make(g.head_chunk, dt, {int64_t(g.head_rows) * widest}, "head_chunk"));

@@ -30,7 +30,8 @@ struct Session::Impl {
   uint64_t max_positions() const {
     return has(LayerKind::kSoftmax) ? model->options.softmax_capacity : uint64_t(UINT32_MAX);
   }
-  // A session of `model` at position 0: its state tensors allocated and zeroed.
+  // A session of `model` at position 0, its state tensors allocated (zero_state() clears them;
+  // a fork copies over them instead).
   static Result<std::unique_ptr<Impl>> open(std::shared_ptr<Model::Impl> model);
   Status zero_state();
   // OK where every value is finite; else the error that names why, the session's state spent.
@@ -74,6 +75,7 @@ Status Session::Impl::zero_state() {
 
 Result<Session> Model::session() {
   RILL_ASSIGN_OR_RETURN(auto s, Session::Impl::open(impl_));
+  RILL_RETURN_IF_ERROR(s->zero_state());
   return Session(std::move(s));
 }
 
@@ -102,7 +104,6 @@ Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model
                             ctx.tensor(model->dtype, {H, rows, Dh}, layer_name(i, "cache_v"), MemoryPool::kWeights));
     }
   }
-  RILL_RETURN_IF_ERROR(s->zero_state());
   return s;
 }
 
