@@ -2,11 +2,13 @@
 // also against finite differences), embedding gather and its backward, softmax and cross-entropy;
 // the language model's head merge, which shares their texel form.
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "elementwise.hpp"
 #include "lm/lm_kernels.hpp"
 #include "op_test.hpp"
+#include "rill/half.hpp"
 #include "rill/ops/elementwise.hpp"
 
 namespace {
@@ -99,6 +101,61 @@ GPU_TEST_CASE("add, mul, SiLU and GLU match the reference over odd sizes", "[ele
   rill::Context plain = rill_test::make_context(options);
   CHECK(glu_kernel(plain, 1000) == "elementwise/glu_f32");
   check_elementwise(plain);
+}
+
+namespace {
+
+// f32 -> f16 -> f32 on ctx over odd sizes and whole texels: each value as the host rounds it (to
+// nearest), or toward zero where the driver converts that way; past f16's range +-Inf (or +-65504
+// toward zero); NaN stays NaN; f16 -> f32 is exact.
+void check_convert(rill::Context& ctx) {
+  uint32_t seed = 40;
+  for (int64_t n : {1, 7, 12, 257, 1000}) {
+    INFO("n " << n);
+    std::vector<float> src = rill_test::random_vector(size_t(n), ++seed, -3000.0f, 3000.0f);
+    const float specials[] = {70000.0f, -1e30f, std::nanf(""), 65504.0f, -0.0f, 0.333333f};
+    for (size_t i = 0; i < std::size(specials) && i < src.size(); ++i) src[src.size() - 1 - i] = specials[i];
+    auto f32 = rill_test::tensor_from(ctx, DType::kF32, {n}, src);
+    auto f16 = rill_test::empty_tensor(ctx, DType::kF16, {n}), back = rill_test::empty_tensor(ctx, DType::kF32, {n});
+    auto copied = rill_test::empty_tensor(ctx, DType::kF32, {n});
+    auto seq = ctx.sequence();
+    REQUIRE(ops::convert(*seq, f32, f16).is_ok());
+    REQUIRE(ops::convert(*seq, f16, back).is_ok());
+    REQUIRE(ops::convert(*seq, f32, copied).is_ok());  // one type: a copy
+    REQUIRE(seq->run().is_ok());
+    const auto got = rill_test::read(ctx, back);
+    for (size_t i = 0; i < src.size(); ++i) {
+      INFO("value " << src[i] << " came back as " << got[i]);
+      const float nearest = rill::half_to_float(rill::float_to_half(src[i]));
+      if (std::isnan(src[i])) {
+        CHECK(std::isnan(got[i]));
+      } else if (std::fabs(src[i]) > 65504.0f) {
+        CHECK((std::isinf(got[i]) || std::fabs(got[i]) == 65504.0f));
+        CHECK(std::signbit(got[i]) == std::signbit(src[i]));
+      } else if (got[i] != nearest) {  // toward zero: the f16 just below in magnitude
+        CHECK(std::fabs(got[i]) < std::fabs(src[i]));
+        CHECK(std::fabs(got[i] - src[i]) <= std::fabs(src[i]) * (1.0f / 1024.0f));
+      }
+    }
+    const auto copy = rill_test::read(ctx, copied);
+    for (size_t i = 0; i < src.size(); ++i)
+      if (!std::isnan(src[i])) CHECK(copy[i] == src[i]);
+  }
+}
+
+}  // namespace
+
+// Both kernel families, and the CPU drivers' texel form switched off.
+GPU_TEST_CASE("convert turns f32 into f16 and back as a cast does", "[elementwise][gpu]") {
+  if (rill_test::float_dtypes(rill_test::make_context()).back() != DType::kF16) {
+    WARN("the device stores no f16: nothing to convert to");
+    return;
+  }
+  for (rill::Context& ctx : rill_test::both_kernel_families()) check_convert(ctx);
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_plan = "elementwise_texel=off";
+  rill::Context plain = rill_test::make_context(options);
+  check_convert(plain);
 }
 
 // out[l, h * D + d] = in[h, l, d], over head widths with and without whole texels, f32 and f16,
@@ -293,5 +350,7 @@ GPU_TEST_CASE("elementwise ops reject mismatched inputs", "[elementwise][gpu]") 
   CHECK(ops::mul(*seq, a, h, a).code() == StatusCode::kInvalidArgument);
   CHECK(ops::embedding_forward(*seq, ids_f, table, out, err).code() == StatusCode::kInvalidArgument);
   CHECK(ops::softmax_cross_entropy_forward(*seq, table, targets_short, table, loss).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::convert(*seq, a, b).code() == StatusCode::kInvalidArgument);
+  CHECK(ops::convert(*seq, ids_f, err).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
 }

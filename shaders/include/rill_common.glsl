@@ -14,6 +14,16 @@
 #endif
 #define afloat float
 
+// The type a kernel writes its output in: the storage type, or f32 with RILL_OUTPUT_F32 (an f16
+// kernel whose output outgrows f16: linear attention's sums over every earlier position).
+#ifdef RILL_OUTPUT_F32
+#define ofloat float
+#define ovec4 vec4
+#else
+#define ofloat sfloat
+#define ovec4 svec4
+#endif
+
 // Flat index of this invocation over a 1-D or 2-D grid of workgroups (x fastest). Kernels that
 // cover more than 65535 groups in x spread them over y.
 uint rill_global_index() {

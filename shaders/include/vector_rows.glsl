@@ -9,11 +9,13 @@
 
 #ifdef RILL_VECTOR_ROWS
 #define row_store svec4
+#define out_row_store ovec4  // the output's rows (rill_common.glsl's ofloat)
 #define row_value vec4
 const uint ROW_VEC = 4u;
 afloat row_component(row_value v, uint e) { return v[e]; }
 #else
 #define row_store sfloat
+#define out_row_store ofloat
 #define row_value afloat
 const uint ROW_VEC = 1u;
 afloat row_component(row_value v, uint e) { return v; }

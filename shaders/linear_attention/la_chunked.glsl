@@ -20,7 +20,7 @@ layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
 layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S[]; };
-layout(std430, binding = 5) writeonly buffer O { sfloat o[]; };
+layout(std430, binding = 5) writeonly buffer O { ofloat o[]; };
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { LaChunkPush p; };
 
@@ -58,7 +58,7 @@ void main() {
             if (HAS_DECAY) val *= decay_pow(lambda, afloat(t + 1));
             for (uint s = 0; s <= t; ++s) val += scores[t * CHUNK + s] * afloat(v[v_base + (t0 + s) * p.dv + j]);
           }
-          o[v_base + (t0 + t) * p.dv + j] = sfloat(val);
+          o[v_base + (t0 + t) * p.dv + j] = ofloat(val);
         }
       }
       if (MODE != kLaForwardApply) {

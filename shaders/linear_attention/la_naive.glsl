@@ -11,7 +11,7 @@ layout(std430, binding = 0) readonly buffer Q { sfloat q[]; };
 layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
 layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
-layout(std430, binding = 4) buffer O { sfloat o[]; };
+layout(std430, binding = 4) buffer O { ofloat o[]; };
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { LaNaivePush p; };
 
@@ -29,5 +29,5 @@ void main() {
     if (HAS_DECAY) dot *= decay_pow(lambda, afloat(t - s));
     acc += dot * afloat(v[v_base + s * p.dv + j]);
   }
-  o[v_base + t * p.dv + j] = sfloat(acc);
+  o[v_base + t * p.dv + j] = ofloat(acc);
 }

@@ -30,7 +30,7 @@ layout(std430, binding = 2) readonly buffer C { sfloat c[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) readonly buffer ChunkStates { float chunk_states[]; };
 layout(std430, binding = 5) readonly buffer X { sfloat x[]; };  // GRAD_SCALE: phi' of x scales out
-layout(std430, binding = 6) writeonly buffer Out { sfloat out_[]; };
+layout(std430, binding = 6) writeonly buffer Out { ofloat out_[]; };
 
 // The tiles hold CHUNK4 rows (CHUNK rounded up to whole 4-row blocks), every slot written (zero
 // outside the data), so the inner loops run whole 4-step vectors without clamps or bounds. The
@@ -280,7 +280,7 @@ void main() {
         const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];
         if (GRAD_SCALE) val *= phi_grad(afloat(x[at]));
-        out_[at] = sfloat(val);
+        out_[at] = ofloat(val);
       }
   }
 }

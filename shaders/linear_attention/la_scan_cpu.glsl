@@ -45,7 +45,7 @@ layout(std430, binding = 1) readonly buffer B { row_store b[]; };
 layout(std430, binding = 2) readonly buffer C { row_store c[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S_mem[]; };
-layout(std430, binding = 5) writeonly buffer Out { row_store out_[]; };
+layout(std430, binding = 5) writeonly buffer Out { out_row_store out_[]; };
 layout(std430, binding = 6) readonly buffer X { row_store x[]; };  // GRAD_SCALE: phi' of x scales out
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { LaScanPush p; };
@@ -108,13 +108,13 @@ void main() {
       if (valid[0]) {  // the lane's four columns are all in the row or all past it
         const uint v = (c_row + cols[0]) / 4u;
         const row_value o = vec4(out_t[0], out_t[1], out_t[2], out_t[3]);
-        out_[v] = row_store(GRAD_SCALE ? o * phi_grad_each(row_value(x[v])) : o);
+        out_[v] = out_row_store(GRAD_SCALE ? o * phi_grad_each(row_value(x[v])) : o);
       }
 #else
       [[unroll]] for (uint j = 0; j < CJ; ++j) {
         if (!valid[j]) continue;
         const uint at = c_row + cols[j];
-        out_[at] = sfloat(GRAD_SCALE ? out_t[j] * phi_grad(afloat(x[at])) : out_t[j]);
+        out_[at] = ofloat(GRAD_SCALE ? out_t[j] * phi_grad(afloat(x[at])) : out_t[j]);
       }
 #endif
     }

@@ -1,6 +1,6 @@
 // One decoding step of causal linear attention per (batch, head):
 //   S <- lambda S + k^T v,   o = q S
-// q, k: [Dk], v, o: [Dv] per head (sfloat); S: [Dk, Dv] f32. Equal to the chunked form at that position.
+// q, k: [Dk], v: [Dv] per head (sfloat), o: [Dv] (ofloat); S: [Dk, Dv] f32. Equal to the chunked form at that position.
 layout(constant_id = 0) const uint WG_SIZE = 64;
 layout(local_size_x_id = 0) in;
 
@@ -11,7 +11,7 @@ layout(std430, binding = 1) readonly buffer K { sfloat k[]; };
 layout(std430, binding = 2) readonly buffer V { sfloat v[]; };
 layout(std430, binding = 3) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 4) buffer State { float S[]; };
-layout(std430, binding = 5) writeonly buffer O { sfloat o[]; };
+layout(std430, binding = 5) writeonly buffer O { ofloat o[]; };
 #include "contract/attention.glsl"
 layout(push_constant) uniform PushBlock { LaStepPush p; };
 
@@ -27,6 +27,6 @@ void main() {
       S[s_base + i * p.dv + j] = s;
       out_j += phi(afloat(q[bh * p.dk + i])) * s;
     }
-    o[bh * p.dv + j] = sfloat(out_j);
+    o[bh * p.dv + j] = ofloat(out_j);
   }
 }

@@ -195,7 +195,7 @@ void mix(uint h) {
       const float vj = storage_round(mv_out[2u * DH + j]);
       float out_j = 0.0;
       for (uint i = 0u; i < DK; ++i) out_j += mv_in[i] * state_step(base + i * DH + j, lambda, mv_in[DK + i], vj);
-      o_sh[j] = storage_round(out_j);
+      o_sh[j] = out_j;  // the per-op path keeps this output in f32 (it grows with the position)
     }
     return;
   }
@@ -212,7 +212,7 @@ void mix(uint h) {
   if (lid < DH) {
     float out_j = 0.0;
     for (uint gg = 0u; gg < MIX_GROUPS; ++gg) out_j += mix_part[gg * DH + lid];
-    o_sh[lid] = storage_round(out_j);
+    o_sh[lid] = out_j;
   }
 }
 #endif

@@ -75,6 +75,10 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
     RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "residual"));
   RILL_RETURN_IF_ERROR(make(g.rstd, DType::kF32, {L}, "rstd"));
   for (Tensor* t : {&g.q, &g.k, &g.v, &g.o}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, Dh}, "qkvo"));
+  if (dt == DType::kF16 && has_kind(c, LayerKind::kNorm)) {
+    RILL_RETURN_IF_ERROR(make(g.o32, DType::kF32, {1, H, L, Dh}, "o32"));
+    RILL_RETURN_IF_ERROR(make(g.merged32, DType::kF32, {L, D}, "merged32"));
+  }
   if (!c.lrpe_layers.empty()) {
     for (Tensor* t : {&g.q2, &g.k2}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, 2 * Dh}, "lrpe_qk"));
     g.lrpe_base.resize(c.layers);
@@ -115,8 +119,9 @@ Status record_mixer(const Model::Impl& m, StateTensors& state, Graph& g, size_t 
         q = &g.q2, k = &g.k2;
         o.feature_map = ops::FeatureMap::kIdentity;
       }
-      if (g.decode) return ops::linear_attention_step(seq, *q, *k, g.v, g.o, state.la_state[i], o);
-      return ops::linear_attention_forward(seq, *q, *k, g.v, g.o, state.la_state[i], o);
+      const Tensor& out = g.o32.valid() ? g.o32 : g.o;
+      if (g.decode) return ops::linear_attention_step(seq, *q, *k, g.v, out, state.la_state[i], o);
+      return ops::linear_attention_forward(seq, *q, *k, g.v, out, state.la_state[i], o);
     }
     case LayerKind::kDiag: {
       if (g.decode) {
@@ -186,11 +191,19 @@ Status record(const Model::Impl& m, StateTensors& state, Graph& g) {
     RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wk, g.k));
     RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wv, g.v));
     RILL_RETURN_IF_ERROR(record_mixer(m, state, g, i));
-    RILL_RETURN_IF_ERROR(merge_heads(seq, g.o, g.merged));
     const Tensor* mixed = &g.merged;
-    if (l.kind == LayerKind::kNorm) {
+    if (l.kind == LayerKind::kNorm && g.o32.valid()) {  // f16: normalized in f32, then stored in f16
+      RILL_RETURN_IF_ERROR(merge_heads(seq, g.o32, g.merged32));
+      RILL_ASSIGN_OR_RETURN(const Tensor normed, g.o32.reshaped({g.len, c.width}));  // o32 is read: reuse it
+      RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.merged32, gain_of(l.out_norm_f32), normed, g.rstd, eps));
+      RILL_RETURN_IF_ERROR(ops::convert(seq, normed, g.mixed));
+      mixed = &g.mixed;
+    } else if (l.kind == LayerKind::kNorm) {
+      RILL_RETURN_IF_ERROR(merge_heads(seq, g.o, g.merged));
       RILL_RETURN_IF_ERROR(ops::rmsnorm_forward(seq, g.merged, gain_of(l.out_norm), g.mixed, g.rstd, eps));
       mixed = &g.mixed;
+    } else {
+      RILL_RETURN_IF_ERROR(merge_heads(seq, g.o, g.merged));
     }
     if (c.output_gate) {  // o = (u Wgate) * o
       RILL_RETURN_IF_ERROR(linear(seq, g.u, l.wgate, g.gate));

@@ -293,8 +293,12 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     RILL_RETURN_IF_ERROR(load_linear(l.wq, p + "wq", {H, D, Dh}));
     RILL_RETURN_IF_ERROR(load_linear(l.wk, p + "wk", {H, D, Dh}));
     RILL_RETURN_IF_ERROR(load_linear(l.wv, p + "wv", {H, D, Dh}));
-    if (gains && l.kind == LayerKind::kNorm)
+    if (gains && l.kind == LayerKind::kNorm) {
       RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
+      if (dt == DType::kF16) {
+        RILL_ASSIGN_OR_RETURN(l.out_norm_f32, upload_weight(ctx, weights, p + "out_norm", {D}, DType::kF32));
+      }
+    }
     if (config.output_gate) RILL_RETURN_IF_ERROR(load_linear(l.wgate, p + "wgate", {D, D}));
     RILL_RETURN_IF_ERROR(load_linear(l.wo, p + "wo", {D, D}));
     if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
@@ -324,7 +328,8 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   for (const detail::HeadBlock& b : w.head_blocks)
     if (b.owns) bytes += b.weight.size_bytes() + b.packed.size_bytes();
   for (const auto& l : w.layers) {
-    for (const Tensor* t : {&l.attn_norm, &l.out_norm, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
+    for (const Tensor* t :
+         {&l.attn_norm, &l.out_norm, &l.out_norm_f32, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
       bytes += t->size_bytes();
     for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
       bytes += t->size_bytes();

@@ -23,6 +23,7 @@ struct LinearWeight {
 struct LayerTensors {
   LayerKind kind = LayerKind::kNorm;
   Tensor attn_norm, out_norm, ffn_norm;  // empty for SRMSNorm
+  Tensor out_norm_f32;                   // f16 models: out_norm in f32, for the NormAttention output kept in f32
   LinearWeight wq, wk, wv, wo, wu, wg, wd;
   LinearWeight wgate;  // [D, D] with the output gate
   Tensor decay;  // [H] f32, empty when the layer has none
@@ -78,6 +79,10 @@ struct Graph {
   Tensor ids, pos, errors;
   Tensor x[2], u, rstd, q, k, v, o, lse, merged, mixed, attn_out, h, g, a, b, hidden, ffn_out, last, logits;
   Tensor q2, k2, gate, gated;       // LRPE's [1, H, L, 2 Dh] q and k; the output gate and its product
+  // f16 models with NormAttention layers: the layer's output [1, H, L, Dh] and its heads merged
+  // [L, D], kept in f32 until its norm (without decay it sums over every earlier position and
+  // passes f16's 65504 within a few thousand positions).
+  Tensor o32, merged32;
   std::vector<Tensor> lrpe_base;    // per layer (LRPE layers only): f32 [H * Dh, 2], set by each run
   // Fused decoding (decode_fused.hpp): the residual row, the layer's input row, and the partial
   // rows of the mixer [H, D + 1] (with each head's sum of squares) and of the FFN [slices, D], f32.

@@ -110,14 +110,11 @@ Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model
 Status Session::Impl::check_finite(std::span<const float> values, const char* op) const {
   if (all_finite(values)) return Status::ok();
   const std::string spent = "; the session's state is spent: reset() it or restore a saved state";
-  // f16 holds at most 65504, and a NormAttention layer without decay sums over every position
-  // before it: its output grows with the prompt (the norm after it is what keeps the model sane).
+  // f16 holds at most 65504: weights that make activations larger (the residual stream, the FFN's
+  // hidden values) pass it. NormAttention's output, which grows with the position, is kept in f32.
   if (model->dtype == DType::kF16)
     return out_of_range(std::string(op) + ": the model's f16 activations overflowed by position " +
-                        std::to_string(position) +
-                        " (a NormAttention layer without decay grows with the position); run it with f32 "
-                        "activations (Precision::kF32), or with decay in its config" +
-                        spent);
+                        std::to_string(position) + "; run it with f32 activations (Precision::kF32)" + spent);
   return data_loss(std::string(op) + ": the model's logits are not finite by position " + std::to_string(position) +
                    " (its weights, or the device's arithmetic)" + spent);
 }

@@ -49,6 +49,24 @@ Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
 Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
   return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
 }
+Status convert(Sequence& seq, const Tensor& src, const Tensor& dst) {
+  const char* op = "convert";
+  RILL_ASSIGN_OR_RETURN(const std::string from, detail::float_suffix(src, op));
+  RILL_ASSIGN_OR_RETURN(const std::string to, detail::float_suffix(dst, op));
+  if (src.shape() != dst.shape())
+    return invalid_argument("convert: dst " + dst.describe() + " must have the shape of src " + src.describe());
+  if (src.dtype() == dst.dtype()) return seq.copy(src, dst);
+  RILL_ASSIGN_OR_RETURN(const uint32_t n, count_of(src, op));
+  const uint32_t wg = detail::elementwise_workgroup(seq);
+  const bool texels = plan::elementwise_texels(plan::traits_of(seq), n, src.dtype() == DType::kF16, 1);
+  return seq.dispatch({.kernel = std::string("elementwise/convert_") + (texels ? "tx_" : "") + from + "_to_" + to,
+                       .bindings = {&src, &dst},
+                       .push = push_bytes(gpu::CountPush{n}),
+                       .groups = detail::groups_for(texels ? n / 4 : n, wg),
+                       .spec = {gpu::spec("WG_SIZE", wg)},
+                       .bytes = src.size_bytes() + dst.size_bytes()});
+}
+
 Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
   // The dy binding is unused forward: x stands in.
   return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, 2, {gpu::spec("BACKWARD", 0)}, 4);

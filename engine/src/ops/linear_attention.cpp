@@ -23,15 +23,22 @@ struct Dims {
   uint32_t batch, heads, n, dk, dv;
 };
 
+// The forward ops take an f32 o for f16 q, k and v (f32_output): without decay each output row
+// sums over every earlier position, which outgrows f16's 65504 where f32 does not.
 Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor* state,
-                          const LinearAttentionOptions& opt) {
+                          const LinearAttentionOptions& opt, bool f32_output) {
   RILL_RETURN_IF_ERROR(detail::float_suffix(q, kLinearAttentionOp).status());
   if (q.shape().size() != 4) return invalid_argument("linear_attention: q " + q.describe() + " must be [B, H, N, Dk]");
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kLinearAttentionOp, "k"));
   if (!v.valid() || v.shape().size() != 4 || v.dtype() != q.dtype() ||
       !std::equal(v.shape().begin(), v.shape().begin() + 3, q.shape().begin()))
     return invalid_argument("linear_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kLinearAttentionOp, "o"));
+  if (f32_output && q.dtype() == DType::kF16 && o.valid() && o.dtype() == DType::kF32) {
+    if (o.shape() != v.shape())
+      return invalid_argument("linear_attention: o " + o.describe() + " must have the shape of " + v.describe());
+  } else {
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kLinearAttentionOp, "o"));
+  }
   const auto& s = q.shape();
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("linear_attention: more than 2^32 elements in q or v");
@@ -66,6 +73,12 @@ plan::LinearAttentionShape shape_of(const Dims& d, const LinearAttentionOptions&
 // dispatch's length and may shrink the chunk).
 Result<plan::SerialChunks> serial_chunks(const Sequence& seq, const Dims& d, const LinearAttentionOptions& opt) {
   return plan::linear_attention_serial(plan::traits_of(seq), shape_of(d, opt));
+}
+
+// The kernel suffix of a kernel reading `in` and writing `out`: "_o32" after the storage type's
+// for f16 inputs with an f32 output (the forward's f32_output).
+std::string out_suffix(const std::string& suffix, const Tensor& in, const Tensor& out) {
+  return in.dtype() == DType::kF16 && out.dtype() == DType::kF32 ? suffix + "_o32" : suffix;
 }
 
 std::vector<SpecValue> spec_for(const LinearAttentionOptions& opt, uint32_t workgroup = kWorkgroup) {
@@ -109,7 +122,8 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
                                        gpu::spec("PHI_C", f.phi_c),
                                        gpu::spec("REVERSE", f.reverse),
                                        gpu::spec("GRAD_SCALE", f.x != nullptr)};
-  const std::string kernel = detail::register_kernel("linear_attention/la_scan_cpu", p.vector_width, suffix);
+  const std::string kernel =
+      detail::register_kernel("linear_attention/la_scan_cpu", p.vector_width, out_suffix(suffix, *f.a, *f.out));
   for (uint64_t first = 0; first < d.n; first += per) {
     const uint32_t count = uint32_t(std::min<uint64_t>(per, d.n - first));
     const gpu::LaScanPush push{d.heads, d.n, f.dk, f.dv, uint32_t(first), count};
@@ -218,7 +232,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
     const uint64_t intra = opt.causal ? uint64_t(p.chunk + 1) * (o.dk + o.dv) : 0;
     const uint64_t state_reads = opt.causal ? (p.span > 1 ? 2 : 1) * count : 1;
     return seq.dispatch(
-        {.kernel = "linear_attention/la_par_output_" + suffix,
+        {.kernel = "linear_attention/la_par_output_" + out_suffix(suffix, *o.a, *o.out),
          .bindings = {o.a, o.b, o.c, &decay, opt.causal ? chunk_states : &state, o.x ? o.x : o.c, o.out},
          .push = push_bytes(push),
          .groups = {count, uint32_t(bh), 1},
@@ -282,7 +296,7 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     auto spec = spec_for(opt);
     spec.push_back(gpu::spec("CHUNK", chunk));
     spec.push_back(gpu::spec("MODE", mode));
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + suffix,
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_chunked_" + out_suffix(suffix, q, o),
                                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
                                        .push = push_bytes(push),
                                        .groups = {uint32_t(bh), 1, 1},
@@ -307,7 +321,7 @@ Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, c
 
 Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                 const Tensor& state, const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
@@ -326,7 +340,7 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
 Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
                                  const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& scratch,
                                  const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt));
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt, false));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kLinearAttentionOp, "dq"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kLinearAttentionOp, "dk"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kLinearAttentionOp, "dv"));
@@ -432,13 +446,13 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
 
 Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                              const Tensor& state, const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt));
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
   if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
   if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
   const gpu::LaStepPush push{d.heads, d.dk, d.dv};
-  return seq.dispatch({.kernel = "linear_attention/la_step_" + suffix,
+  return seq.dispatch({.kernel = "linear_attention/la_step_" + out_suffix(suffix, q, o),
                        .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
                        .push = push_bytes(push),
                        .groups = {uint32_t(bh), 1, 1},
@@ -449,7 +463,7 @@ Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, co
 
 Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt));
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt, true));
   if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
@@ -461,13 +475,14 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
                                 uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
     // Pairs (t, s) with s in [s0, s1) and s <= t.
     const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + suffix,
-                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
-                                       .push = push_bytes(push),
-                                       .groups = detail::groups_for(total, kWorkgroup),
-                                       .spec = spec_for(opt),
-                                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
-                                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)}));
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = "linear_attention/la_naive_" + out_suffix(suffix, q, o),
+                      .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
+                      .push = push_bytes(push),
+                      .groups = detail::groups_for(total, kWorkgroup),
+                      .spec = spec_for(opt),
+                      .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
+                      .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)}));
   }
   return Status::ok();
 }

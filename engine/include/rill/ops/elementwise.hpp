@@ -1,6 +1,6 @@
 // Elementwise ops the models need, each over tensors of one storage type (f32 or f16, f32
-// arithmetic) unless stated: add and mul; SiLU; GLU (a * act(b)); embedding gather; softmax and
-// cross-entropy over a vocabulary. Backward passes where training needs them.
+// arithmetic) unless stated: add and mul; conversion between f32 and f16; SiLU; GLU (a * act(b)); embedding gather;
+// softmax and cross-entropy over a vocabulary. Backward passes where training needs them.
 #pragma once
 
 #include "rill/export.hpp"
@@ -14,6 +14,10 @@ namespace rill::ops {
 // out = a + b / a * b; a, b, out of one shape.
 RILL_API Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out);
 RILL_API Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out);
+
+// dst = src in dst's storage type (src and dst of one shape, each f32 or f16): f16 -> f32 is exact,
+// f32 -> f16 rounds to nearest and turns values past 65504 into +-Inf; one type is a copy.
+RILL_API Status convert(Sequence& seq, const Tensor& src, const Tensor& dst);
 
 // y = x * sigmoid(x); dx = dy * (s + x s (1 - s)).
 RILL_API Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y);
