@@ -126,7 +126,9 @@ struct WeightSpec {
 };
 RILL_API std::vector<WeightSpec> weight_specs(const ModelConfig& config);
 
-// Storage type the model runs in: f32, or f16 storage with f32 arithmetic (half the memory).
+// Storage type the model runs in: f32, or f16 storage with f32 arithmetic (half the memory). In
+// f16, NormAttention outputs (sums over every earlier position) stay f32 until their norm; other
+// activations past f16's range stop a call with OutOfRange.
 enum class Precision { kF32, kF16 };
 
 // How the linear layers' weights are kept on the device (the norms and angles keep the precision;
