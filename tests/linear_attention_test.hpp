@@ -2,6 +2,10 @@
 // tolerance (absolute part scaled by the outputs' magnitude, since outputs are sums over the sequence).
 #pragma once
 
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "op_test.hpp"
 #include "rill/ops/linear_attention.hpp"
 
@@ -22,6 +26,22 @@ inline std::vector<float> la_decays(const LinearAttentionCase& c, uint32_t seed)
   std::vector<float> decay = random_vector(size_t(c.heads), seed, 0.8f, 1.0f);
   if (c.heads > 1) decay[1] = 0.0f;
   return decay;
+}
+
+// The linear-attention algorithms a test forces through the kernel plan: the register scan (CPU
+// drivers), the serial chunked kernel and the parallel passes a GPU runs (also over spans of 4).
+inline constexpr const char* kLaAlgorithms[] = {"scan", "serial", "parallel", "parallel,la_span=4"};
+
+// A context that runs `algorithm`; none (with a warning) for the GPU algorithms under emulation,
+// where compiling their kernels takes minutes.
+inline std::optional<rill::Context> la_algorithm_context(const char* algorithm) {
+  if (emulated() && std::string_view(algorithm) != "scan") {
+    WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
+    return std::nullopt;
+  }
+  auto options = validated_options();
+  options.kernel_plan = std::string("linear_attention=") + algorithm;
+  return make_context(options);
 }
 
 inline void require_la_close(const std::vector<float>& got, const std::vector<float>& want, rill::DType dtype,

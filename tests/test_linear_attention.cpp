@@ -116,7 +116,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
       {1, 1, 256, 64, 64, FeatureMap::kIdentity, true, 64, 1},
       {1, 1, 97, 128, 40, FeatureMap::kIdentity, false, 32, 0},
   };
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
+  for (const char* algorithm : rill_test::kLaAlgorithms) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     rill::Context ctx = rill_test::make_context(options);
@@ -252,14 +252,10 @@ GPU_TEST_CASE("a forward continued from a saved state equals one over the whole 
 GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-attention][gpu][sweep]") {
   // Each algorithm's state and apply passes, forced: the register scan (CPU drivers), the serial
   // chunked kernel and the parallel passes a GPU runs.
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
-    if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
-      WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
-      continue;
-    }
-    auto options = rill_test::validated_options();
-    options.kernel_plan = std::string("linear_attention=") + algorithm;
-    rill::Context ctx = rill_test::make_context(options);
+  for (const char* algorithm : rill_test::kLaAlgorithms) {
+    auto made = rill_test::la_algorithm_context(algorithm);
+    if (!made) continue;
+    rill::Context& ctx = *made;
     uint32_t seed = 3;
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},

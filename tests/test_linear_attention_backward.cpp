@@ -60,7 +60,7 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
 GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu][sweep]") {
   // Every algorithm, forced: the register scans (CPU drivers), the serial chunked scans and the
   // parallel passes a GPU runs.
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
+  for (const char* algorithm : rill_test::kLaAlgorithms) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);
@@ -130,14 +130,10 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
 GPU_TEST_CASE("non-causal linear attention backward matches the reference gradients",
               "[linear-attention][gpu][sweep]") {
   // Every algorithm, forced: the register scans, the serial chunked scans and the parallel passes.
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
-    if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
-      WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
-      continue;
-    }
-    auto options = rill_test::validated_options();
-    options.kernel_plan = std::string("linear_attention=") + algorithm;
-    auto ctx = rill_test::make_context(options);
+  for (const char* algorithm : rill_test::kLaAlgorithms) {
+    auto made = rill_test::la_algorithm_context(algorithm);
+    if (!made) continue;
+    rill::Context& ctx = *made;
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : {Case{1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0},
                             Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},

@@ -84,14 +84,10 @@ GPU_TEST_CASE("f16 linear attention writes an f32 output past f16's range with e
       {2, 1, 131, 12, 20, FeatureMap::kElu1, true, 16, 3},
       {1, 3, 97, 9, 5, FeatureMap::kRelu, false, 7, 2},
   };
-  for (const char* algorithm : {"scan", "serial", "parallel", "parallel,la_span=4"}) {
-    if (rill_test::emulated() && std::string_view(algorithm) != "scan") {
-      WARN("the GPU algorithm " << algorithm << " left out under emulation (compile time)");
-      continue;
-    }
-    auto options = rill_test::validated_options();
-    options.kernel_plan = std::string("linear_attention=") + algorithm;
-    rill::Context ctx = rill_test::make_context(options);
+  for (const char* algorithm : rill_test::kLaAlgorithms) {
+    auto made = rill_test::la_algorithm_context(algorithm);
+    if (!made) continue;
+    rill::Context& ctx = *made;
     uint32_t seed = 70;
     for (const Case& c : cases) {
       for (bool causal : {true, false}) {
