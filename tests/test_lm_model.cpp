@@ -590,6 +590,48 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   CHECK(t.position() == 4);
 }
 
+// Two trainings of one config share the config's tag: the state also carries a tag of the weights,
+// so one model's state is refused by the other (its continuation would be silently wrong), while
+// the same weights loaded again take it, and a state saved before the tag existed restores.
+GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto config = tiny({LayerKind::kDiag, LayerKind::kNorm});
+  const auto w = rill::lm::Weights::random(config, 8).value();
+  auto model = make_model(ctx, w);
+  auto s = model.session().value();
+  const auto tokens = tokens_of(12, config.vocab);
+  REQUIRE(s.prefill(tokens).is_ok());
+  const auto saved = s.serialize_state().value();
+
+  auto retrained = make_model(ctx, rill::lm::Weights::random(config, 9).value());
+  auto r = retrained.session().value();
+  const auto refused = r.deserialize_state(saved);
+  CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
+  CHECK_THAT(refused.message(), Catch::Contains("other weights"));
+  CHECK(r.position() == 0);
+
+  // The same weights through a file, in another model: the same tag.
+  const std::string cfg = rill_test::temp_path("lm-tag.json"), file = rill_test::temp_path("lm-tag.safetensors");
+  REQUIRE(w.save(cfg, file).is_ok());
+  auto reloaded = make_model(ctx, rill::lm::Weights::load(cfg, file).value());
+  auto again = reloaded.session().value();
+  REQUIRE(again.deserialize_state(saved).is_ok());
+  CHECK(again.position() == tokens.size());
+
+  // A state without the tag (an older rill's): restored, unchecked.
+  const auto state = rill::SafetensorsFile::from_bytes(saved).value();
+  rill::SafetensorsWriter old;
+  for (const auto& [key, value] : state.metadata())
+    if (key != "weights") REQUIRE(old.set_metadata(key, value).is_ok());
+  for (const auto& e : state.entries()) REQUIRE(old.add(e.name, e.dtype, e.shape, state.bytes(e)).is_ok());
+  auto untagged = model.session().value();
+  REQUIRE(untagged.deserialize_state(old.serialize()).is_ok());
+  auto next = untagged.decode(tokens[0]);
+  auto expected = s.decode(tokens[0]);
+  REQUIRE((next.is_ok() && expected.is_ok()));
+  CHECK(*next == *expected);
+}
+
 GPU_TEST_CASE("lm rejects bad tokens and options with clear errors", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 1).value();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
+#include "core/fnv1a.hpp"
 #include "core/json_keys.hpp"
 #include "lm/lm_internal.hpp"
 #include "rill/lm.hpp"
@@ -345,15 +346,7 @@ namespace detail {
 std::string config_fingerprint(const ModelConfig& config) {
   ModelConfig c = config;
   if (c.layer_kinds.empty()) c.layer_kinds = default_layer_kinds(c.layers);
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
-  for (unsigned char ch : config_to_json(c)) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) out[size_t(i)] = kHex[h & 15];
-  return out;
+  return Fnv1a().add(config_to_json(c)).hex();
 }
 
 }  // namespace detail

@@ -18,4 +18,11 @@ std::vector<LayerKind> default_layer_kinds(uint32_t layers);
 // a state is only restored into a model of the same shape.
 std::string config_fingerprint(const ModelConfig& config);
 
+// A 16-hex-digit tag of the weights as stored: each tensor's name, dtype and size, and its bytes
+// (up to 1,024 elements) or 256 evenly spaced elements: two trainings of one config differ, while
+// tagging a 385M-parameter model reads a few hundred KiB. Saved states carry it beside the config's,
+// so a state restores only into the weights it was computed with (a file converted to f16 counts
+// as other weights).
+Result<std::string> weights_fingerprint(const Weights& w);
+
 }  // namespace rill::lm::detail

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "rill/context.hpp"
@@ -113,6 +114,7 @@ struct Model::Impl {
   uint32_t segment = 0;  // prefill segment length actually used (whole DiagAttention blocks)
   detail::ModelTensors tensors;
   uint64_t weight_bytes = 0;
+  std::string weights_fingerprint;  // detail::weights_fingerprint: saved states carry it
 };
 
 }  // namespace rill::lm

@@ -286,6 +286,7 @@ Result<std::vector<uint8_t>> Session::serialize_state() const {
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
   RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
+  RILL_RETURN_IF_ERROR(w.set_metadata("weights", s.model->weights_fingerprint));
   RILL_RETURN_IF_ERROR(w.set_metadata("precision", s.model->dtype == DType::kF16 ? "f16" : "f32"));
   RILL_RETURN_IF_ERROR(w.set_metadata("position", std::to_string(s.position)));
   for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
@@ -325,6 +326,14 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
   if (get("fingerprint") != detail::config_fingerprint(s.config()))
     return failed_precondition("lm state: saved from a model with another config (fingerprint " + get("fingerprint") +
                                ", this model " + detail::config_fingerprint(s.config()) + ")");
+  // States saved before the weights' tag existed have none: they restore, unchecked, with a warning.
+  if (const std::string weights = get("weights"); weights.empty()) {
+    log_message(MessageSeverity::kWarning,
+                "lm state: saved without a tag of its model's weights (an older rill): restored unchecked");
+  } else if (weights != s.model->weights_fingerprint) {
+    return failed_precondition("lm state: saved from a model with other weights (tag " + weights + ", this model " +
+                               s.model->weights_fingerprint + "): a state only continues the weights that made it");
+  }
   const std::string precision = s.model->dtype == DType::kF16 ? "f16" : "f32";
   if (get("precision") != precision)
     return failed_precondition("lm state: saved at precision '" + get("precision") + "', this model runs " + precision);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/file_io.hpp"
+#include "core/fnv1a.hpp"
 #include "core/log.hpp"
 #include "lm/lm_internal.hpp"
 #include "platform/host_memory.hpp"
@@ -40,12 +41,6 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
 }
 
 // Standard normals for the weight `name`: element e is a pure function of (seed, name, e), drawn
@@ -268,5 +263,27 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
   const std::string text = config_json + "\n";
   return write_file_atomic(config_path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
+
+namespace detail {
+
+Result<std::string> weights_fingerprint(const Weights& w) {
+  constexpr uint64_t kWhole = 1024, kSamples = 256;  // elements
+  Fnv1a h;
+  for (const WeightSpec& spec : weight_specs(w.config())) {
+    RILL_ASSIGN_OR_RETURN(const TensorDType dtype, w.dtype(spec.name));
+    RILL_ASSIGN_OR_RETURN(const std::span<const uint8_t> bytes, w.bytes(spec.name));
+    const size_t es = dtype_size(dtype);
+    const uint64_t n = bytes.size() / es;
+    h.add(spec.name).add_u64(uint64_t(dtype)).add_u64(n);
+    if (n <= kWhole) {
+      h.add(bytes);
+      continue;
+    }
+    for (uint64_t i = 0; i < kSamples; ++i) h.add(bytes.subspan(size_t(i * (n - 1) / (kSamples - 1) * es), es));
+  }
+  return h.hex();
+}
+
+}  // namespace detail
 
 }  // namespace rill::lm

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "core/fnv1a.hpp"
+
 namespace rill::vk {
 namespace {
 
@@ -11,15 +13,6 @@ constexpr uint32_t kFormatVersion = 1;
 // magic, format, vendor, device, driver, uuid, payload size, checksum
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 4 + 4 + 16 + 8 + 8;
 constexpr size_t kVkHeaderBytes = 32;  // VkPipelineCacheHeaderVersionOne
-
-uint64_t fnv1a(std::span<const uint8_t> bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint8_t b : bytes) {
-    h ^= b;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 template <typename T>
 void put(std::vector<uint8_t>& out, size_t offset, const T& v) {
