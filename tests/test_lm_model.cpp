@@ -17,6 +17,7 @@
 #include "gpu_test.hpp"
 #include "lm_test_models.hpp"
 #include "op_test.hpp"
+#include "rill/files.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
 #include "rill/ops/packed_weights.hpp"
@@ -570,6 +571,11 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   REQUIRE(t.prefill(std::span(tokens).first(4)).is_ok());
   std::vector<uint8_t> truncated(good.begin(), good.begin() + good.size() / 2);
   CHECK(t.deserialize_state(truncated).code() == rill::StatusCode::kDataLoss);
+  const std::string cut = rill_test::temp_path("cut-state");
+  REQUIRE(rill::write_file_atomic(cut, truncated).is_ok());
+  const rill::Status cut_status = t.restore_state(cut);
+  CHECK(cut_status.code() == rill::StatusCode::kDataLoss);
+  CHECK_THAT(cut_status.message(), Catch::Contains(cut) && !Catch::Contains("<memory>"));  // names the file
   std::vector<uint8_t> flipped = good;
   flipped[4] ^= 0x40;  // header length
   CHECK_FALSE(t.deserialize_state(flipped).is_ok());

@@ -14,6 +14,7 @@
 
 #include "bench_ops.hpp"
 #include "bench_peers.hpp"
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "rill/rill.hpp"
 
@@ -142,7 +143,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   cmd->add_option("--lm-weight-storage", a.lm_weight_storage,
                   "lm: the linear layers' weights: precision (f32), f16, int8 or int4")
       ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
-  cmd->add_option("--lm-segment", a.lm_segment, "lm: prefill segment length (0: the model's default)");
+  cmd->add_option("--lm-segment", a.lm_segment, "lm: prefill segment length (0: the model's default)")->check(kSegment);
   cmd->add_option("--lm-precision", a.lm_precision,
                   "lm: activations and weights in f32 or f16 (f16 matmuls take "
                   "cooperative matrices where the device has them)")

@@ -46,5 +46,9 @@ inline const CLI::Validator kFiniteNonNegative =
 inline const CLI::Validator kFinitePositive =
     number_check("a finite number > 0", "FLOAT>0", [](double v) { return v > 0; });
 inline const CLI::Validator kFinite = number_check("a finite number", "FLOAT", [](double) { return true; });
+inline const CLI::Validator kProbability =
+    number_check("a number in (0, 1]", "FLOAT in (0,1]", [](double v) { return v > 0 && v <= 1; });
+// A prefill segment: at most 65535 positions (the engine's limit; 0 asks for the model's default).
+inline const CLI::Validator kSegment = CLI::Range(0u, 65535u);
 
 }  // namespace rill_cli

@@ -31,7 +31,8 @@ void add_model_options(CLI::App* cmd, LmModelArgs& a) {
       ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
   cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--int4-group", a.int4_group, "Rows per int4 scale")->check(CLI::Range(1u, 1u << 20));
-  cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)");
+  cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)")
+      ->check(kSegment);
 }
 
 namespace {

@@ -79,6 +79,9 @@ class RILL_API SafetensorsFile {
  public:
   static Result<SafetensorsFile> open(const std::string& path, const SafetensorsLimits& limits = {});
   static Result<SafetensorsFile> from_bytes(std::vector<uint8_t> bytes, const SafetensorsLimits& limits = {});
+  // The same with the name its errors give the bytes (the path they were read from; "<memory>" above).
+  static Result<SafetensorsFile> from_bytes(std::vector<uint8_t> bytes, std::string label,
+                                            const SafetensorsLimits& limits = {});
 
   SafetensorsFile(SafetensorsFile&&) noexcept;
   SafetensorsFile& operator=(SafetensorsFile&&) noexcept;

@@ -365,8 +365,13 @@ SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = defaul
 SafetensorsFile::~SafetensorsFile() = default;
 
 Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<uint8_t> bytes, const SafetensorsLimits& limits) {
+  return from_bytes(std::move(bytes), "<memory>", limits);
+}
+
+Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<uint8_t> bytes, std::string label,
+                                                    const SafetensorsLimits& limits) {
   auto impl = std::make_unique<Impl>();
-  impl->label = "<memory>";
+  impl->label = std::move(label);
   if (bytes.size() > limits.max_file_bytes)
     return out_of_range(impl->where() + std::to_string(bytes.size()) + " bytes exceed the limit of " +
                         std::to_string(limits.max_file_bytes));

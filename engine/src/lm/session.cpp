@@ -23,6 +23,8 @@ struct Session::Impl {
   uint32_t segment_len = 0;                // the model's, or less where that did not fit in memory
 
   const ModelConfig& config() const { return model->config; }
+  // Takes the state in `file` if it is one of this model's, else leaves the session as it was.
+  Status restore(const SafetensorsFile& file);
   bool has(LayerKind kind) const {
     return std::find(config().layer_kinds.begin(), config().layer_kinds.end(), kind) != config().layer_kinds.end();
   }
@@ -311,12 +313,18 @@ Status Session::restore_state(const std::string& path) {
   // A state file holds this session's state tensors and a small header: anything much larger is not
   // one, and is refused before it is read into memory.
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, state_bytes() + (1u << 20)));
-  return deserialize_state(bytes).with_context("'" + path + "'");
+  RILL_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::from_bytes(std::move(bytes), path));
+  return impl_->restore(file).with_context("'" + path + "'");
 }
 
 Status Session::deserialize_state(std::span<const uint8_t> bytes) {
-  Impl& s = *impl_;
-  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
+  RILL_ASSIGN_OR_RETURN(const SafetensorsFile file,
+                        SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
+  return impl_->restore(file);
+}
+
+Status Session::Impl::restore(const SafetensorsFile& file) {
+  Impl& s = *this;
   const auto& meta = file.metadata();
   auto get = [&](const char* key) -> std::string {
     const auto it = meta.find(key);
@@ -338,9 +346,10 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
   if (get("precision") != precision)
     return failed_precondition("lm state: saved at precision '" + get("precision") + "', this model runs " + precision);
   const std::string pos_text = get("position");
-  uint64_t position = 0;
-  const auto [end, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), position);
-  if (pos_text.empty() || ec != std::errc() || end != pos_text.data() + pos_text.size() || position > s.max_positions())
+  uint64_t saved_position = 0;
+  const auto [end, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), saved_position);
+  if (pos_text.empty() || ec != std::errc() || end != pos_text.data() + pos_text.size() ||
+      saved_position > s.max_positions())
     return data_loss("lm state: bad position '" + pos_text + "'");
   // Check every tensor before changing anything: a bad file leaves the session as it was.
   std::vector<std::pair<const Tensor*, std::span<const uint8_t>>> uploads;
@@ -356,7 +365,7 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
                      std::to_string(uploads.size()));
   for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx.upload(*t, data));
-  s.position = position;
+  s.position = saved_position;
   return Status::ok();
 }
 
