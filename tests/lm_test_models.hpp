@@ -37,9 +37,10 @@ inline std::vector<uint32_t> tokens_of(size_t n, uint32_t vocab, uint32_t salt =
   return t;
 }
 
-inline std::vector<float> reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens) {
+inline std::vector<float> reference(const rill::lm::Weights& w, std::span<const uint32_t> tokens,
+                                    rill::ref::TransNormerTrace* trace = nullptr) {
   return rill::ref::transnormer_logits(
-      w.config(), [&](const std::string& name) { return w.floats(name).value(); }, tokens);
+      w.config(), [&](const std::string& name) { return w.floats(name).value(); }, tokens, trace);
 }
 
 inline rill::lm::Model make_model(rill::Context& ctx, const rill::lm::Weights& w, rill::lm::ModelOptions o = {}) {

@@ -192,7 +192,9 @@ GPU_TEST_CASE("lm f16 NormAttention outputs past f16's range are kept in f32 unt
                                       x = rill::half_to_float(rill::float_to_half(qkv ? x * 30.0f : x));
                                   });
   const auto tokens = tokens_of(40, config.vocab);
-  const auto ref = reference(big, tokens);
+  rill::ref::TransNormerTrace trace;
+  const auto ref = reference(big, tokens, &trace);
+  REQUIRE(trace.largest_norm_attention_output > 65504.0);  // the premise: past f16's range
   const size_t vocab = config.vocab;
   for (const char* decode : {"fused", "per-op"}) {
     INFO("decoding " << decode);
@@ -783,9 +785,11 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
                      "16 columns per lane, int8");
   // f16 activations: the paths round at the same points; the reference (f32 weights) is 2e-2 away.
   auto probe = rill_test::make_context();
-  if (rill_test::float_dtypes(probe).back() == rill::DType::kF16)
+  if (rill_test::float_dtypes(probe).back() == rill::DType::kF16) {
     check_fused_decode(mixed, {.precision = rill::lm::Precision::kF16, .softmax_capacity = 16}, 2e-2, 4e-2,
                        "mixed kinds, f16");
+    check_fused_decode(llm, {.precision = rill::lm::Precision::kF16}, 2e-2, 4e-2, "TransNormerLLM options, f16");
+  }
 }
 
 // The GPU grid at a wide and a narrow forced size: the mixers' sums split over 16 and 2 invocations

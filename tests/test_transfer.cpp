@@ -75,27 +75,23 @@ GPU_TEST_CASE("recorded upload, copy, zero fill and download run in order", "[tr
   CHECK(seq->copy(*a, *b).code() == rill::StatusCode::kFailedPrecondition);  // finished
 }
 
-GPU_TEST_CASE("f16 cast kernels match the host conversion", "[transfer][gpu]") {
+// Vulkan forbids a copy between overlapping ranges: a tensor onto itself is nothing to do (so
+// ops::convert between one type stays legal), two overlapping views of one buffer are refused.
+GPU_TEST_CASE("a copy between overlapping memory is refused, onto itself it does nothing", "[transfer][gpu]") {
   auto ctx = rill_test::make_context();
-  if (!ctx.device().caps.storage_buffer_16bit) {
-    WARN("device lacks storageBuffer16BitAccess; f16 kernels are not available on it");
-    return;
-  }
-  const uint32_t n = 777;
-  std::vector<float> values(n);
-  for (uint32_t i = 0; i < n; ++i) values[i] = (float(i) - 388.0f) * 0.731f;
-  auto src = ctx.tensor(rill::DType::kF32, {n});
-  auto half = ctx.tensor(rill::DType::kF16, {n});
-  auto dst = ctx.tensor(rill::DType::kF32, {n});
-  REQUIRE(ctx.upload_floats(*src, values).is_ok());
+  auto t = ctx.tensor(rill::DType::kF32, {256});
+  REQUIRE(t.is_ok());
+  std::vector<float> values(256);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+  REQUIRE(ctx.upload_floats(*t, values).is_ok());
+  auto front = t->rows(0, 128), shifted = t->rows(64, 128);
+  REQUIRE((front.is_ok() && shifted.is_ok()));
   auto seq = ctx.sequence();
   REQUIRE(seq.is_ok());
-  const rill::gpu::CountPush push{n};
-  const uint32_t groups = (n + 255) / 256;
-  REQUIRE(seq->dispatch({.kernel = "util/cast_f32_to_f16", .bindings = {&*src, &*half}, .push = rill::push_bytes(push), .groups = {groups, 1, 1}}).is_ok());
-  REQUIRE(seq->dispatch({.kernel = "util/cast_f16_to_f32", .bindings = {&*half, &*dst}, .push = rill::push_bytes(push), .groups = {groups, 1, 1}}).is_ok());
+  REQUIRE(seq->copy(*t, *t).is_ok());
+  const rill::Status overlap = seq->copy(*front, *shifted);
+  CHECK(overlap.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(overlap.message().find("overlap") != std::string::npos);
   REQUIRE(seq->run().is_ok());
-  auto out = ctx.download_floats(*dst);
-  REQUIRE(out.is_ok());
-  for (uint32_t i = 0; i < n; ++i) CHECK(out.value()[i] == rill::half_to_float(rill::float_to_half(values[i])));
+  CHECK(ctx.download_floats(*t).value() == values);
 }

@@ -144,7 +144,7 @@ Mat lrpe(const Mat& x, size_t n, size_t H, size_t Dh, const std::vector<float>& 
 }  // namespace
 
 std::vector<float> transnormer_logits(const ModelConfig& c, const TransNormerWeightFn& weight,
-                                      std::span<const uint32_t> tokens) {
+                                      std::span<const uint32_t> tokens, TransNormerTrace* trace) {
   const size_t N = tokens.size(), V = c.vocab, D = c.width, H = c.heads, Dh = c.head_dim(), F = c.ffn_width;
   const double eps = c.norm_eps;
   std::vector<LayerKind> kinds = c.layer_kinds;
@@ -184,7 +184,11 @@ std::vector<float> transnormer_logits(const ModelConfig& c, const TransNormerWei
         fk = lrpe(fk, N, H, Dh, theta);
         dk = 2 * Dh;
       }
-      o = norm(norm_attention(fq, fk, v, N, H, dk, Dh, c.layer_decay(layer)), N, D, gain(c, weight, p + "out_norm"), eps);
+      const Mat attended = norm_attention(fq, fk, v, N, H, dk, Dh, c.layer_decay(layer));
+      if (trace)
+        for (double value : attended)
+          trace->largest_norm_attention_output = std::max(trace->largest_norm_attention_output, std::fabs(value));
+      o = norm(attended, N, D, gain(c, weight, p + "out_norm"), eps);
     }
     if (c.output_gate) {  // NormLinearAttention: output = u * norm(output), u from the same input
       const Mat gate = matmul(u, N, D, fetch(weight, p + "wgate", D * D), D);

@@ -22,7 +22,12 @@ using TransNormerWeightFn = std::function<std::vector<float>(const std::string& 
 // here: rill_ref does not link the library); empty layer_kinds mean the default split. A token >= V
 // embeds as a zero row, like ops::embedding_forward. Throws std::invalid_argument when a weight
 // has the wrong number of elements.
+// What a forward saw on its way, for tests that need a premise to hold (an output past f16's range).
+struct TransNormerTrace {
+  double largest_norm_attention_output = 0;  // max |o| of any NormAttention layer, before its norm
+};
+
 std::vector<float> transnormer_logits(const rill::lm::ModelConfig& c, const TransNormerWeightFn& weight,
-                                      std::span<const uint32_t> tokens);
+                                      std::span<const uint32_t> tokens, TransNormerTrace* trace = nullptr);
 
 }  // namespace rill::ref

@@ -170,6 +170,17 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
   if (kind == Transfer::kCopy && src->size_bytes() != dst->size_bytes())
     return invalid_argument("copy from " + src->describe() + " to " + dst->describe() + ": sizes differ (" +
                             std::to_string(src->size_bytes()) + " vs " + std::to_string(dst->size_bytes()) + " bytes)");
+  if (kind == Transfer::kCopy) {
+    // Vulkan forbids a copy between overlapping ranges: a tensor onto itself is nothing to do, a
+    // partial overlap (two views of one buffer) an error.
+    const TensorStorage &from = *detail::Access::storage(*src), &to = *detail::Access::storage(*dst);
+    if (from.buffer() == to.buffer() && from.offset() < to.offset() + dst->size_bytes() &&
+        to.offset() < from.offset() + src->size_bytes()) {
+      if (from.offset() == to.offset()) return Status::ok();
+      return invalid_argument("copy from " + src->describe() + " to " + dst->describe() +
+                              ": the two overlap in memory");
+    }
+  }
   if (kind == Transfer::kUpload && bytes.size() != dst->size_bytes())
     return invalid_argument("upload to " + dst->describe() + ": got " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(dst->size_bytes()));

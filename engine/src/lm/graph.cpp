@@ -71,11 +71,16 @@ Status allocate(Context& ctx, const Model::Impl& m, Graph& g) {
   RILL_RETURN_IF_ERROR(make(g.ids, DType::kU32, {L}, "ids", MemoryPool::kUploads));
   RILL_RETURN_IF_ERROR(make(g.pos, DType::kU32, {1}, "pos", MemoryPool::kUploads));
   RILL_RETURN_IF_ERROR(make(g.errors, DType::kU32, {1}, "errors"));
-  for (Tensor* t : {&g.x[0], &g.x[1], &g.u, &g.h, &g.g, &g.merged, &g.mixed, &g.attn_out, &g.ffn_out})
+  // f16 models keep NormAttention's output in f32 (o32, merged32); o and merged serve the other kinds.
+  const bool wide_norm_output = dt == DType::kF16 && has_kind(c, LayerKind::kNorm);
+  const bool narrow_output = !wide_norm_output || has_kind(c, LayerKind::kDiag) || has_kind(c, LayerKind::kSoftmax);
+  for (Tensor* t : {&g.x[0], &g.x[1], &g.u, &g.h, &g.g, &g.mixed, &g.attn_out, &g.ffn_out})
     RILL_RETURN_IF_ERROR(make(*t, dt, {L, D}, "residual"));
+  if (narrow_output) RILL_RETURN_IF_ERROR(make(g.merged, dt, {L, D}, "residual"));
   RILL_RETURN_IF_ERROR(make(g.rstd, DType::kF32, {L}, "rstd"));
-  for (Tensor* t : {&g.q, &g.k, &g.v, &g.o}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, Dh}, "qkvo"));
-  if (dt == DType::kF16 && has_kind(c, LayerKind::kNorm)) {
+  for (Tensor* t : {&g.q, &g.k, &g.v}) RILL_RETURN_IF_ERROR(make(*t, dt, {1, H, L, Dh}, "qkvo"));
+  if (narrow_output) RILL_RETURN_IF_ERROR(make(g.o, dt, {1, H, L, Dh}, "qkvo"));
+  if (wide_norm_output) {
     RILL_RETURN_IF_ERROR(make(g.o32, DType::kF32, {1, H, L, Dh}, "o32"));
     RILL_RETURN_IF_ERROR(make(g.merged32, DType::kF32, {L, D}, "merged32"));
   }

@@ -10,6 +10,7 @@
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
 #include "ops/op_common.hpp"
+#include "rill/half.hpp"
 
 namespace rill::lm {
 
@@ -296,8 +297,11 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     RILL_RETURN_IF_ERROR(load_linear(l.wv, p + "wv", {H, D, Dh}));
     if (gains && l.kind == LayerKind::kNorm) {
       RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
-      if (dt == DType::kF16) {
-        RILL_ASSIGN_OR_RETURN(l.out_norm_f32, upload_weight(ctx, weights, p + "out_norm", {D}, DType::kF32));
+      if (dt == DType::kF16) {  // the gain as the f16 tensor holds it (the fused step reads that one)
+        RILL_ASSIGN_OR_RETURN(std::vector<float> gain, weights.floats(p + "out_norm"));
+        for (float& x : gain) x = half_to_float(float_to_half(x));
+        RILL_ASSIGN_OR_RETURN(l.out_norm_f32, ctx.tensor(DType::kF32, {D}, p + "out_norm_f32", MemoryPool::kWeights));
+        RILL_RETURN_IF_ERROR(ctx.upload_floats(l.out_norm_f32, gain));
       }
     }
     if (config.output_gate) RILL_RETURN_IF_ERROR(load_linear(l.wgate, p + "wgate", {D, D}));

@@ -110,7 +110,8 @@ Status register_scan(Sequence& seq, const Dims& d, const std::string& suffix, co
   const bool update = mode != gpu::kLaForwardApply, output = mode != gpu::kLaForwardState;
   // Per position: the update and the output are Dk Dv FMAs each; reads of b and c, of a (and x), writes of out.
   const uint64_t flops = 2ull * f.dk * f.dv * ((update ? 1 : 0) + (output ? 1 : 0));
-  const uint64_t row_bytes = es * ((update ? f.dk + f.dv : 0) + (output ? f.dk + (f.x ? 2 : 1) * f.dv : 0));
+  const uint64_t row_bytes = es * ((update ? f.dk + f.dv : 0) + (output ? f.dk + (f.x ? 1 : 0) * f.dv : 0)) +
+                             (output ? dtype_size(f.out->dtype()) * f.dv : 0);
   const std::vector<SpecValue> spec = {gpu::spec("SG", sg),
                                        gpu::spec("FEATURE", uint32_t(opt.feature_map)),
                                        gpu::spec("HAS_DECAY", opt.decay != nullptr),
@@ -239,7 +240,8 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
          .spec = output_spec_of(o, state_transposed),
          .flops = bh * w.positions * (2 * elements + intra),
          .bytes =
-             bh * (es * w.positions * (opt.causal ? 2 * o.dk + (o.x ? 3 : 2) * o.dv : o.dk + (o.x ? 2 : 1) * o.dv) +
+             bh * (w.positions * (es * (opt.causal ? 2 * o.dk + (o.x ? 2 : 1) * o.dv : o.dk + (o.x ? 1 : 0) * o.dv) +
+                                  dtype_size(o.out->dtype()) * o.dv) +
                    4 * state_reads * elements)});
   };
   auto outputs = [&](const Window& w) -> Status {
@@ -288,10 +290,9 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     if (mode != gpu::kLaForwardApply) flops += 2ull * d.dk * d.dv;
     if (mode != gpu::kLaForwardState) flops += 2ull * d.dk * d.dv;
     if (mode == gpu::kLaForwardCausal) flops += uint64_t(chunk) * (d.dk + d.dv);
-    const uint64_t bytes =
-        es * positions *
-            ((mode == gpu::kLaForwardApply ? 1 : 2) * d.dk + (mode == gpu::kLaForwardState ? 1 : 2) * d.dv) +
-        8ull * d.dk * d.dv;
+    const uint64_t bytes = es * positions * ((mode == gpu::kLaForwardApply ? 1 : 2) * d.dk + d.dv) +
+                           (mode == gpu::kLaForwardState ? 0 : dtype_size(o.dtype()) * positions * d.dv) +
+                           8ull * d.dk * d.dv;
     const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
     auto spec = spec_for(opt);
     spec.push_back(gpu::spec("CHUNK", chunk));
@@ -458,7 +459,7 @@ Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, co
                        .groups = {uint32_t(bh), 1, 1},
                        .spec = spec_for(opt),
                        .flops = 4ull * d.dk * d.dv * bh,
-                       .bytes = bh * (8ull * d.dk * d.dv + es * (2 * d.dk + 2 * d.dv))});
+                       .bytes = bh * (8ull * d.dk * d.dv + es * (2 * d.dk + d.dv) + dtype_size(o.dtype()) * d.dv)});
 }
 
 Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
@@ -475,14 +476,14 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
                                 uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
     // Pairs (t, s) with s in [s0, s1) and s <= t.
     const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
-    RILL_RETURN_IF_ERROR(
-        seq.dispatch({.kernel = "linear_attention/la_naive_" + out_suffix(suffix, q, o),
-                      .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
-                      .push = push_bytes(push),
-                      .groups = detail::groups_for(total, kWorkgroup),
-                      .spec = spec_for(opt),
-                      .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
-                      .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count() * 2)}));
+    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + out_suffix(suffix, q, o),
+                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
+                                       .push = push_bytes(push),
+                                       .groups = detail::groups_for(total, kWorkgroup),
+                                       .spec = spec_for(opt),
+                                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
+                                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count()) +
+                                                dtype_size(o.dtype()) * v.element_count()}));
   }
   return Status::ok();
 }

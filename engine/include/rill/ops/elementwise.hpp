@@ -16,7 +16,8 @@ RILL_API Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tenso
 RILL_API Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out);
 
 // dst = src in dst's storage type (src and dst of one shape, each f32 or f16): f16 -> f32 is exact,
-// f32 -> f16 rounds to nearest and turns values past 65504 into +-Inf; one type is a copy.
+// f32 -> f16 rounds as the device converts (to nearest; toward zero on some drivers) and turns
+// values past f16's range into +-Inf (+-65504 toward zero); one type is a copy.
 RILL_API Status convert(Sequence& seq, const Tensor& src, const Tensor& dst);
 
 // y = x * sigmoid(x); dx = dy * (s + x s (1 - s)).

@@ -1,6 +1,6 @@
 // Linear attention (TransNormer's NormAttention core: no softmax, no scaling denominator).
 // Shapes: q, k [B, H, N, Dk], v, o [B, H, N, Dv] (one storage type, f32 or f16; f32 arithmetic;
-// the forward and step ops also take an f32 o for f16 inputs: without decay o_t sums over every
+// the forward, step and naive ops also take an f32 o for f16 inputs: without decay o_t sums over every
 // earlier position and outgrows f16's 65504);
 // state [B, H, Dk, Dv] f32; decay [H] f32 with values in (0, 1] (absent: no decay).
 //   causal:     o_t = sum_{s<=t} lambda^(t-s) (phi(q_t) . phi(k_s)) v_s
