@@ -196,9 +196,11 @@ GPU_TEST_CASE("lm f16 NormAttention outputs past f16's range are kept in f32 unt
   const auto ref = reference(big, tokens, &trace);
   REQUIRE(trace.largest_norm_attention_output > 65504.0);  // the premise: past f16's range
   const size_t vocab = config.vocab;
-  for (const char* decode : {"fused", "per-op"}) {
-    INFO("decoding " << decode);
+  // Both kernel families (the GPU one's norm, conversion and attention kernels run on any device).
+  for (const auto& [family, decode] : {std::pair{"cpu", "fused"}, {"cpu", "per-op"}, {"gpu", "fused"}}) {
+    INFO(family << " family, decoding " << decode);
     auto options = rill_test::validated_options();
+    options.kernel_variant = family;
     options.kernel_plan = std::string("lm_decode=") + decode;
     auto ctx = rill_test::make_context(options);
     auto model = make_model(ctx, big, {.precision = rill::lm::Precision::kF16, .prefill_segment = 16});

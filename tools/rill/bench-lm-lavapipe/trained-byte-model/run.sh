@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What rill's weight forms cost a trained model: trains the small byte-level TransNormer of
 # tools/peers/train_transnormer.py, then scores its held-out text with `rill score` for every weight
-# form and group size. Writes train.json and score-<form>.json here.
+# form and group size, and with f16 activations. Writes train.json and score-<form>.json here.
 #   tools/rill/bench-lm-lavapipe/trained-byte-model/run.sh [RILL] [STEPS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +20,7 @@ score() {  # name, then rill score's weight options
 }
 score f32
 score f16 --weight-storage f16
+score f16-activations --f16  # activations and weights in f16 (NormAttention outputs in f32)
 score int8-g64 --weight-storage int8 --int8-group 64
 score int8-g128 --weight-storage int8 --int8-group 128
 score int4-g16 --weight-storage int4 --int4-group 16
