@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "core/file_io.hpp"
 #include "icl/checkpoint.hpp"
@@ -181,6 +182,41 @@ rill::lm::ModelConfig small_lm_config() {
   c.tie_embeddings = false;
   return c;
 }
+// A session of the small model on the default device, made once and shared by every run: a state
+// file must be refused with a Status (the session left as it was), or taken, never crash it.
+rill::lm::Session* lm_session() {
+  struct Held {
+    rill::Context ctx;
+    rill::lm::Model model;
+    rill::lm::Session session;
+  };
+  static std::unique_ptr<Held> held = []() -> std::unique_ptr<Held> {
+    auto ctx = rill::Context::create();
+    if (!ctx.is_ok()) return nullptr;
+    auto weights = rill::lm::Weights::random(small_lm_config(), 5);
+    if (!weights.is_ok()) return nullptr;
+    auto model = rill::lm::Model::create(*ctx, *weights);
+    if (!model.is_ok()) return nullptr;
+    auto session = model->session();
+    if (!session.is_ok()) return nullptr;
+    return std::make_unique<Held>(Held{std::move(ctx).value(), std::move(model).value(), std::move(session).value()});
+  }();
+  return held ? &held->session : nullptr;
+}
+void lm_state_run(const uint8_t* data, size_t size) {
+  rill::lm::Session* s = lm_session();
+  if (s && s->deserialize_state({data, size}).is_ok()) (void)s->decode(1);  // a taken state decodes
+}
+std::vector<uint8_t> lm_state_seed() {
+  rill::lm::Session* s = lm_session();
+  if (!s) return {};
+  const std::vector<uint32_t> tokens = {1, 2, 3, 4, 5, 6};  // a block and a half: caches and states set
+  if (!s->prefill(tokens).is_ok()) return {};
+  auto bytes = s->serialize_state();
+  (void)s->reset();
+  return bytes.is_ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
 void lm_weights_run(const uint8_t* data, size_t size) {
   auto file = rill::SafetensorsFile::from_bytes(std::vector<uint8_t>(data, data + size));
   if (!file.is_ok()) return;
@@ -250,6 +286,7 @@ const std::vector<Target>& targets() {
       {"lm_weights", lm_weights_run, lm_weights_seed, fix_length_prefix},
       {"tuning_file", tuning_file_run, tuning_file_seed},
       {"sentencepiece", sentencepiece_run, sentencepiece_seed},
+      {"lm_state", lm_state_run, lm_state_seed, fix_length_prefix},
   };
   return all;
 }
