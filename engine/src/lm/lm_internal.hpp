@@ -19,8 +19,8 @@ std::vector<LayerKind> default_layer_kinds(uint32_t layers);
 std::string config_fingerprint(const ModelConfig& config);
 
 // A 16-hex-digit tag of the weights as stored: each tensor's name, dtype and size, and its bytes
-// (up to 1,024 elements) or 256 evenly spaced elements: two trainings of one config differ, while
-// tagging a 385M-parameter model reads a few hundred KiB. Saved states carry it beside the config's,
+// (up to 1,024 elements) or 64 evenly spaced elements: two trainings of one config differ, while
+// tagging a 385M-parameter model reads a few thousand values. Saved states carry it beside the config's,
 // so a state restores only into the weights it was computed with (a file converted to f16 counts
 // as other weights).
 Result<std::string> weights_fingerprint(const Weights& w);

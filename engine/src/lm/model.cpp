@@ -241,7 +241,6 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   auto impl = std::make_shared<Impl>(rill::detail::Access::share(ctx));
   impl->config = config;
   impl->options = options;
-  RILL_ASSIGN_OR_RETURN(impl->weights_fingerprint, detail::weights_fingerprint(weights));
   // f16 activations need 16-bit storage buffers; without them (a minimal Vulkan 1.1 device, or a
   // driver whose compiler fails on them: vk/quirks.cpp) the model runs in f32, which only costs
   // memory, and says so. options() reports the precision in effect.
@@ -340,6 +339,8 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
       bytes += t->size_bytes();
   }
   impl->weight_bytes = bytes;
+  // After the uploads, which have read every page of a mapped file: the samples cost no disk reads.
+  RILL_ASSIGN_OR_RETURN(impl->weights_fingerprint, detail::weights_fingerprint(weights));
   return Model(std::move(impl));
 }
 

@@ -267,7 +267,7 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
 namespace detail {
 
 Result<std::string> weights_fingerprint(const Weights& w) {
-  constexpr uint64_t kWhole = 1024, kSamples = 256;  // elements
+  constexpr uint64_t kWhole = 1024, kSamples = 64;  // elements
   Fnv1a h;
   for (const WeightSpec& spec : weight_specs(w.config())) {
     RILL_ASSIGN_OR_RETURN(const TensorDType dtype, w.dtype(spec.name));
