@@ -31,7 +31,13 @@ int usage() {
   return 2;
 }
 
-std::vector<uint32_t> bytes_of(std::string_view text) { return {text.begin(), text.end()}; }
+// The byte tokens of a text: through unsigned char, or bytes from 0x80 on (any accented letter)
+// would become ids near 2^32 where char is signed.
+std::vector<uint32_t> bytes_of(std::string_view text) {
+  std::vector<uint32_t> ids;
+  for (unsigned char b : text) ids.push_back(b);
+  return ids;
+}
 
 }  // namespace
 

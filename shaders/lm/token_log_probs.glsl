@@ -38,7 +38,8 @@ void main() {
   }
   if (t >= p.first && t - p.first < p.count) target_logit = float(logits[base + (t - p.first)]);
   if ((p.flags & kLogProbLastBlock) != 0u) {
-    log_probs[out_row] = t < p.vocab ? target_logit - (m + log(sum)) : uintBitsToFloat(0x7fc00000u);
+    // (x - m) first: m + log(sum) would round at m's magnitude (an ulp of 1e-3 at 1e4).
+    log_probs[out_row] = t < p.vocab ? (target_logit - m) - log(sum) : uintBitsToFloat(0x7fc00000u);
   } else {
     running[at] = m;
     running[at + 1] = sum;

@@ -108,7 +108,8 @@ int run_score(const ScoreArgs& a) {
       {"nll_nats_per_token", mean},
       {"perplexity", std::exp(mean)},
       {"bits_per_token", mean / std::numbers::ln2},
-      {"bits_per_byte", *scored_bytes > 0 ? nll / std::numbers::ln2 / double(*scored_bytes) : 0.0},
+      {"bits_per_byte",
+       *scored_bytes > 0 ? nlohmann::ordered_json(nll / std::numbers::ln2 / double(*scored_bytes)) : nullptr},
       {"seconds", seconds},
       {"tokens_per_second", seconds > 0.0 ? double(tokens.size()) / seconds : 0.0},
       {"peak_device_bytes", ctx->memory_stats().peak_used_bytes}};
