@@ -295,8 +295,9 @@ class RILL_API Session {
   uint64_t position() const;  // tokens consumed so far
   Status reset();             // back to position 0, empty state
 
-  // The state as a safetensors file (config fingerprint, position and every state tensor);
-  // restore() accepts only a state of a model with the same config, precision and weights.
+  // The state as a safetensors file (config fingerprint, weights tag, precision, position and every
+  // state tensor); restore() accepts only a state of a model with the same config, precision and
+  // weights.
   Status save_state(const std::string& path) const;
   Status restore_state(const std::string& path);
   Result<std::vector<uint8_t>> serialize_state() const;
