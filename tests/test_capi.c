@@ -376,6 +376,13 @@ int main(void) {
     EXPECT(rill_lm_session_create(model, &restored) == RILL_OK);
     EXPECT(rill_lm_restore_state(restored, kStatePath) == RILL_OK);
     EXPECT(rill_lm_position(restored, &position) == RILL_OK && position == 5);
+    { /* It holds the logits it was saved after: its next draw needs no prompt. */
+      size_t count = 0;
+      EXPECT(rill_lm_last_logits(restored, resumed, 256, &count) == RILL_OK && count == 256);
+      EXPECT(memcmp(logits, resumed, sizeof resumed) == 0);
+      EXPECT(rill_lm_last_logits(restored, resumed, 10, &count) == RILL_OUT_OF_RANGE);
+      EXPECT(rill_lm_last_logits(restored, NULL, 0, NULL) == RILL_INVALID_ARGUMENT);
+    }
     EXPECT(rill_lm_decode(restored, greedy, resumed, 256) == RILL_OK);
     EXPECT(memcmp(paused, resumed, sizeof paused) == 0);
     rill_lm_session_destroy(restored);
@@ -389,6 +396,10 @@ int main(void) {
     EXPECT(rill_lm_decode_dispatches(NULL, &dispatches) == RILL_INVALID_ARGUMENT);
     EXPECT(rill_lm_reset(session) == RILL_OK);
     EXPECT(rill_lm_position(session, &position) == RILL_OK && position == 0);
+    {
+      size_t count = 1;
+      EXPECT(rill_lm_last_logits(session, NULL, 0, &count) == RILL_OK && count == 0);
+    }
 
     { /* Scoring: each token after the first, as the decoding steps' logits before it give it. */
       float scores[4], step_logits[256];

@@ -642,6 +642,43 @@ GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gp
   CHECK(*next == *expected);
 }
 
+// The logits after the last token travel with the session: kept when a stop ends a prefill, copied
+// by a fork, saved and restored with the state, cleared by reset. A restored session draws its next
+// token from them, as the session that saved it would have.
+GPU_TEST_CASE("lm sessions keep the logits after their last token, in forks and saved states", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto config = tiny({LayerKind::kDiag, LayerKind::kNorm});
+  auto model = make_model(ctx, rill::lm::Weights::random(config, 12).value(), {.prefill_segment = 8});
+  const auto tokens = tokens_of(20, config.vocab);
+  auto s = model.session().value();
+  CHECK(s.last_logits().empty());
+  const auto logits = s.prefill(tokens).value();
+  auto last = [](const rill::lm::Session& session) {
+    return std::vector<float>(session.last_logits().begin(), session.last_logits().end());
+  };
+  CHECK(last(s) == logits);
+  CHECK(last(s.fork().value()) == logits);
+  const auto saved = s.serialize_state().value();
+  const auto stepped = s.decode(3).value();
+  CHECK(last(s) == stepped);
+
+  auto restored = model.session().value();
+  REQUIRE(restored.deserialize_state(saved).is_ok());
+  CHECK(last(restored) == logits);
+  CHECK(restored.decode(3).value() == stepped);
+
+  // A prefill stopped before its second segment keeps the first's positions and logits.
+  auto stopped = model.session().value();
+  int asked = 0;
+  const auto cut = stopped.prefill(tokens, rill::lm::PrefillHooks{.stop = [&] { return ++asked == 2; }});
+  REQUIRE(cut.status().code() == rill::StatusCode::kCancelled);
+  REQUIRE(stopped.position() == 8);
+  auto whole = model.session().value();
+  CHECK(last(stopped) == whole.prefill(std::span(tokens).first(8)).value());
+  REQUIRE(stopped.reset().is_ok());
+  CHECK(stopped.last_logits().empty());
+}
+
 GPU_TEST_CASE("lm rejects bad tokens and options with clear errors", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 1).value();

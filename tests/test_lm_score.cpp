@@ -285,6 +285,14 @@ TEST_CASE("lm log_prob is a log softmax and refuses tokens past the logits", "[l
         Approx(-(std::exp(-29.0) + std::exp(-32.0) + std::exp(-29.5))).margin(1e-15));
   CHECK(rill::lm::log_prob(logits, 4).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(rill::lm::log_prob({}, 0).status().code() == rill::StatusCode::kInvalidArgument);
+  // A ruled-out token is -inf; NaN, +inf or nothing possible is no distribution.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> masked = {0.0f, -inf, 0.0f};
+  CHECK(rill::lm::log_prob(masked, 1).value() == -std::numeric_limits<double>::infinity());
+  CHECK(rill::lm::log_prob(masked, 0).value() == Approx(std::log(0.5)));
+  for (const std::vector<float>& bad :
+       {std::vector<float>{0.0f, std::nanf("")}, std::vector<float>{inf, 0.0f}, std::vector<float>{-inf, -inf}})
+    CHECK(rill::lm::log_prob(bad, 0).status().code() == rill::StatusCode::kInvalidArgument);
 }
 
 GPU_TEST_CASE("lm fork copies the state: continuations score as in fresh sessions, the original goes on unchanged",

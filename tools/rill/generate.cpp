@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -31,8 +32,11 @@ namespace lm = rill::lm;
 
 // Ctrl-C: the prefill stops at its next segment and generation after its current token; the run
 // then ends as usual (its summary, and the state saved where --save-state asks), with status 130.
+// A second Ctrl-C (a model still loading, a long segment) ends the process at once.
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted = true; }
+extern "C" void on_interrupt(int) {
+  if (g_interrupted.exchange(true)) std::_Exit(130);  // async-signal-safe
+}
 constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports a run Ctrl-C ended
 using Clock = std::chrono::steady_clock;
 
@@ -41,10 +45,12 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // `count` per second, or 0 when nothing was timed.
 double rate(double count, double seconds) { return seconds > 0.0 ? count / seconds : 0.0; }
 
+// The prompt; none (an empty string) goes on from a loaded state's last logits.
 rill::Result<std::string> read_prompt(const GenerateArgs& a) {
   if (a.prompt) return *a.prompt;
-  if (a.prompt_file.empty()) return rill::invalid_argument("give --prompt TEXT or --prompt-file PATH");
-  return read_text_file(a.prompt_file, "prompt file");
+  if (!a.prompt_file.empty()) return read_text_file(a.prompt_file, "prompt file");
+  if (!a.load_state.empty()) return std::string();
+  return rill::invalid_argument("give --prompt TEXT or --prompt-file PATH (or --load-state PATH to go on from it)");
 }
 
 // A progress bar for long prefills, on a terminal only (like train-icl).
@@ -65,7 +71,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a TransNormer language model");
   add_model_options(cmd, a);
   cmd->add_flag("--bos", a.bos, "Start the prompt with the tokenizer's beginning-of-sequence token");
-  auto* prompt = cmd->add_option("--prompt", a.prompt, "Prompt text (its bytes are the tokens)");
+  auto* prompt = cmd->add_option("--prompt", a.prompt,
+                                 "Prompt text (encoded by the tokenizer; a byte model's tokens are its bytes)");
   auto* prompt_file = cmd->add_option("--prompt-file", a.prompt_file, "Read the prompt from a file (-: stdin)");
   prompt->excludes(prompt_file);
   cmd->add_option("--tokens", a.tokens, "Tokens to generate")->check(CLI::Range(int64_t(0), int64_t(1) << 40));
@@ -77,9 +84,11 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
       ->check(kSeed);
   cmd->add_option("--save-state", a.save_state, "Save the session state at the end (prompt and generated text)");
   cmd->add_option("--save-state-every", a.save_state_every,
-                  "Also save the state every N generated tokens (atomically: a killed run continues from the last)")
+                  "Also save the state every N generated tokens (atomically: --load-state without a prompt goes on "
+                  "from the last save as the run would have)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
-  cmd->add_option("--load-state", a.load_state, "Start from a saved session state; the prompt continues it");
+  cmd->add_option("--load-state", a.load_state,
+                  "Start from a saved session state; a prompt continues it, none draws the next token from its logits");
   auto* save_config = cmd->add_option("--save-config", a.save_config, "Write the model's config (JSON) here");
   auto* save_weights = cmd->add_option("--save-weights", a.save_weights,
                                        "Write the model's weights (safetensors, f32) here, e.g. the --random ones");
@@ -105,17 +114,22 @@ int run_generate(const GenerateArgs& args) {
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);
   if (a.save_state_every > 0 && a.save_state.empty())
     return fail(rill::invalid_argument("--save-state-every needs --save-state PATH"));
-  // Saving the state loaded is how a conversation keeps going; the model's files must survive.
+  // Saving the state loaded is how a conversation keeps going; the model's files and the prompt
+  // file must survive.
   if (auto s = check_files({{"--save-state", a.save_state},
                             {"--save-config", a.save_config},
                             {"--save-weights", a.save_weights},
                             {"--export-logits", a.export_logits}},
-                           {{"--config", source->args.config}, {"--weights", source->args.weights}});
+                           {{"--config", source->args.config},
+                            {"--weights", source->args.weights},
+                            {"--tokenizer", source->args.tokenizer},
+                            {"--prompt-file", a.prompt_file == "-" ? std::string() : a.prompt_file}});
       !s.is_ok())
     return fail(s);
   auto prompt = read_prompt(a);
   if (!prompt.is_ok()) return fail(prompt.status());
-  if (prompt->empty()) return fail(rill::invalid_argument("the prompt is empty (it needs at least one token)"));
+  if (prompt->empty() && !a.bos && a.load_state.empty())
+    return fail(rill::invalid_argument("the prompt is empty (it needs at least one token, or --bos)"));
 
   std::signal(SIGINT, on_interrupt);  // before anything long: an early Ctrl-C stops the prefill at once
   auto ctx = rill::Context::create();
@@ -136,25 +150,35 @@ int run_generate(const GenerateArgs& args) {
   }
   const double load_seconds = seconds_since(load_start);
   const lm::ModelConfig& config = model.config();
+  // As in effect: a device without 16-bit storage runs an f16 request in f32.
+  const char* precision = model.options().precision == lm::Precision::kF16 ? "f16" : "f32";
   if (!a.json)
     std::fprintf(stderr,
                  "model: vocab %u, width %u, heads %u, layers %u, %s, %s linear weights, weights %s, state %s; "
                  "ready in %.2f s\n",
-                 config.vocab, config.width, config.heads, config.layers, a.f16 ? "f16" : "f32",
-                 a.weight_storage == "precision" ? (a.f16 ? "f16" : "f32") : a.weight_storage.c_str(),
+                 config.vocab, config.width, config.heads, config.layers, precision,
+                 a.weight_storage == "precision" ? precision : a.weight_storage.c_str(),
                  human_bytes(model.weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), load_seconds);
 
   auto encoded = tokenizer.encode(*prompt, a.bos);
   if (!encoded.is_ok()) return fail(encoded.status());
   const std::vector<uint32_t> prompt_tokens = std::move(encoded).value();
-  if (prompt_tokens.empty()) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
+  // No prompt after --load-state: the next token is drawn from the logits the state was saved
+  // with, so a run killed after a --save-state-every save goes on exactly as it would have.
+  const bool go_on = prompt_tokens.empty() && !a.load_state.empty();
+  if (prompt_tokens.empty() && !go_on) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
+  if (go_on && session->last_logits().empty())
+    return fail(rill::failed_precondition(
+        "'" + a.load_state + "' holds no logits (saved by an older rill): give a prompt to go on from it"));
   const std::optional<uint32_t> eos = tokenizer.eos();
   const uint64_t start_position = session->position();
   const auto prefill_start = Clock::now();
-  auto logits = session->prefill(
-      prompt_tokens,
-      lm::PrefillHooks{.progress = [&](uint64_t done, uint64_t total) { prefill_progress(done, total, prefill_start); },
-                       .stop = [] { return g_interrupted.load(); }});
+  const lm::PrefillHooks hooks{
+      .progress = [&](uint64_t done, uint64_t total) { prefill_progress(done, total, prefill_start); },
+      .stop = [] { return g_interrupted.load(); }};
+  auto logits = go_on ? rill::Result<std::vector<float>>(
+                            std::vector<float>(session->last_logits().begin(), session->last_logits().end()))
+                      : session->prefill(prompt_tokens, hooks);
   const double prefill_seconds = seconds_since(prefill_start);
   if (!logits.is_ok() && logits.status().code() == rill::StatusCode::kCancelled) {
     // What was read is kept: saved, a later run goes on from it with the prompt's remaining tokens.
@@ -177,6 +201,11 @@ int run_generate(const GenerateArgs& args) {
   std::string text;
   Utf8Stream byte_text;               // a byte model's text, escaped where it is not UTF-8
   lm::TextStream pieces(tokenizer);   // SentencePiece text as each token completes it
+  // The prompt's last tokens go in first, their text thrown away: decoded on its own, a text's
+  // first word loses the space SentencePiece writes before it ("Paris" after "The capital is").
+  if (!tokenizer.is_bytes())
+    for (size_t k = prompt_tokens.size() - std::min<size_t>(prompt_tokens.size(), 8); k < prompt_tokens.size(); ++k)
+      if (!pieces.push(prompt_tokens[k]).is_ok()) break;
   // A model's vocabulary may be padded past its SentencePiece tokenizer's (to a multiple of 64 or
   // so): those rows are no text, so only the tokenizer's tokens are drawn. Bytes models print any
   // token past the bytes as its number.
@@ -195,7 +224,7 @@ int run_generate(const GenerateArgs& args) {
     }
     text += piece;
     if (!a.json) {
-      std::fputs(piece.c_str(), stdout);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);  // a NUL byte token is text too
       std::fflush(stdout);
     }
     logits = session->decode(token);
@@ -209,7 +238,8 @@ int run_generate(const GenerateArgs& args) {
   const std::string unfinished = tokenizer.is_bytes() ? byte_text.finish() : pieces.finish();
   text += unfinished;
   if (!a.json) {
-    std::printf("%s\n", unfinished.c_str());
+    std::fwrite(unfinished.data(), 1, unfinished.size(), stdout);
+    std::fputc('\n', stdout);
     std::fflush(stdout);  // the text before the summary on stderr, also when both go to one pipe
   }
 
@@ -237,7 +267,7 @@ int run_generate(const GenerateArgs& args) {
         // insertion order: the summary reads top to bottom
         {"device", ctx->device().name},
         {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
-        {"precision", a.f16 ? "f16" : "f32"},
+        {"precision", precision},
         {"weight_storage", a.weight_storage},
         {"weight_bytes", model.weight_bytes()},
         {"state_bytes", session->state_bytes()},

@@ -99,7 +99,7 @@ int run_score(const ScoreArgs& a) {
   nlohmann::ordered_json j = {
       {"device", ctx->device().name},
       {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
-      {"precision", a.f16 ? "f16" : "f32"},
+      {"precision", model->options().precision == lm::Precision::kF16 ? "f16" : "f32"},  // as in effect
       {"weight_storage", a.weight_storage},
       {"weight_bytes", model->weight_bytes()},
       {"tokens", tokens.size()},

@@ -262,7 +262,8 @@ struct TokenScores {
 
 // log softmax(logits)[token], in double: the probability the model gives `token` as the next one,
 // from the logits prefill, decode or score returned (how to score a text's first token, which
-// comes after those logits). InvalidArgument when token >= logits.size().
+// comes after those logits). InvalidArgument when token >= logits.size(), or when the logits hold a
+// NaN or +inf or are all -inf (a -inf logit is a token ruled out: its log-probability is -inf).
 RILL_API Result<double> log_prob(std::span<const float> logits, uint32_t token);
 
 // One conversation: the recurrent state (per NormAttention layer and head a Dk x Dv matrix, per
@@ -293,11 +294,16 @@ class RILL_API Session {
   // (state_bytes(), plus the activations of whatever it runs).
   Result<Session> fork() const;
   uint64_t position() const;  // tokens consumed so far
+  // The logits after the last token consumed (what prefill, score or decode last returned, also
+  // when a stopped call kept positions): a stopped or restored session draws or scores its next
+  // token from them. Saved with the state. Empty at position 0, and after restoring a state saved
+  // by a rill before they were (a prompt is then needed to go on). Valid until the next call.
+  std::span<const float> last_logits() const;
   Status reset();             // back to position 0, empty state
 
-  // The state as a safetensors file (config fingerprint, weights tag, precision, position and every
-  // state tensor); restore() accepts only a state of a model with the same config, precision and
-  // weights.
+  // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
+  // state tensor and the last logits); restore() accepts only a state of a model with the same
+  // config, precision and weights.
   Status save_state(const std::string& path) const;
   Status restore_state(const std::string& path);
   Result<std::vector<uint8_t>> serialize_state() const;

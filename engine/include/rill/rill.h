@@ -320,13 +320,20 @@ RILL_C_API rill_status rill_lm_score(rill_lm_session* session, const uint32_t* t
                                      float* log_probs_out, size_t log_probs_capacity, float* logits_out,
                                      size_t logits_capacity, const rill_lm_prefill_hooks* hooks);
 /* log softmax(logits)[token] in double: the log-probability of `token` coming next, from the logits a
- * prefill, decode or score returned (token < count). Needs no context. */
+ * prefill, decode or score returned (token < count). RILL_INVALID_ARGUMENT for logits holding a NaN
+ * or +inf, or all -inf. Needs no context. */
 RILL_C_API rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, double* out);
 /* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back). */
 RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
                                       size_t logits_capacity);
 /* Tokens consumed so far. */
 RILL_C_API rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out);
+/* The logits after the last token consumed (what the last prefill, score or decode returned, also
+ * when a stopped call kept positions; restored with a saved state): a restored session draws its
+ * next token from them. *count receives their number: the vocabulary, or 0 at position 0 and after
+ * restoring a state saved without them. logits_out as for rill_lm_prefill (NULL: the count only). */
+RILL_C_API rill_status rill_lm_last_logits(const rill_lm_session* session, float* logits_out, size_t logits_capacity,
+                                           size_t* count);
 /* Device bytes the session's state occupies (constant in the position for TransNormer layers). */
 RILL_C_API rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out);
 /* Device bytes the session holds now: its state and the activations of the prefill segment and the

@@ -315,6 +315,18 @@ rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out) {
   return RILL_OK;
 }
 
+rill_status rill_lm_last_logits(const rill_lm_session* session, float* logits_out, size_t logits_capacity,
+                                size_t* count) {
+  if (dead(session) || count == nullptr)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_last_logits: NULL argument or destroyed handle");
+  if (rill_status s = check_logits_room("rill_lm_last_logits", session, logits_out, logits_capacity); s != RILL_OK)
+    return s;
+  const std::span<const float> logits = session->session.last_logits();
+  *count = logits.size();
+  if (logits_out != nullptr) std::copy(logits.begin(), logits.end(), logits_out);
+  return RILL_OK;
+}
+
 rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_state_bytes: NULL argument or destroyed handle");

@@ -21,6 +21,9 @@ struct Session::Impl {
   std::unique_ptr<detail::Graph> step;     // L = 1, recorded on first use
   std::unique_ptr<detail::Graph> segment;  // the last prefill segment length used
   uint32_t segment_len = 0;                // the model's, or less where that did not fit in memory
+  // The logits after the last position consumed (empty at position 0): what a restored or stopped
+  // session draws or scores its next token from. Kept as each step or segment ends, and saved.
+  std::vector<float> last_logits;
 
   const ModelConfig& config() const { return model->config; }
   // Takes the state in `file` if it is one of this model's, else leaves the session as it was.
@@ -72,6 +75,7 @@ Status Session::Impl::zero_state() {
       if (t.valid()) RILL_RETURN_IF_ERROR(seq.fill_zero(t));
   RILL_RETURN_IF_ERROR(seq.run());
   position = 0;
+  last_logits.clear();
   return Status::ok();
 }
 
@@ -134,6 +138,7 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op)
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
   position += 1;
   RILL_RETURN_IF_ERROR(check_finite(logits, op));
+  last_logits = logits;
   return logits;
 }
 
@@ -208,6 +213,7 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
     }
     position += len;
     RILL_RETURN_IF_ERROR(check_finite(logits, op));
+    last_logits = logits;
     if (log_probs)
       RILL_RETURN_IF_ERROR(check_finite(std::span(*log_probs).subspan(i, std::min(len, tokens.size() - 1 - i)), op));
     i += len;
@@ -235,7 +241,14 @@ Result<double> log_prob(std::span<const float> logits, uint32_t token) {
     return invalid_argument("lm log_prob: token " + std::to_string(token) + " is not below the " +
                             std::to_string(logits.size()) + " logits");
   double most = -std::numeric_limits<double>::infinity();
-  for (float x : logits) most = std::max(most, double(x));
+  for (size_t i = 0; i < logits.size(); ++i) {
+    // -Inf is a token ruled out; NaN or +Inf leave no distribution to take a probability from.
+    if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
+      return invalid_argument("lm log_prob: logit " + std::to_string(i) + " is " + std::to_string(logits[i]));
+    most = std::max(most, double(logits[i]));
+  }
+  if (most == -std::numeric_limits<double>::infinity())
+    return invalid_argument("lm log_prob: every logit is -inf (no token is possible)");
   double sum = 0.0;
   for (float x : logits) sum += std::exp(double(x) - most);
   return (double(logits[token]) - most) - std::log(sum);
@@ -251,6 +264,7 @@ Result<Session> Session::fork() const {
   RILL_RETURN_IF_ERROR(seq.run());
   copy->position = s.position;
   copy->segment_len = s.segment_len;
+  copy->last_logits = s.last_logits;
   return Session(std::move(copy));
 }
 
@@ -258,6 +272,7 @@ Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decod
 
 uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->seq->stats().dispatches : 0; }
 uint64_t Session::position() const { return impl_->position; }
+std::span<const float> Session::last_logits() const { return impl_->last_logits; }
 Status Session::reset() { return impl_->zero_state(); }
 
 uint32_t Session::prefill_segment() const { return impl_->segment_len; }
@@ -276,10 +291,12 @@ uint64_t Session::state_bytes() const {
   return bytes;
 }
 
-// State file: one tensor per state tensor (named like the tensors above) and metadata naming the
-// format, the model config fingerprint, the precision and the position.
+// State file: one tensor per state tensor (named like the tensors above), the last logits, and
+// metadata naming the format, the config's fingerprint, the weights' tag, the precision and the
+// position.
 namespace {
 constexpr const char* kFormat = "rill.lm.state.v1";
+constexpr const char* kLastLogits = "last_logits";  // f32 [vocab]; absent at position 0 and in older files
 }
 
 Result<std::vector<uint8_t>> Session::serialize_state() const {
@@ -299,6 +316,8 @@ Result<std::vector<uint8_t>> Session::serialize_state() const {
       RILL_RETURN_IF_ERROR(w.add(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32,
                                  t.shape(), bytes));
     }
+  if (!s.last_logits.empty())
+    RILL_RETURN_IF_ERROR(w.add_floats(kLastLogits, {int64_t(s.last_logits.size())}, s.last_logits));
   return w.serialize();
 }
 
@@ -312,7 +331,8 @@ Status Session::save_state(const std::string& path) const {
 Status Session::restore_state(const std::string& path) {
   // A state file holds this session's state tensors and a small header: anything much larger is not
   // one, and is refused before it is read into memory.
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, state_bytes() + (1u << 20)));
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                        rill::read_file(path, state_bytes() + uint64_t(impl_->config().vocab) * 4 + (1u << 20)));
   RILL_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::from_bytes(std::move(bytes), path));
   return impl_->restore(file).with_context("'" + path + "'");
 }
@@ -361,11 +381,20 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
       RILL_RETURN_IF_ERROR(file.check_finite(*file.find(t.name())).with_context("lm state"));
       uploads.emplace_back(&t, data);
     }
-  if (file.entries().size() != uploads.size())
+  std::vector<float> logits;
+  if (const SafetensorsEntry* e = file.find(kLastLogits)) {
+    const int64_t vocab = s.config().vocab;
+    RILL_ASSIGN_OR_RETURN(logits, file.read_floats(kLastLogits, std::span(&vocab, 1)));
+    RILL_RETURN_IF_ERROR(file.check_finite(*e).with_context("lm state"));
+    if (saved_position == 0) return data_loss("lm state: logits saved at position 0, before any token");
+  }
+  const size_t expected = uploads.size() + (logits.empty() ? 0 : 1);
+  if (file.entries().size() != expected)
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
-                     std::to_string(uploads.size()));
+                     std::to_string(expected));
   for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx.upload(*t, data));
   s.position = saved_position;
+  s.last_logits = std::move(logits);
   return Status::ok();
 }
 
