@@ -269,10 +269,13 @@ GPU_TEST_CASE("lm score stops on request, refuses bad tokens and leaves the sess
   CHECK(stopped.status().code() == rill::StatusCode::kCancelled);
   CHECK(stopped.status().message().find("lm score: stopped at position 16") != std::string::npos);
   CHECK(s.position() == 16);
-  // Scoring the rest goes on from there.
+  // Scoring the rest goes on from there; its first token scores from the logits the stop kept.
+  const auto want = reference_scores(reference(w, tokens), tokens, w.config().vocab);
+  const auto first = rill::lm::log_prob(s.last_logits(), tokens[16]);
+  REQUIRE(first.is_ok());
+  CHECK(*first == Approx(want[15]).margin(1e-3));
   auto rest = s.score(std::span(tokens).subspan(16));
   REQUIRE(rest.is_ok());
-  const auto want = reference_scores(reference(w, tokens), tokens, w.config().vocab);
   check_scores(rest->log_probs, std::vector<double>(want.begin() + 16, want.end()), 1e-3, "after the stop");
 }
 

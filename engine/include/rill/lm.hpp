@@ -284,7 +284,8 @@ class RILL_API Session {
   // device a chunk of rows at a time (no [tokens, vocab] logits exist at once): a text's
   // perplexity, or how likely each of several continuations is after a prompt (score each in its
   // own session, or restore the prompt's state before each). With the stop hook, the scores of a
-  // stopped call are lost but the positions done are kept.
+  // stopped call are lost but the positions done are kept (and last_logits(), which scores the
+  // first of the remaining tokens).
   Result<TokenScores> score(std::span<const uint32_t> tokens, const PrefillHooks& hooks = {});
   // One token at the current position; returns its logits.
   Result<std::vector<float>> decode(uint32_t token);

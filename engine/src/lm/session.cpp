@@ -169,8 +169,8 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
     if (!hooks.stop || !hooks.stop()) return Status::ok();
     return cancelled(std::string(op) + ": stopped at position " + std::to_string(position) + " after " +
                      std::to_string(i) + " of " + std::to_string(tokens.size()) + " tokens; the session holds them: " +
-                     (log_probs ? "score the remaining tokens to go on (this call's scores are lost, and the first "
-                                  "remaining token goes unscored)"
+                     (log_probs ? "score the remaining tokens to go on (this call's scores are lost; the first "
+                                  "remaining token scores from last_logits())"
                                 : "prefill the remaining tokens to go on"));
   };
   // Segments start on DiagAttention block boundaries; reach one through decoding steps, whose
