@@ -271,7 +271,7 @@ GPU_TEST_CASE("lm score stops on request, refuses bad tokens and leaves the sess
   CHECK(s.position() == 16);
   // Scoring the rest goes on from there; its first token scores from the logits the stop kept.
   const auto want = reference_scores(reference(w, tokens), tokens, w.config().vocab);
-  const auto first = rill::lm::log_prob(s.last_logits(), tokens[16]);
+  auto first = rill::lm::log_prob(s.last_logits(), tokens[16]);
   REQUIRE(first.is_ok());
   CHECK(*first == Approx(want[15]).margin(1e-3));
   auto rest = s.score(std::span(tokens).subspan(16));
