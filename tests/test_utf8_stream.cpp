@@ -44,3 +44,10 @@ TEST_CASE("tokens past the bytes print as their number", "[tools][utf8]") {
   CHECK(stream.push(0xC3).empty());
   CHECK(stream.push(300) == "\\xC3<300>");
 }
+
+TEST_CASE("SentencePiece text reaches a terminal without its control bytes", "[tools][utf8]") {
+  using rill_cli::without_controls;
+  CHECK(without_controls("plain text\n\twith tabs") == "plain text\n\twith tabs");
+  CHECK(without_controls(std::string("a\x1b[2Jb\0c\x7f", 9)) == "a\\x1B[2Jb\\x00c\\x7F");
+  CHECK(without_controls("caf\xC3\xA9 \\ ok") == "caf\xC3\xA9 \\ ok");  // UTF-8 and backslashes as they are
+}

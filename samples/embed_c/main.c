@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
   rill_text_stream* stream = NULL;
   if (!failed) failed = check(rill_tokenizer_load(tokenizer_path, &tokenizer), "rill_tokenizer_load");
   if (!failed) failed = check(rill_text_stream_create(tokenizer, &stream), "rill_text_stream_create");
+  /* A model's vocabulary may be padded past its tokenizer's: only the tokenizer's tokens are text,
+   * so only they are drawn. The end-of-sequence token ends the text. */
+  uint32_t tokenizer_vocab = 0;
+  int64_t bos = -1, eos = -1;
+  if (!failed) failed = check(rill_tokenizer_info(tokenizer, &tokenizer_vocab, &bos, &eos), "rill_tokenizer_info");
+  const uint32_t drawable = tokenizer_vocab < info.vocab ? tokenizer_vocab : info.vocab;
 
   /* The prompt's tokens: their count first, then the tokens. */
   size_t prompt_length = 0;
@@ -139,6 +145,10 @@ int main(int argc, char** argv) {
   if (!failed) {
     const rill_status s = rill_tokenizer_encode(tokenizer, prompt, strlen(prompt), 1, NULL, 0, &prompt_length);
     failed = s != RILL_OUT_OF_RANGE && check(s, "rill_tokenizer_encode");
+  }
+  if (!failed && prompt_length == 0) {
+    fprintf(stderr, "embed_c: the prompt encodes to no tokens\n");
+    failed = 1;
   }
   if (!failed) prompt_tokens = malloc(prompt_length * sizeof(uint32_t));
   float* logits = failed ? NULL : malloc(info.vocab * sizeof(float));
@@ -163,9 +173,13 @@ int main(int argc, char** argv) {
   for (; !failed && generated < tokens; ++generated) {
     uint32_t token = 0;
     failed = check(rill_lm_position(session, &position), "rill_lm_position") ||
-             check(rill_lm_sample(logits, info.vocab, &sampler, position, &token), "rill_lm_sample") ||
+             check(rill_lm_sample(logits, drawable, &sampler, position, &token), "rill_lm_sample") ||
              check(rill_lm_decode(session, token, logits, info.vocab), "rill_lm_decode") ||
              check(rill_text_stream_push(stream, token), "rill_text_stream_push") || print_stream(stream);
+    if ((int64_t)token == eos) {
+      ++generated;
+      break;
+    }
   }
   /* A character the text ended inside comes out at the end. */
   if (!failed) failed = check(rill_text_stream_finish(stream), "rill_text_stream_finish") || print_stream(stream);

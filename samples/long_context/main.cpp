@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
     return 130;
   }
   if (!logits.is_ok()) return fail(logits.status());
+  std::signal(SIGINT, SIG_DFL);  // past the prefill, Ctrl-C ends the program as usual
   const double prefill_seconds = seconds_since(prefill_start);
   const uint64_t peak_all = ctx->memory_stats().peak_used_bytes;
   std::printf("prefill: %zu tokens in %.2f s, %.0f tokens/s\n", input.size(), prefill_seconds,

@@ -224,7 +224,10 @@ int run_generate(const GenerateArgs& args) {
     }
     text += piece;
     if (!a.json) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);  // a NUL byte token is text too
+      // A byte model's stream escapes what is not text; SentencePiece text may hold any byte
+      // (<0x1B> is a byte token): control bytes as \xNN, as the byte model's.
+      const std::string shown = tokenizer.is_bytes() ? piece : without_controls(piece);
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
       std::fflush(stdout);
     }
     logits = session->decode(token);
@@ -238,7 +241,8 @@ int run_generate(const GenerateArgs& args) {
   const std::string unfinished = tokenizer.is_bytes() ? byte_text.finish() : pieces.finish();
   text += unfinished;
   if (!a.json) {
-    std::fwrite(unfinished.data(), 1, unfinished.size(), stdout);
+    const std::string shown = tokenizer.is_bytes() ? unfinished : without_controls(unfinished);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);  // the text before the summary on stderr, also when both go to one pipe
   }

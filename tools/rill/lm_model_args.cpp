@@ -87,6 +87,14 @@ rill::Result<lm::Model> make_model(const ModelSource& source, rill::Context& ctx
     return rill::invalid_argument("the tokenizer has " + std::to_string(source.tokenizer.vocab_size()) +
                                   " tokens, more than the model's vocabulary (" + std::to_string(model.config().vocab) +
                                   ")");
+  // Byte tokens into a model trained on SentencePiece pieces are other tokens: the text would be
+  // noise, with nothing to say why. Random weights (benchmarks) are noise anyway.
+  if (source.tokenizer.is_bytes() && !a.random && model.config().vocab > 512)
+    std::fprintf(stderr,
+                 "warning: the model's vocabulary has %u tokens and no tokenizer was given (--tokenizer, or "
+                 "tokenizer.model in --model's folder): its prompt is read as bytes 0-255 and tokens past them "
+                 "print as <N>\n",
+                 model.config().vocab);
   return model;
 }
 

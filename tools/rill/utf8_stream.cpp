@@ -45,6 +45,15 @@ std::string ascii(uint8_t b) {
 
 }  // namespace
 
+std::string without_controls(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto b = uint8_t(c);
+    out += (b < 0x20 && b != '\n' && b != '\t') || b == 0x7f ? escaped_byte(b) : std::string(1, c);
+  }
+  return out;
+}
+
 std::string Utf8Stream::push(uint32_t token) {
   if (token > 0xFF) return finish() + "<" + std::to_string(token) + ">";
   const auto b = uint8_t(token);

@@ -6,8 +6,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace rill_cli {
+
+// `text` for a terminal: control bytes other than newline and tab (an escape sequence a model wrote,
+// a NUL) as \xNN; everything else as it is.
+std::string without_controls(std::string_view text);
 
 class Utf8Stream {
  public:

@@ -292,7 +292,8 @@ class RILL_API Session {
   // A new session at this one's position with a copy of its state, made on the device (no
   // download): a prompt prefilled once, then each of several continuations scored or generated in
   // a fork of its own. The two then go on independently; the fork's memory is its own
-  // (state_bytes(), plus the activations of whatever it runs).
+  // (state_bytes(), plus the activations of whatever it runs). A Sampler's draw depends only on its
+  // seed and the position: forks sampled with one seed write the same tokens (give each its own).
   Result<Session> fork() const;
   uint64_t position() const;  // tokens consumed so far
   // The logits after the last token consumed (what prefill, score or decode last returned, also
