@@ -295,6 +295,8 @@ int main(void) {
         int8_options.int4_group = 0;
         EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_INVALID_ARGUMENT);
         EXPECT(strstr(rill_last_error(), "int4_group") != NULL && small_model == NULL);
+        /* The engine's message, under the name of the call that failed. */
+        EXPECT(strncmp(rill_last_error(), "rill_lm_model_random: ", 22) == 0);
       }
       { /* Prefill hooks: progress after each segment of 4; a stop before the third segment keeps
            the 8 positions done, and prefilling the rest gives an uninterrupted prefill's logits. */

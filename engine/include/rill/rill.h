@@ -110,7 +110,8 @@ RILL_C_API void rill_context_destroy(rill_context* context);
 
 RILL_C_API rill_status rill_context_device_info(const rill_context* context, rill_device_info* out);
 
-/* The message of the last failed call on this thread ("" if none). Valid until the next call. */
+/* The message of the last failed call on this thread ("" if none), starting with the call's name
+ * ("rill_lm_prefill: ..."). Valid until the next call. */
 RILL_C_API const char* rill_last_error(void);
 
 RILL_C_API const char* rill_status_name(rill_status status);

@@ -19,6 +19,9 @@ rill_status fail(rill_status code, std::string_view message) noexcept;
 // The same for "function: what", the message built without throwing.
 rill_status fail(rill_status code, const char* function, const char* what) noexcept;
 rill_status from_status(const rill::Status& s) noexcept;
+// Makes the last error message start with `function` ("rill_tokenizer_encode: tokenizer: ..."):
+// the engine's messages name its part, a C caller wants the call that failed.
+void name_last_error(const char* function) noexcept;
 
 // Live handles: each create registers the handle it returns, each destroy takes it back. A call
 // with a handle that is not live, destroyed or never made by rill, is refused (and a second destroy
@@ -61,7 +64,9 @@ bool dead(const T* handle) noexcept {
 template <typename F>
 rill_status guarded(const char* function, F&& f) noexcept {
   try {
-    return f();
+    const rill_status s = f();
+    if (s != RILL_OK) name_last_error(function);
+    return s;
   } catch (const std::bad_alloc&) {
     return fail(RILL_RESOURCE_EXHAUSTED, function, "out of host memory");
   } catch (...) {

@@ -87,6 +87,18 @@ static_assert(int(RILL_INTERNAL) == int(rill::StatusCode::kInternal));
 static_assert(int(RILL_UNIMPLEMENTED) == int(rill::StatusCode::kUnimplemented));
 static_assert(int(RILL_CANCELLED) == int(rill::StatusCode::kCancelled));
 
+void name_last_error(const char* function) noexcept {
+  try {
+    const std::string_view name(function);
+    if (g_message_lost || (g_last_error.size() > name.size() && g_last_error.compare(0, name.size(), name) == 0 &&
+                           g_last_error[name.size()] == ':'))
+      return;
+    g_last_error.insert(0, std::string(name) + ": ");
+  } catch (...) {
+    g_message_lost = true;
+  }
+}
+
 rill_status from_status(const rill::Status& s) noexcept {
   if (s.is_ok()) return RILL_OK;
   return fail(static_cast<rill_status>(s.code()), s.message());
