@@ -628,14 +628,16 @@ GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gp
   REQUIRE(again.deserialize_state(saved).is_ok());
   CHECK(again.position() == tokens.size());
 
-  // A state without the tag (an older rill's): restored, unchecked.
+  // An older rill's state (format v1: no weights tag, no logits): restored, unchecked.
   const auto state = rill::SafetensorsFile::from_bytes(saved).value();
   rill::SafetensorsWriter old;
   for (const auto& [key, value] : state.metadata())
-    if (key != "weights") REQUIRE(old.set_metadata(key, value).is_ok());
-  for (const auto& e : state.entries()) REQUIRE(old.add(e.name, e.dtype, e.shape, state.bytes(e)).is_ok());
+    if (key != "weights") REQUIRE(old.set_metadata(key, key == "format" ? "rill.lm.state.v1" : value).is_ok());
+  for (const auto& e : state.entries())
+    if (e.name != "last_logits") REQUIRE(old.add(e.name, e.dtype, e.shape, state.bytes(e)).is_ok());
   auto untagged = model.session().value();
   REQUIRE(untagged.deserialize_state(old.serialize()).is_ok());
+  CHECK(untagged.last_logits().empty());
   auto next = untagged.decode(tokens[0]);
   auto expected = s.decode(tokens[0]);
   REQUIRE((next.is_ok() && expected.is_ok()));
@@ -666,6 +668,27 @@ GPU_TEST_CASE("lm sessions keep the logits after their last token, in forks and 
   REQUIRE(restored.deserialize_state(saved).is_ok());
   CHECK(last(restored) == logits);
   CHECK(restored.decode(3).value() == stepped);
+
+  // Saved logits are f32 [vocab] at a position past 0, or the file is refused.
+  const auto file = rill::SafetensorsFile::from_bytes(saved).value();
+  auto rewritten = [&](bool logits_in_f16, const std::string& position) {
+    rill::SafetensorsWriter w;
+    for (const auto& [key, value] : file.metadata())
+      REQUIRE(w.set_metadata(key, key == "position" ? position : value).is_ok());
+    for (const auto& e : file.entries()) {
+      if (e.name == "last_logits" && logits_in_f16) {
+        REQUIRE(w.add(e.name, rill::TensorDType::kF16, e.shape, std::vector<uint8_t>(size_t(e.shape[0]) * 2)).is_ok());
+      } else {
+        REQUIRE(w.add(e.name, e.dtype, e.shape, file.bytes(e)).is_ok());
+      }
+    }
+    return w.serialize();
+  };
+  auto strict = model.session().value();
+  CHECK_FALSE(strict.deserialize_state(rewritten(true, "20")).is_ok());
+  CHECK(strict.deserialize_state(rewritten(false, "0")).code() == rill::StatusCode::kDataLoss);
+  CHECK(strict.position() == 0);
+  REQUIRE(strict.deserialize_state(rewritten(false, "20")).is_ok());
 
   // A prefill stopped before its second segment keeps the first's positions and logits.
   auto stopped = model.session().value();

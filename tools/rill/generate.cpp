@@ -130,6 +130,8 @@ int run_generate(const GenerateArgs& args) {
   if (!prompt.is_ok()) return fail(prompt.status());
   if (prompt->empty() && !a.bos && a.load_state.empty())
     return fail(rill::invalid_argument("the prompt is empty (it needs at least one token, or --bos)"));
+  if (a.bos && !a.load_state.empty())  // a BOS in the middle of a conversation starts another one
+    return fail(rill::invalid_argument("--bos starts a text: it does not go with --load-state"));
 
   std::signal(SIGINT, on_interrupt);  // before anything long: an early Ctrl-C stops the prefill at once
   auto ctx = rill::Context::create();
@@ -169,7 +171,9 @@ int run_generate(const GenerateArgs& args) {
   if (prompt_tokens.empty() && !go_on) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
   if (go_on && session->last_logits().empty())
     return fail(rill::failed_precondition(
-        "'" + a.load_state + "' holds no logits (saved by an older rill): give a prompt to go on from it"));
+        "'" + a.load_state +
+        "' holds no logits (saved at position 0, or by an older rill): give a prompt to go on "
+        "from it"));
   const std::optional<uint32_t> eos = tokenizer.eos();
   const uint64_t start_position = session->position();
   const auto prefill_start = Clock::now();
@@ -201,11 +205,22 @@ int run_generate(const GenerateArgs& args) {
   std::string text;
   Utf8Stream byte_text;               // a byte model's text, escaped where it is not UTF-8
   lm::TextStream pieces(tokenizer);   // SentencePiece text as each token completes it
-  // The prompt's last tokens go in first, their text thrown away: decoded on its own, a text's
-  // first word loses the space SentencePiece writes before it ("Paris" after "The capital is").
-  if (!tokenizer.is_bytes())
-    for (size_t k = prompt_tokens.size() - std::min<size_t>(prompt_tokens.size(), 8); k < prompt_tokens.size(); ++k)
-      if (!pieces.push(prompt_tokens[k]).is_ok()) break;
+  // Text goes in first, its own thrown away: decoded on its own, a text's first word loses the
+  // space SentencePiece writes before it ("Paris" after "The capital is"). The prompt's last tokens
+  // (any visible piece when going on from a state), unless they end inside a character: the
+  // stream would hold those bytes back and print them with the first generated token.
+  if (!tokenizer.is_bytes()) {
+    std::vector<uint32_t> primer(prompt_tokens.end() - std::ptrdiff_t(std::min<size_t>(prompt_tokens.size(), 8)),
+                                 prompt_tokens.end());
+    if (primer.empty()) {
+      auto visible = tokenizer.encode("x");
+      if (visible.is_ok()) primer = std::move(visible).value();
+    }
+    const auto primer_text = tokenizer.decode(primer);
+    if (primer_text.is_ok() && !primer_text->ends_with("\xEF\xBF\xBD"))  // U+FFFD: a character cut off
+      for (uint32_t t : primer)
+        if (!pieces.push(t).is_ok()) break;
+  }
   // A model's vocabulary may be padded past its SentencePiece tokenizer's (to a multiple of 64 or
   // so): those rows are no text, so only the tokenizer's tokens are drawn. Bytes models print any
   // token past the bytes as its number.

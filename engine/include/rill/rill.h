@@ -332,7 +332,8 @@ RILL_C_API rill_status rill_lm_position(const rill_lm_session* session, uint64_t
 /* The logits after the last token consumed (what the last prefill, score or decode returned, also
  * when a stopped call kept positions; restored with a saved state): a restored session draws its
  * next token from them. *count receives their number: the vocabulary, or 0 at position 0 and after
- * restoring a state saved without them. logits_out as for rill_lm_prefill (NULL: the count only). */
+ * restoring a state saved without them (also written when logits_out is refused). logits_out as for
+ * rill_lm_prefill (NULL: the count only). */
 RILL_C_API rill_status rill_lm_last_logits(const rill_lm_session* session, float* logits_out, size_t logits_capacity,
                                            size_t* count);
 /* Device bytes the session's state occupies (constant in the position for TransNormer layers). */

@@ -319,10 +319,10 @@ rill_status rill_lm_last_logits(const rill_lm_session* session, float* logits_ou
                                 size_t* count) {
   if (dead(session) || count == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_last_logits: NULL argument or destroyed handle");
+  const std::span<const float> logits = session->session.last_logits();
+  *count = logits.size();  // also when the buffer is refused: the size it needs
   if (rill_status s = check_logits_room("rill_lm_last_logits", session, logits_out, logits_capacity); s != RILL_OK)
     return s;
-  const std::span<const float> logits = session->session.last_logits();
-  *count = logits.size();
   if (logits_out != nullptr) std::copy(logits.begin(), logits.end(), logits_out);
   return RILL_OK;
 }

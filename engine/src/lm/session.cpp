@@ -137,6 +137,7 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op)
   }
   RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
   position += 1;
+  last_logits.clear();  // until these are known finite: a state saved now holds none
   RILL_RETURN_IF_ERROR(check_finite(logits, op));
   last_logits = logits;
   return logits;
@@ -212,6 +213,7 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
       RILL_ASSIGN_OR_RETURN(logits, detail::run_graph(*model, *segment, part, position));
     }
     position += len;
+    last_logits.clear();
     RILL_RETURN_IF_ERROR(check_finite(logits, op));
     last_logits = logits;
     if (log_probs)
@@ -295,7 +297,10 @@ uint64_t Session::state_bytes() const {
 // metadata naming the format, the config's fingerprint, the weights' tag, the precision and the
 // position.
 namespace {
-constexpr const char* kFormat = "rill.lm.state.v1";
+// v2 added the weights' tag and the last logits; v1 files (neither) still restore. A rill that
+// knows only v1 names the newer format when it refuses one.
+constexpr const char* kFormat = "rill.lm.state.v2";
+constexpr const char* kFormatV1 = "rill.lm.state.v1";
 constexpr const char* kLastLogits = "last_logits";  // f32 [vocab]; absent at position 0 and in older files
 }
 
@@ -350,7 +355,8 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
     const auto it = meta.find(key);
     return it == meta.end() ? std::string() : it->second;
   };
-  if (get("format") != kFormat) return data_loss("lm state: not a rill language-model state (format '" + get("format") + "')");
+  if (get("format") != kFormat && get("format") != kFormatV1)
+    return data_loss("lm state: not a rill language-model state (format '" + get("format") + "')");
   if (get("fingerprint") != detail::config_fingerprint(s.config()))
     return failed_precondition("lm state: saved from a model with another config (fingerprint " + get("fingerprint") +
                                ", this model " + detail::config_fingerprint(s.config()) + ")");
@@ -384,8 +390,10 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
   std::vector<float> logits;
   if (const SafetensorsEntry* e = file.find(kLastLogits)) {
     const int64_t vocab = s.config().vocab;
-    RILL_ASSIGN_OR_RETURN(logits, file.read_floats(kLastLogits, std::span(&vocab, 1)));
+    RILL_ASSIGN_OR_RETURN(const auto bytes, file.tensor(kLastLogits, TensorDType::kF32, std::span(&vocab, 1)));
     RILL_RETURN_IF_ERROR(file.check_finite(*e).with_context("lm state"));
+    logits.resize(size_t(vocab));
+    std::memcpy(logits.data(), bytes.data(), bytes.size());
     if (saved_position == 0) return data_loss("lm state: logits saved at position 0, before any token");
   }
   const size_t expected = uploads.size() + (logits.empty() ? 0 : 1);
