@@ -207,19 +207,23 @@ std::string kernel_of_matmul(rill::Context& ctx, int64_t m, int64_t n, int64_t k
 // The CPU-driver matmul's texel form (f32 and f16 storage, A and B untransposed, K a multiple of 4
 // subgroups, N of a lane's 8 columns; matmul_register.glsl): odd M, columns past the last tile, one
 // to three k blocks, A batched or shared (folded batches) and B broadcast, with bias and
-// accumulation; the dispatch must be the texel kernel where the device backs the texels (a limit
-// profile may not: the register kernel then takes the same shapes), and the plan's "off" leaves it.
+// accumulation; the dispatch must be the texel kernel where the device backs the texels and a lane's
+// columns are whole texels (a limit profile may not back them, and a 32-lane subgroup leaves a lane
+// 2 of the tile's 64 columns: the register kernel then takes the same shapes), and the plan's "off"
+// leaves it. Cooperative matrices, which a GPU's f16 products take first, are off.
 GPU_TEST_CASE("the CPU matmul's texel form matches the reference", "[matmul][gpu]") {
   uint32_t seed = 1400;
   rill::ContextOptions options = rill_test::validated_options();
   options.kernel_variant = "cpu";
+  options.kernel_plan = "matmul_coop=off";
   rill::Context ctx = rill_test::make_context(options);
   const rill::DeviceCaps& caps = ctx.device().caps;
   const int64_t k_block = 4 * int64_t(caps.subgroup_size);
+  const bool lane_texels = (64 / std::max<uint32_t>(caps.subgroup_size, 4)) % 4 == 0;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
     const bool f16 = dtype == DType::kF16;
     const std::string suffix = f16 ? "f16" : "f32";
-    const bool texels = f16 ? caps.texel_buffer_f16x4 : caps.texel_buffer_f32x4;
+    const bool texels = lane_texels && (f16 ? caps.texel_buffer_f16x4 : caps.texel_buffer_f32x4);
     CHECK(kernel_of_matmul(ctx, 65, 200, 2 * k_block, dtype) ==
           (texels ? "matmul/matmul_tx_" : "matmul/matmul_") + suffix);
   }
@@ -234,7 +238,7 @@ GPU_TEST_CASE("the CPU matmul's texel form matches the reference", "[matmul][gpu
     for (DType dtype : rill_test::float_dtypes(ctx))
       if (dtype == DType::kF32 || t % 2 == 0) check_case(ctx, dtype, s, t == 1 || t == 2, t == 2 || t == 3, ++seed);
   }
-  options.kernel_plan = "matmul_texel=off";
+  options.kernel_plan = "matmul_coop=off,matmul_texel=off";
   rill::Context off = rill_test::make_context(options);
   CHECK(kernel_of_matmul(off, 65, 200, 2 * k_block, DType::kF32) == "matmul/matmul_f32");
 }

@@ -47,7 +47,7 @@ void main() {
       const afloat ds = prob * (do_dot_v(vo, t, s) - d) * p.scale;
       for (uint i = 0; i < p.dk; ++i) acc0[i] += ds * afloat(k[qk + s * p.dk + i]);
     }
-    for (uint i = 0; i < p.dk; ++i) dq[qk + t * p.dk + i] = sfloat(acc0[i]);
+    for (uint i = 0; i < p.dk; ++i) dq[qk + t * p.dk + i] = to_sfloat(acc0[i]);
   } else {
     const uint s = row;
     for (uint i = 0; i < p.dk; ++i) acc0[i] = 0.0;
@@ -58,7 +58,7 @@ void main() {
       for (uint i = 0; i < p.dk; ++i) acc0[i] += ds * afloat(q[qk + t * p.dk + i]);
       for (uint j = 0; j < p.dv; ++j) acc1[j] += prob * afloat(dout[vo + t * p.dv + j]);
     }
-    for (uint i = 0; i < p.dk; ++i) dk[qk + s * p.dk + i] = sfloat(acc0[i]);
-    for (uint j = 0; j < p.dv; ++j) dv[vo + s * p.dv + j] = sfloat(acc1[j]);
+    for (uint i = 0; i < p.dk; ++i) dk[qk + s * p.dk + i] = to_sfloat(acc0[i]);
+    for (uint j = 0; j < p.dv; ++j) dv[vo + s * p.dv + j] = to_sfloat(acc1[j]);
   }
 }

@@ -208,7 +208,7 @@ void dq_from_scores(uint b0, uint b1, uint row0) {
     const uint t = b0 + row0 + i;
     [[unroll]] for (uint c = 0; c < KS; ++c) {
       const uint e = c * SG + lane;
-      if (t < b1 && e < DKL) dq[qk_base + t * DKL + e] = row_store(acc[i][c]);
+      if (t < b1 && e < DKL) dq[qk_base + t * DKL + e] = to_row_store(acc[i][c]);
     }
   }
 }

@@ -30,9 +30,9 @@ afloat operand(uint which, uint row, uint x) {
 bool in_mask(uint t, uint s) { return t < len && s < len && (!CAUSAL || s <= t); }
 
 void store_result(uint b, uint row, uint col, afloat value) {
-  if (b == kDo) dv[v_base + row * DV + col] = sfloat(value);
-  else if (b == kK) dq[qk_base + row * DK + col] = sfloat(value);
-  else dk[qk_base + row * DK + col] = sfloat(value);
+  if (b == kDo) dv[v_base + row * DV + col] = to_sfloat(value);
+  else if (b == kK) dq[qk_base + row * DK + col] = to_sfloat(value);
+  else dk[qk_base + row * DK + col] = to_sfloat(value);
 }
 
 void main() {

@@ -36,6 +36,6 @@ void main() {
     for (uint j = 0; j < p.dv; ++j) acc[j] = acc[j] * rescale + w * afloat(v[v_base + s * p.dv + j]);
     m = m_new;
   }
-  for (uint j = 0; j < p.dv; ++j) o[v_base + t * p.dv + j] = sfloat(acc[j] / l);
+  for (uint j = 0; j < p.dv; ++j) o[v_base + t * p.dv + j] = to_sfloat(acc[j] / l);
   lse[bh * p.n + t] = m + log(l);
 }

@@ -108,7 +108,7 @@ void main() {
   [[unroll]] for (uint r = 0; r < TQ; ++r) {
     const uint t = b0 + row0 + r * SG + lane;
     if (t >= b1) continue;
-    [[unroll]] for (uint u = 0; u < DVL; ++u) o[v_base + t * DVL + u] = row_store(ROW_AT(acc[r], u) / l[r]);
+    [[unroll]] for (uint u = 0; u < DVL; ++u) o[v_base + t * DVL + u] = to_row_store(ROW_AT(acc[r], u) / l[r]);
     lse[bh * p.n + t] = m[r] + log(l[r]);
   }
 }

@@ -27,7 +27,7 @@ afloat operand(uint which, uint row, uint x) {
   return afloat(v[v_base + row * DV + x]);
 }
 
-void store_result(uint b, uint row, uint col, afloat value) { o[v_base + row * DV + col] = sfloat(value); }
+void store_result(uint b, uint row, uint col, afloat value) { o[v_base + row * DV + col] = to_sfloat(value); }
 
 void main() {
   const uint bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;

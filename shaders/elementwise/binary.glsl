@@ -16,5 +16,5 @@ void main() {
   const uint i = rill_global_index();
   if (i >= p.n / EW_VEC) return;
   const ew_value x = EW_READ(a, i), y = EW_READ(b, i);
-  out_data[i] = ew_store(OP == kBinaryAdd ? x + y : x * y);
+  out_data[i] = to_ew_store(OP == kBinaryAdd ? x + y : x * y);
 }

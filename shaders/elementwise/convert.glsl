@@ -1,6 +1,6 @@
-// dst = src in the other storage type: f16 -> f32 (exact), or with RILL_TO_F16 f32 -> f16 (round to
-// nearest; past 65504 to +-Inf, NaN stays NaN). RILL_TEXEL_ROWS: 4 elements per invocation, src
-// read as texels (elementwise_texels.glsl says why).
+// dst = src in the other storage type: f16 -> f32 (exact), or with RILL_TO_F16 f32 -> f16 (rounded
+// as the device rounds; from 65520 on +-Inf, NaN stays NaN). RILL_TEXEL_ROWS: 4 elements per
+// invocation, src read as texels (elementwise_texels.glsl says why).
 #define RILL_STORAGE_F16  // the 16-bit storage extensions, for either side
 #include "rill_common.glsl"
 
@@ -11,10 +11,12 @@ layout(local_size_x_id = 0) in;
 #define dst_t float16_t
 #define dst_vec f16vec4
 #define src_t float
+#define to_dst rill_f16  // overflow to +-Inf on every device (rill_common.glsl)
 #else
 #define dst_t float
 #define dst_vec vec4
 #define src_t float16_t
+#define to_dst(v) v  // exact: the assignment widens
 #endif
 
 #ifdef RILL_TEXEL_ROWS
@@ -33,8 +35,8 @@ void main() {
   const uint i = rill_global_index();
   if (i >= p.n / kVec) return;
 #ifdef RILL_TEXEL_ROWS
-  dst[i] = dst_vec(texelFetch(src, int(i)));
+  dst[i] = to_dst(texelFetch(src, int(i)));
 #else
-  dst[i] = dst_t(src[i]);
+  dst[i] = to_dst(src[i]);
 #endif
 }

@@ -19,5 +19,5 @@ void main() {
   const ew_value av = EW_READ(a, i), bv = EW_READ(b, i);
   ew_value r;
   [[unroll]] for (uint e = 0; e < EW_VEC; ++e) EW_AT(r, e) = EW_AT(av, e) * act(ACT, EW_AT(bv, e));
-  out_data[i] = ew_store(r);
+  out_data[i] = to_ew_store(r);
 }

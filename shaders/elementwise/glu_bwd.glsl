@@ -24,6 +24,6 @@ void main() {
     EW_AT(ra, e) = EW_AT(g, e) * act(ACT, EW_AT(bv, e));
     EW_AT(rb, e) = EW_AT(g, e) * EW_AT(av, e) * act_grad(ACT, EW_AT(bv, e));
   }
-  da[i] = ew_store(ra);
-  db[i] = ew_store(rb);
+  da[i] = to_ew_store(ra);
+  db[i] = to_ew_store(rb);
 }

@@ -20,5 +20,5 @@ void main() {
   ew_value r;
   [[unroll]] for (uint e = 0; e < EW_VEC; ++e)
     EW_AT(r, e) = BACKWARD ? EW_AT(g, e) * act_grad(kActSilu, EW_AT(v, e)) : act(kActSilu, EW_AT(v, e));
-  out_data[i] = ew_store(r);
+  out_data[i] = to_ew_store(r);
 }

@@ -31,14 +31,14 @@ void main() {
   const uint id = ids[t];
   if (id >= p.vocab) {  // the dispatch of the vocabulary's last rows writes and counts it
     if (p.first + p.rows < p.vocab) return;
-    out_data[i] = sfloat(0.0);
+    out_data[i] = to_sfloat(0.0);
     if (j == 0) atomicAdd(errors[0], 1u);
     return;
   }
   if (id < p.first || id - p.first >= p.rows) return;  // another dispatch's rows
 #if defined(B_PACKED)
-  out_data[i] = sfloat(packed_value(0u, p.words_per_row, 0u, p.group, p.rows, j, id - p.first) * p.scale);
+  out_data[i] = to_sfloat(packed_value(0u, p.words_per_row, 0u, p.group, p.rows, j, id - p.first) * p.scale);
 #else
-  out_data[i] = sfloat(afloat(table[(id - p.first) * p.dim + j]) * p.scale);
+  out_data[i] = to_sfloat(afloat(table[(id - p.first) * p.dim + j]) * p.scale);
 #endif
 }

@@ -14,6 +14,7 @@
 #define EW_OUTPUT(slot, Block, name) layout(std430, binding = slot) writeonly buffer Block { svec4 name[]; };
 #define ew_value vec4
 #define ew_store svec4
+#define to_ew_store to_svec4
 #define EW_READ(name, i) texelFetch(name, int(i))
 #define EW_AT(v, e) v[e]
 const uint EW_VEC = 4u;
@@ -22,6 +23,7 @@ const uint EW_VEC = 4u;
 #define EW_OUTPUT(slot, Block, name) layout(std430, binding = slot) writeonly buffer Block { sfloat name[]; };
 #define ew_value afloat
 #define ew_store sfloat
+#define to_ew_store to_sfloat
 #define EW_READ(name, i) afloat(name[i])
 #define EW_AT(v, e) v
 const uint EW_VEC = 1u;

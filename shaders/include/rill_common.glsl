@@ -14,14 +14,34 @@
 #endif
 #define afloat float
 
+// An f32 value stored as f16: Vulkan leaves a narrowing conversion's rounding to the device, and
+// rounding toward zero turns a value past f16's range into 65504 rather than Inf (NVIDIA's driver
+// did, in a fused decoding step): an overflow would pass on as a finite, wrong value. Every f16
+// store goes through to_sfloat / to_svec4, which overflow as rounding to nearest does on every
+// device: from 65520 on +-Inf (NaN stays NaN), so the checks downstream (finite logits) see it.
+#ifdef RILL_STORAGE_F16
+float rill_infinity() { return uintBitsToFloat(0x7f800000u); }
+float16_t rill_f16(float v) { return float16_t(abs(v) < 65520.0 ? v : v * rill_infinity()); }
+f16vec4 rill_f16(vec4 v) { return f16vec4(mix(v * rill_infinity(), v, lessThan(abs(v), vec4(65520.0)))); }
+#define to_sfloat(v) rill_f16(float(v))
+#define to_svec4(v) rill_f16(vec4(v))
+#else
+#define to_sfloat(v) float(v)
+#define to_svec4(v) vec4(v)
+#endif
+
 // The type a kernel writes its output in: the storage type, or f32 with RILL_OUTPUT_F32 (an f16
 // kernel whose output outgrows f16: linear attention's sums over every earlier position).
 #ifdef RILL_OUTPUT_F32
 #define ofloat float
 #define ovec4 vec4
+#define to_ofloat(v) float(v)
+#define to_ovec4(v) vec4(v)
 #else
 #define ofloat sfloat
 #define ovec4 svec4
+#define to_ofloat to_sfloat
+#define to_ovec4 to_svec4
 #endif
 
 // Flat index of this invocation over a 1-D or 2-D grid of workgroups (x fastest). Kernels that

@@ -10,12 +10,16 @@
 #ifdef RILL_VECTOR_ROWS
 #define row_store svec4
 #define out_row_store ovec4  // the output's rows (rill_common.glsl's ofloat)
+#define to_row_store to_svec4  // stores (rill_common.glsl says why not a plain conversion)
+#define to_out_row_store to_ovec4
 #define row_value vec4
 const uint ROW_VEC = 4u;
 afloat row_component(row_value v, uint e) { return v[e]; }
 #else
 #define row_store sfloat
 #define out_row_store ofloat
+#define to_row_store to_sfloat
+#define to_out_row_store to_ofloat
 #define row_value afloat
 const uint ROW_VEC = 1u;
 afloat row_component(row_value v, uint e) { return v; }
@@ -49,7 +53,7 @@ afloat row_component(row_value v, uint e) { return v; }
   }
 #define STORE_ROW(buf, base, row, D, elements)                                           \
   [[unroll]] for (uint u_ = 0; u_ < (D) / ROW_VEC; ++u_)                                 \
-    buf[(base) + (row) * ((D) / ROW_VEC) + u_] = row_store(ROW_AT(elements, u_));
+    buf[(base) + (row) * ((D) / ROW_VEC) + u_] = to_row_store(ROW_AT(elements, u_));
 
 // Element i of a row spread over a subgroup of `sg` lanes in loads (lane l holds loads l, l + sg,
 // ... in slots[0], slots[1], ...), broadcast from the lane that holds it (needs

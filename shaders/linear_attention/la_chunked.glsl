@@ -58,7 +58,7 @@ void main() {
             if (HAS_DECAY) val *= decay_pow(lambda, afloat(t + 1));
             for (uint s = 0; s <= t; ++s) val += scores[t * CHUNK + s] * afloat(v[v_base + (t0 + s) * p.dv + j]);
           }
-          o[v_base + (t0 + t) * p.dv + j] = ofloat(val);
+          o[v_base + (t0 + t) * p.dv + j] = to_ofloat(val);
         }
       }
       if (MODE != kLaForwardApply) {

@@ -96,7 +96,7 @@ void main() {
           afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(t + 1)) : inter;
           if (CAUSAL)
             for (uint s = 0; s <= t; ++s) g += scores[t * CHUNK + s] * fk(qk, t0 + s, i);
-          grad[qk + (t0 + t) * p.dk + i] = sfloat(g * phi_grad(afloat(q[qk + (t0 + t) * p.dk + i])));
+          grad[qk + (t0 + t) * p.dk + i] = to_sfloat(g * phi_grad(afloat(q[qk + (t0 + t) * p.dk + i])));
         }
         if (update) update_s_row(sb, qk, vo, t0, len, i, lambda);
       }
@@ -108,7 +108,7 @@ void main() {
           afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(len - s)) : inter;
           if (CAUSAL)
             for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * fq(qk, t0 + t, i);
-          grad[qk + (t0 + s) * p.dk + i] = sfloat(g * phi_grad(afloat(k[qk + (t0 + s) * p.dk + i])));
+          grad[qk + (t0 + s) * p.dk + i] = to_sfloat(g * phi_grad(afloat(k[qk + (t0 + s) * p.dk + i])));
         }
         if (update)
           for (uint j = 0; j < p.dv; ++j) update_r(sb, qk, vo, t0, len, i, j, carry, lambda);
@@ -121,7 +121,7 @@ void main() {
           afloat g = HAS_DECAY ? inter * decay_pow(lambda, afloat(len - s)) : inter;
           if (CAUSAL)
             for (uint t = s; t < len; ++t) g += scores[t * CHUNK + s] * afloat(dout[vo + (t0 + t) * p.dv + j]);
-          grad[vo + (t0 + s) * p.dv + j] = sfloat(g);
+          grad[vo + (t0 + s) * p.dv + j] = to_sfloat(g);
         }
         if (update)
           for (uint i = 0; i < p.dk; ++i) update_r(sb, qk, vo, t0, len, i, j, carry, lambda);

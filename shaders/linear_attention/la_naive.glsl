@@ -29,5 +29,5 @@ void main() {
     if (HAS_DECAY) dot *= decay_pow(lambda, afloat(t - s));
     acc += dot * afloat(v[v_base + s * p.dv + j]);
   }
-  o[v_base + t * p.dv + j] = ofloat(acc);
+  o[v_base + t * p.dv + j] = to_ofloat(acc);
 }

@@ -280,7 +280,7 @@ void main() {
         const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];
         if (GRAD_SCALE) val *= phi_grad(afloat(x[at]));
-        out_[at] = ofloat(val);
+        out_[at] = to_ofloat(val);
       }
   }
 }

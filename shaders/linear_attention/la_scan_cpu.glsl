@@ -108,13 +108,13 @@ void main() {
       if (valid[0]) {  // the lane's four columns are all in the row or all past it
         const uint v = (c_row + cols[0]) / 4u;
         const row_value o = vec4(out_t[0], out_t[1], out_t[2], out_t[3]);
-        out_[v] = out_row_store(GRAD_SCALE ? o * phi_grad_each(row_value(x[v])) : o);
+        out_[v] = to_out_row_store(GRAD_SCALE ? o * phi_grad_each(row_value(x[v])) : o);
       }
 #else
       [[unroll]] for (uint j = 0; j < CJ; ++j) {
         if (!valid[j]) continue;
         const uint at = c_row + cols[j];
-        out_[at] = ofloat(GRAD_SCALE ? out_t[j] * phi_grad(afloat(x[at])) : out_t[j]);
+        out_[at] = to_ofloat(GRAD_SCALE ? out_t[j] * phi_grad(afloat(x[at])) : out_t[j]);
       }
 #endif
     }

@@ -27,6 +27,6 @@ void main() {
       S[s_base + i * p.dv + j] = s;
       out_j += phi(afloat(q[bh * p.dk + i])) * s;
     }
-    o[bh * p.dv + j] = ofloat(out_j);
+    o[bh * p.dv + j] = to_ofloat(out_j);
   }
 }

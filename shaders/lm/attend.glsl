@@ -71,7 +71,7 @@ void main() {
     for (uint j = lid; j < CHANNELS && c0 + j < DV; j += WG_SIZE) {
       afloat sum = 0.0;
       for (uint g = 0; g < WG_SIZE; ++g) sum += sh_channels[j * WG_SIZE + g];
-      o[(h * p.nq + r) * DV + c0 + j] = sfloat(sum / l_all);
+      o[(h * p.nq + r) * DV + c0 + j] = to_sfloat(sum / l_all);
     }
     barrier();  // summed -> the next channels overwrite them
   }
@@ -83,7 +83,7 @@ void main() {
   [[unroll]] for (uint c = 0; c < DV; ++c) acc[c] = subgroupAdd(acc[c] * w);
   if (gl_NumSubgroups == 1) {
     if (subgroupElect()) {
-      [[unroll]] for (uint c = 0; c < DV; ++c) o[(h * p.nq + r) * DV + c] = sfloat(acc[c] / l_sg);
+      [[unroll]] for (uint c = 0; c < DV; ++c) o[(h * p.nq + r) * DV + c] = to_sfloat(acc[c] / l_sg);
     }
     return;
   }
@@ -102,7 +102,7 @@ void main() {
     afloat sum = 0.0;
     for (uint g = 0; g < gl_NumSubgroups; ++g)
       if (sh_m[g] != -1.0 / 0.0) sum += sh_acc[g * DV + c] * exp(sh_m[g] - m_all);
-    o[(h * p.nq + r) * DV + c] = sfloat(sum / l_all);
+    o[(h * p.nq + r) * DV + c] = to_sfloat(sum / l_all);
   }
 #endif
 }

@@ -61,7 +61,7 @@ const uint GROUP_COLUMNS = 4u * LANE_SLOTS;  // an invocation's adjacent columns
 // Partial sums of row slices: one per invocation, or a group's columns each.
 shared float mv_split[WG_SIZE * (LANE_GROUPS > 0u ? GROUP_COLUMNS : 1u)];
 
-float storage_round(float v) { return float(sfloat(v)); }
+float storage_round(float v) { return float(to_sfloat(v)); }
 
 #if defined(W_INT8) || defined(W_INT4)
 // int8 (four a word) or int4 (eight) with group scales.

@@ -63,7 +63,7 @@ void main() {
     for (uint h = 0u; h < p.heads; ++h) a += parts_in[h * (D + 1u) + i];
     const float hv = storage_round(float(x_in[i]) + a * rstd);
     mv_in[i] = hv;
-    if (s == 0u) resid_out[i] = sfloat(hv);
+    if (s == 0u) resid_out[i] = to_sfloat(hv);
   }
   normalize_input();
   matvec(0u, 2u * slice_cols, D, slice_cols);  // Wu's columns, then Wg's

@@ -52,5 +52,5 @@ void main() {
   normalize_input();
   const uint first = gl_WorkGroupID.x * p.columns, n = min(p.columns, p.vocab - first);
   matvec(0u, n, D, n);
-  for (uint j = lid; j < n; j += WG_SIZE) logits[first + j] = sfloat(mv_out[j]);
+  for (uint j = lid; j < n; j += WG_SIZE) logits[first + j] = to_sfloat(mv_out[j]);
 }

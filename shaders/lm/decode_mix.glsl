@@ -112,8 +112,8 @@ void mix(uint h) {
     mv_in[i] = storage_round(mv_out[i]) * p.scale;
     mv_in[DH + i] = k;
     mv_in[2u * DH + i] = v;
-    cache_k[(h * p.cap + cache_row(t)) * DH + i] = sfloat(k);
-    cache_v[(h * p.cap + cache_row(t)) * DH + i] = sfloat(v);
+    cache_k[(h * p.cap + cache_row(t)) * DH + i] = to_sfloat(k);
+    cache_v[(h * p.cap + cache_row(t)) * DH + i] = to_sfloat(v);
   }
   barrier();  // q, k, v in shared memory -> read by every invocation
   float m = -1.0 / 0.0, l = 0.0;
@@ -221,7 +221,7 @@ void main() {
   const uint h = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x, D = p.width;
   load_residual();
   if (h == 0u)
-    for (uint i = lid; i < D; i += WG_SIZE) x_out[i] = sfloat(mv_in[i]);  // each reads what it wrote
+    for (uint i = lid; i < D; i += WG_SIZE) x_out[i] = to_sfloat(mv_in[i]);  // each reads what it wrote
   normalize_input();
   matvec(0u, (HAS_GATE ? 4u : 3u) * DH, D, DH);  // q, k, v (and the gate), DH columns each
   mix(h);

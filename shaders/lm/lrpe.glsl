@@ -28,6 +28,6 @@ void main() {
   const vec2 r = rotate(rotate(base[channel], coarse[(t / 64) * channels + channel]), fine[(t % 64) * channels + channel]);
   const afloat v = phi(afloat(x[i]));
   const uint row = (h * p.len + t) * 2 * p.dim;
-  y[row + j] = sfloat(v * r.x);
-  y[row + p.dim + j] = sfloat(v * r.y);
+  y[row + j] = to_sfloat(v * r.x);
+  y[row + p.dim + j] = to_sfloat(v * r.y);
 }

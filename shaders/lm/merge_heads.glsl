@@ -16,5 +16,5 @@ void main() {
   if (i >= p.heads * p.len * p.dim / EW_VEC) return;
   const uint e = i * EW_VEC;  // the first element of out this invocation writes
   const uint d = e % p.dim, h = (e / p.dim) % p.heads, l = e / (p.dim * p.heads);
-  out_data[i] = ew_store(EW_READ(in_data, ((h * p.len + l) * p.dim + d) / EW_VEC));
+  out_data[i] = to_ew_store(EW_READ(in_data, ((h * p.len + l) * p.dim + d) / EW_VEC));
 }

@@ -8,5 +8,5 @@ void store_c(uint base, uint m, uint n, afloat v) {
   if (HAS_BIAS) v += afloat(bias[n]);
   const uint i = base + m * p.N + n;
   if (ACCUMULATE) v += afloat(c[i]);
-  c[i] = sfloat(v);
+  c[i] = to_sfloat(v);
 }

@@ -32,6 +32,6 @@ void main() {
     const row_value g = HAS_GAIN ? ROW_READ(gain, c) : row_value(1.0);
     row_value v = r * g * ROW_READ(dy, base + c) - k * ROW_READ(x, base + c);
     if (ACCUMULATE) v += row_value(dx[base + c]);
-    dx[base + c] = row_store(v);
+    dx[base + c] = to_row_store(v);
   }
 }

@@ -64,7 +64,7 @@ void main() {
       if (k < n) {
         row_value v = r * g[c] * dyv[c] - s * xv[c];
         if (ACCUMULATE) v += row_value(dx[base + k]);
-        dx[base + k] = row_store(v);
+        dx[base + k] = to_row_store(v);
       }
     }
   }

@@ -29,10 +29,10 @@ void main() {
   for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
     const row_value v = load_input(base + c);
 #ifdef RESIDUAL
-    h[base + c] = row_store(v);
+    h[base + c] = to_row_store(v);
 #endif
     const row_value g = HAS_GAIN ? load_gain(c) : row_value(1.0);
-    y[base + c] = row_store(v * r * g);
+    y[base + c] = to_row_store(v * r * g);
   }
   if (gl_LocalInvocationID.x == 0) rstd[row] = r;
 }

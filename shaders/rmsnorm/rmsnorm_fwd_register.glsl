@@ -45,9 +45,9 @@ void main() {
       const uint k = c * SG + lane;
       if (k < n) {
 #ifdef RESIDUAL
-        h[base + k] = row_store(v[c]);
+        h[base + k] = to_row_store(v[c]);
 #endif
-        y[base + k] = row_store(v[c] * r * g[c]);
+        y[base + k] = to_row_store(v[c] * r * g[c]);
       }
     }
     if (lane == 0) rstd[row] = r;

@@ -17,5 +17,5 @@ void main() {
   if (i >= p.rows * p.vocab) return;
   const uint r = i / p.vocab, c = i % p.vocab;
   const afloat onehot = targets[r] == c ? 1.0 : 0.0;
-  dlogits[i] = sfloat((afloat(probs[i]) - onehot) * dloss[r]);
+  dlogits[i] = to_sfloat((afloat(probs[i]) - onehot) * dloss[r]);
 }

@@ -26,7 +26,7 @@ void main() {
   rill_row_softmax_stats(base, p.vocab, m, sum);
   const afloat inv = 1.0 / sum;
   for (uint c = gl_LocalInvocationID.x; c < p.vocab; c += WG_SIZE)
-    probs[base + c] = sfloat(exp(afloat(logits[base + c]) - m) * inv);
+    probs[base + c] = to_sfloat(exp(afloat(logits[base + c]) - m) * inv);
   if (HAS_TARGETS && gl_LocalInvocationID.x == 0) {
     const uint t = targets[row];
     loss[row] = t < p.vocab ? m + log(sum) - afloat(logits[base + t]) : uintBitsToFloat(0x7fc00000u);

@@ -75,9 +75,10 @@ struct ContextOptions {
   std::string limit_profile;
   // Size of each memory block that tensors are sub-allocated from (clamped to device limits).
   uint64_t memory_block_bytes = 64ull << 20;
-  // The most device memory this context may hold, in bytes (its memory blocks together, staging
-  // included): past it an allocation fails with ResourceExhausted, naming the budget, and nothing
-  // else changes. 0: no budget but the device's. Also RILL_DEVICE_MEMORY_BUDGET (bytes, or with a
+  // The most device memory this context may hold, in bytes (its memory blocks together; not the
+  // host memory that stages uploads and downloads on a discrete GPU, so a full budget's tensors can
+  // still be written and read): past it an allocation fails with ResourceExhausted, naming the
+  // budget, and nothing else changes. 0: no budget but the device's. Also RILL_DEVICE_MEMORY_BUDGET (bytes, or with a
   // K, M or G suffix: 512M). With a budget, shared blocks are at most an eighth of it.
   uint64_t device_memory_budget = 0;
   // Use an application-owned device instead of creating one.

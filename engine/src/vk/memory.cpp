@@ -69,9 +69,12 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
 Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool dedicated) {
   // Never a power of two in size (texel_views.hpp: texel_view_bytes says why): one granule more.
   if ((size & (size - 1)) == 0 && size + kAlignment <= max_allocation_bytes()) size += kAlignment;
-  if (budget_ != 0 && stats_.reserved_bytes + size > budget_)
+  // Staging blocks are host memory on a discrete GPU (tensors on a unified-memory device are mapped
+  // and take none): outside the budget, so that what a full budget holds can still be uploaded.
+  const bool budgeted = pool != PoolKind::kStaging;
+  if (budget_ != 0 && budgeted && budgeted_bytes_ + size > budget_)
     return resource_exhausted("the context's device memory budget of " + mib(budget_) +
-                              " is spent: " + mib(stats_.reserved_bytes) + " held, " + mib(size) +
+                              " is spent: " + mib(budgeted_bytes_) + " held, " + mib(size) +
                               " more asked for (ContextOptions::device_memory_budget, RILL_DEVICE_MEMORY_BUDGET)");
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
@@ -125,6 +128,7 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   block->free[0] = size;
   ++stats_.blocks;
   stats_.reserved_bytes += size;
+  if (budgeted) budgeted_bytes_ += size;
   blocks_.push_back(std::move(block));
   return blocks_.back().get();
 }
@@ -135,6 +139,7 @@ void Allocator::destroy_block(MemoryBlock* block) {
   block->memory.reset();
   --stats_.blocks;
   stats_.reserved_bytes -= block->size;
+  if (block->pool != PoolKind::kStaging) budgeted_bytes_ -= block->size;
 }
 
 Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {

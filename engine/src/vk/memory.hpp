@@ -50,8 +50,9 @@ struct Allocation {
 
 class Allocator {
  public:
-  // budget: the most device memory the blocks may hold together (0: no budget); shared blocks are
-  // then at most an eighth of it, so that small tensors do not take a large block each.
+  // budget: the most device memory the blocks other than staging may hold together (0: no budget);
+  // shared blocks are then at most an eighth of it, so that small tensors do not take a large block
+  // each.
   Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes, uint64_t budget = 0);
   ~Allocator();
   Allocator(const Allocator&) = delete;
@@ -79,6 +80,7 @@ class Allocator {
   FaultInjector& faults_;
   uint64_t block_bytes_;
   uint64_t budget_ = 0;
+  uint64_t budgeted_bytes_ = 0;  // reserved by blocks the budget counts (all but staging)
   bool device_mapped_ = false;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   MemoryStats stats_;
