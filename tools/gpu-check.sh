@@ -9,11 +9,13 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, unsplit along K, with grouped accumulators and with slices 32 deep / at each decoding grid, with one column per
-# invocation, with weight loads 1 and 8 rows at a time and with weights read as texels), segment_sweep (LM prefill in longer segments and
+# at each forced matmul tile, unsplit along K, with grouped accumulators and with slices 32 deep, on
+# the goals' products / at each decoding grid from 256 x 32, with weight loads 1 and 8 rows at a
+# time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
-# tasks per workgroup), la_sweep (linear attention at tile depths 4 and 16,
+# tasks per workgroup), la_spans (linear attention with spans of 8 chunks and with windows of 256),
+# la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
@@ -39,6 +41,9 @@ if [ -z "${RILL_PYTHON:-}" ]; then  # the first python3 that has PyTorch
 fi
 echo "peers: ${RILL_PYTHON:-no python3 with torch}"
 rill=build/release/bin/rill
+# The products issue 12 sets goals for: square f32 and f16, and the LM's tall ones (tokens x 512 x
+# 256 and tokens x 256 x 512): the sweeps time these alone, both dtypes and kernel families each.
+goal_shapes=1024x1024x1024,4096x4096x4096,65536x512x256,65536x256x512
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(info la block matmul rmsnorm icl lm tests)
 
@@ -94,15 +99,13 @@ for s in "${steps[@]}"; do
                   run_step matmul_probe_depth_32 60 env RILL_KERNEL_PLAN=matmul_depth=32 "$rill" bench --op matmul \
                     --matmul-shapes 65536x256x512,65536x512x256,65536x256x1024 ;;
     matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped matmul_depth=32; do
-                    run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul
+                    run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
+                      --matmul-shapes "$goal_shapes"
                   done ;;
-    decode_sweep) for grid in 128x64 256x32 512x8 512x16 1024x16; do
+    decode_sweep) for grid in 256x32 512x8 512x16 1024x16; do  # 128x64 ran 0.48 ms/token against 256x16's 0.27 (run 3)
                     run_step "decode_$grid" 30 env RILL_KERNEL_PLAN="lm_decode_grid=$grid" "$rill" bench --op lm \
                       --lm-no-baseline --lm-max-tokens 4096
                   done
-                  # One column per invocation, as before the products took four (the plan's default).
-                  run_step decode_columns_1 30 env RILL_KERNEL_PLAN="lm_decode_columns=1" "$rill" bench --op lm \
-                    --lm-no-baseline --lm-max-tokens 4096
                   # Weight loads a row at a time (as before the plan's batches of 4), and 8 at a time.
                   for rows in 1 8; do
                     run_step "decode_rows_$rows" 30 env RILL_KERNEL_PLAN="lm_decode_rows=$rows" "$rill" bench \
@@ -110,10 +113,7 @@ for s in "${steps[@]}"; do
                   done
                   # The shortest serial walks: a head's 256 input rows over 32 slices of 8, one batch each.
                   run_step decode_1024x16_rows_8 30 env RILL_KERNEL_PLAN="lm_decode_grid=1024x16,lm_decode_rows=8" \
-                    "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096
-                  # Weights read as texels (CPU drivers' default), through the GPU's texture path.
-                  run_step decode_texel 30 env RILL_KERNEL_PLAN="lm_decode_weights=texel" "$rill" bench --op lm \
-                    --lm-no-baseline --lm-max-tokens 4096 ;;
+                    "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096 ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
     segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192
@@ -123,6 +123,11 @@ for s in "${steps[@]}"; do
                          --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
                      done
                    done ;;
+    # la_sweep's two plan choices untimed on a GPU: spans of 8 chunks, windows of 256 chunks.
+    la_spans) for plan in la_span=8 la_window=256; do
+                run_step "la_${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
+                  --la-forms chunked_parallel
+              done ;;
     la_sweep) for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)
                 run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
@@ -140,13 +145,14 @@ for s in "${steps[@]}"; do
                   --la-forms chunked_parallel
               done ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
-          run_step matmul_coop_off 45 env RILL_KERNEL_PLAN=matmul_coop=off "$rill" bench --op matmul
           # One shared stage per k slice (two barriers each), as before the two alternating stages;
           # then twice the subgroups per block (each half the fragments: fewer registers, more warps).
-          run_step matmul_coop_buffers_1 45 env RILL_KERNEL_PLAN=matmul_coop_buffers=1 "$rill" bench --op matmul
+          # (matmul_coop=off ran 4096^3 f16 in 5.75 ms, run 5.)
+          run_step matmul_coop_buffers_1 45 env RILL_KERNEL_PLAN=matmul_coop_buffers=1 "$rill" bench --op matmul \
+            --matmul-shapes "$goal_shapes"
           for groups in 2x4 4x2; do
             run_step "matmul_coop_groups_$groups" 45 env RILL_KERNEL_PLAN="matmul_coop_groups=$groups" "$rill" \
-              bench --op matmul
+              bench --op matmul --matmul-shapes "$goal_shapes"
           done
           # The default model in f16 (its NormAttention outputs kept in f32: before, they overflowed
           # past 2K positions), beside the f32 figures of the `lm` step.
