@@ -626,12 +626,25 @@ TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 prod
   CHECK((f.tm == 8 && f.tn == 4));
   CHECK_FALSE(parse_overrides("matmul_tile=16x16").is_ok());
   CHECK(matmul(lavapipe_like(), {.m = 4096, .n = 4096, .k = 4096}).register_kernel);
+  // Grouped accumulators (16-byte shared loads) on GPUs unless forced strided; a CPU driver's
+  // shared-memory kernel (a K past its loop limit) stays strided.
+  CHECK(big.grouped);
+  CHECK(small.grouped);
+  DeviceTraits strided = gpu;
+  strided.forced = parse_overrides("matmul_layout=strided").value();
+  CHECK_FALSE(matmul(strided, {.m = 4096, .n = 4096, .k = 4096}).grouped);
+  DeviceTraits limited = lavapipe_like();
+  limited.loop_budget = 1000;
+  const MatmulPlan cpu_shared = matmul(limited, {.m = 256, .n = 256, .k = 65536});
+  CHECK_FALSE(cpu_shared.register_kernel);
+  CHECK_FALSE(cpu_shared.grouped);
   // A forced tile whose shared tiles exceed the device's memory keeps the 64 x 64 block.
   DeviceTraits sixteen_kib = gpu;
   sixteen_kib.shared_bytes = 16384;
   sixteen_kib.forced = parse_overrides("matmul_tile=8x8").value();
   const MatmulPlan fits = matmul(sixteen_kib, {.m = 64, .n = 64, .k = 64});
-  CHECK(4 * 16 * (fits.wg_y * fits.tm + 1 + fits.wg_x * fits.tn + 1) <= 16384);
+  const uint32_t pad = fits.grouped ? 4 : 1;
+  CHECK(4 * 16 * (fits.wg_y * fits.tm + pad + fits.wg_x * fits.tn + pad) <= 16384);
 }
 
 TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device has them", "[plan]") {
@@ -662,12 +675,14 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   CHECK(emulated->emulated);
   CHECK(emulated->workgroup() == 4 * cpu.subgroup);
   CHECK(emulated->inner_loops > small.k);  // its products' rows count against a loop limit
-  CHECK(emulated->buffers == 2);
-  // Two shared stages where they fit (the 128 x 128 block's 41 KiB in 48), one where they do not,
-  // the 64 x 64 block below that; a forced single stage is kept.
+  CHECK(emulated->buffers == 1);
+  // One shared stage unless forced; forced two where they fit (the 128 x 128 block's 41 KiB in 48),
+  // else one; the 64 x 64 block below that.
   d.forced.matmul_coop.reset();
   d.cooperative_matrix_f16 = {16, 16, 16};
   REQUIRE(cooperative_matmul(d, big).has_value());
+  CHECK(cooperative_matmul(d, big)->buffers == 1);
+  d.forced.matmul_coop_buffers = 2;
   CHECK(cooperative_matmul(d, big)->buffers == 2);
   DeviceTraits tight = d;
   tight.shared_bytes = 32768;
@@ -679,6 +694,7 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   // (tools/rill/bench-h200/run5-8e4aa89/matmul.json, f16 4096^3); two stages add one of A and B.
   CHECK(one_stage->shared_bytes() == 23040);
   CHECK(cooperative_matmul(d, big)->shared_bytes() == 23040 + 2 * (128 * 40 + 32 * 136));
+  d.forced.matmul_coop_buffers.reset();
   tight.shared_bytes = 16384;
   REQUIRE(cooperative_matmul(tight, big).has_value());
   CHECK(cooperative_matmul(tight, big)->block_n() == 64);
@@ -692,7 +708,7 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   CHECK(wide->frags_m == 4);
   CHECK(wide->frags_n == 2);
   CHECK(wide->block_n() == 128);
-  CHECK(wide->buffers == 2);  // 45 KiB with the eight subgroups' stages
+  CHECK(wide->buffers == 1);  // the default; two fit too (45 KiB with the eight subgroups' stages)
   // Where eight do not fit even with one stage (a 16 KiB device, the emulated 64 x 64 block), the
   // forced subgroups give way to 2 x 2 rather than the cooperative kernel to another.
   DeviceTraits small_wide = lavapipe_like();

@@ -99,7 +99,8 @@ for s in "${steps[@]}"; do
                   run_step matmul_probe_depth_32 60 env RILL_KERNEL_PLAN=matmul_depth=32 "$rill" bench --op matmul \
                     --matmul-shapes 65536x256x512,65536x512x256,65536x256x1024 ;;
     matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped matmul_depth=32; do
-                    run_step "matmul_${plan#matmul_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
+                    name=${plan#matmul_}
+                    run_step "matmul_${name//=/_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
                       --matmul-shapes "$goal_shapes"
                   done ;;
     decode_sweep) for grid in 256x32 512x8 512x16 1024x16; do  # 128x64 ran 0.48 ms/token against 256x16's 0.27 (run 3)
@@ -125,7 +126,7 @@ for s in "${steps[@]}"; do
                    done ;;
     # la_sweep's two plan choices untimed on a GPU: spans of 8 chunks, windows of 256 chunks.
     la_spans) for plan in la_span=8 la_window=256; do
-                run_step "la_${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
+                run_step "${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done ;;
     la_sweep) for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)

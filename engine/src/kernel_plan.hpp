@@ -62,8 +62,8 @@ struct PlanOverrides {
   // name where the device has none), or with the fragments emulated (tests the kernel anywhere).
   enum class Coop { kOff, kNative, kEmulated };
   std::optional<Coop> matmul_coop;
-  // "matmul_coop_buffers=1|2": the cooperative-matrix matmul's shared stages per k slice (two where
-  // they fit: one barrier per slice instead of two).
+  // "matmul_coop_buffers=1|2": the cooperative-matrix matmul's shared stages per k slice (one unless
+  // forced: two, where they fit, cost one barrier per slice instead of two but twice the memory).
   std::optional<uint32_t> matmul_coop_buffers;
   // "matmul_coop_groups=2x4": the cooperative-matrix matmul's subgroups along m x n (2x2, 2x4, 4x2).
   std::optional<std::pair<uint32_t, uint32_t>> matmul_coop_groups;

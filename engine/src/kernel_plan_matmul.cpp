@@ -84,12 +84,15 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
     const uint64_t big_blocks = ceil_div(s.m, 128) * ceil_div(s.n, 128) * s.batches;
     if (!s.f16 && big_blocks >= 256 && s.k >= 512) p.tm = p.tn = 8;
   }
-  // Strided accumulators unless forced: the grouped layout's vector shared loads are untimed on a
-  // GPU (tools/gpu-check.sh matmul_sweep times it).
-  p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(false);
-  // Slices 16 k steps deep unless forced: each slice is a wait on memory, so a product streamed from
-  // memory (few blocks share each tile of A) may want deeper ones; untimed on a GPU
-  // (tools/gpu-check.sh matmul_sweep times 32).
+  // Grouped accumulators on GPUs: their 16-byte shared loads ran every f32 product of issue 12's
+  // goals faster on an H200 than the strided layout's one word per load (rill bench --op matmul
+  // --matmul-shapes, forced: bench-h200/run8-26fd260/matmul_layout_grouped.json against run7's
+  // matmul.json: 1024^3 0.089 ms against 0.103, 4096^3 4.01 against 4.48, 65536 x 512 x 256 0.62
+  // against 0.72, 65536 x 256 x 512 0.56 against 0.60). CPU drivers keep strided (untimed there).
+  p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(d.family == Family::kGpu);
+  // Slices 16 k steps deep unless forced: each slice is a wait on memory, but 32 (strided, run8's
+  // matmul_depth_32.json) won at 4096^3 (4.32 ms against 4.48) and lost at 65536 x 512 x 256 (0.75
+  // against 0.72); untimed with the grouped layout.
   if (!p.register_kernel) p.depth = d.forced.matmul_depth.value_or(16);
   // The shared tiles (a column of padding each, 4 grouped) must fit: 8 x 8 at 16 deep needs 16.1
   // KiB, over a 16 KiB device's limit, which keeps the 64 x 64 block; deeper slices go first.
@@ -153,10 +156,13 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
     set_block(big ? 128 : 64);
   }
   if (p.workgroup() > d.max_invocations) return std::nullopt;
-  // Two shared stages where they fit (one barrier per k slice: the 128 x 128 block takes 41 KiB);
-  // else one; else 2 x 2 subgroups (eight add 4 KiB of epilogue stage); else the 64 x 64 block;
-  // else the other kernels. Forced choices give way in that order too.
-  p.buffers = d.forced.matmul_coop_buffers.value_or(2);
+  // One shared stage per k slice unless forced: two (one barrier per slice instead of two) take the
+  // 128 x 128 block to 41 KiB, likely too much for two blocks to share an SM. H200, f16, the goals'
+  // products (bench-h200/run8-26fd260/matmul_coop_buffers_1.json against run7's matmul.json): one
+  // stage ran 4096^3 in 0.86 ms against 1.11, 65536 x 512 x 256 in 0.21 against 0.30, 65536 x 256 x
+  // 512 in 0.16 against 0.22. Forced two stages give way to one where they do not fit; then 2 x 2
+  // subgroups (eight add 4 KiB of epilogue stage); then the 64 x 64 block; then the other kernels.
+  p.buffers = d.forced.matmul_coop_buffers.value_or(1);
   const uint32_t block = p.block_m();
   if (p.shared_bytes() > d.shared_bytes) p.buffers = 1;
   if (p.shared_bytes() > d.shared_bytes && p.groups_m * p.groups_n > 4) {
