@@ -391,6 +391,19 @@ TEST_CASE("kernel plan: GPU decoding's grid can be forced, and bad grids are nam
   CHECK(lm_decode(lavapipe_like(), {}).value().workgroup == 8);  // CPU drivers keep a subgroup
 }
 
+TEST_CASE("kernel plan: the host polls a discrete GPU's fences before it sleeps, and nothing else's", "[plan]") {
+  CHECK(wait_spin_us(h100_like()) == 200);
+  CHECK(wait_spin_us(lavapipe_like()) == 0);  // the work runs on the host's cores
+  CHECK(wait_spin_us(mali_like()) == 0);      // a phone: the host's power budget
+  DeviceTraits forced = lavapipe_like();
+  forced.forced = parse_overrides("wait_spin_us=1500").value();
+  CHECK(wait_spin_us(forced) == 1500);
+  forced.forced = parse_overrides("wait_spin_us=0").value();
+  CHECK(wait_spin_us(forced) == 0);
+  CHECK_FALSE(parse_overrides("wait_spin_us=10001").is_ok());
+  CHECK_FALSE(parse_overrides("wait_spin_us=-1").is_ok());
+}
+
 TEST_CASE("kernel plan: prefill segments are longer on GPUs, and big ICL batches run a task per invocation", "[plan]") {
   CHECK(lm_prefill_segment(lavapipe_like()) == 2048);
   CHECK(lm_prefill_segment(h100_like()) == 8192);

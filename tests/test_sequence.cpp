@@ -1,5 +1,6 @@
 // The recorder: barriers only where a hazard exists, replay without re-recording, lifetimes that
 // survive the application dropping handles, kernel variants, timestamps.
+#include <algorithm>
 #include <cmath>
 
 #include "access.hpp"
@@ -81,6 +82,30 @@ GPU_TEST_CASE("a recorded sequence replays N times without re-recording", "[sequ
     CHECK(seq->stats().dispatches == 1);
     auto out = ctx.download_floats(*y);
     for (uint32_t i = 0; i < n; ++i) REQUIRE(out.value()[i] == Approx(1.0f + 20 * 0.5f * xs[i]));
+  }
+}
+
+// Waits that poll the fence first (the plan's choice on discrete GPUs), forced here, and one set
+// after creation: the same results, every submission waited for.
+GPU_TEST_CASE("waits that poll the fence before sleeping see every submission finish", "[sequence][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.kernel_plan = "wait_spin_us=5000";
+  auto ctx = rill_test::make_context(options);
+  CHECK(rill::detail::Access::impl(ctx).submissions->spin_us() == 5000);
+  for (const auto& [plan, us] : {std::pair{"wait_spin_us=5000", 5000u}, std::pair{"wait_spin_us=1", 1u}}) {
+    INFO(plan);
+    REQUIRE(ctx.set_kernel_plan(plan).is_ok());
+    CHECK(rill::detail::Access::impl(ctx).submissions->spin_us() == us);
+    const uint32_t n = 4099;
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    REQUIRE(ctx.upload_floats(*x, std::vector<float>(n, 2.0f)).is_ok());
+    REQUIRE(ctx.upload_floats(*y, std::vector<float>(n, 1.0f)).is_ok());
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 0.5f)).is_ok());
+    for (int i = 0; i < 30; ++i) REQUIRE(seq->run().is_ok());
+    const auto out = ctx.download_floats(*y).value();
+    CHECK(std::count(out.begin(), out.end(), 31.0f) == n);
   }
 }
 

@@ -22,6 +22,7 @@
 # coop (the cooperative-matrix matmul's tests, the matmul bench with them off, with one shared
 # stage per k slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
 # records, and the LM in f16, whose projections take them),
+# wait_spin (the submit round trip and decoding with the host polling fences 0 and 200 us),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
 # timing). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
@@ -115,6 +116,12 @@ for s in "${steps[@]}"; do
                   # The shortest serial walks: a head's 256 input rows over 32 slices of 8, one batch each.
                   run_step decode_1024x16_rows_8 30 env RILL_KERNEL_PLAN="lm_decode_grid=1024x16,lm_decode_rows=8" \
                     "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096 ;;
+    # Waits that poll the fence 200 us before sleeping (the plan's default on discrete GPUs) against
+    # sleeping at once: the submit round trip and a decoded token, each way.
+    wait_spin) for spin in 0 200; do
+                 run_step "wait_spin_$spin" 40 env RILL_KERNEL_PLAN="wait_spin_us=$spin" "$rill" bench --op dispatch,lm \
+                   --lm-no-baseline --lm-max-tokens 4096
+               done ;;
     cache_order) run_step cache_order 30 env RILL_TEST=1 build/release/bin/rill_tests \
                    "a saved pipeline cache is loaded*,truncated*,cache payloads whose*,independent dispatches get*" ;;
     segment_sweep) run_step lm_segment_8192 60 "$rill" bench --op lm --lm-no-baseline --lm-segment 8192

@@ -173,7 +173,9 @@ Result<Context> Context::create(const ContextOptions& options) {
       vk::create_unique<vk::UniqueCommandPool>(device, impl->faults, "vkCreateCommandPool", [&](auto* out) {
         return device.fn().vkCreateCommandPool(device.handle(), &pool_info, nullptr, out);
       }));
-  return Context(std::move(impl));
+  Context ctx(std::move(impl));
+  ctx.impl_->submissions->set_spin_us(ops::plan::wait_spin_us(ops::plan::traits_of(ctx)));
+  return ctx;
 }
 
 const DeviceInfo& Context::device() const { return impl_->device->info(); }
@@ -183,6 +185,7 @@ const std::string& Context::kernel_plan() const { return impl_->kernel_plan; }
 Status Context::set_kernel_plan(std::string plan) {
   RILL_RETURN_IF_ERROR(ops::plan::parse_overrides(plan).status());
   impl_->kernel_plan = std::move(plan);
+  impl_->submissions->set_spin_us(ops::plan::wait_spin_us(ops::plan::traits_of(*this)));
   return Status::ok();
 }
 std::string Context::kernel_family() const {

@@ -214,6 +214,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                                     (decode.texel_words ? ", int8 words and scales read as texels" : "") +
                                     (decode.x_shuffle ? ", inputs by subgroup shuffles" : "")
                               : "per-op: " + decode.per_op_reason});
+  const uint32_t spin = wait_spin_us(d);
+  out.push_back({"waits for the device", "",
+                 spin == 0 ? "sleep on the fence" : "poll the fence " + std::to_string(spin) + " us, then sleep"});
   return out;
 }
 

@@ -48,6 +48,7 @@ struct PlanOverrides {
   std::optional<uint32_t> la_window;           // "la_window=256": at most this many chunks per window (parallel form)
   std::optional<uint32_t> la_span;             // "la_span=4": chunks per span of the parallel form's states pass
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
+  std::optional<uint32_t> wait_spin_us;        // "wait_spin_us=200": host polling of a fence before sleeping
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
   std::optional<bool> rmsnorm_texel;           // "rmsnorm_texel=off": the CPU RMSNorm kernels' rows as texels
@@ -383,6 +384,14 @@ struct LmDecodePlan {
 };
 // InvalidArgument when fused is forced and does not fit.
 Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s);
+
+// Microseconds the host polls a submission's fence before it sleeps on it (Submissions::wait). A
+// sleeping wait wakes some tens of microseconds after the GPU finishes (an empty submission's round
+// trip took about 40 us on an H200), as much as a fifth of a decoded token; polling costs a host
+// core meanwhile. Discrete GPUs: 200 us, which covers a decoding step's wait; CPU drivers run the
+// work on the host's cores (polling would take one from them) and phones and other unified-memory
+// GPUs share the host's power budget: 0.
+uint32_t wait_spin_us(const DeviceTraits& d);
 
 // Positions per prefill segment when the model's options leave it to the device (0): longer
 // segments make each matmul bigger, which a big GPU needs to fill itself; memory grows with the

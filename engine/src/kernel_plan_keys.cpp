@@ -203,6 +203,9 @@ constexpr KeyEntry kKeys[] = {
      [](S v, O& o) {
        return set_one_of(v, {1, 4, 8, 16}, o.lm_decode_columns);
      }},
+    {"wait_spin_us", "0 to 10000",
+     "microseconds the host polls a submission's fence before it sleeps on it (0: it sleeps at once)", false,
+     [](S v, O& o) { return set_range(v, 0, 10000, o.wait_spin_us); }},
     {"lm_decode_rows", "1, 2, 4 or 8", "rows whose weight loads the fused decoding products issue together", true,
      [](S v, O& o) {
        return set_one_of(v, {1, 2, 4, 8}, o.lm_decode_rows);

@@ -190,6 +190,10 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
   return p;
 }
 
+uint32_t wait_spin_us(const DeviceTraits& d) {
+  return d.forced.wait_spin_us.value_or(d.family == Family::kGpu && !d.unified_memory ? 200 : 0);
+}
+
 uint32_t lm_prefill_segment(const DeviceTraits& d) {
   // H200, default model (rill bench --op lm --lm-segment): 2048 positions ran 0.78-0.92 M tokens/s
   // at 64K-1M tokens in 55 MiB, 8192 ran 1.21-1.30 M in 172 MiB. CPU drivers gain nothing from

@@ -1,6 +1,8 @@
 // Fence-per-submission tracking (works on Vulkan 1.1 drivers without timeline semaphores).
 #include "vk/submissions.hpp"
 
+#include <chrono>
+
 namespace rill::vk {
 
 Submissions::~Submissions() { drain(); }
@@ -64,6 +66,13 @@ Status Submissions::wait(uint64_t serial) {
   const auto& fn = device_.fn();
   const bool waits = completed_ < serial && !in_flight_.empty();
   const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
+  // Polling first: a sleeping wait wakes well after the fence signals (kernel_plan.hpp's
+  // wait_spin_us says when it is worth a host core).
+  const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+  while (spin_us_ != 0 && completed_ < serial && !in_flight_.empty()) {
+    RILL_RETURN_IF_ERROR(poll());
+    if (std::chrono::steady_clock::now() >= spin_end) break;
+  }
   while (completed_ < serial && !in_flight_.empty()) {
     const VkFence fence = in_flight_.front().fence.get();
     VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX);

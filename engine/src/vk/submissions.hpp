@@ -26,7 +26,11 @@ class Submissions {
 
   // Submits the command buffers (in order, as one batch); returns the batch's serial.
   Result<uint64_t> submit(std::span<const VkCommandBuffer> command_buffers);
+  // Waits for the submission `serial`: polls its fence for up to the spin time (set_spin_us), then
+  // sleeps on it.
   Status wait(uint64_t serial);
+  void set_spin_us(uint32_t us) { spin_us_ = us; }
+  uint32_t spin_us() const { return spin_us_; }
   Status wait_all() { return wait(last_submitted_); }
   // Collects finished submissions and runs their retirees; cheap, never blocks.
   Status poll();
@@ -71,6 +75,7 @@ class Submissions {
   detail::Profiler& profiler_;
   uint64_t last_submitted_ = 0;
   uint64_t completed_ = 0;
+  uint32_t spin_us_ = 0;
   std::deque<InFlight> in_flight_;
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
   std::deque<std::pair<uint64_t, Retiree>> retirees_;
