@@ -9,7 +9,7 @@
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
 # Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, unsplit along K, with grouped accumulators and with slices 32 deep, on
+# at each forced matmul tile, unsplit along K, with strided accumulators and with slices 32 deep, on
 # the goals' products / at each decoding grid from 256 x 32, with weight loads 1 and 8 rows at a
 # time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
@@ -19,8 +19,8 @@
 # with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
-# coop (the cooperative-matrix matmul's tests, the matmul bench with them off, with one shared
-# stage per k slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
+# coop (the cooperative-matrix matmul's tests, the matmul bench with two shared stages per k
+# slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
 # records, and the LM in f16, whose projections take them),
 # wait_spin (the submit round trip and decoding with the host polling fences 0 and 200 us),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
@@ -99,7 +99,7 @@ for s in "${steps[@]}"; do
                   # The same products with slices 32 deep: one wait on memory per 32 k steps.
                   run_step matmul_probe_depth_32 60 env RILL_KERNEL_PLAN=matmul_depth=32 "$rill" bench --op matmul \
                     --matmul-shapes 65536x256x512,65536x512x256,65536x256x1024 ;;
-    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=grouped matmul_depth=32; do
+    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=strided matmul_depth=32; do
                     name=${plan#matmul_}
                     run_step "matmul_${name//=/_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
                       --matmul-shapes "$goal_shapes"
@@ -153,10 +153,10 @@ for s in "${steps[@]}"; do
                   --la-forms chunked_parallel
               done ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
-          # One shared stage per k slice (two barriers each), as before the two alternating stages;
-          # then twice the subgroups per block (each half the fragments: fewer registers, more warps).
-          # (matmul_coop=off ran 4096^3 f16 in 5.75 ms, run 5.)
-          run_step matmul_coop_buffers_1 45 env RILL_KERNEL_PLAN=matmul_coop_buffers=1 "$rill" bench --op matmul \
+          # Two alternating shared stages per k slice (one barrier each; the default's one stage ran
+          # faster in run 8); then twice the subgroups per block (each half the fragments: fewer
+          # registers, more warps). (matmul_coop=off ran 4096^3 f16 in 5.75 ms, run 5.)
+          run_step matmul_coop_buffers_2 45 env RILL_KERNEL_PLAN=matmul_coop_buffers=2 "$rill" bench --op matmul \
             --matmul-shapes "$goal_shapes"
           for groups in 2x4 4x2; do
             run_step "matmul_coop_groups_$groups" 45 env RILL_KERNEL_PLAN="matmul_coop_groups=$groups" "$rill" \
