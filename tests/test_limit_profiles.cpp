@@ -80,6 +80,29 @@ TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the speciali
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, none, none).is_ok());
 }
 
+// f16 kernels need 16-bit storage, not 16-bit arithmetic: a device with the one and not the other
+// runs them (rill offers f16 wherever the storage is there). Only the cooperative-matrix matmul
+// (f16 fragments) and the f16 FMA probe compute in f16.
+TEST_CASE("SPIR-V needs: f16 kernels store f16 without f16 arithmetic", "[registry][limits]") {
+  int f16_kernels = 0;
+  for (const auto& s : rill::vk::shader_registry()) {
+    const std::string_view kernel = s.kernel;
+    if (kernel.find("f16") == std::string_view::npos) continue;
+    if (kernel.starts_with("matmul/matmul_coop") || kernel.starts_with("bench/")) continue;
+    INFO(kernel << " " << s.variant);
+    std::vector<uint32_t> ids, values;  // the defaults: capabilities do not follow them
+    for (const auto& sc : s.spec_constants) {
+      ids.push_back(sc.id);
+      values.push_back(sc.default_bits);
+    }
+    const auto needs = rill::vk::shader_needs(s.spirv_words(), ids, values);
+    REQUIRE(needs.is_ok());
+    CHECK_FALSE(needs->float16);
+    ++f16_kernels;
+  }
+  CHECK(f16_kernels > 50);
+}
+
 TEST_CASE("limit profiles lower a device's capabilities and never raise them", "[limits]") {
   const rill::DeviceInfo large = large_device();
   REQUIRE(rill::limit_profiles().size() == 4);

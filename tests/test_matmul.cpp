@@ -184,11 +184,11 @@ GPU_TEST_CASE("the GPU matmul split along K matches the reference", "[matmul][gp
 }
 
 // The GPU kernel's slices 8 and 32 k steps deep (the plan's 16 is in the tests above): K below,
-// across and not a multiple of a slice, the deep slices also split along K and with 8 x 4 grouped tiles.
+// across and not a multiple of a slice, the deep slices also split along K and with 8 x 4 strided tiles.
 GPU_TEST_CASE("the GPU matmul with shallower and deeper slices matches the reference", "[matmul][gpu]") {
   uint32_t seed = 1250;
   for (const char* plan : {"matmul_depth=8", "matmul_depth=32", "matmul_depth=32,matmul_splits=3",
-                           "matmul_depth=32,matmul_tile=8x4,matmul_layout=grouped"})
+                           "matmul_depth=32,matmul_tile=8x4,matmul_layout=strided"})
     check_forced_gpu_plan(plan, {{70, 33, 200}, {5, 130, 17}, {129, 65, 96}}, seed);
 }
 
@@ -219,7 +219,8 @@ GPU_TEST_CASE("the CPU matmul's texel form matches the reference", "[matmul][gpu
   rill::Context ctx = rill_test::make_context(options);
   const rill::DeviceCaps& caps = ctx.device().caps;
   const int64_t k_block = 4 * int64_t(caps.subgroup_size);
-  const bool lane_texels = (64 / std::max<uint32_t>(caps.subgroup_size, 4)) % 4 == 0;
+  const uint32_t lane_columns = 64 / std::max<uint32_t>(caps.subgroup_size, 4);  // the plan's tn
+  const bool lane_texels = lane_columns % 4 == 0 && 200 % lane_columns == 0;
   for (DType dtype : rill_test::float_dtypes(ctx)) {
     const bool f16 = dtype == DType::kF16;
     const std::string suffix = f16 ? "f16" : "f32";

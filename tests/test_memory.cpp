@@ -228,8 +228,10 @@ GPU_TEST_CASE("a context's device memory budget refuses blocks past it, by name,
   // One tensor past the budget on its own is refused the same way; what is held stays usable.
   CHECK(ctx.tensor(rill::DType::kU8, {32 << 20}).status().code() == rill::StatusCode::kResourceExhausted);
   const std::vector<float> ones(300000, 1.0f);
-  REQUIRE(ctx.upload_floats(held.front(), ones).is_ok());
+  REQUIRE(ctx.upload_floats(held.front(), ones).is_ok());  // staging: outside the budget
   CHECK(ctx.download_floats(held.front()).value() == ones);
+  const rill::MemoryStats after = ctx.memory_stats();
+  CHECK(after.reserved_bytes - after.staging_bytes <= options.device_memory_budget);
   // Freed memory can be taken again.
   held.clear();
   CHECK(ctx.tensor(rill::DType::kU8, {8 << 20}).is_ok());

@@ -88,7 +88,8 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
   // goals faster on an H200 than the strided layout's one word per load (rill bench --op matmul
   // --matmul-shapes, forced: bench-h200/run8-26fd260/matmul_layout_grouped.json against run7's
   // matmul.json: 1024^3 0.089 ms against 0.103, 4096^3 4.01 against 4.48, 65536 x 512 x 256 0.62
-  // against 0.72, 65536 x 256 x 512 0.56 against 0.60). CPU drivers keep strided (untimed there).
+  // against 0.72, 65536 x 256 x 512 0.56 against 0.60). The tiles hold f32 whatever the storage,
+  // so f16 and packed weights take it too (untimed). CPU drivers keep strided (untimed there).
   p.grouped = !p.register_kernel && d.forced.matmul_grouped.value_or(d.family == Family::kGpu);
   // Slices 16 k steps deep unless forced: each slice is a wait on memory, but 32 (strided, run8's
   // matmul_depth_32.json) won at 4096^3 (4.32 ms against 4.48) and lost at 65536 x 512 x 256 (0.75

@@ -11,12 +11,14 @@ layout(local_size_x_id = 0) in;
 #define dst_t float16_t
 #define dst_vec f16vec4
 #define src_t float
-#define to_dst rill_f16  // overflow to +-Inf on every device (rill_common.glsl)
+#define to_dst(v) to_sfloat(v)  // overflow to +-Inf on every device (rill_common.glsl)
+#define to_dst_vec(v) to_svec4(v)
 #else
 #define dst_t float
 #define dst_vec vec4
 #define src_t float16_t
 #define to_dst(v) v  // exact: the assignment widens
+#define to_dst_vec(v) v
 #endif
 
 #ifdef RILL_TEXEL_ROWS
@@ -35,7 +37,7 @@ void main() {
   const uint i = rill_global_index();
   if (i >= p.n / kVec) return;
 #ifdef RILL_TEXEL_ROWS
-  dst[i] = to_dst(texelFetch(src, int(i)));
+  dst[i] = to_dst_vec(texelFetch(src, int(i)));
 #else
   dst[i] = to_dst(src[i]);
 #endif

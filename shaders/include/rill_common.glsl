@@ -19,12 +19,14 @@
 // did, in a fused decoding step): an overflow would pass on as a finite, wrong value. Every f16
 // store goes through to_sfloat / to_svec4, which overflow as rounding to nearest does on every
 // device: from 65520 on +-Inf (NaN stays NaN), so the checks downstream (finite logits) see it.
+// The range check stays in f32 and the conversion at the store, so a kernel needs 16-bit storage
+// only, not 16-bit arithmetic (a function of f16 type would make glslang declare Float16).
 #ifdef RILL_STORAGE_F16
 float rill_infinity() { return uintBitsToFloat(0x7f800000u); }
-float16_t rill_f16(float v) { return float16_t(abs(v) < 65520.0 ? v : v * rill_infinity()); }
-f16vec4 rill_f16(vec4 v) { return f16vec4(mix(v * rill_infinity(), v, lessThan(abs(v), vec4(65520.0)))); }
-#define to_sfloat(v) rill_f16(float(v))
-#define to_svec4(v) rill_f16(vec4(v))
+float rill_f16_range(float v) { return abs(v) < 65520.0 ? v : v * rill_infinity(); }
+vec4 rill_f16_range(vec4 v) { return mix(v * rill_infinity(), v, lessThan(abs(v), vec4(65520.0))); }
+#define to_sfloat(v) float16_t(rill_f16_range(float(v)))
+#define to_svec4(v) f16vec4(rill_f16_range(vec4(v)))
 #else
 #define to_sfloat(v) float(v)
 #define to_svec4(v) vec4(v)

@@ -28,6 +28,9 @@ enum class MessageSeverity { kInfo, kWarning, kError };
 struct MemoryStats {
   uint64_t blocks = 0;          // VkDeviceMemory objects held
   uint64_t reserved_bytes = 0;  // their total size
+  // Of reserved_bytes, the blocks that stage uploads and downloads (host memory on a discrete GPU;
+  // none on a unified-memory device): outside ContextOptions::device_memory_budget.
+  uint64_t staging_bytes = 0;
   uint64_t used_bytes = 0;      // bytes of live sub-allocations (after alignment)
   uint64_t peak_used_bytes = 0;
   uint64_t live_allocations = 0;

@@ -72,9 +72,10 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   // Staging blocks are host memory on a discrete GPU (tensors on a unified-memory device are mapped
   // and take none): outside the budget, so that what a full budget holds can still be uploaded.
   const bool budgeted = pool != PoolKind::kStaging;
-  if (budget_ != 0 && budgeted && budgeted_bytes_ + size > budget_)
+  const uint64_t budgeted_bytes = stats_.reserved_bytes - stats_.staging_bytes;
+  if (budget_ != 0 && budgeted && budgeted_bytes + size > budget_)
     return resource_exhausted("the context's device memory budget of " + mib(budget_) +
-                              " is spent: " + mib(budgeted_bytes_) + " held, " + mib(size) +
+                              " is spent: " + mib(budgeted_bytes) + " held, " + mib(size) +
                               " more asked for (ContextOptions::device_memory_budget, RILL_DEVICE_MEMORY_BUDGET)");
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
@@ -128,7 +129,7 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   block->free[0] = size;
   ++stats_.blocks;
   stats_.reserved_bytes += size;
-  if (budgeted) budgeted_bytes_ += size;
+  if (!budgeted) stats_.staging_bytes += size;
   blocks_.push_back(std::move(block));
   return blocks_.back().get();
 }
@@ -139,7 +140,7 @@ void Allocator::destroy_block(MemoryBlock* block) {
   block->memory.reset();
   --stats_.blocks;
   stats_.reserved_bytes -= block->size;
-  if (block->pool != PoolKind::kStaging) budgeted_bytes_ -= block->size;
+  if (block->pool == PoolKind::kStaging) stats_.staging_bytes -= block->size;
 }
 
 Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {

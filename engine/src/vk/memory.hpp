@@ -80,7 +80,6 @@ class Allocator {
   FaultInjector& faults_;
   uint64_t block_bytes_;
   uint64_t budget_ = 0;
-  uint64_t budgeted_bytes_ = 0;  // reserved by blocks the budget counts (all but staging)
   bool device_mapped_ = false;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   MemoryStats stats_;
