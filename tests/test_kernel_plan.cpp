@@ -241,6 +241,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"lm_decode_grid", "512x32"},
                                                       {"lm_decode_columns", "8"},
                                                       {"lm_decode_rows", "2"},
+                                                      {"wait_spin_us", "off"},
                                                       {"lm_decode_weights", "buffer"},
                                                       {"lm_decode_shuffle", "off"}};
   const std::vector<rill::KernelPlanKey> keys = rill::kernel_plan_keys();

@@ -398,8 +398,9 @@ TEST_CASE("kernel plan: the host polls a discrete GPU's fences before it sleeps,
   DeviceTraits forced = lavapipe_like();
   forced.forced = parse_overrides("wait_spin_us=1500").value();
   CHECK(wait_spin_us(forced) == 1500);
-  forced.forced = parse_overrides("wait_spin_us=0").value();
+  forced.forced = parse_overrides("wait_spin_us=off").value();
   CHECK(wait_spin_us(forced) == 0);
+  CHECK_FALSE(parse_overrides("wait_spin_us=0").is_ok());
   CHECK_FALSE(parse_overrides("wait_spin_us=10001").is_ok());
   CHECK_FALSE(parse_overrides("wait_spin_us=-1").is_ok());
 }

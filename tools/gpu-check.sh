@@ -118,7 +118,7 @@ for s in "${steps[@]}"; do
                     "$rill" bench --op lm --lm-no-baseline --lm-max-tokens 4096 ;;
     # Waits that poll the fence 200 us before sleeping (the plan's default on discrete GPUs) against
     # sleeping at once: the submit round trip and a decoded token, each way.
-    wait_spin) for spin in 0 200; do
+    wait_spin) for spin in off 200; do
                  run_step "wait_spin_$spin" 40 env RILL_KERNEL_PLAN="wait_spin_us=$spin" "$rill" bench --op dispatch,lm \
                    --lm-no-baseline --lm-max-tokens 4096
                done ;;

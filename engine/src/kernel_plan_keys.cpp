@@ -203,9 +203,13 @@ constexpr KeyEntry kKeys[] = {
      [](S v, O& o) {
        return set_one_of(v, {1, 4, 8, 16}, o.lm_decode_columns);
      }},
-    {"wait_spin_us", "0 to 10000",
-     "microseconds the host polls a submission's fence before it sleeps on it (0: it sleeps at once)", false,
-     [](S v, O& o) { return set_range(v, 0, 10000, o.wait_spin_us); }},
+    {"wait_spin_us", "off or 1 to 10000",
+     "microseconds the host polls a submission's fence before it sleeps on it (off: it sleeps at once)", false,
+     [](S v, O& o) {
+       if (v != "off") return set_range(v, 1, 10000, o.wait_spin_us);
+       o.wait_spin_us = 0;
+       return true;
+     }},
     {"lm_decode_rows", "1, 2, 4 or 8", "rows whose weight loads the fused decoding products issue together", true,
      [](S v, O& o) {
        return set_one_of(v, {1, 2, 4, 8}, o.lm_decode_rows);
