@@ -218,6 +218,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_scan_groups", "8"},
                                                       {"la_window", "256"},
                                                       {"la_span", "4"},
+                                                      {"la_columns", "grouped"},
                                                       {"block_tile", "8"},
                                                       {"block_keys", "4"},
                                                       {"block_texel", "off"},
@@ -605,6 +606,11 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(eight.span == 8);
   CHECK(eight.chunks_per_dispatch == 904);  // 904 chunks and 113 spans of states fit 1,024
   for (const char* bad : {"la_span=0", "la_span=3", "la_span=128"}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  // The output pass's blocks over strided columns unless grouped ones are forced.
+  CHECK_FALSE(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value().grouped_columns);
+  DeviceTraits grouped = h100_like();
+  grouped.forced = parse_overrides("la_columns=grouped").value();
+  CHECK(linear_attention_forward(grouped, la_shape(4, 1 << 16, 64)).value().grouped_columns);
   // On a CPU driver the forced parallel form keeps spans of 1 unless one is forced.
   DeviceTraits cpu = lavapipe_like();
   cpu.forced = parse_overrides("linear_attention=parallel").value();

@@ -173,6 +173,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel) {
       text += ", tiles of " + std::to_string(la.value().tile);
       if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
+      if (la.value().grouped_columns) text += ", output blocks of neighbouring columns";
     }
     return text;
   };

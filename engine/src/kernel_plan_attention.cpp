@@ -173,7 +173,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // tile) and of the states pass.
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
     const uint64_t c4 = ceil_div(c, 4) * 4;
-    const uint64_t output = c4 * (c4 + 4) + c + 1 + c4 * (tile + 4) + tile * std::max(c4 + 1, kMaxHeadDim);
+    const uint64_t output = c4 * (c4 + 4) + c + 1 + c4 * (tile + 4) + tile * round_up(std::max(c4 + 1, kMaxHeadDim), 4);
     return 4 * std::max(output, c + 2 * tile * kMaxHeadDim);
   };
   // Tiles of 8 rows (or inner slices): on the H200 they ran the forward, non-causal and backward
@@ -229,6 +229,10 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.span = 1;
   while (d.family == Family::kGpu && p.span < 8 && window / (2 * p.span) * s.heads >= 2048) p.span *= 2;
   if (d.forced.la_span) p.span = *d.forced.la_span;
+  // Output blocks over strided columns unless forced: the grouped ones read P and h(C) as one
+  // 16-byte vector per inner step instead of four words (as the GPU matmul's grouped layout, which
+  // ran 1.07-1.16x on an H200), untimed here (tools/gpu-check.sh la_sweep times them).
+  p.grouped_columns = d.forced.la_grouped_columns.value_or(false);
   // With spans the scratch holds the window's chunk states and its spans' states: both within the
   // scratch budget and one storage-buffer range.
   const uint64_t scratch_states = std::min<uint64_t>(kParallelScratchBytes, d.max_storage_range) / state_bytes;

@@ -113,6 +113,10 @@ constexpr KeyEntry kKeys[] = {
      "chunks per span of the parallel form's states pass, the span's state in registers (1: each chunk's own "
      "state)",
      true, [](S v, O& o) { return set_power_of_two(v, 1, 64, o.la_span); }},
+    {"la_columns", "grouped or strided",
+     "the parallel linear-attention output pass's 4 x 4 blocks over 4 neighbouring columns read as vectors, or "
+     "4 strided ones",
+     true, [](S v, O& o) { return set_either(v, "grouped", "strided", o.la_grouped_columns); }},
     {"block_tile", "4, 8, 16 or 32",
      "the tiled GPU block-attention kernels' tile depth (refused where it does not fit)", true,
      [](S v, O& o) {

@@ -6,7 +6,8 @@
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
 // through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers (4
 // neighbouring rows, whose operands it reads as one 16-byte vector per row and 4 inner steps, and
-// 4 strided columns, one word each):
+// 4 strided columns, one word each; with GROUPED_COLUMNS the outputs' 4 columns are neighbours,
+// read as one 16-byte vector per inner step):
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
 //      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
@@ -20,6 +21,7 @@ layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
 layout(constant_id = 11) const bool CAUSAL = true;
 layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
+layout(constant_id = 13) const bool GROUPED_COLUMNS = false;
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -44,10 +46,13 @@ const uint AROW4 = TILE / 4u + 1u;                       // a_tile's row, in vec
 shared vec4 a_tile[CHUNK4 * AROW4];                      // [t][k]: f(a_t) on TILE inner slices
 // [k][s] g(b), then [k][j] P, then [s][j] h(c). Result columns are strided over the invocations and
 // g(b) is stored transposed, so neighbouring invocations read neighbouring words (la_par_common.glsl:
-// shared-memory banks).
+// shared-memory banks); grouped output columns read P and h(c) rows as 16-byte vectors, so rows
+// are whole vectors (words past DV are never written: they feed only columns never stored).
 const uint BROW = CHUNK4 + 1u;
-const uint OTHER_ROW = BROW > MAX_D ? BROW : MAX_D;
-shared afloat other_tile[TILE * OTHER_ROW];
+const uint OTHER_ROW = ((BROW > MAX_D ? BROW : MAX_D) + 3u) / 4u * 4u;
+shared vec4 other_tile4[TILE * OTHER_ROW / 4u];
+afloat other_at(uint i) { return other_tile4[i / 4u][i % 4u]; }
+void set_other(uint i, afloat value) { other_tile4[i / 4u][i % 4u] = value; }
 
 // One word of a vec4 row tile.
 void set_word(bool in_scores, uint row, uint column, afloat value) {
@@ -100,7 +105,7 @@ void store_a(afloat r[ROW_PREFETCH]) {
 void store_b(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
-    if (t < CHUNK4) other_tile[(e % TILE) * BROW + t] = r[i];
+    if (t < CHUNK4) set_other((e % TILE) * BROW + t, r[i]);
   }
 }
 
@@ -112,7 +117,7 @@ bool wide_slot(bool transposed, uint e, uint width, out uint kk, out uint j) {
   return kk < width && j < DV;
 }
 
-// Rows k0 .. k0 + width - 1 of P_c, or rows s0 .. s0 + width - 1 of h(C); into other_tile[row][j].
+// Rows k0 .. k0 + width - 1 of P_c, or rows s0 .. s0 + width - 1 of h(C); into the wide tile [row][j].
 void fetch_wide(bool is_state, uint row0, uint width, out afloat r[WIDE_PREFETCH]) {
   const bool transposed = is_state && STATE_TRANSPOSED;
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
@@ -136,8 +141,16 @@ void store_wide(bool is_state, afloat r[WIDE_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
     uint kk, j;
     if (wide_slot(is_state && STATE_TRANSPOSED, gl_LocalInvocationID.x + i * WG_SIZE, TILE, kk, j))
-      other_tile[kk * OTHER_ROW + j] = r[i];
+      set_other(kk * OTHER_ROW + j, r[i]);
   }
+}
+
+// An output block's 4 columns of row `row` of the wide tile (P or h(C)): one 16-byte load where
+// they are neighbours.
+vec4 wide_row(uint row, uint column[4]) {
+  if (GROUPED_COLUMNS) return other_tile4[(row * OTHER_ROW + column[0]) / 4u];
+  return vec4(other_at(row * OTHER_ROW + column[0]), other_at(row * OTHER_ROW + column[1]),
+              other_at(row * OTHER_ROW + column[2]), other_at(row * OTHER_ROW + column[3]));
 }
 
 void main() {
@@ -185,7 +198,7 @@ void main() {
         [[unroll]] for (uint u = 0; u < 4; ++u) {
           afloat bv[4];
           [[unroll]] for (uint q = 0; q < 4; ++q)
-            if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
+            if (q < live_q) bv[q] = other_at((4u * k4 + u) * BROW + s0 + blocks_t * q);
           [[unroll]] for (uint r = 0; r < 4; ++r)
             [[unroll]] for (uint q = 0; q < 4; ++q)
               if (q < live_q) acc[r][q] += av[r][u] * bv[q];
@@ -207,10 +220,12 @@ void main() {
   for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_j;
-    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;  // columns j0 + blocks_j q
-    // Columns past DV read a clamped (loaded) column, never written out.
+    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS 4 j0 + q.
+    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;
+    // Strided columns past DV read a clamped (loaded) column; grouped ones past DV read words no
+    // fetch wrote. Neither is written out.
     uint column[4];
-    for (uint q = 0; q < 4; ++q) column[q] = min(j0 + blocks_j * q, DV - 1);
+    for (uint q = 0; q < 4; ++q) column[q] = GROUPED_COLUMNS ? 4u * j0 + q : min(j0 + blocks_j * q, DV - 1);
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
@@ -234,8 +249,7 @@ void main() {
         vec4 av[4];
         [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
         [[unroll]] for (uint u = 0; u < 4; ++u) {
-          afloat pv[4];
-          [[unroll]] for (uint q = 0; q < 4; ++q) pv[q] = other_tile[(4u * k4 + u) * OTHER_ROW + column[q]];
+          const vec4 pv = wide_row(4u * k4 + u, column);
           [[unroll]] for (uint r = 0; r < 4; ++r)
             [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += av[r][u] * pv[q];
         }
@@ -265,8 +279,7 @@ void main() {
         vec4 sv[4];
         [[unroll]] for (uint r = 0; r < 4; ++r) sv[r] = scores[(r0 + r) * SROW4 + s0 / 4u + s4];
         [[unroll]] for (uint u = 0; u < 4; ++u) {
-          afloat cv[4];
-          [[unroll]] for (uint q = 0; q < 4; ++q) cv[q] = other_tile[(4u * s4 + u) * OTHER_ROW + column[q]];
+          const vec4 cv = wide_row(4u * s4 + u, column);
           [[unroll]] for (uint r = 0; r < 4; ++r)
             [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r][u] * cv[q];
         }
@@ -275,7 +288,7 @@ void main() {
     if (!owner) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint q = 0; q < 4; ++q) {
-        const uint t = r0 + r, j = j0 + blocks_j * q;
+        const uint t = r0 + r, j = GROUPED_COLUMNS ? 4u * j0 + q : j0 + blocks_j * q;
         if (t >= len || j >= DV) continue;
         const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];

@@ -184,7 +184,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                 gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
                 gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
                 gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv),
-                gpu::spec("SPAN", p.span)});
+                gpu::spec("SPAN", p.span), gpu::spec("GROUPED_COLUMNS", p.grouped_columns)});
     return out;
   };
   // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks
