@@ -14,7 +14,7 @@
 # time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
-# tasks per workgroup), la_spans (linear attention with output blocks over neighbouring columns,
+# tasks per workgroup), la_plans (linear attention with output blocks over neighbouring columns,
 # spans of 8 chunks and windows of 256),
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
@@ -134,7 +134,7 @@ for s in "${steps[@]}"; do
                    done ;;
     # Plan choices of the parallel form against the default: the output pass's blocks over
     # neighbouring columns (untimed on a GPU); spans of 8 chunks and windows of 256 (run 8: within 2 %).
-    la_spans) for plan in la_columns=grouped la_span=8 la_window=256; do
+    la_plans) for plan in la_columns=grouped la_span=8 la_window=256; do
                 run_step "${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done ;;
