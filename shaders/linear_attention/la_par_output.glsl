@@ -7,7 +7,7 @@
 // through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers (4
 // neighbouring rows, whose operands it reads as one 16-byte vector per row and 4 inner steps, and
 // 4 strided columns, one word each; with GROUPED_COLUMNS the outputs' 4 columns are neighbours,
-// read as one 16-byte vector per inner step):
+// 4 aligned words per inner step, which a compiler can load as one vector):
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
 //      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
@@ -46,13 +46,12 @@ const uint AROW4 = TILE / 4u + 1u;                       // a_tile's row, in vec
 shared vec4 a_tile[CHUNK4 * AROW4];                      // [t][k]: f(a_t) on TILE inner slices
 // [k][s] g(b), then [k][j] P, then [s][j] h(c). Result columns are strided over the invocations and
 // g(b) is stored transposed, so neighbouring invocations read neighbouring words (la_par_common.glsl:
-// shared-memory banks); grouped output columns read P and h(c) rows as 16-byte vectors, so rows
-// are whole vectors (words past DV are never written: they feed only columns never stored).
+// shared-memory banks). Grouped output columns read 4 neighbouring words of a P or h(c) row, which
+// start on a 16-byte boundary (rows a multiple of 4 words), so that a compiler can load them as one
+// vector; words of a row past DV hold whatever was there and feed only columns never stored.
 const uint BROW = CHUNK4 + 1u;
 const uint OTHER_ROW = ((BROW > MAX_D ? BROW : MAX_D) + 3u) / 4u * 4u;
-shared vec4 other_tile4[TILE * OTHER_ROW / 4u];
-afloat other_at(uint i) { return other_tile4[i / 4u][i % 4u]; }
-void set_other(uint i, afloat value) { other_tile4[i / 4u][i % 4u] = value; }
+shared afloat other_tile[TILE * OTHER_ROW];
 
 // One word of a vec4 row tile.
 void set_word(bool in_scores, uint row, uint column, afloat value) {
@@ -105,7 +104,7 @@ void store_a(afloat r[ROW_PREFETCH]) {
 void store_b(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
-    if (t < CHUNK4) set_other((e % TILE) * BROW + t, r[i]);
+    if (t < CHUNK4) other_tile[(e % TILE) * BROW + t] = r[i];
   }
 }
 
@@ -141,16 +140,16 @@ void store_wide(bool is_state, afloat r[WIDE_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
     uint kk, j;
     if (wide_slot(is_state && STATE_TRANSPOSED, gl_LocalInvocationID.x + i * WG_SIZE, TILE, kk, j))
-      set_other(kk * OTHER_ROW + j, r[i]);
+      other_tile[kk * OTHER_ROW + j] = r[i];
   }
 }
 
-// An output block's 4 columns of row `row` of the wide tile (P or h(C)): one 16-byte load where
-// they are neighbours.
+// An output block's 4 columns of row `row` of the wide tile (P or h(C)): with GROUPED_COLUMNS 4
+// neighbouring, 16-byte aligned words.
 vec4 wide_row(uint row, uint column[4]) {
-  if (GROUPED_COLUMNS) return other_tile4[(row * OTHER_ROW + column[0]) / 4u];
-  return vec4(other_at(row * OTHER_ROW + column[0]), other_at(row * OTHER_ROW + column[1]),
-              other_at(row * OTHER_ROW + column[2]), other_at(row * OTHER_ROW + column[3]));
+  const uint at = row * OTHER_ROW;
+  return vec4(other_tile[at + column[0]], other_tile[at + column[1]], other_tile[at + column[2]],
+              other_tile[at + column[3]]);
 }
 
 void main() {
@@ -198,7 +197,7 @@ void main() {
         [[unroll]] for (uint u = 0; u < 4; ++u) {
           afloat bv[4];
           [[unroll]] for (uint q = 0; q < 4; ++q)
-            if (q < live_q) bv[q] = other_at((4u * k4 + u) * BROW + s0 + blocks_t * q);
+            if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
           [[unroll]] for (uint r = 0; r < 4; ++r)
             [[unroll]] for (uint q = 0; q < 4; ++q)
               if (q < live_q) acc[r][q] += av[r][u] * bv[q];
