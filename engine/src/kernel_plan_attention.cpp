@@ -229,10 +229,10 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.span = 1;
   while (d.family == Family::kGpu && p.span < 8 && window / (2 * p.span) * s.heads >= 2048) p.span *= 2;
   if (d.forced.la_span) p.span = *d.forced.la_span;
-  // Output blocks over strided columns unless forced: the grouped ones read P and h(C) as one
-  // 16-byte aligned run of four words per inner step, one vector load where the compiler merges them,
-  // instead of four strided words (as the GPU matmul's grouped layout, which
-  // ran 1.07-1.16x on an H200), untimed here (tools/gpu-check.sh la_plans times them).
+  // Output blocks over strided columns unless forced: the grouped ones read P and h(C) as a 16-byte
+  // aligned run of four words per inner step (one vector load where the compiler merges them)
+  // instead of four strided words, as the GPU matmul's grouped layout does (1.07-1.16x on an H200);
+  // untimed here (tools/gpu-check.sh la_plans times them).
   p.grouped_columns = d.forced.la_grouped_columns.value_or(false);
   // With spans the scratch holds the window's chunk states and its spans' states: both within the
   // scratch budget and one storage-buffer range.

@@ -15,8 +15,8 @@
 #define afloat float
 
 // An f32 value stored as f16: Vulkan leaves a narrowing conversion's rounding to the device, and
-// rounding toward zero turns a value past f16's range into 65504 rather than Inf (NVIDIA's driver
-// did, in a fused decoding step): an overflow would pass on as a finite, wrong value. Every f16
+// rounding toward zero turns a value past f16's range into 65504 rather than Inf (the likely cause
+// of an overflow NVIDIA's driver let pass in a fused decoding step): a finite, wrong value. Every f16
 // store goes through to_sfloat / to_svec4, which overflow as rounding to nearest does on every
 // device: from 65520 on +-Inf (NaN stays NaN), so the checks downstream (finite logits) see it.
 // The range check stays in f32 and the conversion at the store, so a kernel needs 16-bit storage
