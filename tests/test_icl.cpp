@@ -320,6 +320,15 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   c = ahn_setting(1);
   c.task.noise = NoiseKind::kCategorical;
   expect_error(c, "categorical");
+  // Numbers the data does not use are still saved in checkpoints: finite, or the run could not be
+  // read back.
+  c = ahn_setting(1);
+  REQUIRE(c.task.data != DataKind::kHeavyTailed);
+  c.task.gamma_shape = INFINITY;
+  expect_error(c, "gamma_shape");
+  c = ahn_setting(1);
+  c.task.categories = {1.0f, std::nanf("")};
+  expect_error(c, "sigma values");
   CHECK_FALSE(parse_optimizer("rmsprop").is_ok());
   CHECK_FALSE(parse_parameterization("lowrank").is_ok());
   // Too large for one invocation's work on a driver with a loop limit, or for 32-bit indexing.

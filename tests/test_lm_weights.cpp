@@ -168,6 +168,11 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"heads": 1, "width": 64, "decay": [-1]})", "decay[0]"},
       {R"({"heads": 1, "width": 64, "decay": [-0.5]})", "decay[0]"},
       {R"({"heads": 1, "width": 64, "layers": 2, "decay": [[-3], [0.5]]})", "decay[0]"},
+      // Rows per layer: one per layer, one value per head, never rows that only add up.
+      {R"({"heads": 2, "width": 64, "layers": 2, "decay": [[0.9], [0.8, 0.7, 0.6]]})", "decay[1]"},
+      {R"({"heads": 4, "width": 64, "layers": 2, "decay": [[0.9, 0.8], [0.7, 0.6]]})", "rows per layer"},
+      {R"({"heads": 2, "width": 64, "layers": 2, "decay": [[0.9, 0.8]]})", "rows per layer"},
+      {R"({"heads": 1, "width": 64, "layers": 1, "decay": [[]]})", "rows per layer"},
       // The schedule's size comes from layers and heads: checked before anything is allocated.
       {R"({"decay": "transnormerllm", "layers": 4294967295, "heads": 4096})", "layers"},
       {R"({"decay": "transnormerllm", "layers": 100000000})", "layers"},

@@ -250,10 +250,32 @@ TEST_CASE("malformed traces are reported, not crashed on", "[profile]") {
   CHECK(rill::parse_chrome_trace("[1,2,3]").status().code() == rill::StatusCode::kDataLoss);
   CHECK(rill::parse_chrome_trace(R"({"traceEvents": [{"ph": "X", "ts": "soon"}]})").status().code() ==
         rill::StatusCode::kDataLoss);
-  auto ok = rill::parse_chrome_trace(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "tid": 2}]})");
+  // Counts are counts (never a negative one wrapped, a fraction cut or a fourth group dropped),
+  // durations are not negative, keys appear once, and nesting stays shallow.
+  for (const char* bad :
+       {R"({"traceEvents": [{"ph": "X", "args": {"kernel": "k", "groups": [-1, 1, 1]}}]})",
+        R"({"traceEvents": [{"ph": "X", "args": {"kernel": "k", "groups": [1.5, 1, 1]}}]})",
+        R"({"traceEvents": [{"ph": "X", "args": {"kernel": "k", "groups": [1, 1, 1, 1]}}]})",
+        R"({"traceEvents": [{"ph": "X", "args": {"kernel": "k", "replays": 4294967296}}]})",
+        R"({"traceEvents": [{"ph": "X", "args": {"kernel": "k", "flops": -5}}]})",
+        R"({"traceEvents": [{"ph": "X", "dur": -1}]})", R"({"traceEvents": [{"ph": "X", "name": "a", "name": "b"}]})",
+        R"({"traceEvents": [[[[[[[[[[[]]]]]]]]]]]})"}) {
+    INFO(bad);
+    CHECK(rill::parse_chrome_trace(bad).status().code() == rill::StatusCode::kDataLoss);
+  }
+  auto ok = rill::parse_chrome_trace(
+      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "tid": 2, "args": {"groups": [3, 2, 1]}}]})");
   REQUIRE(ok.is_ok());
   REQUIRE(ok->size() == 1);
   CHECK(ok.value()[0].track == rill::ProfileEvent::Track::kGpu);
+  CHECK(ok.value()[0].groups[0] == 3);
+  // A label that is not UTF-8 is written with a replacement character, not thrown on.
+  rill::ProfileEvent odd;
+  odd.name = "bad \xff label";
+  auto back = rill::parse_chrome_trace(rill::chrome_trace_json({odd}, "device", nullptr));
+  REQUIRE(back.is_ok());
+  REQUIRE(back->size() == 1);
+  CHECK(back.value()[0].name == "bad \xef\xbf\xbd label");
 }
 
 GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is replaced", "[profile][gpu]") {

@@ -311,6 +311,11 @@ TEST_CASE("safetensors writer rejects bad tensors and stays unchanged", "[safete
   CHECK_THAT(w.add("o", TensorDType::kF32, {1ll << 62, 2}, {}).message(), Catch::Contains("overflows"));
   CHECK(code(w.add_floats("f", {2}, std::vector<float>{1.0f})) == StatusCode::kInvalidArgument);
   CHECK(code(w.set_metadata("k", "\xed\xa0\x80")) == StatusCode::kInvalidArgument);  // surrogate
+  // Past what a reader opens under its default limits: a written file always reads back.
+  CHECK_THAT(w.add(std::string(4097, 'x'), TensorDType::kU8, {1}, pattern(1, 0)).message(),
+             Catch::Contains("longer than a reader's limit"));
+  CHECK_THAT(w.add("r", TensorDType::kU8, {1, 1, 1, 1, 1, 1, 1, 1, 1}, pattern(1, 0)).message(),
+             Catch::Contains("rank 9"));
   CHECK(w.serialize() == before);
 }
 

@@ -1,6 +1,8 @@
 // Tuning files (rill/tuning.hpp) and the plans' use of their choices: taken where they fit,
 // dropped where they do not, under the forced choices; files read as untrusted input.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -123,6 +125,16 @@ TEST_CASE("tuning files round-trip and refuse foreign, malformed and untunable c
   rill::TuningFile bad_family = file;
   bad_family.family = "npu";
   CHECK(rill::write_tuning_file(path + ".bad", device, bad_family).code() == rill::StatusCode::kInvalidArgument);
+  // Measurements the reader would refuse, and text JSON cannot hold: refused, never thrown.
+  for (double ms : {double(NAN), double(INFINITY), -1.0}) {
+    rill::TuningFile bad = file;
+    bad.measurements[0].ms = ms;
+    CHECK(rill::write_tuning_file(path + ".bad", device, bad).code() == rill::StatusCode::kInvalidArgument);
+  }
+  rill::TuningFile not_utf8 = file;
+  not_utf8.measurements[0].job = "lm \xff prefill";
+  CHECK(rill::write_tuning_file(path + ".bad", device, not_utf8).code() == rill::StatusCode::kInvalidArgument);
+  CHECK_FALSE(std::filesystem::exists(path + ".bad"));
 
   // Edited or damaged files, refused when read.
   std::string text;

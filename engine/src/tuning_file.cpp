@@ -50,15 +50,25 @@ Status write_tuning_file(const std::string& path, const DeviceInfo& device, cons
   if (tuning.family != "cpu" && tuning.family != "gpu")
     return invalid_argument("tuning for " + device.name + ": the family is '" + tuning.family + "'; use cpu or gpu");
   nlohmann::json measurements = nlohmann::json::array();
-  for (const TuningMeasurement& m : tuning.measurements)
+  for (const TuningMeasurement& m : tuning.measurements) {
+    // What read_tuning_file accepts back: JSON has no NaN or Inf.
+    if (!std::isfinite(m.ms) || m.ms < 0)
+      return invalid_argument("tuning for " + device.name + ": the measurement of '" + m.job + "' is " +
+                              std::to_string(m.ms) + " ms; a time is finite and >= 0");
     measurements.push_back({{"job", m.job}, {"kernel_plan", m.kernel_plan}, {"ms", m.ms}});
+  }
   const nlohmann::json j = {{"format", kFormat},
                             {"version", kVersion},
                             {"device", identity(device)},
                             {"family", tuning.family},
                             {"kernel_plan", tuning.kernel_plan},
                             {"measurements", measurements}};
-  const std::string text = j.dump(2) + "\n";
+  std::string text;
+  try {  // strings that are not UTF-8 (a job's name, a driver's device name) cannot be JSON
+    text = j.dump(2) + "\n";
+  } catch (const nlohmann::json::exception& e) {
+    return invalid_argument("tuning for " + device.name + ": " + e.what());
+  }
   return write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }
 

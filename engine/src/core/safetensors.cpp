@@ -498,6 +498,16 @@ Status SafetensorsWriter::add(std::string name, TensorDType dtype, std::vector<i
   if (name == kMetadataKey) return invalid_argument(where + "the name is reserved for metadata");
   if (!is_utf8(name)) return invalid_argument("safetensors writer: tensor name is not valid UTF-8");
   if (names_.count(name)) return invalid_argument(where + "added twice");
+  // What SafetensorsFile opens under its default limits: a file this writes can be read back.
+  const SafetensorsLimits limits;
+  if (name.size() > limits.max_name_bytes)
+    return invalid_argument("safetensors writer: a tensor name of " + std::to_string(name.size()) +
+                            " bytes is longer than a reader's limit of " + std::to_string(limits.max_name_bytes));
+  if (shape.size() > limits.max_rank)
+    return invalid_argument(where + "rank " + std::to_string(shape.size()) + " is above a reader's limit of " +
+                            std::to_string(limits.max_rank));
+  if (tensors_.size() >= limits.max_tensors)
+    return invalid_argument(where + "more than a reader's limit of " + std::to_string(limits.max_tensors) + " tensors");
   if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
     return invalid_argument(where + "shape " + shape_text(shape) + " has a negative dimension");
   const auto needed = byte_count(dtype, shape);

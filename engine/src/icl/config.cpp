@@ -55,6 +55,11 @@ Status validate(const TrainConfig& c) {
   const TaskConfig& t = c.task;
   RILL_RETURN_IF_ERROR(field(t.d >= 1 && t.d <= 1024, "d must be in [1, 1024], got " + std::to_string(t.d)));
   RILL_RETURN_IF_ERROR(field(t.n >= 1 && t.n <= 65536, "n must be in [1, 65536], got " + std::to_string(t.n)));
+  // Every number is written into checkpoints, those the data and noise do not use too: finite
+  // always, or a saved run could not be read back (JSON has no NaN or Inf).
+  RILL_RETURN_IF_ERROR(field(std::isfinite(t.gamma_shape) && std::isfinite(t.gamma_scale) && std::isfinite(t.sigma_max),
+                             "gamma_shape, gamma_scale and sigma_max must be finite, also where unused"));
+  for (float s : t.categories) RILL_RETURN_IF_ERROR(field(std::isfinite(s), "sigma values must be finite"));
   if (t.data == DataKind::kHeavyTailed) {
     RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_shape) && t.gamma_shape >= 0.01f,
                                "gamma_shape must be finite and >= 0.01"));

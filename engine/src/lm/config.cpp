@@ -122,8 +122,14 @@ Status read_enum(const json& v, const std::string& key, const Table& table, E& o
   return key_error(key, "is '" + s + "', not one of " + names_of(table));
 }
 
-// named_decay: set when "decay" names a schedule, filled in once "heads" and "layers" are known.
-Status read_key(const std::string& key, const json& v, ModelConfig& c, bool& named_decay) {
+// How "decay" was written, checked once "heads" and "layers" are known: a named schedule (filled in
+// then), or rows per layer (as many rows as layers, each one value per head).
+struct DecayForm {
+  bool named = false;
+  size_t rows = 0;  // 0: a flat array
+};
+
+Status read_key(const std::string& key, const json& v, ModelConfig& c, DecayForm& decay_form) {
   if (key == "vocab") return read_u32(v, key, c.vocab);
   if (key == "width") return read_u32(v, key, c.width);
   if (key == "heads") return read_u32(v, key, c.heads);
@@ -157,10 +163,10 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c, bool& nam
     if (v.is_string()) {
       if (v.get<std::string>() != "transnormerllm")
         return key_error(key, "is '" + v.get<std::string>() + "'; the only named schedule is 'transnormerllm'");
-      named_decay = true;
+      decay_form = {.named = true};
       return Status::ok();
     }
-    named_decay = false;
+    decay_form = {};
     if (!v.is_array()) return key_error(key, "must be an array of numbers, an array of arrays, or \"transnormerllm\"");
     if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, too many");
     c.decay.clear();
@@ -170,14 +176,18 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c, bool& nam
         RILL_RETURN_IF_ERROR(read_float(v[i], at, c.decay.emplace_back()));
         continue;
       }
-      // One row per layer: the rows are kept flat, layer-major; validate() checks the sizes.
+      // One row per layer, kept flat, layer-major: every row as long as the first (the rows' count
+      // and length are checked against layers and heads after every key is read).
       if (v[i].size() > (1u << 16)) return key_error(at, "has " + str(v[i].size()) + " entries, too many");
+      if (v[0].is_array() && v[i].size() != v[0].size())
+        return key_error(at, "has " + str(v[i].size()) + " entries where " + key + "[0] has " + str(v[0].size()));
       for (size_t h = 0; h < v[i].size(); ++h)
         RILL_RETURN_IF_ERROR(read_float(v[i][h], at + "[" + str(h) + "]", c.decay.emplace_back()));
     }
     const bool nested = !v.empty() && v[0].is_array();
     for (size_t i = 0; i < v.size(); ++i)
       if (v[i].is_array() != nested) return key_error(key, "mixes numbers and arrays");
+    if (nested) decay_form.rows = v.size();
     return Status::ok();
   }
   return invalid_argument("lm config JSON: unknown key '" + key + "'");
@@ -321,9 +331,15 @@ Result<ModelConfig> config_from_json(std::string_view text) {
   if (j.is_discarded()) return invalid_argument("lm config JSON: not valid JSON");
   if (!j.is_object()) return invalid_argument("lm config JSON: not a JSON object");
   ModelConfig c;
-  bool named_decay = false;
-  for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c, named_decay));
-  if (named_decay) {  // "decay": "transnormerllm"
+  DecayForm decay_form;
+  for (const auto& [key, value] : j.items()) RILL_RETURN_IF_ERROR(read_key(key, value, c, decay_form));
+  // Rows per layer must be one per layer of one value per head: rows that merely add up to the
+  // right count would give the layers each other's decays.
+  if (decay_form.rows != 0 && (decay_form.rows != c.layers || c.decay.size() != uint64_t(c.layers) * c.heads))
+    return invalid_argument("lm config JSON: 'decay' has " + str(decay_form.rows) + " rows of " +
+                            str(c.decay.size() / decay_form.rows) + " values; rows per layer need " + str(c.layers) +
+                            " rows (layers) of " + str(c.heads) + " values (heads)");
+  if (decay_form.named) {  // "decay": "transnormerllm"
     auto schedule = transnormerllm_decay(c.heads, c.layers);
     if (!schedule.is_ok()) return schedule.status().with_context("lm config JSON: 'decay'");
     c.decay = std::move(schedule).value();
