@@ -32,6 +32,25 @@ static int watch_stop(void* user) {
   return ++w->stops_asked == w->stop_at;
 }
 
+/* A hook that calls back into its own session: every call is refused while the prefill runs, and
+   a destroy waits for it to return. */
+struct reentrant_hook {
+  rill_lm_session* session;
+  rill_status decode, position, reset, prefill;
+};
+static void reenter_progress(void* user, uint64_t done, uint64_t total) {
+  struct reentrant_hook* h = (struct reentrant_hook*)user;
+  uint64_t at = 0;
+  uint32_t token = 1;
+  (void)done;
+  (void)total;
+  h->decode = rill_lm_decode(h->session, 1, NULL, 0);
+  h->position = rill_lm_position(h->session, &at);
+  h->reset = rill_lm_reset(h->session);
+  h->prefill = rill_lm_prefill(h->session, &token, 1, NULL, 0);
+  rill_lm_session_destroy(h->session);
+}
+
 int main(void) {
   rill_context_options options;
   rill_context* ctx = NULL;
@@ -332,6 +351,19 @@ int main(void) {
         EXPECT(memcmp(logits, resumed, sizeof logits) == 0);
         rill_lm_session_destroy(hooked);
         rill_lm_session_destroy(whole);
+        { /* A hook calling into its own session: refused, and the destroy it asks for waits. */
+          struct reentrant_hook reenter = {NULL, RILL_OK, RILL_OK, RILL_OK, RILL_OK};
+          rill_lm_prefill_hooks reentrant;
+          reentrant.progress = reenter_progress;
+          reentrant.stop = NULL;
+          reentrant.user = &reenter;
+          EXPECT(rill_lm_session_create(small_model, &reenter.session) == RILL_OK);
+          EXPECT(rill_lm_prefill_with_hooks(reenter.session, long_prompt, 14, logits, 256, &reentrant) == RILL_OK);
+          EXPECT(memcmp(logits, resumed, sizeof logits) == 0); /* the prefill ran undisturbed */
+          EXPECT(reenter.decode == RILL_FAILED_PRECONDITION && reenter.position == RILL_FAILED_PRECONDITION);
+          EXPECT(reenter.reset == RILL_FAILED_PRECONDITION && reenter.prefill == RILL_FAILED_PRECONDITION);
+          EXPECT(rill_lm_position(reenter.session, &at) == RILL_INVALID_ARGUMENT); /* destroyed on return */
+        }
         rill_lm_model_destroy(small_model);
         small_model = NULL;
         int8_options.prefill_segment = 0;

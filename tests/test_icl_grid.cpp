@@ -108,17 +108,26 @@ GPU_TEST_CASE("icl grid: a model halted by a non-finite step stops alone", "[icl
   configs[1].seed = 2;
   configs[0].optimizer = {.kind = OptimizerKind::kSgd, .lr = 1e6f, .clip_norm = 0.0f};  // diverges
   configs[1].optimizer.kind = OptimizerKind::kSgd;
+  for (TrainConfig& c : configs) c.read_every = 4;  // reads after the halt, within this call and the next
   auto grid = must(TrainerGrid::create(ctx, configs));
   const auto curves = must(grid.train(30));
   const rill::Status halted = grid.status(0);
   REQUIRE_FALSE(halted.is_ok());
   CHECK(halted.message().find("not finite") != std::string::npos);
-  CHECK(curves[0].size() < 30);
+  REQUIRE(curves[0].size() < 26);  // halted before the last reads
+  REQUIRE_FALSE(curves[0].empty());
+  // Each step once, up to the halted one: the reads after the halt add nothing.
+  for (size_t s = 0; s < curves[0].size(); ++s) CHECK(curves[0][s].step == int64_t(s));
+  CHECK(grid.step(0) == curves[0].back().step);
   CHECK(grid.status(1).is_ok());
   REQUIRE(curves[1].size() == 30);
   auto alone = must(Trainer::create(ctx, configs[1]));
   CHECK(same_curve(curves[1], must(alone.train(30))));
   CHECK(same_bits(must(grid.parameters(1)), must(alone.parameters())));
+  // A later call: the halted model gains no records, the other trains on.
+  const auto more = must(grid.train(8));
+  CHECK(more[0].empty());
+  CHECK(more[1].size() == 8);
 }
 
 GPU_TEST_CASE("icl grid: checkpoints move models between a grid and a trainer, bit for bit", "[icl][grid]") {

@@ -300,7 +300,9 @@ RILL_C_API rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t*
  * (and each decoding step up to the first block boundary), nonzero to stop there. A stopped prefill
  * returns RILL_CANCELLED and keeps the positions it did (rill_lm_position says how far it got):
  * prefilling the remaining tokens later gives the same logits as one uninterrupted call. A stop
- * takes effect within one segment (rill_lm_model_options.prefill_segment positions). */
+ * takes effect within one segment (rill_lm_model_options.prefill_segment positions). A hook may
+ * not use its own session: such calls return RILL_FAILED_PRECONDITION, and
+ * rill_lm_session_destroy from a hook takes effect when the prefill or score returns. */
 typedef struct rill_lm_prefill_hooks {
   void (*progress)(void* user, uint64_t done, uint64_t total);
   int (*stop)(void* user);

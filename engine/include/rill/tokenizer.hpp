@@ -59,6 +59,10 @@ class RILL_API TextStream {
   Result<std::string> push(uint32_t token);
   // The text held back (a character still incomplete at the end); the stream then starts afresh.
   std::string finish();
+  // finish() in two steps, for a caller that must place the text before the stream forgets it (out
+  // of memory, nothing is lost): the text held back, the stream unchanged; then the fresh start.
+  std::string held_back() const;
+  void restart();
 
  private:
   std::shared_ptr<const Tokenizer::Impl> tokenizer_;

@@ -110,9 +110,13 @@ extern "C" {
 
 void rill_icl_config_init(rill_icl_config* config, int32_t setting) {
   if (config == nullptr) return;
-  to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(setting)
-                                    : icl::vladymyrov_setting(icl::Parameterization::kFull, 1.0f),
-       config);
+  try {  // the C++ preset holds a vector: out of host memory, nothing may escape to C
+    to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(setting)
+                                      : icl::vladymyrov_setting(icl::Parameterization::kFull, 1.0f),
+         config);
+  } catch (...) {
+    std::memset(config, 0, sizeof(*config));  // struct_size 0: refused by every call that reads it
+  }
 }
 
 rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config, rill_icl_trainer** out) {

@@ -26,6 +26,10 @@ struct rill_lm_model {
 struct rill_lm_session {
   std::shared_ptr<lm::Model> model;
   lm::Session session;
+  // A prefill or score is running: a call from one of its hooks may not touch the session (it is
+  // refused), and a destroy waits for the run to return.
+  bool running = false;
+  bool destroy_when_done = false;
 };
 
 namespace {
@@ -112,12 +116,35 @@ rill_status copy_logits(const char* function, const std::vector<float>& logits, 
   return RILL_OK;
 }
 
+// A call on a session from a hook of its own running prefill or score.
+rill_status refuse_running(const std::string& function) {
+  return fail(RILL_FAILED_PRECONDITION, function +
+                                            ": called from a hook of this session's own prefill or score, "
+                                            "which is still running");
+}
+
+// Marks a session's prefill or score as running while it lives.
+struct RunningSession {
+  rill_lm_session* session;
+  explicit RunningSession(rill_lm_session* s) : session(s) { session->running = true; }
+  ~RunningSession() { session->running = false; }
+  RunningSession(const RunningSession&) = delete;
+  RunningSession& operator=(const RunningSession&) = delete;
+};
+
+// After a prefill or score returns: the destroy a hook asked for (not after a call a hook made,
+// refused while the run goes on).
+void finish_run(rill_lm_session* session) {
+  if (!dead(session) && !session->running && session->destroy_when_done) destroy_handle(session);
+}
+
 // What rill_lm_prefill_with_hooks and rill_lm_score check before anything runs, each under its
 // own name: the handle, the tokens and room for the logits.
 rill_status check_tokens(const char* function, const rill_lm_session* session, const uint32_t* tokens, size_t count,
                          const float* logits_out, size_t logits_capacity) {
   if (dead(session) || tokens == nullptr)
     return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": NULL argument or destroyed handle");
+  if (session->running) return refuse_running(function);
   if (count == 0) return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": count must be >= 1");
   const uint32_t vocab = session->model->config().vocab;
   for (size_t i = 0; i < count; ++i)
@@ -139,13 +166,16 @@ lm::PrefillHooks from_c(const rill_lm_prefill_hooks* hooks) {
 // rill_lm_prefill and rill_lm_prefill_with_hooks, each under its own name.
 rill_status prefill(const char* function, rill_lm_session* session, const uint32_t* tokens, size_t count,
                     float* logits_out, size_t logits_capacity, const rill_lm_prefill_hooks* hooks) {
-  return guarded(function, [&] {
+  const rill_status status = guarded(function, [&] {
     if (rill_status s = check_tokens(function, session, tokens, count, logits_out, logits_capacity); s != RILL_OK)
       return s;
+    const RunningSession run(session);
     auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), from_c(hooks));
     if (!logits.is_ok()) return from_status(logits.status());
     return copy_logits(function, logits.value(), logits_out, logits_capacity);
   });
+  finish_run(session);
+  return status;
 }
 
 }  // namespace
@@ -245,6 +275,7 @@ rill_status rill_lm_session_fork(const rill_lm_session* session, rill_lm_session
   if (out != nullptr) *out = nullptr;
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_session_fork: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_session_fork");
   return guarded("rill_lm_session_fork", [&] {
     auto fork = session->session.fork();
     if (!fork.is_ok()) return from_status(fork.status());
@@ -253,7 +284,13 @@ rill_status rill_lm_session_fork(const rill_lm_session* session, rill_lm_session
   });
 }
 
-void rill_lm_session_destroy(rill_lm_session* session) { destroy_handle(session); }
+void rill_lm_session_destroy(rill_lm_session* session) {
+  if (!dead(session) && session->running) {
+    session->destroy_when_done = true;  // from a hook: once its prefill or score returns
+    return;
+  }
+  destroy_handle(session);
+}
 
 rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t* tokens, size_t count, float* logits_out,
                             size_t logits_capacity) {
@@ -268,7 +305,7 @@ rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t*
 rill_status rill_lm_score(rill_lm_session* session, const uint32_t* tokens, size_t count, float* log_probs_out,
                           size_t log_probs_capacity, float* logits_out, size_t logits_capacity,
                           const rill_lm_prefill_hooks* hooks) {
-  return guarded("rill_lm_score", [&] {
+  const rill_status status = guarded("rill_lm_score", [&] {
     if (rill_status s = check_tokens("rill_lm_score", session, tokens, count, logits_out, logits_capacity);
         s != RILL_OK)
       return s;
@@ -276,11 +313,14 @@ rill_status rill_lm_score(rill_lm_session* session, const uint32_t* tokens, size
       return fail(log_probs_out == nullptr ? RILL_INVALID_ARGUMENT : RILL_OUT_OF_RANGE,
                   "rill_lm_score: log_probs_out needs room for " + std::to_string(count - 1) +
                       " floats (count - 1), capacity is " + std::to_string(log_probs_out ? log_probs_capacity : 0));
+    const RunningSession run(session);
     auto scores = session->session.score(std::span<const uint32_t>(tokens, count), from_c(hooks));
     if (!scores.is_ok()) return from_status(scores.status());
     std::copy(scores->log_probs.begin(), scores->log_probs.end(), log_probs_out);
     return copy_logits("rill_lm_score", scores->logits, logits_out, logits_capacity);
   });
+  finish_run(session);
+  return status;
 }
 
 rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, double* out) {
@@ -295,6 +335,7 @@ rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, 
 
 rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out, size_t logits_capacity) {
   if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode: session is NULL or destroyed");
+  if (session->running) return refuse_running("rill_lm_decode");
   return guarded("rill_lm_decode", [&] {
     const uint32_t vocab = session->model->config().vocab;
     if (token >= vocab)
@@ -311,6 +352,7 @@ rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logi
 rill_status rill_lm_position(const rill_lm_session* session, uint64_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_position: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_position");
   *out = session->session.position();
   return RILL_OK;
 }
@@ -319,17 +361,21 @@ rill_status rill_lm_last_logits(const rill_lm_session* session, float* logits_ou
                                 size_t* count) {
   if (dead(session) || count == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_last_logits: NULL argument or destroyed handle");
-  const std::span<const float> logits = session->session.last_logits();
-  *count = logits.size();  // also when the buffer is refused: the size it needs
-  if (rill_status s = check_logits_room("rill_lm_last_logits", session, logits_out, logits_capacity); s != RILL_OK)
-    return s;
-  if (logits_out != nullptr) std::copy(logits.begin(), logits.end(), logits_out);
-  return RILL_OK;
+  if (session->running) return refuse_running("rill_lm_last_logits");
+  return guarded("rill_lm_last_logits", [&] {  // the refusal's message is built on the heap
+    const std::span<const float> logits = session->session.last_logits();
+    *count = logits.size();  // also when the buffer is refused: the size it needs
+    if (rill_status s = check_logits_room("rill_lm_last_logits", session, logits_out, logits_capacity); s != RILL_OK)
+      return s;
+    if (logits_out != nullptr) std::copy(logits.begin(), logits.end(), logits_out);
+    return RILL_OK;
+  });
 }
 
 rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_state_bytes: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_state_bytes");
   *out = session->session.state_bytes();
   return RILL_OK;
 }
@@ -337,6 +383,7 @@ rill_status rill_lm_state_bytes(const rill_lm_session* session, uint64_t* out) {
 rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_device_bytes: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_device_bytes");
   *out = session->session.device_bytes();
   return RILL_OK;
 }
@@ -344,12 +391,14 @@ rill_status rill_lm_device_bytes(const rill_lm_session* session, uint64_t* out) 
 rill_status rill_lm_prefill_segment(const rill_lm_session* session, uint32_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_prefill_segment: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_prefill_segment");
   *out = session->session.prefill_segment();
   return RILL_OK;
 }
 
 rill_status rill_lm_release_prefill_memory(rill_lm_session* session) {
   if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_release_prefill_memory: session is NULL or destroyed");
+  if (session->running) return refuse_running("rill_lm_release_prefill_memory");
   session->session.release_prefill_memory();
   return RILL_OK;
 }
@@ -357,24 +406,28 @@ rill_status rill_lm_release_prefill_memory(rill_lm_session* session) {
 rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out) {
   if (dead(session) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_decode_dispatches: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_decode_dispatches");
   *out = session->session.decode_dispatches();
   return RILL_OK;
 }
 
 rill_status rill_lm_reset(rill_lm_session* session) {
   if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_reset: session is NULL or destroyed");
+  if (session->running) return refuse_running("rill_lm_reset");
   return guarded("rill_lm_reset", [&] { return from_status(session->session.reset()); });
 }
 
 rill_status rill_lm_save_state(const rill_lm_session* session, const char* path) {
   if (dead(session) || path == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_save_state: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_save_state");
   return guarded("rill_lm_save_state", [&] { return from_status(session->session.save_state(path)); });
 }
 
 rill_status rill_lm_restore_state(rill_lm_session* session, const char* path) {
   if (dead(session) || path == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_restore_state: NULL argument or destroyed handle");
+  if (session->running) return refuse_running("rill_lm_restore_state");
   return guarded("rill_lm_restore_state", [&] { return from_status(session->session.restore_state(path)); });
 }
 

@@ -109,7 +109,11 @@ rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
 rill_status rill_text_stream_finish(rill_text_stream* stream) {
   return guarded("rill_text_stream_finish", [&]() -> rill_status {
     if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL or destroyed");
-    stream->ready += stream->stream.finish();
+    // Placed before the stream forgets it: out of host memory, the held-back text stays held back.
+    const std::string tail = stream->stream.held_back();
+    stream->ready.reserve(stream->ready.size() + tail.size());
+    stream->ready += tail;
+    stream->stream.restart();
     return RILL_OK;
   });
 }

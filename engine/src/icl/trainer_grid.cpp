@@ -181,6 +181,9 @@ Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
       const size_t ring = size_t(k.model.history_capacity) * 2;
       for (size_t m = 0; m < k.members.size(); ++m) {
         const size_t i = size_t(k.members[m]);
+        // A halted model's counter stays at its halted step, whose record was read when it halted
+        // (or before a checkpoint): reading again would repeat it in every later read.
+        if (!g.progress[i].halted.is_ok()) continue;
         g.progress[i] = detail::read_progress({words.data() + m * gpu::kIclStateWords, gpu::kIclStateWords},
                                               {rings.data() + m * ring, ring}, g.progress[i].step, curves[i]);
       }

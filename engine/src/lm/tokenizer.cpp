@@ -113,12 +113,20 @@ Result<std::string> TextStream::push(uint32_t token) {
 }
 
 std::string TextStream::finish() {
+  std::string rest = held_back();
+  restart();
+  return rest;
+}
+
+std::string TextStream::held_back() const {
   auto text = tokenizer_->decode(window_);  // every token was checked when pushed
-  std::string rest = text.is_ok() && text->size() >= settled_text_.size() ? text->substr(settled_text_.size()) : "";
+  return text.is_ok() && text->size() >= settled_text_.size() ? text->substr(settled_text_.size()) : "";
+}
+
+void TextStream::restart() {
   window_.clear();
   settled_ = 0;
   settled_text_.clear();
-  return rest;
 }
 
 }  // namespace rill::lm
