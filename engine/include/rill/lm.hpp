@@ -247,6 +247,7 @@ using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 // before the stop are kept (position() says how far it got), so prefilling the remaining tokens
 // later gives the same logits, bit for bit, as one uninterrupted prefill. A stop takes effect
 // within one segment (ModelOptions::prefill_segment positions: a shorter segment stops sooner).
+// A hook must not use or destroy the Session whose prefill calls it (the C API refuses such calls).
 struct PrefillHooks {
   ProgressFn progress;
   std::function<bool()> stop;
