@@ -16,6 +16,7 @@
 #include "profile/peaks_cache.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
+#include "rill/profile.hpp"
 #include "rill/safetensors.hpp"
 #include "rill/tuning.hpp"
 #include "sentencepiece_bytes.hpp"
@@ -272,6 +273,28 @@ void sentencepiece_run(const uint8_t* data, size_t size) {
 }
 std::vector<uint8_t> sentencepiece_seed() { return bytes_of(rill_test::spm::model(rill_test::spm::CharsMap().blob())); }
 
+// A profile's Chrome trace, as `rill profile --trace` reads one back.
+void chrome_trace_run(const uint8_t* data, size_t size) {
+  (void)rill::parse_chrome_trace(std::string(reinterpret_cast<const char*>(data), size));
+}
+std::vector<uint8_t> chrome_trace_seed() {
+  rill::ProfileEvent dispatch;
+  dispatch.track = rill::ProfileEvent::Track::kGpu;
+  dispatch.name = "matmul";
+  dispatch.category = "dispatch";
+  dispatch.duration_us = 12.5;
+  dispatch.kernel = "matmul/matmul_f32";
+  dispatch.variant = "tiled";
+  dispatch.groups[0] = 4;
+  dispatch.flops = 1 << 20;
+  dispatch.statistics = {{"registers", 64.0, "per invocation"}};
+  rill::ProfileEvent submit;
+  submit.name = "vkQueueSubmit";
+  submit.category = "submit";
+  const rill::DevicePeaks peaks{.fma_f32_gflops = 10.0};
+  return bytes_of(rill::chrome_trace_json({dispatch, submit}, "fuzz device", &peaks));
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -287,6 +310,7 @@ const std::vector<Target>& targets() {
       {"tuning_file", tuning_file_run, tuning_file_seed},
       {"sentencepiece", sentencepiece_run, sentencepiece_seed},
       {"lm_state", lm_state_run, lm_state_seed, fix_length_prefix},
+      {"chrome_trace", chrome_trace_run, chrome_trace_seed},
   };
   return all;
 }
