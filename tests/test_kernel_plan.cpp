@@ -219,6 +219,8 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_window", "256"},
                                                       {"la_span", "4"},
                                                       {"la_columns", "grouped"},
+                                                      {"la_scores", "fused"},
+                                                      {"la_block", "8"},
                                                       {"block_tile", "8"},
                                                       {"block_keys", "4"},
                                                       {"block_texel", "off"},
@@ -611,6 +613,31 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   DeviceTraits grouped = h100_like();
   grouped.forced = parse_overrides("la_columns=grouped").value();
   CHECK(linear_attention_forward(grouped, la_shape(4, 1 << 16, 64)).value().grouped_columns);
+  // The scores in their own walk unless fusing is forced, and then only where a chunk's scores and
+  // output blocks each fit one round of the workgroup (chunks of 64: 256 blocks of scores; heads
+  // of 128: 512 output blocks, not fused).
+  CHECK_FALSE(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value().fused_scores);
+  DeviceTraits fused = h100_like();
+  fused.forced = parse_overrides("la_scores=fused").value();
+  CHECK(linear_attention_forward(fused, la_shape(4, 1 << 16, 64)).value().fused_scores);
+  CHECK(linear_attention_forward(fused, la_shape(8, 1 << 16, 32)).value().fused_scores);
+  CHECK_FALSE(linear_attention_forward(fused, la_shape(4, 1 << 16, 128)).value().fused_scores);
+  // The output pass's 4 x 4 blocks in the pass's workgroup of 256 unless 8 x 8 ones are forced: then
+  // a workgroup of a chunk's blocks (64 for heads of 64; heads of 128 have 128 output blocks), where
+  // the scores fuse again.
+  const auto four = linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value();
+  CHECK(four.block == 4);
+  CHECK(four.output_workgroup == 256);
+  DeviceTraits eights = h100_like();
+  eights.forced = parse_overrides("la_block=8,la_scores=fused").value();
+  const auto eight_64 = linear_attention_forward(eights, la_shape(4, 1 << 16, 64)).value();
+  CHECK(eight_64.block == 8);
+  CHECK(eight_64.output_workgroup == 64);
+  CHECK(eight_64.workgroup == 256);  // the states pass and the scan keep theirs
+  const auto eight_128 = linear_attention_forward(eights, la_shape(4, 1 << 16, 128)).value();
+  CHECK(eight_128.output_workgroup == 128);
+  CHECK(eight_128.fused_scores);
+  for (const char* bad : {"la_block=2", "la_block=16", "la_scores=yes"}) CHECK_FALSE(parse_overrides(bad).is_ok());
   // On a CPU driver the forced parallel form keeps spans of 1 unless one is forced.
   DeviceTraits cpu = lavapipe_like();
   cpu.forced = parse_overrides("linear_attention=parallel").value();

@@ -15,7 +15,7 @@
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
 # tasks per workgroup), la_plans (linear attention with output blocks over neighbouring columns,
-# spans of 8 chunks and windows of 256),
+# with the scores fused into the state product's walk, with 8 x 8 output blocks, and combinations),
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
@@ -132,10 +132,14 @@ for s in "${steps[@]}"; do
                          --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
                      done
                    done ;;
-    # Plan choices of the parallel form against the default: the output pass's blocks over
-    # neighbouring columns (untimed on a GPU); spans of 8 chunks and windows of 256 (run 8: within 2 %).
-    la_plans) for plan in la_columns=grouped la_span=8 la_window=256; do
-                run_step "${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
+    # Plan choices of the parallel form's output pass against the default (untimed on a GPU): its
+    # blocks over neighbouring columns, its scores fused into the state product's walk, 8 x 8
+    # blocks in workgroups of a chunk's blocks, and combinations. (Spans of 8 chunks and windows of
+    # 256 ran within 2 % of the default in run 8: la_sweep.)
+    la_plans) for plan in la_columns=grouped la_scores=fused la_block=8 la_block=8,la_scores=fused \
+                          la_block=8,la_scores=fused,la_columns=grouped; do
+                step=${plan//=/_}
+                run_step "${step//,/+}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done ;;
     la_sweep) for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)

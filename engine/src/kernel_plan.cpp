@@ -165,7 +165,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
        : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
                         " per block for every gradient, tiles of " + std::to_string(bb.tile)
                   : "generic kernels, one invocation per query row, then per key row"});
-  auto describe = [](const Result<LinearAttentionPlan>& la) {
+  auto describe = [](const Result<LinearAttentionPlan>& la, bool causal) {
     if (!la.is_ok()) return la.status().message();
     std::string text(algorithm_name(la.value().algorithm));
     if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
@@ -174,16 +174,21 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       text += ", tiles of " + std::to_string(la.value().tile);
       if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
       if (la.value().grouped_columns) text += ", output blocks of neighbouring columns";
+      if (causal && la.value().fused_scores) text += ", scores fused with the state product";
+      if (la.value().block != 4)
+        text += ", output blocks of " + std::to_string(la.value().block) + " x " + std::to_string(la.value().block) +
+                " in workgroups of " + std::to_string(la.value().output_workgroup);
     }
     return text;
   };
   for (const auto& [heads, dim] : {std::pair<uint64_t, uint32_t>{4, 64}, {8, 32}}) {
     const LinearAttentionShape s{.heads = heads, .n = 65536, .dk = dim, .dv = dim, .chunk = 64};
     const std::string shape = "BH " + std::to_string(heads) + ", N 65536, D " + std::to_string(dim);
-    out.push_back({"linear_attention_forward (causal)", shape, describe(linear_attention_forward(d, s))});
+    out.push_back({"linear_attention_forward (causal)", shape, describe(linear_attention_forward(d, s), true)});
     if (dim == 64) {
-      out.push_back({"linear_attention_forward (non-causal)", shape, describe(linear_attention_noncausal(d, s))});
-      out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s))});
+      out.push_back(
+          {"linear_attention_forward (non-causal)", shape, describe(linear_attention_noncausal(d, s), false)});
+      out.push_back({"linear_attention_backward", shape, describe(linear_attention_backward(d, s), true)});
     }
   }
   // Vladymyrov et al.'s FULL model: 3 layers of 242 parameters, about 14,800 loop iterations per layer.

@@ -1,5 +1,6 @@
 // Kernel plans of attention: block attention and linear attention in every form (kernel_plan.hpp).
 #include <algorithm>
+#include <bit>
 
 #include "kernel_plan.hpp"
 #include "kernel_plan_util.hpp"
@@ -168,12 +169,32 @@ LinearAttentionPlan register_scan_plan(const DeviceTraits& d, const LinearAttent
 std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const LinearAttentionShape& s) {
   constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
   if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
+  const uint32_t wg = std::min(256u, d.max_invocations);
+  // The output pass's register blocks: 4 x 4 unless forced. Blocks of 8 x 8 do twice the
+  // multiply-adds per shared-memory word; a chunk of 64 then has 64 blocks of scores and of outputs
+  // (heads of 64), so the pass takes a workgroup of a chunk's blocks (a power of two from 32, the
+  // states pass and the scan keep theirs). Untimed on a GPU (tools/gpu-check.sh la_plans).
+  const uint32_t block = d.forced.la_block.value_or(4);
+  auto output_workgroup = [&](uint64_t c) {
+    if (block == 4) return wg;
+    const uint64_t blocks = ceil_div(c, block) * std::max(ceil_div(c, block), ceil_div(s.dv, block));
+    return uint32_t(std::clamp<uint64_t>(std::bit_ceil(blocks), std::min(32u, wg), wg));
+  };
+  // Whether the output pass may fuse its scores into the walk of f(A) P_c (la_par_output.glsl's
+  // FUSED): every invocation owns at most one scores block and one output block of a chunk.
+  auto scores_fuse = [&](uint64_t c) {
+    const uint64_t blocks = ceil_div(c, block);
+    return blocks * blocks <= output_workgroup(c) && blocks * ceil_div(s.dv, block) <= output_workgroup(c);
+  };
+  const bool fuse_wanted = d.forced.la_fused_scores.value_or(false);
   // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
-  // vectors padded by one, over the chunk rounded up to whole 4-row blocks; the powers; the other
-  // tile) and of the states pass.
+  // vectors padded by one, over the chunk rounded up to whole blocks of rows; the powers; the other
+  // tile, which holds g(B)'s tile too when fused) and of the states pass.
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
-    const uint64_t c4 = ceil_div(c, 4) * 4;
-    const uint64_t output = c4 * (c4 + 4) + c + 1 + c4 * (tile + 4) + tile * round_up(std::max(c4 + 1, kMaxHeadDim), 4);
+    const uint64_t cr = ceil_div(c, block) * block;
+    const uint64_t other =
+        tile * round_up(std::max(cr + 1, kMaxHeadDim), 4) + (fuse_wanted && scores_fuse(c) ? tile * (cr + 1) : 0);
+    const uint64_t output = cr * (cr + 4) + c + 1 + cr * (tile + 4) + other;
     return 4 * std::max(output, c + 2 * tile * kMaxHeadDim);
   };
   // Tiles of 8 rows (or inner slices): on the H200 they ran the forward, non-causal and backward
@@ -195,15 +216,15 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
       return std::nullopt;
     }
   }
-  const uint32_t wg = std::min(256u, d.max_invocations);
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
-  // the scores times h(C), per round of 4 x 4 blocks.
+  // the scores times h(C), per round of blocks (fused, fewer).
+  const uint32_t owg = output_workgroup(c);
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
-  const uint64_t score_rounds = ceil_div(ceil_div(c, 4) * ceil_div(c, 4), wg);
-  const uint64_t out_rounds = ceil_div(ceil_div(c, 4) * ceil_div(s.dv, 4), wg);
-  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
-                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
-                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
+  const uint64_t score_rounds = ceil_div(ceil_div(c, block) * ceil_div(c, block), owg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), owg);
+  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, owg) + tile) +
+                                out_rounds * (k_steps * (ceil_div(c * tile, owg) + ceil_div(tile * s.dv, owg) + tile) +
+                                              s_steps * (ceil_div(tile * s.dv, owg) + tile)) +
                                 8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
@@ -234,6 +255,13 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // instead of four strided words, as the GPU matmul's grouped layout does (1.07-1.16x on an H200);
   // untimed here (tools/gpu-check.sh la_plans times them).
   p.grouped_columns = d.forced.la_grouped_columns.value_or(false);
+  // The scores in their own walk over the inner dimension unless forced: fused, the output pass
+  // loads each slice of f(A) once instead of twice and takes 32 barriers per chunk instead of 48
+  // (C 64, D 64, tiles of 8), for 16 more accumulators per invocation; untimed on a GPU
+  // (tools/gpu-check.sh la_plans times it).
+  p.fused_scores = fuse_wanted && scores_fuse(c);
+  p.block = block;
+  p.output_workgroup = owg;
   // With spans the scratch holds the window's chunk states and its spans' states: both within the
   // scratch budget and one storage-buffer range.
   const uint64_t scratch_states = std::min<uint64_t>(kParallelScratchBytes, d.max_storage_range) / state_bytes;

@@ -4,10 +4,12 @@
 // chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
-// through shared-memory tiles, each invocation accumulating 4 x 4 blocks in registers (4
+// through shared-memory tiles, each invocation accumulating RB x RB blocks in registers (RB 4 or 8
 // neighbouring rows, whose operands it reads as one 16-byte vector per row and 4 inner steps, and
-// 4 strided columns, one word each; with GROUPED_COLUMNS the outputs' 4 columns are neighbours,
-// 4 aligned words per inner step, which a compiler can load as one vector):
+// RB strided columns, one word each; with GROUPED_COLUMNS the outputs' RB columns are neighbours,
+// aligned runs of 4 words per inner step, which a compiler can load as vectors). Blocks of 8 do
+// twice the multiply-adds per word read from shared memory (64 per 16 words, against 16 per 8)
+// in a quarter of the invocations: the plan gives them a workgroup of a chunk's blocks.
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
 //      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
@@ -17,11 +19,17 @@
 // out_t = f(a_t) S with S the total state, which la_par_scan leaves in the state buffer (bound as
 // chunk_states, one per head); only product 2 runs. With STATE_TRANSPOSED the states were made by
 // another form whose state is this one's transpose (stored [DV, DK]; the backward's dk and dv).
+// With FUSE_SCORES (causal, where every invocation owns at most one scores block and one output
+// block) products 1 and 2 share one walk over the inner dimension: each TILE slice of f(A), g(B)
+// and P_c is loaded once between one pair of barriers, where the separate walks load f(A) twice
+// and take twice the barriers (a third of the pass's barriers and loads of f(A) go).
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
 layout(constant_id = 11) const bool CAUSAL = true;
 layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
 layout(constant_id = 13) const bool GROUPED_COLUMNS = false;
+layout(constant_id = 18) const bool FUSE_SCORES = false;
+layout(constant_id = 19) const uint RB = 4;  // an invocation's block: RB x RB outputs (4 or 8)
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -34,24 +42,34 @@ layout(std430, binding = 4) readonly buffer ChunkStates { float chunk_states[]; 
 layout(std430, binding = 5) readonly buffer X { sfloat x[]; };  // GRAD_SCALE: phi' of x scales out
 layout(std430, binding = 6) writeonly buffer Out { ofloat out_[]; };
 
-// The tiles hold CHUNK4 rows (CHUNK rounded up to whole 4-row blocks), every slot written (zero
+// The tiles hold CHUNKR rows (CHUNK rounded up to whole RB-row blocks), every slot written (zero
 // outside the data), so the inner loops run whole 4-step vectors without clamps or bounds. The
 // row-operand tiles are arrays of vec4 along their inner dimension (16-byte loads), rows padded by
 // one vector: two block rows 4 apart, which one warp reads at once, then fall 16 banks apart.
-const uint CHUNK4 = (CHUNK + 3u) / 4u * 4u;
-const uint SROW4 = CHUNK4 / 4u + 1u;                     // scores' row, in vec4
-shared vec4 scores[CHUNK4 * SROW4];                      // [t][s]
+const uint CHUNKR = (CHUNK + RB - 1u) / RB * RB;
+const uint SROW4 = CHUNKR / 4u + 1u;                     // scores' row, in vec4
+shared vec4 scores[CHUNKR * SROW4];                      // [t][s]
 shared afloat power[CHUNK + 1];                          // lambda^m
 const uint AROW4 = TILE / 4u + 1u;                       // a_tile's row, in vec4 (TILE: a multiple of 4)
-shared vec4 a_tile[CHUNK4 * AROW4];                      // [t][k]: f(a_t) on TILE inner slices
+shared vec4 a_tile[CHUNKR * AROW4];                      // [t][k]: f(a_t) on TILE inner slices
 // [k][s] g(b), then [k][j] P, then [s][j] h(c). Result columns are strided over the invocations and
 // g(b) is stored transposed, so neighbouring invocations read neighbouring words (la_par_common.glsl:
-// shared-memory banks). Grouped output columns read 4 neighbouring words of a P or h(c) row, which
-// start on a 16-byte boundary (rows a multiple of 4 words), so that a compiler can load them as one
-// vector; words of a row past DV hold whatever was there and feed only columns never stored.
-const uint BROW = CHUNK4 + 1u;
+// shared-memory banks). Grouped output columns read runs of 4 neighbouring words of a P or h(c) row,
+// which start on a 16-byte boundary (rows a multiple of 4 words), so that a compiler can load them as
+// vectors; words of a row past DV hold whatever was there and feed only columns never stored.
+const uint BROW = CHUNKR + 1u;
 const uint OTHER_ROW = ((BROW > MAX_D ? BROW : MAX_D) + 3u) / 4u * 4u;
-shared afloat other_tile[TILE * OTHER_ROW];
+// Whether products 1 and 2 run fused: one round of blocks each (kernel_plan_attention.cpp decides
+// the same from the widest form). The fused walk holds g(B) and P_c at once: the wide tile (P or
+// h(C)) then starts past g(B)'s, at a multiple of 4 words (TILE is). (The comparisons are
+// constants of their own: glslang 11 leaves an && chain with a comparison in it undefined where a
+// later constant uses it.)
+const uint CHUNK_BLOCKS = CHUNKR / RB;
+const bool SCORES_FIT = CHUNK_BLOCKS * CHUNK_BLOCKS <= WG_SIZE;
+const bool OUTPUTS_FIT = CHUNK_BLOCKS * ((DV + RB - 1u) / RB) <= WG_SIZE;
+const bool FUSED = CAUSAL && FUSE_SCORES && SCORES_FIT && OUTPUTS_FIT;
+const uint WIDE_AT = FUSED ? TILE * BROW : 0u;
+shared afloat other_tile[WIDE_AT + TILE * OTHER_ROW];
 
 // One word of a vec4 row tile.
 void set_word(bool in_scores, uint row, uint column, afloat value) {
@@ -66,11 +84,11 @@ void set_word(bool in_scores, uint row, uint column, afloat value) {
 // barrier (store_*), so a tile costs one wait overlapped with arithmetic instead of a wait between
 // two barriers. The elements e = tid + i WG_SIZE of one tile an invocation carries (unrolled: the
 // arrays stay in registers) are laid out by constants, so that finding an element's row and column
-// is a shift or a multiplication: a chunk-row tile is CHUNK4 x TILE (e = t TILE + kk), a wide one
+// is a shift or a multiplication: a chunk-row tile is CHUNKR x TILE (e = t TILE + kk), a wide one
 // TILE x DV (e = row DV + j; a transposed state e = j TILE + kk); slots past the tile's real rows
 // or width hold zero.
-#extension GL_EXT_control_flow_attributes : require
-const uint ROW_PREFETCH = (CHUNK4 * TILE + WG_SIZE - 1) / WG_SIZE;
+#extension GL_EXT_control_flow_attributes : require  // [[unroll]]: the blocks' arrays stay in registers
+const uint ROW_PREFETCH = (CHUNKR * TILE + WG_SIZE - 1) / WG_SIZE;
 const uint WIDE_PREFETCH = (TILE * DV + WG_SIZE - 1) / WG_SIZE;
 uint ab_base, c_base, state_base, t0, len;
 // SPAN > 1 (causal): P_c = L_c (at state_base) + start_decay times the state before the chunk's span.
@@ -98,13 +116,13 @@ void fetch_rows(bool is_a, uint k0, uint width, out afloat r[ROW_PREFETCH]) {
 void store_a(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
-    if (t < CHUNK4) set_word(false, t, e % TILE, r[i]);
+    if (t < CHUNKR) set_word(false, t, e % TILE, r[i]);
   }
 }
 void store_b(afloat r[ROW_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < ROW_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, t = e / TILE;
-    if (t < CHUNK4) other_tile[(e % TILE) * BROW + t] = r[i];
+    if (t < CHUNKR) other_tile[(e % TILE) * BROW + t] = r[i];
   }
 }
 
@@ -140,17 +158,62 @@ void store_wide(bool is_state, afloat r[WIDE_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < WIDE_PREFETCH; ++i) {
     uint kk, j;
     if (wide_slot(is_state && STATE_TRANSPOSED, gl_LocalInvocationID.x + i * WG_SIZE, TILE, kk, j))
-      other_tile[kk * OTHER_ROW + j] = r[i];
+      other_tile[WIDE_AT + kk * OTHER_ROW + j] = r[i];
   }
 }
 
-// An output block's 4 columns of row `row` of the wide tile (P or h(C)): with GROUPED_COLUMNS 4
-// neighbouring, 16-byte aligned words.
-vec4 wide_row(uint row, uint column[4]) {
-  const uint at = row * OTHER_ROW;
-  return vec4(other_tile[at + column[0]], other_tile[at + column[1]], other_tile[at + column[2]],
-              other_tile[at + column[3]]);
+// An output block's RB columns of row `row` of the wide tile (P or h(C)): with GROUPED_COLUMNS
+// neighbouring words, in 16-byte aligned runs of 4.
+void wide_row(uint row, uint column[RB], out afloat v[RB]) {
+  const uint at = WIDE_AT + row * OTHER_ROW;
+  [[unroll]] for (uint q = 0; q < RB; ++q) v[q] = other_tile[at + column[q]];
 }
+
+// Product 1 on the staged slice: the scores block of rows r0 .. r0 + RB - 1 and columns
+// s0 + blocks_t q for q < live_q (the rest lie past the mask).
+void scores_slice(uint r0, uint s0, uint blocks_t, uint live_q, inout afloat acc[RB][RB]) {
+  [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
+    vec4 av[RB];
+    [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) {
+      afloat bv[RB];
+      [[unroll]] for (uint q = 0; q < RB; ++q)
+        if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
+      [[unroll]] for (uint r = 0; r < RB; ++r)
+        [[unroll]] for (uint q = 0; q < RB; ++q)
+          if (q < live_q) acc[r][q] += av[r][u] * bv[q];
+    }
+  }
+}
+
+// Every (t, s) of a scores block into shared memory: decayed, zero past the mask and past len
+// (product 3 reads whole 4-column vectors of every row of its blocks).
+void store_scores(uint r0, uint s0, uint blocks_t, afloat acc[RB][RB]) {
+  [[unroll]] for (uint r = 0; r < RB; ++r)
+    [[unroll]] for (uint q = 0; q < RB; ++q) {
+      const uint t = r0 + r, s = s0 + blocks_t * q;
+      set_word(true, t, s, t < len && s <= t ? acc[r][q] * power[min(t - s, CHUNK)] : 0.0);
+    }
+}
+
+// Product 2 on the staged slice: f(A) P_c for the output block of rows r0 .. r0 + RB - 1 and `column`.
+void state_slice(uint r0, uint column[RB], inout afloat acc[RB][RB]) {
+  [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
+    vec4 av[RB];
+    [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) {
+      afloat pv[RB];
+      wide_row(4u * k4 + u, column, pv);
+      [[unroll]] for (uint r = 0; r < RB; ++r)
+        [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] += av[r][u] * pv[q];
+    }
+  }
+}
+
+// Columns q of a scores block of rows from r0 with blocks_t q > r0 + RB - 1 lie past every row of
+// the block for every s0: masked, left at zero. The bound depends on r0 only, shared by blocks_t
+// neighbouring invocations.
+uint live_score_columns(uint r0, uint blocks_t) { return min(RB, (r0 + RB - 1u) / blocks_t + 1u); }
 
 void main() {
   const uint chunk = gl_WorkGroupID.x, bh = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
@@ -163,19 +226,17 @@ void main() {
   start_base = p.states_base + (bh * spans_in_window() + chunk / SPAN) * DK * DV;
   start_decay = HAS_DECAY ? decay_pow(lambda, afloat((chunk % SPAN) * CHUNK)) : 1.0;  // earlier chunks are whole
   for (uint m = tid; m <= len; m += WG_SIZE) power[m] = HAS_DECAY ? decay_pow(lambda, afloat(m)) : 1.0;
-  const uint blocks_t = (len + 3) / 4;
+  const uint blocks_t = (len + RB - 1u) / RB;
 
-  // 1. Scores: 4 x 4 blocks of (t, s).
-  for (uint round = 0; CAUSAL && round * WG_SIZE < blocks_t * blocks_t; ++round) {
+  // 1. Scores: RB x RB blocks of (t, s), in a walk of their own unless FUSED (below).
+  for (uint round = 0; CAUSAL && !FUSED && round * WG_SIZE < blocks_t * blocks_t; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_t;
-    const uint r0 = owner ? blk / blocks_t * 4 : 0, s0 = owner ? blk % blocks_t : 0;  // columns s0 + blocks_t q
-    // Columns q with blocks_t q > r0 + 3 lie past every row of the block for every s0: masked, left
-    // at zero. The bound depends on r0 only, shared by blocks_t neighbouring invocations.
-    const uint live_q = min(4u, (r0 + 3u) / blocks_t + 1u);
-    afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
+    const uint r0 = owner ? blk / blocks_t * RB : 0, s0 = owner ? blk % blocks_t : 0;  // columns s0 + blocks_t q
+    const uint live_q = live_score_columns(r0, blocks_t);
+    afloat acc[RB][RB];
+    [[unroll]] for (uint r = 0; r < RB; ++r)
+      [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] = 0.0;
     afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
     uint width = min(TILE, DK);
     fetch_rows(true, 0, width, next_a);
@@ -190,72 +251,56 @@ void main() {
         fetch_rows(true, k0 + TILE, width, next_a);
         fetch_rows(false, k0 + TILE, width, next_b);
       }
-      if (!owner) continue;
-      [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
-        vec4 av[4];
-        [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
-        [[unroll]] for (uint u = 0; u < 4; ++u) {
-          afloat bv[4];
-          [[unroll]] for (uint q = 0; q < 4; ++q)
-            if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
-          [[unroll]] for (uint r = 0; r < 4; ++r)
-            [[unroll]] for (uint q = 0; q < 4; ++q)
-              if (q < live_q) acc[r][q] += av[r][u] * bv[q];
-        }
-      }
+      if (owner) scores_slice(r0, s0, blocks_t, live_q, acc);
     }
-    if (!owner) continue;
-    // Every (t, s) of the block: zero past the mask and past len (product 3 reads whole 4-column
-    // vectors of every row of its blocks).
-    for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) {
-        const uint t = r0 + r, s = s0 + blocks_t * q;
-        set_word(true, t, s, t < len && s <= t ? acc[r][q] * power[min(t - s, CHUNK)] : 0.0);
-      }
+    if (owner) store_scores(r0, s0, blocks_t, acc);
   }
 
-  // 2 and 3. Outputs: 4 x 4 blocks of (t, j).
-  const uint blocks_j = (DV + 3) / 4;
+  // 2 and 3. Outputs: RB x RB blocks of (t, j).
+  const uint blocks_j = (DV + RB - 1u) / RB;
   for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
     const bool owner = blk < blocks_t * blocks_j;
-    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS 4 j0 + q.
-    const uint r0 = owner ? blk / blocks_j * 4 : 0, j0 = owner ? blk % blocks_j : 0;
+    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS RB j0 + q.
+    const uint r0 = owner ? blk / blocks_j * RB : 0, j0 = owner ? blk % blocks_j : 0;
     // Strided columns past DV read a clamped (loaded) column; grouped ones past DV read words no
     // fetch wrote. Neither is written out.
-    uint column[4];
-    for (uint q = 0; q < 4; ++q) column[q] = GROUPED_COLUMNS ? 4u * j0 + q : min(j0 + blocks_j * q, DV - 1);
-    afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) acc[r][q] = 0.0;
-    // f(A) P_c over TILE slices of the inner dimension.
-    afloat next_a[ROW_PREFETCH], next_p[WIDE_PREFETCH];
+    uint column[RB];
+    [[unroll]] for (uint q = 0; q < RB; ++q) column[q] = GROUPED_COLUMNS ? RB * j0 + q : min(j0 + blocks_j * q, DV - 1);
+    afloat acc[RB][RB];
+    [[unroll]] for (uint r = 0; r < RB; ++r)
+      [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] = 0.0;
+    // f(A) P_c over TILE slices of the inner dimension; FUSED, the scores' products in the same walk
+    // (one round: invocation tid owns scores block tid and output block tid, where they exist).
+    const bool s_owner = FUSED && tid < blocks_t * blocks_t;
+    const uint sr0 = s_owner ? tid / blocks_t * RB : 0, s0 = s_owner ? tid % blocks_t : 0;
+    const uint live_q = live_score_columns(sr0, blocks_t);
+    afloat acc_s[RB][RB];
+    [[unroll]] for (uint r = 0; r < RB; ++r)
+      [[unroll]] for (uint q = 0; q < RB; ++q) acc_s[r][q] = 0.0;
+    afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH], next_p[WIDE_PREFETCH];
     uint width = min(TILE, DK);
     fetch_rows(true, 0, width, next_a);
+    if (FUSED) fetch_rows(false, 0, width, next_b);
     fetch_wide(true, 0, width, next_p);
     for (uint k0 = 0; k0 < DK; k0 += TILE) {
       barrier();  // the previous tiles (and the scores) read -> overwritten
       store_a(next_a);
+      if (FUSED) store_b(next_b);
       store_wide(true, next_p);
       barrier();  // tiles stored -> read by every block owner
       if (k0 + TILE < DK) {  // the next slice's loads, in flight during the products below
         width = min(TILE, DK - k0 - TILE);
         fetch_rows(true, k0 + TILE, width, next_a);
+        if (FUSED) fetch_rows(false, k0 + TILE, width, next_b);
         fetch_wide(true, k0 + TILE, width, next_p);
       }
-      if (!owner) continue;
-      [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
-        vec4 av[4];
-        [[unroll]] for (uint r = 0; r < 4; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
-        [[unroll]] for (uint u = 0; u < 4; ++u) {
-          const vec4 pv = wide_row(4u * k4 + u, column);
-          [[unroll]] for (uint r = 0; r < 4; ++r)
-            [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += av[r][u] * pv[q];
-        }
-      }
+      if (s_owner) scores_slice(sr0, s0, blocks_t, live_q, acc_s);
+      if (owner) state_slice(r0, column, acc);
     }
-    for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
+    if (s_owner) store_scores(sr0, s0, blocks_t, acc_s);  // read after product 3's first barriers
+    [[unroll]] for (uint r = 0; r < RB; ++r)
+      [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
     // Plus the causal scores times h(C), TILE rows of h(C) at a time.
     afloat next_c[WIDE_PREFETCH];
     uint rows = min(TILE, len);
@@ -269,25 +314,26 @@ void main() {
         fetch_wide(false, s0 + TILE, rows, next_c);
       }
       if (!owner) continue;
-      // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + 3 add nothing, so
-      // the causal half of the product is skipped rather than multiplied by zero (in whole 4-row
-      // steps: s0 and r0 + 4 are multiples of 4). An owner's rows are shared by the blocks_j
-      // neighbouring invocations, so whole subgroups stop together.
-      const uint steps = min(TILE, r0 + 4u > s0 ? r0 + 4u - s0 : 0u) / 4u;
+      // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + RB - 1 add
+      // nothing, so the causal half of the product is skipped rather than multiplied by zero (in
+      // whole 4-row steps: s0 and r0 + RB are multiples of 4). An owner's rows are shared by the
+      // blocks_j neighbouring invocations, so whole subgroups stop together.
+      const uint steps = min(TILE, r0 + RB > s0 ? r0 + RB - s0 : 0u) / 4u;
       for (uint s4 = 0; s4 < steps; ++s4) {
-        vec4 sv[4];
-        [[unroll]] for (uint r = 0; r < 4; ++r) sv[r] = scores[(r0 + r) * SROW4 + s0 / 4u + s4];
+        vec4 sv[RB];
+        [[unroll]] for (uint r = 0; r < RB; ++r) sv[r] = scores[(r0 + r) * SROW4 + s0 / 4u + s4];
         [[unroll]] for (uint u = 0; u < 4; ++u) {
-          const vec4 cv = wide_row(4u * s4 + u, column);
-          [[unroll]] for (uint r = 0; r < 4; ++r)
-            [[unroll]] for (uint q = 0; q < 4; ++q) acc[r][q] += sv[r][u] * cv[q];
+          afloat cv[RB];
+          wide_row(4u * s4 + u, column, cv);
+          [[unroll]] for (uint r = 0; r < RB; ++r)
+            [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] += sv[r][u] * cv[q];
         }
       }
     }
     if (!owner) continue;
-    for (uint r = 0; r < 4; ++r)
-      for (uint q = 0; q < 4; ++q) {
-        const uint t = r0 + r, j = GROUPED_COLUMNS ? 4u * j0 + q : j0 + blocks_j * q;
+    [[unroll]] for (uint r = 0; r < RB; ++r)
+      [[unroll]] for (uint q = 0; q < RB; ++q) {
+        const uint t = r0 + r, j = GROUPED_COLUMNS ? RB * j0 + q : j0 + blocks_j * q;
         if (t >= len || j >= DV) continue;
         const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];

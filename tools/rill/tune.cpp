@@ -56,8 +56,12 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"lm prefill", "la_scan_groups", {"1"}},
            {"lm prefill", "la_window", {"256"}},   // a window's chunk states small enough for L2
            {"lm prefill", "la_span", {"1", "8"}},  // around the plan's 2-4 chunks per states workgroup
+           // The output pass's forced-only forms, untimed on any GPU so far.
+           {"lm prefill", "la_columns", {"grouped"}},
+           {"lm prefill", "la_scores", {"fused"}},
+           {"lm prefill", "la_block", {"8"}},
            {"lm prefill", "block_tile", {"8", "32"}},
-           {"lm prefill", "matmul_layout", {"grouped"}},
+           {"lm prefill", "matmul_layout", {"strided"}},  // the plan's default is grouped since run 8
            {"lm prefill", "matmul_depth", {"32"}},
            {"lm decode", "lm_decode_grid", {"128x64", "256x32", "512x8"}},
            {"lm decode", "lm_decode_columns", {"1", "8"}},
