@@ -536,6 +536,13 @@ TEST_CASE("icl: a checkpoint whose state words contradict themselves is refused"
   std::memcpy(&bits, &three, 4);
   CHECK(refused(gpu::kIclStateBeta2Power, bits).find("outside [0, 1]") != std::string::npos);
   CHECK(refused(gpu::kIclStateStep, 0xFFFFFFF0u).find("end of its range") != std::string::npos);
+  // A negative second moment (a mean of squares): refused, not a NaN update later.
+  Checkpoint negative = good;
+  negative.moment2[3] = -1e-3f;
+  REQUIRE(rill::icl::detail::write_checkpoint(path, negative).is_ok());
+  const auto read = rill::icl::detail::read_checkpoint(path);
+  REQUIRE_FALSE(read.is_ok());
+  CHECK(read.status().message().find("'moment2' holds a negative value at flat index 3") != std::string::npos);
   std::remove(path.c_str());
 }
 

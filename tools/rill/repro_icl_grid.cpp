@@ -17,6 +17,7 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     out[key] = r;
   };
   std::map<int64_t, std::vector<Cell>> by_start;  // pending cells by the step their checkpoint holds
+  std::map<std::string, SpikeWatch> resumed_spikes;
   for (const Cell& c : cells) {
     if (auto done = runs.finished(c.key)) {
       out[c.key] = *done;
@@ -25,8 +26,20 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     int64_t start = 0;
     std::error_code ec;
     if (std::filesystem::exists(runs.checkpoint_path(c.key), ec)) {
-      auto t = Trainer::resume(ctx, runs.checkpoint_path(c.key));
-      start = t.is_ok() ? t->step() : 0;  // an unreadable checkpoint: the run starts over
+      // Usable where this cell's model loads it (its configuration) and the spikes seen up to its
+      // step were saved with it; else the run starts over (the next save replaces both).
+      auto probe = TrainerGrid::create(ctx, std::span<const TrainConfig>(&c.config, 1));
+      const bool loads = probe.is_ok() && probe->load_checkpoint(0, runs.checkpoint_path(c.key)).is_ok();
+      const auto spikes = loads ? runs.saved_spikes(c.key, probe->step(0)) : std::nullopt;
+      if (spikes) {
+        start = probe->step(0);
+        resumed_spikes[c.key] = *spikes;
+      } else {
+        std::printf(
+            "%s: its checkpoint cannot be resumed (another configuration, unreadable, or its spikes "
+            "unsaved); the run starts over\n",
+            c.key.c_str());
+      }
     }
     by_start[start].push_back(c);
   }
@@ -35,8 +48,11 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     for (const Cell& c : group) configs.push_back(c.config);
     std::vector<SpikeWatch> watches(group.size());
     auto grid = TrainerGrid::create(ctx, configs);
+    // A failure of the whole grid (device memory, a lost device, a file that cannot be written) is
+    // not the runs' result: reported in this table, never recorded, and the checkpoints stay for
+    // --resume.
     auto fail_all = [&](const rill::Status& s) {
-      for (size_t m = 0; m < group.size(); ++m) record(group[m].key, {false, s.message(), {}, 0, watches[m]});
+      for (size_t m = 0; m < group.size(); ++m) out[group[m].key] = {false, s.message(), {}, 0, watches[m]};
     };
     if (!grid.is_ok()) {
       fail_all(grid.status());
@@ -45,7 +61,7 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     rill::Status trained = rill::Status::ok();
     for (size_t m = 0; start > 0 && m < group.size() && trained.is_ok(); ++m) {
       trained = grid->load_checkpoint(int(m), runs.checkpoint_path(group[m].key));
-      watches[m] = runs.saved_spikes(group[m].key);
+      watches[m] = resumed_spikes.at(group[m].key);
       std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
     }
     std::printf("training %zu runs together (%d kernel cohorts), %lld steps each\n", group.size(), grid->cohorts(),
@@ -62,7 +78,9 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
         trained = curves.status();
         break;
       }
-      for (size_t m = 0; m < group.size(); ++m) watch_window(watches[m], (*curves)[m]);
+      // Windows judged whole, however checkpoints cut them (their records wait in the watch).
+      const bool window_end = (at + run) % kSpikeWindow == 0 || at + run == steps;
+      for (size_t m = 0; m < group.size(); ++m) watch_steps(watches[m], (*curves)[m], window_end);
       if ((at + run) / report_every != at / report_every && at + run < steps) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("  step %lld of %lld, %.0f s, about %.0f s to go\n", (long long)(at + run), (long long)steps,
@@ -72,8 +90,9 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
       at += run;
       if (checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
         for (size_t m = 0; m < group.size() && trained.is_ok(); ++m) {
-          // The spikes first: a kill between the two files over-reports, never hides, a spike.
-          trained = runs.save_spikes(group[m].key, watches[m]);
+          // The spikes first, tagged with the step: a kill between the two files leaves spikes of a
+          // later step than the checkpoint, which a resume refuses (the run starts over).
+          trained = runs.save_spikes(group[m].key, watches[m], at);
           if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
         }
     }

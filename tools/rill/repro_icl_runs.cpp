@@ -29,21 +29,49 @@ json settings_json(const ReproSettings& s) {
           {"columns", s.columns}};
 }
 
-json spikes_json(const SpikeWatch& w) {
-  // JSON has no infinity: a non-finite peak is written as -1.
-  return {{"spikes", w.spikes},
-          {"first_step", w.first_step},
-          {"peak_ratio", std::isfinite(w.peak_ratio) ? w.peak_ratio : -1.0},
-          {"window_median", w.window_median}};
+// Evaluation losses and training losses: JSON has no NaN or infinity (a diverged model's loss is
+// one), so a non-finite value is written as its name.
+json number_json(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+std::optional<double> number_of(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j == "nan") return NAN;
+  if (j == "inf") return INFINITY;
+  if (j == "-inf") return -INFINITY;
+  return std::nullopt;
 }
 
-SpikeWatch spikes_of(const json& j) {
+json spikes_json(const SpikeWatch& w) {
+  // JSON has no infinity: a non-finite peak is written as -1.
+  json j = {{"spikes", w.spikes},
+            {"first_step", w.first_step},
+            {"peak_ratio", std::isfinite(w.peak_ratio) ? w.peak_ratio : -1.0},
+            {"window_median", w.window_median}};
+  if (!w.pending.empty()) {  // the window in progress: [step, loss] each
+    json pending = json::array();
+    for (const rill::icl::StepRecord& r : w.pending) pending.push_back({r.step, number_json(r.loss)});
+    j["pending"] = std::move(pending);
+  }
+  return j;
+}
+
+// Throws json::exception where a field is missing or of the wrong type; none where a pending loss
+// is not a number.
+std::optional<SpikeWatch> spikes_of(const json& j) {
   SpikeWatch w;
   w.spikes = j.at("spikes").get<int64_t>();
   w.first_step = j.at("first_step").get<int64_t>();
   w.peak_ratio = j.at("peak_ratio").get<double>();
   if (w.peak_ratio < 0) w.peak_ratio = INFINITY;
   w.window_median = j.at("window_median").get<double>();
+  if (j.contains("pending"))
+    for (const json& r : j.at("pending")) {
+      const auto loss = number_of(r.at(1));
+      if (!loss) return std::nullopt;
+      w.pending.push_back({r.at(0).get<int64_t>(), float(*loss), 0.0f});
+    }
   return w;
 }
 
@@ -87,13 +115,15 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
                                        ", this run asks for " + wanted.dump() + "; use the same options");
     // A run killed after its result was written but before its checkpoint was removed left both:
     // the result stands, and the stale files go now (nothing would remove them later).
+    // (A result that cannot be read is no result: that run resumes from its checkpoint.)
     const std::string result_suffix = ".result.json";
     for (const auto& entry : fs::directory_iterator(runs.dir_, ec)) {
       const std::string path = entry.path().string();
       if (!path.ends_with(result_suffix)) continue;
-      ++runs.recorded_at_open_;
       const std::string key = entry.path().filename().string();
       const std::string run = key.substr(0, key.size() - result_suffix.size());
+      if (!runs.finished(run)) continue;
+      ++runs.recorded_at_open_;
       std::error_code ignored;
       fs::remove(runs.checkpoint_path(run), ignored);
       fs::remove(runs.dir_ + run + ".spikes.json", ignored);
@@ -115,11 +145,17 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
     r.ok = j->at("ok").get<bool>();
     r.error = j->at("error").get<std::string>();
     r.skipped = j->at("skipped").get<int64_t>();
-    if (j->contains("spikes")) r.spikes = spikes_of(j->at("spikes"));
+    if (j->contains("spikes")) {
+      const auto spikes = spikes_of(j->at("spikes"));
+      if (!spikes) return std::nullopt;
+      r.spikes = *spikes;
+    }
     if (r.ok) {
       r.eval.tasks = j->at("tasks").get<int>();
-      r.eval.model = j->at("model").get<double>();
-      r.eval.ridge_oracle = j->at("ridge_oracle").get<double>();
+      const auto model = number_of(j->at("model")), ridge = number_of(j->at("ridge_oracle"));
+      if (!model || !ridge) return std::nullopt;
+      r.eval.model = *model;
+      r.eval.ridge_oracle = *ridge;
     }
     return r;
   } catch (const json::exception&) {
@@ -129,7 +165,10 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
 
 rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
   json j = {{"ok", r.ok}, {"error", r.error}, {"skipped", r.skipped}, {"spikes", spikes_json(r.spikes)}};
-  if (r.ok) j.update({{"tasks", r.eval.tasks}, {"model", r.eval.model}, {"ridge_oracle", r.eval.ridge_oracle}});
+  if (r.ok)
+    j.update({{"tasks", r.eval.tasks},
+              {"model", number_json(r.eval.model)},
+              {"ridge_oracle", number_json(r.eval.ridge_oracle)}});
   std::string error;
   // nlohmann writes doubles with enough digits to read back the same bits.
   if (!write_text_atomic(dir_ + key + ".result.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
@@ -139,20 +178,22 @@ rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
   return {};
 }
 
-rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch) {
+rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step) {
+  json j = spikes_json(watch);
+  j["step"] = step;
   std::string error;
-  if (!write_text_atomic(dir_ + key + ".spikes.json", spikes_json(watch).dump(2) + "\n", &error))
-    return rill::invalid_argument(error);
+  if (!write_text_atomic(dir_ + key + ".spikes.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
   return {};
 }
 
-SpikeWatch ReproRuns::saved_spikes(const std::string& key) const {
+std::optional<SpikeWatch> ReproRuns::saved_spikes(const std::string& key, int64_t step) const {
   const auto j = read_json(dir_ + key + ".spikes.json");
-  if (!j) return {};
+  if (!j) return std::nullopt;
   try {
-    return spikes_of(*j);
+    if (j->at("step").get<int64_t>() != step) return std::nullopt;
+    return spikes_of(*j);  // empty where a pending loss is unreadable
   } catch (const json::exception&) {
-    return {};
+    return std::nullopt;
   }
 }
 

@@ -20,4 +20,11 @@ void watch_window(SpikeWatch& w, const std::vector<rill::icl::StepRecord>& recor
   w.window_median = finite[finite.size() / 2];
 }
 
+void watch_steps(SpikeWatch& w, const std::vector<rill::icl::StepRecord>& records, bool window_end) {
+  w.pending.insert(w.pending.end(), records.begin(), records.end());
+  if (!window_end) return;
+  watch_window(w, w.pending);
+  w.pending.clear();
+}
+
 }  // namespace rill_cli

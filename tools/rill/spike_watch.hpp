@@ -18,10 +18,16 @@ struct SpikeWatch {
   int64_t first_step = -1;     // the first of them; -1: none
   double peak_ratio = 0.0;     // the largest loss / window median (inf for a non-finite loss)
   double window_median = 0.0;  // median loss of the last window (0: none yet)
+  // The records of the window in progress, held until it ends: a window is judged whole however
+  // the training was cut into calls (checkpoints, a resume).
+  std::vector<rill::icl::StepRecord> pending;
 };
 
 // Feeds one window of a run's records (consecutive steps): each step against the median of the
 // window before, then this window's median becomes the reference for the next.
 void watch_window(SpikeWatch& watch, const std::vector<rill::icl::StepRecord>& records);
+// Feeds consecutive records of the window in progress; `window_end` when they end it (a multiple
+// of kSpikeWindow steps, or the run's last step), which judges the whole window.
+void watch_steps(SpikeWatch& watch, const std::vector<rill::icl::StepRecord>& records, bool window_end);
 
 }  // namespace rill_cli

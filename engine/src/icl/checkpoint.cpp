@@ -64,6 +64,11 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   RILL_RETURN_IF_ERROR(floats("params", c.params));
   RILL_RETURN_IF_ERROR(floats("moment1", c.moment1));
   RILL_RETURN_IF_ERROR(floats("moment2", c.moment2));
+  // Adam's second moments are running means of squares: a negative one would turn the update's
+  // square root into NaN and halt the resumed run with a message about its learning rate.
+  for (size_t i = 0; i < c.moment2.size(); ++i)
+    if (c.moment2[i] < 0.0f)
+      return data_loss(where + "tensor 'moment2' holds a negative value at flat index " + std::to_string(i));
   const std::vector<int64_t> state_shape{gpu::kIclStateWords};
   auto state = file.tensor("state", TensorDType::kU32, state_shape);
   if (!state.is_ok()) return Status(state.status().code(), where + state.status().message());
