@@ -665,6 +665,29 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
   auto refused = Trainer::create(ctx, c, &wrong);
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().message().find("d=2") != std::string::npos);
+
+  // A checkpoint names its set: the resume takes the same set, and neither none (it would sample
+  // other tasks) nor another one; then it goes on exactly as the run would have.
+  const std::string path = rill_test::temp_path("icl-task-set-run.safetensors");
+  REQUIRE(trainer.save_checkpoint(path).is_ok());
+  const auto without = Trainer::resume(ctx, path);
+  REQUIRE_FALSE(without.is_ok());
+  CHECK(without.status().message().find("given no task set") != std::string::npos);
+  TaskSet other = set;
+  other.targets[5] += 1.0f;
+  const auto foreign = Trainer::resume(ctx, path, &other);
+  REQUIRE_FALSE(foreign.is_ok());
+  CHECK(foreign.status().message().find("another task set") != std::string::npos);
+  auto resumed = must(Trainer::resume(ctx, path, &set));
+  const auto more = must(trainer.train(3));
+  const auto again = must(resumed.train(3));
+  REQUIRE(more.size() == again.size());
+  for (size_t s = 0; s < more.size(); ++s) CHECK(more[s].loss == again[s].loss);
+  // And a run on sampled tasks refuses a set.
+  auto sampled = must(Trainer::create(ctx, c));
+  REQUIRE(sampled.save_checkpoint(path).is_ok());
+  CHECK(Trainer::resume(ctx, path, &set).status().message().find("tasks sampled on the device") != std::string::npos);
+  std::remove(path.c_str());
 }
 
 GPU_TEST_CASE("icl: diagnostics match central differences of the reference", "[icl]") {

@@ -165,7 +165,7 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--resume", a.resume,
                   "Continue the run saved in this checkpoint, with its settings (model, task and optimizer options "
-                  "are refused); --steps more steps");
+                  "are refused; a run on --train-tasks needs the same set again); --steps more steps");
   cmd->add_option("--out", a.out,
                   "Write the curves to this folder (created if missing) as icl-curves.csv and icl-curves.svg; "
                   "without it, or --csv/--plot, no file is written");
@@ -173,12 +173,13 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--plot", a.plot,
                   "SVG plot of loss against step (default: DIR/icl-curves.svg with --out, else none)");
   // A resumed run takes its settings from the checkpoint: options that would change them are refused
-  // (silently ignoring them would train something other than what was asked for).
+  // (silently ignoring them would train something other than what was asked for). A run trained on
+  // --train-tasks resumes with the same set (the checkpoint names it; another is refused).
   CLI::Option* resume = cmd->get_option("--resume");
-  for (const char* name : {"--setting", "--batch", "--d", "--n", "--layers", "--heads", "--param", "--convention",
-                           "--data", "--gamma-shape", "--gamma-scale", "--sigma-max", "--sigmas", "--lr", "--sgd-lr",
-                           "--momentum", "--beta1", "--beta2", "--clip", "--init-std", "--seed", "--optimizers",
-                           "--on-nonfinite", "--train-tasks"})
+  for (const char* name : {"--setting", "--batch",      "--d",      "--n",           "--layers",      "--heads",
+                           "--param",   "--convention", "--data",   "--gamma-shape", "--gamma-scale", "--sigma-max",
+                           "--sigmas",  "--lr",         "--sgd-lr", "--momentum",    "--beta1",       "--beta2",
+                           "--clip",    "--init-std",   "--seed",   "--optimizers",  "--on-nonfinite"})
     resume->excludes(cmd->get_option(name));
   return cmd;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/fnv1a.hpp"
 #include "icl/config_json.hpp"
 #include "icl/icl_kernels.hpp"
 #include "rill/safetensors.hpp"
@@ -20,6 +21,16 @@ std::span<const uint8_t> bytes_of(const std::vector<uint32_t>& v) {
 
 }  // namespace
 
+std::string task_set_fingerprint(const TaskSet& set) {
+  Fnv1a h;
+  h.add_u64(uint64_t(set.d)).add_u64(uint64_t(set.n)).add_u64(uint64_t(set.tasks));
+  for (const std::vector<float>* values : {&set.tokens, &set.targets, &set.sigmas}) {
+    h.add_u64(values->size());
+    h.add(std::span(reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float)));
+  }
+  return std::to_string(set.tasks) + " tasks, fnv1a " + h.hex();
+}
+
 Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   const int64_t p = int64_t(c.params.size());
   SafetensorsWriter w;
@@ -27,6 +38,7 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   RILL_RETURN_IF_ERROR(w.set_metadata("version", kVersion));
   RILL_RETURN_IF_ERROR(w.set_metadata("config", config_to_json(c.config)));
   RILL_RETURN_IF_ERROR(w.set_metadata("step", std::to_string(c.state.at(gpu::kIclStateStep))));
+  if (!c.task_set.empty()) RILL_RETURN_IF_ERROR(w.set_metadata("task_set", c.task_set));
   RILL_RETURN_IF_ERROR(w.add_floats("params", {p}, c.params));
   RILL_RETURN_IF_ERROR(w.add_floats("moment1", {p}, c.moment1));
   RILL_RETURN_IF_ERROR(w.add_floats("moment2", {p}, c.moment2));
@@ -47,6 +59,10 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
     return invalid_argument(where + "unsupported version '" + (field("version") ? *field("version") : "") + "'");
   if (!field("config")) return invalid_argument(where + "no configuration");
   Checkpoint c;
+  if (const std::string* set = field("task_set")) {
+    if (set->empty() || set->size() > 64) return invalid_argument(where + "a malformed task-set fingerprint");
+    c.task_set = *set;
+  }
   auto config = config_from_json(*field("config"));
   if (!config.is_ok()) return invalid_argument(where + config.status().message());
   c.config = config.value();

@@ -19,7 +19,13 @@ struct Checkpoint {
   TrainConfig config;
   std::vector<float> params, moment1, moment2;
   std::vector<uint32_t> state;
+  // The fixed training set the model was trained on (task_set_fingerprint); empty: tasks sampled
+  // on the device. A resume must be given the same set, or none for an empty one.
+  std::string task_set;
 };
+
+// Names a training set by its contents: its size and an FNV-1a hash of every value.
+std::string task_set_fingerprint(const TaskSet& set);
 
 // Written atomically: a crash leaves the previous checkpoint intact.
 Status write_checkpoint(const std::string& path, const Checkpoint& checkpoint);

@@ -50,6 +50,7 @@ Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const T
   if (train_tasks != nullptr) {
     RILL_RETURN_IF_ERROR(detail::check_task_set(*train_tasks, s, "icl trainer"));
     RILL_ASSIGN_OR_RETURN(impl->train_set, upload_task_set(ctx, *train_tasks));
+    impl->train_set_fingerprint = detail::task_set_fingerprint(*train_tasks);
   }
   RILL_ASSIGN_OR_RETURN(Sequence seq, ctx.sequence({.label = "icl.training_step"}));
   RILL_RETURN_IF_ERROR(
@@ -124,11 +125,20 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
 Status Trainer::save_checkpoint(const std::string& path) {
   Impl& im = *impl_;
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, im.model.snapshot(im.ctx, 0, im.config));
+  c.task_set = im.train_set_fingerprint;
   return detail::write_checkpoint(path, c);
 }
 
 Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const TaskSet* train_tasks) {
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+  // The same training set as before, or none where the tasks were sampled: another set (or tasks
+  // sampled instead of a set's) would silently train on other data than the run so far.
+  const std::string given = train_tasks != nullptr ? detail::task_set_fingerprint(*train_tasks) : "";
+  if (given != c.task_set)
+    return invalid_argument("icl checkpoint '" + path + "': it was trained on " +
+                            (c.task_set.empty() ? "tasks sampled on the device" : "a task set (" + c.task_set + ")") +
+                            ", and the resume is given " +
+                            (given.empty() ? "no task set" : "another task set (" + given + ")"));
   if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
     return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
   RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));

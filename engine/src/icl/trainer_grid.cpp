@@ -134,6 +134,9 @@ Result<TrainerGrid> TrainerGrid::resume(Context& ctx, std::span<const std::strin
 Status TrainerGrid::load_checkpoint(int model, const std::string& path) {
   RILL_RETURN_IF_ERROR(impl_->check_model(model));
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+  if (!c.task_set.empty())
+    return invalid_argument("icl grid: checkpoint '" + path + "' was trained on a task set (" + c.task_set +
+                            "); a grid's models sample their tasks");
   if (detail::config_to_json(c.config) != detail::config_to_json(impl_->configs[size_t(model)]))
     return invalid_argument("icl grid: checkpoint '" + path + "' holds another configuration than model " +
                             std::to_string(model) + "'s");

@@ -28,6 +28,7 @@ struct Trainer::Impl {
   ModelState model;
   Workspace workspace;
   std::optional<detail::DeviceTaskSet> train_set;
+  std::string train_set_fingerprint;  // detail::task_set_fingerprint of it; empty: sampled tasks
   std::optional<Sequence> step_sequence;
   int64_t step = 0;
   int64_t skipped = 0;
