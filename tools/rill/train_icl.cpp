@@ -174,7 +174,7 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
                   "SVG plot of loss against step (default: DIR/icl-curves.svg with --out, else none)");
   // A resumed run takes its settings from the checkpoint: options that would change them are refused
   // (silently ignoring them would train something other than what was asked for). A run trained on
-  // --train-tasks resumes with the same set (the checkpoint names it; another is refused).
+  // --train-tasks trains on only with the same set (the checkpoint names it; another is refused).
   CLI::Option* resume = cmd->get_option("--resume");
   for (const char* name : {"--setting", "--batch",      "--d",      "--n",           "--layers",      "--heads",
                            "--param",   "--convention", "--data",   "--gamma-shape", "--gamma-scale", "--sigma-max",

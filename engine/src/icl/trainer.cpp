@@ -72,6 +72,9 @@ int64_t Trainer::skipped_batches() const { return impl_->skipped; }
 Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+  if (!im.missing_set.empty())
+    return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
+                               "); resume it with that set to train on");
   if (steps > detail::kMaxSteps - im.step)
     return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
                         " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
@@ -125,24 +128,25 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
 Status Trainer::save_checkpoint(const std::string& path) {
   Impl& im = *impl_;
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, im.model.snapshot(im.ctx, 0, im.config));
-  c.task_set = im.train_set_fingerprint;
+  c.task_set = im.train_set_fingerprint.empty() ? im.missing_set : im.train_set_fingerprint;
   return detail::write_checkpoint(path, c);
 }
 
 Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const TaskSet* train_tasks) {
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
-  // The same training set as before, or none where the tasks were sampled: another set (or tasks
-  // sampled instead of a set's) would silently train on other data than the run so far.
+  // The same training set as before, or none: another set (or a set where the tasks were sampled)
+  // would train on other data than the run so far. Without its set, a set-trained model may be
+  // evaluated or exported but not trained on (train() refuses).
   const std::string given = train_tasks != nullptr ? detail::task_set_fingerprint(*train_tasks) : "";
-  if (given != c.task_set)
+  if (!given.empty() && given != c.task_set)
     return invalid_argument("icl checkpoint '" + path + "': it was trained on " +
                             (c.task_set.empty() ? "tasks sampled on the device" : "a task set (" + c.task_set + ")") +
-                            ", and the resume is given " +
-                            (given.empty() ? "no task set" : "another task set (" + given + ")"));
+                            ", and the resume is given another task set (" + given + ")");
   if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
     return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
   RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
   RILL_RETURN_IF_ERROR(t.restore(c));
+  if (given.empty()) t.impl_->missing_set = c.task_set;
   return t;
 }
 

@@ -29,6 +29,9 @@ struct Trainer::Impl {
   Workspace workspace;
   std::optional<detail::DeviceTaskSet> train_set;
   std::string train_set_fingerprint;  // detail::task_set_fingerprint of it; empty: sampled tasks
+  // Resumed without the set its checkpoint was trained on: evaluation and export work, training
+  // is refused (it would sample other tasks), and a saved checkpoint still names the set.
+  std::string missing_set;
   std::optional<Sequence> step_sequence;
   int64_t step = 0;
   int64_t skipped = 0;
