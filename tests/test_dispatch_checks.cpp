@@ -1,5 +1,7 @@
 // A dispatch that does not match its kernel is refused with InvalidArgument (or NotFound for
 // names), records nothing, and leaves the sequence usable.
+#include <algorithm>
+
 #include "gpu_test.hpp"
 #include "op_test.hpp"
 #include "vk/kernel_contracts.hpp"
@@ -83,6 +85,7 @@ GPU_TEST_CASE("submission and read-back are checked against the sequence's state
   std::vector<uint8_t> bytes(400);
   CHECK(f.seq.read(*id, bytes).code() == rill::StatusCode::kFailedPrecondition);  // not submitted
   CHECK(f.seq.submit(0).code() == rill::StatusCode::kInvalidArgument);
+  CHECK(f.seq.submit(rill::Sequence::kMaxReplays + 1).code() == rill::StatusCode::kInvalidArgument);
   REQUIRE(f.seq.run().is_ok());
   CHECK(f.seq.read(*id, bytes).is_ok());
   CHECK(f.seq.read(rill::DownloadId{5}, bytes).code() == rill::StatusCode::kInvalidArgument);
@@ -112,4 +115,39 @@ GPU_TEST_CASE("texel bindings take tensors of their own kind of texel", "[dispat
   CHECK(s.code() == rill::StatusCode::kInvalidArgument);
   CHECK(s.message().find("binding 0 (a4): a samplerBuffer reads f32 or f16 tensors") != std::string::npos);
   CHECK(seq->stats().dispatches == 0);
+}
+
+GPU_TEST_CASE("a view's upload and download wait for the GPU's use of the tensor it views", "[dispatch][gpu]") {
+  // The work is submitted, not waited for: the context's copy through a view (made before the
+  // work) must wait for it as a copy through the tensor does, not read while the fills still run.
+  auto ctx = rill_test::make_context();
+  const uint32_t n = 1u << 20;
+  auto x = std::move(ctx.tensor(rill::DType::kF32, {n}, "x")).value();
+  const rill::Tensor flat = x.reshaped({int64_t(n / 4), 4}).value();
+  const rill::Tensor tail = x.rows(n / 2, n / 2).value();
+  auto seq = std::move(ctx.sequence()).value();
+  for (int k = 0; k < 100; ++k) REQUIRE(seq.dispatch(rill_test::fill_dispatch(x, n, float(k))).is_ok());
+  REQUIRE(seq.submit().is_ok());
+  const std::vector<float> got = ctx.download_floats(tail).value();
+  CHECK(std::count(got.begin(), got.end(), 99.0f) == ptrdiff_t(got.size()));
+  // An upload through a view after the GPU's last write: the GPU's value never lands on it.
+  REQUIRE(seq.submit().is_ok());
+  REQUIRE(ctx.upload_floats(flat, std::vector<float>(n, -1.0f)).is_ok());
+  REQUIRE(seq.wait().is_ok());
+  const std::vector<float> after = ctx.download_floats(x).value();
+  CHECK(std::count(after.begin(), after.end(), -1.0f) == ptrdiff_t(after.size()));
+}
+
+GPU_TEST_CASE("fill_zero refuses a view of part of a word inside its tensor", "[dispatch][gpu]") {
+  // Vulkan fills whole 4-byte words: a view of 254 bytes would clear its tensor's next element.
+  auto ctx = rill_test::make_context();
+  // Rows of 254 bytes: row 128 starts 127 x 256 bytes in, where a view may start.
+  auto t = std::move(ctx.tensor(rill::DType::kF16, {129, 127}, "t")).value();
+  auto seq = std::move(ctx.sequence()).value();
+  const rill::Status inside = seq.fill_zero(t.rows(0, 1).value());
+  CHECK(inside.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(inside.message().find("not whole 4-byte words") != std::string::npos);
+  CHECK(seq.fill_zero(t.rows(128, 1).value()).is_ok());  // the last row: past it is padding
+  CHECK(seq.fill_zero(t).is_ok());
+  REQUIRE(seq.run().is_ok());
 }

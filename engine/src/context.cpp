@@ -47,7 +47,11 @@ Status ContextImpl::write_profile() {
 }
 
 Status ContextImpl::wait_for(const TensorStorage& storage) {
-  if (storage.last_use > submissions->completed()) return submissions->wait(storage.last_use);
+  // The owner of the memory: every view's use is recorded there (mark_used), a view's own serial
+  // only since it was made, so a view's copy would not wait for its parent's or a sibling's use.
+  const TensorStorage& owner = storage.parent ? *storage.parent : storage;
+  const uint64_t serial = std::max(storage.last_use, owner.last_use);
+  if (serial > submissions->completed()) return submissions->wait(serial);
   return Status::ok();
 }
 

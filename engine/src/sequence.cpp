@@ -138,6 +138,11 @@ Status SequenceImpl::finish() {
 
 Status SequenceImpl::submit(uint32_t times) {
   if (times == 0) return invalid_argument("submit: times must be >= 1");
+  // One submission holds a handle per replay, and runs them all before anything can be read: past
+  // a million, a caller's mistake (or a hang in the making) rather than a workload.
+  if (times > Sequence::kMaxReplays)
+    return invalid_argument("submit: " + std::to_string(times) + " replays in one call, more than " +
+                            std::to_string(Sequence::kMaxReplays) + "; submit in several calls");
   RILL_RETURN_IF_ERROR(ctx->check_usable());
   RILL_RETURN_IF_ERROR(finish());
   std::vector<VkCommandBuffer> batch(times, cb());

@@ -181,6 +181,15 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
                               ": the two overlap in memory");
     }
   }
+  if (kind == Transfer::kZero && dst->size_bytes() % 4 != 0) {
+    // Vulkan fills whole 4-byte words: past the end of a whole tensor that is its allocation's
+    // padding, but inside a tensor (a rows() view) it is the next element.
+    const TensorStorage& view = *detail::Access::storage(*dst);
+    if (view.parent && view.offset() + view.bytes < view.parent->offset() + view.parent->bytes)
+      return invalid_argument("fill_zero: " + dst->describe() + " is " + std::to_string(dst->size_bytes()) +
+                              " bytes, not whole 4-byte words, and the tensor it views goes on after it (its next "
+                              "element would be cleared too); zero a view of whole words, or the whole tensor");
+  }
   if (kind == Transfer::kUpload && bytes.size() != dst->size_bytes())
     return invalid_argument("upload to " + dst->describe() + ": got " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(dst->size_bytes()));

@@ -115,7 +115,8 @@ class RILL_API Sequence {
 
   // Ends recording (done by the first submit if not called).
   Status finish();
-  // Submits the recorded work `times` times in a row, without waiting.
+  // Submits the recorded work `times` times in a row (1 to kMaxReplays), without waiting.
+  static constexpr uint32_t kMaxReplays = 1u << 20;
   Status submit(uint32_t times = 1);
   // Waits for every submission of this sequence.
   Status wait();
