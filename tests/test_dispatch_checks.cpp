@@ -117,6 +117,27 @@ GPU_TEST_CASE("texel bindings take tensors of their own kind of texel", "[dispat
   CHECK(seq->stats().dispatches == 0);
 }
 
+GPU_TEST_CASE("a texel read of a view orders the writes to the bytes its texel view reaches past it",
+              "[dispatch][gpu]") {
+  // Row 0 of a [2, 16384] f32 tensor is 64 KiB: its texel view takes one more 256-byte granule
+  // (texel_views.hpp), the start of row 1. A fill of row 1 after the read must wait for it.
+  rill::Context ctx = rill_test::make_context(rill_test::validated_options());
+  const uint32_t n = 16384;
+  auto x = std::move(ctx.tensor(rill::DType::kF32, {2, n}, "x")).value();
+  auto out = std::move(ctx.tensor(rill::DType::kF32, {n}, "out")).value();
+  const rill::Tensor row0 = x.rows(0, 1).value(), row1 = x.rows(1, 1).value();
+  auto seq = std::move(ctx.sequence()).value();
+  REQUIRE(seq.dispatch({.kernel = "elementwise/silu_tx_f32",
+                        .bindings = {&row0, &row0, &out},
+                        .push = rill::push_bytes(rill::gpu::CountPush{n}),
+                        .groups = {n / 4 / 256, 1, 1}})
+              .is_ok());
+  const uint32_t before = seq.stats().barriers;
+  REQUIRE(seq.fill_zero(row1).is_ok());
+  CHECK(seq.stats().barriers == before + 1);
+  REQUIRE(seq.run().is_ok());  // and the validation layer, synchronization too, says nothing
+}
+
 GPU_TEST_CASE("a view's upload and download wait for the GPU's use of the tensor it views", "[dispatch][gpu]") {
   // The work is submitted, not waited for: the context's copy through a view (made before the
   // work) must wait for it as a copy through the tensor does, not read while the fills still run.

@@ -5,6 +5,9 @@
 #include "vk/instance.hpp"
 
 GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it", "[external][gpu]") {
+  // A context of rill's own, with debug labels (validation), made before the application loads its
+  // instance (without debug utils) into volk: its labels must not go through volk's pointers.
+  auto own = rill_test::make_context(rill_test::validated_options());
   REQUIRE(rill::vk::load_vulkan().is_ok());
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_1;
@@ -55,6 +58,24 @@ GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it"
     REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 4.0f)).is_ok());
     REQUIRE(seq->run().is_ok());
     CHECK(ctx.download_floats(*y).value()[n - 1] == 9.0f);
+    auto own_x = own.tensor(rill::DType::kF32, {n});
+    auto own_y = own.tensor(rill::DType::kF32, {n});
+    auto own_seq = own.sequence({.label = "after the application's instance"});
+    REQUIRE(own_seq->dispatch(rill_test::fill_dispatch(*own_x, n, 1.0f)).is_ok());
+    REQUIRE(own_seq->dispatch(rill_test::fill_dispatch(*own_y, n, 3.0f)).is_ok());
+    REQUIRE(own_seq->dispatch(rill_test::saxpy_dispatch(*own_x, *own_y, n, 2.0f)).is_ok());
+    auto own_id = own_seq->download(*own_y);
+    REQUIRE(own_seq->run().is_ok());
+    CHECK(own_seq->read_floats(*own_id).value()[n - 1] == 5.0f);
+  }
+  {
+    // A queue family the device lacks is refused by name.
+    rill::ExternalVulkan ext{instance, physical, device, queue, families, VK_API_VERSION_1_1};
+    rill::ContextOptions options;
+    options.external = &ext;
+    const auto refused = rill::Context::create(options);
+    CHECK(refused.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK(refused.status().message().find("does not exist") != std::string::npos);
   }
   // The device is still the application's: using it works.
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

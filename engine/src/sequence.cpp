@@ -23,8 +23,8 @@ SequenceImpl::~SequenceImpl() {
   ContextImpl* c = ctx.get();
   // End an unfinished recording first: the Khronos validation layer (1.3.239) leaks its state for
   // a command buffer that is destroyed while still recording.
-  if (state == State::kRecording && objects.cb) {
-    if (c->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb());
+  if (state == State::kRecording && cb_begun) {
+    if (c->instance->debug_utils() && !options.label.empty()) c->instance->end_label(cb());
     (void)c->device->fn().vkEndCommandBuffer(cb());  // a failure leaves nothing to undo: it is freed next
   }
   // The GPU may still run this sequence: its objects go when its last submission has finished
@@ -50,10 +50,11 @@ Status SequenceImpl::begin() {
   // Replays put the same command buffer into one batch several times.
   begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   RILL_DEVICE_RETURN_IF_ERROR(*ctx->device, fn.vkBeginCommandBuffer(cb(), &begin));
+  cb_begun = true;
   if (ctx->instance->debug_utils() && !options.label.empty()) {
     VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
     label.pLabelName = options.label.c_str();
-    vkCmdBeginDebugUtilsLabelEXT(cb(), &label);
+    ctx->instance->begin_label(cb(), label);
   }
   return Status::ok();
 }
@@ -125,7 +126,7 @@ Status SequenceImpl::finish() {
   fn.vkCmdPipelineBarrier(cb(), kWorkStages, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
                           nullptr);
   ++stats.barriers;
-  if (ctx->instance->debug_utils() && !options.label.empty()) vkCmdEndDebugUtilsLabelEXT(cb());
+  if (ctx->instance->debug_utils() && !options.label.empty()) ctx->instance->end_label(cb());
   VkResult r = fn.vkEndCommandBuffer(cb());
   if (r != VK_SUCCESS) {
     state = State::kBroken;

@@ -37,6 +37,7 @@ class SequenceImpl {
   std::shared_ptr<ContextImpl> ctx;
   SequenceOptions options;
   enum class State { kRecording, kFinished, kBroken } state = State::kRecording;
+  bool cb_begun = false;  // vkBeginCommandBuffer succeeded (only then is there a recording to end)
   Status broken;  // why recording stopped (a failed call after commands were recorded)
 
   // The Vulkan objects of the recording, destroyed together (in reverse order of declaration)

@@ -37,6 +37,13 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (d.bindings.size() != shader->bindings.size())
     return invalid_argument("kernel " + kernel + " has " + std::to_string(shader->bindings.size()) +
                             " bindings; the dispatch gives " + std::to_string(d.bindings.size()));
+  // A texel view may reach past its tensor's bytes into its allocation's padding (texel_views.hpp
+  // says why), and a view of rows into its parent's next rows: the hazard tracker is told the view's
+  // whole range, which the validation layer (and a driver) takes as read.
+  auto texel_view_range = [&](const TensorStorage& s) {
+    const uint64_t view_bytes = vk::texel_view_bytes(s.bytes, s.allocation.size);
+    return view_bytes / (4 * dtype_size(s.dtype)) > caps.max_texel_buffer_elements ? s.bytes : view_bytes;
+  };
   std::vector<HazardTracker::Access> accesses;
   for (size_t i = 0; i < d.bindings.size(); ++i) {
     const Tensor* t = d.bindings[i];
@@ -61,7 +68,8 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
                           " bytes, more than the device's maxStorageBufferRange of " +
                           std::to_string(caps.max_storage_buffer_range) + "; split it");
     const TensorStorage& s = *detail::Access::storage(*t);
-    accesses.push_back({s.buffer(), s.offset(), s.bytes, b.access != vk::BindingAccess::kReadOnly,
+    const uint64_t range = b.kind == vk::DescriptorKind::kUniformTexelBuffer ? texel_view_range(s) : s.bytes;
+    accesses.push_back({s.buffer(), s.offset(), range, b.access != vk::BindingAccess::kReadOnly,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT});
   }
   if (d.push.bytes.size() != shader->push_constant_bytes)
@@ -88,10 +96,8 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     if (!s.texel_view) {
       RILL_ASSIGN_OR_RETURN(VkFormat format, vk::texel_format(s.dtype, caps, kernel));
       // Past the tensor's own bytes only within its allocation, and only where the device takes it.
-      uint64_t view_bytes = vk::texel_view_bytes(s.bytes, s.allocation.size);
-      if (view_bytes / (4 * dtype_size(s.dtype)) > caps.max_texel_buffer_elements) view_bytes = s.bytes;
-      RILL_ASSIGN_OR_RETURN(
-          s.texel_view, vk::create_texel_view(*ctx->device, ctx->faults, s.buffer(), s.offset(), view_bytes, format));
+      RILL_ASSIGN_OR_RETURN(s.texel_view, vk::create_texel_view(*ctx->device, ctx->faults, s.buffer(), s.offset(),
+                                                                texel_view_range(s), format));
     }
     views[i] = s.texel_view.get();
   }
@@ -135,7 +141,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (labels) {
     VkDebugUtilsLabelEXT l{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
     l.pLabelName = label.c_str();
-    vkCmdBeginDebugUtilsLabelEXT(cb(), &l);
+    ctx->instance->begin_label(cb(), l);
   }
   if (timed_dispatch) fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
   fn.vkCmdBindPipeline(cb(), VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
@@ -149,7 +155,7 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     timed.push_back({label, kernel, std::string(shader->variant.empty() ? "default" : shader->variant), d.groups,
                      d.flops, d.bytes, 0.0, 0.0, pipeline.id});
   }
-  if (labels) vkCmdEndDebugUtilsLabelEXT(cb());
+  if (labels) ctx->instance->end_label(cb());
   hazards.add(accesses);
   for (const Tensor* t : d.bindings) reference(detail::Access::storage(*t));
   ++stats.dispatches;

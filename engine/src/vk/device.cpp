@@ -104,9 +104,23 @@ Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkD
                                              VkQueue queue, uint32_t queue_family) {
   if (device == VK_NULL_HANDLE || queue == VK_NULL_HANDLE)
     return invalid_argument("external VkDevice and VkQueue must not be null");
+  // The application's queue family: one that exists and computes; its timestamps are what the
+  // family rill would have chosen had (none where it has none).
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical.handle, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical.handle, &family_count, families.data());
+  if (queue_family >= family_count)
+    return invalid_argument("external queue family " + std::to_string(queue_family) +
+                            " does not exist (the device has " + std::to_string(family_count) + ")");
+  if (!(families[queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    return invalid_argument("external queue family " + std::to_string(queue_family) + " does not support compute");
   std::unique_ptr<Device> dev(new Device());
   dev->physical_ = physical;
   dev->physical_.compute_queue_family = queue_family;
+  DeviceCaps& caps = dev->physical_.info.caps;
+  caps.timestamp_valid_bits = families[queue_family].timestampValidBits;
+  caps.timestamps = caps.timestamp_valid_bits > 0 && caps.timestamp_period_ns > 0.0;
   dev->device_ = device;
   dev->queue_ = queue;
   dev->queue_family_ = queue_family;

@@ -119,6 +119,7 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
     inst->api_version_ = idle->api_version;
     inst->debug_utils_ = idle->debug_utils;
     volkLoadInstanceOnly(inst->instance_);
+    inst->load_debug_utils();
     RILL_RETURN_IF_ERROR(inst->create_messenger(config));
     return inst;
   }
@@ -171,6 +172,7 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
   RILL_VK_RETURN_IF_ERROR(vkCreateInstance(&info, nullptr, &inst->instance_));
   ++g_created;
   volkLoadInstanceOnly(inst->instance_);
+  inst->load_debug_utils();
   RILL_RETURN_IF_ERROR(inst->create_messenger(config));
   return inst;
 }
@@ -188,10 +190,23 @@ VkDebugUtilsMessengerCreateInfoEXT Instance::messenger_info() {
   return info;
 }
 
+void Instance::load_debug_utils() {
+  if (!debug_utils_) return;
+  auto load = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(vkGetInstanceProcAddr(instance_, name));
+    return fn != nullptr;
+  };
+  // Every one, none skipped by the && (each is needed).
+  const bool all = load(create_messenger_, "vkCreateDebugUtilsMessengerEXT") &
+                   load(destroy_messenger_, "vkDestroyDebugUtilsMessengerEXT") &
+                   load(begin_label_, "vkCmdBeginDebugUtilsLabelEXT") & load(end_label_, "vkCmdEndDebugUtilsLabelEXT");
+  debug_utils_ = all;
+}
+
 Status Instance::create_messenger(const InstanceConfig& config) {
   if (!config.validation || !debug_utils_) return Status::ok();
   const VkDebugUtilsMessengerCreateInfoEXT info = messenger_info();
-  RILL_VK_RETURN_IF_ERROR(vkCreateDebugUtilsMessengerEXT(instance_, &info, nullptr, &messenger_));
+  RILL_VK_RETURN_IF_ERROR(create_messenger_(instance_, &info, nullptr, &messenger_));
   return Status::ok();
 }
 
@@ -207,7 +222,7 @@ Result<std::unique_ptr<Instance>> Instance::wrap(VkInstance instance, uint32_t a
 
 Instance::~Instance() {
   if (!owned_ || instance_ == VK_NULL_HANDLE) return;
-  if (messenger_ != VK_NULL_HANDLE) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (messenger_ != VK_NULL_HANDLE) destroy_messenger_(instance_, messenger_, nullptr);
   instance_pool().give(pool_key_, {instance_, api_version_, debug_utils_});
 }
 

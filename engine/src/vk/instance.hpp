@@ -48,6 +48,11 @@ class Instance {
   VkInstance handle() const { return instance_; }
   uint32_t api_version() const { return api_version_; }
   bool debug_utils() const { return debug_utils_; }
+  // Debug labels around recorded work (only where debug_utils()). This instance's own commands:
+  // volk's global pointers follow whichever instance was loaded last, and an application's
+  // instance (wrap) may lack the extension.
+  void begin_label(VkCommandBuffer cb, const VkDebugUtilsLabelEXT& label) const { begin_label_(cb, &label); }
+  void end_label(VkCommandBuffer cb) const { end_label_(cb); }
   uint64_t validation_messages() const { return validation_messages_; }
 
  private:
@@ -56,6 +61,8 @@ class Instance {
   // the messages of its creation).
   VkDebugUtilsMessengerCreateInfoEXT messenger_info();
   Status create_messenger(const InstanceConfig& config);
+  // Loads the debug-utils commands of instance_; debug_utils_ stays only where they all load.
+  void load_debug_utils();
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
       VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
       const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
@@ -65,6 +72,10 @@ class Instance {
   bool owned_ = false;    // created by rill: returned to the pool of idle instances, never destroyed
   std::string pool_key_;  // the settings and loader environment it was created with
   bool debug_utils_ = false;
+  PFN_vkCreateDebugUtilsMessengerEXT create_messenger_ = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+  PFN_vkCmdBeginDebugUtilsLabelEXT begin_label_ = nullptr;
+  PFN_vkCmdEndDebugUtilsLabelEXT end_label_ = nullptr;
   uint32_t api_version_ = 0;
   uint64_t validation_messages_ = 0;
   std::function<void(MessageSeverity, std::string_view)> on_message_;

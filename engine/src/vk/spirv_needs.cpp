@@ -20,7 +20,8 @@ namespace {
 std::optional<uint32_t> fold(uint32_t opcode, const std::vector<uint32_t>& a) {
   auto arg = [&](size_t i) { return i < a.size() ? a[i] : 0u; };
   const uint32_t x = arg(0), y = arg(1);
-  const int32_t sx = int32_t(x), sy = int32_t(y);
+  // Signed forms in 64 bits: -INT_MIN and INT_MIN / -1 (from a caller's spec constants) are defined.
+  const int64_t sx = int32_t(x), sy = int32_t(y);
   switch (opcode) {
     case 113: case 114: return x;                      // UConvert, SConvert (32-bit here)
     case 126: return uint32_t(-sx);                    // SNegate
