@@ -329,6 +329,12 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   c = ahn_setting(1);
   c.task.categories = {1.0f, std::nanf("")};
   expect_error(c, "sigma values");
+  // 8.6e9 parameters would wrap in the kernels' 32-bit indices.
+  c = ahn_setting(1);
+  c.task.d = 1024;
+  c.model.heads = 64;
+  c.model.layers = 64;
+  expect_error(c, "8606720000 parameters");
   CHECK_FALSE(parse_optimizer("rmsprop").is_ok());
   CHECK_FALSE(parse_parameterization("lowrank").is_ok());
   // Too large for one invocation's work on a driver with a loop limit, or for 32-bit indexing.

@@ -309,6 +309,18 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(phone.tasks_per_workgroup == 2);
   CHECK(phone.workgroup * phone.tasks_per_workgroup <= mali_like().max_invocations);
   // d = 64: five 65 x 65 matrices exceed the shared memory; forced, that is an error with the sizes.
+  // A big batch takes a task per invocation; a grid of models with small batches keeps the kernels
+  // each model runs alone (its training is bit for bit a lone model's).
+  CHECK_FALSE(icl_layers(h100_like(), {.width = 11, .tokens = 21, .tasks = 43008}).value().workgroup_per_task);
+  CHECK(icl_layers(h100_like(), {.width = 11, .tokens = 21, .tasks = 43008, .model_tasks = 2048})
+            .value()
+            .workgroup_per_task);
+  // Every layer in one dispatch on big GPUs; one per dispatch where a watchdog kills long ones.
+  const IclLayersShape deep{.width = 33, .tokens = 129, .tasks = 2048, .layers = 16};
+  CHECK(icl_layers(h100_like(), deep).value().layers_per_dispatch == 16);
+  DeviceTraits watched = h100_like();
+  watched.short_dispatches = true;
+  CHECK(icl_layers(watched, deep).value().layers_per_dispatch == 1);
   const IclLayersShape wide{.width = 65, .tokens = 21};
   CHECK_FALSE(icl_layers(h100_like(), wide).value().workgroup_per_task);
   DeviceTraits forced = lavapipe_like();

@@ -413,6 +413,9 @@ uint32_t lm_prefill_segment(const DeviceTraits& d);
 struct IclLayersShape {
   uint32_t width = 6, tokens = 21;  // d + 1, n + 1
   uint64_t tasks = 0;               // tasks per dispatch (every model of a grid); 0: unknown
+  // Tasks of one model (0: `tasks`). The kernels are chosen by it, so that a grid's model runs the
+  // kernels it runs alone and trains bit for bit as it would there.
+  uint64_t model_tasks = 0;
   uint32_t layers = 1;
   uint32_t layer_params = 0;      // parameters per layer of one model (heads x their block)
   uint64_t layer_iterations = 0;  // loop iterations of one layer's pass, a task per invocation

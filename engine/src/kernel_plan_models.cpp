@@ -250,10 +250,13 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     p.reason = "CPU driver: a task per SIMD lane";
   } else if (!fits) {
     p.reason = "a task's matrices exceed the shared memory";
-  } else if (s.tasks >= 32768) {
+  } else if ((s.model_tasks > 0 ? s.model_tasks : s.tasks) >= 32768) {
     // Enough tasks fill a GPU with one per invocation, whose loads of the element-major batch are
-    // coalesced. H200, Vladymyrov setting: 21 models (43008 tasks) ran 3.37 ms per step a task per
-    // invocation against 3.96 a workgroup per task; one model (2048 tasks) 0.91 against 0.17 ms.
+    // coalesced. H200, Vladymyrov setting, run 4: 21 models (43008 tasks) ran 3.37 ms per step a
+    // task per invocation against 3.96 a workgroup per task; one model (2048 tasks) 0.91 against
+    // 0.17 ms. Decided per model: a grid's models run the kernels each runs alone (the same bits;
+    // in run 7 a model alone, a workgroup per task, took 0.087 ms a step, the grid of 21 a task per
+    // invocation 1.93).
     p.reason = "GPU, a large batch: a task per invocation";
   } else {
     p.workgroup_per_task = true;
@@ -268,7 +271,7 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     per = std::clamp<uint64_t>(d.loop_budget / s.layer_iterations, 1, per);
   if (d.forced.icl_layers_per_dispatch)
     per = std::min<uint64_t>(per, *d.forced.icl_layers_per_dispatch);
-  else if (d.family == Family::kCpu)
+  else if (d.family == Family::kCpu || d.short_dispatches)  // mobile GPUs: a watchdog kills long dispatches
     per = 1;
   p.layers_per_dispatch = uint32_t(per);
   p.query_top_layer = d.forced.icl_query_top_layer.value_or(true);

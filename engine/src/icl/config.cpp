@@ -77,6 +77,10 @@ Status validate(const TrainConfig& c) {
   RILL_RETURN_IF_ERROR(field(m.layers >= 1 && m.layers <= 64, "layers must be in [1, 64], got " + std::to_string(m.layers)));
   RILL_RETURN_IF_ERROR(field(m.heads >= 1 && m.heads <= 64, "heads must be in [1, 64], got " + std::to_string(m.heads)));
   RILL_RETURN_IF_ERROR(field(std::isfinite(m.init_std) && m.init_std >= 0.0f, "init_std must be finite and >= 0"));
+  // The kernels index parameters in 32 bits (the largest model the other limits allow has 8.6e9).
+  const int64_t params = parameter_count(m, t.d);
+  RILL_RETURN_IF_ERROR(field(params <= (int64_t(1) << 30), "the model has " + std::to_string(params) +
+                                                               " parameters; at most 2^30 (fewer layers, heads or d)"));
   const OptimizerConfig& o = c.optimizer;
   RILL_RETURN_IF_ERROR(field(o.kind == OptimizerKind::kSgd || o.kind == OptimizerKind::kAdam, "unknown optimizer"));
   RILL_RETURN_IF_ERROR(field(positive_finite(o.lr), "learning rate must be finite and > 0"));

@@ -185,6 +185,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
                             {.width = shape_.width,
                              .tokens = shape_.tokens,
                              .tasks = ws.batch,
+                             .model_tasks = ws.model_tasks,
                              .layers = shape_.layers,
                              .layer_params = shape_.params / shape_.layers,  // parameter_count: per layer alike
                              .layer_iterations = std::max(layer_forward_iterations(), layer_backward_iterations())}));
