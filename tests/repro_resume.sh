@@ -59,4 +59,12 @@ if "$rill" repro-icl --quick --experiments adam-vs-sgd --steps $((steps + 1)) --
    ! grep -q "was started with" "$work/other.log"; then
   cat "$work/other.log"; echo "a resume with other settings was not refused"; exit 1
 fi
+# A fresh start into a folder holding a reproduction's runs is refused and keeps them (--restart
+# discards them): forgetting --resume once must not lose a long run's results.
+before=$(ls "$runs" | sort)
+if "$rill" repro-icl "${opts[@]}" --out "$work/killed" > "$work/fresh.log" 2>&1 ||
+   ! grep -q "holds .* files of an earlier reproduction" "$work/fresh.log"; then
+  cat "$work/fresh.log"; echo "a fresh start over a reproduction's runs was not refused"; exit 1
+fi
+[[ "$(ls "$runs" | sort)" == "$before" ]] || { echo "the refused start changed $runs"; exit 1; }
 echo "repro-icl kill drill passed: the resumed table equals the unbroken one"

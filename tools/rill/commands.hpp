@@ -97,7 +97,7 @@ struct ReproIclArgs {
   std::vector<std::string> rows, columns;    // Table 1's subset (empty: --full's all, else a small one)
   bool quick = false, full = false;
   int64_t checkpoint_every = 0;  // 0: no periodic checkpoints
-  bool resume = false;
+  bool resume = false, restart = false;
   std::vector<std::string> experiments;  // empty: adam-vs-sgd and adjusted-vs-depth (--full: table1 for the latter)
 };
 CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& args);

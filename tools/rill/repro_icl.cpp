@@ -51,13 +51,18 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
   cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments) [1000; --quick 150]")->check(CLI::Range(1, 1000000));
   cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments) [600; --quick 150]")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--quick", a.quick, "A few minutes less: fewer depths, 500 evaluation tasks, 150 steps per run unless given");
+  auto* quick = cmd->add_flag("--quick", a.quick,
+                              "A few minutes less: fewer depths, 500 evaluation tasks, 150 steps per run unless given");
   cmd->add_option("--checkpoint-every", a.checkpoint_every,
                   "Save the run in progress every N steps in OUT/runs/ (a killed reproduction loses at most N steps)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
-  cmd->add_flag("--resume", a.resume,
-                "Continue the reproduction in --out: finished runs are kept, the interrupted one resumes from its "
-                "checkpoint (same options as the start)");
+  auto* resume = cmd->add_flag("--resume", a.resume,
+                               "Continue the reproduction in --out: finished runs are kept, the interrupted one "
+                               "resumes from its checkpoint (same options as the start)");
+  cmd->add_flag("--restart", a.restart,
+                "Discard the runs of an earlier reproduction in --out and start over (without it, or --resume, such "
+                "a folder is refused)")
+      ->excludes(resume);
   cmd->add_option("--experiments", a.experiments,
                   "Which experiments to run: adam-vs-sgd, adjusted-vs-depth, table1 (Vladymyrov et al.'s Table 1) "
                   "[adam-vs-sgd,adjusted-vs-depth; --full: adam-vs-sgd,table1]")
@@ -65,7 +70,8 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
       ->check(CLI::IsMember({"adam-vs-sgd", "adjusted-vs-depth", "table1"}));
   cmd->add_flag("--full", a.full,
                 "The papers' budgets: 10,000 steps per Ahn et al. run; Table 1 at 200,000 steps, 5 seeds, every row "
-                "and column, 100,000 evaluation tasks (hours on a big GPU)");
+                "and column, 100,000 evaluation tasks (hours on a big GPU)")
+      ->excludes(quick);
   cmd->add_option("--table1-steps", a.table1_steps, "Training steps per Table 1 run [200000 with --full, else 1000]")
       ->check(CLI::Range(int64_t(1), int64_t(10000000)));
   cmd->add_option("--seeds", a.seeds, "Table 1: seeds per cell, the best reported [5 with --full, else 1]")
@@ -151,7 +157,7 @@ int run_repro_icl(const ReproIclArgs& args) {
                                 .experiments = a.experiments,
                                 .rows = a.rows,
                                 .columns = a.columns},
-                               a.resume);
+                               a.resume, a.restart);
   if (!store.is_ok()) {
     std::fprintf(stderr, "rill repro-icl: %s\n", store.status().to_string().c_str());
     return 1;
@@ -318,6 +324,13 @@ int run_repro_icl(const ReproIclArgs& args) {
   std::printf("\n%s\nwrote %srepro-icl.md, repro-icl.csv%s%s%s\n", md.str().c_str(), dir.c_str(),
               ahn ? ", adam-vs-sgd-depth.svg" : "", vladymyrov ? ", adjusted-vs-depth.svg" : "",
               table1 ? ", table1.csv" : "");
+  if (const auto& failed = store->unrecorded(); !failed.empty()) {
+    std::fprintf(stderr,
+                 "rill repro-icl: %zu runs failed without a result (first: %s: %s); their checkpoints are kept: "
+                 "the same command with --resume trains them again\n",
+                 failed.size(), failed.front().first.c_str(), failed.front().second.c_str());
+    return 1;
+  }
   return 0;
 }
 

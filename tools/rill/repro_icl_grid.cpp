@@ -13,7 +13,10 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
                                             int64_t steps, int64_t checkpoint_every, int eval_tasks) {
   std::map<std::string, RunOutcome> out;
   auto record = [&](const std::string& key, RunOutcome r) {
-    if (auto s = runs.record(key, r); !s.is_ok()) r = {false, s.message(), {}, r.skipped, r.spikes};
+    if (auto s = runs.record(key, r); !s.is_ok()) {
+      r = {false, s.message(), {}, r.skipped, r.spikes};
+      runs.note_unrecorded(key, s.message());
+    }
     out[key] = r;
   };
   std::map<int64_t, std::vector<Cell>> by_start;  // pending cells by the step their checkpoint holds
@@ -52,7 +55,10 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     // not the runs' result: reported in this table, never recorded, and the checkpoints stay for
     // --resume.
     auto fail_all = [&](const rill::Status& s) {
-      for (size_t m = 0; m < group.size(); ++m) out[group[m].key] = {false, s.message(), {}, 0, watches[m]};
+      for (size_t m = 0; m < group.size(); ++m) {
+        out[group[m].key] = {false, s.message(), {}, 0, watches[m]};
+        runs.note_unrecorded(group[m].key, s.message());
+      }
     };
     if (!grid.is_ok()) {
       fail_all(grid.status());

@@ -99,7 +99,8 @@ bool is_run_file(const fs::path& p) {
 
 }  // namespace
 
-rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproSettings& settings, bool resume) {
+rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproSettings& settings, bool resume,
+                                        bool restart) {
   ReproRuns runs;
   runs.dir_ = out_dir + "/runs/";
   std::error_code ec;
@@ -130,6 +131,15 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
     }
     return runs;
   }
+  // A fresh start into a folder that holds an earlier reproduction's runs discards them only when
+  // asked: forgetting --resume once must not cost a long run its results and checkpoints.
+  std::vector<fs::path> earlier;
+  for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
+    if (is_run_file(entry.path()) && entry.path().filename() != "settings.json") earlier.push_back(entry.path());
+  if (!earlier.empty() && !restart)
+    return rill::failed_precondition("'" + runs.dir_ + "' holds " + std::to_string(earlier.size()) +
+                                     " files of an earlier reproduction (results, checkpoints): --resume continues "
+                                     "it, --restart discards it, or choose another --out");
   for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
     if (is_run_file(entry.path())) fs::remove(entry.path(), ec);
   std::string error;

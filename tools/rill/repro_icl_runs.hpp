@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/icl.hpp"
@@ -31,9 +32,11 @@ struct RunOutcome {
 
 class ReproRuns {
  public:
-  // A fresh start clears the folder's earlier runs; `resume` keeps them, and refuses a folder that
-  // was started with other settings (its table would mix budgets).
-  static rill::Result<ReproRuns> open(const std::string& out_dir, const ReproSettings& settings, bool resume);
+  // `resume` keeps the folder's earlier runs, and refuses a folder that was started with other
+  // settings (its table would mix budgets); `restart` clears them; neither refuses a folder that
+  // holds any (results or checkpoints).
+  static rill::Result<ReproRuns> open(const std::string& out_dir, const ReproSettings& settings, bool resume,
+                                      bool restart);
 
   std::optional<RunOutcome> finished(const std::string& key) const;  // a run recorded earlier
   rill::Status record(const std::string& key, const RunOutcome& outcome);  // also drops its checkpoint
@@ -44,10 +47,15 @@ class ReproRuns {
   rill::Status save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step);
   std::optional<SpikeWatch> saved_spikes(const std::string& key, int64_t step) const;
   int recorded_at_open() const { return recorded_at_open_; }
+  // Runs that failed without a result (the whole grid's failure, or a result that could not be
+  // written): a --resume trains them again. The tool reports them and fails.
+  void note_unrecorded(const std::string& key, const std::string& error) { unrecorded_.emplace_back(key, error); }
+  const std::vector<std::pair<std::string, std::string>>& unrecorded() const { return unrecorded_; }
 
  private:
   std::string dir_;
   int recorded_at_open_ = 0;
+  std::vector<std::pair<std::string, std::string>> unrecorded_;
 };
 
 // A number as the reproduction's tables print it: three significant digits ("%.3g").

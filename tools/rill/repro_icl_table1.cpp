@@ -1,6 +1,7 @@
 #include "repro_icl_table1.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -100,10 +101,17 @@ rill::Result<std::vector<Table1Row>> parse_table1_rows(const std::vector<std::st
     if (colon != std::string::npos) {
       const std::string range = item.substr(colon + 1);
       const size_t dash = range.find('-');
-      char* end = nullptr;
-      lo = int(std::strtol(range.c_str(), &end, 10));
-      hi = dash == std::string::npos ? lo : int(std::strtol(range.c_str() + dash + 1, &end, 10));
-      if (range.empty() || *end != '\0' || lo < 1 || hi > kMaxLayers || lo > hi)
+      // Each number must be the whole of its part ("1x-2" and "4294967297" are refused, not read
+      // as 1-2 and 1).
+      auto whole = [](std::string_view text, int& value) {
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        return ec == std::errc() && end == text.data() + text.size();
+      };
+      const std::string_view first = std::string_view(range).substr(0, dash);
+      const bool parsed =
+          whole(first, lo) &&
+          (dash == std::string::npos ? (hi = lo, true) : whole(std::string_view(range).substr(dash + 1), hi));
+      if (!parsed || lo < 1 || hi > kMaxLayers || lo > hi)
         return rill::invalid_argument("--rows '" + item + "': layers must be N or A-B within 1-7");
     }
     for (int l = lo; l <= hi; ++l) {

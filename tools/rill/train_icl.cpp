@@ -80,6 +80,15 @@ rill::Result<TrainConfig> build_config(const TrainIclArgs& a) {
   return c;
 }
 
+// An --eval-file's tasks must have the model's d and n (else every evaluation, the first after
+// many steps, would fail).
+rill::Status check_eval_set(const std::optional<TaskSet>& set, const TaskConfig& task) {
+  if (!set || (set->d == task.d && set->n == task.n)) return rill::Status::ok();
+  return rill::invalid_argument("--eval-file: its tasks have d=" + std::to_string(set->d) +
+                                ", n=" + std::to_string(set->n) + "; the model takes d=" + std::to_string(task.d) +
+                                ", n=" + std::to_string(task.n));
+}
+
 void progress(const std::string& what, int64_t done, int64_t total, double seconds) {
   if (!stderr_is_terminal()) return;
   const int width = 30, filled = int(width * done / std::max<int64_t>(total, 1));
@@ -190,13 +199,6 @@ int run_train_icl(const TrainIclArgs& args_in) {
     return 1;
   };
   TrainIclArgs a = args_in;
-  if (!a.out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.out, ec);
-    if (ec) return fail(rill::invalid_argument("cannot create the output folder '" + a.out + "': " + ec.message()));
-    if (a.csv.empty()) a.csv = a.out + "/icl-curves.csv";
-    if (a.plot.empty()) a.plot = a.out + "/icl-curves.svg";
-  }
   // Everything that can be checked is checked before any work or output.
   for (size_t i = 0; i < a.optimizers.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -208,13 +210,6 @@ int run_train_icl(const TrainIclArgs& args_in) {
   auto checkpoint_path = [&](const std::string& opt_name) {
     return runs > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
   };
-  // Writing the checkpoint resumed from is how a run keeps going; the task sets must survive.
-  std::vector<NamedPath> outputs = {{"--csv", a.csv}, {"--plot", a.plot}};
-  if (!a.checkpoint.empty())
-    for (const std::string& o : a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"})
-      outputs.push_back({"--checkpoint", checkpoint_path(o)});
-  if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
-    return fail(s);
   std::optional<TaskSet> train_set, eval_set;
   if (!a.train_tasks.empty()) {
     auto set = load_task_set(a.train_tasks);
@@ -230,6 +225,23 @@ int run_train_icl(const TrainIclArgs& args_in) {
   if (train_set) args.d = train_set->d, args.n = train_set->n;
   auto config = build_config(args);
   if (!config.is_ok()) return fail(config.status());
+  // A resumed model's shape is known once its checkpoint is read (checked there).
+  if (a.resume.empty())
+    if (auto s = check_eval_set(eval_set, config->task); !s.is_ok()) return fail(s);
+  if (!a.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    if (ec) return fail(rill::invalid_argument("cannot create the output folder '" + a.out + "': " + ec.message()));
+    if (a.csv.empty()) a.csv = a.out + "/icl-curves.csv";
+    if (a.plot.empty()) a.plot = a.out + "/icl-curves.svg";
+  }
+  // Writing the checkpoint resumed from is how a run keeps going; the task sets must survive.
+  std::vector<NamedPath> outputs = {{"--csv", a.csv}, {"--plot", a.plot}};
+  if (!a.checkpoint.empty())
+    for (const std::string& o : a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"})
+      outputs.push_back({"--checkpoint", checkpoint_path(o)});
+  if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
+    return fail(s);
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   const TrainConfig& base = config.value();
@@ -249,25 +261,29 @@ int run_train_icl(const TrainIclArgs& args_in) {
               "least sq.");
   const std::vector<std::string> optimizers =
       a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"};
-  for (const std::string& opt_name : optimizers) {
+  TrainConfig plotted = base;  // the model the plot's title names (a resumed run's is the checkpoint's)
+  // One optimizer's run; its curve so far is kept whether it ends or fails.
+  auto train_one = [&](const std::string& opt_name) -> rill::Status {
     TrainConfig c = base;
     rill::Result<Trainer> trainer = rill::invalid_argument("no trainer");
     if (a.resume.empty()) {
-      auto kind = parse_optimizer(opt_name);
-      if (!kind.is_ok()) return fail(kind.status());
-      c.optimizer.kind = *kind;
-      if (*kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
+      RILL_ASSIGN_OR_RETURN(const OptimizerKind kind, parse_optimizer(opt_name));
+      c.optimizer.kind = kind;
+      if (kind == OptimizerKind::kSgd && a.sgd_lr) c.optimizer.lr = *a.sgd_lr;
       trainer = Trainer::create(ctx.value(), c, train_set ? &*train_set : nullptr);
     } else {
       trainer = Trainer::resume(ctx.value(), a.resume, train_set ? &*train_set : nullptr);
       if (trainer.is_ok()) {
         std::fprintf(stderr, "resumed %s at step %lld\n", a.resume.c_str(), (long long)trainer->step());
         print_model(trainer->config());
+        RILL_RETURN_IF_ERROR(check_eval_set(eval_set, trainer->config().task));
       }
     }
-    if (!trainer.is_ok()) return fail(trainer.status());
+    RILL_RETURN_IF_ERROR(trainer.status());
     c = trainer->config();
-    Curve curve{opt_name, {}, {}};
+    plotted = c;
+    curves.push_back(Curve{opt_name, {}, {}});
+    Curve& curve = curves.back();
     size_t eval_from = 0;  // the train loss printed with an evaluation is the mean since the last one
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
@@ -283,11 +299,11 @@ int run_train_icl(const TrainIclArgs& args_in) {
       const auto t0 = std::chrono::steady_clock::now();
       auto records = trainer->train(chunk);
       train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!records.is_ok()) return fail(records.status());
+      RILL_RETURN_IF_ERROR(records.status());
       curve.steps.insert(curve.steps.end(), records->begin(), records->end());
       done += chunk;
       if (done == next_save) {
-        if (auto s = trainer->save_checkpoint(checkpoint_path(opt_name)); !s.is_ok()) return fail(s);
+        RILL_RETURN_IF_ERROR(trainer->save_checkpoint(checkpoint_path(opt_name)));
         next_save += a.checkpoint_every;
       }
       if (done != next_eval && done != a.steps) continue;
@@ -299,7 +315,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
       } else {
         eval = trainer->evaluate({.tasks = a.eval_tasks});
       }
-      if (!eval.is_ok()) return fail(eval.status());
+      RILL_RETURN_IF_ERROR(eval.status());
       curve.evals.emplace_back(trainer->step(), *eval);
       last = *eval;
       progress(opt_name, done, a.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -318,11 +334,21 @@ int run_train_icl(const TrainIclArgs& args_in) {
     if (!std::isfinite(last.model)) diverged.push_back(opt_name);
     if (!a.checkpoint.empty()) {
       const std::string path = checkpoint_path(opt_name);
-      if (auto s = trainer->save_checkpoint(path); !s.is_ok()) return fail(s);
+      RILL_RETURN_IF_ERROR(trainer->save_checkpoint(path));
       std::fprintf(stderr, "checkpoint: %s\n", path.c_str());
     }
-    curves.push_back(std::move(curve));
+    return rill::Status::ok();
+  };
+  rill::Status failed = rill::Status::ok();
+  for (const std::string& opt_name : optimizers) {
+    failed = train_one(opt_name);
+    if (!failed.is_ok()) {
+      failed = failed.with_context(opt_name);
+      break;
+    }
   }
+  // A failed run still writes the curves trained so far (every optimizer's before it, and its own).
+  if (!failed.is_ok() && curves.empty()) return fail(failed);
 
   std::string error;
   if (!a.csv.empty()) {
@@ -330,9 +356,12 @@ int run_train_icl(const TrainIclArgs& args_in) {
     std::fprintf(stderr, "curves: %s\n", a.csv.c_str());
   }
   if (!a.plot.empty()) {
-    PlotSpec plot{"In-context linear regression (d=" + std::to_string(base.task.d) + ", n=" +
-                      std::to_string(base.task.n) + ", L=" + std::to_string(base.model.layers) + ")",
-                  "training step", "loss", {}, {}};
+    PlotSpec plot{"In-context linear regression (d=" + std::to_string(plotted.task.d) +
+                      ", n=" + std::to_string(plotted.task.n) + ", L=" + std::to_string(plotted.model.layers) + ")",
+                  "training step",
+                  "loss",
+                  {},
+                  {}};
     for (const Curve& c : curves) {
       PlotSeries train{c.optimizer + " train", {}, false}, eval{c.optimizer + " eval", {}, true};
       const size_t stride = std::max<size_t>(1, c.steps.size() / 400);
@@ -345,6 +374,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
     if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return fail(rill::invalid_argument(error));
     std::fprintf(stderr, "plot: %s\n", a.plot.c_str());
   }
+  if (!failed.is_ok()) return fail(failed);
   for (const std::string& name : diverged)
     std::fprintf(stderr,
                  "rill train-icl: %s ended with an evaluation loss that is not finite: lower --lr or --init-std\n",
