@@ -16,6 +16,7 @@
 #include "bench_peers.hpp"
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -139,7 +140,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
                 "time the same work in PyTorch in this run (CUDA when it sees a GPU, else the CPU) and add "
                 "peer_ms and speedup_vs_peer to each kernel record (needs python3-torch)");
   cmd->add_option("--lm-config", a.lm_config, "lm: model config JSON (default: width 256, 8 heads, 6 layers)");
-  cmd->add_option("--lm-max-tokens", a.lm_max_tokens, "lm: longest prompt to time (default 1048576)");
+  cmd->add_option("--lm-max-tokens", a.lm_max_tokens, "lm: longest prompt to time, 1024 or more (default 1048576)")
+      ->check(kCount & CLI::Range(uint64_t{1024}, UINT64_MAX));
   cmd->add_option("--lm-weight-storage", a.lm_weight_storage,
                   "lm: the linear layers' weights: precision (f32), f16, int8 or int4")
       ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
@@ -183,8 +185,9 @@ int run_bench(const BenchArgs& args) {
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
-  const bool all = args.ops == "all";
-  auto wants = [&](const char* op) { return all || args.ops.find(op) != std::string::npos; };
+  const auto ops = comma_items(args.ops);
+  const bool all = std::find(ops.begin(), ops.end(), "all") != ops.end();
+  auto wants = [&](const char* op) { return all || std::find(ops.begin(), ops.end(), op) != ops.end(); };
   bool ok = true;
   nlohmann::json doc = {{"device", ctx->device().name}};
   // The plan choices the run was forced or tuned to, so that a record says what it timed.
@@ -210,7 +213,7 @@ int run_bench(const BenchArgs& args) {
   if (wants("lm")) ok = ok && bench_lm(ctx.value(), args, records);
   if (args.peers) doc["peer"] = attach_peers(records, args.quick);
   doc["records"] = records;
-  std::printf("%s\n", doc.dump(2).c_str());
+  std::printf("%s\n", json_text(doc).c_str());
   return ok ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 
+#include "json_text.hpp"
 #include "process.hpp"
 
 namespace rill_cli {
@@ -62,7 +63,7 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
   if (requests.empty()) return environment_of_timed_peers(records);
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(process_id()) + ".json");
-  std::ofstream(file) << requests.dump();
+  std::ofstream(file) << json_text(requests, -1);
   nlohmann::json answer =
       run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", file.string());
   std::filesystem::remove(file);

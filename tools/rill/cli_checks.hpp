@@ -28,6 +28,8 @@ inline const CLI::Validator kSeed = whole_number("SEED");
 inline const CLI::Validator kCount = whole_number("COUNT");
 
 // A number that parses whole, is finite and satisfies `ok`; else the message names what it must be.
+// The options are f32: a value past f32's range (1e39) or below its smallest (1e-50, not 0) is
+// refused as such, not reported later as infinite or zero.
 template <typename Ok>
 CLI::Validator number_check(const char* must_be, const char* type_name, Ok ok) {
   return CLI::Validator(
@@ -36,6 +38,8 @@ CLI::Validator number_check(const char* must_be, const char* type_name, Ok ok) {
         const double v = std::strtod(s.c_str(), &end);
         if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || !ok(v))
           return std::string("must be ") + must_be + ", got '" + s + "'";
+        if (const float f = float(v); !std::isfinite(f) || (v != 0 && f == 0))
+          return std::string("must be ") + must_be + " within f32's range (1.2e-38 to 3.4e38), got '" + s + "'";
         return {};
       },
       type_name);

@@ -16,6 +16,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "output_paths.hpp"
 #include "process.hpp"
 #include "rill/context.hpp"
@@ -305,7 +306,7 @@ int run_generate(const GenerateArgs& args) {
         {"tokens", generated},
         {"text", text}};
     // Invalid UTF-8 (a SentencePiece model can decode to any bytes) becomes U+FFFD: always valid JSON.
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     std::fprintf(stderr,
                  "prompt %zu tokens, prefill %.3f s (%.0f tokens/s); decode %zu tokens, %.1f tokens/s (%.2f ms/token); "

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -41,7 +42,7 @@ int run_icl_diagnose(const IclDiagnoseArgs& a) {
                             {"robust_condition_number", d->robust_condition_number},
                             {"directional_smoothness", d->directional_smoothness},
                             {"hessian_diagonal", d->hessian_diagonal}};
-  std::printf("%s\n", j.dump(2).c_str());
+  std::printf("%s\n", json_text(j).c_str());
   return 0;
 }
 

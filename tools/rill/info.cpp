@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -80,7 +81,7 @@ int print_plan_keys(bool json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& k : keys)
       j.push_back({{"key", k.key}, {"values", k.values}, {"chooses", k.chooses}, {"tunable", k.tunable}});
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j).c_str());
     return 0;
   }
   std::printf("kernel plan keys (RILL_KERNEL_PLAN=key=value,...; * marks those rill tune may choose):\n");
@@ -139,7 +140,7 @@ int run_info(const InfoArgs& args) {
                         {"devices", nlohmann::json::array()}};
     if (!args.kernel_plan.empty()) j["kernel_plan"] = args.kernel_plan;
     for (size_t i = 0; i < l.devices.size(); ++i) j["devices"].push_back(device_json(l.devices[i], plans[i]));
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j).c_str());
     return l.chosen >= 0 ? 0 : 1;
   }
   std::printf("rill %s\n", RILL_VERSION_STRING);

@@ -15,6 +15,7 @@
 #include <process.h>
 #include <windows.h>
 #else
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -91,10 +92,22 @@ rill::Result<int> run_self(const std::vector<std::string>& args, const std::stri
     std::perror("rill: exec of /proc/self/exe");
     _exit(127);
   }
+  // Ctrl-C reaches the child (the same process group), which stops as it does alone; this process
+  // waits for it and goes on to its own end (the profile of what ran), so it ignores the key meanwhile.
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &before);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return rill::unavailable("waiting for the child process failed");
-  }
+  bool waited = true;
+  while (waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) {
+      waited = false;
+      break;
+    }
+  sigaction(SIGINT, &before, nullptr);
+  if (!waited) return rill::unavailable("waiting for the child process failed");
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 #endif
 }

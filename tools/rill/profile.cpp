@@ -7,19 +7,12 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "line_plot.hpp"
+#include "output_paths.hpp"
 #include "process.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
-namespace {
-
-bool write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return static_cast<bool>(out);
-}
-
-}  // namespace
 
 CLI::App* add_profile_command(CLI::App& app, ProfileArgs& a) {
   auto* cmd =
@@ -36,12 +29,10 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
-  for (const std::string& path : {args.trace, args.roofline})
-    if (!path.empty())
-      if (auto s = rill::check_writable(path); !s.is_ok()) {
-        std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
-        return 2;
-      }
+  if (auto s = check_files({{"--trace", args.trace}, {"--roofline", args.roofline}}); !s.is_ok()) {
+    std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
+    return 2;
+  }
   // The command writes its trace beside the one asked for, which only a complete run replaces (an
   // earlier trace stays if this run fails); a partial one left by a killed run never passes for it.
   const std::string partial = args.trace + ".partial." + std::to_string(process_id());
@@ -102,8 +93,8 @@ int run_profile(const ProfileArgs& args) {
   std::printf("` (trace: %s; open in Perfetto or chrome://tracing)\n%s", args.trace.c_str(),
               rill::format_profile_summary(kernels, &peaks).c_str());
   if (!args.roofline.empty()) {
-    if (!write_text(args.roofline, rill::roofline_svg(kernels, peaks))) {
-      std::fprintf(stderr, "rill profile: cannot write %s\n", args.roofline.c_str());
+    if (std::string error; !write_text_atomic(args.roofline, rill::roofline_svg(kernels, peaks), &error)) {
+      std::fprintf(stderr, "rill profile: %s\n", error.c_str());
       return 1;
     }
     std::printf("roofline: %s\n", args.roofline.c_str());

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_text.hpp"
 #include "line_plot.hpp"
 #include "rill/files.hpp"
 
@@ -112,8 +113,8 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
     if (!started)
       return rill::failed_precondition("--resume: '" + out_dir + "' holds no reproduction to resume (no runs/settings.json)");
     if (*started != wanted)
-      return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + started->dump() +
-                                       ", this run asks for " + wanted.dump() + "; use the same options");
+      return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + json_text(*started, -1) +
+                                       ", this run asks for " + json_text(wanted, -1) + "; use the same options");
     // A run killed after its result was written but before its checkpoint was removed left both:
     // the result stands, and the stale files go now (nothing would remove them later).
     // (A result that cannot be read is no result: that run resumes from its checkpoint.)
@@ -143,7 +144,8 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
   for (const auto& entry : fs::directory_iterator(runs.dir_, ec))
     if (is_run_file(entry.path())) fs::remove(entry.path(), ec);
   std::string error;
-  if (!write_text_atomic(runs.dir_ + "settings.json", wanted.dump(2) + "\n", &error)) return rill::invalid_argument(error);
+  if (!write_text_atomic(runs.dir_ + "settings.json", json_text(wanted) + "\n", &error))
+    return rill::invalid_argument(error);
   return runs;
 }
 
@@ -181,7 +183,8 @@ rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
               {"ridge_oracle", number_json(r.eval.ridge_oracle)}});
   std::string error;
   // nlohmann writes doubles with enough digits to read back the same bits.
-  if (!write_text_atomic(dir_ + key + ".result.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
+  if (!write_text_atomic(dir_ + key + ".result.json", json_text(j) + "\n", &error))
+    return rill::invalid_argument(error);
   std::error_code ec;
   fs::remove(checkpoint_path(key), ec);
   fs::remove(dir_ + key + ".spikes.json", ec);
@@ -192,7 +195,8 @@ rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& wa
   json j = spikes_json(watch);
   j["step"] = step;
   std::string error;
-  if (!write_text_atomic(dir_ + key + ".spikes.json", j.dump(2) + "\n", &error)) return rill::invalid_argument(error);
+  if (!write_text_atomic(dir_ + key + ".spikes.json", json_text(j) + "\n", &error))
+    return rill::invalid_argument(error);
   return {};
 }
 

@@ -15,6 +15,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "rill/context.hpp"
 #include "rill/lm.hpp"
 #include "rill/tokenizer.hpp"
@@ -117,7 +118,7 @@ int run_score(const ScoreArgs& a) {
     j["scored"] = std::vector<uint32_t>(tokens.begin() + 1, tokens.end());
     j["log_probs"] = scores->log_probs;
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  std::printf("%s\n", json_text(j).c_str());
   return 0;
 }
 

@@ -242,6 +242,8 @@ int run_train_icl(const TrainIclArgs& args_in) {
       outputs.push_back({"--checkpoint", checkpoint_path(o)});
   if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
     return fail(s);
+  if (!a.resume.empty() && a.checkpoint.empty())
+    std::fprintf(stderr, "note: without --checkpoint the resumed model's further training is not saved\n");
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   const TrainConfig& base = config.value();

@@ -19,6 +19,7 @@
 
 #include "bench_ops.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "rill/context.hpp"
 #include "rill/files.hpp"
 #include "rill/icl.hpp"
@@ -267,7 +268,7 @@ int run_tune(const TuneArgs& args) {
                         {"kernel_plan", plan},
                         {"file", args.out},
                         {"timings", tuner.measurements.size()}};
-  std::printf("%s\n", out.dump(2).c_str());
+  std::printf("%s\n", json_text(out).c_str());
   std::fprintf(stderr, "rill tune: %s written (%s)\n", args.out.c_str(),
                plan.empty() ? "the plan's own choices were fastest" : plan.c_str());
   return 0;
