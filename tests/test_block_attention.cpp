@@ -157,9 +157,10 @@ GPU_TEST_CASE("the tiled GPU block-attention kernels match the reference at ever
     auto ctx = rill_test::make_context(options);
     if (ctx.device().caps.shared_memory_bytes < 40 * 1024) {
       auto q = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 64, 64});
+      auto o = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 64, 64});
       auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 64});
       auto seq = ctx.sequence();
-      const rill::Status refused = rill::ops::block_attention_forward(*seq, q, q, q, q, lse, {.block = 64});
+      const rill::Status refused = rill::ops::block_attention_forward(*seq, q, q, q, o, lse, {.block = 64});
       CHECK(refused.code() == rill::StatusCode::kInvalidArgument);
       CHECK(refused.message().find("block_tile") != std::string::npos);
     }
@@ -223,9 +224,10 @@ namespace {
 // The kernel a forward of 4 heads of D 8 over 70 positions dispatches on `ctx`.
 std::string kernel_of_forward(rill::Context& ctx, DType dtype) {
   auto q = rill_test::empty_tensor(ctx, dtype, {1, 4, 70, 8});
+  auto o = rill_test::empty_tensor(ctx, dtype, {1, 4, 70, 8});
   auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 4, 70});
   return rill_test::kernel_of(
-      ctx, [&](rill::Sequence& seq) { return rill::ops::block_attention_forward(seq, q, q, q, q, lse); });
+      ctx, [&](rill::Sequence& seq) { return rill::ops::block_attention_forward(seq, q, q, q, o, lse); });
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // A dispatch that does not match its kernel is refused with InvalidArgument (or NotFound for
 // names), records nothing, and leaves the sequence usable.
 #include <algorithm>
+#include <cmath>
 
 #include "gpu_test.hpp"
 #include "op_test.hpp"
+#include "rill/rill.hpp"
 #include "vk/kernel_contracts.hpp"
 
 namespace {
@@ -171,4 +173,39 @@ GPU_TEST_CASE("fill_zero refuses a view of part of a word inside its tensor", "[
   CHECK(seq.fill_zero(t.rows(128, 1).value()).is_ok());  // the last row: past it is padding
   CHECK(seq.fill_zero(t).is_ok());
   REQUIRE(seq.run().is_ok());
+}
+
+// Ops that read inputs after writing outputs refuse an output sharing memory with an input (the
+// same tensor, or a view of it) or with another output, naming both; nothing is recorded.
+GPU_TEST_CASE("ops that do not run in place refuse outputs sharing memory", "[dispatch][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto a = rill_test::empty_tensor(ctx, rill::DType::kF32, {8, 8});
+  auto b = rill_test::empty_tensor(ctx, rill::DType::kF32, {8, 8});
+  const rill::Tensor a_view = a.reshaped({64}).value().reshaped({8, 8}).value();
+  auto q = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 16, 8});
+  auto k = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 16, 8});
+  auto v = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 16, 8});
+  auto o = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 16, 8});
+  auto lse = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 16});
+  auto state = rill_test::empty_tensor(ctx, rill::DType::kF32, {1, 2, 8, 8});
+  auto seq = std::move(ctx.sequence()).value();
+  auto refused = [&](const rill::Status& s, const char* names) {
+    INFO(s.to_string());
+    CHECK(s.code() == rill::StatusCode::kInvalidArgument);
+    CHECK(s.message().find(names) != std::string::npos);
+    CHECK(s.message().find("share memory") != std::string::npos);
+  };
+  refused(rill::ops::matmul(seq, a, b, a), "C");
+  refused(rill::ops::matmul(seq, a, b, a_view), "C");
+  refused(rill::ops::block_attention_forward(seq, q, k, v, v, lse, {.block = 8}), "o");
+  refused(rill::ops::linear_attention_forward(seq, q, k, v, v, state), "o");
+  refused(rill::ops::linear_attention_backward(seq, q, k, v, o, q, k, v, state), "dq");
+  refused(rill::ops::linear_attention_backward(seq, q, k, v, o, o, o, v, state), "dk");
+  // A scale that is not a finite number >= 0 is refused, not replaced by 1 / sqrt(Dk).
+  for (const float scale : {std::nanf(""), -1.0f, INFINITY})
+    CHECK(rill::ops::block_attention_forward(seq, q, k, v, o, lse, {.block = 8, .scale = scale}).code() ==
+          rill::StatusCode::kInvalidArgument);
+  CHECK(seq.stats().dispatches == 0);
+  // Disjoint operands still record.
+  CHECK(rill::ops::matmul(seq, a, b, rill_test::empty_tensor(ctx, rill::DType::kF32, {8, 8})).is_ok());
 }

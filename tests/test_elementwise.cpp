@@ -316,6 +316,30 @@ GPU_TEST_CASE("softmax and cross-entropy match the reference, stay finite, and d
   }
 }
 
+// probs written over the logits (in place): the loss reads the target's logit before any
+// probability lands on it. And logits of 1e4: the loss rounds at its own scale, not at 1e4's.
+GPU_TEST_CASE("softmax cross-entropy in place, and at large logits, matches the reference", "[elementwise][gpu]") {
+  auto ctx = rill_test::make_context();
+  for (auto [rows, vocab, scale, shift] :
+       {std::tuple<int64_t, int64_t, float, float>{3, 1000, 5.0f, 0.0f}, {2, 3, 3.0f, 1e4f}}) {
+    INFO("vocab " << vocab << " shift " << shift);
+    auto logits = rill_test::random_vector(size_t(rows * vocab), 77, -scale, scale);
+    for (float& l : logits) l += shift;
+    std::vector<uint32_t> targets;
+    for (int64_t r = 0; r < rows; ++r) targets.push_back(uint32_t((r * 7 + 1) % vocab));
+    std::vector<float> probs_ref, loss_ref;
+    rill::ref::softmax_cross_entropy(logits, targets, rows, vocab, probs_ref, loss_ref);
+    auto tl = rill_test::tensor_from(ctx, DType::kF32, {rows, vocab}, logits);
+    auto tt = u32_tensor(ctx, targets);
+    auto tloss = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+    auto seq = ctx.sequence();
+    REQUIRE(ops::softmax_cross_entropy_forward(*seq, tl, tt, tl, tloss).is_ok());
+    REQUIRE(seq->run().is_ok());
+    rill_test::require_close(rill_test::read(ctx, tl), probs_ref, 1e-6, 1e-5, "probs in place");
+    rill_test::require_close(rill_test::read(ctx, tloss), loss_ref, 1e-6, 1e-5, "loss");
+  }
+}
+
 TEST_CASE("the cross-entropy gradient equals central finite differences of the reference loss", "[elementwise]") {
   const int64_t vocab = 9;
   const auto logits = rill_test::random_vector(size_t(vocab), 2, -2.0f, 2.0f);

@@ -834,6 +834,13 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0, "TransNormerLLM options, f16 weights");
   check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt4, .int4_group = 16}, 1e-4, 0,
                      "TransNormerLLM options, int4 weights");
+  // The default groups (int8 64, int4 32) on a model narrower than them: each matrix's group is
+  // clamped to its own rows (the width for up and gate, the FFN width for down), and one dispatch
+  // takes them together (it refused the layer's FFN).
+  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt8}, 1e-4, 0,
+                     "TransNormerLLM options, int8 default group");
+  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt4}, 1e-4, 0,
+                     "TransNormerLLM options, int4 default group");
   // Sigmoid GLU, identity maps, untied head, int8 groups that do not divide the width.
   c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kSoftmax});
   c.feature_map = rill::ops::FeatureMap::kIdentity;

@@ -303,9 +303,10 @@ GPU_TEST_CASE("cooperative matrices forced on a device without them are refused 
     return;
   }
   auto a = ctx.tensor(DType::kF16, {16, 16});
+  auto c = ctx.tensor(DType::kF16, {16, 16});
   auto seq = ctx.sequence();
   REQUIRE(seq.is_ok());
-  const rill::Status st = rill::ops::matmul(*seq, *a, *a, *a);
+  const rill::Status st = rill::ops::matmul(*seq, *a, *a, *c);
   INFO(st.to_string());
   CHECK(st.code() == rill::StatusCode::kUnimplemented);
   CHECK(st.message().find("cooperative matrices") != std::string::npos);

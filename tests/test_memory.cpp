@@ -182,6 +182,9 @@ GPU_TEST_CASE("reshaped views share memory, keep it alive and order GPU work thr
   REQUIRE(t.is_ok());
   CHECK(t->reshaped({4, 5}).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(t->reshaped({0, 24}).status().code() == rill::StatusCode::kInvalidArgument);
+  // No dimensions (a 0-d shape): refused as at creation, so ops never read the last of none.
+  auto one = ctx.tensor(rill::DType::kF32, {1});
+  CHECK(one->reshaped({}).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(rill::Tensor().reshaped({1}).status().code() == rill::StatusCode::kInvalidArgument);
   auto view = t->reshaped({6, 4});
   REQUIRE(view.is_ok());

@@ -391,6 +391,21 @@ GPU_TEST_CASE("embedding gathers from a packed table in column blocks", "[packed
   CHECK(whole->blocks.size() == 1);
   CHECK(rill::ops::upload_packed_columns(ctx, table_t, "table", 1000, 64).status().code() ==
         rill::StatusCode::kOutOfRange);  // 64 columns take 3 KB
+  // Every block's bindings within the bound, where a row's words do not split evenly: int4 rows of
+  // 2049 (a column's 1024.5 words rounded down gave 65,568-byte blocks under 65,536), and f16 with a
+  // ragged last word (1000 x 3 whole is 8,000 bytes, over 6,000).
+  for (const auto& [rows, cols, format, max] :
+       {std::tuple{int64_t(2049), int64_t(128), WeightFormat::kInt4, uint64_t(65536)},
+        std::tuple{int64_t(1000), int64_t(3), WeightFormat::kF16, uint64_t(6000)}}) {
+    const auto host = pack(rill_test::random_vector(size_t(rows * cols), 17), {rows, cols}, format, 0);
+    auto blocks = rill::ops::upload_packed_columns(ctx, host, "bounded", max, 1);
+    REQUIRE(blocks.is_ok());
+    CHECK(blocks->blocks.size() > 1);
+    for (const auto& b : blocks->blocks) {
+      CHECK(b.words.size_bytes() <= max);
+      if (rill::ops::has_scales(format)) CHECK(b.scales.size_bytes() <= max);
+    }
+  }
   // Blocks that do not tile the table in order are refused before anything is recorded.
   auto split = rill::ops::upload_packed_columns(ctx, table_t, "table", 4096, 64);
   REQUIRE(split.is_ok());

@@ -305,3 +305,32 @@ GPU_TEST_CASE("rmsnorm rejects mismatched shapes and dtypes", "[rmsnorm][gpu]") 
   CHECK(rill::ops::rmsnorm_backward(*seq, x, nullptr, rstd, y, y, &dg).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);
 }
+
+// dx written over dy: dgain reads dy (and x), so it runs before dx on the generic path (dims past
+// the register kernels: 5000 on CPU drivers, over 1024 on GPUs); the register kernel reads first.
+GPU_TEST_CASE("rmsnorm backward in place (dx over dy) keeps dgain the reference's", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    for (const int64_t dim : {int64_t(300), int64_t(5000)}) {
+      const int64_t rows = 3;
+      INFO(ctx.kernel_family() << " dim " << dim);
+      const auto x = rill_test::random_vector(size_t(rows * dim), 41, -2.0f, 2.0f);
+      const auto g = rill_test::random_vector(size_t(dim), 42, 0.5f, 1.5f);
+      const auto dy = rill_test::random_vector(size_t(rows * dim), 43);
+      std::vector<float> y, rstd, dx_ref, dg_ref;
+      rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
+      rill::ref::rmsnorm_backward(x, g, rstd, dy, rows, dim, dx_ref, dg_ref);
+      auto tx = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, x);
+      auto tg = rill_test::tensor_from(ctx, DType::kF32, {dim}, g);
+      auto tdy = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, dy);
+      auto ty = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+      auto tr = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+      auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {dim});
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
+      REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdy, &tdg).is_ok());
+      REQUIRE(seq->run().is_ok());
+      rill_test::require_close(rill_test::read(ctx, tdy), dx_ref, 2e-5, 1e-4, "dx");
+      rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, 2e-5 * std::sqrt(double(rows)), 1e-4, "dgain");
+    }
+  }
+}

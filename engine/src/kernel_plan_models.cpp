@@ -89,9 +89,12 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
       if (divides(4 * g)) p.lane_groups = g;
   }
   // mv_in, mv_out, mv_split (a group's columns per invocation), the reduction's partials, the
-  // softmax weights, the mixer's partial sums, o and the softmax sums.
+  // softmax weights, the mixer's partial sums (a head's worth where the workgroup is narrower than
+  // the head), o and the softmax sums.
   auto shared_bytes = [&] {
-    return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim);
+    const uint64_t head_past_workgroup = s.head_dim > p.workgroup ? s.head_dim - p.workgroup : 0;
+    return 4ull * (p.in_max + p.out_max + (3ull + std::max(4 * p.lane_groups, 1u)) * p.workgroup + 2ull * s.head_dim +
+                   head_past_workgroup);
   };
   if (shared_bytes() > d.shared_bytes && !d.forced.lm_decode_columns) p.lane_groups = 0;  // a phone's 16 KiB
   // int8 weights, 16 columns per invocation (a row's four words, one texel of u32), f32 activations:

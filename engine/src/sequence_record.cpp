@@ -180,8 +180,7 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
     // Vulkan forbids a copy between overlapping ranges: a tensor onto itself is nothing to do, a
     // partial overlap (two views of one buffer) an error.
     const TensorStorage &from = *detail::Access::storage(*src), &to = *detail::Access::storage(*dst);
-    if (from.buffer() == to.buffer() && from.offset() < to.offset() + dst->size_bytes() &&
-        to.offset() < from.offset() + src->size_bytes()) {
+    if (from.overlaps(to)) {
       if (from.offset() == to.offset()) return Status::ok();
       return invalid_argument("copy from " + src->describe() + " to " + dst->describe() +
                               ": the two overlap in memory");

@@ -65,6 +65,7 @@ std::string Tensor::describe() const {
 
 Result<Tensor> Tensor::reshaped(std::vector<int64_t> shape) const {
   if (!storage_) return invalid_argument("reshaped: the tensor is empty");
+  if (shape.empty()) return invalid_argument("reshaped: the new shape of " + describe() + " has no dimensions");
   uint64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 1) return invalid_argument("reshaped: every dimension of the new shape of " + describe() + " must be >= 1");

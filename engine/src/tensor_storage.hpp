@@ -40,6 +40,10 @@ struct TensorStorage {
   ~TensorStorage();
   VkBuffer buffer() const { return allocation.buffer(); }
   uint64_t offset() const { return allocation.offset; }
+  // Whether the two share any byte (one tensor, or views of one).
+  bool overlaps(const TensorStorage& other) const {
+    return buffer() == other.buffer() && offset() < other.offset() + other.bytes && other.offset() < offset() + bytes;
+  }
 };
 
 }  // namespace rill::detail

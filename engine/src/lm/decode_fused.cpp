@@ -34,14 +34,20 @@ WeightForm form_of(const ops::PackedWeights& p, const LmDecodePlan& plan) {
   return {suffix, ops::has_scales(p.format) ? p.group : 1u};
 }
 
-// The form every matrix of one dispatch shares (the model packs all its linear layers alike).
+// The form every matrix of one dispatch shares (the model packs all its linear layers alike). A
+// group of a whole matrix's rows (packing clamps a group to the rows: a model narrower than its
+// group) reads the same under any larger group, so the dispatch takes the largest.
 Result<WeightForm> common_form(std::initializer_list<const LinearWeight*> weights, const LmDecodePlan& plan,
                                const char* op) {
-  const WeightForm first = form_of((*weights.begin())->packed, plan);
-  for (const LinearWeight* w : weights)
-    if (const WeightForm f = form_of(w->packed, plan); f.suffix != first.suffix || f.group != first.group)
+  WeightForm common = form_of((*weights.begin())->packed, plan);
+  for (const LinearWeight* w : weights) common.group = std::max(common.group, form_of(w->packed, plan).group);
+  for (const LinearWeight* w : weights) {
+    const WeightForm f = form_of(w->packed, plan);
+    const bool whole_rows = w->packed.valid() && int64_t(f.group) >= w->packed.rows;
+    if (f.suffix != common.suffix || (f.group != common.group && !whole_rows))
       return internal_error(std::string(op) + ": the layer's weights are not all in one form");
-  return first;
+  }
+  return common;
 }
 
 void bind(std::vector<const Tensor*>& b, const Tensor& dense, const ops::PackedWeights& packed) {

@@ -121,7 +121,11 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
   const uint32_t wg = uint32_t(std::clamp<uint64_t>((keys + sg - 1) / sg * sg, sg, std::min<uint32_t>(128, 32 * sg)));
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, (keys + wg - 1) / wg + 64, op, "the number of cached keys"));
   const float scale = float(1.0 / std::sqrt(double(dq.cols)));
-  return seq.dispatch({.kernel = "lm/attend" + std::string(ops::detail::reduction_variant(seq)) + "_" + suffix,
+  // The subgroup form keeps partial rows for up to 32 subgroups (4 (2 + Dv) 32 bytes, 16.6 KiB at
+  // Dv 128): past a phone's 16 KiB the shared-memory form (8 KiB) takes it.
+  std::string variant = ops::detail::reduction_variant(seq);
+  if (variant.empty() && 4ull * 32 * (cv.cols + 2) > seq.device().caps.shared_memory_bytes) variant = "_nosubgroup";
+  return seq.dispatch({.kernel = "lm/attend" + variant + "_" + suffix,
                        .bindings = {&q, &cache_k, &cache_v, &pos, &o},
                        .push = push_bytes(gpu::AttendPush{dq.rows, ck.rows, scale}),
                        .groups = {dq.rows, dq.batches, 1},

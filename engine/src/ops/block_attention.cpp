@@ -48,9 +48,14 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   RILL_RETURN_IF_ERROR(detail::require_dtype(lse, DType::kF32, kBlockAttentionOp, "lse"));
   RILL_RETURN_IF_ERROR(detail::require_elements(lse, bh * n, kBlockAttentionOp, "lse"));
   if (dv > kMaxDv) return unimplemented("block_attention: Dv of " + std::to_string(dv) + " is above 128");
-  if (opt.block < 1 || opt.block > seq.device().caps.max_workgroup_size[0] ||
-      opt.block > seq.device().caps.max_workgroup_invocations)
-    return invalid_argument("block_attention: block must be 1.." + std::to_string(seq.device().caps.max_workgroup_size[0]));
+  const uint32_t max_block =
+      std::min(seq.device().caps.max_workgroup_size[0], seq.device().caps.max_workgroup_invocations);
+  if (opt.block < 1 || opt.block > max_block)
+    return invalid_argument("block_attention: block must be 1.." + std::to_string(max_block) +
+                            " (a block is one workgroup)");
+  if (!std::isfinite(opt.scale) || opt.scale < 0.0f)
+    return invalid_argument("block_attention: scale must be finite and >= 0 (0: 1 / sqrt(Dk)), got " +
+                            std::to_string(opt.scale));
   if (bh > 65535) return out_of_range("block_attention: B * H must be <= 65535");
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("block_attention: more than 2^32 elements in q or v");
@@ -79,6 +84,8 @@ plan::BlockAttentionShape shape_of(const Geometry& g, uint32_t block) {
 Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                const Tensor& lse, const BlockAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Geometry g, check(seq, q, k, v, o, lse, opt));
+  RILL_RETURN_IF_ERROR(
+      detail::require_disjoint({{&o, "o"}, {&lse, "lse"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}}, kBlockAttentionOp));
   const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   // Pairs (t, s) per block: B(B+1)/2 causal, B^2 otherwise; each costs Dk + Dv FMAs (2 FLOPs).
@@ -131,6 +138,9 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk_out, kBlockAttentionOp, "dk"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv_out, kBlockAttentionOp, "dv"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(lse, delta, kBlockAttentionOp, "delta"));
+  RILL_RETURN_IF_ERROR(detail::require_disjoint(
+      {{&dq, "dq"}, {&dk_out, "dk"}, {&dv_out, "dv"}, {&delta, "delta"}},
+      {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&o, "o"}, {&lse, "lse"}, {&d_o, "d_o"}}, kBlockAttentionOp));
   if (dk > kMaxDv) return unimplemented("block_attention_backward: Dk of " + std::to_string(dk) + " is above 128");
   const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;

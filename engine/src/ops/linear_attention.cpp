@@ -25,8 +25,11 @@ struct Dims {
 
 // The forward ops take an f32 o for f16 q, k and v (f32_output): without decay each output row
 // sums over every earlier position, which outgrows f16's 65504 where f32 does not.
+// `o` is the output of the forward ops and the backward's d_o; `state` the forward's state and the
+// backward's scratch: `o_role` and `state_role` name them in errors.
 Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor* state,
-                          const LinearAttentionOptions& opt, bool f32_output) {
+                          const LinearAttentionOptions& opt, bool f32_output, const char* o_role = "o",
+                          const char* state_role = "state") {
   RILL_RETURN_IF_ERROR(detail::float_suffix(q, kLinearAttentionOp).status());
   if (q.shape().size() != 4) return invalid_argument("linear_attention: q " + q.describe() + " must be [B, H, N, Dk]");
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, k, kLinearAttentionOp, "k"));
@@ -35,9 +38,10 @@ Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, con
     return invalid_argument("linear_attention: v " + v.describe() + " must be [B, H, N, Dv] like " + q.describe());
   if (f32_output && q.dtype() == DType::kF16 && o.valid() && o.dtype() == DType::kF32) {
     if (o.shape() != v.shape())
-      return invalid_argument("linear_attention: o " + o.describe() + " must have the shape of " + v.describe());
+      return invalid_argument(std::string("linear_attention: ") + o_role + " " + o.describe() +
+                              " must have the shape of " + v.describe());
   } else {
-    RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kLinearAttentionOp, "o"));
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(v, o, kLinearAttentionOp, o_role));
   }
   const auto& s = q.shape();
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
@@ -45,9 +49,10 @@ Result<Dims> check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, con
   Dims d{uint32_t(s[0]), uint32_t(s[1]), uint32_t(s[2]), uint32_t(s[3]), uint32_t(v.shape()[3])};
   if (uint64_t(d.batch) * d.heads > 65535) return out_of_range("linear_attention: B * H must be <= 65535");
   if (state) {
-    RILL_RETURN_IF_ERROR(detail::require_dtype(*state, DType::kF32, kLinearAttentionOp, "state"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(*state, DType::kF32, kLinearAttentionOp, state_role));
     if (state->shape() != std::vector<int64_t>{s[0], s[1], s[3], v.shape()[3]})
-      return invalid_argument("linear_attention: state " + state->describe() + " must be [B, H, Dk, Dv] f32");
+      return invalid_argument(std::string("linear_attention: ") + state_role + " " + state->describe() +
+                              " must be [B, H, Dk, Dv] f32");
   }
   if (opt.decay) {
     RILL_RETURN_IF_ERROR(detail::require_dtype(*opt.decay, DType::kF32, kLinearAttentionOp, "decay"));
@@ -324,6 +329,8 @@ Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, c
 Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                 const Tensor& state, const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
+  RILL_RETURN_IF_ERROR(detail::require_disjoint(
+      {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
   if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
@@ -342,10 +349,13 @@ Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k,
 Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
                                  const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& scratch,
                                  const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt, false));
+  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt, false, "d_o", "scratch"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kLinearAttentionOp, "dq"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kLinearAttentionOp, "dk"));
   RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kLinearAttentionOp, "dv"));
+  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}, {&scratch, "scratch"}},
+                                                {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&d_o, "d_o"}, {opt.decay, "decay"}},
+                                                kLinearAttentionOp));
   if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
@@ -404,7 +414,7 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
   // time for dq, else backward).
   auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
-    const uint32_t ranges = (chunks + per - 1) / per;
+    const uint32_t ranges = uint32_t((uint64_t(chunks) + per - 1) / per);
     for (uint32_t r = 0; r < ranges; ++r) {
       const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
       const uint32_t first = index * per, count = std::min(per, chunks - first);
@@ -451,6 +461,8 @@ Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, co
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
   if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
   if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
+  RILL_RETURN_IF_ERROR(detail::require_disjoint(
+      {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
   const gpu::LaStepPush push{d.heads, d.dk, d.dv};
@@ -467,6 +479,7 @@ Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, c
                               const LinearAttentionOptions& opt) {
   RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt, true));
   if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
+  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&o, "o"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}}, kLinearAttentionOp));
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
   const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
   // Keys per dispatch: each key costs an invocation Dk + 2 loop iterations.

@@ -127,6 +127,10 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
       p.texel_rows ? "matmul/matmul_tx_" + b.kernel.substr(kPrefix.size()) + suffix : b.kernel + suffix;
   // The shared-memory kernel's partial products (bound but unwritten without splits).
   const Tensor* partial = &c;
+  if (!p.fold_batch && uint64_t(mc.batch) * p.splits > seq.device().caps.max_workgroup_count[2])
+    return out_of_range("matmul: " + std::to_string(mc.batch) + " batches x " + std::to_string(p.splits) +
+                        " splits of K (matmul_splits) are more workgroups than the device's " +
+                        std::to_string(seq.device().caps.max_workgroup_count[2]) + " in z");
   if (p.splits > 1) {
     RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(p.splits) * mc.batch * M * N, kMatmulOp));
   }
@@ -168,6 +172,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
 
 Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& o) {
   RILL_ASSIGN_OR_RETURN(Matrix mb, as_matrix(b, "B"));
+  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {&b, "B"}, {o.bias, "bias"}}, kMatmulOp));
   if (b.dtype() != a.dtype())
     return invalid_argument("matmul: A, B and C must share one dtype (" + a.describe() + ", " + b.describe() + ", " +
                             c.describe() + ")");
@@ -185,6 +190,7 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
   if (!b.valid()) return invalid_argument("matmul: packed B is empty");
   if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
   RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
+  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {o.bias, "bias"}}, kMatmulOp));
   const bool scaled = has_scales(b.format);
   Push push{};
   push.b_rs = uint32_t(b.words.shape()[2]);

@@ -6,6 +6,7 @@
 #include "access.hpp"
 #include "kernel_plan.hpp"
 #include "sequence_impl.hpp"
+#include "tensor_storage.hpp"
 #include "vk/kernel_contracts.hpp"
 
 namespace rill::ops::detail {
@@ -52,6 +53,24 @@ Status require_same_shape(const Tensor& a, const Tensor& b, const char* op, cons
   if (!b.valid()) return invalid_argument(std::string(op) + ": " + role + " is empty");
   if (a.shape() != b.shape() || a.dtype() != b.dtype())
     return invalid_argument(std::string(op) + ": " + role + " " + b.describe() + " must match " + a.describe());
+  return Status::ok();
+}
+
+Status require_disjoint(std::initializer_list<Operand> outputs, std::initializer_list<Operand> inputs, const char* op) {
+  auto storage = [](const Operand& o) -> const rill::detail::TensorStorage* {
+    return o.tensor != nullptr && o.tensor->valid() ? rill::detail::Access::storage(*o.tensor).get() : nullptr;
+  };
+  auto check = [&](const Operand& out, const Operand& other) -> Status {
+    const auto a = storage(out), b = storage(other);
+    if (a && b && a->overlaps(*b))
+      return invalid_argument(std::string(op) + ": " + out.role + " " + out.tensor->describe() + " and " + other.role +
+                              " " + other.tensor->describe() + " share memory; this op does not run in place");
+    return Status::ok();
+  };
+  for (auto o = outputs.begin(); o != outputs.end(); ++o) {
+    for (auto p = std::next(o); p != outputs.end(); ++p) RILL_RETURN_IF_ERROR(check(*o, *p));
+    for (const Operand& in : inputs) RILL_RETURN_IF_ERROR(check(*o, in));
+  }
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ uint32_t packed_per_word(WeightFormat format);
 Status require_dtype(const Tensor& t, DType dtype, const char* op, const char* role);
 Status require_same_shape(const Tensor& a, const Tensor& b, const char* op, const char* role);
 Status require_elements(const Tensor& t, uint64_t elements, const char* op, const char* role);
+// A tensor and the name the op's errors give it.
+struct Operand {
+  const Tensor* tensor;  // null: absent (skipped)
+  const char* role;
+};
+// InvalidArgument, naming both, where an output shares memory with an input or another output (one
+// tensor, or views of one): these ops read inputs after writing outputs, so in place is wrong.
+Status require_disjoint(std::initializer_list<Operand> outputs, std::initializer_list<Operand> inputs, const char* op);
 
 struct RowsDim {
   uint32_t rows = 0, dim = 0;

@@ -202,17 +202,22 @@ Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedW
   if (max_bytes == 0) max_bytes = ctx.device().caps.max_storage_buffer_range;
   const uint32_t per = detail::packed_per_word(host.format);
   const int64_t align = std::lcm(column_align, int64_t(per));
-  // Bytes per column of a block of whole words: its words, or, for groups of very few rows, its scales.
-  const uint64_t column_bytes = std::max<uint64_t>(uint64_t(host.rows) * 4 / per, uint64_t(host.groups()) * 4);
+  // The larger binding of a block of `count` columns: its words (each row's columns in whole
+  // words), or, for groups of very few rows, its scales.
+  auto block_bytes = [&](uint64_t count) {
+    const uint64_t words = uint64_t(host.rows) * ((count + per - 1) / per) * 4;
+    return std::max<uint64_t>(words, has_scales(host.format) ? uint64_t(host.groups()) * count * 4 : 0);
+  };
   PackedColumnBlocks out;
   out.rows = host.rows, out.cols = host.cols;
-  if (max_bytes == 0 || uint64_t(host.cols) * column_bytes <= max_bytes) {
+  if (max_bytes == 0 || block_bytes(uint64_t(host.cols)) <= max_bytes) {
     RILL_ASSIGN_OR_RETURN(PackedWeights whole, upload_packed(ctx, host, name, pool));
     out.first.push_back(0);
     out.blocks.push_back(std::move(whole));
     return out;
   }
-  const int64_t per_block = int64_t(max_bytes / column_bytes) / align * align;
+  // Blocks of a multiple of `align` columns (whole words): their bytes grow in proportion.
+  const int64_t per_block = int64_t(max_bytes / block_bytes(uint64_t(align))) * align;
   if (per_block == 0)
     return out_of_range("upload_packed_columns: '" + name + "': " + std::to_string(align) + " columns of " +
                         std::to_string(host.rows) + " rows take more than " + std::to_string(max_bytes) + " bytes");

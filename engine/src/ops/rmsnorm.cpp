@@ -145,16 +145,31 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
     if (!dgain || reg->blocks == 1) return Status::ok();
     return sum_gain_blocks(seq, *partial, *dgain, reg->blocks, rd.dim);
   }
-  // dx: the forward's generic kernel's workgroup and loads (the same walk over each row, twice).
+  // The generic kernels take the forward's workgroup and loads (the same walk over each row, twice).
   const plan::RmsnormPlan row_plan = plan::rmsnorm_forward(traits, rd.dim, rd.rows);
   const uint32_t wg = row_plan.workgroup, vector_width = row_plan.vector_width;
   const bool texel_rows = plan::rmsnorm_texel_rows(traits, rd.dim, rd.rows, es == 2, 3);
-  plan::RmsnormGainPlan gain_plan;
+  // dgain first: it reads x and dy, which dx may be (in place). Partial column sums over blocks of
+  // rows, then (with more than one block) their sum.
   if (dgain) {
     if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
-    RILL_ASSIGN_OR_RETURN(gain_plan, plan::rmsnorm_backward_gain(traits, rd.rows, rd.dim / vector_width));
+    RILL_ASSIGN_OR_RETURN(const plan::RmsnormGainPlan gain_plan,
+                          plan::rmsnorm_backward_gain(traits, rd.rows, rd.dim / vector_width));
+    const uint32_t blocks = gain_plan.blocks;
+    const Tensor* partial = dgain;
+    if (blocks > 1) {
+      RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kRmsnormOp));
+    }
+    RILL_RETURN_IF_ERROR(
+        seq.dispatch({.kernel = row_kernel("rmsnorm/rmsnorm_bwd_gain", texel_rows, vector_width, suffix),
+                      .bindings = {&x, &rstd, &dy, partial},
+                      .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
+                      .groups = {(rd.dim / vector_width + 63) / 64, blocks, 1},
+                      .flops = 3 * n,
+                      .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
+    if (blocks > 1) RILL_RETURN_IF_ERROR(sum_gain_blocks(seq, *partial, *dgain, blocks, rd.dim));
   }
-  RILL_RETURN_IF_ERROR(seq.dispatch(
+  return seq.dispatch(
       {.kernel = row_kernel("rmsnorm/rmsnorm_bwd" + std::string(detail::reduction_variant(seq)), texel_rows,
                             vector_width, suffix),
        .bindings = {&x, gain ? gain : &x, &rstd, &dy, &dx},
@@ -162,23 +177,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
        .groups = detail::grid_for(rd.rows),
        .spec = {gpu::spec("WG_SIZE", wg), gpu::spec("HAS_GAIN", gain != nullptr), gpu::spec("ACCUMULATE", accumulate)},
        .flops = 7 * n,
-       .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows}));
-  if (!dgain) return Status::ok();
-  // dgain: partial column sums over blocks of rows, then (with more than one block) their sum.
-  const uint32_t blocks = gain_plan.blocks;
-  const Tensor* partial = dgain;
-  if (blocks > 1) {
-    RILL_ASSIGN_OR_RETURN(partial, detail::workspace(seq, uint64_t(blocks) * rd.dim, kRmsnormOp));
-  }
-  RILL_RETURN_IF_ERROR(
-      seq.dispatch({.kernel = row_kernel("rmsnorm/rmsnorm_bwd_gain", texel_rows, vector_width, suffix),
-                    .bindings = {&x, &rstd, &dy, partial},
-                    .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
-                    .groups = {(rd.dim / vector_width + 63) / 64, blocks, 1},
-                    .flops = 3 * n,
-                    .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
-  if (blocks == 1) return Status::ok();
-  return sum_gain_blocks(seq, *partial, *dgain, blocks, rd.dim);
+       .bytes = (accumulate ? 4 : 3) * n * es + 4ull * rd.rows});
 }
 
 }  // namespace rill::ops
