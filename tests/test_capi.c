@@ -51,11 +51,47 @@ static void reenter_progress(void* user, uint64_t done, uint64_t total) {
   rill_lm_session_destroy(h->session);
 }
 
+/* A program built against 0.1 holds 0.1's shorter structs: the init functions it calls (by their
+   names, not the macros) fill no byte past them. The canary after each must stay. */
+static int init_keeps_within_old_structs(void) {
+  int ok = 1;
+  struct {
+    unsigned char bytes[offsetof(rill_context_options, limit_profile)];
+    unsigned char canary[64];
+  } ctx_01;
+  struct {
+    unsigned char bytes[offsetof(rill_lm_model_options, weights)];
+    unsigned char canary[64];
+  } lm_01;
+  rill_context_options current;
+  rill_context* made = NULL;
+  size_t i;
+  memset(&ctx_01, 0xAA, sizeof ctx_01);
+  memset(&lm_01, 0xAA, sizeof lm_01);
+  (rill_context_options_init)((rill_context_options*)(void*)&ctx_01);
+  (rill_lm_model_options_init)((rill_lm_model_options*)(void*)&lm_01);
+  for (i = 0; i < 64; ++i) ok = ok && ctx_01.canary[i] == 0xAA && lm_01.canary[i] == 0xAA;
+  ok = ok && ((rill_context_options*)(void*)&ctx_01)->struct_size == offsetof(rill_context_options, limit_profile);
+  ok = ok && ((rill_context_options*)(void*)&ctx_01)->device_index == -1;
+  ok = ok && ((rill_lm_model_options*)(void*)&lm_01)->struct_size == offsetof(rill_lm_model_options, weights);
+  /* The 0.1 struct so filled makes a context (the fields it lacks keep their defaults). */
+  ok = ok && rill_context_create((rill_context_options*)(void*)&ctx_01, &made) == RILL_OK;
+  rill_context_destroy(made);
+  /* The sized form fills what it is told, and the macro the whole current struct. */
+  memset(&current, 0xAA, sizeof current);
+  rill_context_options_init_sized(&current, (uint32_t)offsetof(rill_context_options, device_memory_budget));
+  ok = ok && current.struct_size == offsetof(rill_context_options, device_memory_budget) && current.kernel_plan != NULL;
+  rill_context_options_init(&current);
+  ok = ok && current.struct_size == sizeof current && current.kernel_plan == NULL && current.device_memory_budget == 0;
+  return ok;
+}
+
 int main(void) {
   rill_context_options options;
   rill_context* ctx = NULL;
   rill_device_info info;
 
+  EXPECT(init_keeps_within_old_structs());
   rill_context_options_init(&options);
   options.validation = 1;
   EXPECT(rill_context_create(&options, &ctx) == RILL_OK);

@@ -1,5 +1,8 @@
 // Device selection: ranking, explicit options, the RILL_DEVICE override, and clear errors.
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "gpu_test.hpp"
 #include "vk/device_select.hpp"
@@ -108,4 +111,37 @@ GPU_TEST_CASE("device capabilities are recorded", "[device][gpu]") {
     CHECK(caps.unified_memory);
     CHECK(std::find(ctx.device().quirks.begin(), ctx.device().quirks.end(), "cpu-driver") != ctx.device().quirks.end());
   }
+}
+
+namespace {
+
+// Sets an environment variable for a scope, restoring what it was.
+struct ScopedVariable {
+  ScopedVariable(const char* name, const char* value) : name_(name) {
+    if (const char* before = std::getenv(name)) before_ = before;
+    setenv(name, value, 1);
+  }
+  ~ScopedVariable() {
+    if (before_)
+      setenv(name_, before_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
+}  // namespace
+
+GPU_TEST_CASE("switch and family variables refuse values that would quietly mean off or the default", "[device][gpu]") {
+  for (const auto& [name, value] : {std::pair{"RILL_VALIDATION", "enabled"}, std::pair{"RILL_PIPELINE_STATISTICS", "2"},
+                                    std::pair{"RILL_KERNEL_VARIANT", "GPU"}}) {
+    ScopedVariable variable(name, value);
+    const auto ctx = rill::Context::create();
+    INFO(name << "=" << value << ": " << ctx.status().to_string());
+    CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK(ctx.status().message().find(name) != std::string::npos);
+  }
+  ScopedVariable yes("RILL_PIPELINE_STATISTICS", "Yes");  // any case of yes/no, on/off, true/false
+  CHECK(rill::Context::create().is_ok());
 }

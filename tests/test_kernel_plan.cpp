@@ -268,6 +268,14 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
   // Two keys in one plan keep both (each key's effect on its plan is tested with that plan).
   CHECK(parse_overrides("la_tile=16,la_span=4").value().la_tile == 16u);
   CHECK(parse_overrides("la_tile=16,la_span=4").value().la_span == 4u);
+  // A key given twice is refused (the last one silently won); over a base, the text's keys win.
+  const auto twice = parse_overrides("la_tile=8,la_span=4,la_tile=32");
+  REQUIRE_FALSE(twice.is_ok());
+  CHECK(twice.status().message().find("la_tile is given twice") != std::string::npos);
+  const auto layered = parse_overrides("la_tile=32", parse_overrides("la_tile=8,la_span=4").value());
+  REQUIRE(layered.is_ok());
+  CHECK(layered->la_tile == 32u);
+  CHECK(layered->la_span == 4u);
   const auto unknown = parse_overrides("la_tiles=8");
   REQUIRE_FALSE(unknown.is_ok());
   for (const auto& k : keys) CHECK(unknown.status().message().find(k.key) != std::string::npos);
@@ -288,6 +296,13 @@ TEST_CASE("kernel plan: the loop budget bounds one chunk of the serial kernel", 
   REQUIRE_FALSE(none.is_ok());
   CHECK(none.status().code() == rill::StatusCode::kOutOfRange);
   CHECK(none.status().message().find("one position") != std::string::npos);
+  // A caller's bound past the chunks there are gives the chunks there are (the backward's count of
+  // ranges, (chunks + per - 1) / per, wrapped to 0 at UINT32_MAX and recorded nothing).
+  LinearAttentionShape any_bound = la_shape(1, 200, 64);
+  any_bound.chunks_per_dispatch = UINT32_MAX;
+  const auto bounded = linear_attention_serial(h100_like(), any_bound);
+  REQUIRE(bounded.is_ok());
+  CHECK(bounded->chunks_per_dispatch == 4);
 }
 
 TEST_CASE("kernel plan: every device gets a summary line per op", "[plan]") {

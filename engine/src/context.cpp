@@ -1,4 +1,5 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -59,9 +60,16 @@ Status ContextImpl::wait_for(const TensorStorage& storage) {
 
 namespace {
 
-bool env_true(const char* name) {
+// An on/off variable: unset, empty, 0, false, no or off is off; 1, true, yes or on is on (any
+// case); anything else is refused by name (RILL_VALIDATION=enabled must not quietly mean off).
+Result<bool> env_flag(const char* name) {
   const char* v = std::getenv(name);
-  return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0);
+  if (v == nullptr) return false;
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (s.empty() || s == "0" || s == "false" || s == "no" || s == "off") return false;
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  return invalid_argument(std::string(name) + "='" + v + "': use 1 or 0 (true/false, yes/no, on/off)");
 }
 
 // "1048576", "512K", "512M" or "2G" (powers of 1024) as bytes; anything else is refused by name.
@@ -136,7 +144,8 @@ Result<Context> Context::create(const ContextOptions& options) {
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::wrap(devices[0], ext.device, ext.queue, ext.queue_family_index));
   } else {
     vk::InstanceConfig config;
-    config.validation = options.validation || env_true("RILL_VALIDATION");
+    RILL_ASSIGN_OR_RETURN(const bool validation_env, env_flag("RILL_VALIDATION"));
+    config.validation = options.validation || validation_env;
     config.synchronization_validation = options.synchronization_validation;
     config.on_message = options.on_validation_message;
     RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::create(config));
@@ -160,7 +169,14 @@ Result<Context> Context::create(const ContextOptions& options) {
   }
   impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes, budget);
   impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults, impl->profiler);
-  const bool capture_statistics = options.pipeline_statistics || env_true("RILL_PIPELINE_STATISTICS");
+  RILL_ASSIGN_OR_RETURN(const bool statistics_env, env_flag("RILL_PIPELINE_STATISTICS"));
+  const bool capture_statistics = options.pipeline_statistics || statistics_env;
+  // A kernel family other than cpu or gpu would be taken as the device's own choice, silently.
+  for (const auto& [variant, what] :
+       {std::pair<std::string, const char*>{options.kernel_variant, "kernel_variant"},
+        {std::getenv("RILL_KERNEL_VARIANT") ? std::getenv("RILL_KERNEL_VARIANT") : "", "RILL_KERNEL_VARIANT"}})
+    if (!variant.empty() && variant != "cpu" && variant != "gpu")
+      return invalid_argument(std::string(what) + " '" + variant + "': the kernel family is cpu or gpu");
   impl->pipelines = std::make_unique<vk::PipelineManager>(
       device, impl->faults, impl->profiler, options.pipeline_cache_path, options.kernel_variant, capture_statistics);
   RILL_RETURN_IF_ERROR(impl->pipelines->init());

@@ -64,9 +64,10 @@ namespace {
 DeviceTraits traits_in(const DeviceInfo& device, const rill::detail::ContextImpl& ctx) {
   DeviceTraits d = traits_of(device, ctx.pipelines->preferred_variant());
   if (auto forced = parse_overrides(ctx.kernel_plan); forced.is_ok()) d.forced = forced.value();
-  // Later keys win: the forced choices over the tuned ones (both validated at creation).
+  // The forced choices over the tuned ones (both validated at creation).
   if (!ctx.tuned_plan.empty())
-    if (auto tuned = parse_overrides(ctx.tuned_plan + "," + ctx.kernel_plan); tuned.is_ok()) d.tuned = tuned.value();
+    if (auto tuned = parse_overrides(ctx.tuned_plan); tuned.is_ok())
+      if (auto both = parse_overrides(ctx.kernel_plan, tuned.value()); both.is_ok()) d.tuned = both.value();
   return d;
 }
 

@@ -93,7 +93,9 @@ struct PlanOverrides {
   // "matmul_texel=on|off": the CPU-driver matmul's texel form where the shape allows it, or never.
   std::optional<bool> matmul_texel;
 };
-Result<PlanOverrides> parse_overrides(std::string_view text);
+// The choices "key=value,..." names, over `base` (a tuning file's, under a forced plan); a key named
+// twice is refused (which of the two was meant?).
+Result<PlanOverrides> parse_overrides(std::string_view text, PlanOverrides base = {});
 
 // What plans read about a device.
 struct DeviceTraits {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
+#include <vector>
 
 #include "kernel_plan.hpp"
 
@@ -256,8 +257,9 @@ std::string known_keys() {
 
 }  // namespace
 
-Result<PlanOverrides> parse_overrides(std::string_view text) {
-  PlanOverrides out;
+Result<PlanOverrides> parse_overrides(std::string_view text, PlanOverrides base) {
+  PlanOverrides out = std::move(base);
+  std::vector<std::string_view> seen;
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
@@ -268,6 +270,9 @@ Result<PlanOverrides> parse_overrides(std::string_view text) {
     const KeyEntry* entry = find_key(key);
     if (!entry)
       return invalid_argument("kernel plan: unknown key '" + std::string(key) + "' (known: " + known_keys() + ")");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return invalid_argument("kernel plan: " + std::string(key) + " is given twice");
+    seen.push_back(key);
     if (!entry->set(value, out))
       return invalid_argument("kernel plan: " + std::string(key) + " is '" + std::string(value) + "'; use " +
                               std::string(entry->values));

@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
   rill_context* ctx = NULL;
   if (check(rill_context_create(NULL, &ctx), "rill_context_create")) return 1;
   rill_device_info info;
-  if (check(rill_context_device_info(ctx, &info), "rill_context_device_info")) return 1;
+  if (check(rill_context_device_info(ctx, &info), "rill_context_device_info")) {
+    rill_context_destroy(ctx);
+    return 1;
+  }
   printf("device: %s\n", info.name);
 
   rill_icl_config config;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rill/context.hpp"
@@ -138,6 +140,16 @@ struct Progress {
   }
 };
 
+// A whole number in [low, high], digits only; anything else (a sign, "1e9", "12abc") is refused.
+bool parse_count(const char* text, uint64_t low, uint64_t high, uint64_t* out) {
+  const std::string_view s(text);
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < low || v > high) return false;
+  *out = v;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,18 +165,23 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return usage();
     const char* value = argv[++i];
-    if (arg == "--bytes")
-      synthetic_bytes = std::strtoull(value, nullptr, 10);
-    else if (arg == "--config")
+    uint64_t number = 0;
+    if (arg == "--bytes") {
+      if (!parse_count(value, 1, uint64_t(1) << 32, &number)) return usage();  // up to 4 GiB of text
+      synthetic_bytes = size_t(number);
+    } else if (arg == "--config") {
       config_path = value;
-    else if (arg == "--weights")
+    } else if (arg == "--weights") {
       weights_path = value;
-    else if (arg == "--segment")
-      segment = uint32_t(std::strtoul(value, nullptr, 10));
-    else if (arg == "--tokens")
-      tokens = std::atoi(value);
-    else
+    } else if (arg == "--segment") {
+      if (!parse_count(value, 0, 65535, &number)) return usage();
+      segment = uint32_t(number);
+    } else if (arg == "--tokens") {
+      if (!parse_count(value, 1, 100000, &number)) return usage();
+      tokens = int(number);
+    } else {
       return usage();
+    }
   }
   if (tokens < 1 || tokens > 100000 || (!weights_path.empty() && config_path.empty())) return usage();
 

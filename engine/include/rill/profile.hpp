@@ -30,7 +30,7 @@ struct DevicePeaks {
 };
 
 struct PeakOptions {
-  bool quick = false;      // fewer and smaller repetitions
+  bool quick = false;      // fewer and smaller repetitions (read from the cache, never written to it)
   bool use_cache = true;   // read the cache, and write it after measuring
   bool refresh = false;    // measure even when cached (the cache is still written)
   std::string cache_dir;   // default: $RILL_CACHE_DIR, else $XDG_CACHE_HOME/rill, else ~/.cache/rill

@@ -99,8 +99,14 @@ typedef struct rill_device_info {
   uint32_t cooperative_matrix_f16[3];
 } rill_device_info;
 
-/* Fills defaults: no device override, no validation, no cache file, no limit profile. */
+/* Fills defaults: no device override, no validation, no cache file, no limit profile. Call it as
+ * rill_context_options_init(&options): the macro passes the struct's size, and the library writes
+ * no more than that (so a program built against an older header runs with a newer library; the
+ * same holds for every _init below). The function of that name is 0.1's, kept for programs built
+ * against 0.1: it fills 0.1's fields only. */
+RILL_C_API void rill_context_options_init_sized(rill_context_options* options, uint32_t size);
 RILL_C_API void rill_context_options_init(rill_context_options* options);
+#define rill_context_options_init(options) rill_context_options_init_sized((options), (uint32_t)sizeof(*(options)))
 
 /* options may be NULL (defaults). On failure *out is set to NULL. */
 RILL_C_API rill_status rill_context_create(const rill_context_options* options, rill_context** out);
@@ -167,7 +173,10 @@ typedef struct rill_icl_eval {
 
 /* Fills a preset: setting 1, 2 or 3 of Ahn et al.; any other value: Vladymyrov et al. (FULL,
  * sigma ~ U(0, 1)). */
+RILL_C_API void rill_icl_config_init_sized(rill_icl_config* config, uint32_t size, int32_t setting);
 RILL_C_API void rill_icl_config_init(rill_icl_config* config, int32_t setting);
+#define rill_icl_config_init(config, setting) \
+  rill_icl_config_init_sized((config), (uint32_t)sizeof(*(config)), (setting))
 /* The trainer shares the context: destroy the two in either order. On failure *out is NULL. */
 RILL_C_API rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config,
                                                rill_icl_trainer** out);
@@ -269,8 +278,14 @@ typedef struct rill_lm_sampler_options {
 } rill_lm_sampler_options;
 
 /* Fill the defaults: f32, the default segment and capacity; temperature 1, no filters, seed 0. */
+RILL_C_API void rill_lm_model_options_init_sized(rill_lm_model_options* options, uint32_t size);
 RILL_C_API void rill_lm_model_options_init(rill_lm_model_options* options);
+#define rill_lm_model_options_init(options) \
+  rill_lm_model_options_init_sized((options), (uint32_t)sizeof(*(options)))
+RILL_C_API void rill_lm_sampler_options_init_sized(rill_lm_sampler_options* options, uint32_t size);
 RILL_C_API void rill_lm_sampler_options_init(rill_lm_sampler_options* options);
+#define rill_lm_sampler_options_init(options) \
+  rill_lm_sampler_options_init_sized((options), (uint32_t)sizeof(*(options)))
 
 /* A model from a JSON config and a safetensors file (both untrusted: every problem is a status
  * naming the file and the tensor). options may be NULL (defaults). On failure *out is NULL. */

@@ -1,6 +1,9 @@
 // Shared pieces of the C API's translation units: the handle types and the status plumbing.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -12,6 +15,17 @@ struct rill_context {
 };
 
 namespace rill::capi {
+
+// Fills a caller's options struct of `size` bytes (the sizeof of the caller's header: the _init
+// macros pass it) with `defaults`: never more bytes than the caller has, struct_size what was filled.
+// A program built against an older header, whose struct is shorter, keeps its stack intact.
+template <typename T>
+void init_sized(T* out, uint32_t size, T defaults) noexcept {
+  if (out == nullptr || size < sizeof(uint32_t)) return;
+  const uint32_t n = std::min<uint32_t>(size, uint32_t(sizeof(T)));
+  defaults.struct_size = n;
+  std::memcpy(static_cast<void*>(out), &defaults, n);
+}
 
 // Records the message for rill_last_error() and returns the code. Never throws: without host
 // memory for the message, rill_last_error() says that instead.

@@ -127,11 +127,15 @@ void copy_text(char* dst, size_t capacity, const std::string& src) {
 
 extern "C" {
 
-void rill_context_options_init(rill_context_options* options) {
-  if (options == nullptr) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->device_index = -1;
+void rill_context_options_init_sized(rill_context_options* options, uint32_t size) {
+  rill_context_options defaults{};
+  defaults.device_index = -1;
+  rill::capi::init_sized(options, size, defaults);
+}
+
+// 0.1's entry point (programs built against 0.1 call it with 0.1's struct): 0.1's fields only.
+void(rill_context_options_init)(rill_context_options* options) {
+  rill_context_options_init_sized(options, uint32_t(offsetof(rill_context_options, limit_profile)));
 }
 
 rill_status rill_context_create(const rill_context_options* options, rill_context** out) {

@@ -108,15 +108,23 @@ rill_status eval_to_c(const rill::Result<icl::EvalReport>& r, rill_icl_eval* out
 
 extern "C" {
 
-void rill_icl_config_init(rill_icl_config* config, int32_t setting) {
+void rill_icl_config_init_sized(rill_icl_config* config, uint32_t size, int32_t setting) {
   if (config == nullptr) return;
+  rill_icl_config c{};  // struct_size 0 if the preset cannot be made: refused by every call that reads it
   try {  // the C++ preset holds a vector: out of host memory, nothing may escape to C
     to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(setting)
                                       : icl::vladymyrov_setting(icl::Parameterization::kFull, 1.0f),
-         config);
+         &c);
   } catch (...) {
-    std::memset(config, 0, sizeof(*config));  // struct_size 0: refused by every call that reads it
+    std::memset(static_cast<void*>(config), 0, std::min<size_t>(size, sizeof(c)));
+    return;
   }
+  rill::capi::init_sized(config, size, c);
+}
+
+// 0.1's entry point; its struct has not grown since.
+void(rill_icl_config_init)(rill_icl_config* config, int32_t setting) {
+  rill_icl_config_init_sized(config, uint32_t(sizeof(rill_icl_config)), setting);
 }
 
 rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config, rill_icl_trainer** out) {

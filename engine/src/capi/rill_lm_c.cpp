@@ -182,28 +182,36 @@ rill_status prefill(const char* function, rill_lm_session* session, const uint32
 
 extern "C" {
 
-void rill_lm_model_options_init(rill_lm_model_options* options) {
-  if (options == nullptr) return;
+void rill_lm_model_options_init_sized(rill_lm_model_options* options, uint32_t size) {
   const lm::ModelOptions defaults;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->precision = RILL_LM_F32;
-  options->prefill_segment = defaults.prefill_segment;
-  options->softmax_capacity = defaults.softmax_capacity;
-  options->weights = RILL_LM_WEIGHTS_PRECISION;
-  options->int8_group = defaults.int8_group;
-  options->int4_group = defaults.int4_group;
+  rill_lm_model_options c{};
+  c.precision = RILL_LM_F32;
+  c.prefill_segment = defaults.prefill_segment;
+  c.softmax_capacity = defaults.softmax_capacity;
+  c.weights = RILL_LM_WEIGHTS_PRECISION;
+  c.int8_group = defaults.int8_group;
+  c.int4_group = defaults.int4_group;
+  rill::capi::init_sized(options, size, c);
 }
 
-void rill_lm_sampler_options_init(rill_lm_sampler_options* options) {
-  if (options == nullptr) return;
+// 0.1's entry point (programs built against 0.1 call it with 0.1's struct): 0.1's fields only.
+void(rill_lm_model_options_init)(rill_lm_model_options* options) {
+  rill_lm_model_options_init_sized(options, uint32_t(offsetof(rill_lm_model_options, weights)));
+}
+
+void rill_lm_sampler_options_init_sized(rill_lm_sampler_options* options, uint32_t size) {
   const lm::SamplerOptions defaults;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->temperature = defaults.temperature;
-  options->top_k = defaults.top_k;
-  options->top_p = defaults.top_p;
-  options->seed = defaults.seed;
+  rill_lm_sampler_options c{};
+  c.temperature = defaults.temperature;
+  c.top_k = defaults.top_k;
+  c.top_p = defaults.top_p;
+  c.seed = defaults.seed;
+  rill::capi::init_sized(options, size, c);
+}
+
+// 0.1's entry point; its struct has not grown since.
+void(rill_lm_sampler_options_init)(rill_lm_sampler_options* options) {
+  rill_lm_sampler_options_init_sized(options, uint32_t(sizeof(rill_lm_sampler_options)));
 }
 
 rill_status rill_lm_model_load(rill_context* context, const char* config_path, const char* weights_path,

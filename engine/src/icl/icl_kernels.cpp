@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdlib>
 #include <string>
 
+#include "core/log.hpp"
 #include "icl_sampler.hpp"
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
@@ -72,9 +74,20 @@ namespace {
 
 // Multiply-adds per task of a layer's backward, unrolled, up to which the unrolled layer kernels
 // are used; RILL_ICL_UNROLL_LIMIT overrides it (0: never unroll).
+// A value that is not a whole number ("-1", "abc") keeps the default, with a warning.
 uint64_t unroll_limit() {
+  constexpr uint64_t kDefault = 16000;
   const char* env = std::getenv("RILL_ICL_UNROLL_LIMIT");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 16000;
+  if (env == nullptr) return kDefault;
+  uint64_t v = 0;
+  const std::string_view text(env);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    log_warning("RILL_ICL_UNROLL_LIMIT='" + std::string(text) + "' is not a whole number; " + std::to_string(kDefault) +
+                " is used");
+    return kDefault;
+  }
+  return v;
 }
 
 }  // namespace

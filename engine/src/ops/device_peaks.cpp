@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "ops/op_common.hpp"
 #include "profile/peaks_cache.hpp"
 #include "rill/context.hpp"
 #include "rill/profile.hpp"
@@ -66,7 +67,7 @@ Result<double> copy_vec4_ms(Context& ctx, uint32_t vec4s, int reps) {
   Dispatch d{.kernel = "bench/copy_vec4",
              .bindings = {&src, &dst},
              .push = push_bytes(push),
-             .groups = {(vec4s + peak_workgroup(ctx) - 1) / peak_workgroup(ctx), 1, 1},
+             .groups = ops::detail::groups_for(vec4s, peak_workgroup(ctx)),  // past 65535 groups into y
              .spec = {gpu::spec("WG_SIZE", peak_workgroup(ctx))},
              .bytes = 32ull * vec4s};
   return best_ms(ctx, d, reps);
@@ -125,8 +126,9 @@ Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
   // Larger than any last-level cache, so the copy measures memory.
   RILL_ASSIGN_OR_RETURN(p.copy_gbps, copy_gbps(ctx, quick ? (1u << 20) : (1u << 22), reps));
   RILL_ASSIGN_OR_RETURN(p.dispatch_latency_us, dispatch_latency_us(ctx, quick ? 20 : 100));
-  // Peaks measured under profiling carry its overhead (forced timestamps): not worth caching.
-  if (options.use_cache && !ctx.profiling()) {
+  // Peaks measured under profiling carry its overhead (forced timestamps), and quick ones fill a big
+  // GPU only in part: neither is cached (a full measurement would be served them).
+  if (options.use_cache && !ctx.profiling() && !quick) {
     detail::write_cached_peaks(ctx.device(), options.cache_dir, p);
   }
   return p;

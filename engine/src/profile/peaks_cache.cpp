@@ -27,10 +27,12 @@ std::string cache_directory(const std::string& dir) {
   return platform::utf8_from_path(std::filesystem::temp_directory_path(ec) / "rill-cache");
 }
 
+// One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
+// measure other peaks than the device's own).
 std::string cache_file(const DeviceInfo& d, const std::string& dir) {
   char name[160];
-  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x.json", d.vendor_id, d.device_id, d.driver_version);
-  return cache_directory(dir) + name;
+  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x", d.vendor_id, d.device_id, d.driver_version);
+  return cache_directory(dir) + name + (d.limit_profile.empty() ? "" : "-" + d.limit_profile) + ".json";
 }
 
 // Best effort: a cache that cannot be written is measured again next time.

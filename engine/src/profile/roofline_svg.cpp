@@ -34,13 +34,16 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0, double
 
 std::string roofline_svg(const std::vector<KernelSummary>& kernels, const DevicePeaks& peaks) {
   const double W = 760, H = 480, left = 80, right = 30, top = 50, bottom = 60;
-  const double peak = std::max(peaks.fma_f32_gflops, 1e-3), bw = std::max(peaks.copy_gbps, 1e-3);
+  // Non-finite figures (a timer that read 0) would make the axes endless: left out, as unknown.
+  auto usable = [](double v) { return std::isfinite(v) && v > 0; };
+  const double peak = usable(peaks.fma_f32_gflops) ? std::max(peaks.fma_f32_gflops, 1e-3) : 1e-3;
+  const double bw = usable(peaks.copy_gbps) ? std::max(peaks.copy_gbps, 1e-3) : 1e-3;
   const double ridge = peak / bw;
   // Axis ranges in decades, wide enough for the roofs and every point.
   double x_lo = std::min(ridge / 100.0, 0.01), x_hi = std::max(ridge * 100.0, 100.0);
   double y_hi = peak * 3.0, y_lo = peak / 1e4;
   for (const KernelSummary& k : kernels) {
-    if (k.intensity <= 0 || k.gflops <= 0) continue;
+    if (!usable(k.intensity) || !usable(k.gflops)) continue;
     x_lo = std::min(x_lo, k.intensity / 3.0);
     x_hi = std::max(x_hi, k.intensity * 3.0);
     y_lo = std::min(y_lo, k.gflops / 3.0);
