@@ -111,6 +111,34 @@ GPU_TEST_CASE("a profiled context writes a Chrome trace with GPU and host tracks
   std::filesystem::remove(path + ".summary.txt");
 }
 
+// Two contexts, one after the other, profiling to one path: the trace holds both (the second
+// replaced the first's), on one timeline.
+GPU_TEST_CASE("contexts profiling to one path share its trace", "[profile][gpu]") {
+  const std::string path = rill_test::temp_path("shared-trace.json");
+  for (const char* label : {"first context", "second context"}) {
+    auto options = rill_test::validated_options();
+    options.profile_path = path;
+    auto ctx = rill_test::make_context(options);
+    auto y = ctx.tensor(rill::DType::kF32, {64});
+    auto seq = ctx.sequence();
+    auto d = rill_test::fill_dispatch(*y, 64, 1.0f);
+    d.label = label;
+    REQUIRE(seq->dispatch(d).is_ok());
+    REQUIRE(seq->run().is_ok());
+  }
+  auto events = rill::parse_chrome_trace(read_text(path));
+  REQUIRE(events.is_ok());
+  std::map<std::string, int> names;
+  for (const auto& e : events.value()) ++names[e.name];
+  CHECK(names["create pipeline util/fill"] == 2);  // each context makes its own (host track)
+  if (rill_test::make_context().device().caps.timestamps) {
+    CHECK(names["first context"] == 1);  // the GPU track's dispatches, by label
+    CHECK(names["second context"] == 1);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".summary.txt");
+}
+
 GPU_TEST_CASE("RILL_PROFILE turns profiling on for any program", "[profile][gpu]") {
   const std::string path = rill_test::temp_path("env-trace.json");
   setenv("RILL_PROFILE", path.c_str(), 1);

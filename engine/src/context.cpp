@@ -1,9 +1,13 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "access.hpp"
 #include "context_impl.hpp"
@@ -18,11 +22,33 @@
 namespace rill {
 namespace detail {
 
+namespace {
+
+// The events of destroyed contexts by trace path: a later context profiling to the same path writes
+// them with its own, so one trace holds every context of the program (a second context replaced
+// the first's trace).
+struct FinishedProfiles {
+  std::mutex mutex;
+  std::map<std::string, std::vector<ProfileEvent>> events;
+};
+FinishedProfiles& finished_profiles() {
+  static FinishedProfiles finished;
+  return finished;
+}
+
+}  // namespace
+
 ContextImpl::~ContextImpl() {
   if (submissions) submissions->drain();
   if (profiler.enabled() && device) {
     Status s = write_profile();
     if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+    FinishedProfiles& finished = finished_profiles();
+    const std::lock_guard lock(finished.mutex);
+    std::vector<ProfileEvent>& kept = finished.events[profiler.path()];
+    const size_t room = Profiler::kMaxEvents > kept.size() ? Profiler::kMaxEvents - kept.size() : 0;
+    kept.insert(kept.end(), profiler.events().begin(),
+                profiler.events().begin() + std::min(room, profiler.events().size()));
   }
   if (pipelines) {
     Status s = pipelines->save();
@@ -40,9 +66,16 @@ Status ContextImpl::write_profile() {
   if (!profiler.enabled()) return failed_precondition("profiling is off (set ContextOptions::profile_path or RILL_PROFILE)");
   auto peaks = read_cached_peaks(device->info(), {});
   const DevicePeaks* p = peaks.is_ok() ? &peaks.value() : nullptr;
-  const std::string trace = chrome_trace_json(profiler.events(), device->info().name, p);
+  std::vector<ProfileEvent> events;  // the destroyed contexts' of this path, then this one's
+  {
+    FinishedProfiles& finished = finished_profiles();
+    const std::lock_guard lock(finished.mutex);
+    if (auto it = finished.events.find(profiler.path()); it != finished.events.end()) events = it->second;
+  }
+  events.insert(events.end(), profiler.events().begin(), profiler.events().end());
+  const std::string trace = chrome_trace_json(events, device->info().name, p);
   RILL_RETURN_IF_ERROR(write_file_atomic(profiler.path(), {reinterpret_cast<const uint8_t*>(trace.data()), trace.size()}));
-  std::string summary = format_profile_summary(summarize_profile(profiler.events(), p), p);
+  std::string summary = format_profile_summary(summarize_profile(events, p), p);
   if (!p) summary += "(no cached device peaks: run `rill bench --op peaks` once for roofline shares)\n";
   return write_file_atomic(profiler.path() + ".summary.txt", {reinterpret_cast<const uint8_t*>(summary.data()), summary.size()});
 }

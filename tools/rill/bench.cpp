@@ -17,6 +17,7 @@
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "json_text.hpp"
+#include "process.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -90,8 +91,18 @@ bool bench_dispatch(rill::Context& c, bool quick, nlohmann::json& out) {
 }
 
 bool bench_pipeline(bool quick, nlohmann::json& out) {
-  const auto path = std::filesystem::temp_directory_path() / "rill-bench-pipeline-cache.bin";
+  // This process's own file: two benches at once (one per GPU) must not empty each other's cache
+  // between the cold and the warm pass.
+  const auto path =
+      std::filesystem::temp_directory_path() / ("rill-bench-pipeline-cache-" + std::to_string(process_id()) + ".bin");
   std::filesystem::remove(path);
+  struct RemoveAfter {
+    std::filesystem::path path;
+    ~RemoveAfter() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  } remove_after{path};
   const uint32_t variants = quick ? 8 : 32;
   double cold_ms = 0, warm_ms = 0, lookup_us = 0;
   uint64_t warm_hits = 0;
