@@ -20,7 +20,7 @@ using namespace rill::ops::plan;
 // The traits a context with this tuning file's plan and these forced choices plans with.
 DeviceTraits tuned(DeviceTraits d, const std::string& tuning, const std::string& forced = "") {
   d.forced = parse_overrides(forced).value();
-  d.tuned = parse_overrides(tuning + "," + forced).value();
+  d.tuned = parse_overrides(forced, parse_overrides(tuning).value()).value();  // as a context merges them
   return d;
 }
 

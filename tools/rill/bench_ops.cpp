@@ -124,9 +124,12 @@ bool bench_linear_attention(bool quick, const std::string& la_forms, const rill:
   auto timed_form = [&](const std::string& form) {
     return la_forms.empty() || std::find(selected.begin(), selected.end(), form) != selected.end();
   };
-  // Each form in its own context; RILL_KERNEL_PLAN's other choices (la_tile=32, ...) still apply.
+  // Each form in its own context; RILL_KERNEL_PLAN's other choices (la_tile=32, ...) still apply
+  // (its own linear_attention choice gives way: a key may be named once).
   const char* env_plan = std::getenv("RILL_KERNEL_PLAN");
-  const std::string others = env_plan != nullptr && *env_plan != '\0' ? std::string(env_plan) + "," : "";
+  std::string others;
+  for (const std::string& item : comma_items(env_plan != nullptr ? env_plan : ""))
+    if (item.rfind("linear_attention=", 0) != 0) others += item + ",";
   rill::ContextOptions parallel_options, serial_options, scan_options;
   parallel_options.kernel_plan = others + "linear_attention=parallel";
   serial_options.kernel_plan = others + "linear_attention=serial";
