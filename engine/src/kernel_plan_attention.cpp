@@ -135,7 +135,7 @@ Result<SerialChunks> linear_attention_serial(const DeviceTraits& d, const Linear
   // serial work of one invocation; elsewhere fewer, longer dispatches.
   uint64_t per = s.chunks_per_dispatch != 0 ? s.chunks_per_dispatch : (d.short_dispatches ? 16 : 256);
   per = std::min<uint64_t>(per, d.loop_budget / per_chunk);
-  per = std::min<uint64_t>(per, (s.n + s.chunk - 1) / s.chunk);  // no more than there are (a caller's bound may be any)
+  per = std::min<uint64_t>(per, ceil_div(s.n, s.chunk));  // no more than there are (a caller's bound may be any)
   return SerialChunks{s.chunk, uint32_t(std::max<uint64_t>(per, 1))};
 }
 

@@ -42,7 +42,6 @@ class Profiler {
     keep(std::move(e));
   }
   const std::vector<ProfileEvent>& events() const { return events_; }
-  uint64_t dropped() const { return dropped_; }
 
  private:
   static std::chrono::steady_clock::time_point process_origin() {
