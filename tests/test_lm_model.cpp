@@ -893,6 +893,24 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
                       {"cpu", ",lm_decode_columns=1,lm_decode_rows=2"}});
 }
 
+// Odd widths: every dense matrix has an odd element count, so its last element sits in a vec4 that
+// ends past the bound buffer, where the element-wise weight reads (no column groups at widths not in
+// fours) now take scalars. A vec4 read there is undefined without robust buffer access; lavapipe
+// happens to return the element, so this checks the odd widths' results, not the bound.
+GPU_TEST_CASE("lm fused decoding reads the last element of odd-sized weights", "[lm][gpu]") {
+  ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kSoftmax});
+  c.width = 15;
+  c.heads = 3;
+  c.ffn_width = 13;
+  INFO(c.validate().to_string());
+  REQUIRE(c.validate().is_ok());
+  const auto w = rill::lm::Weights::random(c, 15).value();
+  check_fused_decode(w, {.softmax_capacity = 16}, 1e-4, 2e-4, "odd widths",
+                     {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
+  check_fused_decode(w, {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0,
+                     "odd widths, f16 weights", {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
+}
+
 // Dense f32 weights read as texels (CPU drivers' default, 16 columns per invocation where the widths
 // are in sixteens) and from storage buffers, in both kernel families: texels on a GPU grid whose
 // products split their rows, single columns through texel fetches, and storage buffers on the CPU

@@ -112,6 +112,16 @@ TEST_CASE("registry reflects a samplerBuffer as a read-only uniform texel buffer
   CHECK_FALSE(packed->bindings[0].uint_texels);
 }
 
+TEST_CASE("registry merges variables aliasing one binding into one read-only binding", "[registry]") {
+  // The dense decoding kernels read their weights as vec4s and as scalars (decode_common.glsl).
+  const auto* logits = find("lm/decode_logits_f32");
+  REQUIRE(logits != nullptr);
+  REQUIRE(logits->bindings.size() == 5);
+  CHECK(logits->bindings[4].kind == rill::vk::DescriptorKind::kStorageBuffer);
+  CHECK(logits->bindings[4].access == rill::vk::BindingAccess::kReadOnly);
+  CHECK(logits->bindings[3].access == rill::vk::BindingAccess::kWriteOnly);
+}
+
 // Lavapipe keys a kernel's compiled variant on bits 8-15 of each texel view's size being zero
 // (texel_views.hpp): views keep one of them set, within the tensor's allocation.
 TEST_CASE("texel views cover whole granules and keep a bit of 8-15 of their size set", "[registry]") {

@@ -210,6 +210,8 @@ const uint W_BITS = 32u / W_PER_WORD;
 #if defined(W_TEXEL)
 #define RILL_DENSE_DECLARE(i) layout(binding = WEIGHT_BINDING + i) uniform samplerBuffer texels##i;
 #define RILL_DENSE_VEC4(i, v) texelFetch(texels##i, int(v))
+// The view covers whole texels (texel_views.hpp), so the last partial one reads in bounds.
+#define RILL_DENSE_SCALAR(i, k) texelFetch(texels##i, int((k) / 4u))[(k) % 4u]
 #define RILL_DENSE_SHUFFLED_ROWS(i)                                                                 \
   if (RILL_SHUFFLED)                                                                               \
     for (; r + 8u <= r1; r += 8u, k += 8u * stride) {                                              \
@@ -221,15 +223,18 @@ const uint W_BITS = 32u / W_PER_WORD;
     }
 #else
 #define RILL_DENSE_SHUFFLED_ROWS(i)
-#define RILL_DENSE_DECLARE(i) \
-  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; };
+// The same buffer as scalars too: a matrix of an odd element count ends inside a vec4, past the
+// bound range, where the element-wise reads reach (undefined without robust buffer access).
+#define RILL_DENSE_DECLARE(i)                                                                   \
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer Dense##i { svec4 dense##i[]; }; \
+  layout(std430, binding = WEIGHT_BINDING + i) readonly buffer DenseScalars##i { sfloat dense_scalars##i[]; };
 #define RILL_DENSE_VEC4(i, v) vec4(dense##i[v])
+#define RILL_DENSE_SCALAR(i, k) float(dense_scalars##i[k])
 #endif
 #define RILL_DECODE_WEIGHT(i)                                                                                  \
   RILL_DENSE_DECLARE(i)                                                                                        \
   float weight##i(uint b, uint r, uint c, uint rows, uint cols) {                                              \
-    const uint k = (b * rows + r) * cols + c;                                                                  \
-    return RILL_DENSE_VEC4(i, k / 4u)[k % 4u];                                                                 \
+    return RILL_DENSE_SCALAR(i, (b * rows + r) * cols + c);                                                    \
   }                                                                                                            \
   void dotg_##i(uint b, uint c, uint rows, uint cols, uint row0, uint r0, uint r1, out vec4 res[LANE_SLOTS]) { \
     vec4 acc[LANE_SLOTS], w[ROW_BATCH][LANE_SLOTS];                                                           \

@@ -279,6 +279,24 @@ bool reflect(const std::vector<uint32_t>& words, Reflection& out, std::string& e
   std::sort(out.bindings.begin(), out.bindings.end(), [](const Binding& a, const Binding& b) {
     return a.set != b.set ? a.set < b.set : a.binding < b.binding;
   });
+  // Variables sharing a binding alias one descriptor (a buffer read as vec4s and as scalars): one
+  // binding, writable or readable if any alias is.
+  std::vector<Binding> merged;
+  for (const Binding& b : out.bindings) {
+    if (merged.empty() || merged.back().set != b.set || merged.back().binding != b.binding) {
+      merged.push_back(b);
+      continue;
+    }
+    Binding& m = merged.back();
+    if (m.kind != b.kind || m.uint_texels != b.uint_texels) {
+      error = "variables '" + m.name + "' and '" + b.name + "' share binding " + std::to_string(b.binding) +
+              " as different descriptor types";
+      return false;
+    }
+    m.non_writable = m.non_writable && b.non_writable;
+    m.non_readable = m.non_readable && b.non_readable;
+  }
+  out.bindings = std::move(merged);
   for (size_t i = 0; i < out.bindings.size(); ++i) {
     if (out.bindings[i].set != 0) {
       error = "binding '" + out.bindings[i].name + "' uses descriptor set " +
