@@ -243,6 +243,18 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(undivided.status().message().find("8 columns per invocation") != std::string::npos);
   CHECK_FALSE(parse_overrides("lm_decode_columns=2").is_ok());
   CHECK_FALSE(parse_overrides("lm_decode_rows=3").is_ok());
+  // The fused kernels' parameters beside the per-op graph are refused, not ignored.
+  for (const char* fused_only : {"lm_decode_grid=64x4", "lm_decode_columns=1", "lm_decode_rows=2",
+                                 "lm_decode_weights=buffer", "lm_decode_shuffle=off"}) {
+    DeviceTraits per_op = h100_like();
+    per_op.forced = parse_overrides(std::string("lm_decode=per-op,") + fused_only).value();
+    const auto refused = lm_decode(per_op, model);
+    INFO(fused_only);
+    REQUIRE_FALSE(refused.is_ok());
+    CHECK(refused.status().message().find("lm_decode=per-op") != std::string::npos);
+  }
+  single.forced = parse_overrides("lm_decode=per-op").value();
+  CHECK_FALSE(lm_decode(single, model).value().fused);
   // Counts are whole values: trailing text, signs and empty ones are refused, not read as a prefix.
   for (const char* bad : {"la_tile=8abc", "lm_decode_rows=4 ", "matmul_splits=+4", "lm_decode_grid=256x16x",
                           "lm_decode_grid=x16", "icl_layers_per_dispatch=", "la_scan_groups=0"})

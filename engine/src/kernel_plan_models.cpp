@@ -181,6 +181,13 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
     auto p = lm_decode(*tuned, s);
     if (p.is_ok() && (p->fused || tuned->forced.lm_decode_fused == false || !fused_decode_plan(d, s).fused)) return p;
   }
+  // The fused kernels' parameters with the per-op graph forced would be ignored: refused by name.
+  const PlanOverrides& f = d.forced;
+  if (f.lm_decode_fused == false &&
+      (f.lm_decode_grid || f.lm_decode_columns || f.lm_decode_rows || f.lm_decode_texel || f.lm_decode_shuffle))
+    return invalid_argument(
+        "lm decode: lm_decode=per-op leaves no fused kernels for the lm_decode_grid, lm_decode_columns, "
+        "lm_decode_rows, lm_decode_weights or lm_decode_shuffle given");
   LmDecodePlan p = fused_decode_plan(d, s);
   // Forcing a fused kernel's parameter forces the fused kernels too: refused by name, never ignored.
   if ((d.forced.lm_decode_fused == true || d.forced.lm_decode_columns || d.forced.lm_decode_rows) && !p.fused &&
