@@ -57,7 +57,7 @@ constexpr LimitProfile kProfiles[] = {
      false},
     {"vulkan11-minimum",
      "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
-     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic",
+     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic (descriptor counts stay the device's)",
      16384,
      128,
      {128, 128, 64},
