@@ -175,3 +175,24 @@ GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work wi
     CHECK(trainer->evaluate({.tasks = 4}).status().code() == rill::StatusCode::kDeviceLost);
   }
 }
+
+GPU_TEST_CASE("a diagnosis failing halfway leaves the trainer's parameters as they were", "[faults][gpu][icl]") {
+  auto ctx = rill_test::make_context();
+  auto& faults = rill::detail::Access::impl(ctx).faults;
+  auto trainer = rill::icl::Trainer::create(ctx, small_icl_config()).value();
+  REQUIRE(trainer.train(3).is_ok());
+  const std::vector<float> before = trainer.parameters().value();
+  const rill::icl::DiagnosticsOptions o{.batches = 4, .reference_tasks = 20};
+  const uint64_t start = faults.calls_seen();
+  REQUIRE(rill::icl::diagnose(trainer, o).is_ok());
+  const uint64_t calls = faults.calls_seen() - start;
+  REQUIRE(calls > 8);
+  // Past the first probes of the Hessian diagonal (which shift one parameter), before the end.
+  faults.fail_nth(calls * 3 / 4);
+  const auto failed = rill::icl::diagnose(trainer, o);
+  faults.fail_nth(0);
+  REQUIRE_FALSE(failed.is_ok());
+  CHECK(failed.status().code() == rill::StatusCode::kResourceExhausted);
+  const std::vector<float> after = trainer.parameters().value();
+  CHECK(after == before);
+}

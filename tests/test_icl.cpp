@@ -688,6 +688,13 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
   REQUIRE(without.save_checkpoint(copy).is_ok());
   CHECK_FALSE(Trainer::resume(ctx, copy, &other).is_ok());
   std::remove(copy.c_str());
+  // A grid's models sample their tasks: it refuses the set-trained checkpoint both ways in.
+  for (const rill::Status& grid_refusal :
+       {TrainerGrid::resume(ctx, std::vector<std::string>{path}).status(),
+        must(TrainerGrid::create(ctx, std::vector<TrainConfig>{c})).load_checkpoint(0, path)}) {
+    REQUIRE_FALSE(grid_refusal.is_ok());
+    CHECK(grid_refusal.message().find("a grid's models sample their tasks") != std::string::npos);
+  }
   auto resumed = must(Trainer::resume(ctx, path, &set));
   const auto more = must(trainer.train(3));
   const auto again = must(resumed.train(3));

@@ -26,12 +26,9 @@ double hill_tail_index(std::vector<double> x, size_t k) {
   return s > 0.0 ? double(k) / s : INFINITY;
 }
 
-}  // namespace
-
-Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& o) {
-  if (o.batches < 4 || o.reference_tasks < 1 || !(o.step > 0.0 && std::isfinite(o.step)))
-    return invalid_argument("icl diagnose: needs batches >= 4, reference_tasks >= 1 and a finite step > 0");
-  RILL_ASSIGN_OR_RETURN(std::vector<float> theta, trainer.parameters());
+// The diagnostics around theta, the trainer's parameters, which the probes move (diagnose puts them
+// back).
+Result<Diagnostics> diagnose_around(Trainer& trainer, const DiagnosticsOptions& o, const std::vector<float>& theta) {
   const size_t p = theta.size();
   RILL_ASSIGN_OR_RETURN(TaskSet reference, trainer.sample_task_set(o.reference_tasks, o.seed));
   auto gradient_at = [&](const std::vector<float>& params) -> Result<Trainer::TaskSetRun> {
@@ -103,6 +100,18 @@ Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& o) {
     for (size_t i = 0; i < p; ++i) s += (double(plus.gradient[i]) - minus.gradient[i]) * g[i] / d.full_grad_norm;
     d.directional_smoothness = s / (2 * h);
   }
+  return d;
+}
+
+}  // namespace
+
+Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& o) {
+  if (o.batches < 4 || o.reference_tasks < 1 || !(o.step > 0.0 && std::isfinite(o.step)))
+    return invalid_argument("icl diagnose: needs batches >= 4, reference_tasks >= 1 and a finite step > 0");
+  RILL_ASSIGN_OR_RETURN(std::vector<float> theta, trainer.parameters());
+  Result<Diagnostics> d = diagnose_around(trainer, o, theta);
+  // On every path, an error's too: training or a checkpoint after a failed diagnosis must not go on
+  // from a probe's shifted parameters.
   RILL_RETURN_IF_ERROR(trainer.set_parameters(theta));
   return d;
 }

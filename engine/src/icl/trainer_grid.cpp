@@ -118,11 +118,21 @@ Result<TrainerGrid> TrainerGrid::create(Context& ctx, std::span<const TrainConfi
   return TrainerGrid(std::move(impl));
 }
 
+namespace {
+// A grid's models sample their tasks: a set-trained checkpoint would go on with other data.
+Status sampled_tasks_only(const detail::Checkpoint& c, const std::string& path) {
+  if (c.task_set.empty()) return Status::ok();
+  return invalid_argument("icl grid: checkpoint '" + path + "' was trained on a task set (" + c.task_set +
+                          "); a grid's models sample their tasks");
+}
+}  // namespace
+
 Result<TrainerGrid> TrainerGrid::resume(Context& ctx, std::span<const std::string> paths) {
   std::vector<detail::Checkpoint> saved;
   std::vector<TrainConfig> configs;
   for (const std::string& path : paths) {
     RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+    RILL_RETURN_IF_ERROR(sampled_tasks_only(c, path));
     configs.push_back(c.config);
     saved.push_back(std::move(c));
   }
@@ -134,9 +144,7 @@ Result<TrainerGrid> TrainerGrid::resume(Context& ctx, std::span<const std::strin
 Status TrainerGrid::load_checkpoint(int model, const std::string& path) {
   RILL_RETURN_IF_ERROR(impl_->check_model(model));
   RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
-  if (!c.task_set.empty())
-    return invalid_argument("icl grid: checkpoint '" + path + "' was trained on a task set (" + c.task_set +
-                            "); a grid's models sample their tasks");
+  RILL_RETURN_IF_ERROR(sampled_tasks_only(c, path));
   if (detail::config_to_json(c.config) != detail::config_to_json(impl_->configs[size_t(model)]))
     return invalid_argument("icl grid: checkpoint '" + path + "' holds another configuration than model " +
                             std::to_string(model) + "'s");
