@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "access.hpp"
 #include "gpu_test.hpp"
 #include "icl.hpp"
 #include "icl/checkpoint.hpp"
 #include "icl/icl_kernels.hpp"
+#include "icl/trainer_impl.hpp"
 #include "icl_sampler.hpp"
 #include "op_test.hpp"
 #include "rill/icl.hpp"
@@ -290,6 +292,17 @@ GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]")
   CHECK(stopped.status().message().find("stopped at step 3") != std::string::npos);
   CHECK(stopped.status().message().find("not finite") != std::string::npos);
   CHECK(same_bits(trainer.parameters().value(), huge));  // no update from a non-finite step
+  // train_into keeps the records up to the halt, the halting step's (non-finite) one last.
+  auto halting = must(Trainer::create(ctx, c));
+  std::vector<StepRecord> kept;
+  REQUIRE(halting.train_into(3, kept).is_ok());
+  REQUIRE(halting.set_parameters(huge).is_ok());
+  const rill::Status halt = halting.train_into(10, kept);
+  CHECK(halt.code() == rill::StatusCode::kFailedPrecondition);
+  REQUIRE(kept.size() == 4);
+  CHECK(kept.back().step == 3);
+  CHECK_FALSE(std::isfinite(kept.back().loss));
+  CHECK(std::isfinite(kept[2].loss));
 
   c.on_nonfinite = NonFinitePolicy::kSkipBatch;
   auto skipping = must(Trainer::create(ctx, c));
@@ -298,6 +311,29 @@ GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]")
   CHECK(curve.size() == 5);
   CHECK(skipping.skipped_batches() == 5);
   CHECK_FALSE(std::isfinite(curve.front().loss));
+}
+
+// A run the device took whose progress the host did not read (its download failed): the next call
+// reads where the device is, so its records are its own steps, none repeated or out of the ring.
+GPU_TEST_CASE("icl: a call after a failed progress read records its own steps", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 5, 2, 1, Parameterization::kFull, Convention::kAhn, 16);
+  c.read_every = 4;
+  auto trainer = must(Trainer::create(ctx, c));
+  auto twin = must(Trainer::create(ctx, c));
+  must(trainer.train(4));
+  must(twin.train(8));
+  auto& im = rill::detail::Access::impl_of(trainer);
+  REQUIRE(im.step_sequence->run(4).is_ok());  // what train(4) does before its reads
+  im.unread = true;                           // as a failed read leaves it
+  const auto records = must(trainer.train(3));
+  const auto expected = must(twin.train(3));
+  REQUIRE(records.size() == 3);
+  CHECK(trainer.step() == 11);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(records[i].step == int64_t(8 + i));
+    CHECK(records[i].loss == expected[i].loss);
+  }
 }
 
 GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {

@@ -24,6 +24,12 @@ struct Access {
 
   static const std::shared_ptr<TensorStorage>& storage(const Tensor& tensor) { return tensor.storage_; }
   static Tensor tensor(std::shared_ptr<TensorStorage> storage) { return Tensor(std::move(storage)); }
+
+  // The implementation of another class that befriends Access (icl::Trainer, for its tests).
+  template <typename Owner>
+  static auto& impl_of(Owner& owner) {
+    return *owner.impl_;
+  }
 };
 
 }  // namespace rill::detail

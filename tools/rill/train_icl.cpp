@@ -299,10 +299,10 @@ int run_train_icl(const TrainIclArgs& args_in) {
     for (int64_t done = 0; done < a.steps;) {
       const int64_t chunk = std::min({next_eval, next_save, a.steps}) - done;
       const auto t0 = std::chrono::steady_clock::now();
-      auto records = trainer->train(chunk);
+      // Up to a halt, its step's record included: the curves written after a failure show them.
+      const rill::Status trained = trainer->train_into(chunk, curve.steps);
       train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      RILL_RETURN_IF_ERROR(records.status());
-      curve.steps.insert(curve.steps.end(), records->begin(), records->end());
+      RILL_RETURN_IF_ERROR(trained);
       done += chunk;
       if (done == next_save) {
         RILL_RETURN_IF_ERROR(trainer->save_checkpoint(checkpoint_path(opt_name)));

@@ -189,6 +189,10 @@ class RILL_API Trainer {
   // A non-finite loss or gradient under kStop returns FailedPrecondition naming the step and
   // what went non-finite; under kSkipBatch the step is recorded and skipped.
   Result<std::vector<StepRecord>> train(int64_t steps);
+  // The same, appending each run's records to `records` as they are read: after an error (a halt
+  // under kStop) the records up to it, the halting step's included, are there. A call after a
+  // failed one first reads where the device is, so records never repeat or come from another step.
+  Status train_into(int64_t steps, std::vector<StepRecord>& records);
   int64_t step() const;           // completed steps
   int64_t skipped_batches() const;
 
@@ -238,6 +242,7 @@ class RILL_API Trainer {
 
  private:
   friend class TrainerGrid;
+  friend struct rill::detail::Access;
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
   Result<EvalOptions> with_tuned_baselines(const EvalOptions& options);

@@ -158,13 +158,15 @@ void rill_icl_trainer_destroy(rill_icl_trainer* trainer) { destroy_handle(traine
 rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms) {
   if (dead(trainer)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_train: trainer is NULL or destroyed");
   return guarded("rill_icl_train", [&] {
-    auto records = trainer->trainer.train(steps);
-    if (!records.is_ok()) return from_status(records.status());
-    for (size_t i = 0; i < records->size(); ++i) {
-      if (losses) losses[i] = (*records)[i].loss;
-      if (grad_norms) grad_norms[i] = (*records)[i].grad_norm;
+    // A halt's status comes with the records up to it (the halting step's too), in the buffers'
+    // first entries; rill_icl_step says how many steps were taken.
+    std::vector<rill::icl::StepRecord> records;
+    const rill::Status status = trainer->trainer.train_into(steps, records);
+    for (size_t i = 0; i < records.size() && int64_t(i) < steps; ++i) {
+      if (losses) losses[i] = records[i].loss;
+      if (grad_norms) grad_norms[i] = records[i].grad_norm;
     }
-    return RILL_OK;
+    return status.is_ok() ? RILL_OK : from_status(status);
   });
 }
 

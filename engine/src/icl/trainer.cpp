@@ -70,19 +70,35 @@ int64_t Trainer::step() const { return impl_->step; }
 int64_t Trainer::skipped_batches() const { return impl_->skipped; }
 
 Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
+  std::vector<StepRecord> records;
+  RILL_RETURN_IF_ERROR(train_into(steps, records));
+  return records;
+}
+
+Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+  if (im.unread) {
+    // The records of the failed call's runs are lost with it; its steps count.
+    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.model.all_state_words(im.ctx));
+    std::vector<StepRecord> lost;
+    const detail::ModelProgress progress = detail::read_progress(state, {}, im.step, lost);
+    im.step = progress.step;
+    im.skipped = progress.skipped;
+    im.unread = false;
+    RILL_RETURN_IF_ERROR(progress.halted);
+  }
   if (!im.missing_set.empty())
     return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
                                "); resume it with that set to train on");
   if (steps > detail::kMaxSteps - im.step)
     return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
                         " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
-  std::vector<StepRecord> records;
-  records.reserve(size_t(steps));
+  records.reserve(records.size() + size_t(steps));
   int64_t left = steps;
   while (left > 0) {
     const uint32_t run = uint32_t(std::min<int64_t>(left, im.config.read_every));
+    im.unread = true;
     RILL_RETURN_IF_ERROR(im.step_sequence->run(run));
     left -= run;
     RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.model.all_state_words(im.ctx));
@@ -90,9 +106,10 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
     const detail::ModelProgress progress = detail::read_progress(state, ring, im.step, records);
     im.step = progress.step;
     im.skipped = progress.skipped;
+    im.unread = false;
     RILL_RETURN_IF_ERROR(progress.halted);
   }
-  return records;
+  return Status::ok();
 }
 
 Result<std::vector<float>> Trainer::parameters() { return impl_->ctx.download_floats(impl_->model.params); }
@@ -155,6 +172,7 @@ Status Trainer::restore(const detail::Checkpoint& c) {
   RILL_RETURN_IF_ERROR(im.model.restore(im.ctx, 0, c));
   im.step = int64_t(c.state[gpu::kIclStateStep]);
   im.skipped = int64_t(c.state[gpu::kIclStateSkipped]);
+  im.unread = false;
   return Status::ok();
 }
 

@@ -48,9 +48,33 @@ struct TrainerGrid::Impl {
   std::vector<Place> places;  // per grid model
   std::vector<detail::ModelProgress> progress;
   std::optional<Sequence> step_sequence;
+  bool unread = false;  // as Trainer::Impl's: a run's progress not read yet
   std::shared_ptr<detail::BaselineCache> baselines = std::make_shared<detail::BaselineCache>();
 
   explicit Impl(const Context& c) : ctx(rill::detail::Access::share(c)) {}
+
+  // Every running model's progress from the state words, its records appended to curves[model]
+  // (with_records: from the loss rings); clears `unread`.
+  Status read_progress(bool with_records, std::vector<std::vector<StepRecord>>& curves) {
+    for (const Cohort& k : cohorts) {
+      RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> words, k.model.all_state_words(ctx));
+      std::vector<float> rings;
+      if (with_records) {
+        RILL_ASSIGN_OR_RETURN(rings, ctx.download_floats(k.model.history));
+      }
+      const size_t ring = with_records ? size_t(k.model.history_capacity) * 2 : 0;
+      for (size_t m = 0; m < k.members.size(); ++m) {
+        const size_t i = size_t(k.members[m]);
+        // A halted model's counter stays at its halted step, whose record was read when it halted
+        // (or before a checkpoint): reading again would repeat it in every later read.
+        if (!progress[i].halted.is_ok()) continue;
+        progress[i] = detail::read_progress({words.data() + m * gpu::kIclStateWords, gpu::kIclStateWords},
+                                            {rings.data() + m * ring, ring}, progress[i].step, curves[i]);
+      }
+    }
+    unread = false;
+    return Status::ok();
+  }
 
   Status check_model(int model) const {
     if (model < 0 || size_t(model) >= configs.size())
@@ -181,24 +205,18 @@ Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
       return out_of_range("icl grid train: " + std::to_string(steps) + " more steps after " + std::to_string(p.step) +
                           " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
   std::vector<std::vector<StepRecord>> curves(g.configs.size());
+  // After a failed call, where the device is (that call's records are lost with it).
+  if (g.unread) {
+    std::vector<std::vector<StepRecord>> lost(g.configs.size());
+    RILL_RETURN_IF_ERROR(g.read_progress(false, lost));
+  }
   const int64_t read_every = g.configs.front().read_every;
   for (int64_t left = steps; left > 0;) {
     const uint32_t run = uint32_t(std::min<int64_t>(left, read_every));
+    g.unread = true;
     RILL_RETURN_IF_ERROR(g.step_sequence->run(run));
     left -= run;
-    for (const Cohort& k : g.cohorts) {
-      RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> words, k.model.all_state_words(g.ctx));
-      RILL_ASSIGN_OR_RETURN(std::vector<float> rings, g.ctx.download_floats(k.model.history));
-      const size_t ring = size_t(k.model.history_capacity) * 2;
-      for (size_t m = 0; m < k.members.size(); ++m) {
-        const size_t i = size_t(k.members[m]);
-        // A halted model's counter stays at its halted step, whose record was read when it halted
-        // (or before a checkpoint): reading again would repeat it in every later read.
-        if (!g.progress[i].halted.is_ok()) continue;
-        g.progress[i] = detail::read_progress({words.data() + m * gpu::kIclStateWords, gpu::kIclStateWords},
-                                              {rings.data() + m * ring, ring}, g.progress[i].step, curves[i]);
-      }
-    }
+    RILL_RETURN_IF_ERROR(g.read_progress(true, curves));
   }
   return curves;
 }

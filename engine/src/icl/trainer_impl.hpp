@@ -35,6 +35,9 @@ struct Trainer::Impl {
   std::optional<Sequence> step_sequence;
   int64_t step = 0;
   int64_t skipped = 0;
+  // A run was submitted and its progress not read (a failed download after it): the next train
+  // reads the device's step before going on.
+  bool unread = false;
   // Baselines of evaluations done; shared with the grid a trainer was copied from for evaluation.
   std::shared_ptr<detail::BaselineCache> baselines = std::make_shared<detail::BaselineCache>();
 
