@@ -112,6 +112,20 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   REQUIRE(mapped.is_ok());
   CHECK(mapped->encode("a").value() == plain->encode("b").value());
 
+  // A map whose 255 nodes each reach all 255 others' matches, all naming one 1 MiB string: checked
+  // in well under a second (a search of the strings per match took minutes at this size; the test
+  // checks the answer, the speed is for the record).
+  CharsMap dense;
+  dense.units.assign(512, 0);
+  dense.units[0] = 256u << 10;        // the root's children at 256 ^ c
+  dense.units[256] = 1u << 31;        // a leaf: the string at 0
+  for (uint32_t c = 1; c < 256; ++c)  // label c, a leaf, children at (256 + c) ^ c = 256
+    dense.units[256 + c] = (c << 10) | (1u << 8) | c;
+  dense.normalized = std::string(1 << 20, 'b') + std::string(1, '\0');
+  const auto dense_map = load_model_text(rill_test::spm::model(dense.blob()));
+  INFO(dense_map.status().to_string());
+  CHECK(dense_map.is_ok());
+
   // Maps whose lookups would leave the table: each refused with a message, none crashes.
   std::vector<std::pair<std::string, std::string>> broken;
   CharsMap m;
