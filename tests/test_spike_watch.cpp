@@ -3,8 +3,11 @@
 // noise and a steady decline are not.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 
+#include "../tools/rill/repro_icl_runs.hpp"
 #include "../tools/rill/spike_watch.hpp"
+#include "temp_path.hpp"
 
 namespace {
 
@@ -60,4 +63,31 @@ TEST_CASE("spike watch: a window cut into pieces (checkpoints, a resume) is judg
   CHECK(pieces.first_step == whole.first_step);
   CHECK(pieces.peak_ratio == whole.peak_ratio);
   CHECK(pieces.window_median == whole.window_median);
+}
+
+TEST_CASE("repro runs: a checkpoint save that fails or is killed leaves the previous one resumable", "[repro]") {
+  const std::string dir = rill_test::temp_path("repro-spikes");
+  std::filesystem::remove_all(dir);
+  auto runs = rill_cli::ReproRuns::open(dir, {.steps = 10}, false, false);
+  REQUIRE(runs.is_ok());
+  rill_cli::SpikeWatch at_100;
+  at_100.spikes = 1;
+  at_100.first_step = 42;
+  REQUIRE(runs->save_spikes("run", at_100, 100).is_ok());
+  // The next save's spikes are written first; its checkpoint then fails (or the tool is killed):
+  // the checkpoint on disk is still step 100's, and its spikes are still there.
+  rill_cli::SpikeWatch at_200 = at_100;
+  at_200.spikes = 2;
+  REQUIRE(runs->save_spikes("run", at_200, 200).is_ok());
+  const auto old_spikes = runs->saved_spikes("run", 100);
+  REQUIRE(old_spikes.has_value());
+  CHECK(old_spikes->spikes == 1);
+  CHECK(old_spikes->first_step == 42);
+  CHECK(runs->saved_spikes("run", 200)->spikes == 2);
+  // One save later, step 100's are gone: only the two latest steps' are kept.
+  REQUIRE(runs->save_spikes("run", at_200, 300).is_ok());
+  CHECK_FALSE(runs->saved_spikes("run", 100).has_value());
+  CHECK(runs->saved_spikes("run", 200).has_value());
+  CHECK(runs->saved_spikes("run", 300).has_value());
+  std::filesystem::remove_all(dir);
 }

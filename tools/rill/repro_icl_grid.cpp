@@ -96,8 +96,8 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
       at += run;
       if (checkpoint_every > 0 && at % checkpoint_every == 0 && at < steps)
         for (size_t m = 0; m < group.size() && trained.is_ok(); ++m) {
-          // The spikes first, tagged with the step: a kill between the two files leaves spikes of a
-          // later step than the checkpoint, which a resume refuses (the run starts over).
+          // The spikes first, tagged with the step and keeping the previous checkpoint's: a failed
+          // write or a kill between the two files leaves the previous checkpoint resumable.
           trained = runs.save_spikes(group[m].key, watches[m], at);
           if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
         }

@@ -192,23 +192,29 @@ rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
 }
 
 rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step) {
+  const std::string path = dir_ + key + ".spikes.json";
   json j = spikes_json(watch);
   j["step"] = step;
+  // The watch of the checkpoint on disk stays beside the new one until that checkpoint is replaced.
+  if (auto saved = read_json(path); saved && saved->is_object() && saved->contains("step")) {
+    saved->erase("previous");
+    j["previous"] = std::move(*saved);
+  }
   std::string error;
-  if (!write_text_atomic(dir_ + key + ".spikes.json", json_text(j) + "\n", &error))
-    return rill::invalid_argument(error);
+  if (!write_text_atomic(path, json_text(j) + "\n", &error)) return rill::invalid_argument(error);
   return {};
 }
 
 std::optional<SpikeWatch> ReproRuns::saved_spikes(const std::string& key, int64_t step) const {
   const auto j = read_json(dir_ + key + ".spikes.json");
-  if (!j) return std::nullopt;
+  if (!j || !j->is_object()) return std::nullopt;
   try {
-    if (j->at("step").get<int64_t>() != step) return std::nullopt;
-    return spikes_of(*j);  // empty where a pending loss is unreadable
+    for (const json* entry : {&*j, j->contains("previous") ? &j->at("previous") : nullptr})
+      if (entry != nullptr && entry->at("step").get<int64_t>() == step)
+        return spikes_of(*entry);  // empty where a pending loss is unreadable
   } catch (const json::exception&) {
-    return std::nullopt;
   }
+  return std::nullopt;
 }
 
 std::string ReproRuns::checkpoint_path(const std::string& key) const { return dir_ + key + ".safetensors"; }

@@ -41,9 +41,10 @@ class ReproRuns {
   std::optional<RunOutcome> finished(const std::string& key) const;  // a run recorded earlier
   rill::Status record(const std::string& key, const RunOutcome& outcome);  // also drops its checkpoint
   std::string checkpoint_path(const std::string& key) const;
-  // The spikes a checkpointed run had seen by `step`, saved just before its checkpoint at that step;
-  // none where the file is missing, unreadable or of another step (a kill between the two saves):
-  // the checkpoint is then of no use, as its spikes are unknown.
+  // The spikes a checkpointed run had seen by `step`, saved just before its checkpoint at that step.
+  // The file keeps the previous save's too, so a checkpoint that failed or was killed before it
+  // replaced the previous one still resumes from that one. None where the file is missing,
+  // unreadable or of other steps: the checkpoint is then of no use, as its spikes are unknown.
   rill::Status save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step);
   std::optional<SpikeWatch> saved_spikes(const std::string& key, int64_t step) const;
   int recorded_at_open() const { return recorded_at_open_; }
