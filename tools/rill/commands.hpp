@@ -83,6 +83,7 @@ struct TrainIclArgs {
   int eval_tasks = 1000;
   std::string checkpoint, resume, train_tasks, eval_file;
   int64_t checkpoint_every = 0;  // 0: only at the end
+  bool restart = false;          // train afresh over existing --checkpoint files
   std::string out;               // a folder for icl-curves.csv and icl-curves.svg
   std::string csv, plot;
 };

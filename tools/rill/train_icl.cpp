@@ -172,6 +172,9 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--checkpoint-every", a.checkpoint_every,
                   "Also save the checkpoint every N steps (atomically: a killed run resumes from the last one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_flag("--restart", a.restart,
+                "Train afresh where --checkpoint names files of an earlier run (refused otherwise: --resume "
+                "continues one)");
   cmd->add_option("--resume", a.resume,
                   "Continue the run saved in this checkpoint, with its settings (model, task and optimizer options "
                   "are refused; a run on --train-tasks needs the same set again); --steps more steps");
@@ -242,6 +245,15 @@ int run_train_icl(const TrainIclArgs& args_in) {
       outputs.push_back({"--checkpoint", checkpoint_path(o)});
   if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
     return fail(s);
+  // A checkpoint of an earlier run is replaced at the first save only when asked: running a long
+  // run's command again without --resume would otherwise start it over and lose it.
+  for (const auto& [option, path] : outputs) {
+    std::error_code ec;
+    if (option != std::string("--checkpoint") || a.restart || !std::filesystem::exists(path, ec)) continue;
+    if (!a.resume.empty() && std::filesystem::equivalent(path, a.resume, ec)) continue;  // how a run goes on
+    return fail(rill::failed_precondition("--checkpoint '" + path + "' holds an earlier run: --resume '" + path +
+                                          "' continues it, --restart trains afresh over it"));
+  }
   if (!a.resume.empty() && a.checkpoint.empty())
     std::fprintf(stderr, "note: without --checkpoint the resumed model's further training is not saved\n");
   auto ctx = rill::Context::create();
@@ -264,6 +276,36 @@ int run_train_icl(const TrainIclArgs& args_in) {
   const std::vector<std::string> optimizers =
       a.resume.empty() ? a.optimizers : std::vector<std::string>{"resumed"};
   TrainConfig plotted = base;  // the model the plot's title names (a resumed run's is the checkpoint's)
+  // The curves so far, as CSV and plot (each file atomically): at every periodic checkpoint, so a
+  // killed run keeps the curves up to its last one, and at the end.
+  auto write_curves = [&](bool say) -> rill::Status {
+    std::string error;
+    if (!a.csv.empty()) {
+      if (!write_text_atomic(a.csv, csv_of(curves), &error)) return rill::invalid_argument(error);
+      if (say) std::fprintf(stderr, "curves: %s\n", a.csv.c_str());
+    }
+    if (!a.plot.empty()) {
+      PlotSpec plot{"In-context linear regression (d=" + std::to_string(plotted.task.d) +
+                        ", n=" + std::to_string(plotted.task.n) + ", L=" + std::to_string(plotted.model.layers) + ")",
+                    "training step",
+                    "loss",
+                    {},
+                    {}};
+      for (const Curve& c : curves) {
+        PlotSeries train{c.optimizer + " train", {}, false}, eval{c.optimizer + " eval", {}, true};
+        const size_t stride = std::max<size_t>(1, c.steps.size() / 400);
+        for (size_t i = 0; i < c.steps.size(); i += stride)
+          train.points.emplace_back(double(c.steps[i].step + 1), c.steps[i].loss);
+        for (const auto& [step, ev] : c.evals) eval.points.emplace_back(double(step), ev.model);
+        plot.series.push_back(std::move(train));
+        plot.series.push_back(std::move(eval));
+      }
+      if (last.tasks > 0) plot.baselines = {{"ridge oracle", last.ridge_oracle}, {"least squares", last.least_squares}};
+      if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return rill::invalid_argument(error);
+      if (say) std::fprintf(stderr, "plot: %s\n", a.plot.c_str());
+    }
+    return rill::Status::ok();
+  };
   // One optimizer's run; its curve so far is kept whether it ends or fails.
   auto train_one = [&](const std::string& opt_name) -> rill::Status {
     TrainConfig c = base;
@@ -306,6 +348,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
       done += chunk;
       if (done == next_save) {
         RILL_RETURN_IF_ERROR(trainer->save_checkpoint(checkpoint_path(opt_name)));
+        RILL_RETURN_IF_ERROR(write_curves(false));
         next_save += a.checkpoint_every;
       }
       if (done != next_eval && done != a.steps) continue;
@@ -352,30 +395,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
   // A failed run still writes the curves trained so far (every optimizer's before it, and its own).
   if (!failed.is_ok() && curves.empty()) return fail(failed);
 
-  std::string error;
-  if (!a.csv.empty()) {
-    if (!write_text_atomic(a.csv, csv_of(curves), &error)) return fail(rill::invalid_argument(error));
-    std::fprintf(stderr, "curves: %s\n", a.csv.c_str());
-  }
-  if (!a.plot.empty()) {
-    PlotSpec plot{"In-context linear regression (d=" + std::to_string(plotted.task.d) +
-                      ", n=" + std::to_string(plotted.task.n) + ", L=" + std::to_string(plotted.model.layers) + ")",
-                  "training step",
-                  "loss",
-                  {},
-                  {}};
-    for (const Curve& c : curves) {
-      PlotSeries train{c.optimizer + " train", {}, false}, eval{c.optimizer + " eval", {}, true};
-      const size_t stride = std::max<size_t>(1, c.steps.size() / 400);
-      for (size_t i = 0; i < c.steps.size(); i += stride) train.points.emplace_back(double(c.steps[i].step + 1), c.steps[i].loss);
-      for (const auto& [step, ev] : c.evals) eval.points.emplace_back(double(step), ev.model);
-      plot.series.push_back(std::move(train));
-      plot.series.push_back(std::move(eval));
-    }
-    plot.baselines = {{"ridge oracle", last.ridge_oracle}, {"least squares", last.least_squares}};
-    if (!write_text_atomic(a.plot, line_plot_svg(plot), &error)) return fail(rill::invalid_argument(error));
-    std::fprintf(stderr, "plot: %s\n", a.plot.c_str());
-  }
+  if (auto written = write_curves(true); !written.is_ok()) return fail(written);
   if (!failed.is_ok()) return fail(failed);
   for (const std::string& name : diverged)
     std::fprintf(stderr,
