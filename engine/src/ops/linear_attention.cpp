@@ -286,7 +286,7 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
     RILL_ASSIGN_OR_RETURN(serial, serial_chunks(seq, d, opt));
   }
   const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
-  const uint32_t chunks = (d.n + chunk - 1) / chunk;
+  const uint32_t chunks = uint32_t((uint64_t(d.n) + chunk - 1) / chunk);  // 64 bits: N near 2^32 wrapped to 0
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   for (uint32_t first = 0; first < chunks; first += per) {
     const uint32_t count = std::min(per, chunks - first);
@@ -409,7 +409,7 @@ Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k
   // The serial chunked kernel: its own scans.
   RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
   const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
-  const uint32_t chunks = (d.n + chunk - 1) / chunk;
+  const uint32_t chunks = uint32_t((uint64_t(d.n) + chunk - 1) / chunk);  // 64 bits: N near 2^32 wrapped to 0
   const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
   // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
   // time for dq, else backward).
