@@ -193,6 +193,18 @@ TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[
   const auto too_wide = linear_attention_forward(g, la_shape(2, 1000, 264));
   REQUIRE_FALSE(too_wide.is_ok());
   CHECK(too_wide.status().code() == rill::StatusCode::kInvalidArgument);
+  // A GPU whose driver may run a workgroup as narrower subgroups (no fixed width): the scan's
+  // shuffles would cross the wrong lanes, so it is refused, and the CPU family's register kernels
+  // are not planned there.
+  DeviceTraits varying = g;
+  varying.fixed_subgroup = false;
+  const auto unfixed = linear_attention_forward(varying, la_shape(2, 1000, 16));
+  REQUIRE_FALSE(unfixed.is_ok());
+  CHECK(unfixed.status().message().find("fixed 4 or more lanes") != std::string::npos);
+  varying.forced.linear_attention.reset();
+  varying.family = rill::ops::plan::Family::kCpu;
+  CHECK(linear_attention_forward(varying, la_shape(2, 1000, 16)).value().algorithm !=
+        LinearAttentionAlgorithm::kRegisterScan);
   g.forced.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
   g.shared_bytes = 1024;
   CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).status().code() == rill::StatusCode::kInvalidArgument);

@@ -51,9 +51,10 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.max_texel_bindings = device.caps.max_sampled_images_per_stage;
   d.cooperative_matrix_f16 = device.caps.cooperative_matrix_f16;
   d.unified_memory = device.caps.unified_memory;
-  // Without subgroup size control a driver need not say whether it varies the size (Intel's do).
-  d.fixed_subgroup =
-      device.caps.subgroup_size_control && device.caps.min_subgroup_size == device.caps.max_subgroup_size;
+  // Without subgroup size control a driver need not say whether it varies the size (Intel's do);
+  // CPU drivers run every subgroup at the width they report.
+  d.fixed_subgroup = q.prefer_cpu_kernels || (device.caps.subgroup_size_control &&
+                                              device.caps.min_subgroup_size == device.caps.max_subgroup_size);
   return d;
 }
 

@@ -328,11 +328,11 @@ Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearA
                                             const LinearAttentionShape& fit, const char* op) {
   using Algorithm = LinearAttentionAlgorithm;
   const std::optional<Algorithm> forced = d.forced.linear_attention;
-  const bool scan_fits = d.subgroup >= 4 && d.subgroup <= d.max_invocations && fit.dk <= 256;
+  const bool scan_fits = register_subgroup_fits(d) && fit.dk <= 256;
   if (forced == Algorithm::kRegisterScan) {
     if (!scan_fits)
       return invalid_argument(std::string(op) +
-                              ": the forced register scan needs subgroups of 4 or more lanes and Dk <= 256");
+                              ": the forced register scan needs subgroups of a fixed 4 or more lanes and Dk <= 256");
     return register_scan_plan(d, s, fit);
   }
   if (!forced && d.family == Family::kCpu && scan_fits) return register_scan_plan(d, s, fit);

@@ -13,9 +13,13 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 inline uint32_t round_up(uint64_t v, uint32_t multiple) { return uint32_t(ceil_div(v, multiple) * multiple); }
 
 // Register kernels share values inside one subgroup by shuffles: the workgroup must be exactly one
-// subgroup of at least 4 lanes.
+// subgroup of at least 4 lanes, of the width the driver reports (a GPU that may run it as narrower
+// subgroups would shuffle across the wrong lanes).
+inline bool register_subgroup_fits(const DeviceTraits& d) {
+  return d.fixed_subgroup && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
+}
 inline bool register_kernels_fit(const DeviceTraits& d) {
-  return d.family == Family::kCpu && d.subgroup >= 4 && d.subgroup <= d.max_invocations;
+  return d.family == Family::kCpu && register_subgroup_fits(d);
 }
 
 // Whether the device backs 4-element texels of the storage type (f16 or f32) in `bindings` views
