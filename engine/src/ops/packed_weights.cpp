@@ -52,7 +52,27 @@ uint32_t HostPackedWeights::words_per_row() const {
   return uint32_t((cols + detail::packed_per_word(format) - 1) / detail::packed_per_word(format));
 }
 
-uint32_t HostPackedWeights::groups() const { return has_scales(format) ? uint32_t((rows + group - 1) / group) : 0; }
+uint32_t HostPackedWeights::groups() const {
+  return has_scales(format) && group > 0 ? uint32_t((rows + group - 1) / group) : 0;
+}
+
+namespace {
+// A host matrix built by hand, checked as pack_weights builds one: its shape, its group and the
+// words (and scales) the shape needs.
+Status check_host(const HostPackedWeights& h, const std::string& where) {
+  if (h.batch < 1 || h.rows < 1 || h.cols < 1 || h.batch > INT32_MAX || h.rows > INT32_MAX || h.cols > INT32_MAX ||
+      h.batch * h.rows > INT32_MAX || h.batch * h.rows * h.cols > INT32_MAX)
+    return invalid_argument(where + ": every dimension must be at least 1 and the matrix below 2^31 elements");
+  if (has_scales(h.format) && (h.group < 1 || h.group > h.rows))
+    return invalid_argument(where + ": the group of " + std::string(weight_format_name(h.format)) +
+                            " weights must be 1 to " + std::to_string(h.rows) + " rows, not " +
+                            std::to_string(h.group));
+  if (h.words.size() != uint64_t(h.batch * h.rows) * h.words_per_row() ||
+      h.scales.size() != uint64_t(h.batch) * h.groups() * uint64_t(h.cols))
+    return invalid_argument(where + ": words or scales do not match the shape");
+  return Status::ok();
+}
+}  // namespace
 
 float HostPackedWeights::value(int64_t b, int64_t r, int64_t c) const {
   const uint32_t word = words[size_t((b * rows + r) * words_per_row() + c / detail::packed_per_word(format))];
@@ -139,9 +159,7 @@ std::string PackedWeights::describe() const {
 
 Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host, const std::string& name,
                                     MemoryPool pool) {
-  const uint64_t words = uint64_t(host.batch * host.rows) * host.words_per_row();
-  if (host.words.size() != words || host.scales.size() != uint64_t(host.batch) * host.groups() * uint64_t(host.cols))
-    return invalid_argument("upload_packed: '" + name + "': words or scales do not match the shape");
+  RILL_RETURN_IF_ERROR(check_host(host, "upload_packed: '" + name + "'"));
   PackedWeights p;
   p.format = host.format;
   p.batch = host.batch, p.rows = host.rows, p.cols = host.cols, p.group = host.group;
@@ -159,14 +177,12 @@ Result<PackedWeights> upload_packed(Context& ctx, const HostPackedWeights& host,
 
 Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t first, int64_t count) {
   const uint32_t per = detail::packed_per_word(host.format);
+  RILL_RETURN_IF_ERROR(check_host(host, "packed_columns"));
   if (host.batch != 1) return invalid_argument("packed_columns: the packed matrix must be one [rows, cols] matrix");
   if (first < 0 || count < 1 || first > host.cols || count > host.cols - first || first % per != 0)
     return invalid_argument("packed_columns: columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
                             ") of " + std::to_string(host.cols) + " must be inside the matrix and start a word of " +
                             std::to_string(per));
-  if (host.words.size() != size_t(host.rows) * host.words_per_row() ||
-      host.scales.size() != size_t(host.groups()) * size_t(host.cols))
-    return invalid_argument("packed_columns: words or scales do not match the shape");
   HostPackedWeights p;
   p.format = host.format;
   p.rows = host.rows, p.cols = count, p.group = host.group;
@@ -197,6 +213,7 @@ uint64_t PackedColumnBlocks::size_bytes() const {
 
 Result<PackedColumnBlocks> upload_packed_columns(Context& ctx, const HostPackedWeights& host, const std::string& name,
                                                  uint64_t max_bytes, int64_t column_align, MemoryPool pool) {
+  RILL_RETURN_IF_ERROR(check_host(host, "upload_packed_columns: '" + name + "'"));
   if (host.batch != 1) return invalid_argument("upload_packed_columns: '" + name + "' must be one [rows, cols] matrix");
   if (column_align < 1) return invalid_argument("upload_packed_columns: column_align must be at least 1");
   if (max_bytes == 0) max_bytes = ctx.device().caps.max_storage_buffer_range;
