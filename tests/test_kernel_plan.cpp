@@ -418,6 +418,34 @@ TEST_CASE("kernel plan: the CPU matmul reads untransposed rows as texels where K
   CHECK_FALSE(matmul(off, lm_projection).texel_rows);
   CHECK_FALSE(parse_overrides("matmul_texel=yes").is_ok());
   CHECK_FALSE(matmul(h100_like(), lm_projection).texel_rows);  // GPUs: the shared-memory kernel
+  // Under a loop limit the texel form counts its 5 iterations per block of 4 subgroups of K (1.25 K
+  // / SG): a K the plain register form fits in (K / SG + SG + 8 iterations) but it does not.
+  DeviceTraits limited = lavapipe_like();
+  MatmulShape deep = lm_projection;
+  deep.k = 32 * 27;  // 27 blocks: 135 + 16 texel iterations against 108 + 16
+  limited.loop_budget = 140;
+  const MatmulPlan plain = matmul(limited, deep);
+  CHECK(plain.register_kernel);
+  CHECK_FALSE(plain.texel_rows);
+  CHECK(plain.inner_loops <= limited.loop_budget);
+  limited.loop_budget = 160;
+  const MatmulPlan texels = matmul(limited, deep);
+  CHECK(texels.texel_rows);
+  CHECK(texels.inner_loops == 27 * 5 + 16);
+}
+
+TEST_CASE("kernel plan: a decoding step's packed matvec counts its loops and leaves long K to the tiled kernels",
+          "[plan]") {
+  const DeviceTraits d = lavapipe_like();  // a loop limit of 7/8 of 65535
+  // f16 weights have no scales: K loops (counted twice before, refusing K = 32768).
+  const auto f16 = packed_matvec(d, 1, 32768, 0);
+  REQUIRE(f16.has_value());
+  CHECK(f16->inner_loops == 32768 + 8);
+  // int8 in groups of 64: K plus a scale step per group; past the limit, no matvec (the tiled
+  // kernels take the shape instead of the op refusing it).
+  CHECK(packed_matvec(d, 1, 32768, 64)->inner_loops == 32768 + 512 + 8);
+  CHECK_FALSE(packed_matvec(d, 1, 60000, 64).has_value());
+  CHECK(packed_matvec(h100_like(), 1, 1 << 20, 64).has_value());  // no loop limit
 }
 
 TEST_CASE("kernel plan: the CPU matmul reads packed weights as texels of words where a lane's columns allow",

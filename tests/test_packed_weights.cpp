@@ -168,6 +168,15 @@ GPU_TEST_CASE("matmul with packed B matches the reference over odd shapes and gr
   }
 }
 
+// A decoding step's long K (CPU drivers count loops): f16 weights of K = 32768 on the matvec kernel
+// (refused before, its scale-less loop counted twice), and int8 past the matvec's loop limit on the
+// tiled kernels (refused before instead of falling back).
+GPU_TEST_CASE("matmul with packed B takes a decoding step's long K", "[packed_weights][matmul][gpu]") {
+  auto ctx = rill_test::make_context();
+  check_case(ctx, DType::kF32, WeightFormat::kF16, {.m = 1, .n = 8, .k = 32768}, 91);
+  check_case(ctx, DType::kF32, WeightFormat::kInt8, {.m = 2, .n = 8, .k = 60032, .group = 64}, 92);
+}
+
 GPU_TEST_CASE("matmul with packed B batches, broadcasts A, transposes A, adds bias and accumulates",
               "[packed_weights][matmul][gpu]") {
   uint32_t seed = 900;

@@ -67,6 +67,11 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
                    texel_views_fit(d, s.f16, most_elements / 4,
                                    s.packed_per_word != 0 && s.packed_per_word != gpu::kPackedF16PerWord ? 3 : 2) &&
                    packed_texels_fit(d, s, p.tn, sg);
+    // The texel form walks K in blocks of 4 SG, four texel steps each: with that inner loop kept
+    // rolled, 5 loop iterations per block (1.25 K / SG, against the plain form's K / SG).
+    const uint64_t texel_loops = ceil_div(s.k, 4 * sg) * 5 + sg + 8;
+    if (p.texel_rows && texel_loops > d.loop_budget) p.texel_rows = false;
+    if (p.texel_rows) p.inner_loops = texel_loops;
   } else if (d.max_invocations < p.wg_x * p.wg_y) {
     // The same 64 x 64 block from 16 x 8 invocations of 8 x 4 accumulators: Vulkan guarantees only
     // 128 invocations per workgroup (the vulkan11-minimum profile).
@@ -190,7 +195,9 @@ std::optional<PackedMatvecPlan> packed_matvec(const DeviceTraits& d, uint64_t m,
   p.workgroup = d.family == Family::kCpu ? std::max(d.subgroup, 1u) : std::min(64u, d.max_invocations);
   p.rows = uint32_t(m);
   p.words = d.family == Family::kCpu ? 4 : 1;
-  p.inner_loops = k + ceil_div(k, std::max(group, 1u)) + 8;
+  p.inner_loops = k + (group > 0 ? ceil_div(k, group) : 0) + 8;
+  // Past a driver's loop limit the tiled kernels take it (their K loops are shorter).
+  if (p.inner_loops > d.loop_budget) return std::nullopt;
   return p;
 }
 

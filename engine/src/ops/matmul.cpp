@@ -75,7 +75,8 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b.bytes;
   const plan::DeviceTraits traits = plan::traits_of(seq);
   if (!b.matvec_kernel.empty()) {
-    if (const auto v = plan::packed_matvec(traits, M, K, push.b_group)) {
+    const uint32_t scale_group = b.per_word != gpu::kPackedF16PerWord ? push.b_group : 0;  // f16: no scales
+    if (const auto v = plan::packed_matvec(traits, M, K, scale_group)) {
       RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kMatmulOp, "the inner dimension K"));
       return seq.dispatch(
           {.kernel = b.matvec_kernel + suffix,
