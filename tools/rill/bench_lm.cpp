@@ -54,7 +54,10 @@ rill::Status fast_forward(rill::lm::Session& s, uint64_t n) {
 // Decode cost against the position for both models, measured in interleaved rounds (each round
 // decodes a few tokens at every position in turn) so that the noise of a shared machine spreads
 // over all positions alike. Sessions reach their positions by fast_forward.
-bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& config, const rill::lm::Weights& weights,
+// `model` and the softmax baseline's models take the bench's options (precision, weight storage,
+// segment): the records name them.
+bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& config,
+                              rill::lm::Model& model_under_test, const rill::lm::ModelOptions& options,
                               const rill::lm::Weights& soft_weights, bool quick, const nlohmann::json& model_shape,
                               nlohmann::json& out) {
   const std::vector<uint64_t> positions = {1024, 65536, 1048576};
@@ -68,15 +71,14 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
     std::vector<double> ms;
   };
   std::vector<Probe> probes;
-  auto rill_model = rill::lm::Model::create(ctx, weights);
-  if (!report(rill_model.status(), "decode model")) return false;
   for (const char* variant : {"transnormer", "softmax_baseline"}) {
     for (uint64_t n : positions) {
       Probe p{variant, n, {}, {}, std::vector<float>(config.vocab, 0.0f), {}};
-      rill::lm::Model* model = &rill_model.value();
+      rill::lm::Model* model = &model_under_test;
       if (p.variant == "softmax_baseline") {
-        const uint32_t capacity = uint32_t(n + uint64_t(rounds) * per_round + 1);
-        auto m = rill::lm::Model::create(ctx, soft_weights, {.softmax_capacity = capacity});
+        rill::lm::ModelOptions soft_options = options;
+        soft_options.softmax_capacity = uint32_t(n + uint64_t(rounds) * per_round + 1);
+        auto m = rill::lm::Model::create(ctx, soft_weights, soft_options);
         if (m.status().code() == rill::StatusCode::kOutOfRange) continue;  // recorded by the prefill sweep
         if (!report(m.status(), "decode softmax model")) return false;
         p.model.emplace(std::move(m).value());
@@ -279,12 +281,14 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   // The softmax baseline: same widths, every attention layer full causal softmax attention.
   rill::lm::ModelConfig soft = config;
   soft.layer_kinds.assign(config.layers, rill::lm::LayerKind::kSoftmax);
+  soft.lrpe_layers.clear();  // LRPE belongs to NormAttention layers (TransNormerLLM's configurations have it)
   auto soft_weights = rill::lm::Weights::random(soft, 1);
   if (!report(soft_weights.status(), "softmax weights")) return false;
   const uint64_t soft_prefill_max = quick ? 1024 : 4096;  // quadratic: longer prompts take minutes
   for (uint64_t n : lengths) {
-    auto soft_model = rill::lm::Model::create(ctx, *soft_weights,
-                                              {.softmax_capacity = uint32_t(n + decode_tokens + 1)});
+    rill::lm::ModelOptions soft_options = options;
+    soft_options.softmax_capacity = uint32_t(n + decode_tokens + 1);
+    auto soft_model = rill::lm::Model::create(ctx, *soft_weights, soft_options);
     if (soft_model.status().code() == rill::StatusCode::kOutOfRange) {  // the growing cache no longer fits
       out.push_back({{"op", "lm_decode"}, {"variant", "softmax_baseline"}, {"shape", {{"position", n}, {"model", model_shape}}},
                      {"error", soft_model.status().message()}});
@@ -319,7 +323,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     std::fprintf(stderr, "lm softmax baseline: position %llu decode %.2f ms/token, cache %.1f MiB\n",
                  (unsigned long long)n, *decode, double(session->state_bytes()) / (1 << 20));
   }
-  return bench_decode_interleaved(ctx, config, *weights, *soft_weights, quick, model_shape, out);
+  return bench_decode_interleaved(ctx, config, *model, options, *soft_weights, quick, model_shape, out);
 }
 
 }  // namespace rill_cli
