@@ -557,6 +557,28 @@ GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", 
   CHECK(tiny_ctx.memory_stats().used_bytes == held);  // every attempt's allocations went back
 }
 
+// A segment whose activations exceed one storage binding (the 385M model's FFN rows of 2048
+// positions on a device that binds 128 MiB; here 64 KiB bindings) halves too, to the same logits.
+GPU_TEST_CASE("lm prefill halves its segments where their activations exceed a binding", "[lm][gpu]") {
+  ModelConfig c = tiny({LayerKind::kNorm});
+  c.ffn_width = 64;  // a GLU row of 128 floats: 512 bytes, 128 rows to a 64 KiB binding
+  const auto w = rill::lm::Weights::random(c, 9).value();
+  const auto tokens = tokens_of(700, c.vocab, 6);
+  auto options = rill_test::validated_options();
+  options.limit_profile = "small-bindings";
+  auto small = rill_test::make_context(options);
+  auto model = make_model(small, w, {.prefill_segment = 1024});
+  auto s = model.session().value();
+  const auto logits = s.prefill(tokens);
+  INFO(logits.status().to_string());
+  REQUIRE(logits.is_ok());
+  CHECK(s.prefill_segment() < 1024);
+  auto ctx = rill_test::make_context();
+  auto fitting = make_model(ctx, w, {.prefill_segment = s.prefill_segment()});
+  const auto expected = fitting.session().value().prefill(tokens).value();
+  CHECK(std::memcmp(logits->data(), expected.data(), expected.size() * sizeof(float)) == 0);
+}
+
 GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session unchanged", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();

@@ -190,12 +190,14 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
   while (i < tokens.size()) {
     RILL_RETURN_IF_ERROR(stopped());
     const size_t len = std::min<size_t>(segment_len, tokens.size() - i);
-    // A segment whose activations do not fit (the device's memory, or the context's budget) is
+    // A segment whose activations do not fit (the device's memory or the context's budget:
+    // ResourceExhausted; one allocation or binding past the device's limits: OutOfRange) is
     // recorded again at half the length, in whole blocks, for the rest of the session: nothing has
     // run yet, so only the speed changes.
     if (const Status made = prepare_segment(uint32_t(len), form); !made.is_ok()) {
       const uint32_t half = len / 2 / align * align;
-      if (made.code() != StatusCode::kResourceExhausted || half == 0) return made;
+      const bool too_big = made.code() == StatusCode::kResourceExhausted || made.code() == StatusCode::kOutOfRange;
+      if (!too_big || half == 0) return made;
       log_warning(std::string(op) + ": " + std::to_string(len) + "-position segments do not fit (" + made.message() +
                   "); this session prefills in segments of " + std::to_string(half));
       segment_len = half;
