@@ -429,6 +429,7 @@ struct Spoil {
   std::string reshape;               // store this one with its dimensions reversed
   std::string as_i32;                // store this one as I32
   std::string nan;                   // put a NaN into this one at flat index 3
+  std::string huge;                  // put 1e5 (past f16's range) into this one at flat index 3
 };
 
 std::vector<uint8_t> weights_file(const Weights& w, const Spoil& spoil) {
@@ -437,6 +438,7 @@ std::vector<uint8_t> weights_file(const Weights& w, const Spoil& spoil) {
     if (spec.name == spoil.skip) continue;
     std::vector<float> v = w.floats(spec.name).value();
     if (spec.name == spoil.nan) v.at(3) = std::nanf("");
+    if (spec.name == spoil.huge) v.at(3) = 1e5f;
     std::vector<int64_t> shape = spec.shape;
     if (spec.name == spoil.reshape) std::reverse(shape.begin(), shape.end());
     const auto bytes = std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
@@ -447,6 +449,25 @@ std::vector<uint8_t> weights_file(const Weights& w, const Spoil& spoil) {
 }
 
 }  // namespace
+
+TEST_CASE("lm weights: a save that would round a weight to infinity is refused", "[lm]") {
+  const Weights w = Weights::random(small_config(), 6).value();
+  const std::string cfg = rill_test::temp_path("huge.json"), file = rill_test::temp_path("huge.safetensors");
+  REQUIRE(w.save(cfg, file, TensorDType::kF32).is_ok());
+  const std::string name = rill::lm::weight_specs(w.config()).front().name;
+  const std::vector<uint8_t> bytes = weights_file(w, {.huge = name});
+  std::ofstream(file, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  const auto loaded = Weights::load(cfg, file);
+  REQUIRE(loaded.is_ok());  // finite in f32
+  const std::string out_cfg = rill_test::temp_path("huge-out.json"), out = rill_test::temp_path("huge-out.safetensors");
+  const rill::Status f16 = loaded->save(out_cfg, out, TensorDType::kF16);  // 1e5 is past f16's 65504
+  CHECK(f16.code() == StatusCode::kOutOfRange);
+  CHECK(f16.message().find(name) != std::string::npos);
+  REQUIRE(loaded->save(out_cfg, out, TensorDType::kBF16).is_ok());  // within bf16's range
+  CHECK(Weights::load(out_cfg, out).is_ok());
+  for (const std::string& f : {cfg, file, out_cfg, out}) std::filesystem::remove(f);
+}
 
 TEST_CASE("lm weights: weights loaded with a config other than the one they were saved with are named", "[lm]") {
   const ModelConfig c = small_config();

@@ -251,6 +251,11 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
     std::vector<uint8_t> raw(f.size() * 2);  // little-endian 16-bit values
     for (size_t j = 0; j < f.size(); ++j) {
       const uint16_t h = dtype == TensorDType::kF16 ? float_to_half(f[j]) : float_to_bf16(f[j]);
+      // A value that rounds to an infinity would make a file load() refuses as not finite.
+      if ((h & 0x7fffu) == (dtype == TensorDType::kF16 ? 0x7c00u : 0x7f80u))
+        return out_of_range("lm weights save: '" + spec.name + "' holds " + std::to_string(f[j]) + " at flat index " +
+                            std::to_string(j) + ", past " + (dtype == TensorDType::kF16 ? "f16" : "bf16") +
+                            "'s range: save in f32 (or bf16)");
       raw[2 * j] = uint8_t(h & 0xffu);
       raw[2 * j + 1] = uint8_t(h >> 8);
     }
