@@ -426,6 +426,25 @@ GPU_TEST_CASE("lm state save and restore resumes bit-identically", "[lm][gpu]") 
   CHECK(b.position() == 0);
   auto fresh = model.session().value();
   CHECK(b.prefill(std::span(tokens).first(9)).value() == fresh.prefill(std::span(tokens).first(9)).value());
+
+  // The same file's weights packed (int8 in groups of 8 and of 4, int4) compute other values: the
+  // state restores into none of them, nor theirs into the plain model.
+  using rill::lm::WeightStorage;
+  auto int8 = make_model(ctx, w, {.weights = WeightStorage::kInt8, .int8_group = 8, .prefill_segment = 8});
+  auto int8_4 = make_model(ctx, w, {.weights = WeightStorage::kInt8, .int8_group = 4, .prefill_segment = 8});
+  auto int4 = make_model(ctx, w, {.weights = WeightStorage::kInt4, .prefill_segment = 8});
+  for (rill::lm::Model* other : {&int8, &int8_4, &int4}) {
+    auto s = other->session().value();
+    const rill::Status refused = s.restore_state(path);
+    CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
+    CHECK(refused.message().find("other weights") != std::string::npos);
+  }
+  auto packed = int8.session().value();
+  REQUIRE(packed.prefill(std::span(tokens).first(5)).is_ok());
+  REQUIRE(packed.save_state(path).is_ok());
+  CHECK(int8.session().value().restore_state(path).is_ok());
+  CHECK(model.session().value().restore_state(path).code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(int8_4.session().value().restore_state(path).code() == rill::StatusCode::kFailedPrecondition);
 }
 
 GPU_TEST_CASE("lm prefill reports progress and stops on request; the rest goes on bit-identically", "[lm][gpu]") {

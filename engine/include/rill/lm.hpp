@@ -306,7 +306,7 @@ class RILL_API Session {
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same
-  // config, precision and weights.
+  // config, precision and weights, packed the same way (ModelOptions::weights and its group).
   Status save_state(const std::string& path) const;
   Status restore_state(const std::string& path);
   Result<std::vector<uint8_t>> serialize_state() const;

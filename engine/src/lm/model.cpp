@@ -341,6 +341,14 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
   impl->weight_bytes = bytes;
   // After the uploads, which have read every page of a mapped file: the samples cost no disk reads.
   RILL_ASSIGN_OR_RETURN(impl->weights_fingerprint, detail::weights_fingerprint(weights));
+  // Packed weights compute other values than the file's: a state made with them continues only them
+  // (the plain tag stays that of the weights as stored, which earlier states carry).
+  if (packs_weights(impl->options, impl->dtype)) {
+    const ops::WeightFormat format = packed_format(impl->options);
+    impl->weights_fingerprint += std::string("+") + ops::weight_format_name(format);
+    if (format != ops::WeightFormat::kF16)
+      impl->weights_fingerprint += "/" + std::to_string(packed_group(impl->options));
+  }
   return Model(std::move(impl));
 }
 
