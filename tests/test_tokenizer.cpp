@@ -250,6 +250,13 @@ TEST_CASE("text stream: a byte model's UTF-8 comes out in whole characters", "[t
   CHECK(s.push(256).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(s.push(0xA9).value() == "\xC3\xA9");
   CHECK(s.finish().empty());
+  // A lead byte repeated never completes a character: held back at most 16 tokens, then out as it
+  // is (each push decodes a bounded run, not everything since the first).
+  std::vector<uint32_t> leads(40, 0xC3);
+  const auto lead_pieces = stream(s, leads, false);
+  CHECK(lead_pieces[14].empty());
+  CHECK(lead_pieces[15] == std::string(16, '\xC3'));
+  CHECK(joined(lead_pieces) == std::string(40, '\xC3'));
   // Any bytes at all (a random model's) join to themselves.
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     std::vector<uint32_t> random(200);
