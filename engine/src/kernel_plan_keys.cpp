@@ -147,7 +147,10 @@ constexpr KeyEntry kKeys[] = {
      "the CPU matmul reads A and B (or packed weights' words) as texels where the shape allows", true,
      [](S v, O& o) { return set_on_off(v, o.matmul_texel); }},
     {"matmul_tile", "2x2, 4x4, 8x4, 4x8 or 8x8",
-     "the GPU matmul's accumulators per invocation, rows x columns (workgroups of 16 x 16)", false,
+     "the GPU matmul's accumulators per invocation, rows x columns (workgroups of 16 x 16); a hint, not refused: "
+     "kept only where 256 invocations and its shared tiles fit (else the 64 x 64 block), unused by the CPU family's "
+     "register kernel",
+     false,
      [](S v, O& o) {
        return set_pair(v, {{2, 2}, {4, 4}, {8, 4}, {4, 8}, {8, 8}}, o.matmul_tile);
      }},
@@ -155,12 +158,16 @@ constexpr KeyEntry kKeys[] = {
      "the GPU matmul's accumulators in runs of adjacent rows and columns read as vectors, or strided over the "
      "block",
      true, [](S v, O& o) { return set_either(v, "grouped", "strided", o.matmul_grouped); }},
-    {"matmul_depth", "8, 16 or 32", "the GPU matmul's k steps per shared-memory slice", true,
+    {"matmul_depth", "8, 16 or 32",
+     "the GPU matmul's k steps per shared-memory slice; a hint like `matmul_tile` (32 drops to 16 where its tiles "
+     "exceed shared memory)",
+     true,
      [](S v, O& o) {
        return set_one_of(v, {8, 16, 32}, o.matmul_depth);
      }},
-    {"matmul_splits", "1 to 64", "the GPU matmul's shares of K, summed in order by a second pass", false,
-     [](S v, O& o) { return set_range(v, 1, 64, o.matmul_splits); }},
+    {"matmul_splits", "1 to 64",
+     "the GPU matmul's shares of K, summed in order by a second pass (unused by the CPU family's register kernel)",
+     false, [](S v, O& o) { return set_range(v, 1, 64, o.matmul_splits); }},
     {"matmul_coop", "off, native or emulated",
      "f16 matmuls on cooperative matrices never, always (refused where the device has none), or with the "
      "fragments emulated (tests the kernel on any device)",
