@@ -592,8 +592,8 @@ GPU_TEST_CASE("lm prefill halves its segments where their activations exceed a b
   INFO(logits.status().to_string());
   REQUIRE(logits.is_ok());
   CHECK(s.prefill_segment() < 1024);
-  auto ctx = rill_test::make_context();
-  auto fitting = make_model(ctx, w, {.prefill_segment = s.prefill_segment()});
+  // On the same context: a limit profile of the environment would pick other kernels elsewhere.
+  auto fitting = make_model(small, w, {.prefill_segment = s.prefill_segment()});
   const auto expected = fitting.session().value().prefill(tokens).value();
   CHECK(std::memcmp(logits->data(), expected.data(), expected.size() * sizeof(float)) == 0);
 }

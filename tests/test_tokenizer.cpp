@@ -250,13 +250,14 @@ TEST_CASE("text stream: a byte model's UTF-8 comes out in whole characters", "[t
   CHECK(s.push(256).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(s.push(0xA9).value() == "\xC3\xA9");
   CHECK(s.finish().empty());
-  // A lead byte repeated never completes a character: held back at most 16 tokens, then out as it
+  // A lead byte repeated never completes a character: held back at most 256 tokens, then out as it
   // is (each push decodes a bounded run, not everything since the first).
-  std::vector<uint32_t> leads(40, 0xC3);
+  std::vector<uint32_t> leads(600, 0xC3);
   const auto lead_pieces = stream(s, leads, false);
-  CHECK(lead_pieces[14].empty());
-  CHECK(lead_pieces[15] == std::string(16, '\xC3'));
-  CHECK(joined(lead_pieces) == std::string(40, '\xC3'));
+  CHECK(lead_pieces[254].empty());
+  CHECK(lead_pieces[255] == std::string(256, '\xC3'));
+  CHECK(lead_pieces[511] == std::string(256, '\xC3'));
+  CHECK(joined(lead_pieces) == std::string(600, '\xC3'));
   // Any bytes at all (a random model's) join to themselves.
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     std::vector<uint32_t> random(200);
@@ -296,6 +297,17 @@ TEST_CASE("text stream: SentencePiece pieces join to the whole decoding, spaces 
   CHECK(empty >= 3);       // the check mark's and the CJK characters' byte pieces waited
   // Any token sequence (a random model's) joins to its decoding too.
   auto t = rill::lm::Tokenizer::load_sentencepiece(trained_model()).value();
+  // A lead byte's piece repeated past the hold (U+FFFD each) goes out; bytes that complete a character
+  // after it decode apart, with no error (they joined the held run's decoding before).
+  const auto chinese = t.encode("\xE4\xB8\xAD").value();  // byte fallback: <0xE4> <0xB8> <0xAD>
+  size_t at = 0;
+  while (at < chinese.size() && t.decode(std::span(chinese).subspan(at, 1)).value() != "\xEF\xBF\xBD") ++at;
+  REQUIRE(at + 3 == chinese.size());
+  std::vector<uint32_t> stuck(300, chinese[at]);
+  stuck.insert(stuck.end(), chinese.begin() + std::ptrdiff_t(at) + 1, chinese.end());
+  rill::lm::TextStream held(t);
+  const auto stuck_pieces = stream(held, stuck, false);
+  CHECK(stuck_pieces[255].size() == 256 * 3);  // 256 replacement characters
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     std::vector<uint32_t> random(60);
     for (size_t i = 0; i < random.size(); ++i)

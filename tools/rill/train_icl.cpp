@@ -251,8 +251,10 @@ int run_train_icl(const TrainIclArgs& args_in) {
     std::error_code ec;
     if (option != std::string("--checkpoint") || a.restart || !std::filesystem::exists(path, ec)) continue;
     if (!a.resume.empty() && std::filesystem::equivalent(path, a.resume, ec)) continue;  // how a run goes on
-    return fail(rill::failed_precondition("--checkpoint '" + path + "' holds an earlier run: --resume '" + path +
-                                          "' continues it, --restart trains afresh over it"));
+    return fail(rill::failed_precondition(
+        "--checkpoint '" + path + "' holds an earlier run: " +
+        (a.resume.empty() ? "--resume '" + path + "' continues it, --restart trains afresh over it"
+                          : std::string("--restart replaces it with this one, or choose another path"))));
   }
   if (!a.resume.empty() && a.checkpoint.empty())
     std::fprintf(stderr, "note: without --checkpoint the resumed model's further training is not saved\n");
@@ -338,6 +340,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
     // Train up to the next evaluation or checkpoint, whichever comes first.
     const int64_t never = std::numeric_limits<int64_t>::max();
     int64_t next_eval = eval_every, next_save = a.checkpoint_every > 0 ? a.checkpoint_every : never;
+    size_t curves_written = 0;  // this curve's rows at the last periodic write
     for (int64_t done = 0; done < a.steps;) {
       const int64_t chunk = std::min({next_eval, next_save, a.steps}) - done;
       const auto t0 = std::chrono::steady_clock::now();
@@ -348,7 +351,15 @@ int run_train_icl(const TrainIclArgs& args_in) {
       done += chunk;
       if (done == next_save) {
         RILL_RETURN_IF_ERROR(trainer->save_checkpoint(checkpoint_path(opt_name)));
-        RILL_RETURN_IF_ERROR(write_curves(false));
+        // The curves so far, once they have grown by a quarter (each write is the whole CSV: at every
+        // save a long run's writes would grow with the square of its length). A failed write is
+        // reported; the training goes on (the final write reports it again).
+        const size_t rows = curve.steps.size();
+        if (rows >= curves_written + curves_written / 4) {
+          if (const rill::Status w = write_curves(false); !w.is_ok())
+            std::fprintf(stderr, "note: curves not written at step %lld: %s\n", (long long)done, w.message().c_str());
+          curves_written = rows;
+        }
         next_save += a.checkpoint_every;
       }
       if (done != next_eval && done != a.steps) continue;

@@ -49,8 +49,10 @@ class RILL_API Tokenizer {
 // several tokens (byte fallback, or a byte model's UTF-8) waits for the token that completes it,
 // so no piece ends inside a character. Bytes that are not valid UTF-8 pass as they are (a byte
 // model) or as decode() replaces them (SentencePiece, which may hold them back until a token ends
-// the run); a run of 16 tokens that still ends inside a character (no character takes more) goes
-// out as it decodes. Each push decodes only the tokens since the text last settled, not the whole text.
+// the run); a run of 256 tokens that still ends inside a character (one takes at most 4) goes out
+// as it decodes and the stream starts afresh: only then may the pieces differ from decode() (the
+// bytes that follow decode apart, and SentencePiece drops a space before the next word, as at a
+// start). Each push decodes only the tokens since the text last settled.
 // The stream keeps its tokenizer's model alive (the Tokenizer may go first).
 class RILL_API TextStream {
  public:

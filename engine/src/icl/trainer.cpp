@@ -94,7 +94,9 @@ Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   if (steps > detail::kMaxSteps - im.step)
     return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
                         " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
-  records.reserve(records.size() + size_t(steps));
+  // Geometric growth: callers append run after run to one curve (an exact reserve copied it each time).
+  if (records.capacity() < records.size() + size_t(steps))
+    records.reserve(std::max(records.size() + size_t(steps), 2 * records.capacity()));
   int64_t left = steps;
   while (left > 0) {
     const uint32_t run = uint32_t(std::min<int64_t>(left, im.config.read_every));

@@ -93,12 +93,19 @@ Result<std::string> TextStream::push(uint32_t token) {
                             std::to_string(tokenizer_->vocab()) + ")");
   window_.push_back(token);
   RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));
-  // A character takes at most 4 bytes, a token each: a longer run that still ends inside one (a model
-  // repeating a lead byte, or byte pieces that are no UTF-8) will not complete it, and goes out as it
-  // decodes. Held longer, every push would decode the whole growing run again.
-  constexpr size_t kMostHeld = 16;
-  if (ends_inside_character(text, tokenizer_->sp != nullptr) && window_.size() - settled_ < kMostHeld)
-    return std::string();
+  // A character takes at most 4 bytes, a token each: a run of hundreds that still ends inside one (a
+  // model repeating a lead byte, or byte pieces that are no UTF-8) will not complete it, and goes out
+  // as it decodes. Held on, every push would decode the whole growing run again.
+  constexpr size_t kMostHeld = 256;
+  if (ends_inside_character(text, tokenizer_->sp != nullptr)) {
+    if (window_.size() - settled_ < kMostHeld) return std::string();
+    // Out as it decodes, and the stream starts afresh after it: bytes that follow could decode
+    // together with these (SentencePiece joins byte pieces) and change text already out.
+    std::string added =
+        text.compare(0, settled_text_.size(), settled_text_) == 0 ? text.substr(settled_text_.size()) : text;
+    restart();
+    return added;
+  }
   if (text.compare(0, settled_text_.size(), settled_text_) != 0)
     return internal_error("text stream: the decoding of a run of tokens changed when tokens followed it");
   std::string added = text.substr(settled_text_.size());

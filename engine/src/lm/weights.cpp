@@ -255,7 +255,7 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
       if ((h & 0x7fffu) == (dtype == TensorDType::kF16 ? 0x7c00u : 0x7f80u))
         return out_of_range("lm weights save: '" + spec.name + "' holds " + std::to_string(f[j]) + " at flat index " +
                             std::to_string(j) + ", past " + (dtype == TensorDType::kF16 ? "f16" : "bf16") +
-                            "'s range: save in f32 (or bf16)");
+                            "'s range: save in " + (dtype == TensorDType::kF16 ? "f32 or bf16" : "f32"));
       raw[2 * j] = uint8_t(h & 0xffu);
       raw[2 * j + 1] = uint8_t(h >> 8);
     }

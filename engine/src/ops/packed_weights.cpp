@@ -63,10 +63,9 @@ Status check_host(const HostPackedWeights& h, const std::string& where) {
   if (h.batch < 1 || h.rows < 1 || h.cols < 1 || h.batch > INT32_MAX || h.rows > INT32_MAX || h.cols > INT32_MAX ||
       h.batch * h.rows > INT32_MAX || h.batch * h.rows * h.cols > INT32_MAX)
     return invalid_argument(where + ": every dimension must be at least 1 and the matrix below 2^31 elements");
-  if (has_scales(h.format) && (h.group < 1 || h.group > h.rows))
-    return invalid_argument(where + ": the group of " + std::string(weight_format_name(h.format)) +
-                            " weights must be 1 to " + std::to_string(h.rows) + " rows, not " +
-                            std::to_string(h.group));
+  if (has_scales(h.format) && h.group < 1)
+    return invalid_argument(where + ": " + std::string(weight_format_name(h.format)) +
+                            " weights need a group of at least 1 row per scale");
   if (h.words.size() != uint64_t(h.batch * h.rows) * h.words_per_row() ||
       h.scales.size() != uint64_t(h.batch) * h.groups() * uint64_t(h.cols))
     return invalid_argument(where + ": words or scales do not match the shape");
