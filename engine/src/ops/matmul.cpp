@@ -74,8 +74,9 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   const uint64_t es = dtype_size(a.dtype());
   const uint64_t bytes = es * (ma.batch * M * K + (o.accumulate ? 2 : 1) * mc.batch * M * N) + b.bytes;
   const plan::DeviceTraits traits = plan::traits_of(seq);
+  // Rows per scale of packed int8 / int4 weights; 0 without scales (dense or f16 words).
+  const uint32_t scale_group = b.per_word != 0 && b.per_word != gpu::kPackedF16PerWord ? push.b_group : 0;
   if (!b.matvec_kernel.empty()) {
-    const uint32_t scale_group = b.per_word != gpu::kPackedF16PerWord ? push.b_group : 0;  // f16: no scales
     if (const auto v = plan::packed_matvec(traits, M, K, scale_group)) {
       RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, v->inner_loops, kMatmulOp, "the inner dimension K"));
       return seq.dispatch(
@@ -100,7 +101,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
       .f16 = a.dtype() == DType::kF16,
       .rows_vectorizable = push.a_cs == 1 && (b.per_word != 0 || push.b_cs == 1) && K % 8 == 0 && N % 8 == 0,
       .packed_per_word = b.per_word,
-      .packed_group = b.per_word != 0 && b.per_word != gpu::kPackedF16PerWord ? push.b_group : 0};
+      .packed_group = scale_group};
   push.batches = uint32_t(mc.batch);
   if (const auto coop = plan::cooperative_matmul(traits, shape)) {
     RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kMatmulOp, "the inner dimension K"));

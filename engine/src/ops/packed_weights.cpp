@@ -57,12 +57,18 @@ uint32_t HostPackedWeights::groups() const {
 }
 
 namespace {
-// A host matrix built by hand, checked as pack_weights builds one: its shape, its group and the
-// words (and scales) the shape needs.
-Status check_host(const HostPackedWeights& h, const std::string& where) {
+// The shapes a packed matrix may have (int64 products of them do not overflow).
+Status check_shape(const HostPackedWeights& h, const std::string& where) {
   if (h.batch < 1 || h.rows < 1 || h.cols < 1 || h.batch > INT32_MAX || h.rows > INT32_MAX || h.cols > INT32_MAX ||
       h.batch * h.rows > INT32_MAX || h.batch * h.rows * h.cols > INT32_MAX)
     return invalid_argument(where + ": every dimension must be at least 1 and the matrix below 2^31 elements");
+  return Status::ok();
+}
+
+// A host matrix built by hand, checked as pack_weights builds one: its shape, its group and the
+// words (and scales) the shape needs.
+Status check_host(const HostPackedWeights& h, const std::string& where) {
+  RILL_RETURN_IF_ERROR(check_shape(h, where));
   if (has_scales(h.format) && h.group < 1)
     return invalid_argument(where + ": " + std::string(weight_format_name(h.format)) +
                             " weights need a group of at least 1 row per scale");
@@ -90,9 +96,7 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
   p.batch = shape.size() == 3 ? shape[0] : 1;
   p.rows = shape[shape.size() - 2];
   p.cols = shape.back();
-  if (p.batch < 1 || p.rows < 1 || p.cols < 1 || p.batch > INT32_MAX || p.rows > INT32_MAX || p.cols > INT32_MAX ||
-      p.batch * p.rows > INT32_MAX || p.batch * p.rows * p.cols > INT32_MAX)
-    return invalid_argument("pack_weights: every dimension must be at least 1 and the matrix below 2^31 elements");
+  RILL_RETURN_IF_ERROR(check_shape(p, "pack_weights"));
   if (values.size() != size_t(p.batch * p.rows * p.cols))
     return invalid_argument("pack_weights: " + std::to_string(values.size()) + " values for a shape of " +
                             std::to_string(p.batch * p.rows * p.cols));
