@@ -4,7 +4,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "access.hpp"
 #include "gpu_test.hpp"
+#include "icl/trainer_grid_impl.hpp"
 #include "rill/icl.hpp"
 
 namespace {
@@ -128,6 +130,29 @@ GPU_TEST_CASE("icl grid: a model halted by a non-finite step stops alone", "[icl
   const auto more = must(grid.train(8));
   CHECK(more[0].empty());
   CHECK(more[1].size() == 8);
+}
+
+// A run the device took whose progress the host did not read (its download failed): the next call
+// reads where each model is, so its records are its own steps, none repeated or out of the ring.
+GPU_TEST_CASE("icl grid: a call after a failed progress read records its own steps", "[icl][grid]") {
+  auto ctx = rill_test::make_context();
+  const std::vector<TrainConfig> configs = mixed_grid();
+  auto grid = must(TrainerGrid::create(ctx, configs));
+  auto twin = must(TrainerGrid::create(ctx, configs));
+  must(grid.train(3));
+  must(twin.train(6));
+  auto& im = rill::detail::Access::impl_of(grid);
+  REQUIRE(im.step_sequence->run(3).is_ok());  // what train(3) does before its reads
+  im.unread = true;                           // as a failed read leaves it
+  const auto records = must(grid.train(2));
+  const auto expected = must(twin.train(2));
+  for (int m = 0; m < grid.models(); ++m) {
+    INFO("model " << m);
+    CHECK(grid.step(m) == 8);
+    REQUIRE(records[size_t(m)].size() == 2);
+    CHECK(records[size_t(m)][0].step == 6);
+    CHECK(same_curve(records[size_t(m)], expected[size_t(m)]));
+  }
 }
 
 GPU_TEST_CASE("icl grid: checkpoints move models between a grid and a trainer, bit for bit", "[icl][grid]") {

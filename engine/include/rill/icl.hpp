@@ -297,6 +297,7 @@ class RILL_API TrainerGrid {
   Result<EvalReport> evaluate(int model, const EvalOptions& options);
 
  private:
+  friend struct rill::detail::Access;
   struct Impl;
   explicit TrainerGrid(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
