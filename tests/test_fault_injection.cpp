@@ -98,6 +98,31 @@ GPU_TEST_CASE("every injected allocation failure is clean, leak-free and recover
   CHECK(failures > 5);
 }
 
+// Memory the host cannot map (vulkan11-minimum, as on a discrete GPU): uploads and downloads copy
+// through staging and wait for the copy; a failed wait must leave the staging memory and the
+// command buffer to the GPU until it is done, not free them under it (the drill's leak check).
+GPU_TEST_CASE("failures in staged uploads and downloads are clean, leak-free and recoverable", "[faults][gpu]") {
+  auto options = rill_test::validated_options();
+  options.limit_profile = "vulkan11-minimum";
+  auto ctx = rill_test::make_context(options);
+  {
+    auto probe = ctx.tensor(rill::DType::kF32, {5}, "probe").value();
+    REQUIRE(rill::detail::Access::storage(probe)->allocation.mapped() == nullptr);
+  }
+  const int failures = drill(ctx, [&](int round) {
+    const std::vector<float> values = {1.5f, -2.0f, float(round), 4.25f, 5.0f};
+    RILL_ASSIGN_OR_RETURN(rill::Tensor t, ctx.tensor(rill::DType::kF32, {5}, "t"));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(t, values));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> back, ctx.download_floats(t));
+    if (back != values) return rill::internal_error("a staged round trip changed the values");
+    std::vector<float> result;
+    RILL_RETURN_IF_ERROR(workload(ctx, round, &result));
+    if (result[0] != 7.0f) return rill::internal_error("wrong result");
+    return rill::Status::ok();
+  });
+  CHECK(failures > 5);
+}
+
 GPU_TEST_CASE("allocation failures in an ICL training step are clean and recoverable", "[faults][gpu]") {
   auto ctx = rill_test::make_context();
   const rill::icl::TrainConfig c = small_icl_config();

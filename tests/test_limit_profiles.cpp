@@ -52,6 +52,7 @@ rill::DeviceInfo large_device() {
   c.max_workgroup_count = {1u << 31, 65535, 65535};
   c.max_storage_buffer_range = 1ull << 32;
   c.max_push_constants_bytes = 256;
+  c.unified_memory = true;
   return d;
 }
 
@@ -144,6 +145,8 @@ TEST_CASE("limit profiles lower a device's capabilities and never raise them", "
   CHECK(minimum.caps.max_push_constants_bytes == 128);
   CHECK_FALSE(minimum.caps.storage_buffer_16bit);
   CHECK_FALSE(minimum.caps.float16_arithmetic);
+  CHECK_FALSE(minimum.caps.unified_memory);  // staged transfers, as on a discrete GPU
+  CHECK(mali.caps.unified_memory);           // kept
   rill::DeviceInfo adreno = large;
   REQUIRE(rill::apply_limit_profile("adreno", adreno).is_ok());
   CHECK(adreno.caps.shared_memory_bytes == 32768);

@@ -334,18 +334,19 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
   RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
   std::memcpy(staging.mapped(), bytes.data(), bytes.size());
   const auto& fn = impl_->device->fn();
-  Status s = impl_->run_once([&](VkCommandBuffer cb) {
-    VkBufferCopy region{staging.offset, t.offset(), t.bytes};
-    fn.vkCmdCopyBuffer(cb, staging.buffer(), t.buffer(), 1, &region);
-    // Copy -> later compute or transfer work of other submissions.
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-    fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                            &barrier, 0, nullptr, 0, nullptr);
-  });
-  impl_->allocator->release(staging);
+  Status s = impl_->run_once(
+      [&](VkCommandBuffer cb) {
+        VkBufferCopy region{staging.offset, t.offset(), t.bytes};
+        fn.vkCmdCopyBuffer(cb, staging.buffer(), t.buffer(), 1, &region);
+        // Copy -> later compute or transfer work of other submissions.
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                    VK_ACCESS_TRANSFER_WRITE_BIT};
+        fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
+                                0, nullptr, 0, nullptr);
+      },
+      [allocator = impl_->allocator.get(), staging](const Status&) { allocator->release(staging); });
   impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
   return s;
 }
@@ -365,17 +366,21 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
   }
   RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
   const auto& fn = impl_->device->fn();
-  Status s = impl_->run_once([&](VkCommandBuffer cb) {
-    VkBufferCopy region{t.offset(), staging.offset, t.bytes};
-    fn.vkCmdCopyBuffer(cb, t.buffer(), staging.buffer(), 1, &region);
-    // Copy -> host read of the staging memory after the fence.
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                            VK_ACCESS_HOST_READ_BIT};
-    fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier,
-                            0, nullptr, 0, nullptr);
-  });
-  if (s.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
-  impl_->allocator->release(staging);
+  Status s = impl_->run_once(
+      [&](VkCommandBuffer cb) {
+        VkBufferCopy region{t.offset(), staging.offset, t.bytes};
+        fn.vkCmdCopyBuffer(cb, t.buffer(), staging.buffer(), 1, &region);
+        // Copy -> host read of the staging memory after the fence.
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                VK_ACCESS_HOST_READ_BIT};
+        fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                                nullptr, 0, nullptr);
+      },
+      [&bytes, allocator = impl_->allocator.get(), staging](const Status& done) {
+        // Only where the wait succeeded: a retired copy's caller is gone.
+        if (done.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
+        allocator->release(staging);
+      });
   impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
   return s;
 }

@@ -37,9 +37,11 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::string tuned_plan;   // the tuning file's plan (ContextOptions::tuning_path), validated; empty: none
   vk::UniqueCommandPool transfer_pool;  // one-shot copies for Context::upload/download
 
-  // Runs a one-shot command buffer and waits for it.
-  template <typename Record>
-  Status run_once(Record&& record);
+  // Runs a one-shot command buffer and waits for it, then calls `done(status)`, which frees what
+  // the commands used. Where the wait fails after the submission, the GPU may still run them:
+  // `done` and the command buffer then go to the retire queue, to run once the GPU has finished.
+  template <typename Record, typename Done>
+  Status run_once(Record&& record, Done done);
   Status check_usable() const { return device->lost() ? device->lost_status() : Status::ok(); }
   // Waits until the GPU no longer uses the tensor.
   Status wait_for(const TensorStorage& storage);
@@ -50,12 +52,15 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
 Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& context, DType dtype, std::vector<int64_t> shape,
                            std::string name, MemoryPool pool);
 
-template <typename Record>
-Status ContextImpl::run_once(Record&& record) {
+template <typename Record, typename Done>
+Status ContextImpl::run_once(Record&& record, Done done) {
   const auto& fn = device->fn();
-  RILL_ASSIGN_OR_RETURN(vk::UniqueCommandBuffer command_buffer,
-                        vk::allocate_command_buffer(*device, faults, transfer_pool.get()));
-  const VkCommandBuffer cb = command_buffer.get();
+  auto command_buffer = vk::allocate_command_buffer(*device, faults, transfer_pool.get());
+  if (!command_buffer.is_ok()) {
+    done(command_buffer.status());
+    return command_buffer.status();
+  }
+  const VkCommandBuffer cb = command_buffer.value().get();
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   Status status = device->check(fn.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
@@ -63,9 +68,21 @@ Status ContextImpl::run_once(Record&& record) {
     record(cb);
     status = device->check(fn.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
   }
+  if (!status.is_ok()) {
+    done(status);
+    return status;
+  }
+  const Result<uint64_t> serial = submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
+  if (!serial.is_ok()) {
+    done(serial.status());
+    return serial.status();
+  }
+  status = submissions->wait(serial.value());
   if (status.is_ok()) {
-    auto serial = submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
-    status = serial.is_ok() ? submissions->wait(serial.value()) : serial.status();
+    done(status);
+  } else {
+    submissions->retire(serial.value(), [status, done = std::move(done),
+                                         used = std::move(command_buffer).value()]() mutable { done(status); });
   }
   return status;
 }

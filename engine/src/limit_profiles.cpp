@@ -20,6 +20,7 @@ struct LimitProfile {
   uint64_t max_texel_buffer_elements;
   bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
   bool cooperative_matrices;  // kept where the device has them
+  bool unified_memory;        // kept where the device has it; false: the host maps no device memory
 };
 
 constexpr LimitProfile kProfiles[] = {
@@ -38,7 +39,8 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      true,
-     false},
+     false,
+     true},
     {"adreno",
      "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
      32768,
@@ -54,10 +56,12 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      true,
-     false},
+     false,
+     true},
     {"vulkan11-minimum",
      "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
-     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic (descriptor counts stay the device's)",
+     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic, no device memory the host maps (uploads "
+     "and downloads staged as on a discrete GPU; descriptor counts stay the device's)",
      16384,
      128,
      {128, 128, 64},
@@ -65,6 +69,7 @@ constexpr LimitProfile kProfiles[] = {
      uint64_t(1) << 27,
      128,
      65536,
+     false,
      false,
      false,
      false,
@@ -84,6 +89,7 @@ constexpr LimitProfile kProfiles[] = {
      uint64_t(1) << 16,
      UINT32_MAX,
      UINT64_MAX,
+     true,
      true,
      true,
      true,
@@ -130,6 +136,7 @@ Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
   c.storage_buffer_8bit = c.storage_buffer_8bit && profile->storage_8bit;
   c.int8_arithmetic = c.int8_arithmetic && profile->int8;
   if (!profile->cooperative_matrices) c.cooperative_matrix_f16 = {};  // no phone-class or minimum device has them
+  c.unified_memory = c.unified_memory && profile->unified_memory;
   device.limit_profile = profile->name;
   return Status::ok();
 }

@@ -1,5 +1,5 @@
-// Fault injection for tests: makes the N-th resource-creating call of a context fail as if the
-// driver ran out of memory, so every error path can be exercised one allocation at a time.
+// Fault injection for tests: makes the N-th resource-creating call (or fence wait) of a context
+// fail as if the driver ran out of memory, so every error path can be exercised one at a time.
 #pragma once
 
 #include <cstdint>

@@ -119,10 +119,13 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   }
   ++stats_.device_memory_allocations;
   VkResult r = fn.vkBindBufferMemory(dev, block->buffer.get(), block->memory.get(), 0);
+  // Device blocks only on unified memory (their types are then coherent): a discrete GPU's
+  // host-visible device memory may be incoherent, or uncached and slow to read back.
   const bool host_visible =
       device_.memory_properties().memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  const bool map = host_visible && (pool == PoolKind::kStaging || pool == PoolKind::kUploads || device_mapped_);
   void* mapped = nullptr;
-  if (r == VK_SUCCESS && host_visible)
+  if (r == VK_SUCCESS && map)
     r = faults_.run([&] { return fn.vkMapMemory(dev, block->memory.get(), 0, VK_WHOLE_SIZE, 0, &mapped); });
   if (r != VK_SUCCESS) return device_.check(r, "binding or mapping a memory block");
   block->mapped = static_cast<uint8_t*>(mapped);

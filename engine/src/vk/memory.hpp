@@ -32,7 +32,7 @@ struct MemoryBlock {
   UniqueDeviceMemory memory;
   UniqueBuffer buffer;  // after the memory: destroyed before it
   uint64_t size = 0;
-  uint8_t* mapped = nullptr;  // host pointer when host-visible
+  uint8_t* mapped = nullptr;  // host pointer: staging and upload blocks, device blocks on unified memory
   PoolKind pool = PoolKind::kActivations;
   bool dedicated = false;              // holds exactly one allocation
   std::map<uint64_t, uint64_t> free;   // offset -> size of each free range

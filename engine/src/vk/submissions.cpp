@@ -2,15 +2,38 @@
 #include "vk/submissions.hpp"
 
 #include <chrono>
+#include <string>
+
+#include "core/log.hpp"
 
 namespace rill::vk {
 
 Submissions::~Submissions() { drain(); }
 
 void Submissions::drain() {
-  // On a lost device this returns at once; the loss is latched and everything is released anyway.
-  const VkResult r = device_.fn().vkDeviceWaitIdle(device_.handle());
-  if (r != VK_SUCCESS) (void)device_.check(r, "vkDeviceWaitIdle");
+  // rill's own fences, not vkDeviceWaitIdle: on an application's device (Context::wrap) that
+  // would need every queue of the device, the application's too, kept still while it waits.
+  std::vector<VkFence> fences;
+  for (const InFlight& f : in_flight_) fences.push_back(f.fence.get());
+  const VkResult r =
+      fences.empty() || device_.lost()
+          ? VK_SUCCESS
+          : device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  if (r != VK_SUCCESS) {
+    const Status failed = device_.check(r, "vkWaitForFences");
+    if (!device_.lost()) {
+      // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
+      log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
+                                                 " resources of unfinished work are leaked, not freed in use");
+      new std::deque<InFlight>(std::move(in_flight_));                     // NOLINT: deliberately leaked
+      new std::deque<std::pair<uint64_t, Retiree>>(std::move(retirees_));  // NOLINT: deliberately leaked
+      in_flight_.clear();
+      retirees_.clear();
+      completed_ = last_submitted_;
+      return;
+    }
+  }
+  // On a lost device nothing runs any more: everything is released.
   in_flight_.clear();  // their fences may be signalled, not reset: destroyed
   completed_ = last_submitted_;
   while (!retirees_.empty()) run_retirees();
@@ -75,7 +98,8 @@ Status Submissions::wait(uint64_t serial) {
   }
   while (completed_ < serial && !in_flight_.empty()) {
     const VkFence fence = in_flight_.front().fence.get();
-    VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX);
+    // A fault-injection point too: a failed wait must not free what the GPU still uses.
+    VkResult r = faults_.run([&] { return fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX); });
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());
   }

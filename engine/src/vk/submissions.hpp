@@ -60,7 +60,8 @@ class Submissions {
   };
   // Runs `fn` once the submission `serial` has completed (at once if it has).
   void retire(uint64_t serial, Retiree fn);
-  // Runs every pending retiree after waiting for the device (teardown, device loss).
+  // Runs every pending retiree after waiting for rill's submissions (teardown, device loss); where
+  // that wait fails on a device not lost, leaks them instead (the GPU may still use their resources).
   void drain();
 
  private:
