@@ -127,6 +127,11 @@ int run_generate(const GenerateArgs& args) {
                             {"--prompt-file", a.prompt_file == "-" ? std::string() : a.prompt_file}});
       !s.is_ok())
     return fail(s);
+  if (auto s = check_files(
+          {{"--save-config", a.save_config}, {"--save-weights", a.save_weights}, {"--export-logits", a.export_logits}},
+          {{"--load-state", a.load_state}});
+      !s.is_ok())
+    return fail(s);
   auto prompt = read_prompt(a);
   if (!prompt.is_ok()) return fail(prompt.status());
   if (prompt->empty() && !a.bos && a.load_state.empty())

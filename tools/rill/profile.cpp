@@ -29,7 +29,15 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
-  if (auto s = check_files({{"--trace", args.trace}, {"--roofline", args.roofline}}); !s.is_ok()) {
+  // The profiled command's arguments (or an option's value after '=') may name its files: the
+  // trace and the plot must not replace one of them.
+  std::vector<NamedPath> command_files;
+  for (const std::string& word : args.command) {
+    command_files.push_back({"the profiled command's argument", word});
+    if (const size_t eq = word.find('='); eq != std::string::npos)
+      command_files.push_back({"the profiled command's argument", word.substr(eq + 1)});
+  }
+  if (auto s = check_files({{"--trace", args.trace}, {"--roofline", args.roofline}}, command_files); !s.is_ok()) {
     std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
     return 2;
   }

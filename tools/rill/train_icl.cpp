@@ -245,6 +245,9 @@ int run_train_icl(const TrainIclArgs& args_in) {
       outputs.push_back({"--checkpoint", checkpoint_path(o)});
   if (auto s = check_files(outputs, {{"--train-tasks", a.train_tasks}, {"--eval-file", a.eval_file}}); !s.is_ok())
     return fail(s);
+  // The checkpoint may be the one resumed from; the curves may not.
+  if (auto s = check_files({{"--csv", a.csv}, {"--plot", a.plot}}, {{"--resume", a.resume}}); !s.is_ok())
+    return fail(s);
   // A checkpoint of an earlier run is replaced at the first save only when asked: running a long
   // run's command again without --resume would otherwise start it over and lose it.
   for (const auto& [option, path] : outputs) {

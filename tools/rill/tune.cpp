@@ -20,6 +20,7 @@
 #include "bench_ops.hpp"
 #include "commands.hpp"
 #include "json_text.hpp"
+#include "output_paths.hpp"
 #include "rill/context.hpp"
 #include "rill/files.hpp"
 #include "rill/icl.hpp"
@@ -219,7 +220,8 @@ int run_tune(const TuneArgs& args) {
     jobs.push_back(job);
     start = comma + 1;
   }
-  if (auto s = rill::check_writable(args.out); !s.is_ok()) return fail(s, "--out");
+  if (auto s = check_files({{"--out", args.out}}, {{"--lm-config", args.lm_config}}); !s.is_ok())
+    return fail(s, "--out");
   rill::ContextOptions options;
   options.kernel_variant = args.family;
   auto probe = rill::Context::create(options);
