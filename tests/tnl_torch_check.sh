@@ -67,4 +67,11 @@ PY
 refused missing "missing tensor 'model.layers.1.channel_mixer.l2.weight'"
 refused extra "unknown tensors .*token_mixer.norm.weight"
 refused nan "non-finite value at \[3, 5\]"
+mkdir -p listed && cp bin-f32/config.json listed/ && $py -c "
+import struct; h = b'[1, 2]'; open('listed/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h)"
+refused listed "the header is not a JSON object"
+# A tokenizer left in --out by an earlier conversion is not passed off as this model's.
+echo stale > st-bf16-rill/tokenizer.model
+$py "$convert" --model st-bf16 --out st-bf16-rill --dtype bf16 | grep -q '"tokenizer": false' || { echo "a stale tokenizer was kept"; exit 1; }
+test ! -e st-bf16-rill/tokenizer.model || { echo "st-bf16-rill/tokenizer.model is still there"; exit 1; }
 echo "rill matches the PyTorch TransNormerLLM"

@@ -32,31 +32,51 @@ def read_safetensors(path):
         raise CheckpointError("'%s': the header length %d runs past the end of the file" % (path, header_len))
     try:
         header = json.loads(data[8:8 + header_len])
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise CheckpointError("'%s': the header is not JSON (%s)" % (path, e))
+    if not isinstance(header, dict):
+        raise CheckpointError("'%s': the header is not a JSON object" % path)
     base, out = 8 + header_len, {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        begin, end = entry["data_offsets"]
+        dtype_name, shape, (begin, end) = _checked_entry(path, name, entry)
         if not 0 <= begin <= end <= len(data) - base:
             raise CheckpointError("'%s': tensor '%s' lies outside the file" % (path, name))
         raw = data[base + begin:base + end]
-        if entry["dtype"] == "U32":
-            t = torch.tensor(struct.unpack("<%dI" % (len(raw) // 4), raw), dtype=torch.int64)
-        elif entry["dtype"] in DTYPES:
-            dtype = DTYPES[entry["dtype"]]
-            t = torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
-        else:
-            raise CheckpointError("'%s': tensor '%s' has dtype %s" % (path, name, entry["dtype"]))
+        size = 4 if dtype_name == "U32" else torch.empty(0, dtype=DTYPES[dtype_name]).element_size()
         count = 1
-        for s in entry["shape"]:
-            count *= s
-        if t.numel() != count:
-            raise CheckpointError("'%s': tensor '%s' holds %d values, its shape %s needs %d" %
-                                  (path, name, t.numel(), entry["shape"], count))
-        out[name] = t.reshape(entry["shape"])
-    return out, header.get("__metadata__", {})
+        for dim in shape:
+            count *= dim
+        if len(raw) != count * size:
+            raise CheckpointError("'%s': tensor '%s' holds %d bytes, its shape %s of %s needs %d" %
+                                  (path, name, len(raw), shape, dtype_name, count * size))
+        if dtype_name == "U32":
+            t = torch.tensor(struct.unpack("<%dI" % count, raw), dtype=torch.int64)
+        else:
+            dtype = DTYPES[dtype_name]
+            t = torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+        out[name] = t.reshape(shape)
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict):
+        raise CheckpointError("'%s': __metadata__ is not a JSON object" % path)
+    return out, metadata
+
+
+def _checked_entry(path, name, entry):
+    """(dtype name, shape, data offsets) of a header entry, each of the right type."""
+    def is_count(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if not isinstance(entry, dict):
+        raise CheckpointError("'%s': entry '%s' is not a JSON object" % (path, name))
+    dtype_name, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype_name != "U32" and dtype_name not in DTYPES:
+        raise CheckpointError("'%s': tensor '%s' has dtype %s" % (path, name, dtype_name))
+    if not isinstance(shape, list) or not all(is_count(d) for d in shape):
+        raise CheckpointError("'%s': tensor '%s' has shape %r, not a list of sizes" % (path, name, shape))
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(is_count(o) for o in offsets):
+        raise CheckpointError("'%s': tensor '%s' has data_offsets %r, not two offsets" % (path, name, offsets))
+    return dtype_name, shape, offsets
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -99,6 +119,10 @@ def _write_atomic(path, mode, write):
 
 def write_text_atomic(path, text):
     _write_atomic(path, "w", lambda f: f.write(text))
+
+
+def write_bytes_atomic(path, data):
+    _write_atomic(path, "wb", lambda f: f.write(data))
 
 
 def load_published(folder):

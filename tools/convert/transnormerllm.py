@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 
 try:
@@ -34,7 +33,8 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checkpoint_io import CheckpointError, load_published, write_safetensors, write_text_atomic  # noqa: E402
+from checkpoint_io import (CheckpointError, load_published, write_bytes_atomic, write_safetensors,  # noqa: E402
+                           write_text_atomic)
 
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "relu": "relu", "1+elu": "elu1", "none": "identity",
                "noact": "identity"}
@@ -148,9 +148,13 @@ def main():
                           {k: v.to(dtype).contiguous() for k, v in weights.items()},
                           {"rill.converted_from": "TransNormerLLM"})
         write_text_atomic(os.path.join(args.out, "config.json"), json.dumps(rc, indent=1) + "\n")
-        tokenizer = os.path.join(args.model, "tokenizer.model")
+        # A tokenizer.model of an earlier conversion into --out would pass for this model's.
+        tokenizer, out_tokenizer = os.path.join(args.model, "tokenizer.model"), os.path.join(args.out, "tokenizer.model")
         if os.path.exists(tokenizer):
-            shutil.copyfile(tokenizer, os.path.join(args.out, "tokenizer.model"))
+            with open(tokenizer, "rb") as f:
+                write_bytes_atomic(out_tokenizer, f.read())
+        elif os.path.lexists(out_tokenizer):
+            os.remove(out_tokenizer)
     except (CheckpointError, OSError) as e:
         print("transnormerllm.py: %s" % e, file=sys.stderr)
         sys.exit(1)
