@@ -51,6 +51,23 @@ rill::Status fast_forward(rill::lm::Session& s, uint64_t n) {
   return s.deserialize_state(w.serialize());
 }
 
+// The model a record timed, as it runs: the precision in effect (f16 falls back to f32 on a device
+// without 16-bit storage), its layers and its weight bytes.
+nlohmann::json model_shape_of(const rill::lm::Model& model) {
+  const rill::lm::ModelConfig& config = model.config();
+  return {{"width", config.width},
+          {"heads", config.heads},
+          {"layers", config.layers},
+          {"ffn_width", config.ffn_width},
+          {"vocab", config.vocab},
+          {"block", config.block},
+          {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
+          {"segment", model.options().prefill_segment},
+          {"weight_storage", rill::lm::weight_storage_name(model.options().weights)},
+          {"precision", model.options().precision == rill::lm::Precision::kF16 ? "f16" : "f32"},
+          {"weight_bytes", model.weight_bytes()}};
+}
+
 // Decode cost against the position for both models, measured in interleaved rounds (each round
 // decodes a few tokens at every position in turn) so that the noise of a shared machine spreads
 // over all positions alike. Sessions reach their positions by fast_forward.
@@ -58,13 +75,13 @@ rill::Status fast_forward(rill::lm::Session& s, uint64_t n) {
 // segment): the records name them.
 bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& config,
                               rill::lm::Model& model_under_test, const rill::lm::ModelOptions& options,
-                              const rill::lm::Weights& soft_weights, bool quick, const nlohmann::json& model_shape,
-                              nlohmann::json& out) {
+                              const rill::lm::Weights& soft_weights, bool quick, nlohmann::json& out) {
   const std::vector<uint64_t> positions = {1024, 65536, 1048576};
   const int rounds = quick ? 2 : 8, per_round = 6;
   struct Probe {
     std::string variant;
     uint64_t position;
+    nlohmann::json model_shape;            // of the model it times
     std::optional<rill::lm::Model> model;  // the softmax baseline's cache is sized per position
     std::optional<rill::lm::Session> session;
     std::vector<float> logits;
@@ -73,7 +90,7 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
   std::vector<Probe> probes;
   for (const char* variant : {"transnormer", "softmax_baseline"}) {
     for (uint64_t n : positions) {
-      Probe p{variant, n, {}, {}, std::vector<float>(config.vocab, 0.0f), {}};
+      Probe p{variant, n, {}, {}, {}, std::vector<float>(config.vocab, 0.0f), {}};
       rill::lm::Model* model = &model_under_test;
       if (p.variant == "softmax_baseline") {
         rill::lm::ModelOptions soft_options = options;
@@ -84,6 +101,7 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
         p.model.emplace(std::move(m).value());
         model = &*p.model;
       }
+      p.model_shape = model_shape_of(*model);
       auto session = model->session();
       if (!report(session.status(), "decode session")) return false;
       p.session.emplace(std::move(session).value());
@@ -103,9 +121,13 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
       }
   for (Probe& p : probes) {
     std::sort(p.ms.begin(), p.ms.end());
-    out.push_back({{"op", "lm_decode_interleaved"}, {"variant", p.variant},
-                   {"shape", {{"position", p.position}, {"model", model_shape}}}, {"median_ms", p.ms[p.ms.size() / 2]},
-                   {"min_ms", p.ms.front()}, {"tokens", p.ms.size()}, {"state_bytes", p.session->state_bytes()},
+    out.push_back({{"op", "lm_decode_interleaved"},
+                   {"variant", p.variant},
+                   {"shape", {{"position", p.position}, {"model", p.model_shape}}},
+                   {"median_ms", p.ms[p.ms.size() / 2]},
+                   {"min_ms", p.ms.front()},
+                   {"tokens", p.ms.size()},
+                   {"state_bytes", p.session->state_bytes()},
                    {"position_reached_by", "restored state"}});
     std::fprintf(stderr, "lm decode (interleaved rounds) %s at %llu: median %.2f ms, min %.2f ms\n", p.variant.c_str(),
                  (unsigned long long)p.position, p.ms[p.ms.size() / 2], p.ms.front());
@@ -156,18 +178,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   ctx.reset_peak_memory();
   auto model = rill::lm::Model::create(ctx, *weights, options);
   if (!report(model.status(), "model")) return false;
-  const uint64_t weight_bytes = model->weight_bytes();
-  const nlohmann::json model_shape = {{"width", config.width},
-                                      {"heads", config.heads},
-                                      {"layers", config.layers},
-                                      {"ffn_width", config.ffn_width},
-                                      {"vocab", config.vocab},
-                                      {"block", config.block},
-                                      {"config", nlohmann::json::parse(rill::lm::config_to_json(config))},
-                                      {"segment", model->options().prefill_segment},
-                                      {"weight_storage", rill::lm::weight_storage_name(options.weights)},
-                                      {"precision", args.lm_precision},
-                                      {"weight_bytes", weight_bytes}};
+  const nlohmann::json model_shape = model_shape_of(*model);
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
   std::string peer_config, peer_weights;
   if (args.peers) {
@@ -241,7 +252,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
       const nlohmann::json peer =
           run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",
                           "--config " + peer_config + " --weights " + peer_weights + " --time " + std::to_string(n) +
-                              (args.lm_precision == "f16" ? " --dtype float16" : ""));
+                              (model->options().precision == rill::lm::Precision::kF16 ? " --dtype float16" : ""));
       if (peer.contains("prefill_seconds") && peer["prefill_seconds"].is_number()) {
         const double peer_ms = 1e3 * peer["prefill_seconds"].get<double>();
         prefill_record["peer_ms"] = peer_ms;
@@ -290,7 +301,9 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     soft_options.softmax_capacity = uint32_t(n + decode_tokens + 1);
     auto soft_model = rill::lm::Model::create(ctx, *soft_weights, soft_options);
     if (soft_model.status().code() == rill::StatusCode::kOutOfRange) {  // the growing cache no longer fits
-      out.push_back({{"op", "lm_decode"}, {"variant", "softmax_baseline"}, {"shape", {{"position", n}, {"model", model_shape}}},
+      out.push_back({{"op", "lm_decode"},
+                     {"variant", "softmax_baseline"},
+                     {"shape", {{"position", n}}},
                      {"error", soft_model.status().message()}});
       std::fprintf(stderr, "lm softmax baseline: position %llu: %s\n", (unsigned long long)n,
                    soft_model.status().message().c_str());
@@ -308,8 +321,10 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
       const double prefill_ms = ms_since(t0);
       if (!report(l.status(), "softmax prefill")) return false;
       logits = std::move(l).value();
-      out.push_back({{"op", "lm_prefill"}, {"variant", "softmax_baseline"},
-                     {"shape", {{"tokens", n}, {"model", model_shape}}}, {"median_ms", prefill_ms},
+      out.push_back({{"op", "lm_prefill"},
+                     {"variant", "softmax_baseline"},
+                     {"shape", {{"tokens", n}, {"model", model_shape_of(*soft_model)}}},
+                     {"median_ms", prefill_ms},
                      {"tokens_per_s", 1e3 * double(n) / prefill_ms},
                      {"peak_device_bytes", ctx.memory_stats().peak_used_bytes}});
     } else if (!report(fast_forward(*session, n), "softmax fast-forward")) {
@@ -317,13 +332,16 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     }
     auto decode = time_decode(*session, logits, decode_tokens);
     if (!report(decode.status(), "softmax decode")) return false;
-    out.push_back({{"op", "lm_decode"}, {"variant", "softmax_baseline"}, {"shape", {{"position", n}, {"model", model_shape}}},
-                   {"median_ms", *decode}, {"state_bytes", session->state_bytes()},
+    out.push_back({{"op", "lm_decode"},
+                   {"variant", "softmax_baseline"},
+                   {"shape", {{"position", n}, {"model", model_shape_of(*soft_model)}}},
+                   {"median_ms", *decode},
+                   {"state_bytes", session->state_bytes()},
                    {"position_reached_by", n <= soft_prefill_max ? "prefill" : "restored state"}});
     std::fprintf(stderr, "lm softmax baseline: position %llu decode %.2f ms/token, cache %.1f MiB\n",
                  (unsigned long long)n, *decode, double(session->state_bytes()) / (1 << 20));
   }
-  return bench_decode_interleaved(ctx, config, *model, options, *soft_weights, quick, model_shape, out);
+  return bench_decode_interleaved(ctx, config, *model, options, *soft_weights, quick, out);
 }
 
 }  // namespace rill_cli

@@ -103,9 +103,15 @@ bool bench_matmul(bool quick, const std::vector<std::array<int64_t, 3>>& given, 
         auto c = random_tensor(ctx.value(), dtype, {m, n}, 3);
         auto t = time_op(ctx.value(), [&](rill::Sequence& s) { return rill::ops::matmul(s, a, b, c); }, reps);
         if (!report(t.status(), "matmul")) return false;
+        // f16 runs on cooperative matrices where the plan takes them (or where the kernels went
+        // untimed on a device that has them: then unknown), else f32 math on f16 storage.
+        bool coop =
+            dtype == rill::DType::kF16 && t->kernels.empty() && ctx->device().caps.cooperative_matrix_f16[0] != 0;
+        for (const auto& [name, kernel] : t->kernels) coop = coop || name.find("coop") != std::string::npos;
+        const ComputeRoof roof = coop ? ComputeRoof::kNone : ComputeRoof::kF32;
         out.push_back(op_record("matmul", family,
                                 {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}},
-                                t.value(), peaks));
+                                t.value(), peaks, roof));
       }
     }
   }
@@ -440,14 +446,16 @@ nlohmann::json kernels_json(const OpTiming& t) {
 }  // namespace
 
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
-                         const OpTiming& t, const rill::DevicePeaks& peaks) {
+                         const OpTiming& t, const rill::DevicePeaks& peaks, ComputeRoof roof) {
   const double s = t.median_ms * 1e-3;
   const double gflops = s > 0 ? double(t.flops) / s / 1e9 : 0.0;
   const double gbps = s > 0 ? double(t.bytes) / s / 1e9 : 0.0;
   // Share of the roof at this kernel's intensity (the same rule as the profiler's roofline).
   const double intensity = t.bytes > 0 ? double(t.flops) / double(t.bytes) : 1e30;
   const double ridge = peaks.fma_f32_gflops / peaks.copy_gbps;
-  const double fraction = intensity < ridge ? gbps / peaks.copy_gbps : gflops / peaks.fma_f32_gflops;
+  const bool memory_bound = intensity < ridge;
+  nlohmann::json fraction = memory_bound ? gbps / peaks.copy_gbps : gflops / peaks.fma_f32_gflops;
+  if (roof == ComputeRoof::kNone) fraction = nullptr;
   nlohmann::json record = {{"op", op},
                            {"variant", variant.empty() ? "default" : variant},
                            {"shape", shape},
@@ -456,7 +464,10 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
                            {"gflops", gflops},
                            {"gbps", gbps},
                            {"peak_fraction", fraction},
-                           {"bound", intensity < ridge ? "memory" : "compute"},
+                           {"roof", roof == ComputeRoof::kNone ? "none measured (cooperative matrices)"
+                                    : memory_bound             ? "copy"
+                                                               : "fma_f32"},
+                           {"bound", memory_bound ? "memory" : "compute"},
                            {"host_ms", t.host_ms},
                            {"kernels", kernels_json(t)}};
   if (t.compare) {

@@ -64,8 +64,13 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
 // Least-squares slope of log(time) against log(n) over (n, time) points; NaN for fewer than two.
 double fitted_exponent(const std::vector<std::pair<double, double>>& points);
 
+// The compute roof a record's peak_fraction is judged against: the f32 FMA peak (every kernel but
+// the cooperative-matrix matmul computes in f32, f16 storage or not), or none measured (cooperative
+// matrices run on units no probe measures: the fraction is null).
+enum class ComputeRoof { kF32, kNone };
+
 nlohmann::json op_record(const std::string& op, const std::string& variant, const nlohmann::json& shape,
-                         const OpTiming& t, const rill::DevicePeaks& peaks);
+                         const OpTiming& t, const rill::DevicePeaks& peaks, ComputeRoof roof = ComputeRoof::kF32);
 
 // Appends records for the kernels named in `ops` (rmsnorm, ...), linear attention in the options'
 // forms only and matmul at their shapes. Returns false on an error.
