@@ -2,9 +2,15 @@
 # The ICL task sampler must give the same bits on every driver (shaders/include/rill_random.glsl).
 # SPIR-V lets a driver fuse or reassociate any float operation not decorated NoContraction, and
 # lavapipe happens not to, so only this check catches one that slipped through (NVIDIA's compiler
-# reassociated one). Usage: sampler_spirv_precise.sh <spirv-dis> <icl_sample.spv>
+# reassociated one). With "rte", the module must also declare f32 round-to-nearest-even (the
+# rounding of the CPU twin, which Vulkan otherwise leaves to the driver).
+# Usage: sampler_spirv_precise.sh <spirv-dis> <icl_sample.spv> [rte]
 set -euo pipefail
 text=$("$1" --raw-id "$2")
+if [ "${3:-}" = rte ] && ! grep -qE 'OpExecutionMode %[0-9]+ RoundingModeRTE 32' <<<"$text"; then
+  echo "$2 does not declare RoundingModeRTE 32"
+  exit 1
+fi
 marked=$(grep -oE 'OpDecorate %[0-9]+ NoContraction' <<<"$text" | awk '{print $2}' | sort -u)
 ops=$(grep -E '^ *%[0-9]+ = OpF(Add|Sub|Mul|Div|Rem|Mod|Negate) ' <<<"$text" | awk '{print $1}' | sort -u)
 count=$(grep -c . <<<"$ops" || true)

@@ -49,6 +49,16 @@ GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it"
     options.external = &ext;
     auto ctx = rill_test::make_context(options);
     CHECK(ctx.selection_reason() == "the application supplied the device");
+    // Created with no optional feature or extension: rill assumes none (their SPIR-V would be
+    // undefined on this device).
+    const rill::DeviceCaps& caps = ctx.device().caps;
+    CHECK(caps.api_version < VK_API_VERSION_1_2);  // the application's instance
+    CHECK_FALSE(caps.float16_arithmetic);
+    CHECK_FALSE(caps.int8_arithmetic);
+    CHECK_FALSE(caps.storage_buffer_8bit);
+    CHECK_FALSE(caps.subgroup_size_control);
+    CHECK_FALSE(caps.rounding_rte_f32);
+    CHECK_FALSE(caps.pipeline_creation_feedback);
     const uint32_t n = 513;
     auto x = ctx.tensor(rill::DType::kF32, {n});
     auto y = ctx.tensor(rill::DType::kF32, {n});

@@ -74,6 +74,17 @@ TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the speciali
   CHECK(needs_of("lm/attend_f32", {{"DV", 128}}).workgroup_memory_bytes == (32 + 32 + 32 * 128) * 4);
   CHECK(needs_of("lm/attend_f32", {{"DV", 24}}).workgroup_memory_bytes == (32 + 32 + 32 * 24) * 4);
   CHECK(needs_of("lm/attend_nosubgroup_f32", {{"WG_SIZE", 128}}).workgroup_memory_bytes == (128 + 16 * 128) * 4);
+  // The ICL sampler declaring its rounding, refused by name where the device cannot declare it.
+  const auto rte = needs_of("icl/icl_sample_rte", {});
+  CHECK(rte.rounding_rte);
+  CHECK_FALSE(needs_of("icl/icl_sample", {}).rounding_rte);
+  rill::DeviceInfo minimum = large_device();
+  minimum.caps.rounding_rte_f32 = true;
+  CHECK(rill::vk::check_shader_needs(rte, minimum, "icl/icl_sample_rte").is_ok());
+  REQUIRE(rill::apply_limit_profile("vulkan11-minimum", minimum).is_ok());
+  const rill::Status refused = rill::vk::check_shader_needs(rte, minimum, "icl/icl_sample_rte");
+  CHECK(refused.code() == rill::StatusCode::kUnimplemented);
+  CHECK(refused.message().find("f32 rounding declared to nearest even") != std::string::npos);
 
   const std::vector<uint32_t> none;
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{1, 2, 3}, none, none).is_ok());

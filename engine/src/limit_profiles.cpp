@@ -21,6 +21,7 @@ struct LimitProfile {
   bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
   bool cooperative_matrices;  // kept where the device has them
   bool unified_memory;        // kept where the device has it; false: the host maps no device memory
+  bool rounding_rte;          // kept where the device has it (Vulkan 1.1 cannot declare the rounding)
 };
 
 constexpr LimitProfile kProfiles[] = {
@@ -40,6 +41,7 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      false,
+     true,
      true},
     {"adreno",
      "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
@@ -57,11 +59,13 @@ constexpr LimitProfile kProfiles[] = {
      true,
      true,
      false,
+     true,
      true},
     {"vulkan11-minimum",
      "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
-     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic, no device memory the host maps (uploads "
-     "and downloads staged as on a discrete GPU; descriptor counts stay the device's)",
+     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic, no declared f32 rounding, no device memory "
+     "the host "
+     "maps (uploads and downloads staged as on a discrete GPU; descriptor counts stay the device's)",
      16384,
      128,
      {128, 128, 64},
@@ -69,6 +73,7 @@ constexpr LimitProfile kProfiles[] = {
      uint64_t(1) << 27,
      128,
      65536,
+     false,
      false,
      false,
      false,
@@ -89,6 +94,7 @@ constexpr LimitProfile kProfiles[] = {
      uint64_t(1) << 16,
      UINT32_MAX,
      UINT64_MAX,
+     true,
      true,
      true,
      true,
@@ -137,6 +143,7 @@ Status apply_limit_profile(std::string_view name, DeviceInfo& device) {
   c.int8_arithmetic = c.int8_arithmetic && profile->int8;
   if (!profile->cooperative_matrices) c.cooperative_matrix_f16 = {};  // no phone-class or minimum device has them
   c.unified_memory = c.unified_memory && profile->unified_memory;
+  c.rounding_rte_f32 = c.rounding_rte_f32 && profile->rounding_rte;
   device.limit_profile = profile->name;
   return Status::ok();
 }

@@ -50,6 +50,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::Ke
                         {"float16_arithmetic", c.float16_arithmetic},
                         {"storage_buffer_8bit", c.storage_buffer_8bit},
                         {"int8_arithmetic", c.int8_arithmetic},
+                        {"rounding_rte_f32", c.rounding_rte_f32},
                         {"shared_memory_bytes", c.shared_memory_bytes},
                         {"unified_memory", c.unified_memory},
                         {"timestamps", c.timestamps},
@@ -154,8 +155,10 @@ int run_info(const InfoArgs& args) {
     std::printf("    subgroup %u (%u..%u, arithmetic %s), shared memory %u B, max workgroup %u invocations\n",
                 c.subgroup_size, c.min_subgroup_size, c.max_subgroup_size, c.subgroup_arithmetic ? "yes" : "no",
                 c.shared_memory_bytes, c.max_workgroup_invocations);
-    std::printf("    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s\n", c.storage_buffer_16bit ? "yes" : "no",
-                c.float16_arithmetic ? "yes" : "no", c.storage_buffer_8bit ? "yes" : "no", c.int8_arithmetic ? "yes" : "no");
+    std::printf(
+        "    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s, f32 rounding declared to nearest even %s\n",
+        c.storage_buffer_16bit ? "yes" : "no", c.float16_arithmetic ? "yes" : "no",
+        c.storage_buffer_8bit ? "yes" : "no", c.int8_arithmetic ? "yes" : "no", c.rounding_rte_f32 ? "yes" : "no");
     const auto& coop = c.cooperative_matrix_f16;
     if (coop[0] != 0)
       std::printf("    cooperative matrices: f16 x f16 + f32, %u x %u x %u (VK_NV_cooperative_matrix)\n", coop[0],

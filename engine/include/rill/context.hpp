@@ -38,7 +38,8 @@ struct Access;  // the engine's own access to the implementation (engine/src/acc
 // A device the application already owns. rill records into its queue and never destroys it.
 // The device must have been created with the features rill reports as needed (none beyond
 // Vulkan 1.1 core for the foundation kernels; f16 kernels need storageBuffer16BitAccess). rill
-// does not use cooperative matrices on it: it cannot tell whether the application enabled them.
+// cannot tell which other features the application enabled, so it uses none on it: no cooperative
+// matrices, f16 or int8 arithmetic, 8-bit storage or subgroup size control (kernels fall back).
 struct ExternalVulkan {
   VkInstance_T* instance = nullptr;
   VkPhysicalDevice_T* physical_device = nullptr;

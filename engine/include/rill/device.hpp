@@ -27,6 +27,9 @@ struct DeviceCaps {
   bool float16_arithmetic = false;
   bool storage_buffer_8bit = false;
   bool int8_arithmetic = false;
+  // A shader may declare that its f32 + - * round to nearest even (shaderRoundingModeRTEFloat32);
+  // Vulkan leaves the rounding to the driver otherwise. The ICL sampler's bit-for-bit guarantee.
+  bool rounding_rte_f32 = false;
   // Cooperative matrices (VK_NV_cooperative_matrix): the subgroup-scope M x N x K shape of an f16
   // product with f32 accumulation that rill's matmul uses, {16, 16, 16} or {16, 8, 16}; zeros: none.
   std::array<uint32_t, 3> cooperative_matrix_f16{};

@@ -169,8 +169,9 @@ Status Recorder::sample(Sequence& seq, const Workspace& ws, const ModelState& m,
   const bool per_token = ops::plan::icl_sample_per_token(ops::plan::traits_of(seq), shape_.tokens);
   std::array<uint32_t, 3> groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
   if (per_token) groups[2] = shape_.tokens;
+  // Round-to-nearest-even declared where the device can: the CPU twin's rounding, guaranteed.
   return seq.dispatch(
-      {.kernel = "icl/icl_sample",
+      {.kernel = seq.device().caps.rounding_rte_f32 ? "icl/icl_sample_rte" : "icl/icl_sample",
        .bindings = {&m.state, r.entries != nullptr ? r.entries : &m.entries, &ws.acts, &ws.targets, &ws.sigmas},
        .push = push_bytes(p),
        .groups = groups,

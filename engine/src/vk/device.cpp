@@ -30,6 +30,7 @@ Result<std::unique_ptr<Device>> Device::create(const PhysicalDevice& physical) {
   if (!v13 && has(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME))
     extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
   if (!v13 && caps.subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (!v12 && caps.rounding_rte_f32) extensions.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   const bool cooperative_matrix = caps.cooperative_matrix_f16[0] != 0;
   if (cooperative_matrix) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
@@ -125,10 +126,17 @@ Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkD
   dev->queue_ = queue;
   dev->queue_family_ = queue_family;
   dev->owned_ = false;
-  // rill cannot tell which optional features the application enabled on its device; those it
-  // does not otherwise assume (cooperative matrices, compiler statistics) stay off.
-  dev->physical_.info.caps.cooperative_matrix_f16 = {};
-  dev->physical_.info.caps.pipeline_statistics = false;
+  // rill cannot tell which optional features and extensions the application enabled on its
+  // device: it assumes 16-bit storage (ExternalVulkan says so) and what the device's version makes
+  // core without a feature bit; the rest stays off (its SPIR-V would be undefined there).
+  const bool v12 = caps.api_version >= VK_API_VERSION_1_2, v13 = caps.api_version >= VK_API_VERSION_1_3;
+  caps.cooperative_matrix_f16 = {};
+  caps.pipeline_statistics = false;
+  caps.float16_arithmetic = caps.int8_arithmetic = caps.storage_buffer_8bit = false;
+  caps.subgroup_size_control = false;
+  caps.min_subgroup_size = caps.max_subgroup_size = caps.subgroup_size;
+  caps.pipeline_creation_feedback = caps.pipeline_creation_feedback && v13;
+  caps.rounding_rte_f32 = caps.rounding_rte_f32 && v12;
   dev->load();
   return dev;
 }

@@ -149,8 +149,15 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
     *tail = &driver;
     tail = &driver.pNext;
   }
+  VkPhysicalDeviceFloatControlsProperties float_controls{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  const bool has_float_controls = v12 || has_extension(exts, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  if (has_float_controls) {
+    *tail = &float_controls;
+    tail = &float_controls.pNext;
+  }
   if (has_size_control) *tail = &size_control;
   vkGetPhysicalDeviceProperties2(device, &props2);
+  caps.rounding_rte_f32 = has_float_controls && float_controls.shaderRoundingModeRTEFloat32;
 
   if (has_driver) {
     info.driver_id = driver.driverID;

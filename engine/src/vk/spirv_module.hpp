@@ -75,6 +75,7 @@ enum Capability : uint32_t {
   kCapabilityStorageBuffer8BitAccess = 4448,
   kCapabilityUniformAndStorageBuffer8BitAccess = 4449,
   kCapabilityStoragePushConstant8 = 4450,
+  kCapabilityRoundingModeRTE = 4467,
   kCapabilityVulkanMemoryModel = 5345,
   kCapabilityCooperativeMatrixNV = 5357,
 };

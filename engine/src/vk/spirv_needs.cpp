@@ -108,6 +108,9 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
           case kCapabilityInt8:
             needs.int8 = true;
             break;
+          case kCapabilityRoundingModeRTE:
+            needs.rounding_rte = true;
+            break;
           case kCapabilityCooperativeMatrixNV:
           case kCapabilityVulkanMemoryModel:
             needs.cooperative_matrix = true;
@@ -188,6 +191,7 @@ Status check_shader_needs(const ShaderNeeds& needs, const DeviceInfo& device, st
   if (needs.float16 && !caps.float16_arithmetic) return lacks("16-bit float arithmetic");
   if (needs.storage_8bit && !caps.storage_buffer_8bit) return lacks("8-bit storage buffers");
   if (needs.int8 && !caps.int8_arithmetic) return lacks("8-bit integer arithmetic");
+  if (needs.rounding_rte && !caps.rounding_rte_f32) return lacks("f32 rounding declared to nearest even");
   if (needs.cooperative_matrix && caps.cooperative_matrix_f16[0] == 0)
     return lacks("cooperative matrices (VK_NV_cooperative_matrix with the Vulkan memory model)");
   if (needs.workgroup_memory_bytes > caps.shared_memory_bytes)

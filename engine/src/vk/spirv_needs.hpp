@@ -20,6 +20,7 @@ struct ShaderNeeds {
   bool storage_8bit = false;
   bool int8 = false;
   bool cooperative_matrix = false;      // CooperativeMatrixNV (and the Vulkan memory model it comes with)
+  bool rounding_rte = false;            // RoundingModeRTE (declared for f32: rill declares no other width)
   uint64_t workgroup_memory_bytes = 0;  // the Workgroup variables, tightly packed (vec3 as vec4)
 };
 
