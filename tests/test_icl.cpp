@@ -372,6 +372,19 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   c = ahn_setting(1);
   c.task.categories = {1.0f, std::nanf("")};
   expect_error(c, "sigma values");
+  // Denormal scales: a GPU that flushes denormal operands would sample other tasks than the CPU.
+  c = ahn_setting(1);
+  c.task.data = DataKind::kHeavyTailed;
+  c.task.gamma_scale = 1e-39f;
+  expect_error(c, "gamma_scale must be finite and at least 2^-126");
+  c = ahn_setting(1);
+  c.task.noise = NoiseKind::kCategorical;
+  c.task.categories = {1.0f, 1e-40f};
+  expect_error(c, "not denormal");
+  c = ahn_setting(1);
+  c.task.noise = NoiseKind::kUniform;
+  c.task.sigma_max = 1e-40f;
+  expect_error(c, "sigma_max must be finite and 0 or at least");
   // 8.6e9 parameters would wrap in the kernels' 32-bit indices.
   c = ahn_setting(1);
   c.task.d = 1024;
@@ -671,8 +684,26 @@ GPU_TEST_CASE("icl: tasks from a file give the reference's loss, gradient and pr
   CHECK(run.report.model == Approx(loss).epsilon(2e-4));
   CHECK(std::isfinite(run.report.ridge_oracle));
 
-  // Wrong shapes and bad values are refused with the tensor named.
+  // Wrong shapes and bad values are refused with the tensor named; so are a set built in memory
+  // with a non-finite value or a label in a query token, and options with bad numbers.
   CHECK_FALSE(trainer.run_on(TaskSet{.d = 3, .n = 11, .tasks = 1}).is_ok());
+  auto refused = [&](const TaskSet& s, const EvalOptions& o, const char* text) {
+    const auto r = trainer.run_on(s, o);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(text) != std::string::npos);
+  };
+  TaskSet in_memory = set;
+  in_memory.targets[3] = INFINITY;
+  refused(in_memory, {}, "targets[3] is not finite");
+  in_memory = set;
+  in_memory.tokens[2 * size_t(12 * 5) - 1] = 0.5f;  // task 1's query label (12 tokens of 5)
+  refused(in_memory, {}, "task 1's query token holds a label");
+  refused(set, {.constant_lambda = std::nan("")}, "constant_lambda must be finite");
+  refused(set, {.tune_tunedrr = false, .tunedrr_factor = -1.0}, "tunedrr_factor and tunedrr_cap");
+  refused(set, {.sigma = 1e-40f}, "sigma must be finite and 0 or at least");
+  CHECK(trainer.evaluate({.tasks = 10, .sigma = std::nanf("")}).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK_FALSE(trainer.sample_task_set(4, 1, INFINITY).is_ok());
   set.tokens[7] = std::nanf("");
   REQUIRE(save_task_set(path, set).is_ok());
   auto bad = load_task_set(path);
@@ -758,6 +789,8 @@ GPU_TEST_CASE("icl: diagnostics match central differences of the reference", "[i
   const std::vector<float> before = trainer.parameters().value();
   const Diagnostics d = must(diagnose(trainer, {.batches = 16, .reference_tasks = 300, .step = 1e-2}));
   CHECK(same_bits(trainer.parameters().value(), before));  // restored
+  // A step a float parameter cannot take (theta + h == theta gave 0/0) is refused.
+  CHECK(diagnose(trainer, {.step = 1e-12}).status().message().find("a step in [2^-20, 1]") != std::string::npos);
 
   // The same quantities from the double-precision reference on the same task set.
   const TaskSet set = must(trainer.sample_task_set(300, DiagnosticsOptions{}.seed));

@@ -335,6 +335,22 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK(icl_layers(watched, deep).value().layers_per_dispatch == 1);
   const IclLayersShape wide{.width = 65, .tokens = 21};
   CHECK_FALSE(icl_layers(h100_like(), wide).value().workgroup_per_task);
+  // d = 160: its 161 x 161 matrices neither fit the shared memory nor an invocation's private
+  // memory on a GPU (545 KB a task, past NVIDIA's 512 KiB): refused with both sizes, as a forced
+  // task per invocation is. CPU drivers keep the arrays on their stacks.
+  const IclLayersShape wider{.width = 161, .tokens = 21};
+  const auto too_wide = icl_layers(h100_like(), wider);
+  REQUIRE_FALSE(too_wide.is_ok());
+  CHECK(too_wide.status().message().find("bytes of private memory per invocation") != std::string::npos);
+  DeviceTraits per_task = h100_like();
+  per_task.forced.icl_workgroup_per_task = false;
+  CHECK_FALSE(icl_layers(per_task, wider).is_ok());
+  CHECK_FALSE(icl_layers(lavapipe_like(), wider).value().workgroup_per_task);
+  // Where the shared memory holds a task and the private memory does not, a big batch takes a
+  // workgroup per task too (width 115: 294 KB of shared arrays, 284 KB private).
+  DeviceTraits roomy = h100_like();
+  roomy.shared_bytes = 320 << 10;
+  CHECK(icl_layers(roomy, {.width = 115, .tokens = 21, .tasks = 43008}).value().workgroup_per_task);
   DeviceTraits forced = lavapipe_like();
   forced.forced.icl_workgroup_per_task = true;
   CHECK(icl_layers(forced, vladymyrov).value().workgroup_per_task);

@@ -250,16 +250,34 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
   p.tasks_per_workgroup = tasks;
   p.workgroup = lanes_for(tasks);
   const bool fits = shared_bytes(tasks) <= d.shared_bytes;
+  // A task per invocation keeps its task's arrays private (icl_layer_bwd.glsl: the tokens and their
+  // gradient, A, B, dA, dB and a product, a row). A GPU spills them to per-invocation scratch,
+  // which drivers cap (NVIDIA: 512 KiB) and every resident invocation holds: half that at most.
+  const uint64_t private_bytes = (2 * token_elems + 5 * mat + s.width) * 4;
+  constexpr uint64_t kGpuPrivateBytes = 256 << 10;
+  const bool private_fits = d.family != Family::kGpu || private_bytes <= kGpuPrivateBytes;
+  auto too_large = [&] {
+    return invalid_argument("icl: a task of width " + std::to_string(s.width) + " and " + std::to_string(s.tokens) +
+                            " tokens needs " + std::to_string(shared_bytes(1)) +
+                            " bytes of shared memory (the device has " + std::to_string(d.shared_bytes) + ") or " +
+                            std::to_string(private_bytes) + " bytes of private memory per invocation (a GPU at most " +
+                            std::to_string(kGpuPrivateBytes) + "): a smaller d or n");
+  };
   if (d.forced.icl_workgroup_per_task == true && !fits)
     return invalid_argument("icl: the forced workgroup layer kernels need " + std::to_string(shared_bytes(tasks)) +
                             " bytes of shared memory; the device has " + std::to_string(d.shared_bytes));
   if (d.forced.icl_workgroup_per_task) {
+    if (!*d.forced.icl_workgroup_per_task && !private_fits) return too_large();
     p.workgroup_per_task = *d.forced.icl_workgroup_per_task;
     p.reason = "forced";
   } else if (d.family == Family::kCpu) {
     p.reason = "CPU driver: a task per SIMD lane";
   } else if (!fits) {
+    if (!private_fits) return too_large();
     p.reason = "a task's matrices exceed the shared memory";
+  } else if (!private_fits) {
+    p.workgroup_per_task = true;
+    p.reason = "GPU: a workgroup per task (a task's arrays exceed an invocation's private memory)";
   } else if ((s.model_tasks > 0 ? s.model_tasks : s.tasks) >= 32768) {
     // Enough tasks fill a GPU with one per invocation, whose loads of the element-major batch are
     // coalesced. H200, Vladymyrov setting, run 4: 21 models (43008 tasks) ran 3.37 ms per step a

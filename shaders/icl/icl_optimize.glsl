@@ -23,7 +23,9 @@ layout(std430, binding = 5) buffer Moment2 { float m2[]; };  // Adam v (unused b
 layout(std430, binding = 6) writeonly buffer History { float history[]; };  // [models][capacity][2]
 layout(push_constant) uniform PushBlock { IclOptimizePush p; };
 
-bool finite(float x) { return !isnan(x) && !isinf(x); }
+// By the exponent bits: without SignedZeroInfNanPreserve a compiler may assume no NaN or infinity
+// and fold isnan/isinf away, and the step would never halt.
+bool finite(float x) { return (floatBitsToUint(x) & 0x7F800000u) != 0x7F800000u; }
 
 void main() {
   const uint lid = gl_LocalInvocationIndex;
@@ -40,7 +42,22 @@ void main() {
 
   float sq = 0.0;
   for (uint i = lid; i < p.params; i += WG_SIZE) sq += reduced[rw + i] * reduced[rw + i];
-  const float norm = sqrt(rill_workgroup_sum(sq));
+  float norm = sqrt(rill_workgroup_sum(sq));
+  if (!finite(norm)) {  // uniform (a workgroup sum): squares past f32, or a gradient not finite
+    float largest = 0.0;
+    for (uint i = lid; i < p.params; i += WG_SIZE) largest = max(largest, abs(reduced[rw + i]));
+    largest = rill_workgroup_max(largest);
+    if (finite(largest)) {  // the norm of the gradient scaled by a power of two, scaled back
+      int exponent;
+      frexp(largest, exponent);
+      float scaled = 0.0;
+      for (uint i = lid; i < p.params; i += WG_SIZE) {
+        const float g = ldexp(reduced[rw + i], -exponent);
+        scaled += g * g;
+      }
+      norm = ldexp(sqrt(rill_workgroup_sum(scaled)), exponent);  // inf only where the norm is
+    }
+  }
   const float loss = reduced[rw + p.params];
   if (halted) return;  // uniform: every invocation read the same state
 

@@ -214,7 +214,9 @@ vec4 rill_normal4(uvec4 bits) {
   precise float n1 = r0 * sc0.x;
   precise float n2 = r1 * sc1.y;
   precise float n3 = r1 * sc1.x;
-  return vec4(n0, n1, n2, n3);
+  // A quarter turn gives sin or cos -0, and the sign of a zero is not kept by every driver
+  // (SignedZeroInfNanPreserve is not declared): +0 on both sides.
+  return vec4(rill_flush_denormal(n0), rill_flush_denormal(n1), rill_flush_denormal(n2), rill_flush_denormal(n3));
 }
 
 // Constants of a Gamma(shape, scale) sampler, computed once on the host (where division and

@@ -1,5 +1,6 @@
 // ICL configurations: the papers' presets, validation with messages that name the field, and
 // parameter counts.
+#include <cfloat>
 #include <cmath>
 
 #include "rill/icl.hpp"
@@ -63,15 +64,22 @@ Status validate(const TrainConfig& c) {
   if (t.data == DataKind::kHeavyTailed) {
     RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_shape) && t.gamma_shape >= 0.01f,
                                "gamma_shape must be finite and >= 0.01"));
-    RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_scale), "gamma_scale must be finite and > 0"));
+    // Normal, not denormal: a GPU that flushes denormal operands would draw other tokens than the CPU.
+    RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_scale) && t.gamma_scale >= FLT_MIN,
+                               "gamma_scale must be finite and at least 2^-126 (not denormal)"));
   }
+  // Zero or normal (as gamma_scale): a denormal sigma is flushed on some GPUs and not on the CPU.
+  auto zero_or_normal = [](float x) { return x == 0.0f || x >= FLT_MIN; };
   if (t.noise == NoiseKind::kUniform)
-    RILL_RETURN_IF_ERROR(field(std::isfinite(t.sigma_max) && t.sigma_max >= 0.0f, "sigma_max must be finite and >= 0"));
+    RILL_RETURN_IF_ERROR(field(std::isfinite(t.sigma_max) && zero_or_normal(t.sigma_max),
+                               "sigma_max must be finite and 0 or at least 2^-126 (not denormal)"));
   if (t.noise == NoiseKind::kCategorical) {
     RILL_RETURN_IF_ERROR(
         field(!t.categories.empty() && t.categories.size() <= gpu::kIclMaxCategories,
               "categorical noise needs 1 to " + std::to_string(gpu::kIclMaxCategories) + " sigma values"));
-    for (float s : t.categories) RILL_RETURN_IF_ERROR(field(std::isfinite(s) && s >= 0.0f, "sigma values must be finite and >= 0"));
+    for (float s : t.categories)
+      RILL_RETURN_IF_ERROR(field(std::isfinite(s) && zero_or_normal(s),
+                                 "sigma values must be finite and 0 or at least 2^-126 (not denormal)"));
   }
   const ModelConfig& m = c.model;
   RILL_RETURN_IF_ERROR(field(m.layers >= 1 && m.layers <= 64, "layers must be in [1, 64], got " + std::to_string(m.layers)));

@@ -106,8 +106,10 @@ Result<Diagnostics> diagnose_around(Trainer& trainer, const DiagnosticsOptions& 
 }  // namespace
 
 Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& o) {
-  if (o.batches < 4 || o.reference_tasks < 1 || !(o.step > 0.0 && std::isfinite(o.step)))
-    return invalid_argument("icl diagnose: needs batches >= 4, reference_tasks >= 1 and a finite step > 0");
+  // A step below 2^-20 of a parameter moves few float ulps (2^-23 each) or none: the differences
+  // were noise or 0/0.
+  if (o.batches < 4 || o.reference_tasks < 1 || !(o.step >= 0x1p-20 && o.step <= 1.0))
+    return invalid_argument("icl diagnose: needs batches >= 4, reference_tasks >= 1 and a step in [2^-20, 1]");
   RILL_ASSIGN_OR_RETURN(std::vector<float> theta, trainer.parameters());
   Result<Diagnostics> d = diagnose_around(trainer, o, theta);
   // On every path, an error's too: training or a checkpoint after a failed diagnosis must not go on

@@ -2,6 +2,7 @@
 // step once and replays it; reads losses every read_every steps; checkpoints. Evaluation is in
 // trainer_evaluation.cpp.
 #include <algorithm>
+#include <cmath>
 
 #include "icl/checkpoint.hpp"
 #include "icl/trainer_impl.hpp"
@@ -33,6 +34,20 @@ Status detail::check_task_set(const TaskSet& set, const Shape& s, const char* wh
       set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
     return invalid_argument(std::string(where) +
                             ": the task set's arrays do not match its task count (1 to 2^24 tasks)");
+  // A set built through the API, not load_task_set (which checks the same): finite values, and
+  // each query's label slot 0, or the model would read its target.
+  auto first_bad = [](const std::vector<float>& v) {
+    return std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) - v.begin();
+  };
+  for (const auto& [values, name] :
+       {std::pair{&set.tokens, "tokens"}, {&set.targets, "targets"}, {&set.sigmas, "sigmas"}})
+    if (const size_t i = size_t(first_bad(*values)); i < values->size())
+      return invalid_argument(std::string(where) + ": the task set's " + name + "[" + std::to_string(i) +
+                              "] is not finite");
+  for (int64_t t = 0; t < set.tasks; ++t)
+    if (set.tokens[size_t(t + 1) * s.token_elems - 1] != 0.0f)
+      return invalid_argument(std::string(where) + ": task " + std::to_string(t) +
+                              "'s query token holds a label (its last element must be 0)");
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // constant ridge, AdaRR, TunedRR) on fresh tasks or a given task set, and task sets drawn by the
 // GPU sampler for other implementations.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -125,10 +126,27 @@ struct EvalHostChunk {
 };
 }  // namespace
 
+// Every number of the options before anything is sampled with them: a NaN or negative lambda made
+// ridge a pseudo-inverse or a zero prediction, a NaN sigma no noise, silently.
+namespace {
+Status check_eval_options(const EvalOptions& o, const char* where) {
+  auto refuse = [&](const std::string& what) { return invalid_argument(std::string(where) + ": " + what); };
+  if (o.tasks < 1) return refuse("tasks must be >= 1");
+  if (o.tune_tunedrr && o.tuning_tasks < 1) return refuse("tuning_tasks must be >= 1");
+  if (o.sigma && !(std::isfinite(*o.sigma) && (*o.sigma == 0.0f || *o.sigma >= FLT_MIN)))
+    return refuse("sigma must be finite and 0 or at least 2^-126 (not denormal)");
+  if (!(std::isfinite(o.constant_lambda) && o.constant_lambda >= 0.0))
+    return refuse("constant_lambda must be finite and >= 0");
+  if (!o.tune_tunedrr && !(std::isfinite(o.tunedrr_factor) && o.tunedrr_factor > 0.0 && std::isfinite(o.tunedrr_cap) &&
+                           o.tunedrr_cap > 0.0))
+    return refuse("tunedrr_factor and tunedrr_cap must be finite and > 0");
+  return Status::ok();
+}
+}  // namespace
+
 // The options with TUNEDRR's factor and cap tuned on fresh tasks, when asked for.
 Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
   if (!options.tune_tunedrr) return options;
-  if (options.tuning_tasks < 1) return invalid_argument("icl evaluate: tuning_tasks must be >= 1");
   RILL_ASSIGN_OR_RETURN(TaskSet tuning,
                         sample_task_set(options.tuning_tasks, options.seed ^ 0x7E5700D5ull, options.sigma));
   const size_t per_task = size_t(tuning.n + 1) * (tuning.d + 1);
@@ -142,6 +160,7 @@ Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
 }
 
 Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
+  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl run_on"));
   RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
   Impl& im = *impl_;
   const Shape& s = im.shape;
@@ -175,6 +194,8 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
 Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
   Impl& im = *impl_;
   if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
+  if (sigma && !(std::isfinite(*sigma) && (*sigma == 0.0f || *sigma >= FLT_MIN)))
+    return invalid_argument("icl sample_task_set: sigma must be finite and 0 or at least 2^-126 (not denormal)");
   const Shape& s = im.shape;
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
@@ -200,6 +221,7 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional
 }
 
 Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
+  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl evaluate"));
   Impl& im = *impl_;
   // Baselines already scored on these tasks (an earlier evaluation with these options) are taken
   // as they were: then the device samples and runs the model, and the host only sums its loss.
@@ -209,9 +231,6 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   if (known == nullptr) {
     RILL_ASSIGN_OR_RETURN(options, with_tuned_baselines(requested));
   }
-  if (options.tasks < 1) return invalid_argument("icl evaluate: tasks must be >= 1");
-  if (options.sigma && !(std::isfinite(*options.sigma) && *options.sigma >= 0.0f))
-    return invalid_argument("icl evaluate: sigma must be finite and >= 0");
   const Shape& s = im.shape;
   const double c = loss_factor(im.config);
   const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
