@@ -208,8 +208,46 @@ int main(void) {
     EXPECT(strstr(rill_last_error(), "step counter") != NULL);
     EXPECT(rill_icl_evaluate(trainer, 50, 1, NAN, &eval) == RILL_INVALID_ARGUMENT);
     EXPECT(strstr(rill_last_error(), "NaN") != NULL);
+    /* A checkpoint continues bit for bit in a resumed trainer. */
+    {
+      static const char* const kCheckpoint = "rill-capi-icl-checkpoint.safetensors";
+      rill_icl_trainer* resumed = NULL;
+      float go_on[3], again[3];
+      EXPECT(rill_icl_save_checkpoint(trainer, kCheckpoint) == RILL_OK);
+      EXPECT(rill_icl_save_checkpoint(trainer, NULL) == RILL_INVALID_ARGUMENT);
+      EXPECT(rill_icl_trainer_resume(ctx, kCheckpoint, &resumed) == RILL_OK);
+      EXPECT(rill_icl_step(resumed, &step) == RILL_OK && step == 4);
+      EXPECT(rill_icl_train(trainer, 3, go_on, NULL) == RILL_OK);
+      EXPECT(rill_icl_train(resumed, 3, again, NULL) == RILL_OK);
+      EXPECT(memcmp(go_on, again, sizeof go_on) == 0);
+      rill_icl_trainer_destroy(resumed);
+      remove(kCheckpoint);
+    }
     rill_icl_trainer_destroy(trainer);
     rill_icl_trainer_destroy(NULL);
+
+    /* A model diverging under the stop policy: FAILED_PRECONDITION naming the step, the records up
+     * to and including the halting step (not counted by rill_icl_step), nothing written after. */
+    {
+      rill_icl_config diverging = config;
+      rill_icl_trainer* halting = NULL;
+      float halt_losses[6], halt_norms[6];
+      int k;
+      diverging.optimizer = RILL_ICL_SGD;
+      diverging.lr = 1e6f;
+      diverging.clip_norm = 0.0f;
+      for (k = 0; k < 6; ++k) halt_losses[k] = halt_norms[k] = -1.0f;
+      EXPECT(rill_icl_trainer_create(ctx, &diverging, &halting) == RILL_OK);
+      EXPECT(rill_icl_train(halting, 6, halt_losses, halt_norms) == RILL_FAILED_PRECONDITION);
+      EXPECT(strstr(rill_last_error(), "not finite") != NULL);
+      EXPECT(rill_icl_step(halting, &step) == RILL_OK && step >= 1 && step < 5);
+      if (step >= 1 && step < 5) {
+        EXPECT(halt_losses[0] > 0.0f);
+        EXPECT(!isfinite(halt_losses[step]) || !isfinite(halt_norms[step])); /* the halting step */
+        EXPECT(halt_losses[step + 1] == -1.0f && halt_norms[step + 1] == -1.0f);
+      }
+      rill_icl_trainer_destroy(halting);
+    }
 
     /* A trainer may outlive its context: it shares the device. */
     {
@@ -253,6 +291,19 @@ int main(void) {
       EXPECT(rill_icl_grid_evaluate(grid, 0, 40, 1, -1.0f, &grid_eval) == RILL_OK && grid_eval.tasks == 40);
       EXPECT(rill_icl_grid_evaluate(grid, 7, 40, 1, -1.0f, &grid_eval) == RILL_OUT_OF_RANGE);
       EXPECT(rill_icl_grid_save_checkpoint(grid, 0, NULL) == RILL_INVALID_ARGUMENT);
+      /* A grid model's checkpoint continues alone as the grid trains it on. */
+      {
+        static const char* const kGridCheckpoint = "rill-capi-grid-checkpoint.safetensors";
+        float grid_more[3 * 2], alone_more[2];
+        EXPECT(rill_icl_grid_save_checkpoint(grid, 1, kGridCheckpoint) == RILL_OK);
+        rill_icl_trainer_destroy(alone);
+        alone = NULL;
+        EXPECT(rill_icl_trainer_resume(ctx, kGridCheckpoint, &alone) == RILL_OK);
+        EXPECT(rill_icl_grid_train(grid, 2, grid_more) == RILL_OK);
+        EXPECT(rill_icl_train(alone, 2, alone_more, NULL) == RILL_OK);
+        EXPECT(memcmp(alone_more, grid_more + 2, sizeof alone_more) == 0);
+        remove(kGridCheckpoint);
+      }
       EXPECT(rill_icl_grid_train(NULL, 1, NULL) == RILL_INVALID_ARGUMENT);
       EXPECT(rill_icl_grid_train(grid, INT64_MAX, NULL) == RILL_OUT_OF_RANGE);
       EXPECT(rill_icl_grid_evaluate(grid, 0, 40, 1, NAN, &grid_eval) == RILL_INVALID_ARGUMENT);

@@ -1,12 +1,16 @@
-// Core: Status/Result, checked arithmetic, f16 conversion, atomic file writes, VkResult mapping.
+// Core: Status/Result, checked arithmetic, f16 conversion, atomic file writes, VkResult mapping,
+// the host's parallel loop.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
+#include "core/parallel_for.hpp"
 #include "rill/half.hpp"
 #include "rill/status.hpp"
 #include "temp_path.hpp"
@@ -138,4 +142,22 @@ TEST_CASE("every VkResult maps to a status with its name", "[core]") {
   CHECK(rill::vk::status_from_result(VK_ERROR_UNKNOWN, "x").code() == StatusCode::kInternal);
   const auto s = rill::vk::status_from_result(VK_ERROR_FRAGMENTED_POOL, "vkAllocateDescriptorSets");
   CHECK(s.message() == "vkAllocateDescriptorSets returned VK_ERROR_FRAGMENTED_POOL");
+}
+
+// An exception in any range (a worker's std::bad_alloc) reaches the caller once every thread has
+// joined; it used to terminate the process (thrown out of a thread, or past joinable threads).
+TEST_CASE("parallel_for covers every item once and rethrows a range's exception", "[core]") {
+  std::vector<int> seen(10000, 0);
+  rill::detail::parallel_for(seen.size(), 16, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) ++seen[i];
+  });
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int v) { return v == 1; }));
+  for (const size_t failing : {size_t(0), size_t(9999)}) {  // the caller's range, the last worker's
+    INFO("failing item " << failing);
+    CHECK_THROWS_AS(rill::detail::parallel_for(seen.size(), 16,
+                                               [&](size_t begin, size_t end) {
+                                                 if (begin <= failing && failing < end) throw std::bad_alloc();
+                                               }),
+                    std::bad_alloc);
+  }
 }

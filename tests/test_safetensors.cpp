@@ -554,6 +554,12 @@ TEST_CASE("safetensors check_finite finds the first NaN or infinity of every flo
     CHECK(s.code() == StatusCode::kDataLoss);
     CHECK_THAT(s.message(), Catch::Contains(name) && Catch::Contains(text));
   }
+  // An entry not of this file (made by hand, or another file's) has no bytes here: refused, not read.
+  rill::SafetensorsEntry foreign = *file->find("f32_ok");
+  foreign.shape = {100000};
+  const rill::Status s = file->check_finite(foreign);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("not an entry of this file"));
 }
 
 TEST_CASE("safetensors refuses over-long tensor names", "[safetensors]") {

@@ -111,7 +111,8 @@ RILL_C_API void rill_context_options_init(rill_context_options* options);
 /* options may be NULL (defaults). On failure *out is set to NULL. */
 RILL_C_API rill_status rill_context_create(const rill_context_options* options, rill_context** out);
 
-/* Accepts NULL. Waits for the device to finish the context's work. */
+/* Accepts NULL. Trainers, grids, models and sessions made from the context share it: the device
+ * is waited for and released when the last of them goes, so destroy them in any order. */
 RILL_C_API void rill_context_destroy(rill_context* context);
 
 RILL_C_API rill_status rill_context_device_info(const rill_context* context, rill_device_info* out);
@@ -180,6 +181,8 @@ RILL_C_API void rill_icl_config_init(rill_icl_config* config, int32_t setting);
 /* The trainer shares the context: destroy the two in either order. On failure *out is NULL. */
 RILL_C_API rill_status rill_icl_trainer_create(rill_context* context, const rill_icl_config* config,
                                                rill_icl_trainer** out);
+/* A checkpoint trained on a task set resumes without the set here: it evaluates, exports and
+ * saves, and rill_icl_train refuses it (RILL_FAILED_PRECONDITION; the C++ API takes the set). */
 RILL_C_API rill_status rill_icl_trainer_resume(rill_context* context, const char* checkpoint_path,
                                                rill_icl_trainer** out);
 RILL_C_API void rill_icl_trainer_destroy(rill_icl_trainer* trainer); /* accepts NULL */
@@ -193,7 +196,8 @@ RILL_C_API rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* o
  * refused). Evaluating again with the same arguments reuses the baselines: only the model runs. */
 RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
                                          rill_icl_eval* out);
-/* Copies the parameters into out (capacity floats); *count receives how many there are. */
+/* Copies the parameters into out (capacity floats); *count receives how many there are. A size
+ * query (out NULL, capacity 0) sets *count and returns RILL_OUT_OF_RANGE, as a too-small buffer does. */
 RILL_C_API rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count);
 RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path);
 
@@ -329,8 +333,8 @@ typedef struct rill_lm_prefill_hooks {
 RILL_C_API rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                                   float* logits_out, size_t logits_capacity,
                                                   const rill_lm_prefill_hooks* hooks);
-/* Scores a text: runs count >= 1 tokens like rill_lm_prefill_with_hooks (hooks may be NULL; the
- * session then holds them) and writes log_probs_out[i], the natural logarithm of the model's
+/* Scores a text: runs count >= 1 tokens like rill_lm_prefill_with_hooks (hooks may be NULL; they
+ * are called during this call only) and writes log_probs_out[i], the natural logarithm of the model's
  * probability of tokens[i + 1] after everything before it, for i < count - 1 (room for count - 1
  * floats; NULL when count is 1); logits_out as for rill_lm_prefill. The first token's
  * log-probability comes from the previous call's logits (rill_lm_log_prob). Computed on the device,
@@ -404,7 +408,9 @@ RILL_C_API rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint
  * push each token, then read what the tokens pushed so far added to the text; at the end, finish
  * makes what was held back (a character whose bytes are still incomplete) readable. Joined, the
  * text read is rill_tokenizer_decode of all the tokens, and no read ends inside a character of
- * valid UTF-8. read follows the size-query convention and takes what it returns out of the stream
+ * valid UTF-8, except after 256 tokens that never complete one: then the held text goes out as it
+ * decodes and the stream starts afresh (the joined text may then differ from decoding the whole
+ * at that point). read follows the size-query convention and takes what it returns out of the stream
  * (a too-small buffer leaves it there). The stream keeps the tokenizer's model alive: the
  * tokenizer may be destroyed first. */
 typedef struct rill_text_stream rill_text_stream;

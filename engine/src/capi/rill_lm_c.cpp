@@ -116,11 +116,11 @@ rill_status copy_logits(const char* function, const std::vector<float>& logits, 
   return RILL_OK;
 }
 
-// A call on a session from a hook of its own running prefill or score.
-rill_status refuse_running(const std::string& function) {
-  return fail(RILL_FAILED_PRECONDITION, function +
-                                            ": called from a hook of this session's own prefill or score, "
-                                            "which is still running");
+// A call on a session from a hook of its own running prefill or score. Outside `guarded`: the
+// message is built without allocating (nothing may throw into C).
+rill_status refuse_running(const char* function) noexcept {
+  return fail(RILL_FAILED_PRECONDITION, function,
+              "called from a hook of this session's own prefill or score, which is still running");
 }
 
 // Marks a session's prefill or score as running while it lives.
@@ -407,8 +407,10 @@ rill_status rill_lm_prefill_segment(const rill_lm_session* session, uint32_t* ou
 rill_status rill_lm_release_prefill_memory(rill_lm_session* session) {
   if (dead(session)) return fail(RILL_INVALID_ARGUMENT, "rill_lm_release_prefill_memory: session is NULL or destroyed");
   if (session->running) return refuse_running("rill_lm_release_prefill_memory");
-  session->session.release_prefill_memory();
-  return RILL_OK;
+  return guarded("rill_lm_release_prefill_memory", [&] {
+    session->session.release_prefill_memory();
+    return RILL_OK;
+  });
 }
 
 rill_status rill_lm_decode_dispatches(const rill_lm_session* session, uint32_t* out) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <exception>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -13,25 +15,51 @@ namespace rill::detail {
 
 // f(begin, end) over [0, n): as many ranges as the hardware has threads (at most 16), each of at
 // least `grain` items; the calling thread runs the first, and any range no thread could be
-// started for.
+// started for. An exception from any range (std::bad_alloc) is rethrown here once every thread
+// has joined: a thread left joinable, or an exception leaving one, would terminate the process.
 template <typename F>
 void parallel_for(std::size_t n, std::size_t grain, F&& f) {
   const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t ranges =
       std::clamp<std::size_t>(n / std::max<std::size_t>(grain, 1), 1, std::min<std::size_t>(hardware, 16));
   const std::size_t per = (n + ranges - 1) / ranges;
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto run = [&](std::size_t begin, std::size_t end) noexcept {
+    try {
+      f(begin, end);
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
   std::vector<std::thread> threads;
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      for (std::thread& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_all{threads};
+  try {
+    threads.reserve(ranges);
+  } catch (...) {  // no room for the handles: the calling thread does every range
+  }
   for (std::size_t r = 1; r < ranges; ++r) {
     const std::size_t begin = r * per, end = std::min(n, begin + per);
     if (begin >= end) continue;
-    try {
-      threads.emplace_back([&f, begin, end] { f(begin, end); });
-    } catch (const std::system_error&) {  // no thread to be had: this one does the work
-      f(begin, end);
+    if (threads.size() < threads.capacity()) {
+      try {
+        threads.emplace_back([&run, begin, end] { run(begin, end); });
+        continue;
+      } catch (const std::system_error&) {  // no thread to be had: this one does the work
+      }
     }
+    run(begin, end);
   }
-  f(0, std::min(n, per));
+  run(0, std::min(n, per));
   for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace rill::detail

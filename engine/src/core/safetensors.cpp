@@ -419,6 +419,9 @@ Result<std::span<const uint8_t>> SafetensorsFile::tensor(std::string_view name, 
 Status SafetensorsFile::check_finite(const SafetensorsEntry& entry) const {
   const std::span<const uint8_t> src = bytes(entry);
   const uint64_t n = entry.elements();
+  // An entry of another file (or made by hand) may not fit this one's bytes: bytes() gives it none.
+  if (uint64_t(src.size()) / dtype_size(entry.dtype) < n)
+    return invalid_argument(impl_->where() + "tensor " + in_quotes(entry.name) + " is not an entry of this file");
   // The exponent field all ones is an infinity or a NaN; the mantissa says which.
   auto first_bad = [&](auto type_tag, auto exponent_mask, auto mantissa_mask) -> std::optional<std::pair<uint64_t, bool>> {
     using Bits = decltype(type_tag);
