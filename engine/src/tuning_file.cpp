@@ -17,6 +17,8 @@ constexpr const char* kFormat = "rill-tuning";
 constexpr int kVersion = 1;
 constexpr uint64_t kMaxBytes = 1 << 20;
 constexpr size_t kMaxNesting = 8;  // a tuning file nests 3 deep
+// For messages: a driver's device name need not be UTF-8, which strict dumping throws on.
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
 
 nlohmann::json identity(const DeviceInfo& d) {
   return {{"name", d.name},
@@ -103,8 +105,8 @@ Result<TuningFile> read_tuning_file(const std::string& path, const DeviceInfo& d
     return data_loss(where + " is malformed: " + e.what());
   }
   if (stored_device != identity(device))
-    return failed_precondition(where + " was made on " + stored_device.dump() + ", not on this device " +
-                               identity(device).dump());
+    return failed_precondition(where + " was made on " + stored_device.dump(-1, ' ', false, kReplace) +
+                               ", not on this device " + identity(device).dump(-1, ' ', false, kReplace));
   if (out.family != "cpu" && out.family != "gpu")
     return data_loss(where + " names the kernel family '" + out.family + "'");
   RILL_RETURN_IF_ERROR(check_plan(out.kernel_plan, where));

@@ -77,7 +77,8 @@ void write_cached_peaks(const DeviceInfo& device, const std::string& cache_dir, 
                             {"fma_f16_gflops", p.fma_f16_gflops},
                             {"copy_gbps", p.copy_gbps},
                             {"dispatch_latency_us", p.dispatch_latency_us}};
-  const std::string text = j.dump(2);
+  // A driver's device name need not be UTF-8: replaced, not thrown (strict dumping throws).
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   // A cache that cannot be written is not an error: the peaks are still returned.
   (void)write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }

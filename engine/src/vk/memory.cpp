@@ -73,10 +73,13 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   // and take none): outside the budget, so that what a full budget holds can still be uploaded.
   const bool budgeted = pool != PoolKind::kStaging;
   const uint64_t budgeted_bytes = stats_.reserved_bytes - stats_.staging_bytes;
-  if (budget_ != 0 && budgeted && budgeted_bytes + size > budget_)
+  auto over_budget = [&](uint64_t asked) -> Status {
+    if (budget_ == 0 || !budgeted || budgeted_bytes + asked <= budget_) return Status::ok();
     return resource_exhausted("the context's device memory budget of " + mib(budget_) +
-                              " is spent: " + mib(budgeted_bytes) + " held, " + mib(size) +
+                              " is spent: " + mib(budgeted_bytes) + " held, " + mib(asked) +
                               " more asked for (ContextOptions::device_memory_budget, RILL_DEVICE_MEMORY_BUDGET)");
+  };
+  RILL_RETURN_IF_ERROR(over_budget(size));
   const auto& fn = device_.fn();
   auto block = std::make_unique<MemoryBlock>();
   block->size = size;
@@ -96,6 +99,9 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
                                   [&](auto* out) { return fn.vkCreateBuffer(dev, &buffer_info, nullptr, out); }));
   VkMemoryRequirements req{};
   fn.vkGetBufferMemoryRequirements(dev, block->buffer.get(), &req);
+  // The driver may allocate more than the buffer spans: the budget and the stats count that.
+  RILL_RETURN_IF_ERROR(over_budget(req.size));
+  block->device_bytes = req.size;
   const std::vector<uint32_t> types =
       memory_type_candidates(device_.memory_properties(), req.memoryTypeBits, pool, device_mapped_);
   if (types.empty()) return unavailable("no suitable memory type for a " + mib(size) + " buffer");
@@ -131,8 +137,8 @@ Result<MemoryBlock*> Allocator::new_block(uint64_t size, PoolKind pool, bool ded
   block->mapped = static_cast<uint8_t*>(mapped);
   block->free[0] = size;
   ++stats_.blocks;
-  stats_.reserved_bytes += size;
-  if (!budgeted) stats_.staging_bytes += size;
+  stats_.reserved_bytes += block->device_bytes;
+  if (!budgeted) stats_.staging_bytes += block->device_bytes;
   blocks_.push_back(std::move(block));
   return blocks_.back().get();
 }
@@ -142,8 +148,8 @@ void Allocator::destroy_block(MemoryBlock* block) {
   block->buffer.reset();
   block->memory.reset();
   --stats_.blocks;
-  stats_.reserved_bytes -= block->size;
-  if (block->pool == PoolKind::kStaging) stats_.staging_bytes -= block->size;
+  stats_.reserved_bytes -= block->device_bytes;
+  if (block->pool == PoolKind::kStaging) stats_.staging_bytes -= block->device_bytes;
 }
 
 Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {

@@ -31,7 +31,8 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
 struct MemoryBlock {
   UniqueDeviceMemory memory;
   UniqueBuffer buffer;  // after the memory: destroyed before it
-  uint64_t size = 0;
+  uint64_t size = 0;    // the buffer's bytes, sub-allocated
+  uint64_t device_bytes = 0;  // what the driver allocated for it (its requirement, at least size)
   uint8_t* mapped = nullptr;  // host pointer: staging and upload blocks, device blocks on unified memory
   PoolKind pool = PoolKind::kActivations;
   bool dedicated = false;              // holds exactly one allocation

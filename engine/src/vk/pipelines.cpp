@@ -184,6 +184,10 @@ Result<PipelineManager::Layout*> PipelineManager::layout_for(const ShaderInfo& s
     return failed_precondition("kernel " + std::string(shader.kernel) + " binds " + std::to_string(storage_buffers) +
                                " storage buffers; " + device_.info().name + " allows " +
                                std::to_string(caps.max_storage_buffers_per_stage) + " per kernel");
+  if (shader.push_constant_bytes > caps.max_push_constants_bytes)
+    return failed_precondition("kernel " + std::string(shader.kernel) + " takes " +
+                               std::to_string(shader.push_constant_bytes) + " bytes of push constants; " +
+                               device_.info().name + " allows " + std::to_string(caps.max_push_constants_bytes));
   if (texel_buffers > caps.max_sampled_images_per_stage)
     return failed_precondition("kernel " + std::string(shader.kernel) + " binds " + std::to_string(texel_buffers) +
                                " texel buffers; " + device_.info().name + " allows " +
