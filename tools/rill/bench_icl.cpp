@@ -19,7 +19,7 @@ using namespace rill::icl;
 // Runs the PyTorch baseline and returns its JSON record, or an object saying why there is none.
 nlohmann::json torch_baseline(const std::string& setting, int steps) {
   return run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/icl_torch_baseline.py",
-                         "--setting " + setting + " --steps " + std::to_string(steps));
+                         {"--setting", setting, "--steps", std::to_string(steps)});
 }
 
 // Times `steps` steps after a warm-up read; seconds, or a negative value after printing the error.
@@ -137,7 +137,10 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
       std::fprintf(stderr, "rill bench icl: %s\n", trainer.status().to_string().c_str());
       return false;
     }
-    if (!trainer->train(s.config.read_every).is_ok()) return false;  // warm-up: pipelines, caches
+    if (auto first = trainer->train(s.config.read_every); !first.is_ok()) {  // warm-up: pipelines, caches
+      std::fprintf(stderr, "rill bench icl: %s\n", first.status().to_string().c_str());
+      return false;
+    }
     const rill::Status warmed =
         keep_gpu_busy(ctx, [&] { return trainer->train(s.config.read_every).status(); });  // GPU clocks
     if (!warmed.is_ok()) {

@@ -251,8 +251,11 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
     if (args.peers) {
       const nlohmann::json peer =
           run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/transnormer_torch.py",
-                          "--config " + peer_config + " --weights " + peer_weights + " --time " + std::to_string(n) +
-                              (model->options().precision == rill::lm::Precision::kF16 ? " --dtype float16" : ""));
+                          model->options().precision == rill::lm::Precision::kF16
+                              ? std::vector<std::string>{"--config", peer_config, "--weights", peer_weights, "--time",
+                                                         std::to_string(n), "--dtype", "float16"}
+                              : std::vector<std::string>{"--config", peer_config, "--weights", peer_weights, "--time",
+                                                         std::to_string(n)});
       if (peer.contains("prefill_seconds") && peer["prefill_seconds"].is_number()) {
         const double peer_ms = 1e3 * peer["prefill_seconds"].get<double>();
         prefill_record["peer_ms"] = peer_ms;

@@ -331,10 +331,16 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
 }
 
 rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run) {
-  if (ctx.device().type == rill::DeviceType::kCpu) return rill::Status::ok();
   double warmup_ms = 300.0;
-  if (const char* env = std::getenv("RILL_BENCH_WARMUP_MS"); env != nullptr && *env != '\0')
-    warmup_ms = std::strtod(env, nullptr);
+  if (const char* env = std::getenv("RILL_BENCH_WARMUP_MS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    warmup_ms = std::strtod(env, &end);
+    // "inf" would warm up for ever, text silently not at all.
+    if (*end != '\0' || !(warmup_ms >= 0.0 && warmup_ms <= 600000.0))
+      return rill::invalid_argument("RILL_BENCH_WARMUP_MS='" + std::string(env) +
+                                    "': a number of milliseconds from 0 to 600000");
+  }
+  if (ctx.device().type == rill::DeviceType::kCpu) return rill::Status::ok();
   const auto t0 = Clock::now();
   while (ms_since(t0) < warmup_ms) RILL_RETURN_IF_ERROR(run());
   return rill::Status::ok();

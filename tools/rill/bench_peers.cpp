@@ -43,8 +43,10 @@ nlohmann::json environment_of_timed_peers(const nlohmann::json& records) {
 
 }  // namespace
 
-nlohmann::json run_python_json(const std::string& script, const std::string& args) {
-  const std::optional<std::string> out = python_output(script + " " + args);
+nlohmann::json run_python_json(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> command = {script};
+  command.insert(command.end(), args.begin(), args.end());
+  const std::optional<std::string> out = python_output(command);
   nlohmann::json j = out ? nlohmann::json::parse(*out, nullptr, false) : nlohmann::json();
   if (!out || j.is_discarded() || !j.is_object())
     return {{"unavailable", script + " failed (is python3-torch installed?)"}};
@@ -64,8 +66,7 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(process_id()) + ".json");
   std::ofstream(file) << json_text(requests, -1);
-  nlohmann::json answer =
-      run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", file.string());
+  nlohmann::json answer = run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", {file.string()});
   std::filesystem::remove(file);
   if (!answer.contains("results") || !answer["results"].is_array() || answer["results"].size() != owners.size())
     return answer.contains("unavailable") ? answer : nlohmann::json{{"unavailable", "malformed answer from the peer script"}};

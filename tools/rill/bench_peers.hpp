@@ -5,12 +5,13 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace rill_cli {
 
 // Runs `python3 <script> <args>` and parses its standard output as one JSON object; on any failure
 // an object {"unavailable": why}.
-nlohmann::json run_python_json(const std::string& script, const std::string& args);
+nlohmann::json run_python_json(const std::string& script, const std::vector<std::string>& args);
 
 // Times the PyTorch peer of every kernel record that has one and attaches the result; returns the
 // peer's environment (PyTorch version, device, threads, BLAS) or {"unavailable": why}.

@@ -28,11 +28,21 @@ constexpr const char* kPythonCommand = "python ";
 constexpr const char* kDiscardStderr = " 2>NUL";
 FILE* open_pipe(const char* command) { return _popen(command, "r"); }
 int close_pipe(FILE* pipe) { return _pclose(pipe); }
+std::string shell_quoted(const std::string& word) {
+  std::string out = "\"";
+  for (char c : word) out += c == '"' ? std::string("\\\"") : std::string(1, c);
+  return out + "\"";
+}
 #else
 constexpr const char* kPythonCommand = "/usr/bin/python3 ";  // the system's, where python3-torch is
 constexpr const char* kDiscardStderr = " 2>/dev/null";
 FILE* open_pipe(const char* command) { return popen(command, "r"); }
 int close_pipe(FILE* pipe) { return pclose(pipe); }
+std::string shell_quoted(const std::string& word) {  // '...', each ' as '\''
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 #endif
 
 }  // namespace
@@ -45,11 +55,12 @@ bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
 long process_id() { return long(getpid()); }
 #endif
 
-std::optional<std::string> python_output(const std::string& arguments) {
+std::optional<std::string> python_output(const std::vector<std::string>& script_and_arguments) {
   // RILL_PYTHON names another interpreter (a GPU machine's PyTorch often lives in a virtualenv).
   const char* chosen = std::getenv("RILL_PYTHON");
-  const std::string python = chosen != nullptr && *chosen != '\0' ? std::string(chosen) + " " : kPythonCommand;
-  const std::string command = python + arguments + kDiscardStderr;
+  std::string command = chosen != nullptr && *chosen != '\0' ? std::string(chosen) + " " : kPythonCommand;
+  for (const std::string& word : script_and_arguments) command += shell_quoted(word) + " ";
+  command += kDiscardStderr;
   FILE* pipe = open_pipe(command.c_str());
   if (pipe == nullptr) return std::nullopt;
   std::string out;

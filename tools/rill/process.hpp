@@ -16,10 +16,10 @@ bool stderr_is_terminal();
 // This process's id, for names of temporary files that concurrent runs must not share.
 long process_id();
 
-// Runs `arguments` (a script and its arguments, quoted as needed) with the system's Python 3 and
-// returns its standard output; its standard error is discarded. Nullopt when Python could not start
-// or the script exited non-zero.
-std::optional<std::string> python_output(const std::string& arguments);
+// Runs a script with its arguments (each quoted for the shell here: paths may hold spaces) with the
+// system's Python 3 and returns its standard output; its standard error is discarded. Nullopt when
+// Python could not start or the script exited non-zero.
+std::optional<std::string> python_output(const std::vector<std::string>& script_and_arguments);
 
 // Runs this executable again with `args` (without the program name) and `env_name`=`env_value`
 // added to its environment; waits and returns its exit code.
