@@ -100,10 +100,12 @@ GPU_TEST_CASE("every injected allocation failure is clean, leak-free and recover
 
 // Memory the host cannot map (vulkan11-minimum, as on a discrete GPU): uploads and downloads copy
 // through staging and wait for the copy; a failed wait must leave the staging memory and the
-// command buffer to the GPU until it is done, not free them under it (the drill's leak check).
+// command buffer to the GPU until it is done, not free them under it, nor the tensor's memory (a
+// dedicated block, freed as the failed call's tensor goes) (validation and the drill's leak check).
 GPU_TEST_CASE("failures in staged uploads and downloads are clean, leak-free and recoverable", "[faults][gpu]") {
   auto options = rill_test::validated_options();
   options.limit_profile = "vulkan11-minimum";
+  options.memory_block_bytes = 1 << 20;  // a tensor past half a block takes a dedicated one
   auto ctx = rill_test::make_context(options);
   {
     auto probe = ctx.tensor(rill::DType::kF32, {5}, "probe").value();
@@ -115,6 +117,11 @@ GPU_TEST_CASE("failures in staged uploads and downloads are clean, leak-free and
     RILL_RETURN_IF_ERROR(ctx.upload_floats(t, values));
     RILL_ASSIGN_OR_RETURN(std::vector<float> back, ctx.download_floats(t));
     if (back != values) return rill::internal_error("a staged round trip changed the values");
+    const std::vector<float> many(200000, float(round));  // 800 KB: a dedicated block
+    RILL_ASSIGN_OR_RETURN(rill::Tensor wide, ctx.tensor(rill::DType::kF32, {int64_t(many.size())}, "wide"));
+    RILL_RETURN_IF_ERROR(ctx.upload_floats(wide, many));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> wide_back, ctx.download_floats(wide));
+    if (wide_back != many) return rill::internal_error("a staged round trip of a dedicated block changed it");
     std::vector<float> result;
     RILL_RETURN_IF_ERROR(workload(ctx, round, &result));
     if (result[0] != 7.0f) return rill::internal_error("wrong result");

@@ -286,6 +286,34 @@ GPU_TEST_CASE("icl: the same seed gives a bitwise-identical loss curve", "[icl]"
   CHECK_FALSE(same_bits(a, other));
 }
 
+// A finite gradient whose squares pass f32's range (|g| near 1e20) has a finite norm: clipped, it
+// trains on. P = 0 and Q = 1e20 (d = 1, one layer): the prediction is 0, the loss y^2, and P's
+// gradient 2 y (A Q e_q) about 1e20 (its norm was computed as infinite and the step halted).
+GPU_TEST_CASE("icl: a finite gradient past f32's squares is clipped, not halted", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(1, 4, 1, 1, Parameterization::kFull, Convention::kAhn, 16);
+  c.optimizer.clip_norm = 1.0f;
+  auto trainer = must(Trainer::create(ctx, c));
+  std::vector<float> params(trainer.parameters().value().size(), 0.0f);
+  REQUIRE(params.size() == 8);  // P (2 x 2), then Q
+  for (size_t i = 4; i < 8; ++i) params[i] = 1e20f;
+  REQUIRE(trainer.set_parameters(params).is_ok());
+  const auto records = must(trainer.train(1));
+  REQUIRE(records.size() == 1);
+  CHECK(std::isfinite(records[0].loss));
+  CHECK(std::isfinite(records[0].grad_norm));
+  CHECK(records[0].grad_norm > 1.9e19f);  // its squares pass 3.4e38
+  const std::vector<float> after = trainer.parameters().value();
+  for (float v : after) CHECK(std::isfinite(v));
+  CHECK(after != params);  // a step was taken
+  // Unclipped, the step halts as before: Adam's g * g would overflow its moment and freeze the
+  // parameters silently.
+  c.optimizer.clip_norm = 0.0f;
+  auto unclipped = must(Trainer::create(ctx, c));
+  REQUIRE(unclipped.set_parameters(params).is_ok());
+  CHECK(unclipped.train(1).status().code() == rill::StatusCode::kFailedPrecondition);
+}
+
 GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]") {
   auto ctx = rill_test::make_context();
   TrainConfig c = small_config(3, 5, 2, 1, Parameterization::kFull, Convention::kAhn, 16);

@@ -347,10 +347,11 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   CHECK_FALSE(icl_layers(per_task, wider).is_ok());
   CHECK_FALSE(icl_layers(lavapipe_like(), wider).value().workgroup_per_task);
   // Where the shared memory holds a task and the private memory does not, a big batch takes a
-  // workgroup per task too (width 115: 294 KB of shared arrays, 284 KB private).
+  // workgroup per task too (width 161: 560 KB of shared arrays, 546 KB private).
   DeviceTraits roomy = h100_like();
-  roomy.shared_bytes = 320 << 10;
-  CHECK(icl_layers(roomy, {.width = 115, .tokens = 21, .tasks = 43008}).value().workgroup_per_task);
+  roomy.shared_bytes = 600 << 10;
+  CHECK(icl_layers(roomy, {.width = 161, .tokens = 21, .tasks = 43008}).value().workgroup_per_task);
+  CHECK(icl_layers(h100_like(), {.width = 115, .tokens = 21, .tasks = 43008}).is_ok());  // 284 KB: kept
   DeviceTraits forced = lavapipe_like();
   forced.forced.icl_workgroup_per_task = true;
   CHECK(icl_layers(forced, vladymyrov).value().workgroup_per_task);

@@ -54,6 +54,13 @@ ContextImpl::~ContextImpl() {
     Status s = pipelines->save();
     if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
   }
+  if (submissions && submissions->leaked()) {
+    // The GPU may still run work that uses them (drain's wait failed on a device not lost):
+    // left alive, not freed under it (on an application's device, which lives on, above all).
+    (void)pipelines.release();
+    (void)transfer_pool.release();
+    (void)allocator.release();
+  }
   pipelines.reset();
   transfer_pool.reset();
   submissions.reset();
@@ -320,7 +327,7 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtyp
 
 Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
   RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));
-  const detail::TensorStorage& t = *detail::Access::storage(tensor);
+  detail::TensorStorage& t = *detail::Access::storage(tensor);
   if (bytes.size() != t.bytes)
     return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));
@@ -346,14 +353,14 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
                                 0, nullptr, 0, nullptr);
       },
-      [allocator = impl_->allocator.get(), staging](const Status&) { allocator->release(staging); });
+      t, [allocator = impl_->allocator.get(), staging](const Status&) { allocator->release(staging); });
   impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
   return s;
 }
 
 Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
   RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download"));
-  const detail::TensorStorage& t = *detail::Access::storage(tensor);
+  detail::TensorStorage& t = *detail::Access::storage(tensor);
   if (bytes.size() != t.bytes)
     return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
                             " bytes, the tensor has " + std::to_string(t.bytes));
@@ -376,6 +383,7 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
         fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
                                 nullptr, 0, nullptr);
       },
+      t,
       [&bytes, allocator = impl_->allocator.get(), staging](const Status& done) {
         // Only where the wait succeeded: a retired copy's caller is gone.
         if (done.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());

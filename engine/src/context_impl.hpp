@@ -37,11 +37,12 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   std::string tuned_plan;   // the tuning file's plan (ContextOptions::tuning_path), validated; empty: none
   vk::UniqueCommandPool transfer_pool;  // one-shot copies for Context::upload/download
 
-  // Runs a one-shot command buffer and waits for it, then calls `done(status)`, which frees what
-  // the commands used. Where the wait fails after the submission, the GPU may still run them:
-  // `done` and the command buffer then go to the retire queue, to run once the GPU has finished.
+  // Runs a one-shot command buffer on `used` and waits for it, then calls `done(status)`, which
+  // frees what the commands used. Where the wait fails after the submission, the GPU may still run
+  // them: `done` and the command buffer go to the retire queue, and `used` is marked with the
+  // submission, so that neither its memory nor theirs is freed before the GPU has finished.
   template <typename Record, typename Done>
-  Status run_once(Record&& record, Done done);
+  Status run_once(Record&& record, TensorStorage& used, Done done);
   Status check_usable() const { return device->lost() ? device->lost_status() : Status::ok(); }
   // Waits until the GPU no longer uses the tensor.
   Status wait_for(const TensorStorage& storage);
@@ -53,7 +54,7 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& context, DType dt
                            std::string name, MemoryPool pool);
 
 template <typename Record, typename Done>
-Status ContextImpl::run_once(Record&& record, Done done) {
+Status ContextImpl::run_once(Record&& record, TensorStorage& used, Done done) {
   const auto& fn = device->fn();
   auto command_buffer = vk::allocate_command_buffer(*device, faults, transfer_pool.get());
   if (!command_buffer.is_ok()) {
@@ -77,6 +78,7 @@ Status ContextImpl::run_once(Record&& record, Done done) {
     done(serial.status());
     return serial.status();
   }
+  used.mark_used(serial.value());
   status = submissions->wait(serial.value());
   if (status.is_ok()) {
     done(status);

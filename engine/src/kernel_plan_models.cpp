@@ -252,9 +252,9 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
   const bool fits = shared_bytes(tasks) <= d.shared_bytes;
   // A task per invocation keeps its task's arrays private (icl_layer_bwd.glsl: the tokens and their
   // gradient, A, B, dA, dB and a product, a row). A GPU spills them to per-invocation scratch,
-  // which drivers cap (NVIDIA: 512 KiB) and every resident invocation holds: half that at most.
+  // which drivers cap: NVIDIA's 512 KiB (other drivers' caps are not known here).
   const uint64_t private_bytes = (2 * token_elems + 5 * mat + s.width) * 4;
-  constexpr uint64_t kGpuPrivateBytes = 256 << 10;
+  constexpr uint64_t kGpuPrivateBytes = 512 << 10;
   const bool private_fits = d.family != Family::kGpu || private_bytes <= kGpuPrivateBytes;
   auto too_large = [&] {
     return invalid_argument("icl: a task of width " + std::to_string(s.width) + " and " + std::to_string(s.tokens) +

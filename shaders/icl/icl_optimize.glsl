@@ -43,13 +43,16 @@ void main() {
   float sq = 0.0;
   for (uint i = lid; i < p.params; i += WG_SIZE) sq += reduced[rw + i] * reduced[rw + i];
   float norm = sqrt(rill_workgroup_sum(sq));
-  if (!finite(norm)) {  // uniform (a workgroup sum): squares past f32, or a gradient not finite
+  // Squares past f32 of a gradient maybe finite: its norm by scaling, where clipping will bring it
+  // back (unclipped, Adam's g * g would overflow the moment and freeze the parameters: halted).
+  if (!finite(norm) && e.clip_norm > 0.0) {  // uniform: a workgroup sum and the model's entry
     float largest = 0.0;
     for (uint i = lid; i < p.params; i += WG_SIZE) largest = max(largest, abs(reduced[rw + i]));
     largest = rill_workgroup_max(largest);
     if (finite(largest)) {  // the norm of the gradient scaled by a power of two, scaled back
       int exponent;
       frexp(largest, exponent);
+      exponent = min(exponent, 126);  // ldexp may flush for exponents below -126; squares stay <= 16
       float scaled = 0.0;
       for (uint i = lid; i < p.params; i += WG_SIZE) {
         const float g = ldexp(reduced[rw + i], -exponent);

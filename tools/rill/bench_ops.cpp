@@ -107,7 +107,8 @@ bool bench_matmul(bool quick, const std::vector<std::array<int64_t, 3>>& given, 
         // untimed on a device that has them: then unknown), else f32 math on f16 storage.
         bool coop =
             dtype == rill::DType::kF16 && t->kernels.empty() && ctx->device().caps.cooperative_matrix_f16[0] != 0;
-        for (const auto& [name, kernel] : t->kernels) coop = coop || name.find("coop") != std::string::npos;
+        for (const auto& [name, kernel] : t->kernels)  // the emulated form computes in plain f32
+          coop = coop || (name.find("coop") != std::string::npos && name.find("emulated") == std::string::npos);
         const ComputeRoof roof = coop ? ComputeRoof::kNone : ComputeRoof::kF32;
         out.push_back(op_record("matmul", family,
                                 {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == rill::DType::kF32 ? "f32" : "f16"}},

@@ -28,7 +28,9 @@ int run_demo(const DemoArgs& args) {
   const uint32_t n = args.elements;
   std::vector<float> x(n), y(n);
   for (uint32_t i = 0; i < n; ++i) {
-    x[i] = static_cast<float>(i % 1000) * 0.001f;
+    // Eighths times a = 0.5: every y (at most 1 + 2^20 * 0.875 < 2^21, a multiple of 1/8) is exact
+    // in f32 whatever the rounding or contraction, so the check is exact and misses no replay.
+    x[i] = static_cast<float>(i % 8) * 0.25f;
     y[i] = 1.0f;
   }
   auto fail = [](const rill::Status& s) {
@@ -68,9 +70,7 @@ int run_demo(const DemoArgs& args) {
     const double expected = 1.0 + static_cast<double>(args.replays) * a * x[i];
     max_err = std::max(max_err, std::fabs(expected - result.value()[i]) / std::max(1.0, std::fabs(expected)));
   }
-  // Each replay rounds y in f32 (half an ulp, 2^-24 relative): the bound grows with the replays.
-  const double tolerance = 1e-4 + double(args.replays) * 0x1p-23;
-  const bool ok = max_err < tolerance;
+  const bool ok = max_err == 0.0;
   const double gb = 3.0 * 4.0 * n * args.replays / 1e9;
   std::printf("saxpy (%s variant): y += %.1f * x over %u elements, replayed %u times in %.2f ms (%.2f GB/s)\n",
               cpu_variant ? "cpu" : "default", a, n, args.replays, ms, gb / (ms / 1e3));

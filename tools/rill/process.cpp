@@ -28,11 +28,25 @@ constexpr const char* kPythonCommand = "python ";
 constexpr const char* kDiscardStderr = " 2>NUL";
 FILE* open_pipe(const char* command) { return _popen(command, "r"); }
 int close_pipe(FILE* pipe) { return _pclose(pipe); }
+// As the C runtime splits a command line: backslashes double only before a quote (the closing
+// one included), a quote is escaped.
 std::string shell_quoted(const std::string& word) {
   std::string out = "\"";
-  for (char c : word) out += c == '"' ? std::string("\\\"") : std::string(1, c);
+  size_t backslashes = 0;
+  for (char c : word) {
+    if (c == '\\') {
+      ++backslashes;
+      continue;
+    }
+    out.append(c == '"' ? 2 * backslashes + 1 : backslashes, '\\');
+    backslashes = 0;
+    out += c;
+  }
+  out.append(2 * backslashes, '\\');
   return out + "\"";
 }
+// cmd /c drops the first and the last quote of a line that starts with one: one pair more.
+std::string whole_command(const std::string& command) { return "\"" + command + "\""; }
 #else
 constexpr const char* kPythonCommand = "/usr/bin/python3 ";  // the system's, where python3-torch is
 constexpr const char* kDiscardStderr = " 2>/dev/null";
@@ -43,6 +57,7 @@ std::string shell_quoted(const std::string& word) {  // '...', each ' as '\''
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
+std::string whole_command(const std::string& command) { return command; }
 #endif
 
 }  // namespace
@@ -61,7 +76,7 @@ std::optional<std::string> python_output(const std::vector<std::string>& script_
   std::string command = chosen != nullptr && *chosen != '\0' ? std::string(chosen) + " " : kPythonCommand;
   for (const std::string& word : script_and_arguments) command += shell_quoted(word) + " ";
   command += kDiscardStderr;
-  FILE* pipe = open_pipe(command.c_str());
+  FILE* pipe = open_pipe(whole_command(command).c_str());
   if (pipe == nullptr) return std::nullopt;
   std::string out;
   char buffer[4096];

@@ -220,8 +220,9 @@ int run_tune(const TuneArgs& args) {
     jobs.push_back(job);
     start = comma + 1;
   }
+  if (args.out.empty()) return fail(rill::invalid_argument("give a path"), "--out");
   if (auto s = check_files({{"--out", args.out}}, {{"--lm-config", args.lm_config}}); !s.is_ok())
-    return fail(s, "--out");
+    return fail(s, "files");
   rill::ContextOptions options;
   options.kernel_variant = args.family;
   auto probe = rill::Context::create(options);

@@ -30,6 +30,7 @@ void Submissions::drain() {
       in_flight_.clear();
       retirees_.clear();
       completed_ = last_submitted_;
+      leaked_ = true;
       return;
     }
   }

@@ -63,6 +63,9 @@ class Submissions {
   // Runs every pending retiree after waiting for rill's submissions (teardown, device loss); where
   // that wait fails on a device not lost, leaks them instead (the GPU may still use their resources).
   void drain();
+  // drain()'s wait failed on a device not lost: what the GPU may still use was leaked, and the
+  // owner should leak the rest (memory blocks, pools, pipelines) too.
+  bool leaked() const { return leaked_; }
 
  private:
   struct InFlight {
@@ -77,6 +80,7 @@ class Submissions {
   uint64_t last_submitted_ = 0;
   uint64_t completed_ = 0;
   uint32_t spin_us_ = 0;
+  bool leaked_ = false;
   std::deque<InFlight> in_flight_;
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
   std::deque<std::pair<uint64_t, Retiree>> retirees_;

@@ -51,6 +51,8 @@ class Unique {
     if (handle_ != VK_NULL_HANDLE) deleter_(handle_);
     handle_ = VK_NULL_HANDLE;
   }
+  // Gives the handle up without destroying it (a resource the GPU may still use, leaked).
+  Handle release() { return std::exchange(handle_, Handle(VK_NULL_HANDLE)); }
 
  private:
   Deleter deleter_{};
