@@ -7,6 +7,9 @@
  *           [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [prompt]
  *
  * The random model's text is noise; the point is the calls, each of whose status is checked. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <rill/rill.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,25 @@ static int print_stream(rill_text_stream* stream) {
   return failed;
 }
 
+/* Whole-string numbers in [low, high] (atol and atof read "5x" as 5 and "abc" as 0). */
+static int parse_integer(const char* text, unsigned long long low, unsigned long long high, unsigned long long* out) {
+  char* end = NULL;
+  errno = 0;
+  if (text[0] == '-' || text[0] == '\0') return 0;
+  const unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < low || v > high) return 0;
+  *out = v;
+  return 1;
+}
+static int parse_real(const char* text, float* out) {
+  char* end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (text[0] == '\0' || errno != 0 || *end != '\0' || !isfinite(v)) return 0;
+  *out = (float)v;
+  return 1;
+}
+
 static int usage(void) {
   fprintf(stderr,
           "usage: embed_c [--config model.json --weights model.safetensors [--tokenizer tokenizer.model]]\n"
@@ -63,7 +85,7 @@ int main(int argc, char** argv) {
   const char* weights_path = NULL;
   const char* tokenizer_path = NULL; /* NULL: bytes */
   const char* prompt = "The quick brown fox";
-  long tokens = 32;
+  unsigned long long tokens = 32, number = 0;
   rill_lm_sampler_options sampler;
   rill_lm_sampler_options_init(&sampler);
   sampler.temperature = 0.8f;
@@ -84,20 +106,23 @@ int main(int argc, char** argv) {
       weights_path = value;
     else if (strcmp(arg, "--tokenizer") == 0)
       tokenizer_path = value;
-    else if (strcmp(arg, "--tokens") == 0)
-      tokens = atol(value);
-    else if (strcmp(arg, "--temperature") == 0)
-      sampler.temperature = (float)atof(value);
-    else if (strcmp(arg, "--top-k") == 0)
-      sampler.top_k = (uint32_t)strtoul(value, NULL, 10);
-    else if (strcmp(arg, "--top-p") == 0)
-      sampler.top_p = (float)atof(value);
-    else if (strcmp(arg, "--seed") == 0)
-      sampler.seed = strtoull(value, NULL, 10);
-    else
+    else if (strcmp(arg, "--tokens") == 0) {
+      if (!parse_integer(value, 0, 1000000, &tokens)) return usage();
+    } else if (strcmp(arg, "--temperature") == 0) {
+      if (!parse_real(value, &sampler.temperature)) return usage();
+    } else if (strcmp(arg, "--top-k") == 0) {
+      if (!parse_integer(value, 0, UINT32_MAX, &number)) return usage();
+      sampler.top_k = (uint32_t)number;
+    } else if (strcmp(arg, "--top-p") == 0) {
+      if (!parse_real(value, &sampler.top_p)) return usage();
+    } else if (strcmp(arg, "--seed") == 0) {
+      if (!parse_integer(value, 0, ULLONG_MAX, &number)) return usage();
+      sampler.seed = number;
+    } else {
       return usage();
+    }
   }
-  if (tokens < 0 || tokens > 1000000 || (config_path == NULL) != (weights_path == NULL) || prompt[0] == '\0' ||
+  if ((config_path == NULL) != (weights_path == NULL) || prompt[0] == '\0' ||
       (tokenizer_path != NULL && config_path == NULL))
     return usage();
 
@@ -168,7 +193,7 @@ int main(int argc, char** argv) {
 
   /* Sample from the last logits, feed the token back, repeat. The draw is keyed by the position,
    * so a session restored from a saved state would continue with the same tokens. */
-  long generated = 0;
+  unsigned long long generated = 0;
   if (!failed) printf("text: ");
   for (; !failed && generated < tokens; ++generated) {
     uint32_t token = 0;
@@ -184,7 +209,7 @@ int main(int argc, char** argv) {
   /* A character the text ended inside comes out at the end. */
   if (!failed) failed = check(rill_text_stream_finish(stream), "rill_text_stream_finish") || print_stream(stream);
   if (!failed) failed = check(rill_lm_position(session, &position), "rill_lm_position");
-  if (!failed) printf("\ngenerated %ld tokens, position %llu\n", generated, (unsigned long long)position);
+  if (!failed) printf("\ngenerated %llu tokens, position %llu\n", generated, (unsigned long long)position);
 
   free(logits);
   free(prompt_tokens);

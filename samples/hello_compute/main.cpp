@@ -15,12 +15,18 @@ int main() {
   const uint32_t n = 1000;
   auto x = ctx->tensor(rill::DType::kF32, {n}, "x");
   auto y = ctx->tensor(rill::DType::kF32, {n}, "y");
-  if (!x.is_ok() || !y.is_ok()) return 1;
+  if (!x.is_ok() || !y.is_ok()) {
+    std::fprintf(stderr, "tensor: %s\n", (x.is_ok() ? y : x).status().to_string().c_str());
+    return 1;
+  }
 
   struct Fill { uint32_t n; float value; };
   struct Saxpy { uint32_t n; float a; };
   auto seq = ctx->sequence();
-  if (!seq.is_ok()) return 1;
+  if (!seq.is_ok()) {
+    std::fprintf(stderr, "sequence: %s\n", seq.status().to_string().c_str());
+    return 1;
+  }
   // x = 2, y = 1, then y = 3 * x + y. rill places the barriers between the dependent dispatches.
   rill::Status s = seq->dispatch({.kernel = "util/fill", .bindings = {&*x}, .push = rill::push_bytes(Fill{n, 2.0f}), .groups = {(n + 255) / 256, 1, 1}});
   if (s.is_ok()) s = seq->dispatch({.kernel = "util/fill", .bindings = {&*y}, .push = rill::push_bytes(Fill{n, 1.0f}), .groups = {(n + 255) / 256, 1, 1}});
@@ -31,7 +37,10 @@ int main() {
     return 1;
   }
   auto values = ctx->download_floats(*y);
-  if (!values.is_ok()) return 1;
+  if (!values.is_ok()) {
+    std::fprintf(stderr, "download: %s\n", values.status().to_string().c_str());
+    return 1;
+  }
   std::printf("y[0] = %.1f, y[%u] = %.1f (expected 7.0)\n", values.value()[0], n - 1, values.value()[n - 1]);
   return values.value()[0] == 7.0f && values.value()[n - 1] == 7.0f ? 0 : 1;
 }

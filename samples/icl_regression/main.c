@@ -4,6 +4,7 @@
  *
  *   icl_regression [steps] [checkpoint-path]
  */
+#include <errno.h>
 #include <rill/rill.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,15 @@ static int check(rill_status s, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  const int64_t steps = argc > 1 ? atoll(argv[1]) : 300;
+  int64_t steps = 300;
+  if (argc > 1) { /* the whole argument a number ("3x" is not 3) */
+    char* end = NULL;
+    errno = 0;
+    const long long v = strtoll(argv[1], &end, 10);
+    steps = errno == 0 && end != argv[1] && *end == '\0' ? (int64_t)v : -1;
+  }
   const char* checkpoint = argc > 2 ? argv[2] : "icl_regression.safetensors";
-  if (steps < 1 || steps > 1000000) {
+  if (argc > 3 || steps < 1 || steps > 1000000) {
     fprintf(stderr, "usage: icl_regression [steps in 1..1000000] [checkpoint-path]\n");
     return 2;
   }
@@ -37,12 +44,30 @@ int main(int argc, char** argv) {
   rill_icl_trainer* trainer = NULL;
   int failed = check(rill_icl_trainer_create(ctx, &config, &trainer), "rill_icl_trainer_create");
 
+  /* A checkpoint path that cannot be written fails now, not after the training: a file beside it
+   * (the checkpoint itself is written atomically at the end; an earlier one stays until then). */
+  if (!failed) {
+    char probe[4096];
+    FILE* f = NULL;
+    if (snprintf(probe, sizeof probe, "%s.probe", checkpoint) < (int)sizeof probe) f = fopen(probe, "wb");
+    if (f == NULL) {
+      fprintf(stderr, "icl_regression: cannot write beside the checkpoint path '%s'\n", checkpoint);
+      failed = 1;
+    } else {
+      fclose(f);
+      remove(probe);
+    }
+  }
   float* losses = malloc((size_t)steps * sizeof(float));
-  if (!failed && losses == NULL) failed = 1;
+  if (!failed && losses == NULL) {
+    fprintf(stderr, "icl_regression: no memory for %lld losses\n", (long long)steps);
+    failed = 1;
+  }
   if (!failed) failed = check(rill_icl_train(trainer, steps, losses, NULL), "rill_icl_train");
   if (!failed) {
-    for (int64_t s = 0; s < steps; s += steps / 6 > 0 ? steps / 6 : 1) printf("step %5lld  loss %.5f\n", (long long)s, losses[s]);
-    printf("step %5lld  loss %.5f\n", (long long)(steps - 1), losses[steps - 1]);
+    const int64_t stride = steps / 6 > 0 ? steps / 6 : 1;
+    for (int64_t s = 0; s < steps; s += stride) printf("step %5lld  loss %.5f\n", (long long)s, losses[s]);
+    if ((steps - 1) % stride != 0) printf("step %5lld  loss %.5f\n", (long long)(steps - 1), losses[steps - 1]);
   }
   rill_icl_eval eval;
   if (!failed) failed = check(rill_icl_evaluate(trainer, 1000, 42, -1.0f, &eval), "rill_icl_evaluate");
