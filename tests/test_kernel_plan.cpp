@@ -550,6 +550,12 @@ TEST_CASE("kernel plan: the CPU RMSNorm kernels read whole 4-element rows as tex
   CHECK_FALSE(rmsnorm_forward(off, 256, 16384).texel_rows);
   CHECK_FALSE(rmsnorm_backward(off, 16384, 256).value().texel_rows);
   CHECK_FALSE(rmsnorm_texel_rows(off, 8192, 64, false, 3));
+  // A tuning file's choice counts too (it was read and ignored), a forced one over it.
+  DeviceTraits tuned_off = d;
+  tuned_off.tuned = parse_overrides("rmsnorm_texel=off").value();
+  CHECK_FALSE(rmsnorm_texel_rows(tuned_off, 8192, 64, false, 3));
+  tuned_off.tuned = parse_overrides("rmsnorm_texel=on", parse_overrides("rmsnorm_texel=off").value()).value();
+  CHECK(rmsnorm_texel_rows(tuned_off, 8192, 64, false, 3));
   CHECK_FALSE(parse_overrides("rmsnorm_texel=yes").is_ok());
   CHECK_FALSE(rmsnorm_forward(h100_like(), 256, 16384).texel_rows);  // GPUs: storage buffers
   CHECK_FALSE(rmsnorm_forward(h100_like(), 8192, 64).texel_rows);
@@ -573,6 +579,9 @@ TEST_CASE("kernel plan: the CPU elementwise kernels take 4 elements per invocati
   DeviceTraits off = d;
   off.forced = parse_overrides("elementwise_texel=off").value();
   CHECK_FALSE(elementwise_texels(off, 1000, false, 2));
+  DeviceTraits tuned_off = d;
+  tuned_off.tuned = parse_overrides("elementwise_texel=off").value();
+  CHECK_FALSE(elementwise_texels(tuned_off, 1000, false, 2));
   CHECK_FALSE(parse_overrides("elementwise_texel=maybe").is_ok());
   CHECK_FALSE(elementwise_texels(h100_like(), 1000, false, 2));  // GPUs: storage buffers
 }
@@ -610,6 +619,10 @@ TEST_CASE("kernel plan: the CPU block-attention backward takes dq from the key g
   rows.forced = parse_overrides("block_dq=rows").value();
   CHECK_FALSE(block_attention_backward(rows, heads).dq_from_scores);
   CHECK_FALSE(block_attention_backward(rows, heads).scores_texels);
+  DeviceTraits tuned_rows = lavapipe_like();  // from a tuning file (it was read and ignored)
+  tuned_rows.tuned = parse_overrides("block_dq=rows,block_texel=off").value();
+  CHECK_FALSE(block_attention_backward(tuned_rows, heads).dq_from_scores);
+  CHECK_FALSE(block_attention_backward(tuned_rows, heads).texel_rows);
   CHECK_FALSE(parse_overrides("block_dq=keys").is_ok());
   CHECK_FALSE(block_attention_backward(h100_like(), heads).dq_from_scores);  // GPUs: the tiled kernel
 }

@@ -53,7 +53,7 @@ namespace {
 // device that backs texels of the storage type, `bindings` texel views of at most max_texels each.
 bool block_texel_rows(const DeviceTraits& d, const BlockAttentionShape& s, uint32_t bindings) {
   const uint64_t widest = std::max(s.dk, s.dv);
-  return d.forced.block_texel.value_or(true) && s.dk % 4 == 0 && s.dv % 4 == 0 &&
+  return chosen(d).block_texel.value_or(true) && s.dk % 4 == 0 && s.dv % 4 == 0 &&
          texel_views_fit(d, s.f16, s.rows * widest / 4, bindings);
 }
 
@@ -106,7 +106,7 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
     p.scores_width = round_up(block, p.subgroup * p.rows_per_lane);
     const uint64_t block_scores_bytes = 4 * s.heads * uint64_t(p.scores_width) * p.scores_width;
     const uint64_t blocks = ceil_div(s.rows / std::max<uint64_t>(s.heads, 1), block);
-    p.dq_from_scores = d.forced.block_dq_from_scores.value_or(true) && block_scores_bytes <= kBlockScoresBytes;
+    p.dq_from_scores = chosen(d).block_dq_from_scores.value_or(true) && block_scores_bytes <= kBlockScoresBytes;
     if (p.dq_from_scores)
       p.scores_blocks =
           uint32_t(std::clamp<uint64_t>(kBlockScoresBytes / block_scores_bytes, 1, std::max<uint64_t>(blocks, 1)));

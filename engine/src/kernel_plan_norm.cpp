@@ -49,12 +49,12 @@ uint32_t generic_row_workgroup(const DeviceTraits& d, uint32_t dim, uint32_t vec
 // On lavapipe a texel fetch gathers every lane's four elements at once, where a storage-buffer
 // load is a loop over the lanes: forward 1.2-2.3x at the benchmarked shapes.
 bool rmsnorm_texel_rows(const DeviceTraits& d, uint32_t dim, uint32_t rows, bool f16, uint32_t bindings) {
-  return d.forced.rmsnorm_texel.value_or(true) && d.family == Family::kCpu && d.subgroup_arithmetic && dim % 4 == 0 &&
+  return chosen(d).rmsnorm_texel.value_or(true) && d.family == Family::kCpu && d.subgroup_arithmetic && dim % 4 == 0 &&
          rows > 0 && texel_views_fit(d, f16, uint64_t(rows) * dim / 4, bindings);
 }
 
 bool elementwise_texels(const DeviceTraits& d, uint64_t n, bool f16, uint32_t inputs) {
-  return d.forced.elementwise_texel.value_or(true) && d.family == Family::kCpu && n > 0 && n % 4 == 0 &&
+  return chosen(d).elementwise_texel.value_or(true) && d.family == Family::kCpu && n > 0 && n % 4 == 0 &&
          texel_views_fit(d, f16, n / 4, inputs);
 }
 

@@ -30,6 +30,9 @@ inline bool texel_views_fit(const DeviceTraits& d, bool f16, uint64_t texels, ui
 
 // The traits with the tuned choices as the forced ones and no tuning left (empty without tuning):
 // a plan tries them first and keeps the result where it fits.
+// The choices in effect for a key that never needs a fallback: the forced plan over the tuned one.
+inline const PlanOverrides& chosen(const DeviceTraits& d) { return d.tuned ? *d.tuned : d.forced; }
+
 inline std::optional<DeviceTraits> tuned_traits(const DeviceTraits& d) {
   if (!d.tuned) return std::nullopt;
   DeviceTraits t = d;
