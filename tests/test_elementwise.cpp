@@ -256,6 +256,19 @@ GPU_TEST_CASE("embedding gathers from a table larger than one binding", "[elemen
     rill_test::require_close(rill_test::read(ctx, tout), out_ref, 0.0, 0.0, "rows");
     CHECK(read_u32(ctx, terr) == (dtype == DType::kF32 ? 2 : 1));
   }
+  // A row wider than one binding cannot be split: refused, recording nothing (the zeroing of the
+  // error count was recorded before the split was checked).
+  auto tids = u32_tensor(ctx, {0, 1});
+  auto wide = rill_test::empty_tensor(ctx, DType::kF32, {2, 20000});  // 80 KB rows
+  auto out = rill_test::empty_tensor(ctx, DType::kF32, {2, 20000});
+  auto terr = rill_test::empty_tensor(ctx, DType::kU32, {1});
+  auto seq = ctx.sequence();
+  const rill::Status refused = ops::embedding_forward(*seq, tids, wide, out, terr);
+  INFO(refused.to_string());
+  CHECK(refused.code() == rill::StatusCode::kOutOfRange);
+  CHECK(refused.message().find("row") != std::string::npos);
+  CHECK(seq->stats().dispatches == 0);
+  CHECK(seq->stats().copies == 0);
 }
 
 GPU_TEST_CASE("Tensor::rows views rows in place and refuses misaligned or outside ranges", "[elementwise][gpu]") {
@@ -301,7 +314,17 @@ GPU_TEST_CASE("softmax and cross-entropy match the reference, stay finite, and d
       REQUIRE(ops::softmax_cross_entropy_forward(*seq, tl, tt, tp, tloss).is_ok());
       REQUIRE(ops::softmax_forward(*seq, tl, tp2).is_ok());
       REQUIRE(ops::softmax_cross_entropy_backward(*seq, tp, tt, tdloss, tdl).is_ok());
+      // A target past the vocabulary: its row's loss NaN (forward), its dlogits NaN too (they were
+      // probs * dloss, finite and wrong).
+      std::vector<uint32_t> bad_targets = targets;
+      bad_targets.back() = uint32_t(vocab + 3);
+      auto tbad = u32_tensor(ctx, bad_targets);
+      auto tdl_bad = rill_test::empty_tensor(ctx, dtype, {rows, vocab});
+      REQUIRE(ops::softmax_cross_entropy_backward(*seq, tp, tbad, tdloss, tdl_bad).is_ok());
       REQUIRE(seq->run().is_ok());
+      const auto dl_bad = rill_test::read(ctx, tdl_bad), dl_good = rill_test::read(ctx, tdl);
+      for (int64_t c = 0; c < vocab; ++c) CHECK(std::isnan(dl_bad[size_t((rows - 1) * vocab + c)]));
+      for (size_t i = 0; i < size_t((rows - 1) * vocab); ++i) CHECK(dl_bad[i] == dl_good[i]);
       std::vector<float> dl_ref(probs_ref.size());
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < vocab; ++c)

@@ -301,6 +301,20 @@ GPU_TEST_CASE("rmsnorm rejects mismatched shapes and dtypes", "[rmsnorm][gpu]") 
   CHECK(rill::ops::rmsnorm_forward(*seq, x, &wrong, y, rstd).code() == StatusCode::kInvalidArgument);
   CHECK(rill::ops::rmsnorm_forward(*seq, ints, nullptr, ints, rstd).code() == StatusCode::kInvalidArgument);
   CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, y, rstd, -1.0f).code() == StatusCode::kInvalidArgument);
+  // eps 0 made an all-zero row NaN, an infinite one every y 0.
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, y, rstd, 0.0f).code() == StatusCode::kInvalidArgument);
+  CHECK(rill::ops::rmsnorm_forward(*seq, x, nullptr, y, rstd, INFINITY).code() == StatusCode::kInvalidArgument);
+  // The residual form's two outputs in one tensor kept only y.
+  const rill::Status one_output = rill::ops::rmsnorm_residual_forward(*seq, x, y, nullptr, wrong, wrong, rstd);
+  CHECK(one_output.code() == StatusCode::kInvalidArgument);
+  auto h = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  auto y2 = rill_test::empty_tensor(ctx, DType::kF32, {4, 8});
+  const rill::Status shared = rill::ops::rmsnorm_residual_forward(*seq, x, y, nullptr, h, h, rstd);
+  CHECK(shared.code() == StatusCode::kInvalidArgument);
+  CHECK(shared.message().find("h") != std::string::npos);
+  CHECK(rill::ops::rmsnorm_residual_forward(*seq, x, y, nullptr, h, y2, rstd).is_ok());  // apart: fine
+  CHECK(seq->stats().dispatches == 1);
+  seq = ctx.sequence();
   auto dg = rill_test::empty_tensor(ctx, DType::kF32, {8});
   CHECK(rill::ops::rmsnorm_backward(*seq, x, nullptr, rstd, y, y, &dg).code() == StatusCode::kInvalidArgument);
   CHECK(seq->stats().dispatches == 0);

@@ -92,15 +92,15 @@ uint64_t block_share(uint64_t bytes, uint64_t block_rows, uint64_t vocab) {
 }
 
 // The checks both embedding gathers share; zeroes the error count.
-Status check_gather(Sequence& seq, const Tensor& out, const Tensor& errors, uint64_t tokens, uint64_t vocab,
-                    uint64_t dim, float scale) {
+Status check_gather(const Tensor& out, const Tensor& errors, uint64_t tokens, uint64_t vocab, uint64_t dim,
+                    float scale) {
   const char* op = "embedding";
   RILL_RETURN_IF_ERROR(detail::require_elements(out, tokens * dim, op, "out"));
   RILL_RETURN_IF_ERROR(detail::require_dtype(errors, DType::kU32, op, "errors"));
   RILL_RETURN_IF_ERROR(detail::require_elements(errors, 1, op, "errors"));
   if (tokens * dim > UINT32_MAX || vocab > UINT32_MAX) return out_of_range("embedding: more than 2^32 elements");
   if (!std::isfinite(scale)) return invalid_argument("embedding: scale must be finite");
-  return seq.fill_zero(errors);
+  return Status::ok();
 }
 
 }  // namespace
@@ -113,10 +113,12 @@ Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, 
   if (table.shape().size() != 2) return invalid_argument("embedding: table " + table.describe() + " must be [vocab, dim]");
   const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
   RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
-  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, vocab, dim, scale));
+  RILL_RETURN_IF_ERROR(check_gather(out, errors, tokens, vocab, dim, scale));
   // A table larger than one binding (a big vocabulary in f32): a dispatch per block of its rows.
   RILL_ASSIGN_OR_RETURN(std::vector<detail::RowBlock> blocks,
                         detail::binding_row_blocks(table, seq.device().caps.max_storage_buffer_range, op));
+  // Recorded once every check passed: a refused call records nothing.
+  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
   const uint32_t wg = detail::elementwise_workgroup(seq);
   for (const detail::RowBlock& b : blocks) {
     Tensor part;
@@ -167,7 +169,8 @@ Status embedding_forward_packed(Sequence& seq, const Tensor& ids, std::span<cons
     return invalid_argument("embedding: the packed blocks hold " + std::to_string(next) + " of " +
                             std::to_string(vocab) + " columns");
   const uint64_t tokens = ids.element_count();
-  RILL_RETURN_IF_ERROR(check_gather(seq, out, errors, tokens, uint64_t(vocab), uint64_t(dim), scale));
+  RILL_RETURN_IF_ERROR(check_gather(out, errors, tokens, uint64_t(vocab), uint64_t(dim), scale));
+  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
   const uint32_t wg = detail::elementwise_workgroup(seq);
   for (size_t b = 0; b < blocks.size(); ++b) {
     const PackedWeights& t = blocks[b];

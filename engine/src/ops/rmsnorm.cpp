@@ -2,6 +2,7 @@
 // workgroup width for the device, and declares each dispatch's FLOPs and bytes for profiles.
 #include "rill/ops/rmsnorm.hpp"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,8 @@ Status rmsnorm_forward(Sequence& seq, const Tensor& x, const Tensor* gain, const
   RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kRmsnormOp, "y"));
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
-  if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
+  if (!(std::isfinite(eps) && eps > 0.0f))  // 0 made an all-zero row 0 * inf = NaN; inf, every y 0
+    return invalid_argument("rmsnorm: eps must be finite and > 0");
   return forward_dispatch(seq, "rmsnorm_fwd", suffix, rd, {&x, gain ? gain : &x, &y, &rstd}, gain != nullptr, eps, 2,
                           1, 4, dtype_size(x.dtype()));
 }
@@ -103,7 +105,10 @@ Status rmsnorm_residual_forward(Sequence& seq, const Tensor& x, const Tensor& re
   RILL_RETURN_IF_ERROR(detail::require_same_shape(x, y, kRmsnormOp, "y"));
   RILL_RETURN_IF_ERROR(check_gain(gain, x, rd.dim));
   RILL_RETURN_IF_ERROR(check_common(seq, x, rstd, rd));
-  if (!(eps >= 0.0f)) return invalid_argument("rmsnorm: eps must be >= 0");
+  if (!(std::isfinite(eps) && eps > 0.0f))  // 0 made an all-zero row 0 * inf = NaN; inf, every y 0
+    return invalid_argument("rmsnorm: eps must be finite and > 0");
+  // Both outputs written in turn: one tensor for the two would keep only y (y over x stays legal).
+  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&h, "h"}, {&y, "y"}, {&rstd, "rstd"}}, {}, kRmsnormOp));
   return forward_dispatch(seq, "rmsnorm_residual_fwd", suffix, rd, {&x, &residual, gain ? gain : &x, &h, &y, &rstd},
                           gain != nullptr, eps, 4, 2, 5, dtype_size(x.dtype()));
 }

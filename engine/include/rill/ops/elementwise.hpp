@@ -47,6 +47,7 @@ RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const Packed
 RILL_API Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedColumnBlocks& table_t,
                                   const Tensor& out, const Tensor& errors, float scale = 1.0f);
 // dtable[v, :] = sum of dy[t, :] over t with ids[t] == v, deterministic; dtable f32 [vocab, dim].
+// An id >= vocab adds to no row (the forward counts such ids in its errors tensor).
 RILL_API Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable);
 
 // probs = softmax(logits) over the last dimension; logits, probs [..., vocab].
@@ -55,7 +56,8 @@ RILL_API Status softmax_forward(Sequence& seq, const Tensor& logits, const Tenso
 // A target >= vocab gives a NaN loss for that row.
 RILL_API Status softmax_cross_entropy_forward(Sequence& seq, const Tensor& logits, const Tensor& targets,
                                               const Tensor& probs, const Tensor& loss);
-// dlogits = (probs - onehot(targets)) * dloss[row]; dloss f32 [rows].
+// dlogits = (probs - onehot(targets)) * dloss[row]; dloss f32 [rows]. A target >= vocab makes its
+// row's dlogits NaN, as the forward makes its loss.
 RILL_API Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const Tensor& targets,
                                                const Tensor& dloss, const Tensor& dlogits);
 
