@@ -16,6 +16,13 @@
 #include "temp_path.hpp"
 #include "vk/vk_common.hpp"
 
+#if defined(__unix__)
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#endif
+
 namespace {
 
 rill::Result<int> parse_positive(int v) {
@@ -54,6 +61,33 @@ TEST_CASE("Status carries code and message; macros propagate the first error", "
   CHECK(!bad.is_ok());
   CHECK(bad.status().code() == rill::StatusCode::kInternal);
 }
+
+#if defined(__unix__)
+// Reading the value of a failed Result is a caller's bug; it must stop the program with the
+// status's message rather than read an empty optional. Run in a child process that aborts.
+TEST_CASE("reading the value of a failed Result aborts with its message", "[core]") {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    dup2(pipe_fds[1], STDERR_FILENO);
+    rill::Result<int> failed = parse_positive(-7);
+    const int read = failed.value();  // aborts
+    _exit(read == 0 ? 3 : 4);
+  }
+  close(pipe_fds[1]);
+  std::string said;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) said.append(buffer, size_t(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT));
+  CHECK(said.find("holds an error: InvalidArgument: not positive: -7") != std::string::npos);
+}
+#endif
 
 TEST_CASE("checked arithmetic detects overflow", "[core]") {
   CHECK(rill::checked_mul(1ull << 32, 1ull << 31).value() == 1ull << 63);

@@ -76,7 +76,14 @@ RILL_API Status internal_error(std::string message, std::source_location where =
 RILL_API Status unimplemented(std::string message, std::source_location where = std::source_location::current());
 RILL_API Status cancelled(std::string message, std::source_location where = std::source_location::current());
 
-// Result<T> holds a T or a non-OK Status.
+namespace detail {
+// Called when a Result holding an error is read as a value: prints the status to stderr and aborts
+// (a bug in the caller, like reading an empty std::optional, but never silent or undefined).
+[[noreturn]] RILL_API void value_of_error(const Status& status);
+}  // namespace detail
+
+// Result<T> holds a T or a non-OK Status. Read the value only after is_ok(): value(), * and -> on
+// an error abort the program with the status's message.
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -89,14 +96,23 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return is_ok(); }
   const Status& status() const { return status_; }
 
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
+  T& value() & { return checked(); }
+  const T& value() const& { return checked(); }
+  T&& value() && { return std::move(checked()); }
+  T* operator->() { return &checked(); }
+  const T* operator->() const { return &checked(); }
+  T& operator*() & { return checked(); }
 
  private:
+  T& checked() {
+    if (!value_) detail::value_of_error(status_);
+    return *value_;
+  }
+  const T& checked() const {
+    if (!value_) detail::value_of_error(status_);
+    return *value_;
+  }
+
   Status status_;
   std::optional<T> value_;
 };

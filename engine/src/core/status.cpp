@@ -2,6 +2,7 @@
 #include "rill/status.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -99,5 +100,16 @@ Status unimplemented(std::string m, std::source_location where) {
   return {StatusCode::kUnimplemented, std::move(m), where};
 }
 Status cancelled(std::string m, std::source_location where) { return {StatusCode::kCancelled, std::move(m), where}; }
+
+namespace detail {
+void value_of_error(const Status& status) {
+  const std::string where = status.location();
+  std::fprintf(stderr, "rill: the value of a Result was read, but it holds an error: %s: %s%s%s\n",
+               status_code_name(status.code()), status.message().c_str(), where.empty() ? "" : " (at ",
+               where.empty() ? "" : (where + ")").c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace detail
 
 }  // namespace rill
