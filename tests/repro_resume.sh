@@ -2,7 +2,8 @@
 # Kill drill for `rill repro-icl`: a reproduction with periodic checkpoints is killed (SIGKILL) once
 # some runs have finished and another is part-way, then resumed with --resume. The resumed
 # reproduction must keep the finished runs, continue the interrupted one from its checkpoint at a
-# whole number of intervals, and end with exactly the CSV of an unbroken reproduction.
+# whole number of intervals (or its last step, trained but not evaluated), and end with exactly
+# the CSV of an unbroken reproduction.
 #   tests/repro_resume.sh RILL_BINARY WORK_DIR
 set -euo pipefail
 rill=$1
@@ -44,7 +45,9 @@ if (( checkpoints > 0 )); then
   line=$(grep 'resumed its checkpoint at step' "$work/resumed.log") ||
     { cat "$work/resumed.log"; echo "the interrupted run did not resume from its checkpoint"; exit 1; }
   step=${line##* }
-  (( step % every == 0 && step > 0 )) || { echo "resumed at step $step, not a whole number of $every-step intervals"; exit 1; }
+  # A checkpoint is saved every $every steps, and at the last step before the run's evaluation.
+  (( (step % every == 0 || step == steps) && step > 0 )) ||
+    { echo "resumed at step $step, neither a whole number of $every-step intervals nor the last step"; exit 1; }
   echo "$line"
 fi
 cmp "$work/whole/repro-icl.csv" "$work/killed/repro-icl.csv" ||

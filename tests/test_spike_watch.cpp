@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../tools/rill/line_plot.hpp"
 #include "../tools/rill/repro_icl_runs.hpp"
 #include "../tools/rill/spike_watch.hpp"
 #include "temp_path.hpp"
@@ -73,21 +74,50 @@ TEST_CASE("repro runs: a checkpoint save that fails or is killed leaves the prev
   rill_cli::SpikeWatch at_100;
   at_100.spikes = 1;
   at_100.first_step = 42;
-  REQUIRE(runs->save_spikes("run", at_100, 100).is_ok());
+  REQUIRE(runs->save_spikes("run", at_100, 100, 0).is_ok());
   // The next save's spikes are written first; its checkpoint then fails (or the tool is killed):
   // the checkpoint on disk is still step 100's, and its spikes are still there.
   rill_cli::SpikeWatch at_200 = at_100;
   at_200.spikes = 2;
-  REQUIRE(runs->save_spikes("run", at_200, 200).is_ok());
+  REQUIRE(runs->save_spikes("run", at_200, 200, 100).is_ok());
   const auto old_spikes = runs->saved_spikes("run", 100);
   REQUIRE(old_spikes.has_value());
   CHECK(old_spikes->spikes == 1);
   CHECK(old_spikes->first_step == 42);
   CHECK(runs->saved_spikes("run", 200)->spikes == 2);
-  // One save later, step 100's are gone: only the two latest steps' are kept.
-  REQUIRE(runs->save_spikes("run", at_200, 300).is_ok());
+  // A second failed checkpoint in a row (a disk still full) keeps step 100's too.
+  REQUIRE(runs->save_spikes("run", at_200, 300, 100).is_ok());
+  CHECK(runs->saved_spikes("run", 100).has_value());
+  CHECK_FALSE(runs->saved_spikes("run", 200).has_value());
+  // Once step 300's checkpoint is on disk, the next save keeps its spikes and drops step 100's.
+  REQUIRE(runs->save_spikes("run", at_200, 400, 300).is_ok());
   CHECK_FALSE(runs->saved_spikes("run", 100).has_value());
-  CHECK(runs->saved_spikes("run", 200).has_value());
   CHECK(runs->saved_spikes("run", 300).has_value());
+  CHECK(runs->saved_spikes("run", 400).has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("repro runs: saved spikes with counts that hide spikes or records out of their window are refused",
+          "[repro]") {
+  const std::string dir = rill_test::temp_path("repro-spikes-bad");
+  std::filesystem::remove_all(dir);
+  auto runs = rill_cli::ReproRuns::open(dir, {.steps = 10}, false, false);
+  REQUIRE(runs.is_ok());
+  const std::string path = dir + "/runs/run.spikes.json";
+  auto saved_with = [&](const std::string& fields) {
+    REQUIRE(rill_cli::write_text_atomic(path, "{\"step\": 600, " + fields + "}", nullptr));
+    return runs->saved_spikes("run", 600).has_value();
+  };
+  const std::string good = R"("first_step": -1, "peak_ratio": 0, "window_median": 1.5)";
+  CHECK(saved_with(R"("spikes": 0, )" + good));
+  CHECK(saved_with(R"("spikes": 0, "pending": [[500, 1.0], [501, 2.0]], )" + good));
+  CHECK_FALSE(saved_with(R"("spikes": -3, )" + good));
+  CHECK_FALSE(saved_with(R"("spikes": 1e300, )" + good));
+  CHECK_FALSE(saved_with(R"("spikes": 2, )" + good));  // spikes, but no first step
+  CHECK_FALSE(saved_with(R"("spikes": 0, "first_step": -1, "peak_ratio": 0, "window_median": -1)"));
+  CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[1e300, 1.0]], )" + good));
+  CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[499, 1.0]], )" + good));  // the window before
+  CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[600, 1.0]], )" + good));  // past the checkpoint
+  CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[520, 1.0], [510, 1.0]], )" + good));
   std::filesystem::remove_all(dir);
 }

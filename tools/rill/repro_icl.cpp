@@ -13,11 +13,13 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "csv_field.hpp"
 #include "line_plot.hpp"
 #include "repro_icl_grid.hpp"
 #include "repro_icl_runs.hpp"
 #include "repro_icl_table1.hpp"
 #include "rill/rill.hpp"
+#include "spike_watch.hpp"
 
 namespace rill_cli {
 namespace {
@@ -48,7 +50,9 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
   auto* cmd =
       app.add_subcommand("repro-icl", "Reproduce the ICL papers' headline experiments (reduced budgets unless --full)");
   cmd->add_option("--out", a.out, "Directory for the table, CSV and plots");
-  cmd->add_option("--steps", a.steps, "Training steps per run (Ahn et al. experiments) [1000; --quick 150]")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--steps", a.steps,
+                  "Training steps per run (Ahn et al. experiments) [1000; --quick 150; --full 10000]")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--vlad-steps", a.vlad_steps, "Training steps per run (Vladymyrov et al. experiments) [600; --quick 150]")
       ->check(CLI::Range(1, 1000000));
   auto* quick = cmd->add_flag("--quick", a.quick,
@@ -72,17 +76,17 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
                 "The papers' budgets: 10,000 steps per Ahn et al. run; Table 1 at 200,000 steps, 5 seeds, every row "
                 "and column, 100,000 evaluation tasks (hours on a big GPU)")
       ->excludes(quick);
-  cmd->add_option("--table1-steps", a.table1_steps, "Training steps per Table 1 run [200000 with --full, else 1000]")
+  cmd->add_option("--table1-steps", a.table1_steps, "Training steps per Table 1 run [1000; --quick 150; --full 200000]")
       ->check(CLI::Range(int64_t(1), int64_t(10000000)));
   cmd->add_option("--seeds", a.seeds, "Table 1: seeds per cell, the best reported [5 with --full, else 1]")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--rows", a.rows,
-                  "Table 1 rows: full, diag, gd++ (every L), or with depths, e.g. full:3 or diag:1-4 [--full: all 21; "
-                  "else L 1-3 of each]")
+                  "Table 1 rows: full, diag, gd++ (every L), or with depths, e.g. full:3 or diag:1-4 [L 1-3 of each; "
+                  "--quick L 1-2; --full all 21]")
       ->delimiter(',');
   cmd->add_option("--columns", a.columns,
                   "Table 1 columns: 0 to 7 (sigma ~ U(0, sigma_max)), 1+3, 1+3+5 (sigma uniform over the set) "
-                  "[--full: all 10; else 0,1,3,1+3]")
+                  "[0,1,3,1+3; --quick 1; --full all 10]")
       ->delimiter(',');
   return cmd;
 }
@@ -102,10 +106,16 @@ int run_repro_icl(const ReproIclArgs& args) {
     return std::find(a.experiments.begin(), a.experiments.end(), experiment) != a.experiments.end();
   };
   const bool ahn = wanted("adam-vs-sgd"), vladymyrov = wanted("adjusted-vs-depth"), table1 = wanted("table1");
+  // An option of an experiment not run would be ignored (and still bind a --resume to its value).
   if (!table1 && (!a.rows.empty() || !a.columns.empty() || a.seeds || a.table1_steps)) {
     std::fprintf(stderr,
                  "rill repro-icl: --rows, --columns, --seeds and --table1-steps set Table 1; add table1 to "
                  "--experiments\n");
+    return 1;
+  }
+  if ((!ahn && a.steps) || (!vladymyrov && a.vlad_steps)) {
+    std::fprintf(stderr, "rill repro-icl: %s sets the %s experiment; add it to --experiments\n",
+                 !ahn && a.steps ? "--steps" : "--vlad-steps", !ahn && a.steps ? "adam-vs-sgd" : "adjusted-vs-depth");
     return 1;
   }
   Table1Options t1;
@@ -168,7 +178,8 @@ int run_repro_icl(const ReproIclArgs& args) {
     return 1;
   }
   std::ostringstream md, csv, table1_csv;
-  csv << "experiment,setting,optimizer,param,layers,sigma_max,steps,eval_loss,ridge_oracle,adjusted,skipped,error\n";
+  csv << "experiment,setting,optimizer,param,layers,sigma_max,steps,eval_loss,ridge_oracle,adjusted,skipped,spikes,"
+         "first_spike_step,spike_peak_ratio,error\n";
   std::printf("device: %s\n", ctx->device().name.c_str());
   if (a.resume) std::printf("resuming %s: %d runs already finished\n", a.out.c_str(), store->recorded_at_open());
   const auto start = std::chrono::steady_clock::now();
@@ -190,6 +201,7 @@ int run_repro_icl(const ReproIclArgs& args) {
       for (int setting : {2, 3})
         for (int l : {2, 4, 6, 8}) runs.push_back({setting, l});
     PlotSeries adam_depth{"adam", {}, false}, sgd_depth{"sgd", {}, false};
+    std::vector<std::string> spike_lines;
     int adam_ahead = 0, compared = 0;
     // Seed 1 keeps the key of the one-seed runs; --full trains the paper's 6 seeds and reports medians.
     auto ahn_cell = [](const AhnRun& run, int o, int seed) {
@@ -219,7 +231,11 @@ int run_repro_icl(const ReproIclArgs& args) {
           if (r.ok) finished.push_back(r.eval.model);
           csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
               << steps << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",,"
-              << r.skipped << ",\"" << r.error << "\"\n";
+              << r.skipped << ',' << spike_fields(r.spikes) << ',' << csv_field(r.error) << "\n";
+          if (r.spikes.spikes > 0)
+            spike_lines.push_back("setting " + std::to_string(run.setting) + " L" + std::to_string(run.layers) + " " +
+                                  (o == 0 ? "adam" : "sgd") + ", seed " + std::to_string(seed) + ": " +
+                                  spike_text(r.spikes));
         }
         std::sort(finished.begin(), finished.end());
         loss[o] = finished.empty() ? NAN : finished[finished.size() / 2];  // the median (upper, for even counts)
@@ -247,6 +263,7 @@ int run_repro_icl(const ReproIclArgs& args) {
     depth_plot.series = {adam_depth, sgd_depth};
     md << finding_line("Adam reaches a lower loss than SGD with momentum (SGD / Adam above 1)", adam_ahead, compared,
                        steps, kAhnPaperSteps);
+    write_spike_section(md, spike_lines, steps);
   }
   if (vladymyrov) {
     // ---- 2. Vladymyrov et al.: adjusted evaluation loss against L ----
@@ -256,6 +273,7 @@ int run_repro_icl(const ReproIclArgs& args) {
        << " steps of Adam (lr 2e-3), batch 512, d=10, n=20, sigma ~ U(0, sigma_max)\n\n"
        << "| param | sigma_max | L | eval loss | ridge oracle | adjusted |\n|---|---|---|---|---|---|\n";
     int deeper_better = 0, series_compared = 0;
+    std::vector<std::string> spike_lines;
     const Parameterization params[] = {Parameterization::kFull, Parameterization::kDiag, Parameterization::kGdPlusPlus};
     auto vlad_cell = [](Parameterization p, float sigma_max, int l) {
       TrainConfig c = vladymyrov_setting(p, sigma_max);
@@ -282,8 +300,11 @@ int run_repro_icl(const ReproIclArgs& args) {
              << (r.ok ? three_digits(r.eval.ridge_oracle) : "") << " | " << (r.ok ? three_digits(adjusted) : "")
              << " |\n";
           csv << "adjusted_vs_depth,vladymyrov,adam," << name(p) << ',' << l << ',' << sigma_max << ',' << vlad_steps
-              << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted << ','
-              << r.skipped << ",\"" << r.error << "\"\n";
+              << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ',' << adjusted
+              << ',' << r.skipped << ',' << spike_fields(r.spikes) << ',' << csv_field(r.error) << "\n";
+          if (r.spikes.spikes > 0)
+            spike_lines.push_back(std::string(name(p)) + " sigma_max " + three_digits(sigma_max) + " L" +
+                                  std::to_string(l) + ": " + spike_text(r.spikes));
           std::printf("vladymyrov %s sigma_max=%g L=%d: adjusted %s\n", std::string(name(p)).c_str(), sigma_max, l,
                       r.ok ? three_digits(adjusted).c_str() : r.error.c_str());
           std::fflush(stdout);
@@ -305,6 +326,7 @@ int run_repro_icl(const ReproIclArgs& args) {
         "the deepest L below L = " +
             std::to_string(depths.front()) + ", per sigma_max)",
         deeper_better, series_compared, vlad_steps, kVladPaperSteps);
+    write_spike_section(md, spike_lines, vlad_steps);
   }
   if (table1) run_table1(ctx.value(), *store, t1, md, table1_csv);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;

@@ -50,6 +50,7 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     std::vector<TrainConfig> configs;
     for (const Cell& c : group) configs.push_back(c.config);
     std::vector<SpikeWatch> watches(group.size());
+    std::vector<int64_t> on_disk(group.size(), start);  // the step of each run's checkpoint on disk
     auto grid = TrainerGrid::create(ctx, configs);
     // A failure of the whole grid (device memory, a lost device, a file that cannot be written) is
     // not the runs' result: reported in this table, never recorded, and the checkpoints stay for
@@ -98,9 +99,16 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
         for (size_t m = 0; m < group.size() && trained.is_ok(); ++m) {
           // The spikes first, tagged with the step and keeping the previous checkpoint's: a failed
           // write or a kill between the two files leaves the previous checkpoint resumable.
-          trained = runs.save_spikes(group[m].key, watches[m], at);
+          trained = runs.save_spikes(group[m].key, watches[m], at, on_disk[m]);
           if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+          if (trained.is_ok()) on_disk[m] = at;
         }
+    }
+    // The trained models are kept before evaluating them: an evaluation that fails (device memory,
+    // a lost device) is then redone by --resume without training again.
+    for (size_t m = 0; m < group.size() && trained.is_ok() && start < steps; ++m) {
+      trained = runs.save_spikes(group[m].key, watches[m], steps, on_disk[m]);
+      if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
     }
     if (!trained.is_ok()) {
       fail_all(trained);
@@ -114,8 +122,13 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
         continue;
       }
       auto eval = grid->evaluate(model, {.tasks = eval_tasks});
-      record(group[m].key, eval.is_ok() ? RunOutcome{true, "", *eval, skipped, watches[m]}
-                                        : RunOutcome{false, eval.status().message(), {}, skipped, watches[m]});
+      if (eval.is_ok()) {
+        record(group[m].key, {true, "", *eval, skipped, watches[m]});
+      } else {
+        // Not the run's result: reported, never recorded, left for --resume (the command exits 1).
+        out[group[m].key] = {false, eval.status().message(), {}, skipped, watches[m]};
+        runs.note_unrecorded(group[m].key, eval.status().message());
+      }
     }
   }
   return out;

@@ -61,17 +61,29 @@ json spikes_json(const SpikeWatch& w) {
 // Throws json::exception where a field is missing or of the wrong type; none where a pending loss
 // is not a number.
 std::optional<SpikeWatch> spikes_of(const json& j) {
+  // Whole numbers only: nlohmann converts a float such as 1e300 to an integer without a check.
+  auto whole = [](const json& v) {
+    if (!v.is_number_integer()) throw json::type_error::create(302, "not a whole number", &v);
+    return v.get<int64_t>();
+  };
   SpikeWatch w;
-  w.spikes = j.at("spikes").get<int64_t>();
-  w.first_step = j.at("first_step").get<int64_t>();
+  w.spikes = whole(j.at("spikes"));
+  w.first_step = whole(j.at("first_step"));
   w.peak_ratio = j.at("peak_ratio").get<double>();
   if (w.peak_ratio < 0) w.peak_ratio = INFINITY;
   w.window_median = j.at("window_median").get<double>();
+  // A file edited or damaged into counts that hide spikes (the retry rule looks for spikes > 0)
+  // is no record: the run starts over.
+  if (w.spikes < 0 || w.first_step < -1 || (w.spikes > 0) != (w.first_step >= 0) || !(w.window_median >= 0) ||
+      !std::isfinite(w.window_median))
+    return std::nullopt;
   if (j.contains("pending"))
     for (const json& r : j.at("pending")) {
       const auto loss = number_of(r.at(1));
-      if (!loss) return std::nullopt;
-      w.pending.push_back({r.at(0).get<int64_t>(), float(*loss), 0.0f});
+      const int64_t step = whole(r.at(0));
+      // The window in progress: steps in order (every step, or every read_every-th).
+      if (!loss || step < 0 || (!w.pending.empty() && step <= w.pending.back().step)) return std::nullopt;
+      w.pending.push_back({step, float(*loss), 0.0f});
     }
   return w;
 }
@@ -156,13 +168,16 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
     RunOutcome r;
     r.ok = j->at("ok").get<bool>();
     r.error = j->at("error").get<std::string>();
+    if (!j->at("skipped").is_number_integer()) return std::nullopt;
     r.skipped = j->at("skipped").get<int64_t>();
+    if (r.skipped < 0) return std::nullopt;
     if (j->contains("spikes")) {
       const auto spikes = spikes_of(j->at("spikes"));
       if (!spikes) return std::nullopt;
       r.spikes = *spikes;
     }
     if (r.ok) {
+      if (!j->at("tasks").is_number_integer()) return std::nullopt;
       r.eval.tasks = j->at("tasks").get<int>();
       const auto model = number_of(j->at("model")), ridge = number_of(j->at("ridge_oracle"));
       if (!model || !ridge) return std::nullopt;
@@ -191,14 +206,20 @@ rill::Status ReproRuns::record(const std::string& key, const RunOutcome& r) {
   return {};
 }
 
-rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step) {
+rill::Status ReproRuns::save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step, int64_t on_disk) {
   const std::string path = dir_ + key + ".spikes.json";
   json j = spikes_json(watch);
   j["step"] = step;
   // The watch of the checkpoint on disk stays beside the new one until that checkpoint is replaced.
-  if (auto saved = read_json(path); saved && saved->is_object() && saved->contains("step")) {
-    saved->erase("previous");
-    j["previous"] = std::move(*saved);
+  if (auto saved = read_json(path)) {
+    json* kept = nullptr;
+    for (json* entry : {&*saved, saved->contains("previous") ? &saved->at("previous") : nullptr})
+      if (entry != nullptr && entry->is_object() && entry->value("step", json()) == json(on_disk)) kept = entry;
+    if (kept != nullptr) {
+      json previous = std::move(*kept);
+      if (previous.is_object()) previous.erase("previous");
+      j["previous"] = std::move(previous);
+    }
   }
   std::string error;
   if (!write_text_atomic(path, json_text(j) + "\n", &error)) return rill::invalid_argument(error);
@@ -210,8 +231,15 @@ std::optional<SpikeWatch> ReproRuns::saved_spikes(const std::string& key, int64_
   if (!j || !j->is_object()) return std::nullopt;
   try {
     for (const json* entry : {&*j, j->contains("previous") ? &j->at("previous") : nullptr})
-      if (entry != nullptr && entry->at("step").get<int64_t>() == step)
-        return spikes_of(*entry);  // empty where a pending loss is unreadable
+      if (entry != nullptr && entry->at("step") == json(step)) {
+        auto watch = spikes_of(*entry);  // empty where a value is unreadable or out of range
+        // The pending records are those of the window the checkpoint's step is in.
+        const int64_t window_start = step - step % kSpikeWindow;
+        if (watch && !watch->pending.empty() &&
+            (watch->pending.front().step < window_start || watch->pending.back().step >= step))
+          return std::nullopt;
+        return watch;
+      }
   } catch (const json::exception&) {
   }
   return std::nullopt;

@@ -42,10 +42,11 @@ class ReproRuns {
   rill::Status record(const std::string& key, const RunOutcome& outcome);  // also drops its checkpoint
   std::string checkpoint_path(const std::string& key) const;
   // The spikes a checkpointed run had seen by `step`, saved just before its checkpoint at that step.
-  // The file keeps the previous save's too, so a checkpoint that failed or was killed before it
-  // replaced the previous one still resumes from that one. None where the file is missing,
-  // unreadable or of other steps: the checkpoint is then of no use, as its spikes are unknown.
-  rill::Status save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step);
+  // The file keeps those of the checkpoint on disk (`on_disk`, its step) too, so a checkpoint that
+  // failed or was killed before it replaced that one still resumes from it, however many saves fail
+  // in a row. None where the file is missing, unreadable or of other steps: the checkpoint is then
+  // of no use, as its spikes are unknown.
+  rill::Status save_spikes(const std::string& key, const SpikeWatch& watch, int64_t step, int64_t on_disk);
   std::optional<SpikeWatch> saved_spikes(const std::string& key, int64_t step) const;
   int recorded_at_open() const { return recorded_at_open_; }
   // Runs that failed without a result (the whole grid's failure, or a result that could not be

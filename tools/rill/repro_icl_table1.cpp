@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "csv_field.hpp"
 #include "repro_icl_grid.hpp"
 
 namespace rill_cli {
@@ -63,12 +64,6 @@ TrainConfig cell_config(const Table1Row& r, const Table1Column& c, int seed, int
   config.on_nonfinite = NonFinitePolicy::kSkipBatch;                          // counted and reported with the spikes
   config.read_every = 100;
   return config;
-}
-
-std::string spike_text(const SpikeWatch& w) {
-  if (w.spikes == 0) return "";
-  return std::to_string(w.spikes) + " spike step(s) from step " + std::to_string(w.first_step) + ", up to " +
-         (std::isfinite(w.peak_ratio) ? three_digits(w.peak_ratio) + "x the window median" : "a non-finite loss");
 }
 
 }  // namespace
@@ -196,8 +191,8 @@ void run_table1(rill::Context& ctx, ReproRuns& runs, const Table1Options& o, std
     csv << name(run.row.param) << ',' << run.row.layers << ",\"" << col.label << "\"," << run.seed << ',' << run.attempt
         << ',' << config.optimizer.lr << ',' << o.steps << ',' << (run.outcome.ok ? run.outcome.eval.model : NAN) << ','
         << (run.outcome.ok ? run.outcome.eval.ridge_oracle : NAN) << ',' << adjusted << ',' << paper << ','
-        << adjusted / paper << ',' << run.outcome.spikes.spikes << ',' << run.outcome.spikes.first_step << ','
-        << run.outcome.spikes.peak_ratio << ',' << run.outcome.skipped << ",\"" << run.outcome.error << "\"\n";
+        << adjusted / paper << ',' << spike_fields(run.outcome.spikes) << ',' << run.outcome.skipped << ','
+        << csv_field(run.outcome.error) << "\n";
     if (run.outcome.spikes.spikes > 0)
       spike_lines.push_back(
           std::string(name(run.row.param)) + " L" + std::to_string(run.row.layers) + ", sigma " + col.label +
@@ -253,14 +248,7 @@ void run_table1(rill::Context& ctx, ReproRuns& runs, const Table1Options& o, std
     md << " This run trained " << o.steps
        << " steps, the paper 200,000: cells far from the paper are not evidence against it.";
   md << "\n";
-  if (spike_lines.empty()) {
-    md << "\nNo loss spikes (a step over " << three_digits(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
-       << " steps before it).\n";
-  } else {
-    md << "\nLoss spikes (a step over " << three_digits(kSpikeFactor) << "x the median loss of the " << kSpikeWindow
-       << " steps before it):\n";
-    for (const std::string& line : spike_lines) md << "- " << line << "\n";
-  }
+  write_spike_section(md, spike_lines, o.steps);
 }
 
 }  // namespace rill_cli

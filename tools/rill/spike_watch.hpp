@@ -1,9 +1,13 @@
-// Loss-spike detection for long training runs: a step whose training loss is more than
-// kSpikeFactor times the median loss of the window of steps before it, or not finite. Counted and
+// Loss-spike detection for long training runs: a step whose training loss is not finite, or more
+// than kSpikeFactor times the median loss of the previous window (runs are cut into windows of
+// kSpikeWindow steps from step 0; the first window has no reference, so only its non-finite losses
+// count). Counted and
 // reported, never silently kept (rill repro-icl).
 #pragma once
 
 #include <cstdint>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "rill/icl.hpp"
@@ -29,5 +33,13 @@ void watch_window(SpikeWatch& watch, const std::vector<rill::icl::StepRecord>& r
 // Feeds consecutive records of the window in progress; `window_end` when they end it (a multiple
 // of kSpikeWindow steps, or the run's last step), which judges the whole window.
 void watch_steps(SpikeWatch& watch, const std::vector<rill::icl::StepRecord>& records, bool window_end);
+
+// "3 spike step(s) from step 700, up to 12.5x the window median"; empty when there were none.
+std::string spike_text(const SpikeWatch& watch);
+// The CSV fields "spikes,first_spike_step,spike_peak_ratio" of a run.
+std::string spike_fields(const SpikeWatch& watch);
+// Writes what the watch checked (how, and which steps of runs of `steps` steps) and the spiking
+// runs (`lines`, one each), or that there were none.
+void write_spike_section(std::ostringstream& md, const std::vector<std::string>& lines, int64_t steps);
 
 }  // namespace rill_cli

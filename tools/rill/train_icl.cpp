@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -124,6 +125,56 @@ std::string csv_of(const std::vector<Curve>& curves) {
   return o.str();
 }
 
+// The curves of an earlier run, read back from its CSV (csv_of's format) so that a resumed run's
+// curves go on from them rather than replace them. The file is untrusted: anything not in that
+// format is refused with the line that is not.
+rill::Result<std::vector<Curve>> read_curves(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return rill::invalid_argument("cannot read the curves '" + path + "'");
+  std::string line;
+  const std::string header = "optimizer,step,train_loss,grad_norm,eval_loss,ridge_oracle,least_squares,adarr";
+  if (!std::getline(in, line) || line != header)
+    return rill::invalid_argument("'" + path + "' is not a curves file of rill train-icl (its first line is not '" +
+                                  header + "')");
+  std::vector<Curve> curves;
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    std::vector<std::string> f;
+    for (size_t from = 0;;) {
+      const size_t comma = line.find(',', from);
+      f.push_back(line.substr(from, comma - from));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    auto number_in = [](const std::string& text, double& v) {
+      char* end = nullptr;
+      v = std::strtod(text.c_str(), &end);
+      return !text.empty() && end == text.c_str() + text.size();
+    };
+    StepRecord r{};
+    double step = 0, loss = 0, grad = 0;
+    bool ok = f.size() == 8 && !f[0].empty() && number_in(f[1], step) && step >= 0 && step < 0x1p62 &&
+              step == std::floor(step) && number_in(f[2], loss) && number_in(f[3], grad);
+    EvalReport ev{};
+    const bool evaluated = ok && !f[4].empty();
+    if (evaluated)
+      ok = number_in(f[4], ev.model) && number_in(f[5], ev.ridge_oracle) && number_in(f[6], ev.least_squares) &&
+           number_in(f[7], ev.adarr);
+    else if (ok)
+      ok = f[5].empty() && f[6].empty() && f[7].empty();
+    if (ok && !curves.empty() && curves.back().optimizer == f[0]) ok = int64_t(step) > curves.back().steps.back().step;
+    if (!ok)
+      return rill::invalid_argument("'" + path + "' line " + std::to_string(number) +
+                                    " is not a row of rill train-icl's curves");
+    if (curves.empty() || curves.back().optimizer != f[0]) curves.push_back(Curve{f[0], {}, {}});
+    r.step = int64_t(step);
+    r.loss = float(loss);
+    r.grad_norm = float(grad);
+    curves.back().steps.push_back(r);
+    if (evaluated) curves.back().evals.emplace_back(r.step + 1, ev);
+  }
+  return curves;
+}
+
 }  // namespace
 
 CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
@@ -166,7 +217,8 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   cmd->add_option("--eval-tasks", a.eval_tasks, "Fresh tasks per evaluation")->check(CLI::Range(1, 1000000));
   cmd->add_option("--train-tasks", a.train_tasks,
                   "Train on the tasks of this safetensors task set (cycling) instead of sampled ones; d and n follow it");
-  cmd->add_option("--eval-file", a.eval_file, "Evaluate on the tasks of this task set (instead of fresh sampled tasks)");
+  cmd->add_option("--eval-file", a.eval_file, "Evaluate on the tasks of this task set (instead of fresh sampled tasks)")
+      ->excludes(cmd->get_option("--eval-tasks"));
   cmd->add_option("--checkpoint", a.checkpoint,
                   "Save a checkpoint at the end (with several optimizers: one file each, PATH.<optimizer>)");
   cmd->add_option("--checkpoint-every", a.checkpoint_every,
@@ -188,10 +240,10 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
   // (silently ignoring them would train something other than what was asked for). A run trained on
   // --train-tasks trains on only with the same set (the checkpoint names it; another is refused).
   CLI::Option* resume = cmd->get_option("--resume");
-  for (const char* name : {"--setting", "--batch",      "--d",      "--n",           "--layers",      "--heads",
-                           "--param",   "--convention", "--data",   "--gamma-shape", "--gamma-scale", "--sigma-max",
-                           "--sigmas",  "--lr",         "--sgd-lr", "--momentum",    "--beta1",       "--beta2",
-                           "--clip",    "--init-std",   "--seed",   "--optimizers",  "--on-nonfinite"})
+  for (const char* name : {"--setting", "--batch",      "--d",      "--n",           "--layers",       "--heads",
+                           "--param",   "--convention", "--data",   "--gamma-shape", "--gamma-scale",  "--sigma-max",
+                           "--sigmas",  "--lr",         "--sgd-lr", "--momentum",    "--beta1",        "--beta2",
+                           "--clip",    "--init-std",   "--seed",   "--optimizers",  "--on-nonfinite", "--read-every"})
     resume->excludes(cmd->get_option(name));
   return cmd;
 }
@@ -207,6 +259,14 @@ int run_train_icl(const TrainIclArgs& args_in) {
     for (size_t j = 0; j < i; ++j)
       if (a.optimizers[i] == a.optimizers[j])
         return fail(rill::invalid_argument("--optimizers names '" + a.optimizers[i] + "' twice"));
+  // An optimizer's settings where it does not run would be ignored.
+  auto runs_optimizer = [&](const char* o) {
+    return std::find(a.optimizers.begin(), a.optimizers.end(), o) != a.optimizers.end();
+  };
+  if (a.resume.empty() && !runs_optimizer("sgd") && (a.sgd_lr || a.momentum))
+    return fail(rill::invalid_argument("--sgd-lr and --momentum set SGD, which --optimizers does not run"));
+  if (a.resume.empty() && !runs_optimizer("adam") && (a.beta1 || a.beta2))
+    return fail(rill::invalid_argument("--beta1 and --beta2 set Adam, which --optimizers does not run"));
   if (a.checkpoint_every > 0 && a.checkpoint.empty())
     return fail(rill::invalid_argument("--checkpoint-every needs --checkpoint PATH"));
   const size_t runs = a.resume.empty() ? a.optimizers.size() : 1;
@@ -259,6 +319,17 @@ int run_train_icl(const TrainIclArgs& args_in) {
         (a.resume.empty() ? "--resume '" + path + "' continues it, --restart trains afresh over it"
                           : std::string("--restart replaces it with this one, or choose another path"))));
   }
+  // The earlier curves a resumed run goes on from (every optimizer's: a run of adam and sgd keeps
+  // the other's curve in the file too).
+  std::vector<Curve> curves;
+  if (std::error_code ec; !a.resume.empty() && !a.csv.empty() && std::filesystem::exists(a.csv, ec)) {
+    auto earlier = read_curves(a.csv);
+    if (!earlier.is_ok())
+      return fail(
+          earlier.status().with_context("--resume goes on with the curves in --csv; choose another --csv "
+                                        "or --out for this run's"));
+    curves = std::move(earlier).value();
+  }
   if (!a.resume.empty() && a.checkpoint.empty())
     std::fprintf(stderr, "note: without --checkpoint the resumed model's further training is not saved\n");
   auto ctx = rill::Context::create();
@@ -273,7 +344,6 @@ int run_train_icl(const TrainIclArgs& args_in) {
   if (a.resume.empty()) print_model(base);  // a resumed run prints the checkpoint's model below
 
   const int64_t eval_every = a.eval_every > 0 ? a.eval_every : std::max<int64_t>(1, a.steps / 10);
-  std::vector<Curve> curves;
   EvalReport last{};
   std::vector<std::string> diverged;  // optimizers whose run ended with a non-finite evaluation
   std::printf("\n%-9s %8s %12s %12s %12s %12s\n", "optimizer", "step", "train loss", "eval loss", "ridge oracle",
@@ -331,9 +401,18 @@ int run_train_icl(const TrainIclArgs& args_in) {
     RILL_RETURN_IF_ERROR(trainer.status());
     c = trainer->config();
     plotted = c;
-    curves.push_back(Curve{opt_name, {}, {}});
+    // A resumed run goes on with its optimizer's curve from the earlier CSV, cut at the checkpoint's
+    // step (rows past it were trained after that save and are trained again now).
+    const std::string label = a.resume.empty() ? opt_name : std::string(name(c.optimizer.kind));
+    auto earlier = std::find_if(curves.begin(), curves.end(), [&](const Curve& k) { return k.optimizer == label; });
+    if (earlier != curves.end())
+      std::rotate(earlier, earlier + 1, curves.end());
+    else
+      curves.push_back(Curve{label, {}, {}});
     Curve& curve = curves.back();
-    size_t eval_from = 0;  // the train loss printed with an evaluation is the mean since the last one
+    std::erase_if(curve.steps, [&](const StepRecord& r) { return r.step >= trainer->step(); });
+    std::erase_if(curve.evals, [&](const auto& e) { return e.first > trainer->step(); });
+    size_t eval_from = curve.steps.size();  // the train loss printed with an evaluation is the mean since the last one
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;
     if (stderr_is_terminal()) {  // the first step builds the pipelines: seconds, minutes for big unrolled models
@@ -343,7 +422,7 @@ int run_train_icl(const TrainIclArgs& args_in) {
     // Train up to the next evaluation or checkpoint, whichever comes first.
     const int64_t never = std::numeric_limits<int64_t>::max();
     int64_t next_eval = eval_every, next_save = a.checkpoint_every > 0 ? a.checkpoint_every : never;
-    size_t curves_written = 0;  // this curve's rows at the last periodic write
+    size_t curves_written = curve.steps.size();  // this curve's rows at the last periodic write
     for (int64_t done = 0; done < a.steps;) {
       const int64_t chunk = std::min({next_eval, next_save, a.steps}) - done;
       const auto t0 = std::chrono::steady_clock::now();
