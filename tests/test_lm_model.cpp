@@ -447,6 +447,48 @@ GPU_TEST_CASE("lm state save and restore resumes bit-identically", "[lm][gpu]") 
   CHECK(int8_4.session().value().restore_state(path).code() == rill::StatusCode::kFailedPrecondition);
 }
 
+// A model without softmax layers runs to position 2^32 - 2. Its DiagAttention keys are those of
+// the current block only, so decoding at the same offset in a block near the end gives the same
+// logits as near the start; the decode kernels' loops over keys once wrapped there (re-reading stale
+// cache rows, and on a GPU looping about 2^32 times).
+GPU_TEST_CASE("lm decoding in the last blocks before position 2^32 matches the same block offsets at the start",
+              "[lm][gpu]") {
+  const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
+  const auto tokens = tokens_of(30, w.config().vocab, 3);
+  const uint64_t block = w.config().block, near_start = 13;
+  const uint64_t near_end = (uint64_t(1) << 32) - 2 * block + near_start % block;  // same offset in its block
+  // The state after near_start tokens, saved again as if at near_end: the norm layer's state has no
+  // position in it, the diag layer's cache holds the current block's keys by offset.
+  for (const auto& [family, decode] : {std::pair{"cpu", "fused"}, {"cpu", "per-op"}, {"gpu", "fused"}}) {
+    INFO(family << " family, decoding " << decode);
+    auto options = rill_test::validated_options();
+    options.kernel_variant = family;
+    options.kernel_plan = std::string("lm_decode=") + decode;
+    auto ctx = rill_test::make_context(options);
+    auto model = make_model(ctx, w, {.prefill_segment = 8});
+    auto start = model.session().value();
+    REQUIRE(start.prefill(std::span(tokens).first(near_start)).is_ok());
+    auto file = rill::SafetensorsFile::from_bytes(start.serialize_state().value()).value();
+    rill::SafetensorsWriter moved;
+    for (const auto& [key, value] : file.metadata()) REQUIRE(moved.set_metadata(key, value).is_ok());
+    REQUIRE(moved.set_metadata("position", std::to_string(near_end)).is_ok());
+    for (const rill::SafetensorsEntry& e : file.entries())
+      REQUIRE(moved.add(e.name, e.dtype, e.shape, file.tensor(e.name, e.dtype, e.shape).value()).is_ok());
+    auto end = model.session().value();
+    REQUIRE(end.deserialize_state(moved.serialize()).is_ok());
+    REQUIRE(end.position() == near_end);
+    // Through the last block boundary to the last position a token may take.
+    for (uint64_t t = 0; near_end + t <= (uint64_t(1) << 32) - 2; ++t) {
+      INFO("decode " << t);
+      const auto expected = start.decode(tokens[near_start + t]).value();
+      const auto got = end.decode(tokens[near_start + t]).value();
+      REQUIRE(got.size() == expected.size());
+      CHECK(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) == 0);
+    }
+    CHECK(end.decode(tokens[0]).status().code() == rill::StatusCode::kOutOfRange);
+  }
+}
+
 GPU_TEST_CASE("lm prefill reports progress and stops on request; the rest goes on bit-identically", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
@@ -533,6 +575,35 @@ GPU_TEST_CASE("lm sessions report their device memory and free the prefill's on 
   s.release_prefill_memory();
   s.release_prefill_memory();  // twice is harmless
   CHECK(s.device_bytes() == s.state_bytes() + step_bytes);
+}
+
+// A kernel limit on the model's own sizes (here the block attention's serial work per invocation
+// for a 256-position block of width 128, past a CPU driver's loop budget) refuses every segment
+// length alike: the prefill returns it at once and keeps the session's segment length (it halved
+// down to one block, for nothing, and kept that for the session).
+GPU_TEST_CASE("lm prefill returns a limit that shorter segments hit alike without halving", "[lm][gpu]") {
+  ModelConfig c = tiny({LayerKind::kDiag});
+  c.vocab = 300;
+  c.width = 256;
+  c.heads = 2;
+  c.ffn_width = 64;
+  c.block = 256;
+  REQUIRE(c.validate().is_ok());
+  const auto w = rill::lm::Weights::random(c, 8).value();
+  auto ctx = rill_test::make_context();
+  auto model = make_model(ctx, w, {.prefill_segment = 2048});
+  auto s = model.session().value();
+  const auto tokens = tokens_of(2100, c.vocab, 2);
+  const auto logits = s.prefill(tokens);
+  if (logits.is_ok()) {  // a device without such a budget runs it whole
+    CHECK(s.position() == tokens.size());
+  } else {
+    INFO(logits.status().to_string());
+    CHECK(logits.status().code() == rill::StatusCode::kOutOfRange);
+    CHECK(logits.status().message().find("loop iterations") != std::string::npos);
+    CHECK(s.position() == 0);
+  }
+  CHECK(s.prefill_segment() == 2048);
 }
 
 GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", "[lm][gpu]") {

@@ -48,8 +48,9 @@ void main() {
   afloat m = -1.0 / 0.0, l = 0.0;
   afloat acc[DV];
   [[unroll]] for (uint c = 0; c < DV; ++c) acc[c] = 0.0;
-  for (uint s = first + lid; s <= t; s += WG_SIZE) {
-    const uint row = BLOCK > 0 ? s % BLOCK : s;
+  // Offsets from the block's first key: a position near 2^32 would wrap s + WG_SIZE.
+  for (uint o = lid; o <= t - first; o += WG_SIZE) {
+    const uint s = first + o, row = BLOCK > 0 ? s % BLOCK : s;
     const uint kb = (h * p.cap + row) * DK, vb = (h * p.cap + row) * DV;
     afloat z = 0.0;
     [[unroll]] for (uint i = 0; i < DK; ++i) z += qv[i] * afloat(cache_k[kb + i]);

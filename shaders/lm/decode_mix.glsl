@@ -118,10 +118,12 @@ void mix(uint h) {
   barrier();  // q, k, v in shared memory -> read by every invocation
   float m = -1.0 / 0.0, l = 0.0;
   for (uint j = lid; j < DH; j += WG_SIZE) acc_sh[j] = 0.0;
-  for (uint s0 = first; s0 <= t; s0 += WG_SIZE) {
-    const uint s = s0 + lid;
+  // Tiles walk offsets from the block's first key: a position near 2^32 would wrap s0 + WG_SIZE.
+  for (uint o0 = 0u; o0 <= t - first; o0 += WG_SIZE) {
+    const uint s0 = first + o0, s = s0 + lid;
+    const bool in_block = o0 + lid <= t - first;  // s <= t, without the wrap
     float z = -1.0 / 0.0;
-    if (s <= t) {
+    if (in_block) {
       z = 0.0;
       if (s == t) {
         for (uint i = 0u; i < DH; ++i) z += mv_in[i] * mv_in[DH + i];
@@ -131,11 +133,11 @@ void mix(uint h) {
       }
     }
     const float m_new = max(m, rill_workgroup_max(z));  // finite: key s0 <= t is in the tile
-    const float e = s <= t ? exp(z - m_new) : 0.0;
+    const float e = in_block ? exp(z - m_new) : 0.0;
     weights_sh[lid] = e;
     const float keep = exp(m - m_new);
     l = l * keep + rill_workgroup_sum(e);  // its barriers also publish weights_sh
-    const uint n = min(WG_SIZE, t + 1u - s0);
+    const uint n = min(WG_SIZE, t - first + 1u - o0);
     if (MIX_GROUPS == 1u) {
       for (uint j = lid; j < DH; j += WG_SIZE) {
         float a = 0.0;

@@ -187,22 +187,38 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
   }
   std::vector<uint32_t> targets;
   std::vector<float> segment_log_probs;
+  // While halving: the first refused length, the last refusal, and what to say once a length fits.
+  uint32_t unhalved = segment_len;
+  std::string refusal, halved_note;
   while (i < tokens.size()) {
     RILL_RETURN_IF_ERROR(stopped());
     const size_t len = std::min<size_t>(segment_len, tokens.size() - i);
     // A segment whose activations do not fit (the device's memory or the context's budget:
     // ResourceExhausted; one allocation or binding past the device's limits: OutOfRange) is
     // recorded again at half the length, in whole blocks, for the rest of the session: nothing has
-    // run yet, so only the speed changes.
+    // run yet, so only the speed changes. A limit that a shorter segment hits word for word (a
+    // kernel's limit on the model's own sizes) does not depend on the length: it is returned, and
+    // the session keeps its segment length. (Memory is always retried: pooled blocks can fail at the
+    // same size for both lengths.)
     if (const Status made = prepare_segment(uint32_t(len), form); !made.is_ok()) {
       const uint32_t half = len / 2 / align * align;
       const bool too_big = made.code() == StatusCode::kResourceExhausted || made.code() == StatusCode::kOutOfRange;
+      if (made.code() == StatusCode::kOutOfRange && made.message() == refusal) {
+        segment_len = unhalved;
+        return made;
+      }
       if (!too_big || half == 0) return made;
-      log_warning(std::string(op) + ": " + std::to_string(len) + "-position segments do not fit (" + made.message() +
-                  "); this session prefills in segments of " + std::to_string(half));
+      if (refusal.empty()) unhalved = segment_len;
+      refusal = made.message();
+      halved_note = std::string(op) + ": " + std::to_string(unhalved) + "-position segments do not fit (at " +
+                    std::to_string(len) + ": " + made.message() + "); this session prefills in segments of " +
+                    std::to_string(half);
       segment_len = half;
       continue;
     }
+    if (!halved_note.empty()) log_warning(halved_note);
+    refusal.clear();
+    halved_note.clear();
     const auto part = tokens.subspan(i, len);
     if (log_probs) {
       // Each row's next token; the segment's last row scores the next segment's first.
