@@ -3,13 +3,14 @@
 
 Reads a JSON list of requests ({"op": ..., "shape": {...}, "reps": n}) from the file given as the
 first argument and prints one JSON object: "peer" (PyTorch version, device, threads, BLAS) and
-"results", one entry per request in order ({"median_ms": t, "peer_form": ...} or
-{"unavailable": reason}). Runs on CUDA when PyTorch sees a GPU, else on the CPU, as peer_env.py
-sets PyTorch up (TF32 off, the system's BLAS, the faster of one thread and every core) and
-describes it. Each peer is
-what a user would run for the same work:
+"results", one entry per request in order ({"median_ms": wall ms per call, "device_ms": the CUDA
+events' ms (on CUDA), "peer_form": ...} or {"unavailable": reason}). Runs on CUDA when PyTorch sees
+a GPU (each op first busy for RILL_BENCH_WARMUP_MS, 300 ms, as rill's own ops are), else on the
+CPU, as peer_env.py sets PyTorch up (TF32 off, the system's BLAS, the faster of one thread and every
+core) and describes it. Each peer is what a user would run for the same work:
   matmul                   torch.matmul
-  rmsnorm_fwd / _bwd       x * rsqrt(mean(x^2) + eps) * g in f32 arithmetic, and its autograd backward
+  rmsnorm_fwd / _bwd       torch.nn.functional.rms_norm where PyTorch has it (2.4+), else
+                           x * rsqrt(mean(x^2) + eps) * g in f32 arithmetic; and its autograd backward
   linear_attention_causal  the same chunked algorithm (C = 64): masked (Q K^T) V inside chunks, Q times
                            the exclusive prefix sum of the chunk states K^T V across them
   linear_attention_causal_bwd  autograd of that (dq, dk and dv from dO)
@@ -19,6 +20,7 @@ what a user would run for the same work:
   block_attention_bwd      autograd of that (dq, dk and dv from dO)
 """
 import json
+import os
 import sys
 import time
 
@@ -38,30 +40,79 @@ def sync():
         torch.cuda.synchronize()
 
 
-def median_ms(fn, reps):
+def warmup_ms():
+    """rill's busy warm-up before timing a GPU (RILL_BENCH_WARMUP_MS, 300 ms unless set; rill checks
+    the value): the peer gets the same, so that both are timed at the clocks a busy GPU runs at."""
+    try:
+        return min(max(float(os.environ.get("RILL_BENCH_WARMUP_MS", "300")), 0.0), 600000.0)
+    except ValueError:
+        return 300.0
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def timed(fn, reps):
+    """{"median_ms": wall time per call, launch and synchronize included} and, on CUDA,
+    "device_ms": the GPU's time from the call's first kernel to its last (CUDA events), the clock
+    rill's own median_ms uses (timestamps around its dispatches)."""
     start = time.perf_counter()
     fn()  # warm-up (and allocation)
     sync()
     first = (time.perf_counter() - start) * 1e3
     if first > SLOW_MS:
-        return first
-    times = []
+        return {"median_ms": first}
+    if DEVICE.type == "cuda":
+        busy = time.perf_counter()
+        while (time.perf_counter() - busy) * 1e3 < warmup_ms():
+            fn()
+            sync()
+    walls, device = [], []
     for _ in range(max(reps, 1)):
+        if DEVICE.type == "cuda":
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start = time.perf_counter()
+        if DEVICE.type == "cuda":
+            begin.record()
         fn()
+        if DEVICE.type == "cuda":
+            end.record()
         sync()
-        times.append((time.perf_counter() - start) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+        walls.append((time.perf_counter() - start) * 1e3)
+        if DEVICE.type == "cuda":
+            device.append(begin.elapsed_time(end))
+    result = {"median_ms": median(walls)}
+    if device:
+        result["device_ms"] = median(device)
+    return result
+
+
+def peer_result(fn, reps, form):
+    return dict(timed(fn, reps), peer_form=form)
 
 
 def rand(*shape, dtype=torch.float32):
     return (torch.rand(*shape, device=DEVICE) * 2 - 1).to(dtype)
 
 
+def fused_rmsnorm(x):
+    """PyTorch 2.4+ has F.rms_norm (one fused kernel on recent CUDA builds): what a user would run.
+    Not for f16 on the CPU, where the peer computes in f32 on f16 storage, as rill does."""
+    return hasattr(F, "rms_norm") and not (x.dtype == torch.float16 and x.device.type == "cpu")
+
+
 def rmsnorm(x, g):
+    if fused_rmsnorm(x):
+        return F.rms_norm(x, (x.shape[-1],), g, EPS)
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * g.float()).to(x.dtype)
+
+
+def rmsnorm_form(x):
+    return "torch.nn.functional.rms_norm" if fused_rmsnorm(x) else "rmsnorm in f32 arithmetic (composite)"
 
 
 def chunked_linear_attention(q, k, v, chunk=64):
@@ -100,36 +151,35 @@ def peer(op, shape, reps):
         a, b = rand(shape["m"], shape["k"], dtype=dtype), rand(shape["k"], shape["n"], dtype=dtype)
         if widen:
             fn = lambda: torch.matmul(a.float(), b.float()).half()
-            return {"median_ms": median_ms(fn, reps), "peer_form": "torch.matmul in f32 on f16 storage"}
-        return {"median_ms": median_ms(lambda: torch.matmul(a, b), reps), "peer_form": "torch.matmul"}
+            return peer_result(fn, reps, "torch.matmul in f32 on f16 storage")
+        return peer_result(lambda: torch.matmul(a, b), reps, "torch.matmul")
     if op in ("rmsnorm_fwd", "rmsnorm_bwd"):
         x, g = rand(shape["rows"], shape["dim"], dtype=dtype), rand(shape["dim"], dtype=dtype)
         if op == "rmsnorm_fwd":
-            return {"median_ms": median_ms(lambda: rmsnorm(x, g), reps), "peer_form": "rmsnorm in f32 arithmetic"}
+            return peer_result(lambda: rmsnorm(x, g), reps, rmsnorm_form(x))
         x.requires_grad_(True)
         g.requires_grad_(True)
         y = rmsnorm(x, g)
         dy = rand(shape["rows"], shape["dim"], dtype=dtype)
         fn = lambda: torch.autograd.grad(y, (x, g), dy, retain_graph=True)
-        return {"median_ms": median_ms(fn, reps), "peer_form": "autograd of rmsnorm (dx and dgain)"}
+        return peer_result(fn, reps, "autograd of " + rmsnorm_form(x) + " (dx and dgain)")
     if op == "linear_attention_causal":
         h, n, d = shape["heads"], shape["n"], shape["dk"]
         q, k, v = (rand(1, h, n, d) for _ in range(3))
         with torch.no_grad():
-            return {"median_ms": median_ms(lambda: chunked_linear_attention(q, k, v), reps),
-                    "peer_form": "chunked linear attention in PyTorch (C = 64)"}
+            return peer_result(lambda: chunked_linear_attention(q, k, v), reps,
+                               "chunked linear attention in PyTorch (C = 64)")
     if op == "linear_attention_noncausal":
         h, n, d = shape["heads"], shape["n"], shape["dk"]
         q, k, v = (rand(1, h, n, d) for _ in range(3))
         with torch.no_grad():
-            return {"median_ms": median_ms(lambda: q @ (k.transpose(-1, -2) @ v), reps),
-                    "peer_form": "Q (K^T V) in PyTorch"}
+            return peer_result(lambda: q @ (k.transpose(-1, -2) @ v), reps, "Q (K^T V) in PyTorch")
     if op == "linear_attention_causal_bwd":
         h, n, d = shape["heads"], shape["n"], shape["dk"]
         q, k, v = (rand(1, h, n, d).requires_grad_(True) for _ in range(3))
         o, do = chunked_linear_attention(q, k, v), rand(1, h, n, d)
         fn = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
-        return {"median_ms": median_ms(fn, reps), "peer_form": "autograd of chunked linear attention (C = 64)"}
+        return peer_result(fn, reps, "autograd of chunked linear attention (C = 64)")
     if op == "block_attention_fwd":
         h, n, d, block = shape["heads"], shape["n"], shape["d"], shape["block"]
         q, k, v = (rand(1, h, n, d, dtype=dtype) for _ in range(3))
@@ -139,8 +189,8 @@ def peer(op, shape, reps):
                                    causal)[1]
             if widen:
                 fn = lambda: block_attention(q.float(), k.float(), v.float(), block, causal)[0].half()
-                return {"median_ms": median_ms(fn, reps), "peer_form": form + " in f32 on f16 storage"}
-            return {"median_ms": median_ms(lambda: block_attention(q, k, v, block, causal), reps), "peer_form": form}
+                return peer_result(fn, reps, form + " in f32 on f16 storage")
+            return peer_result(lambda: block_attention(q, k, v, block, causal), reps, form)
     if op == "block_attention_bwd":
         h, n, d, block = shape["heads"], shape["n"], shape["d"], shape["block"]
         causal = shape.get("causal", True)
@@ -150,8 +200,7 @@ def peer(op, shape, reps):
         o, form = block_attention(q, k, v, block, causal)
         do = rand(*o.shape, dtype=dtype).to(work)
         fn = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
-        return {"median_ms": median_ms(fn, reps),
-                "peer_form": "autograd of " + form + (" in f32 on f16 storage" if widen else "")}
+        return peer_result(fn, reps, "autograd of " + form + (" in f32 on f16 storage" if widen else ""))
     return {"unavailable": "no PyTorch peer for op " + op}
 
 

@@ -359,6 +359,7 @@ rill::Result<OpTiming> timed_run(rill::Sequence& seq, bool gpu_time) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!gpu_time) return run;
   RILL_ASSIGN_OR_RETURN(auto timings, seq.timings());
+  run.gpu_clock = true;
   run.median_ms = 0.0;
   for (const auto& d : timings) {
     run.median_ms += d.gpu_ms;
@@ -380,6 +381,11 @@ OpTiming median_of(rill::Context& ctx, std::vector<OpTiming> runs) {
   std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
   OpTiming median = runs[runs.size() / 2];
   median.fastest_ms = runs.front().median_ms;
+  // The runs' median wall time, on its own (the run of the median GPU time need not have it).
+  std::vector<double> walls;
+  for (const OpTiming& r : runs) walls.push_back(r.host_ms);
+  std::nth_element(walls.begin(), walls.begin() + ptrdiff_t(walls.size() / 2), walls.end());
+  median.host_ms = walls[walls.size() / 2];
   for (auto& [name, k] : median.kernels) {
     if (auto stats = ctx.pipeline_statistics(k.pipeline); stats.is_ok()) k.compiler = std::move(stats).value();
   }
@@ -476,6 +482,7 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
                                                                : "fma_f32"},
                            {"bound", memory_bound ? "memory" : "compute"},
                            {"host_ms", t.host_ms},
+                           {"clock", t.gpu_clock ? "gpu" : "host"},  // what median_ms measures
                            {"kernels", kernels_json(t)}};
   if (t.compare) {
     // The same op under RILL_BENCH_COMPARE_PLAN, alternated with this record's runs.

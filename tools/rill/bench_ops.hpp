@@ -29,7 +29,8 @@ std::vector<uint32_t> random_prompt(uint64_t n, uint32_t vocab);
 struct OpTiming {
   double median_ms = 0.0;
   double fastest_ms = 0.0;        // the fastest run: on a shared, noisy machine the kernel's own speed
-  double host_ms = 0.0;           // wall time of that run's submission, waiting included
+  double host_ms = 0.0;           // wall time of a run's submission, waiting included (the runs' median)
+  bool gpu_clock = false;         // median_ms is the GPU's time (timestamps), not host_ms
   uint64_t flops = 0, bytes = 0;  // declared by the op's dispatches, per run
   // GPU milliseconds and dispatches per kernel in the median run (empty without timestamps): which
   // pass of a multi-pass op dominates.

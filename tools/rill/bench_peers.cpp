@@ -74,9 +74,18 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
     nlohmann::json& rec = records[owners[k]];
     const nlohmann::json& res = answer["results"][k];
     if (res.contains("median_ms") && res["median_ms"].is_number()) {
-      const double peer_ms = res["median_ms"], ms = rec["median_ms"];
+      const double peer_ms = res["median_ms"];
       rec["peer_ms"] = peer_ms;
-      rec["speedup_vs_peer"] = ms > 0 ? peer_ms / ms : 0.0;
+      // The same clock on both sides: the GPU's where both have it (rill's timestamps, the peer's
+      // CUDA events), else wall time per call (rill's host_ms: submission and wait included, as
+      // the peer's launch and synchronize are). A GPU time against a wall time favoured rill.
+      const bool device = res.contains("device_ms") && res["device_ms"].is_number() && rec.value("clock", "") == "gpu";
+      const double peer = device ? res["device_ms"].get<double>() : peer_ms;
+      const double ours =
+          device ? rec["median_ms"].get<double>() : rec.value("host_ms", rec["median_ms"].get<double>());
+      if (device) rec["peer_device_ms"] = peer;
+      rec["peer_clock"] = device ? "gpu" : "wall";
+      rec["speedup_vs_peer"] = ours > 0 ? peer / ours : 0.0;
       rec["peer_form"] = res.value("peer_form", "");
       if (res.contains("threads")) rec["peer_threads"] = res["threads"];  // the faster thread count
     } else {
