@@ -29,6 +29,10 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
+  if (args.trace.empty()) {  // known before the command runs, not after
+    std::fprintf(stderr, "rill profile: --trace needs a file name\n");
+    return 2;
+  }
   // The profiled command's arguments (or an option's value after '=') may name its files: the
   // trace and the plot must not replace one of them.
   std::vector<NamedPath> command_files;
@@ -45,9 +49,14 @@ int run_profile(const ProfileArgs& args) {
   // earlier trace stays if this run fails); a partial one left by a killed run never passes for it.
   const std::string partial = args.trace + ".partial." + std::to_string(process_id());
   std::remove(partial.c_str());
+  // The command's context also writes its summary beside the partial trace; this command prints
+  // its own.
   struct RemovePartial {
     const std::string& path;
-    ~RemovePartial() { std::remove(path.c_str()); }
+    ~RemovePartial() {
+      std::remove(path.c_str());
+      std::remove((path + ".summary.txt").c_str());
+    }
   } remove_partial{partial};
   // Peaks first, in this process: cached per device, measured once.
   rill::DevicePeaks peaks;
