@@ -184,6 +184,15 @@ TEST_CASE("summaries count replays, take percentiles and compare with the roofli
   CHECK(k.gflops == Approx(22.0 / 0.065 / 1.0));
   CHECK(k.intensity == Approx(20.0));
   CHECK(k.roofline_fraction == Approx(k.gflops / 100.0));  // compute-bound at 20 FLOP/B
+  // The same work in the f16 probe is judged against the f16 peak; on cooperative matrices, whose
+  // units no probe measures, against none.
+  peaks.fma_f16_gflops = 400.0;
+  auto renamed = events;
+  for (auto& e : renamed) e.kernel = e.kernel.empty() ? e.kernel : "bench/fma_f16";
+  peaks.copy_gbps = 100.0;  // so that 20 FLOP/B is compute-bound against 400 GFLOP/s too
+  CHECK(rill::summarize_profile(renamed, &peaks)[0].roofline_fraction == Approx(k.gflops / 400.0));
+  for (auto& e : renamed) e.kernel = e.kernel.empty() ? e.kernel : "matmul/matmul_coop_f16";
+  CHECK(rill::summarize_profile(renamed, &peaks)[0].roofline_fraction == 0.0);
   const std::string table = rill::format_profile_summary(summary, &peaks);
   CHECK(table.find("op/matmul") != std::string::npos);
   const std::string svg = rill::roofline_svg(summary, peaks);

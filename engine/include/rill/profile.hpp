@@ -72,7 +72,9 @@ struct KernelSummary {
   double total_ms = 0.0, mean_ms = 0.0, p50_ms = 0.0, p95_ms = 0.0;
   double gflops = 0.0, gbps = 0.0;  // achieved, over the total time
   double intensity = 0.0;           // FLOPs per byte (0 when bytes are not declared)
-  double roofline_fraction = 0.0;   // achieved / min(peak FLOP/s, intensity * peak bandwidth); 0 if unknown
+  // achieved / min(peak FLOP/s, intensity * peak bandwidth); 0 if unknown. The peak FLOP/s is f32
+  // FMA's, f16 FMA's for the f16 probe, none measured for cooperative-matrix kernels (0 then).
+  double roofline_fraction = 0.0;
   // The compiler statistics of the kernel's pipeline with the most GPU time (empty when none were captured).
   std::vector<PipelineStatistic> statistics;
 };

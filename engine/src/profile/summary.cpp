@@ -14,6 +14,15 @@ double percentile(std::vector<double>& sorted, double q) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
+// The compute peak a kernel is judged against: f32 FMA for every kernel that computes in f32 (f16
+// storage or not), f16 FMA for the probe that computes in f16, none for cooperative-matrix kernels,
+// whose units no probe measures (as `rill bench` records them). 0: none.
+double compute_peak(const std::string& kernel, const DevicePeaks& peaks) {
+  if (kernel.find("coop") != std::string::npos) return 0.0;
+  if (kernel == "bench/fma_f16") return peaks.fma_f16_gflops;
+  return peaks.fma_f32_gflops;
+}
+
 }  // namespace
 
 std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& events, const DevicePeaks* peaks) {
@@ -56,10 +65,10 @@ std::vector<KernelSummary> summarize_profile(const std::vector<ProfileEvent>& ev
       k.gbps = a.bytes / seconds / 1e9;
     }
     k.intensity = a.bytes > 0 ? a.flops / a.bytes : 0.0;
-    if (peaks && peaks->fma_f32_gflops > 0 && peaks->copy_gbps > 0 && (a.flops > 0 || a.bytes > 0)) {
+    const double compute = peaks ? compute_peak(k.kernel, *peaks) : 0.0;
+    if (peaks && peaks->copy_gbps > 0 && (a.flops > 0 ? compute > 0 : a.bytes > 0)) {
       // The roof at this intensity; kernels that declare only bytes are judged on bandwidth.
-      const double roof = a.flops > 0 ? std::min(peaks->fma_f32_gflops, k.intensity * peaks->copy_gbps)
-                                      : peaks->copy_gbps;
+      const double roof = a.flops > 0 ? std::min(compute, k.intensity * peaks->copy_gbps) : peaks->copy_gbps;
       const double achieved = a.flops > 0 ? k.gflops : k.gbps;
       k.roofline_fraction = roof > 0 ? achieved / roof : 0.0;
     }
