@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -103,6 +104,23 @@ bool bench_pipeline(bool quick, nlohmann::json& out) {
       std::filesystem::remove(path, ignored);
     }
   } remove_after{path};
+  // The drivers' own disk caches (Mesa's, NVIDIA's) would serve the "cold" pass from an earlier run:
+  // off for this bench's contexts (they read it when a device is made), restored after.
+  struct DriverCachesOff {
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+    DriverCachesOff() {
+      for (const auto& [name, value] :
+           {std::pair{"MESA_SHADER_CACHE_DISABLE", "true"}, {"__GL_SHADER_DISK_CACHE", "0"}}) {
+        const char* was = std::getenv(name);
+        saved.emplace_back(name, was ? std::optional<std::string>(was) : std::nullopt);
+        set_environment(name, value);
+      }
+    }
+    ~DriverCachesOff() {
+      for (const auto& [name, value] : saved)
+        value ? set_environment(name.c_str(), value->c_str()) : unset_environment(name.c_str());
+    }
+  } driver_caches_off;
   const uint32_t variants = quick ? 8 : 32;
   double cold_ms = 0, warm_ms = 0, lookup_us = 0;
   uint64_t warm_hits = 0;

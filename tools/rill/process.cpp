@@ -85,6 +85,22 @@ std::optional<std::string> python_output(const std::vector<std::string>& script_
   return out;
 }
 
+void set_environment(const char* name, const char* value) {
+#ifdef _WIN32
+  _putenv_s(name, value);
+#else
+  setenv(name, value, 1);
+#endif
+}
+
+void unset_environment(const char* name) {
+#ifdef _WIN32
+  _putenv_s(name, "");  // an empty value removes it there
+#else
+  unsetenv(name);
+#endif
+}
+
 rill::Result<int> run_self(const std::vector<std::string>& args, const std::string& env_name,
                            const std::string& env_value) {
   std::fflush(stdout);

@@ -21,6 +21,10 @@ long process_id();
 // Python could not start or the script exited non-zero.
 std::optional<std::string> python_output(const std::vector<std::string>& script_and_arguments);
 
+// Sets or removes a variable of this process's environment (read by drivers when a device is made).
+void set_environment(const char* name, const char* value);
+void unset_environment(const char* name);
+
 // Runs this executable again with `args` (without the program name) and `env_name`=`env_value`
 // added to its environment; waits and returns its exit code.
 rill::Result<int> run_self(const std::vector<std::string>& args, const std::string& env_name,
