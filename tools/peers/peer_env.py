@@ -26,6 +26,15 @@ def thread_counts():
     return [forced] if forced > 0 else sorted({1, os.cpu_count() or 1})
 
 
+def warmup_ms():
+    """rill's busy warm-up before timing a GPU (RILL_BENCH_WARMUP_MS, 300 ms unless set; rill checks
+    the value): a peer on a GPU gets the same, so that both are timed at a busy GPU's clocks."""
+    try:
+        return min(max(float(os.environ.get("RILL_BENCH_WARMUP_MS", "300")), 0.0), 600000.0)
+    except ValueError:
+        return 300.0
+
+
 def fastest(run, key):
     """run() -> dict, once per thread count; the result with the smallest `key` (a result without it
     only when every run lacks it), with "threads" set and every run's numbers under "thread_runs"."""

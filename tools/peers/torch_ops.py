@@ -20,7 +20,6 @@ core) and describes it. Each peer is what a user would run for the same work:
   block_attention_bwd      autograd of that (dq, dk and dv from dO)
 """
 import json
-import os
 import sys
 import time
 
@@ -38,15 +37,6 @@ SLOW_MS = 20000.0  # a first run slower than this is timed once
 def sync():
     if DEVICE.type == "cuda":
         torch.cuda.synchronize()
-
-
-def warmup_ms():
-    """rill's busy warm-up before timing a GPU (RILL_BENCH_WARMUP_MS, 300 ms unless set; rill checks
-    the value): the peer gets the same, so that both are timed at the clocks a busy GPU runs at."""
-    try:
-        return min(max(float(os.environ.get("RILL_BENCH_WARMUP_MS", "300")), 0.0), 600000.0)
-    except ValueError:
-        return 300.0
 
 
 def median(values):
@@ -67,7 +57,7 @@ def timed(fn, reps):
         return {"median_ms": first}
     if DEVICE.type == "cuda":
         busy = time.perf_counter()
-        while (time.perf_counter() - busy) * 1e3 < warmup_ms():
+        while (time.perf_counter() - busy) * 1e3 < peer_env.warmup_ms():
             fn()
             sync()
     walls, device = [], []
