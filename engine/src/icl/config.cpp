@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "icl/sigma_rule.hpp"
 #include "rill/icl.hpp"
 #include "vk/kernel_contracts.hpp"
 
@@ -68,18 +69,15 @@ Status validate(const TrainConfig& c) {
     RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_scale) && t.gamma_scale >= FLT_MIN,
                                "gamma_scale must be finite and at least 2^-126 (not denormal)"));
   }
-  // Zero or normal (as gamma_scale): a denormal sigma is flushed on some GPUs and not on the CPU.
-  auto zero_or_normal = [](float x) { return x == 0.0f || x >= FLT_MIN; };
   if (t.noise == NoiseKind::kUniform)
-    RILL_RETURN_IF_ERROR(field(std::isfinite(t.sigma_max) && zero_or_normal(t.sigma_max),
-                               "sigma_max must be finite and 0 or at least 2^-126 (not denormal)"));
+    RILL_RETURN_IF_ERROR(
+        field(detail::sigma_allowed(t.sigma_max), std::string("sigma_max must be ") + detail::kSigmaRule));
   if (t.noise == NoiseKind::kCategorical) {
     RILL_RETURN_IF_ERROR(
         field(!t.categories.empty() && t.categories.size() <= gpu::kIclMaxCategories,
               "categorical noise needs 1 to " + std::to_string(gpu::kIclMaxCategories) + " sigma values"));
     for (float s : t.categories)
-      RILL_RETURN_IF_ERROR(field(std::isfinite(s) && zero_or_normal(s),
-                                 "sigma values must be finite and 0 or at least 2^-126 (not denormal)"));
+      RILL_RETURN_IF_ERROR(field(detail::sigma_allowed(s), std::string("sigma values must be ") + detail::kSigmaRule));
   }
   const ModelConfig& m = c.model;
   RILL_RETURN_IF_ERROR(field(m.layers >= 1 && m.layers <= 64, "layers must be in [1, 64], got " + std::to_string(m.layers)));

@@ -11,6 +11,7 @@
 #include "core/parallel_for.hpp"
 #include "icl/baseline_cache.hpp"
 #include "icl/ridge.hpp"
+#include "icl/sigma_rule.hpp"
 #include "icl/trainer_impl.hpp"
 
 namespace rill::icl {
@@ -133,8 +134,7 @@ Status check_eval_options(const EvalOptions& o, const char* where) {
   auto refuse = [&](const std::string& what) { return invalid_argument(std::string(where) + ": " + what); };
   if (o.tasks < 1) return refuse("tasks must be >= 1");
   if (o.tune_tunedrr && o.tuning_tasks < 1) return refuse("tuning_tasks must be >= 1");
-  if (o.sigma && !(std::isfinite(*o.sigma) && (*o.sigma == 0.0f || *o.sigma >= FLT_MIN)))
-    return refuse("sigma must be finite and 0 or at least 2^-126 (not denormal)");
+  if (o.sigma && !detail::sigma_allowed(*o.sigma)) return refuse(std::string("sigma must be ") + detail::kSigmaRule);
   if (!(std::isfinite(o.constant_lambda) && o.constant_lambda >= 0.0))
     return refuse("constant_lambda must be finite and >= 0");
   if (!o.tune_tunedrr && !(std::isfinite(o.tunedrr_factor) && o.tunedrr_factor > 0.0 && std::isfinite(o.tunedrr_cap) &&
@@ -194,8 +194,8 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
 Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
   Impl& im = *impl_;
   if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
-  if (sigma && !(std::isfinite(*sigma) && (*sigma == 0.0f || *sigma >= FLT_MIN)))
-    return invalid_argument("icl sample_task_set: sigma must be finite and 0 or at least 2^-126 (not denormal)");
+  if (sigma && !detail::sigma_allowed(*sigma))
+    return invalid_argument(std::string("icl sample_task_set: sigma must be ") + detail::kSigmaRule);
   const Shape& s = im.shape;
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
   RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
