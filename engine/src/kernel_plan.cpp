@@ -238,8 +238,18 @@ std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std:
 
 Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
                                                           std::string_view kernel_plan) {
+  return describe_kernel_plans(device, family, kernel_plan, {});
+}
+
+Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
+                                                          std::string_view kernel_plan, std::string_view tuned_plan) {
   ops::plan::DeviceTraits traits = ops::plan::traits_of(device, family);
   RILL_ASSIGN_OR_RETURN(traits.forced, ops::plan::parse_overrides(kernel_plan));
+  // As a context: the forced choices over the tuned ones.
+  if (!tuned_plan.empty()) {
+    RILL_ASSIGN_OR_RETURN(const auto tuned, ops::plan::parse_overrides(tuned_plan));
+    RILL_ASSIGN_OR_RETURN(traits.tuned, ops::plan::parse_overrides(kernel_plan, tuned));
+  }
   std::vector<KernelPlanLine> out;
   out.push_back({"kernel family", "", std::string(ops::plan::family_name(traits.family))});
   for (auto& s : ops::plan::summarize(traits)) out.push_back({std::move(s.op), std::move(s.shape), std::move(s.plan)});

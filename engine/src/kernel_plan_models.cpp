@@ -179,7 +179,11 @@ Result<LmDecodePlan> lm_decode(const DeviceTraits& d, const LmDecodeShape& s) {
   // the plan's own sizes fuse does not.
   if (const auto tuned = tuned_traits(d)) {
     auto p = lm_decode(*tuned, s);
-    if (p.is_ok() && (p->fused || tuned->forced.lm_decode_fused == false || !fused_decode_plan(d, s).fused)) return p;
+    if (p.is_ok() && (p->fused || tuned->forced.lm_decode_fused == false || !fused_decode_plan(d, s).fused)) {
+      if (!p->fused && tuned->forced.lm_decode_fused == false && d.forced.lm_decode_fused != false)
+        p->per_op_reason = "tuned";  // the tuning file's choice, not a forced one
+      return p;
+    }
   }
   // The fused kernels' parameters with the per-op graph forced would be ignored: refused by name.
   const PlanOverrides& f = d.forced;

@@ -18,6 +18,7 @@ struct InfoArgs {
   bool json = false;
   std::string profile;      // a limit profile to apply to every device (also RILL_LIMIT_PROFILE)
   std::string kernel_plan;  // forced plan choices, as a context takes them (also RILL_KERNEL_PLAN)
+  std::string tuning;       // a tuning file, as a context takes it (also RILL_TUNING)
   bool plan_keys = false;   // list the choices a plan can force instead of the devices
 };
 CLI::App* add_info_command(CLI::App& app, InfoArgs& args);

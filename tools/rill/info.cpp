@@ -22,9 +22,26 @@ std::string forced_family() {
   return env ? env : "";
 }
 
-// The plans shown for `d` under the forced choices (a context refuses an invalid plan; so does info).
-rill::Result<std::vector<rill::KernelPlanLine>> plans_of(const rill::DeviceInfo& d, const InfoArgs& args) {
-  return rill::describe_kernel_plans(d, forced_family(), args.kernel_plan);
+// The plans shown for `d` under the forced choices (a context refuses an invalid plan; so does info)
+// and the tuning file's, where it was made on this device with its kernel family (a context plans
+// without it otherwise, and `tuned` then says why).
+rill::Result<std::vector<rill::KernelPlanLine>> plans_of(const rill::DeviceInfo& d, const InfoArgs& args,
+                                                         std::string& tuned) {
+  RILL_ASSIGN_OR_RETURN(auto plans, rill::describe_kernel_plans(d, forced_family(), args.kernel_plan));
+  tuned.clear();
+  if (args.tuning.empty() || !d.usable) return plans;
+  auto file = rill::read_tuning_file(args.tuning, d);
+  if (!file.is_ok()) {
+    tuned = "not used: " + file.status().message();
+    return plans;
+  }
+  const std::string family = plans.empty() ? "" : plans.front().plan;  // the "kernel family" line
+  if (file->family != family) {
+    tuned = "not used: measured with the " + file->family + " kernels, this device runs the " + family + " kernels";
+    return plans;
+  }
+  tuned = file->kernel_plan.empty() ? "the plan's own choices" : file->kernel_plan;
+  return rill::describe_kernel_plans(d, forced_family(), args.kernel_plan, file->kernel_plan);
 }
 
 nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::KernelPlanLine>& plans) {
@@ -106,6 +123,9 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
                   "Show the kernel plans under these forced choices (as RILL_KERNEL_PLAN gives a context, "
                   "e.g. la_tile=4,matmul_texel=off); an invalid plan is an error")
       ->envname("RILL_KERNEL_PLAN");
+  cmd->add_option("--tuning", a.tuning,
+                  "Show the kernel plans as a context given this tuning file (written by rill tune) makes them")
+      ->envname("RILL_TUNING");
   cmd->add_flag("--plan-keys", a.plan_keys,
                 "List every choice --kernel-plan (RILL_KERNEL_PLAN) can force: its values and what it chooses");
   return cmd;
@@ -128,8 +148,9 @@ int run_info(const InfoArgs& args) {
     }
   }
   std::vector<std::vector<rill::KernelPlanLine>> plans;
-  for (const auto& d : l.devices) {
-    auto p = plans_of(d, args);
+  std::vector<std::string> tuned(l.devices.size());
+  for (size_t i = 0; i < l.devices.size(); ++i) {
+    auto p = plans_of(l.devices[i], args, tuned[i]);
     if (!p.is_ok()) {
       std::fprintf(stderr, "rill info: %s\n", p.status().to_string().c_str());
       return 2;
@@ -140,7 +161,11 @@ int run_info(const InfoArgs& args) {
     nlohmann::json j = {{"version", RILL_VERSION_STRING}, {"chosen", l.chosen}, {"reason", l.reason},
                         {"devices", nlohmann::json::array()}};
     if (!args.kernel_plan.empty()) j["kernel_plan"] = args.kernel_plan;
-    for (size_t i = 0; i < l.devices.size(); ++i) j["devices"].push_back(device_json(l.devices[i], plans[i]));
+    for (size_t i = 0; i < l.devices.size(); ++i) {
+      j["devices"].push_back(device_json(l.devices[i], plans[i]));
+      if (!args.tuning.empty()) j["devices"].back()["tuning"] = tuned[i];
+    }
+    if (!args.tuning.empty()) j["tuning_file"] = args.tuning;
     std::printf("%s\n", json_text(j).c_str());
     return l.chosen >= 0 ? 0 : 1;
   }
@@ -176,10 +201,8 @@ int run_info(const InfoArgs& args) {
     std::printf("    quirks: %s\n", quirks.empty() ? "none" : quirks.c_str());
     if (!d.limit_profile.empty()) std::printf("    limit profile: %s (the limits above are its)\n", d.limit_profile.c_str());
     if (!d.usable) continue;
-    if (args.kernel_plan.empty())
-      std::printf("    kernel plans:\n");
-    else
-      std::printf("    kernel plans (forced: %s):\n", args.kernel_plan.c_str());
+    std::printf("    kernel plans%s%s%s%s%s:\n", args.kernel_plan.empty() ? "" : " (forced: ", args.kernel_plan.c_str(),
+                args.kernel_plan.empty() ? "" : ")", tuned[i].empty() ? "" : "; tuning file: ", tuned[i].c_str());
     int op_width = 0, shape_width = 0;
     for (const auto& p : plans[i]) {
       op_width = std::max(op_width, int(p.op.size()));

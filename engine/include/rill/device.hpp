@@ -126,6 +126,11 @@ RILL_API std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& dev
 // matmul_texel=off"): InvalidArgument, naming the key or value, where a context would refuse them.
 RILL_API Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
                                                                    std::string_view kernel_plan);
+// The same with a tuning file's plan (TuningFile::kernel_plan, made on this device and family) under
+// the forced choices, as a context given that file plans: each tuned choice taken where it fits.
+RILL_API Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
+                                                                   std::string_view kernel_plan,
+                                                                   std::string_view tuned_plan);
 
 // The choices ContextOptions::kernel_plan (and RILL_KERNEL_PLAN) can force, for `rill info
 // --plan-keys` and apps that expose them: each key, the values it takes, what it chooses, and
