@@ -70,4 +70,44 @@ if "$rill" repro-icl "${opts[@]}" --out "$work/killed" > "$work/fresh.log" 2>&1 
   cat "$work/fresh.log"; echo "a fresh start over a reproduction's runs was not refused"; exit 1
 fi
 [[ "$(ls "$runs" | sort)" == "$before" ]] || { echo "the refused start changed $runs"; exit 1; }
+
+# Killed while the grid trains (a periodic checkpoint on disk, no result yet): the resume goes on
+# from that checkpoint's step, short of the last, with the spikes seen so far, and ends with the
+# unbroken table too. A machine that finishes before the kill gets a longer reproduction.
+mid_runs=$work/mid/runs
+count_mid() { local files=("$mid_runs"/$1); [[ -e ${files[0]} ]] && echo ${#files[@]} || echo 0; }
+caught=0
+for steps in 240 960 3840; do
+  mid_opts=(--quick --experiments adam-vs-sgd --steps $steps)
+  rm -rf "$work/mid" "$work/mid-whole"
+  "$rill" repro-icl "${mid_opts[@]}" --checkpoint-every $every --out "$work/mid" > "$work/mid.log" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2>/dev/null; do
+    if (( $(count_mid '*.safetensors') >= 1 )); then
+      kill -9 $pid 2>/dev/null && caught=1
+      break
+    fi
+    sleep 0.01
+  done
+  wait $pid 2>/dev/null || true
+  if (( caught && $(count_mid '*.result.json') == 0 )); then
+    "$rill" repro-icl "${mid_opts[@]}" --checkpoint-every $every --resume --out "$work/mid" > "$work/mid-resumed.log"
+    line=$(grep -m1 'resumed its checkpoint at step' "$work/mid-resumed.log") ||
+      { cat "$work/mid-resumed.log"; echo "the run killed mid-training did not resume from its checkpoint"; exit 1; }
+    step=${line##* }
+    if (( step < steps )); then
+      (( step % every == 0 && step > 0 )) ||
+        { echo "resumed mid-training at step $step, not a whole number of $every-step intervals"; exit 1; }
+      "$rill" repro-icl "${mid_opts[@]}" --out "$work/mid-whole" > "$work/mid-whole.log"
+      cmp "$work/mid-whole/repro-icl.csv" "$work/mid/repro-icl.csv" ||
+        { diff "$work/mid-whole/repro-icl.csv" "$work/mid/repro-icl.csv"; echo "the table resumed mid-training differs from the unbroken one"; exit 1; }
+      echo "$line (mid-training, of $steps)"
+      break
+    fi
+  fi
+  caught=0
+  echo "the reproduction of $steps steps per run was not caught mid-training; trying a longer one"
+done
+(( caught )) || { echo "never caught a reproduction mid-training"; exit 1; }
+
 echo "repro-icl kill drill passed: the resumed table equals the unbroken one"

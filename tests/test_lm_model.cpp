@@ -578,7 +578,7 @@ GPU_TEST_CASE("lm sessions report their device memory and free the prefill's on 
 }
 
 // A kernel limit on the model's own sizes (here the block attention's serial work per invocation
-// for a 256-position block of width 128, past a CPU driver's loop budget) refuses every segment
+// for a 128-position block of head width 128, past a CPU driver's loop budget) refuses every segment
 // length alike: the prefill returns it at once and keeps the session's segment length (it halved
 // down to one block, for nothing, and kept that for the session).
 GPU_TEST_CASE("lm prefill returns a limit that shorter segments hit alike without halving", "[lm][gpu]") {
@@ -587,7 +587,7 @@ GPU_TEST_CASE("lm prefill returns a limit that shorter segments hit alike withou
   c.width = 256;
   c.heads = 2;
   c.ffn_width = 64;
-  c.block = 256;
+  c.block = 128;
   REQUIRE(c.validate().is_ok());
   const auto w = rill::lm::Weights::random(c, 8).value();
   auto ctx = rill_test::make_context();

@@ -363,6 +363,7 @@ rill::Result<OpTiming> timed_run(rill::Sequence& seq, bool gpu_time) {
   run.median_ms = 0.0;
   for (const auto& d : timings) {
     run.median_ms += d.gpu_ms;
+    run.span_ms = std::max(run.span_ms, d.start_ms + d.gpu_ms);
     run.flops += d.flops;
     run.bytes += d.bytes;
     OpTiming::Kernel& k = run.kernels[d.label];  // the kernel's name unless the op names the pass
@@ -381,11 +382,16 @@ OpTiming median_of(rill::Context& ctx, std::vector<OpTiming> runs) {
   std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
   OpTiming median = runs[runs.size() / 2];
   median.fastest_ms = runs.front().median_ms;
-  // The runs' median wall time, on its own (the run of the median GPU time need not have it).
-  std::vector<double> walls;
-  for (const OpTiming& r : runs) walls.push_back(r.host_ms);
-  std::nth_element(walls.begin(), walls.begin() + ptrdiff_t(walls.size() / 2), walls.end());
-  median.host_ms = walls[walls.size() / 2];
+  // The runs' median wall time and GPU span, each on its own (the run of the median GPU time need
+  // not have them).
+  auto median_by = [&](double OpTiming::*field) {
+    std::vector<double> values;
+    for (const OpTiming& r : runs) values.push_back(r.*field);
+    std::nth_element(values.begin(), values.begin() + ptrdiff_t(values.size() / 2), values.end());
+    return values[values.size() / 2];
+  };
+  median.host_ms = median_by(&OpTiming::host_ms);
+  median.span_ms = median_by(&OpTiming::span_ms);
   for (auto& [name, k] : median.kernels) {
     if (auto stats = ctx.pipeline_statistics(k.pipeline); stats.is_ok()) k.compiler = std::move(stats).value();
   }
@@ -483,6 +489,7 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
                            {"bound", memory_bound ? "memory" : "compute"},
                            {"host_ms", t.host_ms},
                            {"clock", t.gpu_clock ? "gpu" : "host"},  // what median_ms measures
+                           {"gpu_span_ms", t.gpu_clock ? nlohmann::json(t.span_ms) : nlohmann::json()},
                            {"kernels", kernels_json(t)}};
   if (t.compare) {
     // The same op under RILL_BENCH_COMPARE_PLAN, alternated with this record's runs.

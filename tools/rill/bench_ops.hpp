@@ -31,6 +31,9 @@ struct OpTiming {
   double fastest_ms = 0.0;        // the fastest run: on a shared, noisy machine the kernel's own speed
   double host_ms = 0.0;           // wall time of a run's submission, waiting included (the runs' median)
   bool gpu_clock = false;         // median_ms is the GPU's time (timestamps), not host_ms
+  // The GPU's time from the first dispatch's start to the last one's end, gaps between dispatches
+  // included (the runs' median): what a CUDA peer's events around its call measure.
+  double span_ms = 0.0;
   uint64_t flops = 0, bytes = 0;  // declared by the op's dispatches, per run
   // GPU milliseconds and dispatches per kernel in the median run (empty without timestamps): which
   // pass of a multi-pass op dominates.

@@ -76,13 +76,15 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
     if (res.contains("median_ms") && res["median_ms"].is_number()) {
       const double peer_ms = res["median_ms"];
       rec["peer_ms"] = peer_ms;
-      // The same clock on both sides: the GPU's where both have it (rill's timestamps, the peer's
-      // CUDA events), else wall time per call (rill's host_ms: submission and wait included, as
-      // the peer's launch and synchronize are). A GPU time against a wall time favoured rill.
-      const bool device = res.contains("device_ms") && res["device_ms"].is_number() && rec.value("clock", "") == "gpu";
+      // The same clock on both sides: the GPU's where both have it (from rill's first dispatch's
+      // start to its last one's end, gaps included, as the peer's CUDA events around its call),
+      // else wall time per call (rill's host_ms: submission and wait included, as the peer's launch
+      // and synchronize are). A GPU time against a wall time favoured rill.
+      const bool device = res.contains("device_ms") && res["device_ms"].is_number() && rec.contains("gpu_span_ms") &&
+                          rec["gpu_span_ms"].is_number();
       const double peer = device ? res["device_ms"].get<double>() : peer_ms;
       const double ours =
-          device ? rec["median_ms"].get<double>() : rec.value("host_ms", rec["median_ms"].get<double>());
+          device ? rec["gpu_span_ms"].get<double>() : rec.value("host_ms", rec["median_ms"].get<double>());
       if (device) rec["peer_device_ms"] = peer;
       rec["peer_clock"] = device ? "gpu" : "wall";
       rec["speedup_vs_peer"] = ours > 0 ? peer / ours : 0.0;

@@ -104,15 +104,21 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
           if (trained.is_ok()) on_disk[m] = at;
         }
     }
-    // The trained models are kept before evaluating them: an evaluation that fails (device memory,
-    // a lost device) is then redone by --resume without training again.
-    for (size_t m = 0; m < group.size() && trained.is_ok() && start < steps; ++m) {
-      trained = runs.save_spikes(group[m].key, watches[m], steps, on_disk[m]);
-      if (trained.is_ok()) trained = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
-    }
     if (!trained.is_ok()) {
       fail_all(trained);
       continue;
+    }
+    // The trained models are kept before evaluating them: an evaluation that fails (device memory,
+    // a lost device) is then redone by --resume without training again. Best effort: a model whose
+    // save fails is still evaluated (only a failed evaluation would then train it again).
+    for (size_t m = 0; m < group.size() && start < steps; ++m) {
+      if (!grid->status(int(m)).is_ok()) continue;  // a halted run's result is its halt, recorded below
+      const int64_t at = grid->step(int(m));
+      rill::Status kept = runs.save_spikes(group[m].key, watches[m], at, on_disk[m]);
+      if (kept.is_ok()) kept = grid->save_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+      if (!kept.is_ok())
+        std::printf("%s: its trained model was not saved before evaluating (%s)\n", group[m].key.c_str(),
+                    kept.message().c_str());
     }
     for (size_t m = 0; m < group.size(); ++m) {
       const int model = int(m);

@@ -405,13 +405,21 @@ int run_train_icl(const TrainIclArgs& args_in) {
     // step (rows past it were trained after that save and are trained again now).
     const std::string label = a.resume.empty() ? opt_name : std::string(name(c.optimizer.kind));
     auto earlier = std::find_if(curves.begin(), curves.end(), [&](const Curve& k) { return k.optimizer == label; });
-    if (earlier != curves.end())
+    const bool continued = earlier != curves.end();
+    if (continued)
       std::rotate(earlier, earlier + 1, curves.end());
     else
       curves.push_back(Curve{label, {}, {}});
     Curve& curve = curves.back();
     std::erase_if(curve.steps, [&](const StepRecord& r) { return r.step >= trainer->step(); });
     std::erase_if(curve.evals, [&](const auto& e) { return e.first > trainer->step(); });
+    // The curves are written at a checkpoint once they have grown by a quarter: a run killed after
+    // a save they skipped left them short of the checkpoint's step. Said, not hidden.
+    if (continued && !curve.steps.empty() && curve.steps.back().step + 1 < trainer->step())
+      std::fprintf(stderr,
+                   "note: the curves in %s end at step %lld and the checkpoint is at step %lld: the steps between "
+                   "are missing from them\n",
+                   a.csv.c_str(), (long long)curve.steps.back().step, (long long)trainer->step());
     size_t eval_from = curve.steps.size();  // the train loss printed with an evaluation is the mean since the last one
     const auto start = std::chrono::steady_clock::now();
     double train_seconds = 0;

@@ -90,7 +90,7 @@ std::string roofline_svg(const std::vector<KernelSummary>& kernels, const Device
     s += "<text x=\"" + fmt("%.1f", flip ? x - 8 : x + 8) + "\" y=\"" + fmt("%.1f", y + 4 + 12.0 * (i % 2)) + "\"" +
          (flip ? " text-anchor=\"end\"" : "") + ">" +
          escape(k.kernel + (k.variant.empty() || k.variant == "default" ? "" : " (" + k.variant + ")")) +
-         fmt(" %.0f%%", 100.0 * k.roofline_fraction) + "</text>\n";
+         (k.roofline_fraction > 0 ? fmt(" %.0f%%", 100.0 * k.roofline_fraction) : std::string()) + "</text>\n";
     ++i;
   }
   if (unplotted > 0)
