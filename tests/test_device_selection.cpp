@@ -89,6 +89,8 @@ GPU_TEST_CASE("a real context honours RILL_DEVICE by index and by name", "[devic
     EnvGuard env(first.name.substr(0, 4).c_str());
     auto ctx = rill_test::make_context();
     CHECK(ctx.device().name == first.name);
+    // Chosen by the name (with one device, the default choice is the same device).
+    CHECK(ctx.selection_reason().find("RILL_DEVICE") != std::string::npos);
   }
   {
     EnvGuard env("no-such-device-anywhere");

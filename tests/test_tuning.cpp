@@ -215,8 +215,9 @@ GPU_TEST_CASE("a context plans with its tuning file where it was made, and ignor
   {  // another device's file, or none at the path: ignored
     rill::DeviceInfo elsewhere = probe.device();
     elsewhere.driver_version += 1;
-    REQUIRE(
-        rill::write_tuning_file(path, elsewhere, {.kernel_plan = "linear_attention=serial", .family = "gpu"}).is_ok());
+    REQUIRE(rill::write_tuning_file(path, elsewhere,
+                                    {.kernel_plan = "linear_attention=serial", .family = probe.kernel_family()})
+                .is_ok());
     CHECK(rill_test::make_context(options).tuned_plan().empty());
     options.tuning_path = path + ".missing";
     CHECK(rill_test::make_context(options).tuned_plan().empty());

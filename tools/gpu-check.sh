@@ -49,14 +49,15 @@ goal_shapes=1024x1024x1024,4096x4096x4096,65536x512x256,65536x256x512
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(info la block matmul rmsnorm icl lm tests)
 
+failed=()  # the steps that failed, were cut off or are unknown: the script's exit status says so
 run_step() {  # name, limit in seconds, command...
   local name=$1 limit=$2
   shift 2
   local start=$SECONDS
   timeout "$limit" "$@" >"$work/$name.json" 2>"$work/$name.log"
   local rc=$?
-  echo "== $name: rc $rc in $((SECONDS - start)) s (limit $limit s)"
-  [ $rc -eq 0 ] || tail -n 5 "$work/$name.log"
+  echo "== $name: rc $rc in $((SECONDS - start)) s (limit $limit s)$([ $rc -eq 124 ] && echo ': cut off by its limit')"
+  [ $rc -eq 0 ] || { tail -n 5 "$work/$name.log"; failed+=("$name (rc $rc)"); }
   tar -czf "$out/gpu-check.tgz" -C "$work" .  # after every step: a call cut short still brings back the rest
 }
 
@@ -186,7 +187,7 @@ for s in "${steps[@]}"; do
                    "$rill" bench --op icl --no-torch
                done ;;
     tune) run_step tune 300 "$rill" tune --out "$work/tuning.json" ;;  # the tuning file comes back in the tgz
-    *) echo "unknown step $s" ;;
+    *) echo "unknown step $s"; failed+=("$s (unknown)") ;;
   esac
 done
 
@@ -207,3 +208,7 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
         print(path.stem, json.dumps(keep, separators=(",", ":"))[:300])
 PY
 grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$work/tests.json" 2>/dev/null | head -30
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu-check: ${#failed[@]} step(s) failed: ${failed[*]}"
+  exit 1
+fi
