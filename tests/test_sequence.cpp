@@ -153,7 +153,8 @@ GPU_TEST_CASE("the device's kernel variant is chosen, and forced variants agree"
   std::vector<float> xs(n);
   for (uint32_t i = 0; i < n; ++i) xs[i] = std::cos(float(i));
   std::vector<std::vector<float>> results;
-  for (std::string_view variant : {"", "cpu"}) {
+  // The device's choice, then each variant forced (on a CPU driver the choice is "cpu" itself).
+  for (std::string_view variant : {"", "default", "cpu"}) {
     auto x = ctx.tensor(rill::DType::kF32, {n});
     auto y = ctx.tensor(rill::DType::kF32, {n});
     REQUIRE(ctx.upload_floats(*x, xs).is_ok());
@@ -166,7 +167,17 @@ GPU_TEST_CASE("the device's kernel variant is chosen, and forced variants agree"
     results.push_back(ctx.download_floats(*y).value());
   }
   CHECK(results[0] == results[1]);
+  CHECK(results[0] == results[2]);
   for (uint32_t i = 0; i < n; ++i) REQUIRE(results[0][i] == 3.0f * xs[i]);
+  {  // A variant the kernel lacks is refused, naming those it has.
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    auto d = rill_test::saxpy_dispatch(*x, *y, n, 1.0f);
+    d.variant = "gpu";
+    const auto refused = ctx.sequence()->dispatch(d);
+    CHECK(refused.code() == rill::StatusCode::kNotFound);
+    CHECK_THAT(refused.message(), Catch::Contains("default") && Catch::Contains("cpu"));
+  }
 
   auto forced = rill_test::validated_options();
   forced.kernel_variant = "cpu";

@@ -52,7 +52,7 @@ struct Dispatch {
   PushConstants push;                     // push-constant bytes; size must match the shader
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<SpecValue> spec;            // overrides of specialization-constant defaults
-  std::string_view variant;               // force a variant; empty: the device's choice
+  std::string_view variant;               // force a variant ("default": the unnamed one); empty: the device's choice
   std::string_view label;                 // debug label and timing name; default: kernel name
   uint64_t flops = 0;                     // work this dispatch does, for profiles (0: not declared)
   uint64_t bytes = 0;                     // bytes it reads and writes, for profiles

@@ -150,8 +150,9 @@ Result<const ShaderInfo*> PipelineManager::resolve(std::string_view kernel, std:
   for (const ShaderInfo& s : shader_registry()) {
     if (s.kernel != kernel) continue;
     if (!any) any = &s;
-    known += (known.empty() ? "" : ", ") + std::string(s.variant.empty() ? "default" : s.variant);
-    if (!variant.empty() && s.variant == variant) by_variant[0] = &s;
+    const std::string_view name = s.variant.empty() ? std::string_view("default") : std::string_view(s.variant);
+    known += (known.empty() ? "" : ", ") + std::string(name);
+    if (!variant.empty() && name == variant) by_variant[0] = &s;  // "default" forces the unnamed variant
     if (!variant_override_.empty() && s.variant == variant_override_) by_variant[1] = &s;
     if (s.variant == preferred) by_variant[2] = &s;
     if (s.variant.empty()) by_variant[3] = &s;
