@@ -3,6 +3,7 @@
 // reference training loop, determinism, the non-finite policies and configuration errors.
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "access.hpp"
 #include "gpu_test.hpp"
@@ -340,6 +341,28 @@ GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]")
   CHECK(kept.back().step == 3);
   CHECK_FALSE(std::isfinite(kept.back().loss));
   CHECK(std::isfinite(kept[2].loss));
+  // Training a halted model again repeats the halt and no record, nor does its resumed checkpoint
+  // (whose loss history is not saved: it made up a record of loss 0).
+  CHECK(halting.train_into(10, kept).message() == halt.message());
+  {  // Parameters that overflowed are refused, not saved where read_checkpoint would refuse them.
+    auto diverged = must(Trainer::create(ctx, c));
+    std::vector<float> inf_params(huge.size(), 1.0f);
+    inf_params[1] = INFINITY;
+    REQUIRE(diverged.set_parameters(inf_params).is_ok());
+    const std::string path = rill_test::temp_path("icl-diverged.ckpt");
+    std::remove(path.c_str());
+    const rill::Status refused = diverged.save_checkpoint(path);
+    CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
+    CHECK(refused.message().find("parameters are not all finite") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  CHECK(kept.size() == 4);
+  const std::string halted_path = rill_test::temp_path("icl-halted.ckpt");
+  REQUIRE(halting.save_checkpoint(halted_path).is_ok());
+  auto resumed = must(Trainer::resume(ctx, halted_path));
+  CHECK(resumed.step() == halting.step());
+  CHECK(resumed.train_into(1, kept).message() == halt.message());
+  CHECK(kept.size() == 4);
 
   c.on_nonfinite = NonFinitePolicy::kSkipBatch;
   auto skipping = must(Trainer::create(ctx, c));
@@ -390,6 +413,22 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   c = ahn_setting(1);
   c.optimizer.kind = OptimizerKind(7);
   expect_error(c, "unknown optimizer");
+  // Every enum is checked: an unknown value ran as another setting, saving unreadable checkpoints.
+  c = ahn_setting(1);
+  c.model.param = Parameterization(3);
+  expect_error(c, "unknown parameterization");
+  c = ahn_setting(1);
+  c.model.convention = Convention(2);
+  expect_error(c, "unknown convention");
+  c = ahn_setting(1);
+  c.task.data = DataKind(-1);
+  expect_error(c, "unknown data kind");
+  c = ahn_setting(1);
+  c.task.noise = NoiseKind(3);
+  expect_error(c, "unknown noise kind");
+  c = ahn_setting(1);
+  c.on_nonfinite = NonFinitePolicy(2);
+  expect_error(c, "unknown non-finite policy");
   c = ahn_setting(1);
   c.task.noise = NoiseKind::kCategorical;
   expect_error(c, "categorical");
@@ -771,6 +810,22 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
     ref::adam_step(params, grad, adam, c.optimizer.lr, c.optimizer.beta1, c.optimizer.beta2, c.optimizer.eps);
   }
   CHECK(rel_err(params, trainer.parameters().value()) < 1e-3);
+  {  // A probe reads the set's batch of the next step (it sampled new tasks), and only that one.
+    std::vector<float> tokens, targets;
+    for (int t = 0; t < c.batch; ++t) {
+      const size_t src = size_t(steps * c.batch + t) % set_tasks;
+      tokens.insert(tokens.end(), data.tokens.begin() + long(src * per_task),
+                    data.tokens.begin() + long((src + 1) * per_task));
+      targets.push_back(data.targets[src]);
+    }
+    std::vector<double> grad;
+    const double loss =
+        ref::loss_and_gradient(ref_shape(c), to_double(trainer.parameters().value()), tokens, targets, grad);
+    const auto probe = must(trainer.probe(steps));
+    CHECK(probe.loss == Approx(loss).epsilon(2e-4));
+    CHECK(rel_err(grad, probe.gradient) < 5e-4);
+    CHECK(trainer.probe(3).status().message().find("batch of its next step (12)") != std::string::npos);
+  }
 
   const TaskSet wrong{.d = 2, .n = 6, .tasks = 1, .tokens = std::vector<float>(21), .targets = {0.0f}, .sigmas = {}};
   auto refused = Trainer::create(ctx, c, &wrong);
@@ -789,6 +844,7 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
   CHECK(foreign.status().message().find("another task set") != std::string::npos);
   auto without = must(Trainer::resume(ctx, path));
   CHECK(without.train(1).status().message().find("resume it with that set to train on") != std::string::npos);
+  CHECK(without.probe(steps).status().message().find("resume it with that set to probe") != std::string::npos);
   const std::string copy = rill_test::temp_path("icl-task-set-run-copy.safetensors");
   REQUIRE(without.save_checkpoint(copy).is_ok());
   CHECK_FALSE(Trainer::resume(ctx, copy, &other).is_ok());

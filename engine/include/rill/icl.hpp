@@ -200,7 +200,8 @@ class RILL_API Trainer {
   Status set_parameters(std::span<const float> values);
 
   // Loss and gradient of the current parameters on one training batch (the one of step `step`),
-  // without updating anything: for tests and for comparing with other implementations.
+  // without updating anything: for tests and for comparing with other implementations. A trainer
+  // on a task set probes the batch of its next step only (`step` must be step()).
   struct Probe {
     float loss = 0.0f;
     std::vector<float> gradient;

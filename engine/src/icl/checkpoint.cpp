@@ -1,5 +1,6 @@
 #include "icl/checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -33,6 +34,12 @@ std::string task_set_fingerprint(const TaskSet& set) {
 
 Status write_checkpoint(const std::string& path, const Checkpoint& c) {
   const int64_t p = int64_t(c.params.size());
+  // read_checkpoint refuses non-finite values: a diverged run is refused here, not saved unreadable.
+  for (const auto& [values, name] :
+       {std::pair{&c.params, "parameters"}, {&c.moment1, "first moments"}, {&c.moment2, "second moments"}})
+    if (std::find_if(values->begin(), values->end(), [](float x) { return !std::isfinite(x); }) != values->end())
+      return failed_precondition("icl checkpoint '" + path + "': the model's " + name +
+                                 " are not all finite (the run diverged); nothing written");
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
   RILL_RETURN_IF_ERROR(w.set_metadata("version", kVersion));

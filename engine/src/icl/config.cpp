@@ -87,6 +87,14 @@ Status validate(const TrainConfig& c) {
   const int64_t params = parameter_count(m, t.d);
   RILL_RETURN_IF_ERROR(field(params <= (int64_t(1) << 30), "the model has " + std::to_string(params) +
                                                                " parameters; at most 2^30 (fewer layers, heads or d)"));
+  // C++ callers can cast any int to these: an unknown value would run as another setting, and its
+  // checkpoints could not be read back.
+  RILL_RETURN_IF_ERROR(field(unsigned(m.param) <= unsigned(Parameterization::kGdPlusPlus), "unknown parameterization"));
+  RILL_RETURN_IF_ERROR(field(unsigned(m.convention) <= unsigned(Convention::kVladymyrov), "unknown convention"));
+  RILL_RETURN_IF_ERROR(field(unsigned(t.data) <= unsigned(DataKind::kHeavyTailed), "unknown data kind"));
+  RILL_RETURN_IF_ERROR(field(unsigned(t.noise) <= unsigned(NoiseKind::kCategorical), "unknown noise kind"));
+  RILL_RETURN_IF_ERROR(
+      field(unsigned(c.on_nonfinite) <= unsigned(NonFinitePolicy::kSkipBatch), "unknown non-finite policy"));
   const OptimizerConfig& o = c.optimizer;
   RILL_RETURN_IF_ERROR(field(o.kind == OptimizerKind::kSgd || o.kind == OptimizerKind::kAdam, "unknown optimizer"));
   RILL_RETURN_IF_ERROR(field(positive_finite(o.lr), "learning rate must be finite and > 0"));

@@ -23,8 +23,9 @@ Result<TaskSet> load_task_set(const std::string& path) {
   if (contexts == nullptr) return invalid_argument(where + "no tensor 'contexts' [tasks, n, d]");
   if (contexts->shape.size() != 3 || contexts->shape[0] < 1 || contexts->shape[1] < 1 || contexts->shape[2] < 1)
     return invalid_argument(where + "'contexts' must be [tasks, n, d] with every dimension >= 1");
-  if (contexts->shape[1] > 65536 || contexts->shape[2] > 1024 || contexts->shape[0] > (int64_t(1) << 24))
-    return out_of_range(where + "'contexts' is larger than rill's limits (n <= 65536, d <= 1024, 2^24 tasks)");
+  if (contexts->shape[1] > 65536 || contexts->shape[2] > 1024 || contexts->shape[0] >= (int64_t(1) << 24))
+    return out_of_range(where +
+                        "'contexts' is larger than rill's limits (n <= 65536, d <= 1024, fewer than 2^24 tasks)");
   TaskSet set;
   set.tasks = contexts->shape[0];
   set.n = int(contexts->shape[1]);

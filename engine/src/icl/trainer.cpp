@@ -33,7 +33,7 @@ Status detail::check_task_set(const TaskSet& set, const Shape& s, const char* wh
   if (set.tasks < 1 || set.tasks >= (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
       set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
     return invalid_argument(std::string(where) +
-                            ": the task set's arrays do not match its task count (1 to 2^24 tasks)");
+                            ": the task set's arrays do not match its task count (1 to 2^24 - 1 tasks)");
   // A set built through the API, not load_task_set (which checks the same): finite values, and
   // each query's label slot 0, or the model would read its target.
   auto first_bad = [](const std::vector<float>& v) {
@@ -101,8 +101,9 @@ Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
     im.step = progress.step;
     im.skipped = progress.skipped;
     im.unread = false;
-    RILL_RETURN_IF_ERROR(progress.halted);
+    im.halted = progress.halted;
   }
+  RILL_RETURN_IF_ERROR(im.halted);
   if (!im.missing_set.empty())
     return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
                                "); resume it with that set to train on");
@@ -124,7 +125,8 @@ Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
     im.step = progress.step;
     im.skipped = progress.skipped;
     im.unread = false;
-    RILL_RETURN_IF_ERROR(progress.halted);
+    im.halted = progress.halted;
+    RILL_RETURN_IF_ERROR(im.halted);
   }
   return Status::ok();
 }
@@ -141,9 +143,19 @@ Status Trainer::set_parameters(std::span<const float> values) {
 Result<Trainer::Probe> Trainer::probe(int64_t step) {
   Impl& im = *impl_;
   if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
+  // A set's batches follow its cursor, which only the next step's batch is known from.
+  if (im.train_set && step != im.step)
+    return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
+                            std::to_string(im.step) + "), not step " + std::to_string(step));
+  if (!im.missing_set.empty())
+    return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
+                               "); resume it with that set to probe its batches");
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.probe"}));
-  RILL_RETURN_IF_ERROR(
-      im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = uint32_t(step)}));
+  if (im.train_set)
+    RILL_RETURN_IF_ERROR(im.recorder.gather(seq, im.workspace, im.model, *im.train_set));
+  else
+    RILL_RETURN_IF_ERROR(
+        im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = uint32_t(step)}));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, im.workspace));
@@ -190,6 +202,8 @@ Status Trainer::restore(const detail::Checkpoint& c) {
   im.step = int64_t(c.state[gpu::kIclStateStep]);
   im.skipped = int64_t(c.state[gpu::kIclStateSkipped]);
   im.unread = false;
+  std::vector<StepRecord> none;  // a halted checkpoint's halting record was read before it was saved
+  im.halted = detail::read_progress(c.state, {}, 0, none).halted;
   return Status::ok();
 }
 

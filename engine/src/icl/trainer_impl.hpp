@@ -38,6 +38,9 @@ struct Trainer::Impl {
   // A run was submitted and its progress not read (a failed download after it): the next train
   // reads the device's step before going on.
   bool unread = false;
+  // Not ok once the model has halted (kStop): its counter stays at the halting step, so training
+  // again would only replay that step's record; every later train returns this instead.
+  Status halted = Status::ok();
   // Baselines of evaluations done; shared with the grid a trainer was copied from for evaluation.
   std::shared_ptr<detail::BaselineCache> baselines = std::make_shared<detail::BaselineCache>();
 
