@@ -469,6 +469,27 @@ TEST_CASE("lm weights: a save that would round a weight to infinity is refused",
   for (const std::string& f : {cfg, file, out_cfg, out}) std::filesystem::remove(f);
 }
 
+// LRPE angles multiply the position: an f32 model saved in 16 bits keeps them in f32, bit for bit.
+TEST_CASE("lm weights: a 16-bit save keeps f32 LRPE angles in f32", "[lm]") {
+  ModelConfig c = small_config();
+  c.lrpe_layers = {1};  // layer 1 is NormAttention
+  const Weights w = Weights::random(c, 7).value();
+  const std::string cfg = rill_test::temp_path("lrpe16.json"), file = rill_test::temp_path("lrpe16.safetensors");
+  for (const TensorDType dtype : {TensorDType::kF16, TensorDType::kBF16}) {
+    REQUIRE(w.save(cfg, file, dtype).is_ok());
+    auto loaded = Weights::load(cfg, file);
+    REQUIRE(loaded.is_ok());
+    CHECK(loaded->dtype("layers.1.lrpe_theta").value() == TensorDType::kF32);
+    CHECK(loaded->floats("layers.1.lrpe_theta").value() == w.floats("layers.1.lrpe_theta").value());
+    CHECK(loaded->dtype("layers.1.wq").value() == dtype);
+    // Saved again in the same type: the angles stay f32 (copied), not rounded on a second pass.
+    const Weights again = std::move(loaded).value();
+    REQUIRE(again.save(cfg, file, dtype).is_ok());
+    CHECK(Weights::load(cfg, file)->dtype("layers.1.lrpe_theta").value() == TensorDType::kF32);
+  }
+  for (const std::string& f : {cfg, file}) std::filesystem::remove(f);
+}
+
 TEST_CASE("lm weights: weights loaded with a config other than the one they were saved with are named", "[lm]") {
   const ModelConfig c = small_config();
   const Weights w = Weights::random(c, 5).value();

@@ -70,6 +70,37 @@ refused nan "non-finite value at \[3, 5\]"
 mkdir -p listed && cp bin-f32/config.json listed/ && $py -c "
 import struct; h = b'[1, 2]'; open('listed/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h)"
 refused listed "the header is not a JSON object"
+# --out reaching --model through a link would overwrite the published checkpoint.
+ln -sfn bin-f32 bin-link
+refused_out() {  # refused_out FOLDER OUT PATTERN [DTYPE]
+  if $py "$convert" --model "$1" --out "$2" --dtype "${4:-f32}" 2> "$1.err"; then echo "$1 was converted into $2"; exit 1; fi
+  grep -q -e "$3" "$1.err" || { cat "$1.err"; echo "$1: the error does not say '$3'"; exit 1; }
+  echo "refused $1 into $2: $(cat "$1.err")"
+}
+refused_out bin-f32 bin-link "--out must differ from --model"
+# A weight past f16's range would be stored infinite; the same weight fits bf16.
+$py - <<'PY'
+import shutil, torch
+shutil.copytree("bin-f32", "huge")
+sd = torch.load("huge/pytorch_model.bin")
+sd["model.layers.0.channel_mixer.l1.weight"][2, 1] = 70000.0
+sd["decoder.version"] = torch.tensor([3.0])  # bookkeeping the published loader ignores
+torch.save(sd, "huge/pytorch_model.bin")
+PY
+refused_out huge huge-rill "'layers.0.wu' holds 70000 at \[1, 2\], past f16's range" f16
+(umask 022 && $py "$convert" --model huge --out huge-rill --dtype bf16 > /dev/null)
+# LRPE angles stay f32 in a bf16 conversion; the files get the mode a plain write would (0600 before).
+$py - <<'PY'
+import json, struct
+with open("st-bf16-rill/model.safetensors", "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+kinds = {k: v["dtype"] for k, v in header.items() if k != "__metadata__"}
+assert kinds["layers.0.lrpe_theta"] == "F32" and kinds["layers.2.lrpe_theta"] == "F32", kinds
+assert kinds["layers.0.wq"] == "BF16", kinds
+PY
+for f in huge-rill/model.safetensors huge-rill/config.json; do
+  [ "$(stat -c %a "$f")" = 644 ] || { echo "$f has mode $(stat -c %a "$f") under umask 022"; exit 1; }
+done
 # A tokenizer left in --out by an earlier conversion is not passed off as this model's.
 echo stale > st-bf16-rill/tokenizer.model
 $py "$convert" --model st-bf16 --out st-bf16-rill --dtype bf16 | grep -q '"tokenizer": false' || { echo "a stale tokenizer was kept"; exit 1; }

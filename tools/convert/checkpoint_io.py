@@ -65,8 +65,8 @@ def read_safetensors(path):
 
 def _checked_entry(path, name, entry):
     """(dtype name, shape, data offsets) of a header entry, each of the right type."""
-    def is_count(v):
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    def is_count(v):  # below 2^62: no size product of a real tensor overflows torch's 64-bit sizes
+        return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 62
     if not isinstance(entry, dict):
         raise CheckpointError("'%s': entry '%s' is not a JSON object" % (path, name))
     dtype_name, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
@@ -79,25 +79,29 @@ def _checked_entry(path, name, entry):
     return dtype_name, shape, offsets
 
 
-def write_safetensors(path, tensors, metadata=None):
-    """Writes name -> tensor atomically (a temporary file renamed over `path`)."""
-    header, chunks, offset = {}, [], 0
+def write_safetensors(path, tensors, metadata=None, dtypes=None):
+    """Writes name -> tensor atomically (a temporary file renamed over `path`), each stored as
+    dtypes[name] if given, else its own dtype. Tensors are converted one at a time while writing, so a
+    whole converted copy of a large model is never in memory."""
+    dtypes = dtypes or {}
+    header, offset = {}, 0
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     for name, t in tensors.items():
-        t = t.detach().contiguous().cpu()
-        raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
+        dtype = dtypes.get(name, t.dtype)
+        size = t.numel() * torch.empty(0, dtype=dtype).element_size()
+        header[name] = {"dtype": NAMES[dtype], "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
 
     def write(f):
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for raw in chunks:
-            f.write(raw)
+        for name, t in tensors.items():
+            stored = t.detach().to(dtypes.get(name, t.dtype)).contiguous().cpu()
+            if stored.numel():
+                f.write(stored.view(torch.uint8).numpy().tobytes())
 
     _write_atomic(path, "wb", write)
 
@@ -107,6 +111,10 @@ def _write_atomic(path, mode, write):
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=folder)
     try:
+        # mkstemp makes the file private (0600): give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, mode) as f:
             write(f)
             f.flush()
@@ -133,7 +141,7 @@ def load_published(folder):
             config = json.load(f)
     except OSError as e:
         raise CheckpointError("cannot read '%s': %s" % (config_path, e.strerror))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise CheckpointError("'%s' is not JSON: %s" % (config_path, e))
     if not isinstance(config, dict):
         raise CheckpointError("'%s' is not a JSON object" % config_path)

@@ -19,6 +19,8 @@ The mapping (published name -> rill name), with D = decoder_embed_dim, H heads o
   layers.i.token_mixer.lrpe.theta [H, 1, Dh]         -> layers.i.lrpe_theta [H, Dh]
   layers.i.channel_mixer.l1 / l2 / l3.weight         -> layers.i.wu / wg [D, F], wd [F, D] (transposed)
   lm_head.weight [V, D]                              -> tied to embed when absent or equal, else head [D, V]
+LRPE angles stay F32 whatever --dtype says: they multiply the position, so a 16-bit angle would be
+radians off after a few thousand tokens. Tensors are converted and written one at a time.
 """
 import argparse
 import json
@@ -54,9 +56,8 @@ def rill_config(c):
             raise CheckpointError("config.json: '%s' must be a positive integer, got %r" % (key, v))
         return v
     D, H, L = whole("decoder_embed_dim", 1024), whole("decoder_attention_heads", 8), whole("decoder_layers", 24)
-    V, F, hidden = whole("vocab_size", 64000), setting(c, "glu_dim", 2816), whole("hidden_dim", D)
-    if F == -1:
-        F = D  # the published GLU takes -1 to mean the embedding width
+    V, hidden = whole("vocab_size", 64000), whole("hidden_dim", D)
+    F = D if setting(c, "glu_dim", 2816) == -1 else whole("glu_dim", 2816)  # -1: the published GLU's D
     if hidden != D:
         raise CheckpointError("config.json: hidden_dim %d differs from decoder_embed_dim %d; rill's heads need them equal"
                               % (hidden, D))
@@ -67,7 +68,7 @@ def rill_config(c):
     if setting(c, "norm_type", "simplermsnorm") != "simplermsnorm":
         raise CheckpointError("config.json: norm_type '%s' is not supported (only simplermsnorm)" % c["norm_type"])
     act = setting(c, "linear_act_fun", "silu")
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise CheckpointError("config.json: linear_act_fun '%s' is not one of %s" % (act, ", ".join(sorted(ACTIVATIONS))))
     lrpe = setting(c, "linear_use_lrpe_list", [])
     if not isinstance(lrpe, list) or len(lrpe) > L:
@@ -82,7 +83,7 @@ def rill_config(c):
     }
 
 
-def convert_weights(rc, state):
+def convert_weights(rc, state, c_published):
     D, H, L, F, V = rc["width"], rc["heads"], rc["layers"], rc["ffn_width"], rc["vocab"]
     Dh = D // H
     used, out = set(), {}
@@ -95,8 +96,7 @@ def convert_weights(rc, state):
             raise CheckpointError("tensor '%s' has shape %s, expected %s" % (name, list(t.shape), list(shape)))
         if not t.is_floating_point():
             raise CheckpointError("tensor '%s' is %s, not floating point" % (name, t.dtype))
-        t = t.double()
-        bad = (~torch.isfinite(t)).nonzero()
+        bad = (~torch.isfinite(t)).nonzero()  # in the stored dtype: no float64 copy of a large model
         if len(bad):
             raise CheckpointError("tensor '%s' holds a non-finite value at %s" % (name, bad[0].tolist()))
         used.add(name)
@@ -123,6 +123,12 @@ def convert_weights(rc, state):
         if not torch.equal(head, embed):
             rc["tie_embeddings"] = False
             out["head"] = head.T
+            if setting(c_published, "tie_word_embeddings", True):
+                print("transnormerllm.py: warning: lm_head.weight differs from the embedding but config.json does "
+                      "not set tie_word_embeddings to false; converted as a separate head (the file's values)",
+                      file=sys.stderr)
+    # The published model ignores this bookkeeping entry when it loads (_keys_to_ignore_on_load_unexpected).
+    used.update(k for k in state if k == "decoder.version" or k.endswith(".decoder.version"))
     unknown = sorted(set(state) - used)
     if unknown:
         raise CheckpointError("unknown tensors (not part of TransNormerLLM as rill reads it): %s" %
@@ -137,17 +143,28 @@ def main():
     ap.add_argument("--dtype", choices=sorted(OUT_DTYPES), default="f32", help="weight storage type")
     args = ap.parse_args()
     try:
-        if os.path.abspath(args.model) == os.path.abspath(args.out):
+        # The same folder reached another way (a link, a mount) would be overwritten in place.
+        if os.path.realpath(args.model) == os.path.realpath(args.out) or (
+                os.path.isdir(args.out) and os.path.samefile(args.model, args.out)):
             raise CheckpointError("--out must differ from --model")
         config, state = load_published(args.model)
         rc = rill_config(config)
-        weights = convert_weights(rc, state)
+        weights = convert_weights(rc, state, config)
+        dtypes = {k: torch.float32 if k.endswith(".lrpe_theta") else OUT_DTYPES[args.dtype] for k in weights}
+        for k, v in weights.items():  # a value past the storage type's range would be stored infinite
+            if v.dtype != dtypes[k]:
+                bad = (~torch.isfinite(v.to(dtypes[k]))).nonzero()
+                if len(bad):
+                    raise CheckpointError("'%s' holds %g at %s, past %s's range: convert with a wider --dtype" %
+                                          (k, v[tuple(bad[0].tolist())].item(), bad[0].tolist(), args.dtype))
         os.makedirs(args.out, exist_ok=True)
-        dtype = OUT_DTYPES[args.dtype]
-        write_safetensors(os.path.join(args.out, "model.safetensors"),
-                          {k: v.to(dtype).contiguous() for k, v in weights.items()},
-                          {"rill.converted_from": "TransNormerLLM"})
-        write_text_atomic(os.path.join(args.out, "config.json"), json.dumps(rc, indent=1) + "\n")
+        # config.json goes last and is removed first: a conversion cut off part way leaves no config
+        # beside weights or a tokenizer of another model.
+        out_config = os.path.join(args.out, "config.json")
+        if os.path.lexists(out_config):
+            os.remove(out_config)
+        write_safetensors(os.path.join(args.out, "model.safetensors"), weights,
+                          {"rill.converted_from": "TransNormerLLM"}, dtypes)
         # A tokenizer.model of an earlier conversion into --out would pass for this model's.
         tokenizer, out_tokenizer = os.path.join(args.model, "tokenizer.model"), os.path.join(args.out, "tokenizer.model")
         if os.path.exists(tokenizer):
@@ -155,6 +172,7 @@ def main():
                 write_bytes_atomic(out_tokenizer, f.read())
         elif os.path.lexists(out_tokenizer):
             os.remove(out_tokenizer)
+        write_text_atomic(out_config, json.dumps(rc, indent=1) + "\n")
     except (CheckpointError, OSError) as e:
         print("transnormerllm.py: %s" % e, file=sys.stderr)
         sys.exit(1)

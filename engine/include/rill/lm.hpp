@@ -164,7 +164,7 @@ class RILL_API Weights {
   // Raw bytes of `name` in its stored dtype (a view into the mapped file, or into memory).
   Result<std::span<const uint8_t>> bytes(std::string_view name) const;
   // Writes the config JSON and the weights (converted to `dtype`: F32, F16 or BF16), both
-  // atomically.
+  // atomically. LRPE angles stored in f32 stay f32 (16 bits would move far positions' angles).
   Status save(const std::string& config_path, const std::string& weights_path,
               TensorDType dtype = TensorDType::kF32) const;
 

@@ -238,13 +238,16 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
   SafetensorsWriter w;
   for (const WeightSpec& spec : impl_->specs) {
     RILL_ASSIGN_OR_RETURN(TensorDType stored, this->dtype(spec.name));
-    if (stored == dtype) {  // copy the stored bits: no round trip through float
+    // LRPE angles multiply positions up to 2^32: rounded to 16 bits, their error grows with the
+    // position (radians off after a few thousand tokens). They stay as stored, f32 when saved from f32.
+    const TensorDType to = spec.name.ends_with(".lrpe_theta") && stored == TensorDType::kF32 ? stored : dtype;
+    if (stored == to) {  // copy the stored bits: no round trip through float
       RILL_ASSIGN_OR_RETURN(std::span<const uint8_t> raw, bytes(spec.name));
-      RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
+      RILL_RETURN_IF_ERROR(w.add(spec.name, to, spec.shape, raw));
       continue;
     }
     RILL_ASSIGN_OR_RETURN(std::vector<float> f, floats(spec.name));
-    if (dtype == TensorDType::kF32) {
+    if (to == TensorDType::kF32) {
       RILL_RETURN_IF_ERROR(w.add_floats(spec.name, spec.shape, f));
       continue;
     }
