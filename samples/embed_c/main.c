@@ -25,14 +25,15 @@ static int check(rill_status s, const char* what) {
   return 1;
 }
 
-/* Text as is where it is printable ASCII (and newlines), other bytes as \xNN: a random model's
- * text is any bytes at all. */
-static void print_text(const char* text, size_t length) {
+/* Text as is where it is printable (and newlines), other bytes as \xNN. A byte model's text is any
+ * bytes at all, so there every byte past ASCII is escaped; a tokenizer's text is UTF-8 (the stream
+ * gives whole characters), printed as it is. */
+static void print_text(const char* text, size_t length, int utf8) {
   for (size_t i = 0; i < length; ++i) {
     const unsigned char c = (unsigned char)text[i];
     if (c == '\\')
       printf("\\\\");
-    else if (c == '\n' || (c >= 0x20 && c < 0x7f))
+    else if (c == '\n' || (c >= 0x20 && c < 0x7f) || (utf8 && c >= 0x80))
       putchar((int)c);
     else
       printf("\\x%02X", c);
@@ -41,7 +42,7 @@ static void print_text(const char* text, size_t length) {
 }
 
 /* What the stream has made of the tokens pushed so far: read it (its size first), print it. */
-static int print_stream(rill_text_stream* stream) {
+static int print_stream(rill_text_stream* stream, int utf8) {
   size_t length = 0;
   rill_status s = rill_text_stream_read(stream, NULL, 0, &length);
   if (s == RILL_OK) return 0; /* nothing new */
@@ -49,7 +50,7 @@ static int print_stream(rill_text_stream* stream) {
   char* text = malloc(length);
   if (text == NULL) return check(RILL_RESOURCE_EXHAUSTED, "allocating the text");
   const int failed = check(rill_text_stream_read(stream, text, length, &length), "rill_text_stream_read");
-  if (!failed) print_text(text, length);
+  if (!failed) print_text(text, length, utf8);
   free(text);
   return failed;
 }
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   const char* weights_path = NULL;
   const char* tokenizer_path = NULL; /* NULL: bytes */
   const char* prompt = "The quick brown fox";
+  int prompt_given = 0;
   unsigned long long tokens = 32, number = 0;
   rill_lm_sampler_options sampler;
   rill_lm_sampler_options_init(&sampler);
@@ -95,7 +97,9 @@ int main(int argc, char** argv) {
     const char* arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : NULL;
     if (strncmp(arg, "--", 2) != 0) {
+      if (prompt_given) return usage(); /* one prompt: quote it */
       prompt = arg;
+      prompt_given = 1;
       continue;
     }
     if (value == NULL) return usage();
@@ -200,14 +204,17 @@ int main(int argc, char** argv) {
     failed = check(rill_lm_position(session, &position), "rill_lm_position") ||
              check(rill_lm_sample(logits, drawable, &sampler, position, &token), "rill_lm_sample") ||
              check(rill_lm_decode(session, token, logits, info.vocab), "rill_lm_decode") ||
-             check(rill_text_stream_push(stream, token), "rill_text_stream_push") || print_stream(stream);
+             check(rill_text_stream_push(stream, token), "rill_text_stream_push") ||
+             print_stream(stream, tokenizer_path != NULL);
     if ((int64_t)token == eos) {
       ++generated;
       break;
     }
   }
   /* A character the text ended inside comes out at the end. */
-  if (!failed) failed = check(rill_text_stream_finish(stream), "rill_text_stream_finish") || print_stream(stream);
+  if (!failed)
+    failed = check(rill_text_stream_finish(stream), "rill_text_stream_finish") ||
+             print_stream(stream, tokenizer_path != NULL);
   if (!failed) failed = check(rill_lm_position(session, &position), "rill_lm_position");
   if (!failed) printf("\ngenerated %llu tokens, position %llu\n", generated, (unsigned long long)position);
 

@@ -44,18 +44,44 @@ int main(int argc, char** argv) {
   rill_icl_trainer* trainer = NULL;
   int failed = check(rill_icl_trainer_create(ctx, &config, &trainer), "rill_icl_trainer_create");
 
-  /* A checkpoint path that cannot be written fails now, not after the training: a file beside it
-   * (the checkpoint itself is written atomically at the end; an earlier one stays until then). */
+  /* A checkpoint path that cannot be written fails now, not after the training: a folder, or no file
+   * can be made beside it (the checkpoint itself is written atomically at the end; an earlier one
+   * stays until then). The probe file is a name that does not exist yet: nothing of the user's is
+   * truncated or removed. */
+  if (!failed) {
+    FILE* existing = fopen(checkpoint, "rb");
+    if (existing != NULL) {
+      (void)fgetc(existing); /* a folder opens on some systems, but does not read */
+      const int is_folder = ferror(existing);
+      fclose(existing);
+      if (is_folder) {
+        fprintf(stderr, "icl_regression: the checkpoint path '%s' is a folder\n", checkpoint);
+        failed = 1;
+      }
+    }
+  }
   if (!failed) {
     char probe[4096];
-    FILE* f = NULL;
-    if (snprintf(probe, sizeof probe, "%s.probe", checkpoint) < (int)sizeof probe) f = fopen(probe, "wb");
-    if (f == NULL) {
-      fprintf(stderr, "icl_regression: cannot write beside the checkpoint path '%s'\n", checkpoint);
+    int writable = 0, named = 1;
+    for (int k = 0; k < 100 && named && !writable; ++k) {
+      named = snprintf(probe, sizeof probe, "%s.%d.probe", checkpoint, k) < (int)sizeof probe;
+      FILE* f = named ? fopen(probe, "rb") : NULL;
+      if (f != NULL) { /* taken: try the next name */
+        fclose(f);
+        continue;
+      }
+      if (named && (f = fopen(probe, "wb")) != NULL) {
+        fclose(f);
+        remove(probe);
+        writable = 1;
+      } else {
+        break;
+      }
+    }
+    if (!writable) {
+      fprintf(stderr, "icl_regression: cannot write beside the checkpoint path '%s'%s\n", checkpoint,
+              named ? "" : " (the path is too long)");
       failed = 1;
-    } else {
-      fclose(f);
-      remove(probe);
     }
   }
   float* losses = malloc((size_t)steps * sizeof(float));

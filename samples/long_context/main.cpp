@@ -3,12 +3,13 @@
 // memory after the whole input is what it was after the first segment, and a decoded token costs
 // the same at the end of the text as at its start.
 //
-//   long_context [text-file] [--bytes N] [--config model.json [--weights model.safetensors]]
+//   long_context [text-file | --bytes N] [--config model.json [--weights model.safetensors]]
 //                [--segment N] [--tokens N]
 //
 // Without a file the input is N synthetic bytes of word salad (default 1 MB). Without --weights the
 // model has random weights of the --config shape (or the default shape): its text is noise, its
-// speed and memory are real.
+// speed and memory are real. Tokens are the text's bytes (no tokenizer): the model's vocabulary
+// must hold the 256 byte values.
 #ifdef _WIN32
 #include <io.h>
 #else
@@ -51,7 +52,7 @@ int fail(const rill::Status& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: long_context [text-file] [--bytes N] [--config model.json [--weights model.safetensors]]\n"
+               "usage: long_context [text-file | --bytes N] [--config model.json [--weights model.safetensors]]\n"
                "                    [--segment N] [--tokens N]\n");
   return 2;
 }
@@ -157,18 +158,23 @@ int main(int argc, char** argv) {
   size_t synthetic_bytes = 1'000'000;
   uint32_t segment = 0;
   int tokens = 64;
+  bool bytes_given = false;
+  std::vector<std::string> seen;  // an option given twice is refused, not silently the last one
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
+      if (!text_path.empty()) return usage();  // one text file
       text_path = arg;
       continue;
     }
-    if (i + 1 >= argc) return usage();
+    if (i + 1 >= argc || std::find(seen.begin(), seen.end(), arg) != seen.end()) return usage();
+    seen.push_back(arg);
     const char* value = argv[++i];
     uint64_t number = 0;
     if (arg == "--bytes") {
       if (!parse_count(value, 1, uint64_t(1) << 32, &number)) return usage();  // up to 4 GiB of text
       synthetic_bytes = size_t(number);
+      bytes_given = true;
     } else if (arg == "--config") {
       config_path = value;
     } else if (arg == "--weights") {
@@ -183,7 +189,10 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (tokens < 1 || tokens > 100000 || (!weights_path.empty() && config_path.empty())) return usage();
+  // --bytes sizes the synthetic text: with a file it would be ignored.
+  if (tokens < 1 || tokens > 100000 || (!weights_path.empty() && config_path.empty()) ||
+      (bytes_given && !text_path.empty()))
+    return usage();
 
   std::string text;
   if (!text_path.empty()) {
@@ -221,13 +230,16 @@ int main(int argc, char** argv) {
   auto session = model->session();
   if (!session.is_ok()) return fail(session.status());
   const lm::ModelConfig& config = model->config();
+  if (config.vocab < 256)  // a byte past the vocabulary would be read as another token
+    return fail(rill::invalid_argument("this sample feeds the text's bytes as tokens: the model's vocabulary (" +
+                                       std::to_string(config.vocab) + ") must hold all 256"));
   const uint32_t seg = model->options().prefill_segment;
   std::printf("model: width %u, heads %u, layers %u, vocab %u%s; weights %s, session state %s, segment %u\n",
               config.width, config.heads, config.layers, config.vocab, weights_path.empty() ? " (random)" : "",
               human_bytes(model->weight_bytes()).c_str(), human_bytes(session->state_bytes()).c_str(), seg);
 
   std::vector<uint32_t> input(text.size());
-  for (size_t i = 0; i < text.size(); ++i) input[i] = uint32_t(uint8_t(text[i])) % config.vocab;
+  for (size_t i = 0; i < text.size(); ++i) input[i] = uint32_t(uint8_t(text[i]));
 
   // Prefill in two calls: the first segment alone, then the rest. The session carries its state
   // across calls, so this is the same computation as one call; it lets the peak device memory be
@@ -268,10 +280,15 @@ int main(int argc, char** argv) {
   const uint64_t peak_all = ctx->memory_stats().peak_used_bytes;
   std::printf("prefill: %zu tokens in %.2f s, %.0f tokens/s\n", input.size(), prefill_seconds,
               double(input.size()) / prefill_seconds);
-  const std::string growth =
-      peak_all == peak_first ? "no growth" : "grew by " + std::to_string(peak_all - peak_first) + " bytes";
-  std::printf("peak device memory: %s after %zu tokens, %s after %zu tokens (%s)\n", human_bytes(peak_first).c_str(),
-              first, human_bytes(peak_all).c_str(), input.size(), growth.c_str());
+  if (first < input.size()) {
+    const std::string growth =
+        peak_all == peak_first ? "no growth" : "grew by " + std::to_string(peak_all - peak_first) + " bytes";
+    std::printf("peak device memory: %s after %zu tokens, %s after %zu tokens (%s)\n", human_bytes(peak_first).c_str(),
+                first, human_bytes(peak_all).c_str(), input.size(), growth.c_str());
+  } else {  // one prefill call: nothing to compare with
+    std::printf("peak device memory: %s after %zu tokens (one segment: too short to show growth or none)\n",
+                human_bytes(peak_all).c_str(), input.size());
+  }
 
   // Generate, greedily: the same text on every run. A session records its decoding on its first
   // decode: the clock starts after it, in both sessions.
