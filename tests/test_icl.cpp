@@ -845,6 +845,8 @@ GPU_TEST_CASE("icl: training on a task set walks it in order and matches the ref
   auto without = must(Trainer::resume(ctx, path));
   CHECK(without.train(1).status().message().find("resume it with that set to train on") != std::string::npos);
   CHECK(without.probe(steps).status().message().find("resume it with that set to probe") != std::string::npos);
+  // Diagnostics measure on the config's task distribution: a set-trained model is diagnosed too.
+  CHECK(rill::icl::diagnose(without, {.batches = 4, .reference_tasks = 16}).is_ok());
   const std::string copy = rill_test::temp_path("icl-task-set-run-copy.safetensors");
   REQUIRE(without.save_checkpoint(copy).is_ok());
   CHECK_FALSE(Trainer::resume(ctx, copy, &other).is_ok());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "icl/trainer_impl.hpp"
 #include "rill/icl.hpp"
 
 namespace rill::icl {
@@ -33,7 +34,7 @@ Result<Diagnostics> diagnose_around(Trainer& trainer, const DiagnosticsOptions& 
   RILL_ASSIGN_OR_RETURN(TaskSet reference, trainer.sample_task_set(o.reference_tasks, o.seed));
   auto gradient_at = [&](const std::vector<float>& params) -> Result<Trainer::TaskSetRun> {
     RILL_RETURN_IF_ERROR(trainer.set_parameters(params));
-    return trainer.run_on(reference);
+    return detail::model_run_on(trainer, reference);  // no baselines: unused here
   };
 
   Diagnostics d;
@@ -46,7 +47,8 @@ Result<Diagnostics> diagnose_around(Trainer& trainer, const DiagnosticsOptions& 
   // Stochastic gradient noise over fresh training-distribution batches (steps far past training).
   std::vector<std::vector<double>> noise;
   for (int b = 0; b < o.batches; ++b) {
-    RILL_ASSIGN_OR_RETURN(Trainer::Probe probe, trainer.probe(int64_t(1) << 30 | b));
+    // Sampled from the config's distribution, as the reference tasks are, also for a model trained on a set.
+    RILL_ASSIGN_OR_RETURN(Trainer::Probe probe, detail::probe_batch(trainer, uint32_t(1) << 30 | uint32_t(b)));
     std::vector<double> n(p);
     for (size_t i = 0; i < p; ++i) n[i] = double(probe.gradient[i]) - g[i];
     noise.push_back(std::move(n));

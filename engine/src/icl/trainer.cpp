@@ -140,22 +140,14 @@ Status Trainer::set_parameters(std::span<const float> values) {
   return impl_->ctx.upload_floats(impl_->model.params, values);
 }
 
-Result<Trainer::Probe> Trainer::probe(int64_t step) {
-  Impl& im = *impl_;
-  if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
-  // A set's batches follow its cursor, which only the next step's batch is known from.
-  if (im.train_set && step != im.step)
-    return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
-                            std::to_string(im.step) + "), not step " + std::to_string(step));
-  if (!im.missing_set.empty())
-    return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
-                               "); resume it with that set to probe its batches");
+Result<Trainer::Probe> detail::probe_batch(Trainer& trainer, std::optional<uint32_t> sampled_step) {
+  auto& im = rill::detail::Access::impl_of(trainer);
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.probe"}));
-  if (im.train_set)
-    RILL_RETURN_IF_ERROR(im.recorder.gather(seq, im.workspace, im.model, *im.train_set));
-  else
+  if (sampled_step)
     RILL_RETURN_IF_ERROR(
-        im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = uint32_t(step)}));
+        im.recorder.sample(seq, im.workspace, im.model, {.step_from_state = false, .step = *sampled_step}));
+  else
+    RILL_RETURN_IF_ERROR(im.recorder.gather(seq, im.workspace, im.model, *im.train_set));
   RILL_RETURN_IF_ERROR(im.recorder.forward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.backward(seq, im.workspace, im.model));
   RILL_RETURN_IF_ERROR(im.recorder.reduce(seq, im.workspace));
@@ -163,12 +155,26 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
   RILL_ASSIGN_OR_RETURN(DownloadId preds, seq.download(im.workspace.preds));
   RILL_RETURN_IF_ERROR(seq.run());
   RILL_ASSIGN_OR_RETURN(std::vector<float> r, seq.read_floats(reduced));
-  Probe out;
+  Trainer::Probe out;
   out.loss = r.back();
   r.pop_back();
   out.gradient = std::move(r);
   RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds));
   return out;
+}
+
+Result<Trainer::Probe> Trainer::probe(int64_t step) {
+  Impl& im = *impl_;
+  if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
+  if (!im.train_set && im.missing_set.empty()) return detail::probe_batch(*this, uint32_t(step));
+  // A set's batches follow its cursor, which only the next step's batch is known from.
+  if (!im.missing_set.empty())
+    return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
+                               "); resume it with that set to probe its batches");
+  if (step != im.step)
+    return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
+                            std::to_string(im.step) + "), not step " + std::to_string(step));
+  return detail::probe_batch(*this, std::nullopt);
 }
 
 Status Trainer::save_checkpoint(const std::string& path) {

@@ -159,10 +159,8 @@ Result<EvalOptions> Trainer::with_tuned_baselines(const EvalOptions& options) {
   return out;
 }
 
-Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
-  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl run_on"));
-  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
-  Impl& im = *impl_;
+Result<Trainer::TaskSetRun> detail::model_run_on(Trainer& trainer, const TaskSet& set, std::vector<float>* inputs) {
+  auto& im = rill::detail::Access::impl_of(trainer);
   const Shape& s = im.shape;
   RILL_RETURN_IF_ERROR(check_task_set(set, s, "icl run_on"));
   const uint32_t tasks = uint32_t(set.tasks);
@@ -182,12 +180,24 @@ Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOption
   RILL_ASSIGN_OR_RETURN(DownloadId reduced, seq.download(ws.reduced));
   RILL_ASSIGN_OR_RETURN(DownloadId preds_id, seq.download(ws.preds));
   RILL_RETURN_IF_ERROR(seq.run());
-  TaskSetRun out;
+  Trainer::TaskSetRun out;
   RILL_ASSIGN_OR_RETURN(out.gradient, seq.read_floats(reduced));
   out.loss = out.gradient.back();
   out.gradient.pop_back();
   RILL_ASSIGN_OR_RETURN(out.predictions, seq.read_floats(preds_id));
-  out.report = score(s, loss_factor(im.config), acts, tasks, out.predictions, set.targets, set.sigmas, options);
+  if (inputs != nullptr) *inputs = std::move(acts);
+  return out;
+}
+
+Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
+  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl run_on"));
+  Impl& im = *impl_;
+  RILL_RETURN_IF_ERROR(check_task_set(set, im.shape, "icl run_on"));  // before the baselines' tuning
+  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
+  std::vector<float> acts;
+  RILL_ASSIGN_OR_RETURN(TaskSetRun out, detail::model_run_on(*this, set, &acts));
+  out.report = score(im.shape, loss_factor(im.config), acts, uint32_t(set.tasks), out.predictions, set.targets,
+                     set.sigmas, options);
   return out;
 }
 

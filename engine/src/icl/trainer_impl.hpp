@@ -49,6 +49,12 @@ struct Trainer::Impl {
 };
 
 namespace detail {
+// Loss, gradient and predictions of the current parameters on one batch: the sampled batch of
+// `sampled_step`, or (nullopt) the task set's next batch. Changes nothing.
+Result<Trainer::Probe> probe_batch(Trainer& trainer, std::optional<uint32_t> sampled_step);
+// run_on without the baselines: the model's loss, gradient and predictions on `set` (and, if asked,
+// its inputs element-major as the kernels read them). For diagnostics, which need only these.
+Result<Trainer::TaskSetRun> model_run_on(Trainer& trainer, const TaskSet& set, std::vector<float>* inputs = nullptr);
 // InvalidArgument naming `where` unless the set's tasks match the trainer's d and n.
 Status check_task_set(const TaskSet& set, const Shape& s, const char* where);
 }  // namespace detail
