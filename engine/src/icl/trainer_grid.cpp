@@ -122,16 +122,17 @@ Status TrainerGrid::status(int model) const {
 Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
   Impl& g = *impl_;
   if (steps < 0) return invalid_argument("icl grid train: steps must be >= 0");
+  // After a failed call, where the device is (that call's records are lost with it), before the
+  // range check below reads the steps.
+  if (g.unread) {
+    std::vector<std::vector<StepRecord>> lost(g.configs.size());
+    RILL_RETURN_IF_ERROR(g.read_progress(false, lost));
+  }
   for (const detail::ModelProgress& p : g.progress)
     if (steps > detail::kMaxSteps - p.step)
       return out_of_range("icl grid train: " + std::to_string(steps) + " more steps after " + std::to_string(p.step) +
                           " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
   std::vector<std::vector<StepRecord>> curves(g.configs.size());
-  // After a failed call, where the device is (that call's records are lost with it).
-  if (g.unread) {
-    std::vector<std::vector<StepRecord>> lost(g.configs.size());
-    RILL_RETURN_IF_ERROR(g.read_progress(false, lost));
-  }
   const int64_t read_every = g.configs.front().read_every;
   for (int64_t left = steps; left > 0;) {
     const uint32_t run = uint32_t(std::min<int64_t>(left, read_every));
