@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,12 @@ struct LinearAttentionCase {
   bool decay;
   uint32_t chunk, per_dispatch;
 };
+
+// A case in a failure's INFO: every field, so the failing shape can be rerun as it is.
+inline std::ostream& operator<<(std::ostream& out, const LinearAttentionCase& c) {
+  return out << "B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
+             << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch;
+}
 
 // Per-head decays of a case: random in [0.8, 1], and where there are several heads, head 1 forgets
 // at once (decay 0: each output sees only its own position, so lambda^0 must be 1, which GLSL's

@@ -80,9 +80,7 @@ GPU_TEST_CASE("chunked causal linear attention matches the reference", "[linear-
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 10;
-        INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
-                  << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
-                  << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+        INFO(c << " f16 " << (dtype == DType::kF16) << " seed " << seed);
         check_causal_forward(ctx, c, dtype, seed, true);
       }
     }
@@ -124,9 +122,7 @@ GPU_TEST_CASE("every causal algorithm matches the reference when forced by the k
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 7;
-        INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
-                       << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch << " f16 "
-                       << (dtype == DType::kF16));
+        INFO(algorithm << ": " << c << " f16 " << (dtype == DType::kF16));
         check_causal_forward(ctx, c, dtype, seed, false);
       }
     }
@@ -263,8 +259,7 @@ GPU_TEST_CASE("non-causal linear attention matches the reference", "[linear-atte
                             Case{1, 3, 130, 33, 5, FeatureMap::kElu1, false, 7, 3},
                             Case{1, 1, 200, 64, 64, FeatureMap::kSilu, false, 64, 0}}) {
         seed += 5;
-        INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
-                       << " chunk " << c.chunk << " per " << c.per_dispatch << " f16 " << (dtype == DType::kF16));
+        INFO(algorithm << ": " << c << " f16 " << (dtype == DType::kF16));
         const Inputs in = make_inputs(c, dtype, seed);
         std::vector<float> o_ref, s_ref;
         rill::ref::linear_attention_forward(in.q, in.k, in.v, {}, {c.batch, c.heads, c.n, c.dk, c.dv},

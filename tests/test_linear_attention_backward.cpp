@@ -75,9 +75,7 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
     for (DType dtype : rill_test::float_dtypes(ctx)) {
       for (const Case& c : cases) {
         seed += 10;
-        INFO("B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature "
-                  << int(c.feature) << " decay " << c.decay << " chunk " << c.chunk << " per " << c.per_dispatch
-                  << " f16 " << (dtype == DType::kF16) << " seed " << seed);
+        INFO(c << " f16 " << (dtype == DType::kF16) << " seed " << seed);
         check_backward(ctx, c, dtype, seed, true);
       }
     }
@@ -139,8 +137,7 @@ GPU_TEST_CASE("non-causal linear attention backward matches the reference gradie
                             Case{2, 2, 77, 9, 20, FeatureMap::kElu1, false, 16, 2},
                             Case{1, 1, 130, 33, 7, FeatureMap::kRelu, false, 64, 1},
                             Case{1, 2, 90, 24, 40, FeatureMap::kSilu, false, 7, 0}}) {
-        INFO(algorithm << ": N " << c.n << " Dk " << c.dk << " Dv " << c.dv << " feature " << int(c.feature) << " f16 "
-                       << (dtype == DType::kF16));
+        INFO(algorithm << ": " << c << " f16 " << (dtype == DType::kF16));
         check_backward(ctx, c, dtype, 41, false);
       }
     }

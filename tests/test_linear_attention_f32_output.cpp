@@ -93,8 +93,7 @@ GPU_TEST_CASE("f16 linear attention writes an f32 output past f16's range with e
       for (bool causal : {true, false}) {
         if (!causal && c.decay) continue;  // decay is causal only
         seed += 3;
-        INFO(algorithm << ": B " << c.batch << " H " << c.heads << " N " << c.n << " Dk " << c.dk << " Dv " << c.dv
-                       << " decay " << c.decay << " causal " << causal);
+        INFO(algorithm << ": " << c << " causal " << causal);
         check_against_reference(ctx, c, causal, seed);
       }
     }
