@@ -112,9 +112,9 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   REQUIRE(mapped.is_ok());
   CHECK(mapped->encode("a").value() == plain->encode("b").value());
 
-  // A map whose 255 nodes each reach all 255 others' matches, all naming one 1 MiB string: checked
-  // in well under a second (a search of the strings per match took minutes at this size; the test
-  // checks the answer, the speed is for the record).
+  // A map whose 255 nodes each reach all 255 others' matches, all naming one 1 MiB string: a loop,
+  // so a lookup of 33 bytes or more overflowed the library's 32 matches. Refused, quickly (a search
+  // of the strings per match took minutes at this size).
   CharsMap dense;
   dense.units.assign(512, 0);
   dense.units[0] = 256u << 10;        // the root's children at 256 ^ c
@@ -123,8 +123,60 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
     dense.units[256 + c] = (c << 10) | (1u << 8) | c;
   dense.normalized = std::string(1 << 20, 'b') + std::string(1, '\0');
   const auto dense_map = load_model_text(rill_test::spm::model(dense.blob()));
-  INFO(dense_map.status().to_string());
-  CHECK(dense_map.is_ok());
+  REQUIRE_FALSE(dense_map.is_ok());
+  CHECK_THAT(dense_map.status().message(), Catch::Contains("loops back through a match"));
+
+  // A chain of matches "a", "aa", ...: the library holds 32 per lookup. 32 load and normalize a long
+  // run of "a"; 33 are refused (the 33rd match was written past the library's array).
+  auto chain = [](uint32_t matches) {
+    CharsMap m;  // node k (label 'a', a leaf) at 256 k + 'a', its children at 256 (k + 1)
+    m.units.assign(256 * size_t(matches + 2), 0);
+    m.units[0] = 256u << 10;
+    for (uint32_t k = 1; k <= matches; ++k) {
+      const uint32_t at = 256 * k + 'a', base = 256 * (k + 1);
+      m.units[at] = ((at ^ base) << 10) | (1u << 8) | 'a';
+      m.units[base] = 1u << 31;  // its leaf: the string at 0
+    }
+    return m.blob();
+  };
+  const auto chain32 = load_model_text(rill_test::spm::model(chain(32)));
+  INFO(chain32.status().to_string());
+  REQUIRE(chain32.is_ok());
+  CHECK(chain32->encode(std::string(100, 'a')).is_ok());
+  const auto chain33 = load_model_text(rill_test::spm::model(chain(33)));
+  REQUIRE_FALSE(chain33.is_ok());
+  CHECK_THAT(chain33.status().message(), Catch::Contains("nests 33 matches in one lookup, more than the 32"));
+
+  // A tag past 32 bits: protobuf drops the high bits and reads the normalizer spec (field 3), which
+  // a 64-bit reading took for another field and left unchecked.
+  {
+    CharsMap m;
+    m.units[0] = 0xFFFFFC00u | (1u << 9);  // the root's children far past the end
+    const std::string normal = rill_test::spm::model("");
+    const std::string spec = rill_test::spm::field_bytes(1, "handmade") + rill_test::spm::field_bytes(2, m.blob());
+    const std::string hidden =
+        normal + std::string("\x9A\x80\x80\x80\x10", 5) + rill_test::spm::varint(spec.size()) + spec;
+    const auto t = load_model_text(hidden);
+    REQUIRE_FALSE(t.is_ok());
+    CHECK_THAT(t.status().message(), Catch::Contains("protobuf framing is broken"));
+  }
+
+  // User-defined pieces that are prefixes of one another: the library holds 64 per lookup.
+  auto user_defined = [](uint32_t count) {
+    std::string m = rill_test::spm::model("");
+    for (uint32_t n = 1; n <= count; ++n)
+      m +=
+          rill_test::spm::field_bytes(1, rill_test::spm::field_bytes(1, std::string(n, 'c')) +
+                                             rill_test::spm::field_float(2, 0.0f) + rill_test::spm::field_varint(3, 4));
+    return m;
+  };
+  const auto user64 = load_model_text(user_defined(64));
+  INFO(user64.status().to_string());
+  REQUIRE(user64.is_ok());
+  CHECK(user64->encode(std::string(100, 'c')).is_ok());
+  const auto user65 = load_model_text(user_defined(65));
+  REQUIRE_FALSE(user65.is_ok());
+  CHECK_THAT(user65.status().message(), Catch::Contains("65 user-defined pieces that are prefixes of one another"));
 
   // Maps whose lookups would leave the table: each refused with a message, none crashes.
   std::vector<std::pair<std::string, std::string>> broken;

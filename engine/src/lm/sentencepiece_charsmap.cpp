@@ -7,9 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "lm/protobuf_wire.hpp"
 
 namespace rill::lm::detail {
 namespace {
@@ -20,61 +21,9 @@ uint32_t value_of(uint32_t unit) { return unit & ((1u << 31) - 1); }
 uint32_t label_of(uint32_t unit) { return unit & ((1u << 31) | 0xFF); }
 uint32_t offset_of(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
 
-// The protobuf wire format, as far as locating length-delimited fields needs.
-class WireReader {
- public:
-  explicit WireReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  bool done() const { return at_ == bytes_.size(); }
-
-  std::optional<uint64_t> varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && at_ < bytes_.size(); shift += 7) {
-      const uint8_t b = bytes_[at_++];
-      v |= uint64_t(b & 0x7F) << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    return std::nullopt;
-  }
-
-  // The next field: its number, and its bytes when it is length-delimited (wire type 2). nullopt
-  // when the framing is broken or uses groups (wire types 3 and 4, which no model file has).
-  struct Field {
-    uint64_t number = 0;
-    std::optional<std::span<const uint8_t>> bytes;
-  };
-  std::optional<Field> next() {
-    const auto key = varint();
-    if (!key) return std::nullopt;
-    Field f{*key >> 3, std::nullopt};
-    switch (*key & 7) {
-      case 0:
-        if (!varint()) return std::nullopt;
-        return f;
-      case 1:
-        return skip(8) ? std::optional<Field>(f) : std::nullopt;
-      case 5:
-        return skip(4) ? std::optional<Field>(f) : std::nullopt;
-      case 2: {
-        const auto length = varint();
-        if (!length || *length > bytes_.size() - at_) return std::nullopt;
-        f.bytes = bytes_.subspan(at_, size_t(*length));
-        at_ += size_t(*length);
-        return f;
-      }
-      default:
-        return std::nullopt;
-    }
-  }
-
- private:
-  bool skip(size_t n) {
-    if (n > bytes_.size() - at_) return false;
-    at_ += n;
-    return true;
-  }
-  std::span<const uint8_t> bytes_;
-  size_t at_ = 0;
-};
+// libsentencepiece's Normalizer keeps one lookup's matches in an array of this many (0.1.97:
+// kMaxTrieResultsSize) and reads as many as the trie reports.
+constexpr uint32_t kMaxCharsmapMatches = 32;
 
 Status broken(const char* spec, const std::string& what) {
   return data_loss(std::string("the model's ") + spec + " character map " + what + " (a lookup would read outside it)");
@@ -97,34 +46,90 @@ Status check_charsmap(std::span<const uint8_t> blob, const char* spec) {
   const auto last_nul = std::find(normalized.rbegin(), normalized.rend(), uint8_t{0});
   const size_t strings_end = size_t(normalized.rend() - last_nul);  // 0 without any NUL
 
-  // Every unit a lookup can reach, from the root, each once.
-  std::vector<uint8_t> reached(units, 0);
-  std::vector<size_t> pending{0};
-  reached[0] = 1;
-  while (!pending.empty()) {
-    const size_t i = pending.back();
-    pending.pop_back();
-    const size_t base = i ^ offset_of(unit[i]);
+  // Every unit a lookup can reach from the root, each once, with the most matches a lookup makes
+  // below it. The library keeps one lookup's matches in an array of kMaxCharsmapMatches and reads
+  // as many as the trie yields: a path of more matches, or a loop through a match, overflows it.
+  // Loops without matches are harmless (a lookup ends with its text) and occur where a byte 0
+  // leads to an empty unit, so units are grouped into strongly connected components (Tarjan's
+  // algorithm, iterative) and each loop-free component's exits give all its units' count.
+  constexpr uint32_t kUnvisited = UINT32_MAX;
+  std::vector<uint32_t> order(units, kUnvisited), low(units, 0), most(units, 0);
+  std::vector<uint8_t> on_stack(units, 0), self_edge(units, 0);
+  std::vector<size_t> component;  // Tarjan's stack
+  struct Visit {
+    size_t unit;
+    uint32_t next_byte;
+  };
+  std::vector<Visit> path;
+  uint32_t visited = 0;
+  auto enter = [&](size_t u) {
+    order[u] = low[u] = visited++;
+    component.push_back(u);
+    on_stack[u] = 1;
+    path.push_back({u, 0});
+  };
+  auto leaf_count = [&](size_t u) { return has_leaf(unit[u]) ? 1u : 0u; };
+  enter(0);
+  while (!path.empty()) {
+    const size_t top = path.size() - 1;  // an index: a push may move the vector
+    const size_t u = path[top].unit;
+    const size_t base = u ^ offset_of(unit[u]);
     if ((base | 0xFF) >= units)
       return broken(spec, "has a trie node whose children lie past its " + std::to_string(units) + " units");
-    for (uint32_t c = 0; c < 256; ++c) {
+    bool descended = false;
+    while (path[top].next_byte < 256 && !descended) {
+      const uint32_t c = path[top].next_byte++;
       const size_t child = base ^ c;
-      const uint32_t u = unit[child];
-      if (label_of(u) != c) continue;  // the lookup stops here for this byte
-      if (has_leaf(u)) {
-        const size_t leaf = child ^ offset_of(u);
+      const uint32_t cu = unit[child];
+      if (label_of(cu) != c) continue;  // the lookup stops here for this byte
+      if (has_leaf(cu)) {
+        const size_t leaf = child ^ offset_of(cu);
         if (leaf >= units) return broken(spec, "has a match whose value lies past the trie");
         const uint32_t at = value_of(unit[leaf]);
         if (at >= strings_end)
           return broken(spec, "names a normalized string at " + std::to_string(at) + " that is not within its " +
                                   std::to_string(normalized.size()) + " bytes");
       }
-      if (!reached[child]) {
-        reached[child] = 1;
-        pending.push_back(child);
+      if (order[child] == kUnvisited) {
+        enter(child);
+        descended = true;
+      } else if (on_stack[child]) {  // a loop: settled when its component closes
+        low[u] = std::min(low[u], order[child]);
+        if (child == u) self_edge[u] = 1;
+      } else {
+        most[u] = std::max(most[u], most[child] + leaf_count(child));
       }
     }
+    if (descended) continue;
+    path.pop_back();
+    if (low[u] == order[u]) {  // u closes a component: it and the units above it on the stack
+      const auto first = std::find(component.rbegin(), component.rend(), u).base() - 1;
+      const bool loops = component.end() - first > 1 || self_edge[u];
+      uint32_t exits = 0;
+      for (auto m = first; m != component.end(); ++m) {
+        if (loops && has_leaf(unit[*m]))
+          return data_loss(std::string("the model's ") + spec +
+                           " character map loops back through a match (a lookup could match without end)");
+        exits = std::max(exits, most[*m]);
+      }
+      for (auto m = first; m != component.end(); ++m) {
+        most[*m] = exits;
+        on_stack[*m] = 0;
+      }
+      component.erase(first, component.end());
+    }
+    if (!path.empty()) {
+      const size_t parent = path.back().unit;
+      if (on_stack[u])
+        low[parent] = std::min(low[parent], low[u]);
+      else
+        most[parent] = std::max(most[parent], most[u] + leaf_count(u));
+    }
   }
+  if (most[0] > kMaxCharsmapMatches)
+    return data_loss(std::string("the model's ") + spec + " character map nests " + std::to_string(most[0]) +
+                     " matches in one lookup, more than the " + std::to_string(kMaxCharsmapMatches) +
+                     " libsentencepiece holds");
   return Status::ok();
 }
 

@@ -3,10 +3,14 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <exception>
 #include <new>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "lm/protobuf_wire.hpp"
 #include "lm/sentencepiece_charsmap.hpp"
 
 namespace rill::lm::detail {
@@ -55,12 +59,54 @@ class LibSentencePiece final : public SentencePieceModel {
   std::optional<uint32_t> eos() const override { return id_or_none(sp.eos_id()); }
 };
 
+// libsentencepiece's PrefixMatcher keeps one lookup's user-defined matches in an array of this many
+// (0.1.97) and reads as many as its trie reports.
+constexpr size_t kMaxUserDefinedMatches = 64;
+
+// DataLoss when more user-defined pieces than that are prefixes of one another ("a", "aa", ...):
+// the first text that starts with the longest would overflow the library's array.
+Status check_user_defined_pieces(std::span<const uint8_t> model_proto) {
+  constexpr uint64_t kPieces = 1, kPieceText = 1, kPieceType = 3, kUserDefined = 4;  // sentencepiece_model.proto
+  std::vector<std::string_view> user_defined;
+  WireReader model(model_proto);
+  while (!model.done()) {
+    const auto field = model.next();
+    if (!field) return data_loss("not a SentencePiece model: its protobuf framing is broken");
+    if (field->number != kPieces || !field->bytes) continue;
+    std::optional<std::span<const uint8_t>> text;
+    uint64_t type = 1;  // NORMAL, the default
+    WireReader piece(*field->bytes);
+    while (!piece.done()) {
+      const auto f = piece.next();
+      if (!f) return data_loss("not a SentencePiece model: a piece's protobuf framing is broken");
+      if (f->number == kPieceText && f->bytes) text = f->bytes;  // the last occurrence wins, as in protobuf
+      if (f->number == kPieceType && f->value) type = *f->value;
+    }
+    if (type == kUserDefined && text)
+      user_defined.emplace_back(reinterpret_cast<const char*>(text->data()), text->size());
+  }
+  // In sorted order every prefix of a piece comes before it; the stack holds the chain of prefixes
+  // of the current piece.
+  std::sort(user_defined.begin(), user_defined.end());
+  std::vector<std::string_view> chain;
+  for (const std::string_view p : user_defined) {
+    while (!chain.empty() && !p.starts_with(chain.back())) chain.pop_back();
+    if (!chain.empty() && chain.back() == p) continue;  // a repeated piece is one trie key
+    chain.push_back(p);
+    if (chain.size() > kMaxUserDefinedMatches)
+      return data_loss("the model has " + std::to_string(chain.size()) +
+                       " user-defined pieces that are prefixes of one another, more than the " +
+                       std::to_string(kMaxUserDefinedMatches) + " libsentencepiece holds in one lookup");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SentencePieceModel>> SentencePieceModel::parse(std::span<const uint8_t> serialized,
                                                                       const std::string& label) {
-  if (Status checked = check_precompiled_charsmaps(serialized); !checked.is_ok())
-    return checked.with_context("tokenizer '" + label + "'");
+  for (const Status& checked : {check_precompiled_charsmaps(serialized), check_user_defined_pieces(serialized)})
+    if (!checked.is_ok()) return checked.with_context("tokenizer '" + label + "'");
   auto model = std::make_unique<LibSentencePiece>();
   RILL_RETURN_IF_ERROR(library_call("loading the model", [&] {
                          const auto s = model->sp.LoadFromSerializedProto(
