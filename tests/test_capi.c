@@ -76,6 +76,19 @@ static int init_keeps_within_old_structs(void) {
   ok = ok && ((rill_lm_model_options*)(void*)&lm_01)->struct_size == offsetof(rill_lm_model_options, weights);
   /* The 0.1 struct so filled makes a context (the fields it lacks keep their defaults). */
   ok = ok && rill_context_create((rill_context_options*)(void*)&ctx_01, &made) == RILL_OK;
+  { /* 0.1's device info ends before cooperative_matrix_f16: its entry point writes no further. */
+    struct {
+      unsigned char bytes[offsetof(rill_device_info, cooperative_matrix_f16)];
+      unsigned char canary[64];
+    } info_01;
+    rill_device_info full;
+    memset(&info_01, 0xAA, sizeof info_01);
+    ok = ok && made != NULL && (rill_context_device_info)(made, (rill_device_info*)(void*)&info_01) == RILL_OK;
+    for (i = 0; i < 64; ++i) ok = ok && info_01.canary[i] == 0xAA;
+    ok = ok && rill_context_device_info(made, &full) == RILL_OK;
+    ok = ok && memcmp(&info_01, &full, sizeof info_01.bytes) == 0;
+    ok = ok && rill_context_device_info_sized(made, &full, 16) == RILL_INVALID_ARGUMENT;
+  }
   rill_context_destroy(made);
   /* The sized form fills what it is told, and the macro the whole current struct. */
   memset(&current, 0xAA, sizeof current);

@@ -228,3 +228,41 @@ GPU_TEST_CASE("a diagnosis failing halfway leaves the trainer's parameters as th
   const std::vector<float> after = trainer.parameters().value();
   CHECK(after == before);
 }
+
+// A state restore whose uploads fail part way (staged uploads allocate) leaves the session as it
+// was, or reset to position 0 when some tensors were already written: never a mix of two states.
+GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[faults][gpu]") {
+  auto options = rill_test::validated_options();
+  options.limit_profile = "vulkan11-minimum";  // no mapped device memory: every upload is staged
+  auto ctx = rill_test::make_context(options);
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
+  auto model = rill::lm::Model::create(ctx, weights).value();
+  auto saver = model.session().value();
+  REQUIRE(saver.prefill(std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}).is_ok());
+  const std::vector<uint8_t> saved = saver.serialize_state().value();
+  auto& faults = rill::detail::Access::impl(ctx).faults;
+  int failures = 0;
+  for (uint64_t k = 1; k < 200; ++k) {
+    INFO("failing call " << k);
+    auto session = model.session().value();
+    REQUIRE(session.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+    faults.fail_nth(k);
+    const uint64_t seen_before = faults.calls_seen();
+    const rill::Status s = session.deserialize_state(saved);
+    const bool injected = faults.calls_seen() - seen_before >= k;
+    faults.fail_nth(0);
+    if (!injected) {
+      REQUIRE(s.is_ok());
+      break;
+    }
+    ++failures;
+    INFO(s.to_string());
+    CHECK(s.code() == rill::StatusCode::kResourceExhausted);
+    // As it was (3 tokens in) or reset (0): the next token's logits are those of a session there.
+    REQUIRE((session.position() == 3 || session.position() == 0));
+    auto twin = model.session().value();
+    if (session.position() == 3) REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+    CHECK(session.decode(7).value() == twin.decode(7).value());
+  }
+  CHECK(failures >= 2);  // a staging buffer per state tensor
+}

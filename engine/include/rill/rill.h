@@ -115,7 +115,15 @@ RILL_C_API rill_status rill_context_create(const rill_context_options* options, 
  * is waited for and released when the last of them goes, so destroy them in any order. */
 RILL_C_API void rill_context_destroy(rill_context* context);
 
+/* Fills *out. Call it as rill_context_device_info(context, &info): the macro passes the struct's
+ * size and the library writes no more than that, so a program built against an older header runs
+ * with a newer library. The function of that name is 0.1's, kept for programs built against 0.1:
+ * it fills 0.1's fields (up to cooperative_matrix_f16) only. A size below 0.1's is refused. */
+RILL_C_API rill_status rill_context_device_info_sized(const rill_context* context, rill_device_info* out,
+                                                      uint32_t size);
 RILL_C_API rill_status rill_context_device_info(const rill_context* context, rill_device_info* out);
+#define rill_context_device_info(context, out) \
+  rill_context_device_info_sized((context), (out), (uint32_t)sizeof(*(out)))
 
 /* The message of the last failed call on this thread ("" if none), starting with the call's name
  * ("rill_lm_prefill: ..."). Valid until the next call. */

@@ -171,27 +171,35 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
 
 void rill_context_destroy(rill_context* context) { destroy_handle(context); }
 
-rill_status rill_context_device_info(const rill_context* context, rill_device_info* out) {
+rill_status rill_context_device_info_sized(const rill_context* context, rill_device_info* out, uint32_t size) {
   if (dead(context) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: NULL argument or destroyed handle");
+  if (size < offsetof(rill_device_info, cooperative_matrix_f16))
+    return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: a struct smaller than 0.1's");
   const rill::DeviceInfo& d = context->context.device();
-  std::memset(out, 0, sizeof(*out));
-  copy_text(out->name, sizeof out->name, d.name);
-  copy_text(out->driver_name, sizeof out->driver_name, d.driver_name);
-  out->type = static_cast<rill_device_type>(d.type);
-  out->vendor_id = d.vendor_id;
-  out->device_id = d.device_id;
-  out->api_version = d.caps.api_version;
-  out->subgroup_size = d.caps.subgroup_size;
-  out->shared_memory_bytes = d.caps.shared_memory_bytes;
-  out->device_local_bytes = d.caps.device_local_bytes;
-  out->max_storage_buffer_range = d.caps.max_storage_buffer_range;
-  out->unified_memory = d.caps.unified_memory;
-  out->timestamps = d.caps.timestamps;
-  out->storage_buffer_16bit = d.caps.storage_buffer_16bit;
-  out->float16_arithmetic = d.caps.float16_arithmetic;
-  for (size_t i = 0; i < 3; ++i) out->cooperative_matrix_f16[i] = d.caps.cooperative_matrix_f16[i];
+  rill_device_info info{};
+  copy_text(info.name, sizeof info.name, d.name);
+  copy_text(info.driver_name, sizeof info.driver_name, d.driver_name);
+  info.type = static_cast<rill_device_type>(d.type);
+  info.vendor_id = d.vendor_id;
+  info.device_id = d.device_id;
+  info.api_version = d.caps.api_version;
+  info.subgroup_size = d.caps.subgroup_size;
+  info.shared_memory_bytes = d.caps.shared_memory_bytes;
+  info.device_local_bytes = d.caps.device_local_bytes;
+  info.max_storage_buffer_range = d.caps.max_storage_buffer_range;
+  info.unified_memory = d.caps.unified_memory;
+  info.timestamps = d.caps.timestamps;
+  info.storage_buffer_16bit = d.caps.storage_buffer_16bit;
+  info.float16_arithmetic = d.caps.float16_arithmetic;
+  for (size_t i = 0; i < 3; ++i) info.cooperative_matrix_f16[i] = d.caps.cooperative_matrix_f16[i];
+  std::memcpy(out, &info, std::min<size_t>(size, sizeof info));  // no byte past the caller's struct
   return RILL_OK;
+}
+
+// 0.1's entry point (programs built against 0.1 hold 0.1's struct): 0.1's fields only.
+rill_status(rill_context_device_info)(const rill_context* context, rill_device_info* out) {
+  return rill_context_device_info_sized(context, out, uint32_t(offsetof(rill_device_info, cooperative_matrix_f16)));
 }
 
 const char* rill_last_error(void) { return g_message_lost ? kMessageLost : g_last_error.c_str(); }

@@ -418,7 +418,16 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
   if (file.entries().size() != expected)
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
                      std::to_string(expected));
-  for (const auto& [t, data] : uploads) RILL_RETURN_IF_ERROR(s.model->ctx.upload(*t, data));
+  // An upload that fails part way (host or device memory, a lost device) leaves some tensors of the
+  // file and some of the old state: reset, so a decode after it cannot run on the mix.
+  for (const auto& [t, data] : uploads)
+    if (Status uploaded = s.model->ctx.upload(*t, data); !uploaded.is_ok()) {
+      const Status reset = s.zero_state();
+      return uploaded.with_context(reset.is_ok()
+                                       ? "lm state: restore failed part way; the session was reset to position 0"
+                                       : "lm state: restore failed part way, and so did the reset (" + reset.message() +
+                                             "): reset() the session before using it");
+    }
   s.position = saved_position;
   s.last_logits = std::move(logits);
   return Status::ok();
