@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/capi_common.hpp"
+#include "icl/checkpoint.hpp"
 #include "rill/icl.hpp"
 
 struct rill_icl_trainer {
@@ -160,13 +161,27 @@ rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* loss
   return guarded("rill_icl_train", [&] {
     // A halt's status comes with the records up to it (the halting step's too), in the buffers'
     // first entries; rill_icl_step says how many steps were taken.
-    std::vector<rill::icl::StepRecord> records;
-    const rill::Status status = trainer->trainer.train_into(steps, records);
-    for (size_t i = 0; i < records.size() && int64_t(i) < steps; ++i) {
-      if (losses) losses[i] = records[i].loss;
-      if (grad_norms) grad_norms[i] = records[i].grad_norm;
+    // Records are kept a chunk at a time, copied out and dropped: a long run without buffers
+    // (or with them) holds 16 bytes per step of at most one chunk, not of the whole run.
+    if (steps > rill::icl::detail::kMaxSteps - trainer->trainer.step() || steps <= 0) {
+      std::vector<rill::icl::StepRecord> none;  // the trainer's own refusal, or nothing to do
+      return from_status(trainer->trainer.train_into(steps, none));
     }
-    return status.is_ok() ? RILL_OK : from_status(status);
+    const int64_t read_every = trainer->trainer.config().read_every;
+    const int64_t chunk = read_every * std::max<int64_t>(1, (int64_t(1) << 16) / read_every);
+    std::vector<rill::icl::StepRecord> records;
+    for (int64_t done = 0; done < steps;) {
+      const int64_t n = std::min(chunk, steps - done);
+      records.clear();
+      const rill::Status status = trainer->trainer.train_into(n, records);
+      for (size_t i = 0; i < records.size() && int64_t(i) < n; ++i) {
+        if (losses) losses[done + int64_t(i)] = records[i].loss;
+        if (grad_norms) grad_norms[done + int64_t(i)] = records[i].grad_norm;
+      }
+      if (!status.is_ok()) return from_status(status);
+      done += n;
+    }
+    return RILL_OK;
   });
 }
 
