@@ -27,6 +27,23 @@ static void watch_progress(void* user, uint64_t done, uint64_t total) {
   w->last_done = done;
   w->last_total = total;
 }
+/* A progress hook that clears the stop hook of the struct it came in: the running call keeps the
+   hooks it started with (it read the struct on every call, and called the NULL). */
+struct clearing_hook {
+  rill_lm_prefill_hooks* hooks;
+  int progress_calls;
+};
+static void clear_stop_progress(void* user, uint64_t done, uint64_t total) {
+  struct clearing_hook* c = (struct clearing_hook*)user;
+  (void)done;
+  (void)total;
+  ++c->progress_calls;
+  c->hooks->stop = NULL;
+}
+static int never_stop(void* user) {
+  (void)user;
+  return 0;
+}
 static int watch_stop(void* user) {
   struct prefill_watch* w = (struct prefill_watch*)user;
   return ++w->stops_asked == w->stop_at;
@@ -451,6 +468,21 @@ int main(void) {
         EXPECT(memcmp(logits, resumed, sizeof logits) == 0);
         rill_lm_session_destroy(hooked);
         rill_lm_session_destroy(whole);
+        { /* A hook that edits the hooks struct during the call changes nothing under it. */
+          rill_lm_prefill_hooks edited;
+          struct clearing_hook clearing;
+          rill_lm_session* edits = NULL;
+          clearing.hooks = &edited;
+          clearing.progress_calls = 0;
+          edited.progress = clear_stop_progress;
+          edited.stop = never_stop;
+          edited.user = &clearing;
+          EXPECT(rill_lm_session_create(small_model, &edits) == RILL_OK);
+          EXPECT(rill_lm_prefill_with_hooks(edits, long_prompt, 14, logits, 256, &edited) == RILL_OK);
+          EXPECT(clearing.progress_calls == 4 && edited.stop == NULL);
+          EXPECT(memcmp(logits, resumed, sizeof logits) == 0);
+          rill_lm_session_destroy(edits);
+        }
         { /* A hook calling into its own session: refused, and the destroy it asks for waits. */
           struct reentrant_hook reenter = {NULL, RILL_OK, RILL_OK, RILL_OK, RILL_OK};
           rill_lm_prefill_hooks reentrant;

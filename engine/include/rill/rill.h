@@ -384,7 +384,9 @@ RILL_C_API rill_status rill_lm_decode_dispatches(const rill_lm_session* session,
 /* Back to position 0 with an empty state. */
 RILL_C_API rill_status rill_lm_reset(rill_lm_session* session);
 /* The state as a file (written atomically); restore accepts only a state saved from a model with
- * the same config and precision, and then continues exactly where the saved session was. */
+ * the same config, precision and weights (as stored, and packed the same way: int8/int4 and their
+ * group), and then continues exactly where the saved session was. A file it refuses leaves the
+ * session as it was; an upload that fails part way resets it to position 0. */
 RILL_C_API rill_status rill_lm_save_state(const rill_lm_session* session, const char* path);
 RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const char* path);
 

@@ -155,11 +155,15 @@ rill_status check_tokens(const char* function, const rill_lm_session* session, c
   return check_logits_room(function, session, logits_out, logits_capacity);
 }
 
+// The hooks as they are when the call starts (copied: a hook that edits or frees the caller's struct
+// changes nothing under the running call).
 lm::PrefillHooks from_c(const rill_lm_prefill_hooks* hooks) {
   lm::PrefillHooks out;
-  if (hooks != nullptr && hooks->progress != nullptr)
-    out.progress = [hooks](uint64_t done, uint64_t total) { hooks->progress(hooks->user, done, total); };
-  if (hooks != nullptr && hooks->stop != nullptr) out.stop = [hooks] { return hooks->stop(hooks->user) != 0; };
+  if (hooks == nullptr) return out;
+  void* const user = hooks->user;
+  if (const auto progress = hooks->progress; progress != nullptr)
+    out.progress = [progress, user](uint64_t done, uint64_t total) { progress(user, done, total); };
+  if (const auto stop = hooks->stop; stop != nullptr) out.stop = [stop, user] { return stop(user) != 0; };
   return out;
 }
 
