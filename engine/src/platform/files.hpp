@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <span>
 #include <string>
 
@@ -34,6 +35,16 @@ class MappedFile {
   void* view_ = nullptr;
   size_t size_ = 0;
 };
+
+// Six random letters and digits, as mkstemp's XXXXXX: the temporaries' names, PATH.tmp.XXXXXX, are
+// what the cleanup of a killed writer's leftovers looks for.
+inline std::string temporary_suffix() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device device;
+  std::string out(6, '\0');
+  for (char& c : out) c = kAlphabet[device() % (sizeof kAlphabet - 1)];
+  return out;
+}
 
 // Writes `bytes` to a new temporary file `path`.tmp.XXXXXX beside `path`, flushes it to the disk,
 // renames it over `path` and persists the rename where the platform can. On failure the temporary

@@ -1,4 +1,4 @@
-// The platform file layer on POSIX systems (Linux, Android, macOS): mmap, mkstemp, fsync, rename.
+// The platform file layer on POSIX systems (Linux, Android, macOS): mmap, exclusive create, fsync, rename.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "platform/files.hpp"
@@ -72,9 +73,21 @@ Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes)
   return file;
 }
 
+// A new file beside `path` for its next contents, opened for writing, created with mode 0666 so
+// that the process's umask applies as to any new file (mkstemp makes 0600, and reading the umask
+// means setting it, which races with other threads). -1 with errno on failure.
+int create_temporary(const std::string& path, std::string& tmp) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    tmp = path + ".tmp." + temporary_suffix();
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
 Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = create_temporary(path, tmp);
   if (fd < 0)
     return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
   auto fail = [&](Status s) {
@@ -88,10 +101,10 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
     if (n <= 0) return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
     done += static_cast<size_t>(n);
   }
-  // A file replaced keeps its permissions (a private 0600 state stays private); a new one is 0644.
+  // A file replaced keeps its permissions (a private 0600 state stays private); a new one has those
+  // the umask leaves of 0666, as created.
   struct stat existing {};
-  const mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
-  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0)
+  if ((::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) || ::fsync(fd) != 0)
     return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

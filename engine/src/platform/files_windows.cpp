@@ -34,15 +34,6 @@ std::string error_text(DWORD code) {
   return out;
 }
 
-// Six random letters and digits, as mkstemp's XXXXXX.
-std::string random_suffix() {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::random_device device;
-  std::string out(6, '\0');
-  for (char& c : out) c = kAlphabet[device() % (sizeof kAlphabet - 1)];
-  return out;
-}
-
 }  // namespace
 
 std::string last_error_text() { return error_text(GetLastError()); }
@@ -103,7 +94,7 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
   std::string tmp;
   HANDLE file = INVALID_HANDLE_VALUE;
   for (int attempt = 0; attempt < 16 && file == INVALID_HANDLE_VALUE; ++attempt) {
-    tmp = path + ".tmp." + random_suffix();
+    tmp = path + ".tmp." + temporary_suffix();
     file = CreateFileW(wide(tmp).c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
     if (file == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_EXISTS) break;
   }
