@@ -125,7 +125,7 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
 
 bool directory_is_writable(const std::string& dir) {
   // Windows has no cheap access(W_OK) for directories: try to create a file there.
-  const std::string probe = (dir.empty() ? std::string(".") : dir) + "\\.rill-write-probe." + random_suffix();
+  const std::string probe = (dir.empty() ? std::string(".") : dir) + "\\.rill-write-probe." + temporary_suffix();
   HANDLE file = CreateFileW(wide(probe).c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
                             FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE, nullptr);
   if (file == INVALID_HANDLE_VALUE) return false;
