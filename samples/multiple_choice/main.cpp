@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if ((arg == "--config" || arg == "--weights") && i + 1 < argc) {
-      (arg == "--config" ? config_path : weights_path) = argv[++i];
+      std::string& path = arg == "--config" ? config_path : weights_path;
+      if (!path.empty()) return usage();  // given twice: refused, not the last one taken
+      path = argv[++i];
     } else if (arg.starts_with("--")) {
       return usage();
     } else {
