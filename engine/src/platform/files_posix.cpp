@@ -41,8 +41,11 @@ MappedFile::~MappedFile() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
-  // Non-blocking: opening a FIFO (or a device) to read would wait for a writer for ever; it is
-  // refused below as not a regular file. Reads of a mapped regular file are not affected.
+  // A device is refused before it is opened (opening some has effects: a tape rewinds, a watchdog
+  // arms). Non-blocking: a path swapped for a FIFO between the two checks does not wait for a
+  // writer for ever; it is refused below as not a regular file. Reads of a mapped file are not affected.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return invalid_argument("not a regular file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return not_found("no such file");
