@@ -105,6 +105,7 @@ static int init_keeps_within_old_structs(void) {
     ok = ok && rill_context_device_info(made, &full) == RILL_OK;
     ok = ok && memcmp(&info_01, &full, sizeof info_01.bytes) == 0;
     ok = ok && rill_context_device_info_sized(made, &full, 16) == RILL_INVALID_ARGUMENT;
+    ok = ok && rill_context_device_info(made, NULL) == RILL_INVALID_ARGUMENT; /* the macro takes NULL */
   }
   rill_context_destroy(made);
   /* The sized form fills what it is told, and the macro the whole current struct. */

@@ -177,6 +177,26 @@ TEST_CASE("tokenizer: a SentencePiece normalization map is checked before the li
   const auto user65 = load_model_text(user_defined(65));
   REQUIRE_FALSE(user65.is_ok());
   CHECK_THAT(user65.status().message(), Catch::Contains("65 user-defined pieces that are prefixes of one another"));
+  // Read as the library reads them: a type that names none (99, 4 + 2^32 cut to 4) and a piece
+  // ending at its first NUL for the trie.
+  auto disguised = [](uint32_t count, int form) {
+    std::string m = rill_test::spm::model("");
+    for (uint32_t n = 1; n <= count; ++n) {
+      const std::string text = form == 2 ? std::string(n, 'c') + std::string("\0x", 2) : std::string(n, 'c');
+      const std::string type = form == 0   ? rill_test::spm::field_varint(3, 4) + rill_test::spm::field_varint(3, 99)
+                               : form == 1 ? rill_test::spm::field_varint(3, 4 + (uint64_t(1) << 32))
+                                           : rill_test::spm::field_varint(3, 4);
+      m += rill_test::spm::field_bytes(
+          1, rill_test::spm::field_bytes(1, text) + rill_test::spm::field_float(2, 0.0f) + type);
+    }
+    return m;
+  };
+  for (int form : {0, 1, 2}) {
+    INFO("form " << form);
+    const auto t = load_model_text(disguised(65, form));
+    REQUIRE_FALSE(t.is_ok());
+    CHECK_THAT(t.status().message(), Catch::Contains("65 user-defined pieces that are prefixes of one another"));
+  }
 
   // Maps whose lookups would leave the table: each refused with a message, none crashes.
   std::vector<std::pair<std::string, std::string>> broken;

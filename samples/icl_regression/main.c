@@ -8,6 +8,7 @@
 #include <rill/rill.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static int check(rill_status s, const char* what) {
   if (s == RILL_OK) return 0;
@@ -44,39 +45,32 @@ int main(int argc, char** argv) {
   rill_icl_trainer* trainer = NULL;
   int failed = check(rill_icl_trainer_create(ctx, &config, &trainer), "rill_icl_trainer_create");
 
-  /* A checkpoint path that cannot be written fails now, not after the training: a folder, or no file
-   * can be made beside it (the checkpoint itself is written atomically at the end; an earlier one
-   * stays until then). The probe file is a name that does not exist yet: nothing of the user's is
-   * truncated or removed. */
+  /* A checkpoint path that cannot be written fails now, not after the training: something other
+   * than a file there (a folder; stat, since opening a FIFO would wait), or no file can be made
+   * beside it (the checkpoint itself is written atomically at the end; an earlier one stays until
+   * then). The probe file takes a name nothing has yet: nothing of the user's is truncated or
+   * removed. */
   if (!failed) {
-    FILE* existing = fopen(checkpoint, "rb");
-    if (existing != NULL) {
-      (void)fgetc(existing); /* a folder opens on some systems, but does not read */
-      const int is_folder = ferror(existing);
-      fclose(existing);
-      if (is_folder) {
-        fprintf(stderr, "icl_regression: the checkpoint path '%s' is a folder\n", checkpoint);
-        failed = 1;
-      }
+    struct stat st;
+    if (stat(checkpoint, &st) == 0 && !S_ISREG(st.st_mode)) {
+      fprintf(stderr, "icl_regression: the checkpoint path '%s' is %s\n", checkpoint,
+              S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+      failed = 1;
     }
   }
   if (!failed) {
     char probe[4096];
     int writable = 0, named = 1;
     for (int k = 0; k < 100 && named && !writable; ++k) {
+      struct stat st;
+      FILE* f = NULL;
       named = snprintf(probe, sizeof probe, "%s.%d.probe", checkpoint, k) < (int)sizeof probe;
-      FILE* f = named ? fopen(probe, "rb") : NULL;
-      if (f != NULL) { /* taken: try the next name */
-        fclose(f);
-        continue;
-      }
-      if (named && (f = fopen(probe, "wb")) != NULL) {
-        fclose(f);
-        remove(probe);
-        writable = 1;
-      } else {
-        break;
-      }
+      if (!named) break;
+      if (stat(probe, &st) == 0 || errno != ENOENT) continue; /* taken (or unknown): the next name */
+      if ((f = fopen(probe, "wb")) == NULL) break;
+      fclose(f);
+      remove(probe);
+      writable = 1;
     }
     if (!writable) {
       fprintf(stderr, "icl_regression: cannot write beside the checkpoint path '%s'%s\n", checkpoint,

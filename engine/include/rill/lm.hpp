@@ -306,7 +306,8 @@ class RILL_API Session {
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same
-  // config, precision and weights, packed the same way (ModelOptions::weights and its group).
+  // config, precision and weights, packed the same way (ModelOptions::weights and its group). A file
+  // it refuses leaves the session as it was; an upload that fails part way resets it to position 0.
   Status save_state(const std::string& path) const;
   Status restore_state(const std::string& path);
   Result<std::vector<uint8_t>> serialize_state() const;

@@ -123,7 +123,7 @@ RILL_C_API rill_status rill_context_device_info_sized(const rill_context* contex
                                                       uint32_t size);
 RILL_C_API rill_status rill_context_device_info(const rill_context* context, rill_device_info* out);
 #define rill_context_device_info(context, out) \
-  rill_context_device_info_sized((context), (out), (uint32_t)sizeof(*(out)))
+  rill_context_device_info_sized((context), (out), (uint32_t)sizeof(rill_device_info))
 
 /* The message of the last failed call on this thread ("" if none), starting with the call's name
  * ("rill_lm_prefill: ..."). Valid until the next call. */

@@ -171,11 +171,12 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
 
 void rill_context_destroy(rill_context* context) { destroy_handle(context); }
 
-rill_status rill_context_device_info_sized(const rill_context* context, rill_device_info* out, uint32_t size) {
+namespace {
+rill_status device_info(const char* function, const rill_context* context, rill_device_info* out, uint32_t size) {
   if (dead(context) || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: NULL argument or destroyed handle");
+    return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": NULL argument or destroyed handle");
   if (size < offsetof(rill_device_info, cooperative_matrix_f16))
-    return fail(RILL_INVALID_ARGUMENT, "rill_context_device_info: a struct smaller than 0.1's");
+    return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": a struct smaller than 0.1's");
   const rill::DeviceInfo& d = context->context.device();
   rill_device_info info{};
   copy_text(info.name, sizeof info.name, d.name);
@@ -196,10 +197,16 @@ rill_status rill_context_device_info_sized(const rill_context* context, rill_dev
   std::memcpy(out, &info, std::min<size_t>(size, sizeof info));  // no byte past the caller's struct
   return RILL_OK;
 }
+}  // namespace
+
+rill_status rill_context_device_info_sized(const rill_context* context, rill_device_info* out, uint32_t size) {
+  return device_info("rill_context_device_info", context, out, size);  // the name callers write (the macro's)
+}
 
 // 0.1's entry point (programs built against 0.1 hold 0.1's struct): 0.1's fields only.
 rill_status(rill_context_device_info)(const rill_context* context, rill_device_info* out) {
-  return rill_context_device_info_sized(context, out, uint32_t(offsetof(rill_device_info, cooperative_matrix_f16)));
+  return device_info("rill_context_device_info", context, out,
+                     uint32_t(offsetof(rill_device_info, cooperative_matrix_f16)));
 }
 
 const char* rill_last_error(void) { return g_message_lost ? kMessageLost : g_last_error.c_str(); }

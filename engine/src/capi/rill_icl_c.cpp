@@ -163,10 +163,12 @@ rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* loss
     // first entries; rill_icl_step says how many steps were taken.
     // Records are kept a chunk at a time, copied out and dropped: a long run without buffers
     // (or with them) holds 16 bytes per step of at most one chunk, not of the whole run.
-    if (steps > rill::icl::detail::kMaxSteps - trainer->trainer.step() || steps <= 0) {
-      std::vector<rill::icl::StepRecord> none;  // the trainer's own refusal, or nothing to do
-      return from_status(trainer->trainer.train_into(steps, none));
-    }
+    std::vector<rill::icl::StepRecord> none;
+    if (steps <= 0) return from_status(trainer->trainer.train_into(steps, none));  // refused, or nothing to do
+    // No steps: reads where the device is after a failed call (step() may lag it), or the halt.
+    if (const rill::Status synced = trainer->trainer.train_into(0, none); !synced.is_ok()) return from_status(synced);
+    if (steps > rill::icl::detail::kMaxSteps - trainer->trainer.step())
+      return from_status(trainer->trainer.train_into(steps, none));  // the trainer's own refusal
     const int64_t read_every = trainer->trainer.config().read_every;
     const int64_t chunk = read_every * std::max<int64_t>(1, (int64_t(1) << 16) / read_every);
     std::vector<rill::icl::StepRecord> records;

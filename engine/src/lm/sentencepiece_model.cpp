@@ -66,8 +66,10 @@ constexpr size_t kMaxUserDefinedMatches = 64;
 // DataLoss when more user-defined pieces than that are prefixes of one another ("a", "aa", ...):
 // the first text that starts with the longest would overflow the library's array.
 Status check_user_defined_pieces(std::span<const uint8_t> model_proto) {
-  constexpr uint64_t kPieces = 1, kPieceText = 1, kPieceType = 3, kUserDefined = 4;  // sentencepiece_model.proto
-  std::vector<std::string_view> user_defined;
+  // sentencepiece_model.proto: ModelProto.pieces, SentencePiece.piece and .type (NORMAL 1 .. BYTE 6)
+  constexpr uint64_t kPieces = 1, kPieceText = 1, kPieceType = 3, kUserDefined = 4;
+  constexpr int32_t kFirstType = 1, kLastType = 6;
+  std::vector<std::string_view> user_defined;  // each up to its first NUL
   WireReader model(model_proto);
   while (!model.done()) {
     const auto field = model.next();
@@ -80,10 +82,16 @@ Status check_user_defined_pieces(std::span<const uint8_t> model_proto) {
       const auto f = piece.next();
       if (!f) return data_loss("not a SentencePiece model: a piece's protobuf framing is broken");
       if (f->number == kPieceText && f->bytes) text = f->bytes;  // the last occurrence wins, as in protobuf
-      if (f->number == kPieceType && f->value) type = *f->value;
+      // A proto2 enum: the value cut to 32 bits, and one that names no type left aside (the type
+      // stays what it was), as the library's parser does.
+      if (f->number == kPieceType && f->value)
+        if (const auto v = int32_t(uint32_t(*f->value)); v >= kFirstType && v <= kLastType) type = uint64_t(v);
     }
-    if (type == kUserDefined && text)
-      user_defined.emplace_back(reinterpret_cast<const char*>(text->data()), text->size());
+    if (type != kUserDefined || !text) continue;
+    // The library's prefix matcher keys its trie by C strings: a piece ends at its first NUL.
+    std::string_view key(reinterpret_cast<const char*>(text->data()), text->size());
+    key = key.substr(0, key.find('\0'));
+    if (!key.empty()) user_defined.push_back(key);  // an empty key the library refuses itself
   }
   // In sorted order every prefix of a piece comes before it; the stack holds the chain of prefixes
   // of the current piece.

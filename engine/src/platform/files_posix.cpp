@@ -76,21 +76,25 @@ Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes)
   return file;
 }
 
-// A new file beside `path` for its next contents, opened for writing, created with mode 0666 so
-// that the process's umask applies as to any new file (mkstemp makes 0600, and reading the umask
-// means setting it, which races with other threads). -1 with errno on failure.
-int create_temporary(const std::string& path, std::string& tmp) {
+// A new file beside `path` for its next contents, opened for writing, created with `mode` (the
+// process's umask applies, as to any new file: mkstemp makes 0600, and reading the umask means
+// setting it, which races with other threads). -1 with errno on failure.
+int create_temporary(const std::string& path, mode_t mode, std::string& tmp) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     tmp = path + ".tmp." + temporary_suffix();
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   return -1;
 }
 
 Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  // A file replaced keeps its permissions (a private 0600 state stays private, its new contents
+  // too while they are written); a new one has those the umask leaves of 0666.
+  struct stat existing {};
+  const bool replacing = ::stat(path.c_str(), &existing) == 0;
   std::string tmp;
-  const int fd = create_temporary(path, tmp);
+  const int fd = create_temporary(path, replacing ? (existing.st_mode & 0777) : 0666, tmp);
   if (fd < 0)
     return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
   auto fail = [&](Status s) {
@@ -104,10 +108,8 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
     if (n <= 0) return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
     done += static_cast<size_t>(n);
   }
-  // A file replaced keeps its permissions (a private 0600 state stays private); a new one has those
-  // the umask leaves of 0666, as created.
-  struct stat existing {};
-  if ((::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) || ::fsync(fd) != 0)
+  // Exactly the replaced file's mode (the umask may have narrowed the temporary's).
+  if ((replacing && ::fchmod(fd, existing.st_mode & 07777) != 0) || ::fsync(fd) != 0)
     return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
