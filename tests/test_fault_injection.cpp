@@ -1,13 +1,17 @@
 // Allocation failure injected at every resource-creating call, one at a time, of a small workload,
 // an ICL training step, a language-model prefill and decode, and a fork scoring a continuation:
 // each failure is a clean ResourceExhausted, nothing leaks, and the context still works after.
+#include <algorithm>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
+#include "rill/log.hpp"
 
 namespace {
 
@@ -265,4 +269,27 @@ GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[fau
     CHECK(session.decode(7).value() == twin.decode(7).value());
   }
   CHECK(failures >= 2);  // a staging buffer per state tensor
+}
+
+// A context whose last wait fails on a device not lost cannot know what the GPU still runs: it
+// leaves its device and everything made on it alive (logging the leak) rather than destroy them
+// under the work. Destroying the device there reported its live children (validation).
+GPU_TEST_CASE("a context whose final wait fails leaves its device alive, not destroyed under the GPU",
+              "[faults][gpu]") {
+  std::vector<std::string> logged;
+  rill::set_log_callback([&](rill::MessageSeverity, std::string_view m) { logged.emplace_back(m); });
+  {
+    auto ctx = rill_test::make_context();
+    auto y = ctx.tensor(rill::DType::kF32, {256}, "y").value();
+    auto seq = ctx.sequence().value();
+    REQUIRE(seq.dispatch(rill_test::fill_dispatch(y, 256, 1.0f)).is_ok());
+    REQUIRE(seq.submit().is_ok());
+    rill::detail::Access::impl(ctx).faults.fail_nth(1);  // the wait of the context's destruction
+  }
+  rill::set_log_callback(nullptr);
+  const bool leaked = std::any_of(logged.begin(), logged.end(), [](const std::string& m) {
+    return m.find("vkWaitForFences") != std::string::npos && m.find("leaked") != std::string::npos;
+  });
+  for (const auto& m : logged) UNSCOPED_INFO(m);
+  CHECK(leaked);
 }

@@ -12,6 +12,7 @@
 #include "access.hpp"
 #include "context_impl.hpp"
 #include "core/checked_math.hpp"
+#include "core/deliberate_leak.hpp"
 #include "core/file_io.hpp"
 #include "core/log.hpp"
 #include "kernel_plan.hpp"
@@ -57,9 +58,14 @@ ContextImpl::~ContextImpl() {
   if (submissions && submissions->leaked()) {
     // The GPU may still run work that uses them (drain's wait failed on a device not lost):
     // left alive, not freed under it (on an application's device, which lives on, above all).
-    (void)pipelines.release();
-    (void)transfer_pool.release();
-    (void)allocator.release();
+    // rill's own device too: destroying a device with work queued and children alive is
+    // undefined (an application's device is only unwrapped, never destroyed). The instance goes
+    // back to the pool as usual: rill never destroys its instances.
+    leak_deliberately(std::move(pipelines));
+    (void)transfer_pool.release();  // a handle: the driver's memory stays reachable from the device
+    leak_deliberately(std::move(allocator));
+    leak_deliberately(std::move(submissions));
+    leak_deliberately(std::move(device));
   }
   pipelines.reset();
   transfer_pool.reset();

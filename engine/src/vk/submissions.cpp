@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/deliberate_leak.hpp"
 #include "core/log.hpp"
 
 namespace rill::vk {
@@ -15,18 +16,20 @@ void Submissions::drain() {
   // would need every queue of the device, the application's too, kept still while it waits.
   std::vector<VkFence> fences;
   for (const InFlight& f : in_flight_) fences.push_back(f.fence.get());
-  const VkResult r =
-      fences.empty() || device_.lost()
-          ? VK_SUCCESS
-          : device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  const VkResult r = fences.empty() || device_.lost()
+                         ? VK_SUCCESS
+                         : faults_.run([&] {  // an injection point: tests reach the leaking path below
+                             return device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()),
+                                                                 fences.data(), VK_TRUE, UINT64_MAX);
+                           });
   if (r != VK_SUCCESS) {
     const Status failed = device_.check(r, "vkWaitForFences");
     if (!device_.lost()) {
       // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
       log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
                                                  " resources of unfinished work are leaked, not freed in use");
-      new std::deque<InFlight>(std::move(in_flight_));                     // NOLINT: deliberately leaked
-      new std::deque<std::pair<uint64_t, Retiree>>(std::move(retirees_));  // NOLINT: deliberately leaked
+      detail::leak_deliberately(std::make_unique<std::deque<InFlight>>(std::move(in_flight_)));
+      detail::leak_deliberately(std::make_unique<std::deque<std::pair<uint64_t, Retiree>>>(std::move(retirees_)));
       in_flight_.clear();
       retirees_.clear();
       completed_ = last_submitted_;
