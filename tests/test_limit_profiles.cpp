@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu_test.hpp"
+#include "kernel_plan.hpp"
 #include "rill/lm.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/quirks.hpp"
@@ -16,16 +17,18 @@
 
 namespace {
 
-const rill::vk::ShaderInfo& shader(std::string_view kernel) {
+const rill::vk::ShaderInfo& shader(std::string_view kernel, std::string_view variant = {}) {
   for (const auto& s : rill::vk::shader_registry())
-    if (s.kernel == kernel && s.variant.empty()) return s;
-  FAIL("no kernel " << kernel);
+    if (s.kernel == kernel && s.variant == variant) return s;
+  FAIL("no kernel " << kernel << " of variant '" << variant << "'");
   std::abort();
 }
 
-// The needs of `kernel` with the named specialization constants set (the others at defaults).
-rill::vk::ShaderNeeds needs_of(std::string_view kernel, std::vector<std::pair<std::string, uint32_t>> spec) {
-  const auto& s = shader(kernel);
+// The needs of `kernel` (of `variant`) with the named specialization constants set (the others at
+// defaults).
+rill::vk::ShaderNeeds needs_of_variant(std::string_view kernel, std::string_view variant,
+                                       std::vector<std::pair<std::string, uint32_t>> spec = {}) {
+  const auto& s = shader(kernel, variant);
   std::vector<uint32_t> ids, values;
   for (const auto& sc : s.spec_constants) {
     ids.push_back(sc.id);
@@ -36,6 +39,10 @@ rill::vk::ShaderNeeds needs_of(std::string_view kernel, std::vector<std::pair<st
   auto needs = rill::vk::shader_needs(s.spirv_words(), ids, values);
   REQUIRE(needs.is_ok());
   return needs.value();
+}
+
+rill::vk::ShaderNeeds needs_of(std::string_view kernel, std::vector<std::pair<std::string, uint32_t>> spec) {
+  return needs_of_variant(kernel, {}, std::move(spec));
 }
 
 rill::DeviceInfo large_device() {
@@ -90,6 +97,40 @@ TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the speciali
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{1, 2, 3}, none, none).is_ok());
   // A header whose first instruction claims more words than the module has.
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, none, none).is_ok());
+}
+
+// Vulkan 1.1 promises only basic subgroup operations. The CPU-family kernels shuffle: a CPU driver
+// without shuffles gets the GPU family (none of which shuffles), and a shuffling kernel asked for
+// by name is refused there, not handed to a driver that cannot run it.
+TEST_CASE("SPIR-V needs: subgroup shuffles, which a CPU driver without them is not given", "[registry][limits]") {
+  rill::DeviceInfo cpu_driver = large_device();
+  cpu_driver.type = rill::DeviceType::kCpu;
+  cpu_driver.driver_id = 13;  // VK_DRIVER_ID_MESA_LLVMPIPE
+  cpu_driver.driver_info = "Mesa 22.3.6 (LLVM 15.0.6)";
+  cpu_driver.caps.subgroup_shuffle = true;
+  CHECK(rill::vk::quirk_flags_for(cpu_driver).prefer_cpu_kernels);
+  CHECK(rill::ops::plan::traits_of(cpu_driver, "").family == rill::ops::plan::Family::kCpu);
+  const auto shuffles = needs_of_variant("matmul/matmul_f32", "cpu");
+  CHECK(shuffles.subgroup_shuffle);
+  CHECK(rill::vk::check_shader_needs(shuffles, cpu_driver, "matmul/matmul_f32").is_ok());
+
+  cpu_driver.caps.subgroup_shuffle = false;
+  CHECK_FALSE(rill::vk::quirk_flags_for(cpu_driver).prefer_cpu_kernels);
+  CHECK(rill::ops::plan::traits_of(cpu_driver, "").family == rill::ops::plan::Family::kGpu);
+  const rill::Status refused = rill::vk::check_shader_needs(shuffles, cpu_driver, "matmul/matmul_f32");
+  CHECK(refused.code() == rill::StatusCode::kUnimplemented);
+  CHECK(refused.message().find("subgroup shuffles") != std::string::npos);
+  // Only kernels the plan keeps to the CPU family shuffle: the `cpu` variants, the `_cpu` kernels
+  // and the decode texel kernels (kernel_plan_models.cpp); the GPU family runs without.
+  int shuffling = 0;
+  for (const auto& s : rill::vk::shader_registry()) {
+    if (!needs_of_variant(s.kernel, s.variant).subgroup_shuffle) continue;
+    ++shuffling;
+    const bool decode_texels = s.kernel.starts_with("lm/decode_") && s.kernel.find("_tx_") != std::string_view::npos;
+    INFO(s.kernel << " " << s.variant);
+    CHECK((s.variant == "cpu" || s.kernel.find("_cpu") != std::string_view::npos || decode_texels));
+  }
+  CHECK(shuffling > 0);
 }
 
 // f16 kernels need 16-bit storage, not 16-bit arithmetic: a device with the one and not the other
@@ -285,6 +326,7 @@ TEST_CASE("quirk version ranges compare Mesa's own version, or the driver's", "[
   lavapipe.driver_id = 13;      // VK_DRIVER_ID_MESA_LLVMPIPE
   lavapipe.driver_version = 1;  // what lavapipe reports, whatever the Mesa version
   lavapipe.driver_info = "Mesa 23.1.4 (LLVM 15.0.6)";
+  lavapipe.caps.subgroup_shuffle = true;
   CHECK(rill::vk::driver_version_of(lavapipe) == mesa_version(23, 1, 4));
   CHECK(mesa_23.contains(rill::vk::driver_version_of(lavapipe)));
   const rill::vk::QuirkFlags flags = rill::vk::quirk_flags_for(lavapipe);

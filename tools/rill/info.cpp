@@ -63,6 +63,7 @@ nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::Ke
                         {"max_subgroup_size", c.max_subgroup_size},
                         {"subgroup_size_control", c.subgroup_size_control},
                         {"subgroup_arithmetic", c.subgroup_arithmetic},
+                        {"subgroup_shuffle", c.subgroup_shuffle},
                         {"storage_buffer_16bit", c.storage_buffer_16bit},
                         {"float16_arithmetic", c.float16_arithmetic},
                         {"storage_buffer_8bit", c.storage_buffer_8bit},
@@ -177,9 +178,10 @@ int run_info(const InfoArgs& args) {
                 rill::device_type_name(d.type), d.usable ? "" : (" - unusable: " + d.unusable_reason).c_str());
     std::printf("    driver %s %s, Vulkan %s, vendor 0x%04x device 0x%04x\n", d.driver_name.c_str(),
                 d.driver_info.c_str(), version_text(c.api_version).c_str(), d.vendor_id, d.device_id);
-    std::printf("    subgroup %u (%u..%u, arithmetic %s), shared memory %u B, max workgroup %u invocations\n",
-                c.subgroup_size, c.min_subgroup_size, c.max_subgroup_size, c.subgroup_arithmetic ? "yes" : "no",
-                c.shared_memory_bytes, c.max_workgroup_invocations);
+    std::printf(
+        "    subgroup %u (%u..%u, arithmetic %s, shuffle %s), shared memory %u B, max workgroup %u invocations\n",
+        c.subgroup_size, c.min_subgroup_size, c.max_subgroup_size, c.subgroup_arithmetic ? "yes" : "no",
+        c.subgroup_shuffle ? "yes" : "no", c.shared_memory_bytes, c.max_workgroup_invocations);
     std::printf(
         "    f16 storage %s, f16 math %s, int8 storage %s, int8 math %s, f32 rounding declared to nearest even %s\n",
         c.storage_buffer_16bit ? "yes" : "no", c.float16_arithmetic ? "yes" : "no",

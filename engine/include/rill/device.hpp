@@ -23,6 +23,7 @@ struct DeviceCaps {
   uint32_t max_subgroup_size = 0;
   bool subgroup_size_control = false;
   bool subgroup_arithmetic = false;  // subgroupAdd & co. in compute shaders
+  bool subgroup_shuffle = false;     // subgroupShuffle(Xor) in compute shaders (the CPU-family kernels')
   bool storage_buffer_16bit = false;  // f16 tensors can be bound
   bool float16_arithmetic = false;
   bool storage_buffer_8bit = false;
@@ -83,7 +84,9 @@ struct DeviceInfo {
 // to its limits (shared memory, workgroup sizes and counts, storage-buffer range, push constants)
 // and removes the features it lacks (subgroup arithmetic or size control, 16- and 8-bit storage and
 // arithmetic); the engine then picks kernels within them, and a kernel that asks for more is
-// refused by name. It never raises a limit, and the subgroup size stays the device's own.
+// refused by name. It never raises a limit, and the subgroup size stays the device's own, as do
+// subgroup shuffles (only the CPU-family kernels use them; without them a CPU driver runs the GPU
+// family).
 //   "mali"             Mali-class: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers,
 //                      no subgroup arithmetic
 //   "adreno"           Adreno-class: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers

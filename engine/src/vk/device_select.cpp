@@ -167,6 +167,8 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   caps.subgroup_size = subgroup.subgroupSize;
   caps.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  caps.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   caps.min_subgroup_size = has_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;
   caps.max_subgroup_size = has_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
 

@@ -113,6 +113,9 @@ QuirkFlags quirk_flags_for(const DeviceInfo& info) {
         (f.max_loop_iterations == 0 || q->flags.max_loop_iterations < f.max_loop_iterations))
       f.max_loop_iterations = q->flags.max_loop_iterations;
   }
+  // The CPU-family kernels shuffle within subgroups (Vulkan 1.1 does not promise it): a CPU driver
+  // without shuffles runs the GPU family, which does not.
+  f.prefer_cpu_kernels = f.prefer_cpu_kernels && info.caps.subgroup_shuffle;
   return f;
 }
 

@@ -69,6 +69,7 @@ enum Capability : uint32_t {
   kCapabilityFloat16 = 9,
   kCapabilityInt8 = 39,
   kCapabilityGroupNonUniformArithmetic = 63,
+  kCapabilityGroupNonUniformShuffle = 65,
   kCapabilityStorageBuffer16BitAccess = 4433,
   kCapabilityUniformAndStorageBuffer16BitAccess = 4434,
   kCapabilityStoragePushConstant16 = 4435,

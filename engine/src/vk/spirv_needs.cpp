@@ -92,6 +92,9 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
           case kCapabilityGroupNonUniformArithmetic:
             needs.subgroup_arithmetic = true;
             break;
+          case kCapabilityGroupNonUniformShuffle:
+            needs.subgroup_shuffle = true;
+            break;
           case kCapabilityStorageBuffer16BitAccess:
           case kCapabilityUniformAndStorageBuffer16BitAccess:
           case kCapabilityStoragePushConstant16:
@@ -187,6 +190,7 @@ Status check_shader_needs(const ShaderNeeds& needs, const DeviceInfo& device, st
     return unimplemented("kernel " + std::string(kernel) + " needs " + what + ", which " + who + " lacks");
   };
   if (needs.subgroup_arithmetic && !caps.subgroup_arithmetic) return lacks("subgroup arithmetic");
+  if (needs.subgroup_shuffle && !caps.subgroup_shuffle) return lacks("subgroup shuffles");
   if (needs.storage_16bit && !caps.storage_buffer_16bit) return lacks("16-bit storage buffers");
   if (needs.float16 && !caps.float16_arithmetic) return lacks("16-bit float arithmetic");
   if (needs.storage_8bit && !caps.storage_buffer_8bit) return lacks("8-bit storage buffers");

@@ -15,6 +15,7 @@ namespace rill::vk {
 
 struct ShaderNeeds {
   bool subgroup_arithmetic = false;  // GroupNonUniformArithmetic
+  bool subgroup_shuffle = false;     // GroupNonUniformShuffle
   bool storage_16bit = false;        // 16-bit storage-buffer access
   bool float16 = false;              // 16-bit float arithmetic
   bool storage_8bit = false;
