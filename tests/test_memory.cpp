@@ -240,6 +240,28 @@ GPU_TEST_CASE("a context's device memory budget refuses blocks past it, by name,
   CHECK(ctx.tensor(rill::DType::kU8, {8 << 20}).is_ok());
 }
 
+// A tensor dropped while the GPU still uses it is freed when that work finishes: an allocation
+// that finds the budget spent meanwhile waits for the work and takes the memory, rather than fail
+// while nothing the application holds needs it.
+GPU_TEST_CASE("an allocation past the budget waits for memory that work in flight still holds", "[memory][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.device_memory_budget = 16ull << 20;
+  auto ctx = rill_test::make_context(options);
+  {
+    auto first = ctx.tensor(rill::DType::kF32, {int64_t(9) << 18}, "first").value();  // 9 MiB: a dedicated block
+    auto seq = ctx.sequence().value();
+    REQUIRE(seq.fill_zero(first).is_ok());
+    REQUIRE(seq.submit().is_ok());  // no wait: the tensor and the sequence go while it may run
+  }
+  auto second = ctx.tensor(rill::DType::kF32, {int64_t(9) << 18}, "second");
+  INFO(second.status().to_string());
+  REQUIRE(second.is_ok());
+  CHECK(ctx.memory_stats().reserved_bytes - ctx.memory_stats().staging_bytes <= options.device_memory_budget);
+  // Memory the application still holds is not waited for: the budget is then spent, and says so.
+  CHECK(ctx.tensor(rill::DType::kF32, {int64_t(9) << 18}, "third").status().code() ==
+        rill::StatusCode::kResourceExhausted);
+}
+
 TEST_CASE("a device memory budget from the environment is read as bytes or K, M, G", "[memory]") {
   for (const char* bad : {"lots", "12Q", "-5", "99999999999G"}) {
     ::setenv("RILL_DEVICE_MEMORY_BUDGET", bad, 1);

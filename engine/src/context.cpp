@@ -93,6 +93,17 @@ Status ContextImpl::write_profile() {
   return write_file_atomic(profiler.path() + ".summary.txt", {reinterpret_cast<const uint8_t*>(summary.data()), summary.size()});
 }
 
+Result<vk::Allocation> ContextImpl::allocate(uint64_t bytes, vk::PoolKind pool) {
+  Result<vk::Allocation> first = allocator->allocate(bytes, pool);
+  if (first.is_ok() || first.status().code() != StatusCode::kResourceExhausted || !submissions->has_retirees())
+    return first;
+  // Tensors and staging released while their work ran are freed as it finishes (the retirees).
+  const uint64_t used = allocator->stats().used_bytes;
+  RILL_RETURN_IF_ERROR(submissions->wait_all());
+  if (allocator->stats().used_bytes >= used) return first;  // nothing came back
+  return allocator->allocate(bytes, pool);
+}
+
 Status ContextImpl::wait_for(const TensorStorage& storage) {
   // The owner of the memory: every view's use is recorded there (mark_used), a view's own serial
   // only since it was made, so a view's copy would not wait for its parent's or a sibling's use.
@@ -317,7 +328,7 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtyp
       storage->pool = vk::PoolKind::kUploads;
       break;
   }
-  auto allocation = impl_->allocator->allocate(*bytes, storage->pool);
+  auto allocation = impl_->allocate(*bytes, storage->pool);
   if (!allocation.is_ok()) return allocation.status().with_context("tensor '" + name + "'");
   storage->context = impl_;
   storage->allocation = allocation.value();
@@ -344,7 +355,7 @@ Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
     impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
     return Status::ok();
   }
-  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
+  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
   std::memcpy(staging.mapped(), bytes.data(), bytes.size());
   const auto& fn = impl_->device->fn();
   Status s = impl_->run_once(
@@ -377,7 +388,7 @@ Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
     impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
     return Status::ok();
   }
-  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocator->allocate(t.bytes, vk::PoolKind::kStaging));
+  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
   const auto& fn = impl_->device->fn();
   Status s = impl_->run_once(
       [&](VkCommandBuffer cb) {

@@ -44,6 +44,9 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   template <typename Record, typename Done>
   Status run_once(Record&& record, TensorStorage& used, Done done);
   Status check_usable() const { return device->lost() ? device->lost_status() : Status::ok(); }
+  // The allocator's allocate, where memory freed while the GPU still used it comes back in time:
+  // an allocation that runs out while such memory waits for its work is tried again after it.
+  Result<vk::Allocation> allocate(uint64_t bytes, vk::PoolKind pool);
   // Waits until the GPU no longer uses the tensor.
   Status wait_for(const TensorStorage& storage);
   Status write_profile();

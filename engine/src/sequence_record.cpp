@@ -201,7 +201,7 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
   vk::Allocation stage;
   if (kind == Transfer::kUpload || kind == Transfer::kDownload) {
     const uint64_t size = kind == Transfer::kUpload ? dst->size_bytes() : src->size_bytes();
-    RILL_ASSIGN_OR_RETURN(stage, ctx->allocator->allocate(size, vk::PoolKind::kStaging));
+    RILL_ASSIGN_OR_RETURN(stage, ctx->allocate(size, vk::PoolKind::kStaging));
     if (kind == Transfer::kUpload) {
       std::memcpy(stage.mapped(), bytes.data(), bytes.size());
       staging.push_back(stage);

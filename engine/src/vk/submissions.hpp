@@ -60,6 +60,7 @@ class Submissions {
   };
   // Runs `fn` once the submission `serial` has completed (at once if it has).
   void retire(uint64_t serial, Retiree fn);
+  bool has_retirees() const { return !retirees_.empty(); }
   // Runs every pending retiree after waiting for rill's submissions (teardown, device loss); where
   // that wait fails on a device not lost, leaks them instead (the GPU may still use their resources).
   void drain();
