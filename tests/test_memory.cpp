@@ -140,6 +140,16 @@ TEST_CASE("memory types: uploads prefer device-local host-visible memory, stagin
   // The buffer's own type bits rule: without the window, uploads go to host memory.
   CHECK(rill::vk::memory_type_candidates(discrete, 0b0111u, PoolKind::kUploads, false) == Types{1, 2});
   CHECK(rill::vk::memory_type_candidates(discrete, 0b0001u, PoolKind::kUploads, false).empty());
+  // AMD's device-coherent types (deviceCoherentMemory, which rill does not enable) and protected
+  // memory are never taken, though they carry the flags a pool asks for.
+  constexpr VkMemoryPropertyFlags kAmdCoherent =
+      VK_MEMORY_PROPERTY_DEVICE_COHERENT_BIT_AMD | VK_MEMORY_PROPERTY_DEVICE_UNCACHED_BIT_AMD;
+  const auto amd = properties({kLocal, kLocal | kHost | kAmdCoherent, kHost, kLocal | kHost,
+                               kLocal | VK_MEMORY_PROPERTY_PROTECTED_BIT, kHost | kAmdCoherent});
+  CHECK(rill::vk::memory_type_candidates(amd, ~0u, PoolKind::kUploads, false) == Types{3, 2});
+  CHECK(rill::vk::memory_type_candidates(amd, ~0u, PoolKind::kStaging, false) == Types{2, 3});
+  CHECK(rill::vk::memory_type_candidates(amd, ~0u, PoolKind::kActivations, false) == Types{0, 3});
+  CHECK(rill::vk::memory_type_candidates(amd, ~0u, PoolKind::kWeights, true) == Types{3});
   // Unified memory (lavapipe, integrated GPUs): every pool device-local and mapped.
   const auto unified = properties({kLocal | kHost | kCached});
   for (PoolKind pool : {PoolKind::kWeights, PoolKind::kActivations, PoolKind::kStaging, PoolKind::kUploads})

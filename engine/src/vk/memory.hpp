@@ -24,7 +24,8 @@ enum class PoolKind { kWeights, kActivations, kStaging, kUploads };
 // weights and activations device-local (and host-visible too where `device_mapped`, unified
 // memory); staging host-visible and coherent, host-cached first (downloads read it back); uploads
 // host-visible and coherent, device-local first (the GPU reads them in place: a discrete GPU's
-// host-visible window of its own memory). Empty when no type fits.
+// host-visible window of its own memory). Never a type that needs a feature rill does not enable
+// (protected memory, AMD's device-coherent types). Empty when no type fits.
 std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryProperties& mem, uint32_t type_bits,
                                              PoolKind pool, bool device_mapped);
 
