@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu_test.hpp"
@@ -192,4 +193,37 @@ GPU_TEST_CASE("a model and its session outlive their Context handle", "[lifetime
   REQUIRE(logits.is_ok());
   CHECK(*logits == *reference);
   CHECK(session->decode(2).is_ok());
+}
+
+// An application may make contexts on several threads at once (a worker per document). Each
+// describes and creates its device through volk's process-wide instance functions, loaded per
+// instance: creation holds a lock for them (vk::InstanceFunctionsLock). Every context comes up and
+// computes; the sanitizer builds watch the memory.
+GPU_TEST_CASE("contexts made on several threads at once all come up and compute", "[lifetime]") {
+  constexpr int kThreads = 4;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([i, &failures] {
+      auto listing = rill::list_devices();
+      auto ctx = rill::Context::create(rill_test::validated_options());
+      if (!listing.is_ok() || !ctx.is_ok()) {
+        failures[size_t(i)] = !listing.is_ok() ? listing.status().to_string() : ctx.status().to_string();
+        return;
+      }
+      const std::vector<float> values(64, float(i));
+      auto round_trip = [&]() -> rill::Result<std::vector<float>> {
+        RILL_ASSIGN_OR_RETURN(rill::Tensor t, ctx->tensor(rill::DType::kF32, {64}, "t"));
+        RILL_RETURN_IF_ERROR(ctx->upload_floats(t, values));
+        return ctx->download_floats(t);
+      };
+      auto back = round_trip();
+      if (!back.is_ok() || *back != values) failures[size_t(i)] = "round trip: " + back.status().to_string();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) {
+    INFO("thread " << i);
+    CHECK(failures[size_t(i)].empty());
+  }
 }

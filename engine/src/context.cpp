@@ -194,6 +194,7 @@ Result<Context> Context::create(const ContextOptions& options) {
     if (!ext.instance || !ext.physical_device || !ext.device || !ext.queue)
       return invalid_argument("ExternalVulkan needs instance, physical_device, device and queue");
     RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::wrap(ext.instance, ext.api_version));
+    const vk::InstanceFunctionsLock functions(impl->instance->handle());
     devices.push_back(vk::describe_physical_device(ext.physical_device, 0, impl->instance->api_version()));
     chosen = 0;
     impl->selection_reason = "the application supplied the device";
@@ -206,6 +207,7 @@ Result<Context> Context::create(const ContextOptions& options) {
     config.synchronization_validation = options.synchronization_validation;
     config.on_message = options.on_validation_message;
     RILL_ASSIGN_OR_RETURN(impl->instance, vk::Instance::create(config));
+    const vk::InstanceFunctionsLock functions(impl->instance->handle());
     RILL_ASSIGN_OR_RETURN(devices, vk::enumerate_physical_devices(impl->instance->handle(), impl->instance->api_version()));
     RILL_ASSIGN_OR_RETURN(chosen, vk::choose_device(devices, options.device, impl->selection_reason));
     // Applied before the device is created, so that the features a profile removes are not enabled.

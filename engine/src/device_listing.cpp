@@ -18,6 +18,7 @@ const char* device_type_name(DeviceType type) {
 
 Result<DeviceListing> list_devices(const DeviceSelector& selector) {
   RILL_ASSIGN_OR_RETURN(auto instance, vk::Instance::create({}));
+  const vk::InstanceFunctionsLock functions(instance->handle());
   RILL_ASSIGN_OR_RETURN(auto devices, vk::enumerate_physical_devices(instance->handle(), instance->api_version()));
   DeviceListing listing;
   for (auto& d : devices) listing.devices.push_back(d.info);

@@ -27,6 +27,7 @@ class Device {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const DeviceInfo& info() const { return physical_.info; }
+  const std::array<uint8_t, VK_UUID_SIZE>& pipeline_cache_uuid() const { return physical_.pipeline_cache_uuid; }
   const QuirkFlags& quirks() const { return quirks_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
   const VolkDeviceTable& fn() const { return table_; }

@@ -118,6 +118,7 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
   info.vendor_id = props.vendorID;
   info.device_id = props.deviceID;
   info.driver_version = props.driverVersion;
+  std::memcpy(pd.pipeline_cache_uuid.data(), props.pipelineCacheUUID, VK_UUID_SIZE);
   caps.api_version = std::min(props.apiVersion, instance_api);
 
   uint32_t ext_count = 0;

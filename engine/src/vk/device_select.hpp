@@ -1,6 +1,8 @@
 // Physical-device description and selection.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "rill/device.hpp"
@@ -12,6 +14,7 @@ struct PhysicalDevice {
   VkPhysicalDevice handle = VK_NULL_HANDLE;
   DeviceInfo info;
   uint32_t compute_queue_family = 0;
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};  // VkPhysicalDeviceProperties's
 };
 
 // Everything rill records about one physical device (capabilities, quirks, usability).

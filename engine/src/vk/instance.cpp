@@ -102,6 +102,12 @@ Status load_vulkan() {
   return Status::ok();
 }
 
+InstanceFunctionsLock::InstanceFunctionsLock(VkInstance instance) {
+  static std::mutex mutex;
+  lock_ = std::unique_lock(mutex);
+  if (volkGetLoadedInstance() != instance) volkLoadInstanceOnly(instance);
+}
+
 Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config) {
   RILL_RETURN_IF_ERROR(load_vulkan());
   const uint32_t loader_version = volkGetInstanceVersion();
@@ -118,7 +124,6 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
     inst->instance_ = idle->instance;
     inst->api_version_ = idle->api_version;
     inst->debug_utils_ = idle->debug_utils;
-    volkLoadInstanceOnly(inst->instance_);
     inst->load_debug_utils();
     RILL_RETURN_IF_ERROR(inst->create_messenger(config));
     return inst;
@@ -171,7 +176,6 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config)
 
   RILL_VK_RETURN_IF_ERROR(vkCreateInstance(&info, nullptr, &inst->instance_));
   ++g_created;
-  volkLoadInstanceOnly(inst->instance_);
   inst->load_debug_utils();
   RILL_RETURN_IF_ERROR(inst->create_messenger(config));
   return inst;
@@ -216,7 +220,6 @@ Result<std::unique_ptr<Instance>> Instance::wrap(VkInstance instance, uint32_t a
   std::unique_ptr<Instance> inst(new Instance());
   inst->instance_ = instance;
   inst->api_version_ = api_version != 0 ? api_version : VK_API_VERSION_1_1;
-  volkLoadInstanceOnly(instance);
   return inst;
 }
 

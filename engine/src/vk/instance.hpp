@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,18 @@ namespace rill::vk {
 
 // Loads the Vulkan loader through volk once per process.
 Status load_vulkan();
+
+// volk keeps one set of instance-level function pointers per process, those of the instance it
+// loaded last. Code that calls them (enumerating, describing and creating devices) holds this
+// lock: it loads `instance`'s functions and keeps other threads from loading another instance's
+// in the meantime (two contexts made at once on two threads raced on the pointers).
+class InstanceFunctionsLock {
+ public:
+  explicit InstanceFunctionsLock(VkInstance instance);
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
 
 // True for the loader's own notices (type GENERAL only, id "Loader Message"): they describe the
 // machine, not rill's use of Vulkan. A machine with another architecture's Mesa installed (32-bit

@@ -18,13 +18,11 @@ namespace {
 constexpr uint64_t kMaxCacheFileBytes = 256ull << 20;
 
 PipelineCacheIdentity identity_of(const Device& device) {
-  VkPhysicalDeviceProperties props{};
-  vkGetPhysicalDeviceProperties(device.physical(), &props);
   PipelineCacheIdentity id;
-  id.vendor_id = props.vendorID;
-  id.device_id = props.deviceID;
-  id.driver_version = props.driverVersion;
-  std::memcpy(id.uuid, props.pipelineCacheUUID, 16);
+  id.vendor_id = device.info().vendor_id;
+  id.device_id = device.info().device_id;
+  id.driver_version = device.info().driver_version;
+  std::memcpy(id.uuid, device.pipeline_cache_uuid().data(), sizeof id.uuid);
   return id;
 }
 
