@@ -87,6 +87,15 @@ GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it"
     CHECK(refused.status().code() == rill::StatusCode::kInvalidArgument);
     CHECK(refused.status().message().find("does not exist") != std::string::npos);
   }
+  {
+    // An instance made for Vulkan 1.0 is refused, by the reason rill would not choose the device.
+    rill::ExternalVulkan ext{instance, physical, device, queue, family, VK_API_VERSION_1_0};
+    rill::ContextOptions options;
+    options.external = &ext;
+    const auto refused = rill::Context::create(options);
+    CHECK(refused.status().code() == rill::StatusCode::kUnavailable);
+    CHECK(refused.status().message().find("supports only Vulkan 1.0") != std::string::npos);
+  }
   // The device is still the application's: using it works.
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = 256;

@@ -46,7 +46,7 @@ struct ExternalVulkan {
   VkDevice_T* device = nullptr;
   VkQueue_T* queue = nullptr;  // must support compute
   uint32_t queue_family_index = 0;
-  uint32_t api_version = 0;  // the apiVersion the instance was created with
+  uint32_t api_version = 0;  // the apiVersion the instance was created with (0: 1.1; 1.0 is refused)
 };
 
 struct ContextOptions {

@@ -116,6 +116,10 @@ Result<std::unique_ptr<Device>> Device::wrap(const PhysicalDevice& physical, VkD
                             " does not exist (the device has " + std::to_string(family_count) + ")");
   if (!(families[queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
     return invalid_argument("external queue family " + std::to_string(queue_family) + " does not support compute");
+  // What rill would not choose on its own (a Vulkan 1.0 instance or device) it cannot run either.
+  if (!physical.info.usable)
+    return unavailable("the application's device " + physical.info.name + " " + physical.info.unusable_reason +
+                       " (ExternalVulkan::api_version is the version the application's instance was made with)");
   std::unique_ptr<Device> dev(new Device());
   dev->physical_ = physical;
   dev->physical_.compute_queue_family = queue_family;
