@@ -214,6 +214,12 @@ GPU_TEST_CASE("timestamps give one non-negative time per dispatch, with names", 
     CHECK(timings.value()[i].gpu_ms < 10000.0);
     CHECK(timings.value()[i].label == (i % 2 ? "axpy" : "fill"));
   }
+  // The times tile the sequence: each dispatch starts where the one before it ended (1 us of slack
+  // for the rounding of ticks to milliseconds).
+  for (uint32_t i = 0; i + 1 < count; ++i) {
+    INFO("dispatch " << i);
+    CHECK(timings.value()[i].start_ms + timings.value()[i].gpu_ms <= timings.value()[i + 1].start_ms + 1e-3);
+  }
 }
 
 GPU_TEST_CASE("device loss is sticky: every later call reports it", "[sequence][gpu]") {

@@ -143,7 +143,9 @@ Status SequenceImpl::record_dispatch(const Dispatch& d) {
     l.pLabelName = label.c_str();
     ctx->instance->begin_label(cb(), l);
   }
-  if (timed_dispatch) fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, query);
+  // Its start: when the work before it has finished (at the top of the pipe a GPU writes it at once,
+  // and the dispatch's time took in the drain of the one it waits for).
+  if (timed_dispatch) fn.vkCmdWriteTimestamp(cb(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query);
   fn.vkCmdBindPipeline(cb(), VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
   fn.vkCmdBindDescriptorSets(cb(), VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
   if (!d.push.bytes.empty())

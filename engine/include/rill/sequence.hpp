@@ -83,6 +83,9 @@ struct DispatchTiming {
   std::array<uint32_t, 3> groups{};
   uint64_t flops = 0;  // as declared by the dispatch
   uint64_t bytes = 0;
+  // From when the work recorded before it had finished to when it finished: a sequence's dispatches
+  // tile its GPU time, none overlapping the next (where a GPU runs two independent dispatches at
+  // once, the second's time is what it added).
   double gpu_ms = 0.0;
   double start_ms = 0.0;  // from the first timed dispatch of the submission
   uint32_t pipeline = 0;  // the context's id of the pipeline it ran (Context::pipeline_statistics)
