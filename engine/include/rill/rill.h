@@ -223,7 +223,8 @@ RILL_C_API rill_status rill_icl_grid_create(rill_context* context, const rill_ic
                                             rill_icl_grid** out);
 RILL_C_API void rill_icl_grid_destroy(rill_icl_grid* grid); /* accepts NULL */
 /* Trains `steps` steps of every model; losses (NULL or count * steps floats, model-major) receive
- * each model's per-step losses, NaN after a model halted (see rill_icl_grid_model_status). */
+ * each model's per-step losses, NaN after a model halted (see rill_icl_grid_model_status). The
+ * steps run in chunks of about 64K: a failure keeps the losses of the chunks before it, NaN after. */
 RILL_C_API rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses);
 /* RILL_OK, or the status (and rill_last_error's message) of the step that halted the model. */
 RILL_C_API rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/capi_common.hpp"
+#include "capi/record_chunks.hpp"
 #include "icl/checkpoint.hpp"
 #include "rill/icl.hpp"
 
@@ -161,16 +162,14 @@ rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* loss
   return guarded("rill_icl_train", [&] {
     // A halt's status comes with the records up to it (the halting step's too), in the buffers'
     // first entries; rill_icl_step says how many steps were taken.
-    // Records are kept a chunk at a time, copied out and dropped: a long run without buffers
-    // (or with them) holds 16 bytes per step of at most one chunk, not of the whole run.
+    // Records a chunk at a time (record_chunks.hpp), also without buffers.
     std::vector<rill::icl::StepRecord> none;
     if (steps <= 0) return from_status(trainer->trainer.train_into(steps, none));  // refused, or nothing to do
     // No steps: reads where the device is after a failed call (step() may lag it), or the halt.
     if (const rill::Status synced = trainer->trainer.train_into(0, none); !synced.is_ok()) return from_status(synced);
     if (steps > rill::icl::detail::kMaxSteps - trainer->trainer.step())
       return from_status(trainer->trainer.train_into(steps, none));  // the trainer's own refusal
-    const int64_t read_every = trainer->trainer.config().read_every;
-    const int64_t chunk = read_every * std::max<int64_t>(1, (int64_t(1) << 16) / read_every);
+    const int64_t chunk = rill::capi::record_chunk(trainer->trainer.config().read_every);
     std::vector<rill::icl::StepRecord> records;
     for (int64_t done = 0; done < steps;) {
       const int64_t n = std::min(chunk, steps - done);
@@ -248,14 +247,26 @@ void rill_icl_grid_destroy(rill_icl_grid* grid) { destroy_handle(grid); }
 rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses) {
   if (dead(grid)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_train: grid is NULL or destroyed");
   return guarded("rill_icl_grid_train", [&] {
-    auto curves = grid->grid.train(steps);
-    if (!curves.is_ok()) return from_status(curves.status());
+    icl::TrainerGrid& g = grid->grid;
+    // Records a chunk at a time (record_chunks.hpp), models x chunk of them, also without a buffer.
+    if (steps <= 0) return from_status(g.train(steps).status());  // refused, or nothing to do
+    // No steps: reads where the device is after a failed call, before the range check.
+    if (auto synced = g.train(0); !synced.is_ok()) return from_status(synced.status());
+    for (int m = 0; m < g.models(); ++m)
+      if (steps > rill::icl::detail::kMaxSteps - g.step(m)) return from_status(g.train(steps).status());  // its refusal
     if (losses != nullptr)
-      for (size_t m = 0; m < curves->size(); ++m) {
-        float* row = losses + m * size_t(steps);
-        std::fill(row, row + steps, std::numeric_limits<float>::quiet_NaN());
-        for (size_t i = 0; i < (*curves)[m].size(); ++i) row[i] = (*curves)[m][i].loss;
-      }
+      std::fill(losses, losses + size_t(g.models()) * size_t(steps), std::numeric_limits<float>::quiet_NaN());
+    const int64_t chunk = rill::capi::record_chunk(g.config(0).value().read_every);
+    for (int64_t done = 0; done < steps;) {
+      const int64_t n = std::min(chunk, steps - done);
+      auto curves = g.train(n);
+      if (!curves.is_ok()) return from_status(curves.status());  // the chunks before it are in losses
+      if (losses != nullptr)
+        for (size_t m = 0; m < curves->size(); ++m)
+          for (size_t i = 0; i < (*curves)[m].size() && int64_t(i) < n; ++i)
+            losses[m * size_t(steps) + size_t(done) + i] = (*curves)[m][i].loss;
+      done += n;
+    }
     return RILL_OK;
   });
 }
