@@ -277,8 +277,14 @@ GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[fau
 GPU_TEST_CASE("a context whose final wait fails leaves its device alive, not destroyed under the GPU",
               "[faults][gpu]") {
   std::vector<std::string> logged;
-  rill::set_log_callback([&](rill::MessageSeverity, std::string_view m) { logged.emplace_back(m); });
+  struct Logging {  // the callback goes with the test, however it ends
+    explicit Logging(std::vector<std::string>& into) {
+      rill::set_log_callback([&into](rill::MessageSeverity, std::string_view m) { into.emplace_back(m); });
+    }
+    ~Logging() { rill::set_log_callback(nullptr); }
+  };
   {
+    const Logging logging(logged);
     auto ctx = rill_test::make_context();
     auto y = ctx.tensor(rill::DType::kF32, {256}, "y").value();
     auto seq = ctx.sequence().value();
@@ -286,7 +292,6 @@ GPU_TEST_CASE("a context whose final wait fails leaves its device alive, not des
     REQUIRE(seq.submit().is_ok());
     rill::detail::Access::impl(ctx).faults.fail_nth(1);  // the wait of the context's destruction
   }
-  rill::set_log_callback(nullptr);
   const bool leaked = std::any_of(logged.begin(), logged.end(), [](const std::string& m) {
     return m.find("vkWaitForFences") != std::string::npos && m.find("leaked") != std::string::npos;
   });

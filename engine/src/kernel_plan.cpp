@@ -53,8 +53,8 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.unified_memory = device.caps.unified_memory;
   // Without subgroup size control a driver need not say whether it varies the size (Intel's do);
   // CPU drivers run every subgroup at the width they report.
-  d.fixed_subgroup = q.prefer_cpu_kernels || (device.caps.subgroup_size_control &&
-                                              device.caps.min_subgroup_size == device.caps.max_subgroup_size);
+  d.fixed_subgroup = q.cpu_driver || (device.caps.subgroup_size_control &&
+                                      device.caps.min_subgroup_size == device.caps.max_subgroup_size);
   return d;
 }
 

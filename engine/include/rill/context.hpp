@@ -54,7 +54,9 @@ struct ContextOptions {
   // Khronos validation layer; also switched on by RILL_VALIDATION=1.
   bool validation = false;
   bool synchronization_validation = true;  // only with validation
-  // Receives validation-layer messages (warnings and errors). Default: rill's log.
+  // Receives validation-layer messages (warnings and errors). Default: rill's log. It runs inside
+  // rill's calls (context creation holds a process-wide lock then): it must not create a context or
+  // list devices.
   std::function<void(MessageSeverity, std::string_view)> on_validation_message;
   // Where to persist the VkPipelineCache. Empty: in memory only. Loaded at creation (a bad or
   // foreign file is ignored with a warning), written atomically by save_pipeline_cache() and
@@ -79,8 +81,10 @@ struct ContextOptions {
   // The most device memory this context may hold, in bytes (its memory blocks together; not the
   // host memory that stages uploads and downloads on a discrete GPU, so a full budget's tensors can
   // still be written and read): past it an allocation fails with ResourceExhausted, naming the
-  // budget, and nothing else changes. 0: no budget but the device's. Also RILL_DEVICE_MEMORY_BUDGET (bytes, or with a
-  // K, M or G suffix: 512M). With a budget, shared blocks are at most an eighth of it.
+  // budget, and nothing else changes. An allocation that finds it spent while tensors dropped under
+  // running work still hold memory first waits for that work. 0: no budget but the device's. Also
+  // RILL_DEVICE_MEMORY_BUDGET (bytes, or with a K, M or G suffix: 512M). With a budget, shared blocks are at most an
+  // eighth of it.
   uint64_t device_memory_budget = 0;
   // Use an application-owned device instead of creating one.
   const ExternalVulkan* external = nullptr;

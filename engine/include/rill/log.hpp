@@ -10,7 +10,8 @@
 namespace rill {
 
 // Log sink for warnings and diagnostics from rill (default: stderr; RILL_LOG=info adds the
-// informational messages).
+// informational messages). It runs inside rill's calls, some holding a process-wide lock (context
+// creation): it must not create a context or list devices.
 RILL_API void set_log_callback(std::function<void(MessageSeverity, std::string_view)> callback);
 
 }  // namespace rill

@@ -268,7 +268,9 @@ PhysicalDevice describe_physical_device(VkPhysicalDevice device, uint32_t index,
                                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const bool shares_memory = info.type == DeviceType::kIntegratedGpu || info.type == DeviceType::kCpu;
   for (uint32_t t = 0; t < mem.memoryTypeCount && shares_memory; ++t)
-    if ((mem.memoryTypes[t].propertyFlags & unified_flags) == unified_flags) caps.unified_memory = true;
+    if ((mem.memoryTypes[t].propertyFlags & unified_flags) == unified_flags &&
+        (mem.memoryTypes[t].propertyFlags & kMemoryNeedingFeatures) == 0)
+      caps.unified_memory = true;
 
   for (const Quirk* q : quirks_for(info)) info.quirks.emplace_back(q->name);
   if (quirk_flags_for(info).no_16bit_storage) caps.storage_buffer_16bit = caps.float16_arithmetic = false;

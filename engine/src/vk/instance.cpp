@@ -105,7 +105,7 @@ Status load_vulkan() {
 InstanceFunctionsLock::InstanceFunctionsLock(VkInstance instance) {
   static std::mutex mutex;
   lock_ = std::unique_lock(mutex);
-  if (volkGetLoadedInstance() != instance) volkLoadInstanceOnly(instance);
+  volkLoadInstanceOnly(instance);  // always: a new instance may have a destroyed one's handle
 }
 
 Result<std::unique_ptr<Instance>> Instance::create(const InstanceConfig& config) {

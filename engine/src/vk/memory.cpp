@@ -55,15 +55,11 @@ std::vector<uint32_t> memory_type_candidates(const VkPhysicalDeviceMemoryPropert
       required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | (device_mapped ? kHost : 0);
       break;
   }
-  // Types that need a feature rill does not enable: allocating them is invalid without it.
-  constexpr VkMemoryPropertyFlags kNeedsFeature = VK_MEMORY_PROPERTY_PROTECTED_BIT |
-                                                  VK_MEMORY_PROPERTY_DEVICE_COHERENT_BIT_AMD |
-                                                  VK_MEMORY_PROPERTY_DEVICE_UNCACHED_BIT_AMD;
   std::vector<uint32_t> best, rest;
   for (uint32_t t = 0; t < mem.memoryTypeCount && t < 32; ++t) {
     if (!(type_bits & (1u << t))) continue;
     const VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
-    if ((f & required) != required || (f & kNeedsFeature) != 0) continue;
+    if ((f & required) != required || (f & kMemoryNeedingFeatures) != 0) continue;
     ((f & preferred) == preferred ? best : rest).push_back(t);
   }
   best.insert(best.end(), rest.begin(), rest.end());

@@ -43,8 +43,9 @@ const Quirk kQuirks[] = {
      .applies = &arm64_llvm15_or_older},
     {.name = "cpu-driver",
      .cpu_device_only = true,
-     .flags = {.prefer_cpu_kernels = true},
-     .why = "CPU implementation of Vulkan: barriers and shared memory cost far more than registers"},
+     .flags = {.cpu_driver = true, .prefer_cpu_kernels = true},
+     .why = "CPU implementation of Vulkan: barriers and shared memory cost far more than registers (the cpu "
+            "kernels, where the driver has subgroup shuffles)"},
     {.name = "mobile-watchdog-arm",
      .vendor_id = kVendorArm,
      .flags = {.short_dispatches = true},
@@ -106,6 +107,7 @@ std::vector<const Quirk*> quirks_for(const DeviceInfo& info) {
 QuirkFlags quirk_flags_for(const DeviceInfo& info) {
   QuirkFlags f;
   for (const Quirk* q : quirks_for(info)) {
+    f.cpu_driver |= q->flags.cpu_driver;
     f.prefer_cpu_kernels |= q->flags.prefer_cpu_kernels;
     f.short_dispatches |= q->flags.short_dispatches;
     f.no_16bit_storage |= q->flags.no_16bit_storage;

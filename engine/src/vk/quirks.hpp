@@ -11,8 +11,10 @@
 namespace rill::vk {
 
 struct QuirkFlags {
-  // A CPU driver (lavapipe, SwiftShader): barriers and shared memory are expensive, wide
-  // register tiles are cheap, so kernels prefer their "cpu" variants.
+  // A CPU driver (lavapipe, SwiftShader): every subgroup runs at the width it reports.
+  bool cpu_driver = false;
+  // A CPU driver with subgroup shuffles (which the "cpu" kernels use): barriers and shared memory
+  // are expensive, wide register tiles are cheap, so kernels prefer their "cpu" variants.
   bool prefer_cpu_kernels = false;
   // The driver's watchdog kills long dispatches and reports VK_ERROR_DEVICE_LOST; long serial
   // work must be split into dispatches of bounded length.

@@ -1,6 +1,7 @@
 // Fence-per-submission tracking (works on Vulkan 1.1 drivers without timeline semaphores).
 #include "vk/submissions.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -117,6 +118,12 @@ void Submissions::retire(uint64_t serial, Retiree fn) {
     return;
   }
   retirees_.emplace_back(serial, std::move(fn));
+}
+
+uint64_t Submissions::last_retiree_serial() const {
+  uint64_t last = 0;
+  for (const auto& [serial, fn] : retirees_) last = std::max(last, serial);
+  return last;
 }
 
 void Submissions::run_retirees() {

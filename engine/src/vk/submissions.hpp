@@ -61,6 +61,8 @@ class Submissions {
   // Runs `fn` once the submission `serial` has completed (at once if it has).
   void retire(uint64_t serial, Retiree fn);
   bool has_retirees() const { return !retirees_.empty(); }
+  // The latest submission a retiree waits for (0: none).
+  uint64_t last_retiree_serial() const;
   // Runs every pending retiree after waiting for rill's submissions (teardown, device loss); where
   // that wait fails on a device not lost, leaks them instead (the GPU may still use their resources).
   void drain();

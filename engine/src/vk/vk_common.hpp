@@ -16,6 +16,12 @@ const char* result_name(VkResult result);
 Status status_from_result(VkResult result, std::string_view what,
                           std::source_location where = std::source_location::current());
 
+// Memory types that need a feature rill does not enable (protected memory, AMD's device-coherent
+// memory): allocating one would be invalid, so rill never chooses nor counts them.
+inline constexpr VkMemoryPropertyFlags kMemoryNeedingFeatures = VK_MEMORY_PROPERTY_PROTECTED_BIT |
+                                                                VK_MEMORY_PROPERTY_DEVICE_COHERENT_BIT_AMD |
+                                                                VK_MEMORY_PROPERTY_DEVICE_UNCACHED_BIT_AMD;
+
 }  // namespace rill::vk
 
 // Returns a Status from the enclosing function when a Vulkan call fails.
