@@ -104,6 +104,13 @@ TEST_CASE("an atomic replacement refuses devices and FIFOs, writes through links
   }
   CHECK(fs::is_fifo(fifo));
   CHECK(rill::check_writable("/dev/null").code() == StatusCode::kInvalidArgument);
+  // Nor is one read: no wait for a writer, no device opened.
+  for (const std::string& not_regular : {fifo, std::string("/dev/zero"), dir.path.string()}) {
+    const auto read = rill::read_file(not_regular, 1 << 20);
+    INFO(not_regular);
+    CHECK(read.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(read.status().message(), Catch::Contains("is not a regular file"));
+  }
   // A link is written through: the file it names changes, the link stays a link.
   const std::string target = dir / "target.bin", link = dir / "link.bin";
   write_bytes(target, {9});

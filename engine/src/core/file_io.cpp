@@ -2,8 +2,6 @@
 #include "core/file_io.hpp"
 
 #include <chrono>
-#include <fstream>
-#include <new>
 #include <system_error>
 
 #include "platform/files.hpp"
@@ -78,31 +76,23 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
 }
 
 Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {
-  const fs::path p = path_from_utf8(path);
-  std::error_code ec;
-  const fs::file_status st = fs::status(p, ec);
-  // A path that cannot be looked at (a symlink loop, no permission) is not a missing file.
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    return unavailable("cannot read '" + path + "': " + ec.message());
-  if (!fs::exists(st)) return not_found("no such file: '" + path + "'");
-  if (!fs::is_regular_file(st)) return invalid_argument("'" + path + "' is not a regular file");
-  const uint64_t size = fs::file_size(p, ec);
-  if (ec) return unavailable("cannot read '" + path + "': " + ec.message());
-  if (size > max_bytes)
-    return out_of_range("'" + path + "' is " + std::to_string(size) + " bytes, more than the limit of " +
-                        std::to_string(max_bytes));
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return unavailable("cannot open '" + path + "'");
-  std::vector<uint8_t> data;
-  try {
-    data.resize(static_cast<size_t>(size));
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("no host memory for the " + std::to_string(size) + " bytes of '" + path + "'");
+  // Opened by descriptor and checked there (platform/files.hpp): a path swapped for a FIFO after a
+  // look at it must not wait for a writer for ever.
+  Result<std::vector<uint8_t>> bytes = platform::read_regular_file(path, max_bytes);
+  if (bytes.is_ok()) return bytes;
+  const Status& s = bytes.status();
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return not_found("no such file: '" + path + "'");
+    case StatusCode::kInvalidArgument:
+      return invalid_argument("'" + path + "' is " + s.message());
+    case StatusCode::kOutOfRange:
+      return out_of_range("'" + path + "': " + s.message());
+    case StatusCode::kResourceExhausted:
+      return resource_exhausted(s.message() + " of '" + path + "'");
+    default:
+      return unavailable("cannot read '" + path + "': " + s.message());
   }
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  if (in.bad()) return unavailable("reading '" + path + "' failed");
-  data.resize(static_cast<size_t>(in.gcount()));  // the file may have shrunk since
-  return data;
 }
 
 }  // namespace rill

@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rill/status.hpp"
 
@@ -35,6 +36,12 @@ class MappedFile {
   void* view_ = nullptr;
   size_t size_ = 0;
 };
+
+// A whole regular file read into memory, opened as MappedFile::open opens it (a device or FIFO is
+// refused, never opened to wait for a writer) and with its errors, plus ResourceExhausted "no host
+// memory for <n> bytes" and Unavailable "reading failed: <reason>". A file that shrinks while read
+// gives what was there.
+Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes);
 
 // Six random letters and digits, as mkstemp's XXXXXX: the temporaries' names, PATH.tmp.XXXXXX, are
 // what the cleanup of a killed writer's leftovers looks for.

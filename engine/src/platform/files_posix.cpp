@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "platform/files.hpp"
 
@@ -20,9 +22,64 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// An open regular file: its descriptor (the caller closes it) and size.
+struct RegularFile {
+  int fd = -1;
+  uint64_t size = 0;
+};
+
+// A device is refused before it is opened (opening some has effects: a tape rewinds, a watchdog
+// arms). Non-blocking: a path swapped for a FIFO between the two checks does not wait for a writer
+// for ever; it is refused after the open as not a regular file. Reads of a regular file are not
+// affected.
+Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes) {
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return invalid_argument("not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return not_found("no such file");
+    return unavailable("cannot open: " + std::string(std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument("not a regular file");
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    return out_of_range(std::to_string(size) + " bytes exceed the limit of " + std::to_string(max_bytes));
+  }
+  return RegularFile{fd, size};
+}
+
 }  // namespace
 
 std::string last_error_text() { return std::strerror(errno); }
+
+Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes) {
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{regular.fd};
+  std::vector<uint8_t> data;
+  try {
+    data.resize(static_cast<size_t>(regular.size));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("no host memory for " + std::to_string(regular.size) + " bytes");
+  }
+  size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = ::read(regular.fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return unavailable("reading failed: " + std::string(std::strerror(errno)));
+    if (n == 0) break;  // the file shrank since
+    got += size_t(n);
+  }
+  data.resize(got);
+  return data;
+}
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : view_(std::exchange(other.view_, nullptr)), size_(std::exchange(other.size_, 0)) {}
@@ -41,26 +98,9 @@ MappedFile::~MappedFile() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
-  // A device is refused before it is opened (opening some has effects: a tape rewinds, a watchdog
-  // arms). Non-blocking: a path swapped for a FIFO between the two checks does not wait for a
-  // writer for ever; it is refused below as not a regular file. Reads of a mapped file are not affected.
-  struct stat before {};
-  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return invalid_argument("not a regular file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) return not_found("no such file");
-    return unavailable("cannot open: " + last_error_text());
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument("not a regular file");
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size > max_bytes) {
-    ::close(fd);
-    return out_of_range(std::to_string(size) + " bytes exceed the limit of " + std::to_string(max_bytes));
-  }
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  const int fd = regular.fd;
+  const uint64_t size = regular.size;
   MappedFile file;
   if (size > 0) {  // mmap refuses length 0
     void* view = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);

@@ -7,8 +7,10 @@
 #include <windows.h>
 
 #include <algorithm>
+#include <new>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "platform/files.hpp"
 
@@ -34,27 +36,15 @@ std::string error_text(DWORD code) {
   return out;
 }
 
-}  // namespace
+// An open file on a disk: its handle (the caller closes it) and size.
+struct RegularFile {
+  HANDLE handle = INVALID_HANDLE_VALUE;
+  uint64_t size = 0;
+};
 
-std::string last_error_text() { return error_text(GetLastError()); }
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : view_(std::exchange(other.view_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (view_) UnmapViewOfFile(view_);
-    view_ = std::exchange(other.view_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-MappedFile::~MappedFile() {
-  if (view_) UnmapViewOfFile(view_);
-}
-
-Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
+// A pipe, console or device is refused as not a regular file (GetFileType), a folder by its
+// attributes.
+Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes) {
   HANDLE file = CreateFileW(wide(path).c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
                             FILE_ATTRIBUTE_NORMAL, nullptr);
   if (file == INVALID_HANDLE_VALUE) {
@@ -73,6 +63,59 @@ Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes)
     CloseHandle(file);
     return out_of_range(std::to_string(size.QuadPart) + " bytes exceed the limit of " + std::to_string(max_bytes));
   }
+  return RegularFile{file, uint64_t(size.QuadPart)};
+}
+
+}  // namespace
+
+std::string last_error_text() { return error_text(GetLastError()); }
+
+Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes) {
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  struct Closer {
+    HANDLE handle;
+    ~Closer() { CloseHandle(handle); }
+  } closer{regular.handle};
+  std::vector<uint8_t> data;
+  try {
+    data.resize(static_cast<size_t>(regular.size));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("no host memory for " + std::to_string(regular.size) + " bytes");
+  }
+  size_t got = 0;
+  while (got < data.size()) {
+    const DWORD ask = DWORD(std::min<size_t>(data.size() - got, 1u << 30));
+    DWORD n = 0;
+    if (!ReadFile(regular.handle, data.data() + got, ask, &n, nullptr))
+      return unavailable("reading failed: " + error_text(GetLastError()));
+    if (n == 0) break;  // the file shrank since
+    got += n;
+  }
+  data.resize(got);
+  return data;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : view_(std::exchange(other.view_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (view_) UnmapViewOfFile(view_);
+    view_ = std::exchange(other.view_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (view_) UnmapViewOfFile(view_);
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  const HANDLE file = regular.handle;
+  LARGE_INTEGER size{};
+  size.QuadPart = LONGLONG(regular.size);
   MappedFile mapped;
   if (size.QuadPart > 0) {  // a mapping of an empty file is refused
     HANDLE mapping = CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
