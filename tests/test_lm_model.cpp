@@ -264,6 +264,27 @@ GPU_TEST_CASE("lm f16 precision refuses weights past f16's range instead of turn
   CHECK(in_f16.status().code() == rill::StatusCode::kOutOfRange);
   CHECK(in_f16.status().message().find("'embed'") != std::string::npos);
   CHECK(rill::lm::Model::create(ctx, big, {.precision = rill::lm::Precision::kF32}).is_ok());
+  // An untied head uploaded in column blocks (it exceeds one binding) is checked as a whole one is
+  // (its blocks were converted to f16 Inf, and every prompt then failed).
+  auto options = rill_test::validated_options();
+  options.limit_profile = "small-bindings";  // 64 KiB: a [32, 1500] f16 head takes two blocks
+  auto small = rill_test::make_context(options);
+  ModelConfig wide = tiny({LayerKind::kNorm, LayerKind::kDiag});
+  wide.width = 32;
+  wide.heads = 2;
+  wide.ffn_width = 64;
+  wide.vocab = 1500;
+  wide.tie_embeddings = false;
+  REQUIRE(wide.validate().is_ok());
+  const auto big_head = edited_weights(rill::lm::Weights::random(wide, 4).value(), "lm-f16-range-head",
+                                       [](const std::string& name, std::vector<float>& values) {
+                                         if (name == "head") values[values.size() - 3] = -70000.0f;
+                                       });
+  const auto blocked = rill::lm::Model::create(small, big_head, {.precision = rill::lm::Precision::kF16});
+  REQUIRE_FALSE(blocked.is_ok());
+  CHECK(blocked.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(blocked.status().message().find("'head'") != std::string::npos);
+  CHECK(rill::lm::Model::create(small, big_head, {.precision = rill::lm::Precision::kF32}).is_ok());
 }
 
 namespace {
@@ -609,6 +630,25 @@ GPU_TEST_CASE("lm prefill returns a limit that shorter segments hit alike withou
   CHECK(s.prefill_segment() == 2048);
 }
 
+// A DiagAttention block is one workgroup: a device that runs fewer invocations at once (128 is
+// Vulkan's minimum) refuses the model when it is made, not at its first prompt.
+GPU_TEST_CASE("lm models whose attention block exceeds a workgroup are refused at creation", "[lm][gpu]") {
+  ModelConfig c = tiny({LayerKind::kDiag, LayerKind::kNorm});
+  c.block = 256;
+  REQUIRE(c.validate().is_ok());
+  const auto w = rill::lm::Weights::random(c, 12).value();
+  auto options = rill_test::validated_options();
+  options.limit_profile = "vulkan11-minimum";
+  auto minimum = rill_test::make_context(options);
+  const auto refused = rill::lm::Model::create(minimum, w);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(refused.status().message().find("block 256") != std::string::npos);
+  c.layer_kinds = {LayerKind::kNorm, LayerKind::kNorm};  // no DiagAttention: the block is not used
+  REQUIRE(c.validate().is_ok());
+  CHECK(rill::lm::Model::create(minimum, rill::lm::Weights::random(c, 12).value()).is_ok());
+}
+
 GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", "[lm][gpu]") {
   const auto w = rill::lm::Weights::random(tiny({LayerKind::kDiag, LayerKind::kNorm}), 8).value();
   const auto tokens = tokens_of(1500, w.config().vocab, 5);
@@ -759,6 +799,17 @@ GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gp
   auto expected = s.decode(tokens[0]);
   REQUIRE((next.is_ok() && expected.is_ok()));
   CHECK(*next == *expected);
+
+  // A v2 state with its tag cut away is refused: only v1 states go unchecked.
+  rill::SafetensorsWriter stripped;
+  for (const auto& [key, value] : state.metadata())
+    if (key != "weights") REQUIRE(stripped.set_metadata(key, value).is_ok());
+  for (const auto& e : state.entries()) REQUIRE(stripped.add(e.name, e.dtype, e.shape, state.bytes(e)).is_ok());
+  auto fooled = retrained.session().value();
+  const auto cut = fooled.deserialize_state(stripped.serialize());
+  CHECK(cut.code() == rill::StatusCode::kDataLoss);
+  CHECK_THAT(cut.message(), Catch::Contains("without the tag"));
+  CHECK(fooled.position() == 0);
 }
 
 // The logits after the last token travel with the session: kept when a stop ends a prefill, copied

@@ -107,6 +107,27 @@ TEST_CASE("lm config: JSON round trip keeps every field", "[lm]") {
   CHECK_THAT(text, Catch::Contains("\"norm_eps\":1e-05"));  // floats written in their shortest form
 }
 
+// One decay value per head is written as a flat array (always so for one layer): a model of more
+// heads than the 256 rows a nested array may have reads back too.
+TEST_CASE("lm config: a per-head decay of many heads reads back", "[lm]") {
+  ModelConfig c;
+  c.layers = 1;
+  c.layer_kinds = {LayerKind::kNorm};
+  c.width = 512;
+  c.heads = 512;
+  c.decay.assign(512, 0.5f);
+  c.decay[300] = 0.25f;
+  REQUIRE(c.validate().is_ok());
+  auto back = rill::lm::config_from_json(rill::lm::config_to_json(c));
+  INFO(back.status().to_string());
+  REQUIRE(back.is_ok());
+  CHECK(back->decay == c.decay);
+  // Nested rows stay bounded by the layers' limit.
+  std::string rows = R"({"decay": [)";
+  for (int i = 0; i < 257; ++i) rows += std::string(i ? "," : "") + "[0.5]";
+  CHECK(rill::lm::config_from_json(rows + "]}").status().code() == rill::StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("lm config: missing keys take the defaults; layer kinds split in half", "[lm]") {
   auto c = rill::lm::config_from_json("{}");
   REQUIRE(c.is_ok());

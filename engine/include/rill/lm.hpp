@@ -187,8 +187,9 @@ class RILL_API Sampler {
  public:
   explicit Sampler(SamplerOptions options = {});
   static Status validate(const SamplerOptions& options);
-  // A token in [0, logits.size()); NaN entries are never chosen (0 when every entry is NaN:
-  // check first where that can happen, as the C API's rill_lm_sample does).
+  // A token in [0, logits.size()); NaN entries are never chosen (0 when logits is empty or every
+  // entry is NaN, as last_logits() is empty at position 0: check first where that can happen, as
+  // the C API's rill_lm_sample does).
   uint32_t sample(std::span<const float> logits, uint64_t step) const;
   const SamplerOptions& options() const { return options_; }
 

@@ -168,7 +168,9 @@ Status read_key(const std::string& key, const json& v, ModelConfig& c, DecayForm
     }
     decay_form = {};
     if (!v.is_array()) return key_error(key, "must be an array of numbers, an array of arrays, or \"transnormerllm\"");
-    if (v.size() > kMaxLayers) return key_error(key, "has " + str(v.size()) + " entries, too many");
+    // Rows (one per layer), or one value per head (which config_to_json writes for one layer).
+    const size_t most = !v.empty() && v[0].is_array() ? kMaxLayers : (size_t(1) << 16);
+    if (v.size() > most) return key_error(key, "has " + str(v.size()) + " entries, too many");
     c.decay.clear();
     for (size_t i = 0; i < v.size(); ++i) {
       const std::string at = key + "[" + str(i) + "]";

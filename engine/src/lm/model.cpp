@@ -2,6 +2,7 @@
 // dtype is the model's precision, converted otherwise).
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "access.hpp"
@@ -16,6 +17,17 @@ namespace rill::lm {
 
 namespace {
 
+// From 65520 on a float rounds to an f16 Inf, and the logits would come out NaN: refused at
+// creation for an f16 tensor.
+Status check_f16_range(const std::string& name, std::span<const float> values, DType dtype) {
+  if (dtype != DType::kF16) return Status::ok();
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::abs(values[i]) >= 65520.0f)
+      return out_of_range("lm model: weight '" + name + "' holds " + std::to_string(values[i]) + " at flat index " +
+                          std::to_string(i) + ", past f16's largest value (65504): load the model in f32");
+  return Status::ok();
+}
+
 Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::string& name, std::vector<int64_t> shape,
                              DType dtype) {
   RILL_ASSIGN_OR_RETURN(Tensor t, ctx.tensor(dtype, std::move(shape), name, MemoryPool::kWeights));
@@ -27,12 +39,7 @@ Result<Tensor> upload_weight(Context& ctx, const Weights& weights, const std::st
     RILL_RETURN_IF_ERROR(ctx.upload(t, bytes));
   } else {
     RILL_ASSIGN_OR_RETURN(std::vector<float> values, weights.floats(name));
-    // From 65520 on a float rounds to an f16 Inf, and the logits would come out NaN.
-    if (dtype == DType::kF16)
-      for (size_t i = 0; i < values.size(); ++i)
-        if (std::abs(values[i]) >= 65520.0f)
-          return out_of_range("lm model: weight '" + name + "' holds " + std::to_string(values[i]) + " at flat index " +
-                              std::to_string(i) + ", past f16's largest value (65504): load the model in f32");
+    RILL_RETURN_IF_ERROR(check_f16_range(name, values, dtype));
     RILL_RETURN_IF_ERROR(ctx.upload_floats(t, values));
   }
   return t;
@@ -157,6 +164,7 @@ Status make_head_blocks(Context& ctx, const Weights& weights, const ModelConfig&
                         std::to_string(D) + ", " + std::to_string(V) + "] take more than " + ctx.device().name +
                         " binds at once (" + std::to_string(limit) + " bytes)");
   RILL_ASSIGN_OR_RETURN(std::vector<float> head, weights.floats("head"));
+  RILL_RETURN_IF_ERROR(check_f16_range("head", head, dt));  // as upload_weight checks a whole head
   for (int64_t first = 0; first < V; first += per) {
     const int64_t count = std::min(per, V - first);
     std::vector<float> columns(size_t(D * count));
@@ -254,6 +262,13 @@ Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOpt
     impl->options.prefill_segment = ops::plan::lm_prefill_segment(ops::plan::traits_of(ctx));
   // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
   const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
+  // A DiagAttention block is one workgroup of block attention: refused here, not at the first prompt.
+  const uint32_t max_block =
+      std::min(ctx.device().caps.max_workgroup_size[0], ctx.device().caps.max_workgroup_invocations);
+  if (has_diag && config.block > max_block)
+    return invalid_argument("lm model: block " + std::to_string(config.block) + " is more than " + ctx.device().name +
+                            " runs in one workgroup (" + std::to_string(max_block) +
+                            "); a DiagAttention block is one workgroup");
   const uint32_t segment = impl->options.prefill_segment;
   impl->segment = has_diag ? std::max(config.block, segment / config.block * config.block) : segment;
   if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");

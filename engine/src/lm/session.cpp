@@ -378,8 +378,11 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
   if (get("fingerprint") != detail::config_fingerprint(s.config()))
     return failed_precondition("lm state: saved from a model with another config (fingerprint " + get("fingerprint") +
                                ", this model " + detail::config_fingerprint(s.config()) + ")");
-  // States saved before the weights' tag existed have none: they restore, unchecked, with a warning.
-  if (const std::string weights = get("weights"); weights.empty()) {
+  // v1 states, saved before the weights' tag existed, have none: they restore, unchecked, with a
+  // warning. A v2 state always has one: one without was cut down (past the weights' check).
+  if (const std::string weights = get("weights"); weights.empty() && get("format") == kFormat) {
+    return data_loss("lm state: a " + std::string(kFormat) + " state without the tag of its model's weights");
+  } else if (weights.empty()) {
     log_message(MessageSeverity::kWarning,
                 "lm state: saved without a tag of its model's weights (an older rill): restored unchecked");
   } else if (weights != s.model->weights_fingerprint) {
