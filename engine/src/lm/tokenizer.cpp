@@ -91,14 +91,21 @@ Result<std::string> TextStream::push(uint32_t token) {
   if (token >= tokenizer_->vocab())
     return invalid_argument("text stream: token " + std::to_string(token) + " is past the vocabulary (" +
                             std::to_string(tokenizer_->vocab()) + ")");
-  window_.push_back(token);
-  RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));
+  // Worked out on a copy, taken only at the end with moves that cannot fail: a failed push (out of
+  // memory) leaves the stream as it was, so that pushing the token again neither loses nor repeats
+  // text. The window holds at most the settled run and kMostHeld tokens.
+  std::vector<uint32_t> window = window_;
+  window.push_back(token);
+  RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window));
   // A character takes at most 4 bytes, a token each: a run of hundreds that still ends inside one (a
   // model repeating a lead byte, or byte pieces that are no UTF-8) will not complete it, and goes out
   // as it decodes. Held on, every push would decode the whole growing run again.
   constexpr size_t kMostHeld = 256;
   if (ends_inside_character(text, tokenizer_->sp != nullptr)) {
-    if (window_.size() - settled_ < kMostHeld) return std::string();
+    if (window.size() - settled_ < kMostHeld) {
+      window_ = std::move(window);
+      return std::string();
+    }
     // Out as it decodes, and the stream starts afresh after it: bytes that follow could decode
     // together with these (SentencePiece joins byte pieces) and change text already out.
     std::string added =
@@ -112,14 +119,15 @@ Result<std::string> TextStream::push(uint32_t token) {
   // The new tokens become the settled run, unless they decode to nothing (control tokens): a
   // SentencePiece decoding drops the space of its first visible piece, so a run must show text
   // to stand in for the text before it.
-  const auto fresh = std::span<const uint32_t>(window_).subspan(settled_);
+  const auto fresh = std::span<const uint32_t>(window).subspan(settled_);
   RILL_ASSIGN_OR_RETURN(std::string fresh_text, tokenizer_->decode(fresh));
   if (!fresh_text.empty()) {
-    window_.erase(window_.begin(), window_.begin() + std::ptrdiff_t(settled_));
+    window.erase(window.begin(), window.begin() + std::ptrdiff_t(settled_));
     settled_text_ = std::move(fresh_text);
   } else {
     settled_text_ = std::move(text);
   }
+  window_ = std::move(window);
   settled_ = window_.size();
   return added;
 }
