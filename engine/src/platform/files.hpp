@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <new>
 #include <random>
 #include <span>
 #include <string>
@@ -42,6 +43,15 @@ class MappedFile {
 // memory for <n> bytes" and Unavailable "reading failed: <reason>". A file that shrinks while read
 // gives what was there.
 Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes);
+
+// The buffer read_regular_file reads a file of `size` bytes into: ResourceExhausted without the memory.
+inline Result<std::vector<uint8_t>> file_buffer(uint64_t size) {
+  try {
+    return std::vector<uint8_t>(static_cast<size_t>(size));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("no host memory for " + std::to_string(size) + " bytes");
+  }
+}
 
 // Six random letters and digits, as mkstemp's XXXXXX: the temporaries' names, PATH.tmp.XXXXXX, are
 // what the cleanup of a killed writer's leftovers looks for.

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,12 +62,7 @@ Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t
     int fd;
     ~Closer() { ::close(fd); }
   } closer{regular.fd};
-  std::vector<uint8_t> data;
-  try {
-    data.resize(static_cast<size_t>(regular.size));
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("no host memory for " + std::to_string(regular.size) + " bytes");
-  }
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> data, file_buffer(regular.size));
   size_t got = 0;
   while (got < data.size()) {
     const ssize_t n = ::read(regular.fd, data.data() + got, data.size() - got);

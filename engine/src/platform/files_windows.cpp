@@ -7,7 +7,6 @@
 #include <windows.h>
 
 #include <algorithm>
-#include <new>
 #include <random>
 #include <utility>
 #include <vector>
@@ -76,12 +75,7 @@ Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t
     HANDLE handle;
     ~Closer() { CloseHandle(handle); }
   } closer{regular.handle};
-  std::vector<uint8_t> data;
-  try {
-    data.resize(static_cast<size_t>(regular.size));
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("no host memory for " + std::to_string(regular.size) + " bytes");
-  }
+  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> data, file_buffer(regular.size));
   size_t got = 0;
   while (got < data.size()) {
     const DWORD ask = DWORD(std::min<size_t>(data.size() - got, 1u << 30));
