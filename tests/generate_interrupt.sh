@@ -34,4 +34,23 @@ start=$("$rill" generate --random --config "$config" --load-state "$state" --pro
   grep -oE '"start_position": [0-9]+' | grep -oE '[0-9]+')
 echo "interrupted at position $reported; the saved state starts the next run at $start"
 [[ $reported == "$start" ]] || { echo "the saved state is at $start, the run reported $reported"; exit 1; }
+# Going on from that state and saving over it: a prompt interrupted while it is read leaves the
+# loaded state whole and puts the part read beside it (STATE.partial).
+cp "$state" "$work/state.before"
+"$rill" generate --random --config "$config" --segment 64 --prompt-file "$work/prompt.txt" --tokens 10 \
+  --load-state "$state" --save-state "$state" > "$work/out" 2> "$work/err" &
+pid=$!
+for _ in $(seq 600); do
+  grep -q '^model:' "$work/err" && break
+  kill -0 $pid 2>/dev/null || { cat "$work/err"; echo "the second run ended before it was interrupted"; exit 1; }
+  sleep 0.1
+done
+sleep 0.5
+kill -INT $pid
+rc=0
+wait $pid || rc=$?
+[[ $rc == 130 ]] || { echo "second run: exit status $rc, not 130"; exit 1; }
+grep -q 'the prefill stopped' "$work/err" || { cat "$work/err"; echo "second run: not stopped in the prefill"; exit 1; }
+cmp -s "$state" "$work/state.before" || { echo "the loaded state was overwritten by a part-read prompt"; exit 1; }
+[[ -f $state.partial ]] || { echo "no $state.partial"; exit 1; }
 echo "generate interrupt: stopped cleanly and resumed"

@@ -140,6 +140,11 @@ int run_generate(const GenerateArgs& args) {
     return fail(rill::invalid_argument("--bos starts a text: it does not go with --load-state"));
 
   std::signal(SIGINT, on_interrupt);  // before anything long: an early Ctrl-C stops the prefill at once
+#ifdef SIGPIPE
+  // A reader that goes (`| head`) makes the writes fail, handled below (the state saved), instead of
+  // killing the process before its save.
+  std::signal(SIGPIPE, SIG_IGN);
+#endif
   auto ctx = rill::Context::create();
   if (!ctx.is_ok()) return fail(ctx.status());
   if (!a.json) std::fprintf(stderr, "device: %s\n", ctx->device().name.c_str());
@@ -196,9 +201,12 @@ int run_generate(const GenerateArgs& args) {
     std::fprintf(stderr, "\ninterrupted: the prefill stopped at position %llu, after %llu of the prompt's %zu tokens\n",
                  (unsigned long long)session->position(), (unsigned long long)read, prompt_tokens.size());
     if (!a.save_state.empty()) {
-      if (auto s = session->save_state(a.save_state); !s.is_ok()) return fail(s);
-      std::fprintf(stderr, "state: %s (position %llu)\n", a.save_state.c_str(),
-                   (unsigned long long)session->position());
+      // Not over the state this run continued: that one stays whole, the part read goes beside it.
+      const std::string path =
+          !a.load_state.empty() && same_file(a.save_state, a.load_state) ? a.save_state + ".partial" : a.save_state;
+      if (auto s = session->save_state(path); !s.is_ok()) return fail(s);
+      std::fprintf(stderr, "state: %s (position %llu)%s\n", path.c_str(), (unsigned long long)session->position(),
+                   path == a.save_state ? "" : "; the loaded state is left as it was");
     }
     return kInterruptedExit;
   }
@@ -232,6 +240,7 @@ int run_generate(const GenerateArgs& args) {
   // token past the bytes as its number.
   const size_t drawable = tokenizer.is_bytes() ? config.vocab : tokenizer.vocab_size();
   const auto decode_start = Clock::now();
+  std::string stopped_by;  // why generation stopped early, short of an interrupt: the run then fails after its save
   for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
     const uint32_t token = sampler.sample(std::span(logits.value()).first(drawable), session->position());
     generated.push_back(token);
@@ -248,10 +257,18 @@ int run_generate(const GenerateArgs& args) {
       // A byte model's stream escapes what is not text; SentencePiece text may hold any byte
       // (<0x1B> is a byte token): control bytes as \xNN, as the byte model's.
       const std::string shown = tokenizer.is_bytes() ? piece : without_controls(piece);
-      std::fwrite(shown.data(), 1, shown.size(), stdout);
-      std::fflush(stdout);
+      if (std::fwrite(shown.data(), 1, shown.size(), stdout) != shown.size() || std::fflush(stdout) != 0) {
+        stopped_by = "the text could not be written (a closed pipe, a full disk)";
+        generated.pop_back();  // not in the session: a run going on from the state draws it again
+        break;
+      }
     }
     logits = session->decode(token);
+    if (!logits.is_ok() && logits.status().code() == rill::StatusCode::kOutOfRange) {
+      stopped_by = logits.status().to_string();  // the session is full: what it holds is kept
+      generated.pop_back();
+      break;
+    }
     if (!logits.is_ok()) return fail(logits.status());
     if (!a.export_logits.empty()) exported.insert(exported.end(), logits->begin(), logits->end());
     if (a.save_state_every > 0 && (i + 1) % a.save_state_every == 0)
@@ -324,6 +341,11 @@ int run_generate(const GenerateArgs& args) {
   if (g_interrupted) {
     std::fprintf(stderr, "interrupted: generation stopped after %zu tokens\n", generated.size());
     return kInterruptedExit;
+  }
+  if (!stopped_by.empty()) {
+    std::fprintf(stderr, "error: generation stopped after %zu tokens: %s%s\n", generated.size(), stopped_by.c_str(),
+                 a.save_state.empty() ? "" : "; the state was saved");
+    return 1;
   }
   return 0;
 }

@@ -7,7 +7,6 @@
 #include "rill/files.hpp"
 
 namespace rill_cli {
-namespace {
 
 namespace fs = std::filesystem;
 
@@ -21,8 +20,6 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::exists(fs::u8path(a), ec) && fs::exists(fs::u8path(b), ec) &&
          fs::equivalent(fs::u8path(a), fs::u8path(b), ec) && !ec;
 }
-
-}  // namespace
 
 rill::Status check_files(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
   for (const NamedPath& out : outputs)
