@@ -110,6 +110,9 @@ int run_generate(const GenerateArgs& args) {
   const GenerateArgs& a = args;
   auto source = open_model_source(a);
   if (!source.is_ok()) return fail(source.status());
+  if (a.bos && !source->tokenizer.bos())  // it would be left out without a word
+    return fail(
+        rill::invalid_argument("--bos: the tokenizer has no beginning-of-sequence token (byte tokens have none)"));
   const lm::SamplerOptions sampler_options{
       .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .seed = a.seed};
   if (auto s = lm::Sampler::validate(sampler_options); !s.is_ok()) return fail(s);

@@ -29,8 +29,10 @@ void add_model_options(CLI::App* cmd, LmModelArgs& a) {
                   "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, "
                   "int8 with group scales (a quarter of f32) or int4 with group scales (a sixth); converted at load")
       ->check(CLI::IsMember({"precision", "f16", "int8", "int4"}));
-  cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale")->check(CLI::Range(1u, 1u << 20));
-  cmd->add_option("--int4-group", a.int4_group, "Rows per int4 scale")->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--int8-group", a.int8_group, "Rows per int8 scale (--weight-storage int8; default 64)")
+      ->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--int4-group", a.int4_group, "Rows per int4 scale (--weight-storage int4; default 32)")
+      ->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--segment", a.segment, "Prefill segment length in positions (a multiple of the block; 0: default)")
       ->check(kSegment);
 }
@@ -60,6 +62,11 @@ rill::Result<ModelSource> open_model_source(const LmModelArgs& args) {
     const bool there = std::filesystem::exists(a.model + "/tokenizer.model", ec);
     if (a.tokenizer.empty() && (there || ec)) a.tokenizer = a.model + "/tokenizer.model";
   }
+  // A group for a storage not asked for would be ignored: the run would not be what was asked.
+  if (a.int8_group != 0 && a.weight_storage != "int8")
+    return rill::invalid_argument("--int8-group is for --weight-storage int8 (given: " + a.weight_storage + ")");
+  if (a.int4_group != 0 && a.weight_storage != "int4")
+    return rill::invalid_argument("--int4-group is for --weight-storage int4 (given: " + a.weight_storage + ")");
   if (!a.random && (a.config.empty() || a.weights.empty()))
     return rill::invalid_argument("give --model DIR, --config and --weights, or --random (with an optional --config)");
   RILL_ASSIGN_OR_RETURN(lm::Tokenizer tokenizer, a.tokenizer.empty()
@@ -74,8 +81,8 @@ rill::Result<lm::Model> make_model(const ModelSource& source, rill::Context& ctx
   lm::ModelOptions options;
   options.precision = a.f16 ? lm::Precision::kF16 : lm::Precision::kF32;
   RILL_ASSIGN_OR_RETURN(options.weights, lm::weight_storage_from_name(a.weight_storage));
-  options.int8_group = a.int8_group;
-  options.int4_group = a.int4_group;
+  if (a.int8_group != 0) options.int8_group = a.int8_group;
+  if (a.int4_group != 0) options.int4_group = a.int4_group;
   if (a.segment != 0) options.prefill_segment = a.segment;
   // The host weights are freed once uploaded.
   RILL_ASSIGN_OR_RETURN(lm::Model model, [&]() -> rill::Result<lm::Model> {
@@ -83,6 +90,10 @@ rill::Result<lm::Model> make_model(const ModelSource& source, rill::Context& ctx
     if (on_weights) RILL_RETURN_IF_ERROR(on_weights(weights));
     return lm::Model::create(ctx, weights, options);
   }());
+  // The model rounds a segment to whole DiagAttention blocks: said, not done silently.
+  if (a.segment != 0 && model.options().prefill_segment != a.segment)
+    std::fprintf(stderr, "note: --segment %u runs as %u positions (whole blocks of %u)\n", a.segment,
+                 model.options().prefill_segment, model.config().block);
   if (source.tokenizer.vocab_size() > model.config().vocab)
     return rill::invalid_argument("the tokenizer has " + std::to_string(source.tokenizer.vocab_size()) +
                                   " tokens, more than the model's vocabulary (" + std::to_string(model.config().vocab) +

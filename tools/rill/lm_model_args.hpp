@@ -24,8 +24,8 @@ struct LmModelArgs {
   uint64_t random_seed = 0;
   bool f16 = false;
   std::string weight_storage = "precision";  // linear layers: precision, f16, int8 or int4
-  uint32_t int8_group = 64;
-  uint32_t int4_group = 32;
+  uint32_t int8_group = 0;                   // 0: ModelOptions' default; given, only with int8 storage
+  uint32_t int4_group = 0;                   // the same for int4
   uint32_t segment = 0;  // 0: the model's default
 };
 

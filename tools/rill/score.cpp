@@ -66,6 +66,9 @@ int run_score(const ScoreArgs& a) {
   if (!a.text && a.text_file.empty()) return fail(rill::invalid_argument("give --text TEXT or --text-file PATH"));
   auto source = open_model_source(a);
   if (!source.is_ok()) return fail(source.status());
+  if (a.bos && !source->tokenizer.bos())  // it would be left out without a word
+    return fail(
+        rill::invalid_argument("--bos: the tokenizer has no beginning-of-sequence token (byte tokens have none)"));
   const lm::Tokenizer& tokenizer = source->tokenizer;
   auto text = a.text ? rill::Result<std::string>(*a.text) : read_text_file(a.text_file, "text file");
   if (!text.is_ok()) return fail(text.status());
