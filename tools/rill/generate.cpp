@@ -181,7 +181,9 @@ int run_generate(const GenerateArgs& args) {
   const std::vector<uint32_t> prompt_tokens = std::move(encoded).value();
   // No prompt after --load-state: the next token is drawn from the logits the state was saved
   // with, so a run killed after a --save-state-every save goes on exactly as it would have.
-  const bool go_on = prompt_tokens.empty() && !a.load_state.empty();
+  // Only without a prompt: a prompt that encodes to nothing (a space a tokenizer normalizes away)
+  // is refused below, not taken for none.
+  const bool go_on = prompt->empty() && prompt_tokens.empty() && !a.load_state.empty();
   if (prompt_tokens.empty() && !go_on) return fail(rill::invalid_argument("the prompt encodes to no tokens"));
   if (go_on && session->last_logits().empty())
     return fail(rill::failed_precondition(
