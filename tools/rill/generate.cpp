@@ -97,7 +97,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   save_weights->needs(save_config);
   cmd->add_option("--export-logits", a.export_logits,
                   "Write the tokens (prompt then generated) and the logits after the prompt and after each generated "
-                  "token (safetensors), to compare with another implementation (tools/peers/transnormer_torch.py)");
+                  "token (safetensors), to compare with another implementation (tools/peers/transnormer_torch.py); "
+                  "held in memory until the end: (--tokens + 1) x vocab floats, at most 4 GiB");
   cmd->add_flag("--json", a.json, "Print a JSON summary (with the tokens) instead of the text");
   return cmd;
 }
@@ -166,6 +167,15 @@ int run_generate(const GenerateArgs& args) {
   }
   const double load_seconds = seconds_since(load_start);
   const lm::ModelConfig& config = model.config();
+  // Every row is held until the file is written: refused up front past 4 GiB, not by running out of
+  // memory at some token, the run and its state lost.
+  if (constexpr uint64_t kMostExported = uint64_t(4) << 30; !a.export_logits.empty()) {
+    const uint64_t row_bytes = uint64_t(config.vocab) * 4;
+    if (uint64_t(a.tokens) + 1 > kMostExported / row_bytes)
+      return fail(rill::out_of_range("--export-logits: " + std::to_string(a.tokens + 1) + " rows of " +
+                                     std::to_string(config.vocab) + " logits take more than 4 GiB; ask for at most " +
+                                     std::to_string(kMostExported / row_bytes - 1) + " --tokens"));
+  }
   // As in effect: a device without 16-bit storage runs an f16 request in f32.
   const char* precision = model.options().precision == lm::Precision::kF16 ? "f16" : "f32";
   if (!a.json)
