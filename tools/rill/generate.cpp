@@ -215,13 +215,26 @@ int run_generate(const GenerateArgs& args) {
     const uint64_t read = session->position() - start_position;
     std::fprintf(stderr, "\ninterrupted: the prefill stopped at position %llu, after %llu of the prompt's %zu tokens\n",
                  (unsigned long long)session->position(), (unsigned long long)read, prompt_tokens.size());
+    std::string path;
     if (!a.save_state.empty()) {
       // Not over the state this run continued: that one stays whole, the part read goes beside it.
-      const std::string path =
-          !a.load_state.empty() && same_file(a.save_state, a.load_state) ? a.save_state + ".partial" : a.save_state;
+      path = !a.load_state.empty() && same_file(a.save_state, a.load_state) ? a.save_state + ".partial" : a.save_state;
       if (auto s = session->save_state(path); !s.is_ok()) return fail(s);
       std::fprintf(stderr, "state: %s (position %llu)%s\n", path.c_str(), (unsigned long long)session->position(),
                    path == a.save_state ? "" : "; the loaded state is left as it was");
+    }
+    if (a.json) {  // the run's summary as far as it went
+      const nlohmann::ordered_json j = {
+          {"device", ctx->device().name},
+          {"interrupted", "prefill"},
+          {"start_position", start_position},
+          {"prompt_tokens", prompt_tokens.size()},
+          {"prompt_tokens_read", read},
+          {"prefill_seconds", prefill_seconds},
+          {"position", session->position()},
+          {"generated_tokens", 0},
+          {"state", path.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(path)}};
+      std::printf("%s\n", json_text(j).c_str());
     }
     return kInterruptedExit;
   }
