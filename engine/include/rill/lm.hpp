@@ -309,6 +309,8 @@ class RILL_API Session {
   // state tensor and the last logits); restore() accepts only a state of a model with the same
   // config, precision and weights, packed the same way (ModelOptions::weights and its group). A file
   // it refuses leaves the session as it was; an upload that fails part way resets it to position 0.
+  // The weights' tag hashes small tensors whole and 64 elements spread over each larger one (a
+  // load stays quick): weights that differ in a few elements only (a few rows fine-tuned) may share it.
   Status save_state(const std::string& path) const;
   Status restore_state(const std::string& path);
   Result<std::vector<uint8_t>> serialize_state() const;
