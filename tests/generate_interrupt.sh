@@ -37,7 +37,9 @@ echo "interrupted at position $reported; the saved state starts the next run at 
 # Going on from that state and saving over it: a prompt interrupted while it is read leaves the
 # loaded state whole and puts the part read beside it (STATE.partial); --json says so on stdout.
 cp "$state" "$work/state.before"
-"$rill" generate --random --config "$config" --segment 64 --prompt-file "$work/prompt.txt" --tokens 10 \
+# 16M tokens: far more than any device reads in the moment before the interrupt.
+{ yes "a long prompt that takes a while to read, " || true; } | head -c 16000000 > "$work/long-prompt.txt"
+"$rill" generate --random --config "$config" --segment 64 --prompt-file "$work/long-prompt.txt" --tokens 10 \
   --load-state "$state" --save-state "$state" --json > "$work/out" 2> "$work/err" &
 pid=$!
 # --json keeps stderr quiet: a moment for the tiny model to load (its 2M-token prompt takes far longer).

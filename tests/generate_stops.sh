@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `rill generate` runs that cannot go on keep what they made: a reader that goes away (a closed
 # pipe) and a session that is full end the run with status 1 after the state is saved, the
-# session's own position in it; a prompt interrupted while it is read does not overwrite the state
-# it continued (the part read goes to STATE.partial).
+# session's own position in it (an interrupted prompt's STATE.partial: generate_interrupt.sh).
 #   tests/generate_stops.sh RILL_BINARY CONFIG WORK_DIR
 set -uo pipefail
 rill=$1

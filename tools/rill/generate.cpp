@@ -98,7 +98,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   cmd->add_option("--export-logits", a.export_logits,
                   "Write the tokens (prompt then generated) and the logits after the prompt and after each generated "
                   "token (safetensors), to compare with another implementation (tools/peers/transnormer_torch.py); "
-                  "held in memory until the end: (--tokens + 1) x vocab floats, at most 4 GiB");
+                  "held in memory until the end: (--tokens + 1) x vocab floats, at most 4 GiB of them (about three "
+                  "times that while the file is written)");
   cmd->add_flag("--json", a.json, "Print a JSON summary (with the tokens) instead of the text");
   return cmd;
 }
@@ -270,6 +271,11 @@ int run_generate(const GenerateArgs& args) {
   const auto decode_start = Clock::now();
   std::string stopped_by;  // why generation stopped early, short of an interrupt: the run then fails after its save
   for (int64_t i = 0; i < a.tokens && !g_interrupted; ++i) {
+    if (session->position() >= session->max_positions()) {  // what it holds is kept
+      stopped_by = "the session is full at position " + std::to_string(session->position()) +
+                   (session->max_positions() < UINT32_MAX ? " (a softmax layer's capacity)" : "");
+      break;
+    }
     const uint32_t token = sampler.sample(std::span(logits.value()).first(drawable), session->position());
     generated.push_back(token);
     std::string piece;
@@ -292,11 +298,6 @@ int run_generate(const GenerateArgs& args) {
       }
     }
     logits = session->decode(token);
-    if (!logits.is_ok() && logits.status().code() == rill::StatusCode::kOutOfRange) {
-      stopped_by = logits.status().to_string();  // the session is full: what it holds is kept
-      generated.pop_back();
-      break;
-    }
     if (!logits.is_ok()) return fail(logits.status());
     if (!a.export_logits.empty()) exported.insert(exported.end(), logits->begin(), logits->end());
     if (a.save_state_every > 0 && (i + 1) % a.save_state_every == 0)
@@ -366,12 +367,19 @@ int run_generate(const GenerateArgs& args) {
                  (unsigned long long)session->position(), human_bytes(peak).c_str());
     if (!a.save_state.empty()) std::fprintf(stderr, "state: %s\n", a.save_state.c_str());
   }
+  // With SIGPIPE ignored, a reader gone after the last token shows only here.
+  const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout);
   if (g_interrupted) {
     std::fprintf(stderr, "interrupted: generation stopped after %zu tokens\n", generated.size());
     return kInterruptedExit;
   }
   if (!stopped_by.empty()) {
     std::fprintf(stderr, "error: generation stopped after %zu tokens: %s%s\n", generated.size(), stopped_by.c_str(),
+                 a.save_state.empty() ? "" : "; the state was saved");
+    return 1;
+  }
+  if (!written) {
+    std::fprintf(stderr, "error: the output could not be written (a closed pipe, a full disk)%s\n",
                  a.save_state.empty() ? "" : "; the state was saved");
     return 1;
   }

@@ -298,6 +298,8 @@ class RILL_API Session {
   // seed and the position: forks sampled with one seed write the same tokens (give each its own).
   Result<Session> fork() const;
   uint64_t position() const;  // tokens consumed so far
+  // The most positions the session can hold: softmax_capacity with a softmax layer, else 2^32 - 1.
+  uint64_t max_positions() const;
   // The logits after the last token consumed (what prefill, score or decode last returned, also
   // when a stopped call kept positions): a stopped or restored session draws or scores its next
   // token from them. Saved with the state. Empty at position 0, and after restoring a state saved

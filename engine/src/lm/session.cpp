@@ -292,6 +292,7 @@ Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decod
 
 uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->seq->stats().dispatches : 0; }
 uint64_t Session::position() const { return impl_->position; }
+uint64_t Session::max_positions() const { return impl_->max_positions(); }
 std::span<const float> Session::last_logits() const { return impl_->last_logits; }
 Status Session::reset() { return impl_->zero_state(); }
 

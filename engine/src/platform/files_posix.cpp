@@ -36,7 +36,7 @@ Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes) {
   if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return invalid_argument("not a regular file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) return not_found("no such file");
+    if (errno == ENOENT || errno == ENOTDIR) return not_found("no such file");
     return unavailable("cannot open: " + std::string(std::strerror(errno)));
   }
   struct stat st {};

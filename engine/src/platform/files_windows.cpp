@@ -43,9 +43,11 @@ struct RegularFile {
 
 // A pipe, console or device is refused as not a regular file (GetFileType), a folder by its
 // attributes.
-Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes) {
-  HANDLE file = CreateFileW(wide(path).c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
-                            FILE_ATTRIBUTE_NORMAL, nullptr);
+// `share`: what others may do with the file meanwhile (a mapping allows reads only: a write
+// under it would change the bytes a caller holds).
+Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes, DWORD share) {
+  HANDLE file =
+      CreateFileW(wide(path).c_str(), GENERIC_READ, share, nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (file == INVALID_HANDLE_VALUE) {
     const DWORD err = GetLastError();
     if (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND) return not_found("no such file");
@@ -70,7 +72,9 @@ Result<RegularFile> open_regular(const std::string& path, uint64_t max_bytes) {
 std::string last_error_text() { return error_text(GetLastError()); }
 
 Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes) {
-  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  // As a C runtime's fopen opens it: a file another program has open for writing reads as it is.
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular,
+                        open_regular(path, max_bytes, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE));
   struct Closer {
     HANDLE handle;
     ~Closer() { CloseHandle(handle); }
@@ -106,7 +110,7 @@ MappedFile::~MappedFile() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
-  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes));
+  RILL_ASSIGN_OR_RETURN(const RegularFile regular, open_regular(path, max_bytes, FILE_SHARE_READ));
   const HANDLE file = regular.handle;
   LARGE_INTEGER size{};
   size.QuadPart = LONGLONG(regular.size);
