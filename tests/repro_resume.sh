@@ -73,11 +73,14 @@ fi
 
 # Killed while the grid trains (a periodic checkpoint on disk, no result yet): the resume goes on
 # from that checkpoint's step, short of the last, with the spikes seen so far, and ends with the
-# unbroken table too. A machine that finishes before the kill gets a longer reproduction.
+# unbroken table too. It starts at the budget of the first drill, whose unbroken table is already
+# made (training dominates this drill's time); a machine that finishes before the kill gets a
+# longer reproduction.
+whole_steps=$steps
 mid_runs=$work/mid/runs
 count_mid() { local files=("$mid_runs"/$1); [[ -e ${files[0]} ]] && echo ${#files[@]} || echo 0; }
 caught=0
-for steps in 240 960 3840; do
+for steps in $whole_steps $((whole_steps * 4)) $((whole_steps * 16)); do
   mid_opts=(--quick --experiments adam-vs-sgd --steps $steps)
   rm -rf "$work/mid" "$work/mid-whole"
   "$rill" repro-icl "${mid_opts[@]}" --checkpoint-every $every --out "$work/mid" > "$work/mid.log" 2>&1 &
@@ -98,7 +101,11 @@ for steps in 240 960 3840; do
     if (( step < steps )); then
       (( step % every == 0 && step > 0 )) ||
         { echo "resumed mid-training at step $step, not a whole number of $every-step intervals"; exit 1; }
-      "$rill" repro-icl "${mid_opts[@]}" --out "$work/mid-whole" > "$work/mid-whole.log"
+      if (( steps == whole_steps )); then
+        cp -r "$work/whole" "$work/mid-whole"
+      else
+        "$rill" repro-icl "${mid_opts[@]}" --out "$work/mid-whole" > "$work/mid-whole.log"
+      fi
       cmp "$work/mid-whole/repro-icl.csv" "$work/mid/repro-icl.csv" ||
         { diff "$work/mid-whole/repro-icl.csv" "$work/mid/repro-icl.csv"; echo "the table resumed mid-training differs from the unbroken one"; exit 1; }
       echo "$line (mid-training, of $steps)"

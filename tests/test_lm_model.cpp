@@ -1081,7 +1081,9 @@ GPU_TEST_CASE("lm fused decoding reads the last element of odd-sized weights", "
 // are in sixteens) and from storage buffers, in both kernel families: texels on a GPU grid whose
 // products split their rows, single columns through texel fetches, and storage buffers on the CPU
 // grid where texels are the default.
-GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[lm][gpu]") {
+// A sweep: every weight storage in every texel form. The decoding step on CPU drivers reads texels
+// by default, so every other decoding test runs their host code too (the sanitizer build's share).
+GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[lm][gpu][sweep]") {
   const std::vector<FusedVariant> forms = {{"cpu", ""},
                                            {"cpu", ",lm_decode_weights=buffer"},
                                            {"cpu", ",lm_decode_weights=texel,lm_decode_columns=1"},
