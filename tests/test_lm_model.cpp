@@ -248,6 +248,15 @@ GPU_TEST_CASE("lm f16 activations that overflow are an error naming the cause, n
     INFO(op << ": " << status.to_string());
     CHECK(status.code() == rill::StatusCode::kOutOfRange);
     CHECK(status.message().find("f16 activations overflowed") != std::string::npos);
+    // The state is spent: every later call says so and why, until a reset.
+    for (const rill::Status& again : {s.decode(tokens[1]).status(), s.prefill(tokens).status(),
+                                      s.score(tokens).status(), s.fork().status(), s.serialize_state().status()}) {
+      INFO(again.to_string());
+      CHECK(again.code() == rill::StatusCode::kFailedPrecondition);
+      CHECK(again.message().find("spent (" + status.message()) != std::string::npos);
+    }
+    REQUIRE(s.reset().is_ok());
+    CHECK(s.decode(tokens[0]).status().code() == rill::StatusCode::kOutOfRange);  // runs again
   }
 }
 

@@ -306,6 +306,9 @@ class RILL_API Session {
   // by a rill before they were (a prompt is then needed to go on). Valid until the next call.
   std::span<const float> last_logits() const;
   Status reset();             // back to position 0, empty state
+  // A call whose logits or scores come out non-finite (OutOfRange where f16 activations
+  // overflowed, DataLoss else) leaves the state spent: each later prefill, score, decode, fork or
+  // save returns FailedPrecondition with that first error, until reset() or a restore.
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same

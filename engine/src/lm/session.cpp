@@ -24,6 +24,9 @@ struct Session::Impl {
   // The logits after the last position consumed (empty at position 0): what a restored or stopped
   // session draws or scores its next token from. Kept as each step or segment ends, and saved.
   std::vector<float> last_logits;
+  // Why the state is spent (a call's values were not finite), else empty: until reset() or a
+  // restore, every call that would run on it or save it is refused with this reason.
+  std::string spent;
 
   const ModelConfig& config() const { return model->config; }
   // Takes the state in `file` if it is one of this model's, else leaves the session as it was.
@@ -39,8 +42,10 @@ struct Session::Impl {
   // a fork copies over them instead).
   static Result<std::unique_ptr<Impl>> open(std::shared_ptr<Model::Impl> model);
   Status zero_state();
-  // OK where every value is finite; else the error that names why, the session's state spent.
-  Status check_finite(std::span<const float> values, const char* op) const;
+  // OK where every value is finite; else the error that names why, and the session's state is spent.
+  Status check_finite(std::span<const float> values, const char* op);
+  // OK unless the state is spent: then FailedPrecondition naming `op` and why.
+  Status check_usable(const char* op) const;
   // One position; `op` names the call in errors (a prefill's steps to a block boundary are its own).
   Result<std::vector<float>> decode(uint32_t token, const char* op = "lm decode");
   Status prepare_segment(uint32_t len, detail::GraphForm form);
@@ -76,6 +81,7 @@ Status Session::Impl::zero_state() {
   RILL_RETURN_IF_ERROR(seq.run());
   position = 0;
   last_logits.clear();
+  spent.clear();
   return Status::ok();
 }
 
@@ -113,19 +119,28 @@ Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model
   return s;
 }
 
-Status Session::Impl::check_finite(std::span<const float> values, const char* op) const {
+Status Session::Impl::check_finite(std::span<const float> values, const char* op) {
   if (all_finite(values)) return Status::ok();
-  const std::string spent = "; the session's state is spent: reset() it or restore a saved state";
+  const char* const hint = "; the session's state is spent: reset() it or restore a saved state";
   // f16 holds at most 65504: weights that make activations larger (the residual stream, the FFN's
   // hidden values) pass it. NormAttention's output, which grows with the position, is kept in f32.
-  if (model->dtype == DType::kF16)
-    return out_of_range(std::string(op) + ": the model's f16 activations overflowed by position " +
-                        std::to_string(position) + "; run it with f32 activations (Precision::kF32)" + spent);
-  return data_loss(std::string(op) + ": the model's logits are not finite by position " + std::to_string(position) +
-                   " (its weights, or the device's arithmetic)" + spent);
+  const Status failed =
+      model->dtype == DType::kF16
+          ? out_of_range(std::string(op) + ": the model's f16 activations overflowed by position " +
+                         std::to_string(position) + "; run it with f32 activations (Precision::kF32)" + hint)
+          : data_loss(std::string(op) + ": the model's logits are not finite by position " + std::to_string(position) +
+                      " (its weights, or the device's arithmetic)" + hint);
+  spent = failed.message();
+  return failed;
+}
+
+Status Session::Impl::check_usable(const char* op) const {
+  if (spent.empty()) return Status::ok();
+  return failed_precondition(std::string(op) + ": the session's state is spent (" + spent + ")");
 }
 
 Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op) {
+  RILL_RETURN_IF_ERROR(check_usable(op));
   if (token >= config().vocab)
     return invalid_argument(std::string(op) + ": token " + std::to_string(token) +
                             " is not below the vocabulary size " + std::to_string(config().vocab));
@@ -152,6 +167,7 @@ Status Session::Impl::prepare_segment(uint32_t len, detail::GraphForm form) {
 
 Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> tokens, const PrefillHooks& hooks,
                                                   std::vector<float>* log_probs, const char* op) {
+  RILL_RETURN_IF_ERROR(check_usable(op));
   if (tokens.empty()) return invalid_argument(std::string(op) + ": no tokens");
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= config().vocab)
@@ -276,6 +292,7 @@ Result<double> log_prob(std::span<const float> logits, uint32_t token) {
 
 Result<Session> Session::fork() const {
   const Impl& s = *impl_;
+  RILL_RETURN_IF_ERROR(s.check_usable("lm fork"));
   RILL_ASSIGN_OR_RETURN(auto copy, Impl::open(s.model));
   RILL_ASSIGN_OR_RETURN(Sequence seq, s.model->ctx.sequence({.label = "lm fork"}));
   for (auto member : {&detail::StateTensors::la_state, &detail::StateTensors::cache_k, &detail::StateTensors::cache_v})
@@ -325,6 +342,7 @@ constexpr const char* kLastLogits = "last_logits";  // f32 [vocab]; absent at po
 
 Result<std::vector<uint8_t>> Session::serialize_state() const {
   const Impl& s = *impl_;
+  RILL_RETURN_IF_ERROR(s.check_usable("lm state"));  // a spent state restored would fail again
   Context& ctx = s.model->ctx;
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
@@ -434,6 +452,7 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
     }
   s.position = saved_position;
   s.last_logits = std::move(logits);
+  s.spent.clear();
   return Status::ok();
 }
 
