@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "../tools/rill/line_plot.hpp"
+#include "../tools/rill/median.hpp"
 #include "../tools/rill/repro_icl_runs.hpp"
 #include "../tools/rill/spike_watch.hpp"
 #include "temp_path.hpp"
@@ -120,4 +121,24 @@ TEST_CASE("repro runs: saved spikes with counts that hide spikes or records out 
   CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[600, 1.0]], )" + good));  // past the checkpoint
   CHECK_FALSE(saved_with(R"("spikes": 0, "pending": [[520, 1.0], [510, 1.0]], )" + good));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the tool's median: the middle value, the two middle ones' mean for an even count, NaN left out", "[repro]") {
+  CHECK(rill_cli::median({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(rill_cli::median({4.0, 1.0, 3.0, 2.0}) == 2.5);  // the upper middle value (3) before
+  CHECK(rill_cli::median({5.0, NAN, 1.0, 3.0}) == 3.0);
+  CHECK(std::isnan(rill_cli::median({})));
+  CHECK(std::isnan(rill_cli::median({NAN, NAN})));
+}
+
+TEST_CASE("a line plot with nothing to draw has axes and a note, not NaN coordinates", "[repro]") {
+  // Every run of an experiment failed: its series have no points, or no value the log scale shows.
+  for (const auto& points :
+       {std::vector<std::pair<double, double>>{}, std::vector<std::pair<double, double>>{{1.0, NAN}, {2.0, 0.0}}}) {
+    const std::string svg = rill_cli::line_plot_svg(
+        {"title", "layers L", "loss", {{"adam", points, false}, {"sgd", {}, true}}, {{"oracle", 0.5}}});
+    CHECK(svg.find("nan") == std::string::npos);
+    CHECK(svg.find("inf") == std::string::npos);
+    CHECK(svg.find("no finite positive value to plot") != std::string::npos);
+  }
 }

@@ -18,16 +18,12 @@
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "json_text.hpp"
+#include "median.hpp"
 #include "process.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 struct FillPush {
   uint32_t n;

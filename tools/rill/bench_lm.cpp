@@ -14,6 +14,7 @@
 #include "bench_ops.hpp"
 #include "bench_peers.hpp"
 #include "commands.hpp"
+#include "median.hpp"
 #include "process.hpp"
 #include "rill/lm.hpp"
 
@@ -124,7 +125,7 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
     out.push_back({{"op", "lm_decode_interleaved"},
                    {"variant", p.variant},
                    {"shape", {{"position", p.position}, {"model", p.model_shape}}},
-                   {"median_ms", p.ms[p.ms.size() / 2]},
+                   {"median_ms", median(p.ms)},
                    {"min_ms", p.ms.front()},
                    {"tokens", p.ms.size()},
                    {"state_bytes", p.session->state_bytes()},

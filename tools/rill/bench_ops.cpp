@@ -12,6 +12,8 @@
 #include <optional>
 #include <random>
 
+#include "median.hpp"
+
 namespace rill_cli {
 namespace {
 
@@ -377,19 +379,20 @@ rill::Result<OpTiming> timed_run(rill::Sequence& seq, bool gpu_time) {
   return run;
 }
 
-// The median run of `runs`, with the fastest one's time and the median run's compiler statistics.
+// The median run of `runs` (of an even count, the faster middle one's kernels), with the runs'
+// medians, the fastest one's time and the median run's compiler statistics.
 OpTiming median_of(rill::Context& ctx, std::vector<OpTiming> runs) {
   std::sort(runs.begin(), runs.end(), [](const OpTiming& a, const OpTiming& b) { return a.median_ms < b.median_ms; });
-  OpTiming median = runs[runs.size() / 2];
+  OpTiming median = runs[(runs.size() - 1) / 2];
   median.fastest_ms = runs.front().median_ms;
-  // The runs' median wall time and GPU span, each on its own (the run of the median GPU time need
-  // not have them).
+  // The runs' median GPU time, wall time and GPU span, each on its own (the run of the median GPU
+  // time need not have them).
   auto median_by = [&](double OpTiming::*field) {
     std::vector<double> values;
     for (const OpTiming& r : runs) values.push_back(r.*field);
-    std::nth_element(values.begin(), values.begin() + ptrdiff_t(values.size() / 2), values.end());
-    return values[values.size() / 2];
+    return rill_cli::median(std::move(values));
   };
+  median.median_ms = median_by(&OpTiming::median_ms);
   median.host_ms = median_by(&OpTiming::host_ms);
   median.span_ms = median_by(&OpTiming::span_ms);
   for (auto& [name, k] : median.kernels) {

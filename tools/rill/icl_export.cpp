@@ -3,6 +3,7 @@
 // other implementation; prints the model's and the baselines' losses on those tasks.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 
 #include "commands.hpp"
 #include "output_paths.hpp"
@@ -45,12 +46,16 @@ int run_icl_export(const IclExportArgs& a) {
   if (a.out.empty()) return 0;
   rill::SafetensorsWriter w;
   const float loss = run->loss;
-  for (const rill::Status& s :
-       {w.add_floats("predictions", {int64_t(run->predictions.size())}, run->predictions),
-        w.add_floats("gradient", {int64_t(run->gradient.size())}, run->gradient),
-        w.add_floats("loss", {1}, std::span<const float>(&loss, 1)), w.set_metadata("checkpoint", a.checkpoint),
-        w.set_metadata("tasks", a.tasks), w.write(a.out)})
-    if (!s.is_ok()) return fail(s);
+  // In turn: a step that fails writes no file.
+  const std::function<rill::Status()> steps[] = {
+      [&] { return w.add_floats("predictions", {int64_t(run->predictions.size())}, run->predictions); },
+      [&] { return w.add_floats("gradient", {int64_t(run->gradient.size())}, run->gradient); },
+      [&] { return w.add_floats("loss", {1}, std::span<const float>(&loss, 1)); },
+      [&] { return w.set_metadata("checkpoint", a.checkpoint); },
+      [&] { return w.set_metadata("tasks", a.tasks); },
+      [&] { return w.write(a.out); }};
+  for (const auto& step : steps)
+    if (const rill::Status s = step(); !s.is_ok()) return fail(s);
   std::printf("wrote %s\n", a.out.c_str());
   return 0;
 }

@@ -37,6 +37,10 @@ std::string line_plot_svg(const PlotSpec& spec) {
       x0 = std::min(x0, x), x1 = std::max(x1, x);
       take_y(y);
     }
+  // Nothing to draw (every run failed, or no value is positive on the log scale): axes from 0 to 1
+  // and a note, not coordinates of NaN.
+  const bool empty = !std::isfinite(y0);
+  if (!std::isfinite(x0) || !std::isfinite(x1)) x0 = 0, x1 = 1;
   // Baselines far below the curves (a noise-free ridge oracle is ~1e-14) would squash them: only
   // those within three decades of the lowest curve point set the range; others are listed.
   const double lowest = y0;
@@ -68,6 +72,9 @@ std::string line_plot_svg(const PlotSpec& spec) {
   }
   o << "<rect x='" << kLeft << "' y='" << kTop << "' width='" << pw << "' height='" << ph
     << "' fill='none' stroke='#333'/>\n";
+  if (empty)
+    o << "<text x='" << kLeft + pw / 2 << "' y='" << kTop + ph / 2
+      << "' text-anchor='middle'>no finite positive value to plot</text>\n";
   o << "<text x='" << kLeft + pw / 2 << "' y='" << kHeight - 10 << "' text-anchor='middle'>" << escape(spec.x_label)
     << "</text>\n<text transform='translate(16," << kTop + ph / 2 << ") rotate(-90)' text-anchor='middle'>"
     << escape(spec.y_label) << "</text>\n";

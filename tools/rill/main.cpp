@@ -20,6 +20,15 @@ struct Command {
   std::function<int()> run;
 };
 
+// A command that succeeded but whose output did not reach stdout (a closed pipe, a full disk)
+// failed: what it printed is its result (icl-diagnose's JSON, icl-export's tasks, a table). A
+// command that failed has said why already.
+int with_output_checked(int code) {
+  if (code != 0 || (std::fflush(stdout) == 0 && !std::ferror(stdout))) return code;
+  std::fprintf(stderr, "rill: the output could not be written to stdout (a closed pipe, a full disk)\n");
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,7 +89,7 @@ int main(int argc, char** argv) {
   // memory) still ends with a message and status 1, not an abort.
   try {
     for (const Command& c : commands)
-      if (c.parsed->parsed()) return c.run();
+      if (c.parsed->parsed()) return with_output_checked(c.run());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "rill: out of host memory\n");
     return 1;

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "csv_field.hpp"
 #include "line_plot.hpp"
+#include "median.hpp"
 #include "repro_icl_grid.hpp"
 #include "repro_icl_runs.hpp"
 #include "repro_icl_table1.hpp"
@@ -225,10 +226,12 @@ int run_repro_icl(const ReproIclArgs& args) {
       for (int o = 0; o < 2; ++o) {
         std::vector<double> finished;
         int64_t skipped = 0;
+        int diverged = 0;  // finished with a non-finite evaluation loss: no place in a median
         for (int seed = 1; seed <= ahn_seeds; ++seed) {
           const RunOutcome& r = outcomes.at(ahn_cell(run, o, seed).key);
           skipped += r.skipped;
-          if (r.ok) finished.push_back(r.eval.model);
+          if (r.ok && std::isfinite(r.eval.model)) finished.push_back(r.eval.model);
+          if (r.ok && !std::isfinite(r.eval.model)) ++diverged;
           csv << "adam_vs_sgd,ahn" << run.setting << ',' << (o == 0 ? "adam" : "sgd") << ",full," << run.layers << ",0,"
               << steps << ',' << (r.ok ? r.eval.model : NAN) << ',' << (r.ok ? r.eval.ridge_oracle : NAN) << ",,"
               << r.skipped << ',' << spike_fields(r.spikes) << ',' << csv_field(r.error) << "\n";
@@ -237,12 +240,13 @@ int run_repro_icl(const ReproIclArgs& args) {
                                   (o == 0 ? "adam" : "sgd") + ", seed " + std::to_string(seed) + ": " +
                                   spike_text(r.spikes));
         }
-        std::sort(finished.begin(), finished.end());
-        loss[o] = finished.empty() ? NAN : finished[finished.size() / 2];  // the median (upper, for even counts)
+        loss[o] = median(finished);
+        const std::string not_finite = diverged ? std::to_string(diverged) + " not finite" : "";
         cell[o] = finished.empty()
-                      ? "failed"
+                      ? (diverged ? not_finite : "failed")
                       : three_digits(loss[o]) + (skipped ? " (" + std::to_string(skipped) + " skipped)" : "") +
-                            (ahn_seeds > 1 ? ", " + std::to_string(finished.size()) + " seeds" : "");
+                            (ahn_seeds > 1 ? ", " + std::to_string(finished.size()) + " seeds" : "") +
+                            (diverged ? ", " + not_finite : "");
         std::printf("ahn setting %d L=%d %s: %s\n", run.setting, run.layers, o == 0 ? "adam" : "sgd", cell[o].c_str());
         std::fflush(stdout);
       }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "median.hpp"
 #include "repro_icl_runs.hpp"
 
 namespace rill_cli {
@@ -18,8 +19,7 @@ void watch_window(SpikeWatch& w, const std::vector<rill::icl::StepRecord>& recor
     if (std::isfinite(r.loss)) finite.push_back(r.loss);
   }
   if (finite.empty()) return;
-  std::nth_element(finite.begin(), finite.begin() + ptrdiff_t(finite.size() / 2), finite.end());
-  w.window_median = finite[finite.size() / 2];
+  w.window_median = median(std::move(finite));
 }
 
 void watch_steps(SpikeWatch& w, const std::vector<rill::icl::StepRecord>& records, bool window_end) {

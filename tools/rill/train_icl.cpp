@@ -496,7 +496,10 @@ int run_train_icl(const TrainIclArgs& args_in) {
   // A failed run still writes the curves trained so far (every optimizer's before it, and its own).
   if (!failed.is_ok() && curves.empty()) return fail(failed);
 
-  if (auto written = write_curves(true); !written.is_ok()) return fail(written);
+  if (auto written = write_curves(true); !written.is_ok()) {
+    if (!failed.is_ok()) fail(failed);  // why training stopped, before why its curves are not saved
+    return fail(written);
+  }
   if (!failed.is_ok()) return fail(failed);
   for (const std::string& name : diverged)
     std::fprintf(stderr,

@@ -20,6 +20,7 @@
 #include "bench_ops.hpp"
 #include "commands.hpp"
 #include "json_text.hpp"
+#include "median.hpp"
 #include "output_paths.hpp"
 #include "rill/context.hpp"
 #include "rill/files.hpp"
@@ -29,12 +30,6 @@
 
 namespace rill_cli {
 namespace {
-
-// The middle value (the lower of the two middle ones for an even count).
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
 
 // A choice is kept only when it beats the current plan by more than this fraction: medians of a
 // few runs on a shared machine scatter by a few percent.
