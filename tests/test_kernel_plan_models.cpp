@@ -298,6 +298,18 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   per_op.forced = parse_overrides("lm_decode=per-op").value();
   CHECK_FALSE(lm_decode(per_op, model).value().fused);
   CHECK_FALSE(parse_overrides("lm_decode=fast").is_ok());
+  // A vocabulary of 2^20 at a GPU's 16 logits per workgroup needs 65,536 workgroups in x: past
+  // 65535 (a dispatch the recording refused, so no token decoded), it decodes per op; NVIDIA's
+  // larger limit fuses.
+  LmDecodeShape big_vocab = model;
+  big_vocab.vocab = 1u << 20;
+  DeviceTraits limited = h100_like();
+  limited.max_groups_x = 65535;
+  const LmDecodePlan past = lm_decode(limited, big_vocab).value();
+  CHECK_FALSE(past.fused);
+  CHECK(past.per_op_reason.find("65536 workgroups exceed the device's 65535 in x") != std::string::npos);
+  limited.max_groups_x = 0x7fffffff;
+  CHECK(lm_decode(limited, big_vocab).value().fused);
   const auto both = parse_overrides("linear_attention=serial,lm_decode=fused").value();
   CHECK(both.linear_attention == LinearAttentionAlgorithm::kChunkedSerial);
   CHECK(both.lm_decode_fused == true);

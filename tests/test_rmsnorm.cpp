@@ -349,6 +349,36 @@ GPU_TEST_CASE("rmsnorm backward in place (dx over dy) keeps dgain the reference'
   }
 }
 
+// dgain's grid has a workgroup per 64 columns of 4-wide loads: a row of 2^22 columns is 16,384 of
+// them (it was refused as if each took one column: 65,537 past 65535).
+GPU_TEST_CASE("rmsnorm dgain over rows of 2^22 columns in 4-wide loads", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    const int64_t rows = 1, dim = int64_t(1) << 22;
+    INFO(ctx.kernel_family());
+    const auto x = rill_test::random_vector(size_t(rows * dim), 51, -2.0f, 2.0f);
+    const auto g = rill_test::random_vector(size_t(dim), 52, 0.5f, 1.5f);
+    const auto dy = rill_test::random_vector(size_t(rows * dim), 53);
+    std::vector<float> y, rstd, dx_ref, dg_ref;
+    rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
+    rill::ref::rmsnorm_backward(x, g, rstd, dy, rows, dim, dx_ref, dg_ref);
+    auto tx = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, x);
+    auto tg = rill_test::tensor_from(ctx, DType::kF32, {dim}, g);
+    auto tdy = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, dy);
+    auto ty = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+    auto tr = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+    auto tdx = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+    auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {dim});
+    auto seq = ctx.sequence();
+    REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
+    const rill::Status backward = rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdx, &tdg);
+    INFO(backward.to_string());
+    REQUIRE(backward.is_ok());
+    REQUIRE(seq->run().is_ok());
+    rill_test::require_close(rill_test::read(ctx, tdx), dx_ref, 2e-5, 1e-4, "dx");
+    rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, 2e-5, 1e-4, "dgain");
+  }
+}
+
 // The bytes a forward declares (the profile's and the bench's roofline) are those it must move:
 // x read and y written once, the gain read once, rstd written. The generic kernel reads a row twice, the second time
 // from cache; counting both put it over 100 % of copy bandwidth.

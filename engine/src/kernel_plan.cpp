@@ -38,6 +38,7 @@ DeviceTraits traits_of(const DeviceInfo& device, std::string_view family) {
   d.subgroup = std::max(device.caps.subgroup_size, 1u);
   d.subgroup_arithmetic = device.caps.subgroup_arithmetic;
   d.max_invocations = device.caps.max_workgroup_invocations;
+  d.max_groups_x = device.caps.max_workgroup_count[0];
   d.shared_bytes = device.caps.shared_memory_bytes;
   // A margin below the driver's count for the loops an estimate leaves out.
   d.loop_budget = q.max_loop_iterations == 0 ? UINT64_MAX : uint64_t(q.max_loop_iterations) * 7 / 8;

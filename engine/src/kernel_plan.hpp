@@ -103,6 +103,7 @@ struct DeviceTraits {
   uint32_t subgroup = 32;
   bool subgroup_arithmetic = true;
   uint32_t max_invocations = 1024;
+  uint32_t max_groups_x = 65535;  // workgroups one dispatch may have in x (65535 is Vulkan's minimum)
   uint32_t shared_bytes = 32768;
   // Loop iterations one invocation may run (a driver limit, with a margin); UINT64_MAX: none.
   uint64_t loop_budget = UINT64_MAX;

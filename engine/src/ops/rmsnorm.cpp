@@ -160,7 +160,12 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
   // dgain first: it reads x and dy, which dx may be (in place). Partial column sums over blocks of
   // rows, then (with more than one block) their sum.
   if (dgain) {
-    if ((uint64_t(rd.dim) + 63) / 64 > 65535) return out_of_range("rmsnorm_backward: dgain over more than 4194240 columns");
+    // 64 columns (of vector_width elements) per workgroup, along x.
+    const uint64_t column_groups = (uint64_t(rd.dim / vector_width) + 63) / 64;
+    if (column_groups > seq.device().caps.max_workgroup_count[0])
+      return out_of_range("rmsnorm_backward: dgain over " + std::to_string(rd.dim) + " columns takes " +
+                          std::to_string(column_groups) + " workgroups, past the device's " +
+                          std::to_string(seq.device().caps.max_workgroup_count[0]) + " in x");
     RILL_ASSIGN_OR_RETURN(const plan::RmsnormGainPlan gain_plan,
                           plan::rmsnorm_backward_gain(traits, rd.rows, rd.dim / vector_width));
     const uint32_t blocks = gain_plan.blocks;
@@ -172,7 +177,7 @@ Status rmsnorm_backward(Sequence& seq, const Tensor& x, const Tensor* gain, cons
         seq.dispatch({.kernel = row_kernel("rmsnorm/rmsnorm_bwd_gain", texel_rows, vector_width, suffix),
                       .bindings = {&x, &rstd, &dy, partial},
                       .push = push_bytes(gpu::RmsnormGainPush{rd.rows, rd.dim, gain_plan.rows_per_block}),
-                      .groups = {(rd.dim / vector_width + 63) / 64, blocks, 1},
+                      .groups = {uint32_t(column_groups), blocks, 1},
                       .flops = 3 * n,
                       .bytes = 2 * n * es + 4ull * rd.rows + 4ull * blocks * rd.dim}));
     if (blocks > 1) RILL_RETURN_IF_ERROR(sum_gain_blocks(seq, *partial, *dgain, blocks, rd.dim));
