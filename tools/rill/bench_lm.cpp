@@ -181,12 +181,14 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   if (!report(model.status(), "model")) return false;
   const nlohmann::json model_shape = model_shape_of(*model);
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
+  std::optional<ScratchDir> peer_dir;  // removed on every way out (the weights may take gigabytes)
   std::string peer_config, peer_weights;
   if (args.peers) {
-    const std::string stem =
-        (std::filesystem::temp_directory_path() / ("rill-lm-peer-" + std::to_string(process_id()))).string();
-    peer_config = stem + ".json";
-    peer_weights = stem + ".safetensors";
+    auto dir = ScratchDir::create("rill-lm-peer");
+    if (!report(dir.status(), "a directory for the peer's model")) return false;
+    peer_dir.emplace(std::move(dir).value());
+    peer_config = (peer_dir->path() / "config.json").string();
+    peer_weights = (peer_dir->path() / "model.safetensors").string();
     if (!report(weights->save(peer_config, peer_weights), "saving the model for the peer")) return false;
   }
   {  // Warm-up: the first prefill and decode create the pipelines; no figure should include that.
@@ -257,17 +259,28 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                                                          std::to_string(n), "--dtype", "float16"}
                               : std::vector<std::string>{"--config", peer_config, "--weights", peer_weights, "--time",
                                                          std::to_string(n)});
+      // The peer runs the weights as the activations' type; packed ones (int8, int4, f16 beside
+      // f32 activations) are other work: both times are kept, without a ratio.
+      const bool same_work =
+          options.weights == rill::lm::WeightStorage::kPrecision ||
+          (options.weights == rill::lm::WeightStorage::kF16 && model->options().precision == rill::lm::Precision::kF16);
+      const std::string peer_weights_kind =
+          model->options().precision == rill::lm::Precision::kF16 ? "float16" : "float32";
       if (peer.contains("prefill_seconds") && peer["prefill_seconds"].is_number()) {
         const double peer_ms = 1e3 * peer["prefill_seconds"].get<double>();
         prefill_record["peer_ms"] = peer_ms;
-        prefill_record["speedup_vs_peer"] = peer_ms / prefill_ms;
+        if (same_work) prefill_record["speedup_vs_peer"] = peer_ms / prefill_ms;
         prefill_record["peer"] = peer;
       } else {
         prefill_record["peer_unavailable"] = peer.value("unavailable", "the PyTorch TransNormer gave no time");
       }
       if (peer.contains("decode_ms_per_token") && peer["decode_ms_per_token"].is_number()) {
         decode_record["peer_ms"] = peer["decode_ms_per_token"];
-        decode_record["speedup_vs_peer"] = peer["decode_ms_per_token"].get<double>() / *decode;
+        if (same_work) decode_record["speedup_vs_peer"] = peer["decode_ms_per_token"].get<double>() / *decode;
+      }
+      for (nlohmann::json* record : {&prefill_record, &decode_record}) {
+        (*record)["weights"] = rill::lm::weight_storage_name(options.weights);
+        (*record)["peer_weights"] = peer_weights_kind;
       }
     }
     out.push_back(std::move(prefill_record));
@@ -282,10 +295,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                    score_ms, score_ms / prefill_ms);
     }
   }
-  if (args.peers) {
-    std::filesystem::remove(peer_config);
-    std::filesystem::remove(peer_weights);
-  }
+  peer_dir.reset();
   if (fit.size() >= 2)
     out.push_back({{"op", "lm_prefill_fit"},
                    {"variant", "transnormer"},

@@ -401,11 +401,23 @@ OpTiming median_of(rill::Context& ctx, std::vector<OpTiming> runs) {
   return median;
 }
 
-// `record` into a timestamped sequence under `plan` (the context's own plan restored after).
+// The items of kernel plan `base` whose keys `over` does not name, then `over`'s.
+std::string plan_over(const std::string& base, const std::string& over) {
+  auto key = [](const std::string& item) { return item.substr(0, item.find('=')); };
+  std::vector<std::string> keys;
+  for (const std::string& item : comma_items(over)) keys.push_back(key(item));
+  std::string plan;
+  for (const std::string& item : comma_items(base))
+    if (!item.empty() && std::find(keys.begin(), keys.end(), key(item)) == keys.end()) plan += item + ",";
+  return plan + over;
+}
+
+// `record` into a timestamped sequence under the context's plan with `plan`'s choices over it (the
+// context's own restored after): a linear-attention form forced for the bench stays forced.
 rill::Result<rill::Sequence> recorded_under(rill::Context& ctx, const std::string& plan,
                                             const std::function<rill::Status(rill::Sequence&)>& record) {
   const std::string own = ctx.kernel_plan();
-  RILL_RETURN_IF_ERROR(ctx.set_kernel_plan(plan));
+  RILL_RETURN_IF_ERROR(ctx.set_kernel_plan(plan_over(own, plan)));
   auto seq = ctx.sequence({.timestamps = ctx.device().caps.timestamps});
   rill::Status recorded = seq.is_ok() ? record(seq.value()) : seq.status();
   RILL_RETURN_IF_ERROR(ctx.set_kernel_plan(own));
@@ -478,22 +490,27 @@ nlohmann::json op_record(const std::string& op, const std::string& variant, cons
   const bool memory_bound = intensity < ridge;
   nlohmann::json fraction = memory_bound ? gbps / peaks.copy_gbps : gflops / peaks.fma_f32_gflops;
   if (roof == ComputeRoof::kNone) fraction = nullptr;
-  nlohmann::json record = {{"op", op},
-                           {"variant", variant.empty() ? "default" : variant},
-                           {"shape", shape},
-                           {"median_ms", t.median_ms},
-                           {"fastest_ms", t.fastest_ms},
-                           {"gflops", gflops},
-                           {"gbps", gbps},
-                           {"peak_fraction", fraction},
-                           {"roof", roof == ComputeRoof::kNone ? "none measured (cooperative matrices)"
-                                    : memory_bound             ? "copy"
-                                                               : "fma_f32"},
-                           {"bound", memory_bound ? "memory" : "compute"},
-                           {"host_ms", t.host_ms},
-                           {"clock", t.gpu_clock ? "gpu" : "host"},  // what median_ms measures
-                           {"gpu_span_ms", t.gpu_clock ? nlohmann::json(t.span_ms) : nlohmann::json()},
-                           {"kernels", kernels_json(t)}};
+  // The work's FLOPs and bytes come with the dispatches' timestamps: without them (a queue with no
+  // timestamp bits) the rates, the roof and the bound are unknown, not zero.
+  const bool counted = t.gpu_clock;
+  nlohmann::json record = {
+      {"op", op},
+      {"variant", variant.empty() ? "default" : variant},
+      {"shape", shape},
+      {"median_ms", t.median_ms},
+      {"fastest_ms", t.fastest_ms},
+      {"gflops", counted ? nlohmann::json(gflops) : nlohmann::json()},
+      {"gbps", counted ? nlohmann::json(gbps) : nlohmann::json()},
+      {"peak_fraction", counted ? fraction : nlohmann::json()},
+      {"roof", !counted                     ? nlohmann::json()
+               : roof == ComputeRoof::kNone ? nlohmann::json("none measured (cooperative matrices)")
+               : memory_bound               ? nlohmann::json("copy")
+                                            : nlohmann::json("fma_f32")},
+      {"bound", counted ? nlohmann::json(memory_bound ? "memory" : "compute") : nlohmann::json()},
+      {"host_ms", t.host_ms},
+      {"clock", t.gpu_clock ? "gpu" : "host"},  // what median_ms measures
+      {"gpu_span_ms", t.gpu_clock ? nlohmann::json(t.span_ms) : nlohmann::json()},
+      {"kernels", kernels_json(t)}};
   if (t.compare) {
     // The same op under RILL_BENCH_COMPARE_PLAN, alternated with this record's runs.
     record["compare"] = {{"kernel_plan", t.compare_plan},

@@ -63,11 +63,13 @@ nlohmann::json attach_peers(nlohmann::json& records, bool quick) {
     owners.push_back(i);
   }
   if (requests.empty()) return environment_of_timed_peers(records);
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("rill-peers-" + std::to_string(process_id()) + ".json");
-  std::ofstream(file) << json_text(requests, -1);
-  nlohmann::json answer = run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", {file.string()});
-  std::filesystem::remove(file);
+  auto dir = ScratchDir::create("rill-peers");
+  if (!dir.is_ok()) return nlohmann::json{{"unavailable", dir.status().message()}};
+  const std::filesystem::path file = dir->path() / "requests.json";
+  if (!(std::ofstream(file) << json_text(requests, -1)))
+    return nlohmann::json{{"unavailable", "cannot write " + file.string()}};
+  const nlohmann::json answer =
+      run_python_json(std::string(RILL_SOURCE_DIR) + "/tools/peers/torch_ops.py", {file.string()});
   if (!answer.contains("results") || !answer["results"].is_array() || answer["results"].size() != owners.size())
     return answer.contains("unavailable") ? answer : nlohmann::json{{"unavailable", "malformed answer from the peer script"}};
   for (size_t k = 0; k < owners.size(); ++k) {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
@@ -61,6 +62,29 @@ std::string whole_command(const std::string& command) { return command; }
 #endif
 
 }  // namespace
+
+rill::Result<ScratchDir> ScratchDir::create(const std::string& prefix) {
+  std::error_code ec;
+  const std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+  if (ec) return rill::unavailable("no temporary directory: " + ec.message());
+  std::random_device entropy;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::filesystem::path path =
+        base / (prefix + "-" + std::to_string(process_id()) + "-" + std::to_string(entropy() & 0xffffff));
+    // create_directory makes it or reports that something (a directory, a link to one) is there.
+    if (std::filesystem::create_directory(path, ec)) {
+      std::filesystem::permissions(path, std::filesystem::perms::owner_all, ec);
+      return ScratchDir(path);
+    }
+    if (ec) return rill::unavailable("cannot make a directory in " + base.string() + ": " + ec.message());
+  }
+  return rill::unavailable("cannot make a directory of this process's own in " + base.string());
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+}
 
 #ifdef _WIN32
 bool stderr_is_terminal() { return _isatty(_fileno(stderr)) != 0; }

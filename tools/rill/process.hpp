@@ -2,8 +2,10 @@
 // and names unique to this process. POSIX and Windows implementations live in process.cpp.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/status.hpp"
@@ -15,6 +17,22 @@ bool stderr_is_terminal();
 
 // This process's id, for names of temporary files that concurrent runs must not share.
 long process_id();
+
+// A directory of this process's own under the system's temporary one, for files handed to a peer
+// script: made afresh (never one that was there, nor a link another user left), readable by its
+// owner only, and removed with everything in it when the object goes, on every path out.
+class ScratchDir {
+ public:
+  static rill::Result<ScratchDir> create(const std::string& prefix);
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
 
 // Runs a script with its arguments (each quoted for the shell here: paths may hold spaces) with the
 // system's Python 3 and returns its standard output; its standard error is discarded. Nullopt when
