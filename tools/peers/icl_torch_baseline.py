@@ -17,7 +17,6 @@ Usage: /usr/bin/python3 tools/peers/icl_torch_baseline.py --setting ahn1 --steps
 """
 
 import argparse
-import json
 import sys
 import time
 
@@ -106,7 +105,7 @@ def main():
         result = run() | {"threads": args.threads}
     else:
         result = peer_env.fastest(run, "seconds")
-    print(json.dumps({"impl": "pytorch-cpu",
+    print(peer_env.dumps({"impl": "pytorch-cpu",
                       **{k: v for k, v in peer_env.describe(torch.device("cpu")).items() if k != "threads"},
                       "threads": result["threads"], "setting": args.setting, "d": d, "n": n, "layers": layers,
                       "batch": batch, "steps": args.steps, **{k: v for k, v in result.items() if k != "threads"}}))

@@ -8,6 +8,8 @@ threads beside them can contend with them (a GEMM-bound model), or help (element
 RILL_PEER_THREADS fixes one count. `describe` says which PyTorch, device, thread count and BLAS a
 result came from, for the JSON records.
 """
+import json
+import math
 import os
 import re
 
@@ -69,3 +71,25 @@ def describe(device):
     if device.type == "cuda":
         info["device_name"] = torch.cuda.get_device_name()
     return info
+
+
+def finite_json(value):
+    """`value` with every non-finite float as None: strict JSON (a diverged loss must not make the
+    whole answer unreadable to rill, whose parser refuses NaN and Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def dumps(value):
+    """The one way the peers print their answers: strict JSON, non-finite numbers as null."""
+    return json.dumps(finite_json(value), allow_nan=False)
+
+
+def first_line(error):
+    """An exception's first line, or its type's name where it has no message (a bare MemoryError)."""
+    return (str(error).splitlines() or [type(error).__name__])[0][:200]

@@ -206,11 +206,10 @@ def main():
         if key not in cache:
             try:
                 cache[key] = peer_env.fastest(lambda: peer(r["op"], r["shape"], r.get("reps", 5)), "median_ms")
-            except (RuntimeError, MemoryError) as e:  # e.g. an f16 op the CPU build lacks, or out of memory
-                cache[key] = {"unavailable": str(e).splitlines()[0][:200]}
+            except Exception as e:  # e.g. an f16 op the CPU build lacks, or out of memory: this op alone
+                cache[key] = {"unavailable": peer_env.first_line(e)}
         results.append(cache[key])
-    json.dump({"peer": info, "results": results}, sys.stdout)
-    print()
+    print(peer_env.dumps({"peer": info, "results": results}))
 
 
 if __name__ == "__main__":

@@ -312,7 +312,7 @@ def main():
             result.update({"decode_ms_per_token": decode["decode_ms_per_token"], "decode_threads": decode["threads"]})
         result.update({k: v for k, v in peer_env.describe(device).items() if k != "threads"})
         result["dtype"] = args.dtype
-        print(json.dumps(result))
+        print(peer_env.dumps(result))
         return
     ap.error("give --check EXPORT or --time N")
 
