@@ -56,6 +56,15 @@ rill::Result<TrainConfig> build_config(const TrainIclArgs& a) {
     else if (*a.data == "heavy") c.task.data = DataKind::kHeavyTailed;
     else return rill::invalid_argument("unknown --data '" + *a.data + "' (gaussian, heavy)");
   }
+  // Settings that would be ignored are refused: a run must be what its command line says.
+  if ((a.gamma_shape || a.gamma_scale) && c.task.data != DataKind::kHeavyTailed)
+    return rill::invalid_argument(
+        "--gamma-shape and --gamma-scale shape heavy-tailed data; this run's is Gaussian "
+        "(--data heavy, or the setting ahn3)");
+  if (a.sigma_max && !a.sigmas.empty())
+    return rill::invalid_argument(
+        "--sigma-max and --sigmas both set the noise (uniform up to sigma_max, or one of "
+        "the sigmas): give one");
   if (a.gamma_shape) c.task.gamma_shape = *a.gamma_shape;
   if (a.gamma_scale) c.task.gamma_scale = *a.gamma_scale;
   if (a.sigma_max) {
