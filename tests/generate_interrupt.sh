@@ -53,4 +53,23 @@ grep -q 'the prefill stopped' "$work/err" || { cat "$work/err"; echo "second run
 cmp -s "$state" "$work/state.before" || { echo "the loaded state was overwritten by a part-read prompt"; exit 1; }
 [[ -f $state.partial ]] || { echo "no $state.partial"; exit 1; }
 grep -q '"interrupted": "prefill"' "$work/out" || { cat "$work/out"; echo "no JSON summary of the interrupted run"; exit 1; }
+# Under `rill profile`, Ctrl-C reaches the whole process group; the profiled generate stops cleanly
+# and its trace of what ran is profiled (the run's exit status kept), not thrown away. setsid
+# makes the profile a group of its own, as a terminal's job is.
+setsid "$rill" profile --trace "$work/trace.json" -- generate --random --config "$config" --segment 64 \
+  --prompt-file "$work/long-prompt.txt" --tokens 10 > "$work/profile.out" 2> "$work/profile.err" &
+pid=$!
+for _ in $(seq 600); do
+  grep -q '^model:' "$work/profile.err" && break
+  kill -0 $pid 2>/dev/null || { cat "$work/profile.err"; echo "the profiled run ended before it was interrupted"; exit 1; }
+  sleep 0.1
+done
+sleep 0.5
+kill -INT -- -$pid
+rc=0
+wait $pid || rc=$?
+[[ $rc == 130 ]] || { cat "$work/profile.err"; echo "profiled run: exit status $rc, not 130"; exit 1; }
+grep -q '^== profile of `rill generate' "$work/profile.out" ||
+  { cat "$work/profile.out" "$work/profile.err"; echo "no profile of the interrupted run"; exit 1; }
+[[ -s $work/trace.json ]] || { echo "no trace of the interrupted run"; exit 1; }
 echo "generate interrupt: stopped cleanly and resumed"

@@ -79,8 +79,10 @@ int run_profile(const ProfileArgs& args) {
     return 1;
   }
   const int code = child.value();
-
-  if (code != 0) {
+  // A command stopped by Ctrl-C (130, as rill generate ends after a clean stop) wrote the trace of
+  // what ran: that is profiled, and the exit code kept.
+  constexpr int kInterrupted = 130;
+  if (code != 0 && code != kInterrupted) {
     std::fprintf(stderr, "rill profile: the profiled command failed (exit code %d)\n", code);
     return code;
   }
