@@ -320,31 +320,43 @@ GPU_TEST_CASE("rmsnorm rejects mismatched shapes and dtypes", "[rmsnorm][gpu]") 
   CHECK(seq->stats().dispatches == 0);
 }
 
+namespace {
+
+// The f32 backward with dgain of rows x dim against the reference, dx written over dy or apart.
+void check_backward_with_gain(rill::Context& ctx, int64_t rows, int64_t dim, uint32_t seed, bool in_place) {
+  const auto x = rill_test::random_vector(size_t(rows * dim), seed, -2.0f, 2.0f);
+  const auto g = rill_test::random_vector(size_t(dim), seed + 1, 0.5f, 1.5f);
+  const auto dy = rill_test::random_vector(size_t(rows * dim), seed + 2);
+  std::vector<float> y, rstd, dx_ref, dg_ref;
+  rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
+  rill::ref::rmsnorm_backward(x, g, rstd, dy, rows, dim, dx_ref, dg_ref);
+  auto tx = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, x);
+  auto tg = rill_test::tensor_from(ctx, DType::kF32, {dim}, g);
+  auto tdy = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, dy);
+  auto ty = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+  auto tr = rill_test::empty_tensor(ctx, DType::kF32, {rows});
+  auto apart = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
+  const rill::Tensor& tdx = in_place ? tdy : apart;
+  auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {dim});
+  auto seq = ctx.sequence();
+  REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
+  const rill::Status backward = rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdx, &tdg);
+  INFO(backward.to_string());
+  REQUIRE(backward.is_ok());
+  REQUIRE(seq->run().is_ok());
+  rill_test::require_close(rill_test::read(ctx, tdx), dx_ref, 2e-5, 1e-4, "dx");
+  rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, 2e-5 * std::sqrt(double(rows)), 1e-4, "dgain");
+}
+
+}  // namespace
+
 // dx written over dy: dgain reads dy (and x), so it runs before dx on the generic path (dims past
 // the register kernels: 5000 on CPU drivers, over 1024 on GPUs); the register kernel reads first.
 GPU_TEST_CASE("rmsnorm backward in place (dx over dy) keeps dgain the reference's", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     for (const int64_t dim : {int64_t(300), int64_t(5000)}) {
-      const int64_t rows = 3;
       INFO(ctx.kernel_family() << " dim " << dim);
-      const auto x = rill_test::random_vector(size_t(rows * dim), 41, -2.0f, 2.0f);
-      const auto g = rill_test::random_vector(size_t(dim), 42, 0.5f, 1.5f);
-      const auto dy = rill_test::random_vector(size_t(rows * dim), 43);
-      std::vector<float> y, rstd, dx_ref, dg_ref;
-      rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
-      rill::ref::rmsnorm_backward(x, g, rstd, dy, rows, dim, dx_ref, dg_ref);
-      auto tx = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, x);
-      auto tg = rill_test::tensor_from(ctx, DType::kF32, {dim}, g);
-      auto tdy = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, dy);
-      auto ty = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
-      auto tr = rill_test::empty_tensor(ctx, DType::kF32, {rows});
-      auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {dim});
-      auto seq = ctx.sequence();
-      REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
-      REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdy, &tdg).is_ok());
-      REQUIRE(seq->run().is_ok());
-      rill_test::require_close(rill_test::read(ctx, tdy), dx_ref, 2e-5, 1e-4, "dx");
-      rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, 2e-5 * std::sqrt(double(rows)), 1e-4, "dgain");
+      check_backward_with_gain(ctx, 3, dim, 41, /*in_place=*/true);
     }
   }
 }
@@ -353,29 +365,8 @@ GPU_TEST_CASE("rmsnorm backward in place (dx over dy) keeps dgain the reference'
 // them (it was refused as if each took one column: 65,537 past 65535).
 GPU_TEST_CASE("rmsnorm dgain over rows of 2^22 columns in 4-wide loads", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    const int64_t rows = 1, dim = int64_t(1) << 22;
     INFO(ctx.kernel_family());
-    const auto x = rill_test::random_vector(size_t(rows * dim), 51, -2.0f, 2.0f);
-    const auto g = rill_test::random_vector(size_t(dim), 52, 0.5f, 1.5f);
-    const auto dy = rill_test::random_vector(size_t(rows * dim), 53);
-    std::vector<float> y, rstd, dx_ref, dg_ref;
-    rill::ref::rmsnorm_forward(x, g, rows, dim, 1e-5f, y, rstd);
-    rill::ref::rmsnorm_backward(x, g, rstd, dy, rows, dim, dx_ref, dg_ref);
-    auto tx = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, x);
-    auto tg = rill_test::tensor_from(ctx, DType::kF32, {dim}, g);
-    auto tdy = rill_test::tensor_from(ctx, DType::kF32, {rows, dim}, dy);
-    auto ty = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
-    auto tr = rill_test::empty_tensor(ctx, DType::kF32, {rows});
-    auto tdx = rill_test::empty_tensor(ctx, DType::kF32, {rows, dim});
-    auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {dim});
-    auto seq = ctx.sequence();
-    REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
-    const rill::Status backward = rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdx, &tdg);
-    INFO(backward.to_string());
-    REQUIRE(backward.is_ok());
-    REQUIRE(seq->run().is_ok());
-    rill_test::require_close(rill_test::read(ctx, tdx), dx_ref, 2e-5, 1e-4, "dx");
-    rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, 2e-5, 1e-4, "dgain");
+    check_backward_with_gain(ctx, 1, int64_t(1) << 22, 51, /*in_place=*/false);
   }
 }
 
