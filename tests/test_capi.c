@@ -445,6 +445,7 @@ int main(void) {
         uint64_t at = 0;
         size_t k;
         for (k = 0; k < 14; ++k) long_prompt[k] = (uint32_t)('a' + k);
+        rill_lm_prefill_hooks_init(&hooks);
         hooks.progress = watch_progress;
         hooks.stop = watch_stop;
         hooks.user = &watch;
@@ -452,6 +453,14 @@ int main(void) {
         int8_options.prefill_segment = 4;
         EXPECT(rill_lm_model_random(ctx, kTinyConfig, 7, &int8_options, &small_model) == RILL_OK);
         EXPECT(rill_lm_session_create(small_model, &hooked) == RILL_OK);
+        { /* Hooks not set up by _init (a struct of another size): refused before anything runs. */
+          rill_lm_prefill_hooks unsized = hooks;
+          unsized.struct_size = 0;
+          EXPECT(rill_lm_prefill_with_hooks(hooked, long_prompt, 14, logits, 256, &unsized) == RILL_INVALID_ARGUMENT);
+          EXPECT(strstr(rill_last_error(), "rill_lm_prefill_hooks_init") != NULL);
+          EXPECT(rill_lm_score(hooked, long_prompt, 1, NULL, 0, logits, 256, &unsized) == RILL_INVALID_ARGUMENT);
+          EXPECT(rill_lm_position(hooked, &at) == RILL_OK && at == 0 && watch.progress_calls == 0);
+        }
         EXPECT(rill_lm_prefill_with_hooks(hooked, long_prompt, 14, logits, 256, &hooks) == RILL_CANCELLED);
         EXPECT(strstr(rill_last_error(), "position 8") != NULL);
         EXPECT(strcmp(rill_status_name(RILL_CANCELLED), "Cancelled") == 0);
@@ -473,6 +482,7 @@ int main(void) {
           rill_lm_prefill_hooks edited;
           struct clearing_hook clearing;
           rill_lm_session* edits = NULL;
+          rill_lm_prefill_hooks_init(&edited);
           clearing.hooks = &edited;
           clearing.progress_calls = 0;
           edited.progress = clear_stop_progress;
@@ -487,6 +497,7 @@ int main(void) {
         { /* A hook calling into its own session: refused, and the destroy it asks for waits. */
           struct reentrant_hook reenter = {NULL, RILL_OK, RILL_OK, RILL_OK, RILL_OK};
           rill_lm_prefill_hooks reentrant;
+          rill_lm_prefill_hooks_init(&reentrant);
           reentrant.progress = reenter_progress;
           reentrant.stop = NULL;
           reentrant.user = &reenter;

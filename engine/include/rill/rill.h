@@ -334,10 +334,14 @@ RILL_C_API rill_status rill_lm_prefill(rill_lm_session* session, const uint32_t*
  * not use its own session: such calls return RILL_FAILED_PRECONDITION, and
  * rill_lm_session_destroy from a hook takes effect when the prefill or score returns. */
 typedef struct rill_lm_prefill_hooks {
+  uint32_t struct_size; /* sizeof(rill_lm_prefill_hooks); set by _init */
   void (*progress)(void* user, uint64_t done, uint64_t total);
   int (*stop)(void* user);
   void* user;
 } rill_lm_prefill_hooks;
+/* No hooks (each NULL): set the ones wanted after. */
+RILL_C_API void rill_lm_prefill_hooks_init_sized(rill_lm_prefill_hooks* hooks, uint32_t size);
+#define rill_lm_prefill_hooks_init(hooks) rill_lm_prefill_hooks_init_sized((hooks), (uint32_t)sizeof(*(hooks)))
 /* rill_lm_prefill with hooks (NULL: none). */
 RILL_C_API rill_status rill_lm_prefill_with_hooks(rill_lm_session* session, const uint32_t* tokens, size_t count,
                                                   float* logits_out, size_t logits_capacity,

@@ -172,11 +172,13 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
 void rill_context_destroy(rill_context* context) { destroy_handle(context); }
 
 namespace {
-rill_status device_info(const char* function, const rill_context* context, rill_device_info* out, uint32_t size) {
+// noexcept: the refusals' messages are built without allocating (nothing may throw into C).
+rill_status device_info(const char* function, const rill_context* context, rill_device_info* out,
+                        uint32_t size) noexcept {
   if (dead(context) || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": NULL argument or destroyed handle");
+    return fail(RILL_INVALID_ARGUMENT, function, "NULL argument or destroyed handle");
   if (size < offsetof(rill_device_info, cooperative_matrix_f16))
-    return fail(RILL_INVALID_ARGUMENT, std::string(function) + ": a struct smaller than 0.1's");
+    return fail(RILL_INVALID_ARGUMENT, function, "a struct smaller than 0.1's");
   const rill::DeviceInfo& d = context->context.device();
   rill_device_info info{};
   copy_text(info.name, sizeof info.name, d.name);

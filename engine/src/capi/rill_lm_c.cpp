@@ -157,9 +157,11 @@ rill_status check_tokens(const char* function, const rill_lm_session* session, c
 
 // The hooks as they are when the call starts (copied: a hook that edits or frees the caller's struct
 // changes nothing under the running call).
-lm::PrefillHooks from_c(const rill_lm_prefill_hooks* hooks) {
+rill::Result<lm::PrefillHooks> from_c(const rill_lm_prefill_hooks* hooks) {
   lm::PrefillHooks out;
   if (hooks == nullptr) return out;
+  if (hooks->struct_size != sizeof(rill_lm_prefill_hooks))
+    return rill::invalid_argument("rill_lm_prefill_hooks was not set up with rill_lm_prefill_hooks_init");
   void* const user = hooks->user;
   if (const auto progress = hooks->progress; progress != nullptr)
     out.progress = [progress, user](uint64_t done, uint64_t total) { progress(user, done, total); };
@@ -173,8 +175,10 @@ rill_status prefill(const char* function, rill_lm_session* session, const uint32
   const rill_status status = guarded(function, [&] {
     if (rill_status s = check_tokens(function, session, tokens, count, logits_out, logits_capacity); s != RILL_OK)
       return s;
+    auto c_hooks = from_c(hooks);
+    if (!c_hooks.is_ok()) return from_status(c_hooks.status());
     const RunningSession run(session);
-    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), from_c(hooks));
+    auto logits = session->session.prefill(std::span<const uint32_t>(tokens, count), c_hooks.value());
     if (!logits.is_ok()) return from_status(logits.status());
     return copy_logits(function, logits.value(), logits_out, logits_capacity);
   });
@@ -211,6 +215,10 @@ void rill_lm_sampler_options_init_sized(rill_lm_sampler_options* options, uint32
   c.top_p = defaults.top_p;
   c.seed = defaults.seed;
   rill::capi::init_sized(options, size, c);
+}
+
+void rill_lm_prefill_hooks_init_sized(rill_lm_prefill_hooks* hooks, uint32_t size) {
+  rill::capi::init_sized(hooks, size, rill_lm_prefill_hooks{});
 }
 
 // 0.1's entry point; its struct has not grown since.
@@ -325,8 +333,10 @@ rill_status rill_lm_score(rill_lm_session* session, const uint32_t* tokens, size
       return fail(log_probs_out == nullptr ? RILL_INVALID_ARGUMENT : RILL_OUT_OF_RANGE,
                   "rill_lm_score: log_probs_out needs room for " + std::to_string(count - 1) +
                       " floats (count - 1), capacity is " + std::to_string(log_probs_out ? log_probs_capacity : 0));
+    auto c_hooks = from_c(hooks);
+    if (!c_hooks.is_ok()) return from_status(c_hooks.status());
     const RunningSession run(session);
-    auto scores = session->session.score(std::span<const uint32_t>(tokens, count), from_c(hooks));
+    auto scores = session->session.score(std::span<const uint32_t>(tokens, count), c_hooks.value());
     if (!scores.is_ok()) return from_status(scores.status());
     std::copy(scores->log_probs.begin(), scores->log_probs.end(), log_probs_out);
     return copy_logits("rill_lm_score", scores->logits, logits_out, logits_capacity);
