@@ -117,7 +117,10 @@ struct EvalReport {
 
 struct EvalOptions {
   int tasks = 2000;
-  uint64_t seed = 0x5EED;    // evaluation tasks come from a stream disjoint from training
+  // Evaluation tasks come from a stream disjoint from sampled training; a task set sampled with
+  // this seed (sample_task_set) holds the same tasks, so a model trained on such a set is evaluated
+  // with another seed.
+  uint64_t seed = 0x5EED;
   std::optional<float> sigma;  // fix every task's noise level (a per-sigma curve); else the config's
   double constant_lambda = 1.0;
   // TUNEDRR's factor and cap: tuned (grid search on `tuning_tasks` separate tasks drawn like the
@@ -226,9 +229,9 @@ class RILL_API Trainer {
   };
   Result<TaskSetRun> run_on(const TaskSet& tasks, const EvalOptions& baselines = {});
 
-  // `tasks` tasks drawn by the GPU sampler from the configured distribution (an evaluation-like
-  // stream keyed by seed; sigma fixes every task's noise level), downloaded as a task set: to
-  // save and feed to other implementations.
+  // `tasks` tasks drawn by the GPU sampler from the configured distribution (the evaluation stream
+  // keyed by seed: evaluate() with the same seed and sigma scores the same first tasks; sigma fixes
+  // every task's noise level), downloaded as a task set: to save and feed to other implementations.
   Result<TaskSet> sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma = std::nullopt);
 
   // Parameters, optimizer state, step (the sampler's position) and configuration, written
@@ -268,8 +271,8 @@ class RILL_API TrainerGrid {
  public:
   // The configs must agree on read_every (the host reads every model's losses together).
   static Result<TrainerGrid> create(Context& ctx, std::span<const TrainConfig> configs);
-  // Continues checkpointed models (one file each, from either class): bit for bit what their
-  // uninterrupted runs give.
+  // Continues checkpointed models (one file each, from either class; a Trainer's trained on a task
+  // set is refused: a grid samples its tasks): bit for bit what their uninterrupted runs give.
   static Result<TrainerGrid> resume(Context& ctx, std::span<const std::string> paths);
   TrainerGrid(TrainerGrid&&) noexcept;
   TrainerGrid& operator=(TrainerGrid&&) noexcept;
