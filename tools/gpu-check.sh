@@ -25,7 +25,7 @@
 # records, and the LM in f16, whose projections take them),
 # wait_spin (the submit round trip and decoding with the host polling fences 0 and 200 us),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
-# timing). Each runs under its own time limit (so one slow
+# timing), repro_full (Table 1 at the paper's budget, one seed, L 1-4 at sigma_max 1 and 3; resumable). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
 # $OUT/gpu-check.tgz, and a one-line-per-record summary is printed at the end. PyTorch peers run
 # with the machine's python3 (RILL_PYTHON), which on the GPU machines is a virtualenv's.
@@ -187,6 +187,14 @@ for s in "${steps[@]}"; do
                    "$rill" bench --op icl --no-torch
                done ;;
     tune) run_step tune 300 "$rill" tune --out "$work/tuning.json" ;;  # the tuning file comes back in the tgz
+    # Issue 13's Table 1 at the paper's budget, one seed: rows L 1-4 (the cells the goal holds to
+    # 10%) in the two single-sigma columns first. Resumable: REPRO_DIR (a folder kept between
+    # calls) continues where a cut-off call stopped; the table comes back in the tgz either way.
+    repro_full) dir=${REPRO_DIR:-$work/repro-full}
+                resume=(); [ -d "$dir/runs" ] && resume=(--resume)
+                run_step repro_full 540 "$rill" repro-icl --full --seeds 1 --experiments table1 \
+                  --rows full:1-4 diag:1-4 gd++:1-4 --columns 1 3 --checkpoint-every 20000 "${resume[@]}" --out "$dir"
+                cp "$dir"/repro-icl.md "$dir"/repro-icl.csv "$work"/ 2>/dev/null ;;
     *) echo "unknown step $s"; failed+=("$s (unknown)") ;;
   esac
 done
