@@ -196,7 +196,7 @@ class RILL_API Trainer {
   // under kStop) the records up to it, the halting step's included, are there. A call after a
   // failed one first reads where the device is, so records never repeat or come from another step.
   Status train_into(int64_t steps, std::vector<StepRecord>& records);
-  int64_t step() const;           // completed steps
+  int64_t step() const;  // completed steps (after a failed train, as of before it until the next call)
   int64_t skipped_batches() const;
 
   Result<std::vector<float>> parameters();

@@ -90,19 +90,23 @@ Result<std::vector<StepRecord>> Trainer::train(int64_t steps) {
   return records;
 }
 
+Status Trainer::Impl::catch_up() {
+  if (!unread) return Status::ok();
+  // The records of the failed call's runs are lost with it; its steps count.
+  RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, model.all_state_words(ctx));
+  std::vector<StepRecord> lost;
+  const detail::ModelProgress progress = detail::read_progress(state, {}, step, lost);
+  step = progress.step;
+  skipped = progress.skipped;
+  unread = false;
+  halted = progress.halted;
+  return Status::ok();
+}
+
 Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
-  if (im.unread) {
-    // The records of the failed call's runs are lost with it; its steps count.
-    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.model.all_state_words(im.ctx));
-    std::vector<StepRecord> lost;
-    const detail::ModelProgress progress = detail::read_progress(state, {}, im.step, lost);
-    im.step = progress.step;
-    im.skipped = progress.skipped;
-    im.unread = false;
-    im.halted = progress.halted;
-  }
+  RILL_RETURN_IF_ERROR(im.catch_up());
   RILL_RETURN_IF_ERROR(im.halted);
   if (!im.missing_set.empty())
     return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
@@ -171,6 +175,7 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
   if (!im.missing_set.empty())
     return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
                                "); resume it with that set to probe its batches");
+  RILL_RETURN_IF_ERROR(im.catch_up());  // the set's cursor is where the device's step is
   if (step != im.step)
     return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
                             std::to_string(im.step) + "), not step " + std::to_string(step));

@@ -36,7 +36,7 @@ struct Trainer::Impl {
   int64_t step = 0;
   int64_t skipped = 0;
   // A run was submitted and its progress not read (a failed download after it): the next train
-  // reads the device's step before going on.
+  // or probe reads the device's step first (catch_up).
   bool unread = false;
   // Not ok once the model has halted (kStop): its counter stays at the halting step, so training
   // again would only replay that step's record; every later train returns this instead.
@@ -46,6 +46,8 @@ struct Trainer::Impl {
 
   Impl(const Context& c, const TrainConfig& cfg)
       : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
+  // Where an unread run left the device: step, skipped batches and halt (its records are lost).
+  Status catch_up();
 };
 
 namespace detail {
