@@ -361,6 +361,11 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
     INFO(text);
     CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kDataLoss);
   }
+  // Another device's figures (a shared home folder) are refused as that, not as damage.
+  std::ofstream(cache_file, std::ios::trunc) << "{\"device\": \"another GPU\", " + good + "}";
+  const rill::Status elsewhere = rill::cached_device_peaks(ctx, dir).status();
+  CHECK(elsewhere.code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(elsewhere.message().find("measured on another device ('another GPU')") != std::string::npos);
   auto again = rill::device_peaks(ctx, {.cache_dir = dir});
   REQUIRE(again.is_ok());
   CHECK(rill::cached_device_peaks(ctx, dir).is_ok());

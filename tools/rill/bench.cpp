@@ -88,18 +88,11 @@ bool bench_dispatch(rill::Context& c, bool quick, nlohmann::json& out) {
 }
 
 bool bench_pipeline(bool quick, nlohmann::json& out) {
-  // This process's own file: two benches at once (one per GPU) must not empty each other's cache
-  // between the cold and the warm pass.
-  const auto path =
-      std::filesystem::temp_directory_path() / ("rill-bench-pipeline-cache-" + std::to_string(process_id()) + ".bin");
-  std::filesystem::remove(path);
-  struct RemoveAfter {
-    std::filesystem::path path;
-    ~RemoveAfter() {
-      std::error_code ignored;
-      std::filesystem::remove(path, ignored);
-    }
-  } remove_after{path};
+  // This process's own folder (removed after): two benches at once (one per GPU) must not empty
+  // each other's cache between the cold and the warm pass, nor another user plant one.
+  auto dir = ScratchDir::create("rill-bench-pipeline-cache");
+  if (!check(dir.status())) return false;
+  const std::filesystem::path path = dir->path() / "pipelines.bin";
   // The drivers' own disk caches (Mesa's, NVIDIA's) would serve the "cold" pass from an earlier run:
   // off for this bench's contexts (they read it when a device is made), restored after.
   struct DriverCachesOff {
@@ -146,7 +139,6 @@ bool bench_pipeline(bool quick, nlohmann::json& out) {
     lookup_us = 1e3 * ms_since(t0) / (variants * 10);
     if (!check(seq->run()) || !check(ctx->save_pipeline_cache())) return false;
   }
-  std::filesystem::remove(path);
   out.push_back({{"op", "pipeline"}, {"variant", "create, cold cache"}, {"shape", {{"pipelines", variants}}},
                  {"median_ms", cold_ms}});
   out.push_back({{"op", "pipeline"}, {"variant", "create, from cache file"}, {"shape", {{"pipelines", variants}}},

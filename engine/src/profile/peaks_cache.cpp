@@ -17,14 +17,20 @@
 namespace rill::detail {
 namespace {
 
+// The user's own cache folder; empty where there is none (no cache then: a folder shared by every
+// user, such as one in /tmp, would let another user plant or redirect the file).
 std::string cache_directory(const std::string& dir) {
   if (!dir.empty()) return dir;
   if (const char* d = std::getenv("RILL_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rill";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/rill";
   if (const char* a = std::getenv("LOCALAPPDATA"); a && *a) return std::string(a) + "/rill/cache";  // Windows
-  std::error_code ec;
-  return platform::utf8_from_path(std::filesystem::temp_directory_path(ec) / "rill-cache");
+  return "";
+}
+
+// The device's name as the cache holds it (a name that is not UTF-8 is written with replacements).
+std::string cached_name(const std::string& name) {
+  return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
@@ -44,6 +50,8 @@ void make_dirs(const std::string& path) {
 }  // namespace
 
 Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir) {
+  if (cache_directory(cache_dir).empty())
+    return not_found("no cache folder of this user's (RILL_CACHE_DIR, XDG_CACHE_HOME, HOME or LOCALAPPDATA)");
   const std::string path = cache_file(device, cache_dir);
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -61,8 +69,11 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
     // Each figure finite and within what any device could measure (a datacenter GPU is ~1e5 GFLOP/s).
     auto within = [](double v, double low, double high) { return std::isfinite(v) && v >= low && v <= high; };
     if (!within(p.fma_f32_gflops, 1e-3, 1e7) || !within(p.fma_f16_gflops, 0.0, 1e7) ||
-        !within(p.copy_gbps, 1e-3, 1e6) || !within(p.dispatch_latency_us, 0.0, 1e7) || p.device != device.name)
+        !within(p.copy_gbps, 1e-3, 1e6) || !within(p.dispatch_latency_us, 0.0, 1e7))
       return data_loss("peaks cache '" + path + "' holds implausible values");
+    if (cached_name(p.device) != cached_name(device.name))
+      return failed_precondition("peaks cache '" + path + "' was measured on another device ('" + p.device + "')");
+    p.device = device.name;
     return p;
   } catch (const nlohmann::json::exception& e) {
     return data_loss("peaks cache '" + path + "' is malformed: " + e.what());
@@ -70,6 +81,7 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
 }
 
 void write_cached_peaks(const DeviceInfo& device, const std::string& cache_dir, const DevicePeaks& p) {
+  if (cache_directory(cache_dir).empty()) return;  // measured again next time
   const std::string path = cache_file(device, cache_dir);
   make_dirs(cache_directory(cache_dir));
   const nlohmann::json j = {{"device", p.device},
