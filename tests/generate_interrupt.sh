@@ -56,14 +56,17 @@ grep -q '"interrupted": "prefill"' "$work/out" || { cat "$work/out"; echo "no JS
 # Under `rill profile`, Ctrl-C reaches the whole process group; the profiled generate stops cleanly
 # and its trace of what ran is profiled (the run's exit status kept), not thrown away. setsid
 # makes the profile a group of its own, as a terminal's job is.
-setsid "$rill" profile --trace "$work/trace.json" -- generate --random --config "$config" --segment 64 \
+setsid "$rill" profile --quick-peaks --trace "$work/trace.json" -- generate --random --config "$config" --segment 64 \
   --prompt-file "$work/long-prompt.txt" --tokens 10 > "$work/profile.out" 2> "$work/profile.err" &
 pid=$!
+trap 'kill -KILL -- -$pid 2>/dev/null || true' EXIT  # never leave the group running
+loaded=0
 for _ in $(seq 600); do
-  grep -q '^model:' "$work/profile.err" && break
+  grep -q '^model:' "$work/profile.err" && { loaded=1; break; }
   kill -0 $pid 2>/dev/null || { cat "$work/profile.err"; echo "the profiled run ended before it was interrupted"; exit 1; }
   sleep 0.1
 done
+(( loaded )) || { cat "$work/profile.err"; echo "the profiled run did not load its model within 60 s"; exit 1; }
 sleep 0.5
 kill -INT -- -$pid
 rc=0

@@ -271,6 +271,51 @@ GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[fau
   CHECK(failures >= 2);  // a staging buffer per state tensor
 }
 
+// A reset that fails before its zeroing runs changes nothing; one that fails while it runs has zeroed
+// some tensors and not others: the session is then spent (refused, naming why) until a reset works.
+GPU_TEST_CASE("a reset that fails part way leaves the session as it was or refused, never mixed", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
+  auto model = rill::lm::Model::create(ctx, weights).value();
+  auto twin = model.session().value();
+  REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+  const std::vector<float> at_three = twin.decode(7).value();
+  auto fresh = model.session().value();
+  const std::vector<float> at_zero = fresh.decode(7).value();
+  auto& faults = rill::detail::Access::impl(ctx).faults;
+  int failures = 0, spent = 0;
+  for (uint64_t k = 1; k < 200; ++k) {
+    INFO("failing call " << k);
+    auto session = model.session().value();
+    REQUIRE(session.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+    faults.fail_nth(k);
+    const uint64_t seen_before = faults.calls_seen();
+    const rill::Status s = session.reset();
+    const bool injected = faults.calls_seen() - seen_before >= k;
+    faults.fail_nth(0);
+    if (!injected) {
+      REQUIRE(s.is_ok());
+      break;
+    }
+    ++failures;
+    INFO(s.to_string());
+    REQUIRE_FALSE(s.is_ok());
+    CHECK(session.position() == 3);
+    auto next = session.decode(7);
+    if (next.is_ok()) {
+      CHECK(next.value() == at_three);  // nothing ran: the state is the prefill's
+    } else {
+      ++spent;
+      CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
+      CHECK(next.status().message().find("a reset failed part way") != std::string::npos);
+    }
+    REQUIRE(session.reset().is_ok());
+    CHECK(session.decode(7).value() == at_zero);
+  }
+  CHECK(failures >= 1);
+  CHECK(spent >= 1);  // the run's wait is an injection point: some failures come after zeroing ran
+}
+
 // A context whose last wait fails on a device not lost cannot know what the GPU still runs: it
 // leaves its device and everything made on it alive (logging the leak) rather than destroy them
 // under the work. Destroying the device there reported its live children (validation).

@@ -310,6 +310,10 @@ TEST_CASE("kernel plan: TransNormer decoding is fused where the kernels fit, per
   CHECK(past.per_op_reason.find("65536 workgroups exceed the device's 65535 in x") != std::string::npos);
   limited.max_groups_x = 0x7fffffff;
   CHECK(lm_decode(limited, big_vocab).value().fused);
+  // A head in blocks of 2^17 (a device binding 128 MiB at once) dispatches 8,192 workgroups a block.
+  limited.max_groups_x = 65535;
+  big_vocab.widest_head_block = 1u << 17;
+  CHECK(lm_decode(limited, big_vocab).value().fused);
   const auto both = parse_overrides("linear_attention=serial,lm_decode=fused").value();
   CHECK(both.linear_attention == LinearAttentionAlgorithm::kChunkedSerial);
   CHECK(both.lm_decode_fused == true);

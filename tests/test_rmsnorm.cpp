@@ -362,7 +362,7 @@ GPU_TEST_CASE("rmsnorm backward in place (dx over dy) keeps dgain the reference'
 }
 
 // dgain's grid has a workgroup per 64 columns of 4-wide loads: a row of 2^22 columns is 16,384 of
-// them (it was refused as if each took one column: 65,537 past 65535).
+// them (it was refused as if each took one column: 65,536 past 65535).
 GPU_TEST_CASE("rmsnorm dgain over rows of 2^22 columns in 4-wide loads", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
     INFO(ctx.kernel_family());

@@ -194,7 +194,11 @@ for s in "${steps[@]}"; do
                 resume=(); [ -d "$dir/runs" ] && resume=(--resume)
                 run_step repro_full 540 "$rill" repro-icl --full --seeds 1 --experiments table1 \
                   --rows full:1-4 diag:1-4 gd++:1-4 --columns 1 3 --checkpoint-every 20000 "${resume[@]}" --out "$dir"
-                cp "$dir"/repro-icl.md "$dir"/repro-icl.csv "$work"/ 2>/dev/null ;;
+                # The table, and the runs (checkpoints, results: small) to carry into REPRO_DIR on
+                # a fresh machine: tar -xzf repro-runs.tgz -C REPRO_DIR.
+                cp "$dir"/repro-icl.md "$dir"/repro-icl.csv "$work"/ 2>/dev/null
+                tar -czf "$work/repro-runs.tgz" -C "$dir" runs 2>/dev/null
+                tar -czf "$out/gpu-check.tgz" -C "$work" . ;;  # run_step packed before these
     *) echo "unknown step $s"; failed+=("$s (unknown)") ;;
   esac
 done

@@ -369,6 +369,7 @@ struct LmDecodeShape {
   bool dense_f32 = false;            // f32 activations with dense f32 weights
   bool f32_activations = false;
   uint64_t largest_weight = 0;       // elements of the largest weight matrix (the head's, usually)
+  uint32_t widest_head_block = 0;    // most logits one dispatch computes (a head in blocks); 0: vocab
 };
 struct LmDecodePlan {
   bool fused = false;

@@ -170,10 +170,12 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
                 prologue(s.heads) + product(2 * p.ffn_slice, s.width) + product(s.width, p.ffn_slice),
                 prologue(slices) + product(p.logit_columns, s.width)});
   if (loops > d.loop_budget) return per_op("the fused kernels' loops exceed the device's loop limit");
-  // A workgroup per FFN slice and per block of logits, all along x (a vocabulary of 2^20 at 16
-  // logits per workgroup passes 65535, the limit of most GPUs but NVIDIA's).
-  if (slices > d.max_groups_x || ceil_div(s.vocab, p.logit_columns) > d.max_groups_x)
-    return per_op("the fused kernels' " + std::to_string(std::max(slices, ceil_div(s.vocab, p.logit_columns))) +
+  // A workgroup per FFN slice and per block of logits (a dispatch per block of the head), all
+  // along x: a vocabulary of 2^20 in one block at 16 logits per workgroup passes 65535, the limit
+  // of most GPUs but NVIDIA's.
+  const uint64_t logit_groups = ceil_div(s.widest_head_block > 0 ? s.widest_head_block : s.vocab, p.logit_columns);
+  if (slices > d.max_groups_x || logit_groups > d.max_groups_x)
+    return per_op("the fused kernels' " + std::to_string(std::max(slices, logit_groups)) +
                   " workgroups exceed the device's " + std::to_string(d.max_groups_x) + " in x");
   p.fused = true;
   return p;

@@ -61,8 +61,8 @@ rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::S
 
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
 // the median of the summed GPU time of its dispatches (host time where there are no timestamps).
-// With RILL_BENCH_COMPARE_PLAN set, also records it under that kernel plan (in place of the
-// context's) and runs the two alternately: OpTiming::compare.
+// With RILL_BENCH_COMPARE_PLAN set, also records it under that kernel plan's choices laid over the
+// context's own plan, and runs the two alternately: OpTiming::compare.
 rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Status(rill::Sequence&)>& record, int reps);
 
 // Least-squares slope of log(time) against log(n) over (n, time) points; NaN for fewer than two.

@@ -43,7 +43,8 @@ std::string line_plot_svg(const PlotSpec& spec) {
   if (!std::isfinite(x0) || !std::isfinite(x1)) x0 = 0, x1 = 1;
   // Baselines far below the curves (a noise-free ridge oracle is ~1e-14) would squash them: only
   // those within three decades of the lowest curve point set the range; others are listed.
-  const double lowest = y0;
+  // With no curve point at all, every plottable baseline sets the range (none would sit off it).
+  const double lowest = empty ? 0.0 : y0;
   for (const auto& b : spec.baselines)
     if (b.second >= lowest * 1e-3) take_y(b.second);
   if (!(x1 > x0)) x1 = x0 + 1;

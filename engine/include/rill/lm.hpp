@@ -308,7 +308,8 @@ class RILL_API Session {
   Status reset();             // back to position 0, empty state
   // A call whose logits or scores come out non-finite (OutOfRange where f16 activations
   // overflowed, DataLoss else) leaves the state spent: each later prefill, score, decode, fork or
-  // save returns FailedPrecondition with that first error, until reset() or a restore.
+  // save returns FailedPrecondition with that first error, until reset() or a restore. So does a
+  // reset that fails part way (some state zeroed, some not).
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same

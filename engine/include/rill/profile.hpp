@@ -33,7 +33,9 @@ struct PeakOptions {
   bool quick = false;      // fewer and smaller repetitions (read from the cache, never written to it)
   bool use_cache = true;   // read the cache, and write it after measuring
   bool refresh = false;    // measure even when cached (the cache is still written)
-  std::string cache_dir;   // default: $RILL_CACHE_DIR, else $XDG_CACHE_HOME/rill, else ~/.cache/rill
+  // Default: $RILL_CACHE_DIR, else $XDG_CACHE_HOME/rill, else ~/.cache/rill (Windows:
+  // %LOCALAPPDATA%/rill/cache); none of them: no cache (never a folder other users share).
+  std::string cache_dir;
 };
 
 RILL_API Result<DevicePeaks> device_peaks(Context& context, const PeakOptions& options = {});

@@ -360,7 +360,11 @@ RILL_C_API rill_status rill_lm_score(rill_lm_session* session, const uint32_t* t
  * prefill, decode or score returned (token < count). RILL_INVALID_ARGUMENT for logits holding a NaN
  * or +inf, or all -inf. Needs no context. */
 RILL_C_API rill_status rill_lm_log_prob(const float* logits, size_t count, uint32_t token, double* out);
-/* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back). */
+/* One token at the current position; logits_out as for rill_lm_prefill (NULL: not read back).
+ * A prefill, score or decode whose logits come out non-finite (RILL_OUT_OF_RANGE where f16
+ * activations overflowed, RILL_DATA_LOSS else) leaves the session's state spent: every later
+ * prefill, score, decode, fork or save returns RILL_FAILED_PRECONDITION naming the first error,
+ * until rill_lm_reset or a restore. */
 RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
                                       size_t logits_capacity);
 /* Tokens consumed so far. */

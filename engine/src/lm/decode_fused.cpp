@@ -216,6 +216,8 @@ ops::plan::LmDecodeShape decode_shape(const Model::Impl& m) {
   s.dense_f32 = m.dtype == DType::kF32 && !l0.wq.packed.valid();
   s.f32_activations = m.dtype == DType::kF32;
   s.largest_weight = uint64_t(c.width) * std::max({c.width, c.ffn_width, c.vocab});
+  for (const HeadBlock& block : m.tensors.head_blocks)
+    s.widest_head_block = std::max(s.widest_head_block, uint32_t(block.count));
   if (l0.wq.packed.valid() && ops::has_scales(l0.wq.packed.format)) {
     s.bindings_per_weight = 2;
     s.int8_group = l0.wq.packed.group;

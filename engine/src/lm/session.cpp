@@ -78,7 +78,10 @@ Status Session::Impl::zero_state() {
   for (auto* list : {&state.la_state, &state.cache_k, &state.cache_v})
     for (const Tensor& t : *list)
       if (t.valid()) RILL_RETURN_IF_ERROR(seq.fill_zero(t));
-  RILL_RETURN_IF_ERROR(seq.run());
+  if (Status ran = seq.run(); !ran.is_ok()) {
+    spent = "a reset failed part way (" + ran.message() + ")";  // some tensors zeroed, some not
+    return ran;
+  }
   position = 0;
   last_logits.clear();
   spent.clear();
@@ -445,6 +448,7 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
   for (const auto& [t, data] : uploads)
     if (Status uploaded = s.model->ctx.upload(*t, data); !uploaded.is_ok()) {
       const Status reset = s.zero_state();
+      if (!reset.is_ok()) s.spent = "a restore failed part way (" + uploaded.message() + "), and so did the reset";
       return uploaded.with_context(reset.is_ok()
                                        ? "lm state: restore failed part way; the session was reset to position 0"
                                        : "lm state: restore failed part way, and so did the reset (" + reset.message() +
