@@ -352,4 +352,11 @@ TEST_CASE("icl config JSON round trips and refuses unknown or repeated keys and 
     REQUIRE_FALSE(r.is_ok());
     CHECK_THAT(r.status().message(), Catch::Contains(message));
   }
+  // A number past float's range is refused as not finite (its conversion to float was undefined).
+  std::string huge = text;
+  const size_t lr = huge.find("\"lr\":");
+  REQUIRE(lr != std::string::npos);
+  huge.replace(lr + 5, huge.find(',', lr) - (lr + 5), "1e300");
+  INFO(huge);
+  CHECK_FALSE(config_from_json(huge).is_ok());
 }

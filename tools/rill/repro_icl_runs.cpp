@@ -1,11 +1,11 @@
 #include "repro_icl_runs.hpp"
 
+#include <cfloat>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "json_text.hpp"
 #include "line_plot.hpp"
@@ -81,23 +81,25 @@ std::optional<SpikeWatch> spikes_of(const json& j) {
     for (const json& r : j.at("pending")) {
       const auto loss = number_of(r.at(1));
       const int64_t step = whole(r.at(0));
-      // The window in progress: steps in order (every step, or every read_every-th).
+      // The window in progress: steps in order (every step, or every read_every-th), f32 losses
+      // (a finite one past FLT_MAX is none of ours; converting it would be undefined).
       if (!loss || step < 0 || (!w.pending.empty() && step <= w.pending.back().step)) return std::nullopt;
+      if (std::isfinite(*loss) && std::fabs(*loss) > FLT_MAX) return std::nullopt;
       w.pending.push_back({step, float(*loss), 0.0f});
     }
   return w;
 }
 
-// The folder's own small files; anything unreadable counts as absent (the run is simply redone).
+// The folder's own small files; anything unreadable counts as absent (the run is simply redone),
+// as does anything but a regular file of at most 16 MiB (a FIFO would block, /dev/zero never end;
+// a spikes file holds at most a window of 500 records).
 std::optional<json> read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  auto bytes = rill::read_file(path, 16u << 20);
+  if (!bytes.is_ok()) return std::nullopt;
   // Values nested past 16 levels are dropped while parsing (no file of ours nests so deep): a copy
   // or dump of a hand-made file of a million '[' would recurse that deep.
   const json::parser_callback_t shallow = [](int depth, json::parse_event_t, json&) { return depth <= 16; };
-  json j = json::parse(text.str(), shallow, /*allow_exceptions=*/false);
+  json j = json::parse(bytes->begin(), bytes->end(), shallow, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }
@@ -178,9 +180,12 @@ std::optional<RunOutcome> ReproRuns::finished(const std::string& key) const {
     }
     if (r.ok) {
       if (!j->at("tasks").is_number_integer()) return std::nullopt;
-      r.eval.tasks = j->at("tasks").get<int>();
+      const int64_t tasks = j->at("tasks").get<int64_t>();
+      if (tasks < 1 || tasks > INT_MAX) return std::nullopt;
+      r.eval.tasks = int(tasks);
+      // Mean squared errors: not negative (NaN is a diverged model's, kept as it was recorded).
       const auto model = number_of(j->at("model")), ridge = number_of(j->at("ridge_oracle"));
-      if (!model || !ridge) return std::nullopt;
+      if (!model || !ridge || *model < 0 || *ridge < 0) return std::nullopt;
       r.eval.model = *model;
       r.eval.ridge_oracle = *ridge;
     }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rill/export.hpp"
 #include "rill/status.hpp"
@@ -21,5 +22,10 @@ RILL_API Status write_file_atomic(const std::string& path, std::span<const uint8
 // OK when `path` can be written: its directory exists and is writable, and the path is not a
 // directory, a device or a FIFO. Lets a long job refuse a bad output path before it starts rather than after.
 RILL_API Status check_writable(const std::string& path);
+
+// Reads a whole regular file, the way rill reads files it does not trust: OutOfRange past
+// `max_bytes` (checked before reading), and anything but a regular file (a FIFO, a device, a
+// directory) refused without blocking. Errors name `path` and the system's reason.
+RILL_API Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace rill

@@ -7,12 +7,5 @@
 #include <string>
 #include <vector>
 
-#include "rill/files.hpp"  // write_file_atomic, check_writable
+#include "rill/files.hpp"  // write_file_atomic, check_writable, read_file
 #include "rill/status.hpp"
-
-namespace rill {
-
-// Reads the whole file; refuses files larger than `max_bytes` with OutOfRange.
-Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes);
-
-}  // namespace rill

@@ -1,6 +1,8 @@
 #include "icl/config_json.hpp"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -40,6 +42,14 @@ namespace {
 
 constexpr size_t kMaxNesting = 8;  // a config nests 3 deep
 
+// A JSON number as a float: one past float's range is +-inf (validate refuses it; a plain cast
+// would be undefined behaviour).
+float to_float(const json& e) {
+  const double d = e.get<double>();
+  if (std::fabs(d) > double(FLT_MAX)) return d > 0 ? INFINITY : -INFINITY;
+  return float(d);
+}
+
 // Reads j[key] into out when it has the right JSON type; an error naming the key otherwise.
 template <typename T>
 Status read(const json& j, const char* key, T& out) {
@@ -56,10 +66,16 @@ Status read(const json& j, const char* key, T& out) {
     if (v < INT32_MIN || v > INT32_MAX) return invalid_argument(std::string("icl config JSON: '") + key + "' out of range");
   }
   if constexpr (std::is_same_v<T, std::vector<float>>) {
-    for (const json& e : *it)
+    out.clear();
+    for (const json& e : *it) {
       if (!e.is_number()) return invalid_argument(std::string("icl config JSON: '") + key + "' must hold numbers");
+      out.push_back(to_float(e));
+    }
+  } else if constexpr (std::is_same_v<T, float>) {
+    out = to_float(*it);
+  } else {
+    out = it->get<T>();
   }
-  out = it->get<T>();
   return Status::ok();
 }
 

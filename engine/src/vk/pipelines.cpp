@@ -350,8 +350,13 @@ Status PipelineManager::save() const {
   VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, data.data());
   if (r != VK_SUCCESS && r != VK_INCOMPLETE) return status_from_result(r, "vkGetPipelineCacheData");
   data.resize(size);
-  return write_file_atomic(cache_path_, encode_pipeline_cache(identity_of(device_), data))
-      .with_context("saving the pipeline cache");
+  const std::vector<uint8_t> file = encode_pipeline_cache(identity_of(device_), data);
+  // A file the next load would refuse (past its cap) is not written: every run would compile cold,
+  // warn, and write it again.
+  if (file.size() > kMaxCacheFileBytes)
+    return out_of_range("saving the pipeline cache: the driver's " + std::to_string(size) + " bytes pass the " +
+                        std::to_string(kMaxCacheFileBytes >> 20) + " MiB a cache file may hold; not written");
+  return write_file_atomic(cache_path_, file).with_context("saving the pipeline cache");
 }
 
 }  // namespace rill::vk
