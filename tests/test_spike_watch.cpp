@@ -1,9 +1,13 @@
 // The loss-spike watch of long training runs (tools/rill/spike_watch.hpp): a step over 10x the
 // previous window's median loss, or a non-finite one, is counted with its step and size; ordinary
 // noise and a steady decline are not.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "../tools/rill/line_plot.hpp"
 #include "../tools/rill/median.hpp"
@@ -141,4 +145,38 @@ TEST_CASE("a line plot with nothing to draw has axes and a note, not NaN coordin
     CHECK(svg.find("inf") == std::string::npos);
     CHECK(svg.find("no finite positive value to plot") != std::string::npos);
   }
+}
+
+TEST_CASE("repro runs: a run file that is a FIFO, or a result with impossible figures, counts as absent", "[repro]") {
+  const std::string dir = rill_test::temp_path("repro-untrusted");
+  std::filesystem::remove_all(dir);
+  {
+    auto runs = rill_cli::ReproRuns::open(dir, {.steps = 10}, false, false);
+    REQUIRE(runs.is_ok());
+    rill_cli::RunOutcome done;
+    done.ok = true;
+    done.eval.tasks = 100;
+    done.eval.model = 0.5;
+    done.eval.ridge_oracle = 0.25;
+    REQUIRE(runs->record("good", done).is_ok());
+    REQUIRE(runs->record("negative", done).is_ok());
+  }
+  const std::string runs_dir = dir + "/runs/";
+  // A reader of a FIFO blocks until a writer comes: it must not be opened at all.
+  REQUIRE(::mkfifo((runs_dir + "fifo.result.json").c_str(), 0600) == 0);
+  std::string text;
+  {
+    std::ifstream in(runs_dir + "negative.result.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t model = text.find("\"model\"");
+  REQUIRE(model != std::string::npos);
+  text.replace(model, text.find(',', model) - model, "\"model\": -3");
+  std::ofstream(runs_dir + "negative.result.json", std::ios::trunc) << text;
+  auto resumed = rill_cli::ReproRuns::open(dir, {.steps = 10}, true, false);
+  REQUIRE(resumed.is_ok());
+  CHECK(resumed->finished("good").has_value());
+  CHECK_FALSE(resumed->finished("negative").has_value());
+  CHECK_FALSE(resumed->finished("fifo").has_value());
+  std::filesystem::remove_all(dir);
 }
