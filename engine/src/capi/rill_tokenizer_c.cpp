@@ -1,5 +1,7 @@
 // C API: tokenizers (rill/tokenizer.hpp).
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "capi_common.hpp"
 #include "rill/tokenizer.hpp"
@@ -11,6 +13,17 @@ struct rill_tokenizer {
 struct rill_text_stream {
   rill::lm::TextStream stream;
   std::string ready;  // pushed text not yet read
+  // The last pushed piece until the next call settles it into `ready`: once the stream has taken a
+  // token, keeping its text must not need memory (a piece can be long: a user-defined piece, or
+  // the text of many held-back tokens).
+  std::optional<std::string> pending;
+  // Moves the pending piece onto `ready`; out of host memory, both stay as they were.
+  void settle() {
+    if (!pending) return;
+    ready.reserve(ready.size() + pending->size());
+    ready += *pending;
+    pending.reset();
+  }
 };
 
 using rill::capi::dead;
@@ -96,12 +109,11 @@ void rill_text_stream_destroy(rill_text_stream* stream) { destroy_handle(stream)
 rill_status rill_text_stream_push(rill_text_stream* stream, uint32_t token) {
   return guarded("rill_text_stream_push", [&]() -> rill_status {
     if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_push: stream is NULL or destroyed");
-    // Room first: once push has taken the token, appending its text must not fail for want of
-    // memory (a piece is a few bytes; one past the headroom is the only case that could).
-    stream->ready.reserve(stream->ready.size() + 256);
+    // Room first: once push has taken the token, keeping its text must not fail for want of memory.
+    stream->settle();
     auto piece = stream->stream.push(token);
     if (!piece.is_ok()) return from_status(piece.status());
-    stream->ready += *piece;
+    stream->pending.emplace(std::move(piece).value());  // a string's move: cannot throw
     return RILL_OK;
   });
 }
@@ -110,6 +122,7 @@ rill_status rill_text_stream_finish(rill_text_stream* stream) {
   return guarded("rill_text_stream_finish", [&]() -> rill_status {
     if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL or destroyed");
     // Placed before the stream forgets it: out of host memory, the held-back text stays held back.
+    stream->settle();
     const std::string tail = stream->stream.held_back();
     stream->ready.reserve(stream->ready.size() + tail.size());
     stream->ready += tail;
@@ -122,6 +135,7 @@ rill_status rill_text_stream_read(rill_text_stream* stream, char* text_out, size
   return guarded("rill_text_stream_read", [&]() -> rill_status {
     if (dead(stream) || length_out == nullptr || (text_out == nullptr && capacity > 0))
       return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_read: NULL argument or destroyed handle");
+    stream->settle();
     *length_out = stream->ready.size();
     if (stream->ready.size() > capacity)
       return fail(RILL_OUT_OF_RANGE, "rill_text_stream_read: " + std::to_string(stream->ready.size()) +
