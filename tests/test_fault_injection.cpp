@@ -233,6 +233,38 @@ GPU_TEST_CASE("a diagnosis failing halfway leaves the trainer's parameters as th
   CHECK(after == before);
 }
 
+namespace {
+
+// For k = 1, 2, ...: a session of `model` three tokens in, then `work` on it with the k-th resource
+// call failing, then `check` of the session and the failure; until `work` needs fewer than k calls
+// (it must then succeed). Returns the failures injected.
+int each_failure_on_a_session(rill::Context& ctx, rill::lm::Model& model,
+                              const std::function<rill::Status(rill::lm::Session&)>& work,
+                              const std::function<void(rill::lm::Session&, const rill::Status&)>& check) {
+  auto& faults = rill::detail::Access::impl(ctx).faults;
+  int failures = 0;
+  for (uint64_t k = 1; k < 200; ++k) {
+    INFO("failing call " << k);
+    auto session = model.session().value();
+    REQUIRE(session.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+    faults.fail_nth(k);
+    const uint64_t seen_before = faults.calls_seen();
+    const rill::Status s = work(session);
+    const bool injected = faults.calls_seen() - seen_before >= k;
+    faults.fail_nth(0);
+    if (!injected) {
+      REQUIRE(s.is_ok());
+      break;
+    }
+    ++failures;
+    INFO(s.to_string());
+    check(session, s);
+  }
+  return failures;
+}
+
+}  // namespace
+
 // A state restore whose uploads fail part way (staged uploads allocate) leaves the session as it
 // was, or reset to position 0 when some tensors were already written: never a mix of two states.
 GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[faults][gpu]") {
@@ -244,30 +276,16 @@ GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[fau
   auto saver = model.session().value();
   REQUIRE(saver.prefill(std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}).is_ok());
   const std::vector<uint8_t> saved = saver.serialize_state().value();
-  auto& faults = rill::detail::Access::impl(ctx).faults;
-  int failures = 0;
-  for (uint64_t k = 1; k < 200; ++k) {
-    INFO("failing call " << k);
-    auto session = model.session().value();
-    REQUIRE(session.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
-    faults.fail_nth(k);
-    const uint64_t seen_before = faults.calls_seen();
-    const rill::Status s = session.deserialize_state(saved);
-    const bool injected = faults.calls_seen() - seen_before >= k;
-    faults.fail_nth(0);
-    if (!injected) {
-      REQUIRE(s.is_ok());
-      break;
-    }
-    ++failures;
-    INFO(s.to_string());
-    CHECK(s.code() == rill::StatusCode::kResourceExhausted);
-    // As it was (3 tokens in) or reset (0): the next token's logits are those of a session there.
-    REQUIRE((session.position() == 3 || session.position() == 0));
-    auto twin = model.session().value();
-    if (session.position() == 3) REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
-    CHECK(session.decode(7).value() == twin.decode(7).value());
-  }
+  const int failures = each_failure_on_a_session(
+      ctx, model, [&](rill::lm::Session& session) { return session.deserialize_state(saved); },
+      [&](rill::lm::Session& session, const rill::Status& s) {
+        CHECK(s.code() == rill::StatusCode::kResourceExhausted);
+        // As it was (3 tokens in) or reset (0): the next token's logits are those of a session there.
+        REQUIRE((session.position() == 3 || session.position() == 0));
+        auto twin = model.session().value();
+        if (session.position() == 3) REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+        CHECK(session.decode(7).value() == twin.decode(7).value());
+      });
   CHECK(failures >= 2);  // a staging buffer per state tensor
 }
 
@@ -282,36 +300,23 @@ GPU_TEST_CASE("a reset that fails part way leaves the session as it was or refus
   const std::vector<float> at_three = twin.decode(7).value();
   auto fresh = model.session().value();
   const std::vector<float> at_zero = fresh.decode(7).value();
-  auto& faults = rill::detail::Access::impl(ctx).faults;
-  int failures = 0, spent = 0;
-  for (uint64_t k = 1; k < 200; ++k) {
-    INFO("failing call " << k);
-    auto session = model.session().value();
-    REQUIRE(session.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
-    faults.fail_nth(k);
-    const uint64_t seen_before = faults.calls_seen();
-    const rill::Status s = session.reset();
-    const bool injected = faults.calls_seen() - seen_before >= k;
-    faults.fail_nth(0);
-    if (!injected) {
-      REQUIRE(s.is_ok());
-      break;
-    }
-    ++failures;
-    INFO(s.to_string());
-    REQUIRE_FALSE(s.is_ok());
-    CHECK(session.position() == 3);
-    auto next = session.decode(7);
-    if (next.is_ok()) {
-      CHECK(next.value() == at_three);  // nothing ran: the state is the prefill's
-    } else {
-      ++spent;
-      CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
-      CHECK(next.status().message().find("a reset failed part way") != std::string::npos);
-    }
-    REQUIRE(session.reset().is_ok());
-    CHECK(session.decode(7).value() == at_zero);
-  }
+  int spent = 0;
+  const int failures = each_failure_on_a_session(
+      ctx, model, [](rill::lm::Session& session) { return session.reset(); },
+      [&](rill::lm::Session& session, const rill::Status& s) {
+        REQUIRE_FALSE(s.is_ok());
+        CHECK(session.position() == 3);
+        auto next = session.decode(7);
+        if (next.is_ok()) {
+          CHECK(next.value() == at_three);  // nothing ran: the state is the prefill's
+        } else {
+          ++spent;
+          CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
+          CHECK(next.status().message().find("a reset failed part way") != std::string::npos);
+        }
+        REQUIRE(session.reset().is_ok());
+        CHECK(session.decode(7).value() == at_zero);
+      });
   CHECK(failures >= 1);
   CHECK(spent >= 1);  // the run's wait is an injection point: some failures come after zeroing ran
 }
