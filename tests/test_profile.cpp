@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -339,6 +340,24 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
   rill::DeviceInfo profiled = ctx.device();  // under another profile than the context's own
   profiled.limit_profile = ctx.device().limit_profile == "mali" ? "adreno" : "mali";
   CHECK(rill::detail::read_cached_peaks(profiled, dir).status().code() == rill::StatusCode::kNotFound);
+  // A CPU driver's figures are the host's: another thread count (here lavapipe's LP_NUM_THREADS) has
+  // a cache of its own.
+  {
+    const std::string cpu_dir = rill_test::temp_path("peaks-cpu");
+    rill::DeviceInfo cpu = ctx.device();
+    cpu.type = rill::DeviceType::kCpu;
+    rill::detail::write_cached_peaks(cpu, cpu_dir, *measured);
+    CHECK(rill::detail::read_cached_peaks(cpu, cpu_dir).is_ok());
+    const char* set = std::getenv("LP_NUM_THREADS");
+    const std::optional<std::string> before = set ? std::optional<std::string>(set) : std::nullopt;
+    ::setenv("LP_NUM_THREADS", before == "3" ? "5" : "3", 1);
+    CHECK(rill::detail::read_cached_peaks(cpu, cpu_dir).status().code() == rill::StatusCode::kNotFound);
+    if (before)  // as it was, for the contexts the rest of this process makes
+      ::setenv("LP_NUM_THREADS", before->c_str(), 1);
+    else
+      ::unsetenv("LP_NUM_THREADS");
+    std::filesystem::remove_all(cpu_dir);
+  }
   auto cached = rill::cached_device_peaks(ctx, dir);
   REQUIRE(cached.is_ok());
   CHECK(cached->fma_f32_gflops == measured->fma_f32_gflops);

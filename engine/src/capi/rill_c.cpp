@@ -86,6 +86,12 @@ static_assert(int(RILL_OUT_OF_RANGE) == int(rill::StatusCode::kOutOfRange));
 static_assert(int(RILL_INTERNAL) == int(rill::StatusCode::kInternal));
 static_assert(int(RILL_UNIMPLEMENTED) == int(rill::StatusCode::kUnimplemented));
 static_assert(int(RILL_CANCELLED) == int(rill::StatusCode::kCancelled));
+// rill_device_info.type is the C++ DeviceType cast (device_info below).
+static_assert(int(RILL_DEVICE_DISCRETE_GPU) == int(rill::DeviceType::kDiscreteGpu));
+static_assert(int(RILL_DEVICE_INTEGRATED_GPU) == int(rill::DeviceType::kIntegratedGpu));
+static_assert(int(RILL_DEVICE_VIRTUAL_GPU) == int(rill::DeviceType::kVirtualGpu));
+static_assert(int(RILL_DEVICE_CPU) == int(rill::DeviceType::kCpu));
+static_assert(int(RILL_DEVICE_OTHER) == int(rill::DeviceType::kOther));
 
 void name_last_error(const char* function) noexcept {
   try {
