@@ -321,6 +321,49 @@ GPU_TEST_CASE("a reset that fails part way leaves the session as it was or refus
   CHECK(spent >= 1);  // the run's wait is an injection point: some failures come after zeroing ran
 }
 
+// A decode or prefill that fails after its work reached the device (its wait fails) has moved the
+// state on by tokens the position does not count: running on would count them twice. The session
+// is spent instead; one that fails before it submits is unchanged.
+GPU_TEST_CASE("a decode or prefill that fails after it submits leaves the session refused, never ahead of its position",
+              "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
+  auto model = rill::lm::Model::create(ctx, weights).value();
+  const std::vector<uint32_t> start = {4, 4, 4};  // each_failure_on_a_session's prefill
+  for (const std::vector<uint32_t>& tokens : {std::vector<uint32_t>{9}, std::vector<uint32_t>{9, 8, 9, 8, 9}}) {
+    INFO(tokens.size() << " tokens");
+    int spent = 0;
+    const auto work = [&](rill::lm::Session& session) {
+      return tokens.size() == 1 ? session.decode(tokens[0]).status() : session.prefill(tokens).status();
+    };
+    const int failures =
+        each_failure_on_a_session(ctx, model, work, [&](rill::lm::Session& session, const rill::Status& s) {
+          REQUIRE_FALSE(s.is_ok());
+          // A prefill may have consumed some tokens (steps or segments that worked) before the failure.
+          const uint64_t done = session.position() - start.size();
+          REQUIRE(session.position() >= start.size());
+          REQUIRE(done < tokens.size());
+          auto next = session.decode(7);
+          if (next.is_ok()) {  // it failed before its last run reached the device: the state is the tokens so far
+            std::vector<uint32_t> so_far = start;
+            so_far.insert(so_far.end(), tokens.begin(), tokens.begin() + std::ptrdiff_t(done));
+            auto twin = model.session().value();
+            REQUIRE(twin.prefill(so_far).is_ok());
+            CHECK(next.value() == twin.decode(7).value());
+          } else {
+            ++spent;
+            CHECK(s.message().find("the session's state is spent") != std::string::npos);
+            CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
+            CHECK(next.status().message().find("failed after its work was submitted") != std::string::npos);
+            REQUIRE(session.reset().is_ok());
+            CHECK(session.position() == 0);
+          }
+        });
+    CHECK(failures >= 1);
+    CHECK(spent >= 1);  // the wait after the submit is an injection point
+  }
+}
+
 // A context whose last wait fails on a device not lost cannot know what the GPU still runs: it
 // leaves its device and everything made on it alive (logging the leak) rather than destroy them
 // under the work. Destroying the device there reported its live children (validation).

@@ -97,6 +97,22 @@ TEST_CASE("SPIR-V needs: capabilities, and shared memory sized with the speciali
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{1, 2, 3}, none, none).is_ok());
   // A header whose first instruction claims more words than the module has.
   CHECK_FALSE(rill::vk::shader_needs(std::vector<uint32_t>{0x07230203u, 0x10000, 0, 10, 0, (50u << 16) | 17u}, none, none).is_ok());
+
+  // A caller's specialization constants that size an array at 0 (SPIR-V has none: a driver's
+  // compiler may fail on one) are refused before a pipeline is made.
+  const auto& scan = shader("linear_attention/la_par_scan", {});
+  std::vector<uint32_t> ids, values;
+  for (const auto& sc : scan.spec_constants) {
+    ids.push_back(sc.id);
+    values.push_back(sc.name == std::string_view("GROUPS") ? 0u : sc.default_bits);
+  }
+  REQUIRE(std::find(ids.begin(), ids.end(), 13u) != ids.end());  // GROUPS is among them
+  const auto zero = rill::vk::shader_needs(scan.spirv_words(), ids, values);
+  REQUIRE_FALSE(zero.is_ok());
+  CHECK(zero.status().code() == rill::StatusCode::kInvalidArgument);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == 13u) values[i] = 2u;
+  CHECK(rill::vk::shader_needs(scan.spirv_words(), ids, values).is_ok());
 }
 
 // Vulkan 1.1 promises only basic subgroup operations. The CPU-family kernels shuffle: a CPU driver

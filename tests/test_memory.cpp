@@ -156,6 +156,20 @@ TEST_CASE("memory types: uploads prefer device-local host-visible memory, stagin
     CHECK(rill::vk::memory_type_candidates(unified, ~0u, pool, true) == Types{0});
 }
 
+// The shared block's size: whole granules that never pass the device's largest allocation, even a
+// limit that is not a multiple of one (RADV reports 0xFFFFFFFC: rounded up, every block passed it).
+TEST_CASE("shared memory blocks are whole granules within the device's largest allocation", "[memory]") {
+  using rill::vk::shared_block_bytes;
+  constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
+  CHECK(shared_block_bytes(64 * kMiB, 0, 4 * kGiB) == 64 * kMiB);
+  CHECK(shared_block_bytes(8 * kGiB, 0, 0xFFFFFFFCull) == 0xFFFFFF00ull);
+  CHECK(shared_block_bytes(4 * kGiB, 0, 0xFFFFFFFCull) == 0xFFFFFF00ull);
+  CHECK(shared_block_bytes(64 * kMiB, 256 * kMiB, 4 * kGiB) == 32 * kMiB);  // an eighth of the budget
+  CHECK(shared_block_bytes(1000, 0, 4 * kGiB) == kMiB);                     // at least 1 MiB
+  CHECK(shared_block_bytes(kMiB + 1, 0, 4 * kGiB) == kMiB + 256);
+  CHECK(shared_block_bytes(64 * kMiB, 0, kMiB - 100) == kMiB - 256);  // a limit under 1 MiB still rules
+}
+
 GPU_TEST_CASE("impossible tensors get clear errors", "[memory][gpu]") {
   auto ctx = rill_test::make_context();
   auto zero = ctx.tensor(rill::DType::kF32, {4, 0, 2}, "z");

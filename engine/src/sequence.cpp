@@ -2,6 +2,7 @@
 // timings; recording is in sequence_record.cpp, barrier placement in hazard_tracker.cpp.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "access.hpp"
 #include "core/checked_math.hpp"
@@ -266,12 +267,23 @@ SequenceStats Sequence::stats() const { return impl_->stats; }
 const DeviceInfo& Sequence::device() const { return impl_->ctx->device->info(); }
 std::string_view Sequence::kernel_preference() const { return impl_->ctx->pipelines->preferred_variant(); }
 
+namespace {
+
+// OK where download `id` of `s` has finished and can be read; `op` names the call in errors.
+Status check_readable(const detail::SequenceImpl& s, DownloadId id, const char* op) {
+  if (id.index >= s.downloads.size())
+    return invalid_argument(std::string(op) + ": unknown download id " + std::to_string(id.index));
+  if (s.last_serial == 0) return failed_precondition(std::string(op) + ": the sequence has not been submitted");
+  if (s.ctx->submissions->completed() < s.last_serial)
+    return failed_precondition(std::string(op) + ": the sequence is still running; call wait() first");
+  return Status::ok();
+}
+
+}  // namespace
+
 Status Sequence::read(DownloadId id, std::span<uint8_t> bytes) const {
   const auto& s = *impl_;
-  if (id.index >= s.downloads.size()) return invalid_argument("read: unknown download id " + std::to_string(id.index));
-  if (s.last_serial == 0) return failed_precondition("read: the sequence has not been submitted");
-  if (s.ctx->submissions->completed() < s.last_serial)
-    return failed_precondition("read: the sequence is still running; call wait() first");
+  RILL_RETURN_IF_ERROR(check_readable(s, id, "read"));
   const auto& d = s.downloads[id.index];
   if (bytes.size() != d.bytes)
     return invalid_argument("read: buffer has " + std::to_string(bytes.size()) + " bytes, the download has " +
@@ -281,19 +293,25 @@ Status Sequence::read(DownloadId id, std::span<uint8_t> bytes) const {
 }
 
 Result<std::vector<float>> Sequence::read_floats(DownloadId id) const {
-  if (id.index >= impl_->downloads.size()) return invalid_argument("read_floats: unknown download id");
+  RILL_RETURN_IF_ERROR(check_readable(*impl_, id, "read_floats"));
   const auto& d = impl_->downloads[id.index];
   if (d.dtype != DType::kF32 && d.dtype != DType::kF16)
     return invalid_argument(std::string("read_floats: the download is ") + dtype_name(d.dtype) + ", not f32 or f16");
-  std::vector<float> out(d.bytes / dtype_size(d.dtype));
-  if (d.dtype == DType::kF32) {  // straight into the result: one copy of a download that may be large
-    RILL_RETURN_IF_ERROR(read(id, {reinterpret_cast<uint8_t*>(out.data()), d.bytes}));
+  const size_t count = d.bytes / dtype_size(d.dtype);
+  std::vector<float> out;
+  try {  // a download may be large: out of host memory is an error, not an exception
+    out.resize(count);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("read_floats: no host memory for " + std::to_string(count) + " values");
+  }
+  // Straight from the staging copy into the result: one copy of a download that may be large.
+  const uint8_t* staged = d.staging.mapped();
+  if (d.dtype == DType::kF32) {
+    std::memcpy(out.data(), staged, d.bytes);
   } else {
-    std::vector<uint8_t> raw(d.bytes);
-    RILL_RETURN_IF_ERROR(read(id, raw));
-    for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       uint16_t h;
-      std::memcpy(&h, raw.data() + 2 * i, 2);
+      std::memcpy(&h, staged + 2 * i, 2);
       out[i] = half_to_float(h);
     }
   }

@@ -291,20 +291,24 @@ Status upload_inputs(const Model::Impl& m, Graph& g, std::span<const uint32_t> t
 }  // namespace
 
 Result<std::vector<float>> run_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens,
-                                     uint64_t position) {
+                                     uint64_t position, bool& submitted) {
   RILL_RETURN_IF_ERROR(upload_inputs(m, g, tokens, position));
-  RILL_RETURN_IF_ERROR(g.seq->run());
+  RILL_RETURN_IF_ERROR(g.seq->submit());
+  submitted = true;
+  RILL_RETURN_IF_ERROR(g.seq->wait());
   return g.seq->read_floats(g.logits_id);
 }
 
 Result<std::vector<float>> run_scored_graph(const Model::Impl& m, Graph& g, std::span<const uint32_t> tokens,
                                             std::span<const uint32_t> targets, uint64_t position,
-                                            std::vector<float>& log_probs) {
+                                            std::vector<float>& log_probs, bool& submitted) {
   if (!g.scored || targets.size() != g.len) return internal_error("lm: not a scoring graph of the tokens' length");
   RILL_RETURN_IF_ERROR(upload_inputs(m, g, tokens, position));
   RILL_RETURN_IF_ERROR(m.ctx.upload(
       g.targets, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(targets.data()), targets.size_bytes())));
-  RILL_RETURN_IF_ERROR(g.seq->run());
+  RILL_RETURN_IF_ERROR(g.seq->submit());
+  submitted = true;
+  RILL_RETURN_IF_ERROR(g.seq->wait());
   RILL_ASSIGN_OR_RETURN(log_probs, g.seq->read_floats(g.log_probs_id));
   return g.seq->read_floats(g.logits_id);
 }

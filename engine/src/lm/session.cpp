@@ -46,6 +46,9 @@ struct Session::Impl {
   Status check_finite(std::span<const float> values, const char* op);
   // OK unless the state is spent: then FailedPrecondition naming `op` and why.
   Status check_usable(const char* op) const;
+  // `failed`, from a run that may have reached the device: once submitted, the state tensors hold
+  // tokens the position does not count, so the state is spent.
+  Status failed_run(const Status& failed, bool submitted, const char* op);
   // One position; `op` names the call in errors (a prefill's steps to a block boundary are its own).
   Result<std::vector<float>> decode(uint32_t token, const char* op = "lm decode");
   Status prepare_segment(uint32_t len, detail::GraphForm form);
@@ -142,6 +145,13 @@ Status Session::Impl::check_usable(const char* op) const {
   return failed_precondition(std::string(op) + ": the session's state is spent (" + spent + ")");
 }
 
+Status Session::Impl::failed_run(const Status& failed, bool submitted, const char* op) {
+  if (!submitted) return failed;
+  spent = std::string(op) + " failed after its work was submitted (" + failed.message() + ")";
+  return Status(failed.code(),
+                failed.message() + "; the session's state is spent: reset() it or restore a saved state");
+}
+
 Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op) {
   RILL_RETURN_IF_ERROR(check_usable(op));
   if (token >= config().vocab)
@@ -153,7 +163,10 @@ Result<std::vector<float>> Session::Impl::decode(uint32_t token, const char* op)
   if (!step) {
     RILL_ASSIGN_OR_RETURN(step, detail::make_graph(*model, state, 1, detail::GraphForm::kDecode));
   }
-  RILL_ASSIGN_OR_RETURN(std::vector<float> logits, detail::run_graph(*model, *step, {&token, 1}, position));
+  bool submitted = false;
+  Result<std::vector<float>> ran = detail::run_graph(*model, *step, {&token, 1}, position, submitted);
+  if (!ran.is_ok()) return failed_run(ran.status(), submitted, op);
+  std::vector<float> logits = std::move(ran).value();
   position += 1;
   last_logits.clear();  // until these are known finite: a state saved now holds none
   RILL_RETURN_IF_ERROR(check_finite(logits, op));
@@ -243,11 +256,15 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
       // Each row's next token; the segment's last row scores the next segment's first.
       targets.assign(len, UINT32_MAX);
       for (size_t r = 0; r < len && i + r + 1 < tokens.size(); ++r) targets[r] = tokens[i + r + 1];
-      RILL_ASSIGN_OR_RETURN(logits,
-                            detail::run_scored_graph(*model, *segment, part, targets, position, segment_log_probs));
+    }
+    bool submitted = false;
+    Result<std::vector<float>> ran =
+        log_probs ? detail::run_scored_graph(*model, *segment, part, targets, position, segment_log_probs, submitted)
+                  : detail::run_graph(*model, *segment, part, position, submitted);
+    if (!ran.is_ok()) return failed_run(ran.status(), submitted, op);
+    logits = std::move(ran).value();
+    if (log_probs) {
       for (size_t r = 0; r < len && i + r + 1 < tokens.size(); ++r) (*log_probs)[i + r] = segment_log_probs[r];
-    } else {
-      RILL_ASSIGN_OR_RETURN(logits, detail::run_graph(*model, *segment, part, position));
     }
     position += len;
     last_logits.clear();

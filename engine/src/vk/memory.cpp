@@ -19,12 +19,18 @@ std::string mib(uint64_t bytes) {
 
 }  // namespace
 
+uint64_t shared_block_bytes(uint64_t requested, uint64_t budget, uint64_t max_allocation) {
+  if (budget != 0) requested = std::min(requested, budget / 8);
+  // Whole granules within the limit: a limit that is not a multiple of one (RADV's 0xFFFFFFFC)
+  // rounded up would make every shared block one the driver may refuse.
+  const uint64_t most =
+      std::max<uint64_t>(max_allocation / Allocator::kAlignment * Allocator::kAlignment, Allocator::kAlignment);
+  return std::min(align_up(std::max<uint64_t>(requested, 1ull << 20), Allocator::kAlignment), most);
+}
+
 Allocator::Allocator(Device& device, FaultInjector& faults, uint64_t block_bytes, uint64_t budget)
     : device_(device), faults_(faults), budget_(budget) {
-  const uint64_t max_alloc = max_allocation_bytes();
-  if (budget != 0) block_bytes = std::min(block_bytes, budget / 8);
-  block_bytes_ = std::clamp<uint64_t>(block_bytes, 1ull << 20, max_alloc);
-  block_bytes_ = align_up(block_bytes_, kAlignment);
+  block_bytes_ = shared_block_bytes(block_bytes, budget, max_allocation_bytes());
   device_mapped_ = device.info().caps.unified_memory;
 }
 

@@ -50,6 +50,11 @@ struct Allocation {
   uint8_t* mapped() const { return block && block->mapped ? block->mapped + offset : nullptr; }
 };
 
+// The size of the blocks small tensors share: `requested` (ContextOptions::memory_block_bytes), at
+// most an eighth of a nonzero budget, at least 1 MiB, in whole 256-byte granules that never pass
+// the device's largest allocation.
+uint64_t shared_block_bytes(uint64_t requested, uint64_t budget, uint64_t max_allocation);
+
 class Allocator {
  public:
   // budget: the most device memory the blocks other than staging may hold together (0: no budget);

@@ -274,8 +274,9 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
   // What the kernel asks of the device, against its capabilities (a limit profile may lower them).
   std::vector<uint32_t> spec_ids;
   for (const auto& sc : shader.spec_constants) spec_ids.push_back(sc.id);
-  RILL_ASSIGN_OR_RETURN(ShaderNeeds needs, shader_needs(shader.spirv_words(), spec_ids, values));
-  RILL_RETURN_IF_ERROR(check_shader_needs(needs, device_.info(), shader.kernel));
+  Result<ShaderNeeds> needs = shader_needs(shader.spirv_words(), spec_ids, values);
+  if (!needs.is_ok()) return needs.status().with_context("kernel " + std::string(shader.kernel));
+  RILL_RETURN_IF_ERROR(check_shader_needs(needs.value(), device_.info(), shader.kernel));
   RILL_ASSIGN_OR_RETURN(Layout * layout, layout_for(shader));
 
   std::vector<VkSpecializationMapEntry> entries;
@@ -345,10 +346,12 @@ Status PipelineManager::save() const {
   if (cache_path_.empty() || !cache_) return Status::ok();
   const auto& fn = device_.fn();
   size_t size = 0;
-  RILL_VK_RETURN_IF_ERROR(fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, nullptr));
+  // Through the device's check, so that a device lost here is latched like anywhere else.
+  if (VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, nullptr); r != VK_SUCCESS)
+    return device_.check(r, "vkGetPipelineCacheData");
   std::vector<uint8_t> data(size);
   VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, data.data());
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return status_from_result(r, "vkGetPipelineCacheData");
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return device_.check(r, "vkGetPipelineCacheData");
   data.resize(size);
   const std::vector<uint8_t> file = encode_pipeline_cache(identity_of(device_), data);
   // A file the next load would refuse (past its cap) is not written: every run would compile cold,

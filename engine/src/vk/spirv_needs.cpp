@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "vk/spirv_module.hpp"
@@ -69,6 +70,7 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
   std::unordered_map<uint32_t, std::optional<uint32_t>> constant;  // result id -> value (unknown: nullopt)
   std::unordered_map<uint32_t, uint64_t> type_bytes;               // sized types
   std::unordered_map<uint32_t, uint32_t> pointee;                  // Workgroup pointer type -> pointee
+  std::unordered_set<uint32_t> zero_length;                        // arrays of length 0, and types holding one
   auto spec_value = [&](uint32_t result, uint32_t declared) {
     auto id = spec_id_of.find(result);
     if (id != spec_id_of.end())
@@ -83,7 +85,9 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
     const uint32_t* w = instruction.words.data();
     auto bytes_of = [&](uint32_t type) -> Result<uint64_t> {
       auto it = type_bytes.find(type);
-      if (it == type_bytes.end()) return internal_error("shader_needs: a Workgroup variable of an unsized type");
+      // rill's shaders all size at their defaults: what does not is a caller's values (a division by 0).
+      if (it == type_bytes.end())
+        return invalid_argument("the specialization constants leave a shared-memory array without a size");
       return it->second;
     };
     switch (op) {
@@ -133,6 +137,9 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
       }
       case kOpTypeArray: {
         auto length = constant.find(w[3]);
+        // Drivers take a function's arrays of length 0 in code that never runs (rill's kernels have
+        // some at their defaults); shared memory of none is refused at the variable below.
+        if ((length != constant.end() && length->second == 0u) || zero_length.count(w[2])) zero_length.insert(w[1]);
         if (type_bytes.count(w[2]) && length != constant.end() && length->second)
           type_bytes[w[1]] = type_bytes[w[2]] * *length->second;
         break;  // an array of unknown size only matters if a Workgroup variable uses it
@@ -141,6 +148,7 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         uint64_t total = 0;
         bool sized = true;
         for (uint32_t i = 2; i < count; ++i) {
+          if (zero_length.count(w[i])) zero_length.insert(w[1]);
           auto it = type_bytes.find(w[i]);
           if (it == type_bytes.end()) sized = false;
           else total += it->second;
@@ -172,6 +180,9 @@ Result<ShaderNeeds> shader_needs(std::span<const uint32_t> spirv, std::span<cons
         if (w[3] == kStorageWorkgroup) {
           auto it = pointee.find(w[1]);
           if (it == pointee.end()) return internal_error("shader_needs: a Workgroup variable without its pointer type");
+          // SPIR-V has no array of length 0: a driver's compiler given shared memory of none may fail.
+          if (zero_length.count(it->second))
+            return invalid_argument("the specialization constants give a shared-memory array a length of 0");
           RILL_ASSIGN_OR_RETURN(uint64_t size, bytes_of(it->second));
           needs.workgroup_memory_bytes += size;
         }
