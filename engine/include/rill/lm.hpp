@@ -309,7 +309,10 @@ class RILL_API Session {
   // A call whose logits or scores come out non-finite (OutOfRange where f16 activations
   // overflowed, DataLoss else) leaves the state spent: each later prefill, score, decode, fork or
   // save returns FailedPrecondition with that first error, until reset() or a restore. So does a
-  // reset that fails part way (some state zeroed, some not).
+  // reset that fails part way (some state zeroed, some not), and a prefill, score or decode that
+  // fails after its work reached the device (a failed wait: the state may hold tokens that
+  // position() does not count). One that fails before it runs leaves the session as it was, less
+  // the segments or steps of a prefill that completed (position() says how far it got).
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same

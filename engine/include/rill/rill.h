@@ -364,7 +364,8 @@ RILL_C_API rill_status rill_lm_log_prob(const float* logits, size_t count, uint3
  * A prefill, score or decode whose logits come out non-finite (RILL_OUT_OF_RANGE where f16
  * activations overflowed, RILL_DATA_LOSS else) leaves the session's state spent: every later
  * prefill, score, decode, fork or save returns RILL_FAILED_PRECONDITION naming the first error,
- * until rill_lm_reset or a restore. */
+ * until rill_lm_reset or a restore. So does one that fails after its work reached the device (a
+ * failed wait), whose tokens the state may hold though rill_lm_position does not count them. */
 RILL_C_API rill_status rill_lm_decode(rill_lm_session* session, uint32_t token, float* logits_out,
                                       size_t logits_capacity);
 /* Tokens consumed so far. */
