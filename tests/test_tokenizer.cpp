@@ -380,6 +380,20 @@ TEST_CASE("text stream: SentencePiece pieces join to the whole decoding, spaces 
   rill::lm::TextStream held(t);
   const auto stuck_pieces = stream(held, stuck, false);
   CHECK(stuck_pieces[255].size() == 256 * 3);  // 256 replacement characters
+  // Runs of invisible tokens (a model repeating </s>) between words: they add no text, and the
+  // stream keeps only the last visible run as context (it decoded the whole growing run each push).
+  REQUIRE(t.eos().has_value());
+  std::vector<uint32_t> quiet = t.encode("Linear attention").value();
+  quiet.insert(quiet.end(), 3000, *t.eos());
+  const std::vector<uint32_t> words = t.encode(" keeps \xE2\x9C\x93 a state").value();
+  for (uint32_t token : words) {
+    quiet.push_back(token);
+    quiet.push_back(*t.eos());
+  }
+  rill::lm::TextStream q(t);
+  const auto quiet_pieces = stream(q, quiet, true);
+  CHECK(joined(quiet_pieces) == t.decode(quiet).value());
+  CHECK(joined(quiet_pieces).find("Linear attention keeps ") == 0);  // byte pieces split by </s> decode apart
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     std::vector<uint32_t> random(60);
     for (size_t i = 0; i < random.size(); ++i)

@@ -61,10 +61,12 @@ class RILL_API TextStream {
   // InvalidArgument for a token past the vocabulary, the stream unchanged.
   Result<std::string> push(uint32_t token);
   // The text held back (a character still incomplete at the end); the stream then starts afresh.
+  // Where decoding it fails (out of host memory) that text is lost: held_back() and restart() do
+  // not lose it.
   std::string finish();
-  // finish() in two steps, for a caller that must place the text before the stream forgets it (out
-  // of memory, nothing is lost): the text held back, the stream unchanged; then the fresh start.
-  std::string held_back() const;
+  // finish() in two steps, for a caller that must place the text before the stream forgets it: the
+  // text held back (an error, out of host memory, the stream unchanged); then the fresh start.
+  Result<std::string> held_back() const;
   void restart();
 
  private:

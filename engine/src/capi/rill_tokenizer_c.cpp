@@ -123,7 +123,9 @@ rill_status rill_text_stream_finish(rill_text_stream* stream) {
     if (dead(stream)) return fail(RILL_INVALID_ARGUMENT, "rill_text_stream_finish: stream is NULL or destroyed");
     // Placed before the stream forgets it: out of host memory, the held-back text stays held back.
     stream->settle();
-    const std::string tail = stream->stream.held_back();
+    auto held = stream->stream.held_back();
+    if (!held.is_ok()) return from_status(held.status());
+    const std::string tail = std::move(held).value();
     stream->ready.reserve(stream->ready.size() + tail.size());
     stream->ready += tail;
     stream->stream.restart();

@@ -113,8 +113,12 @@ Status check_user_defined_pieces(std::span<const uint8_t> model_proto) {
 
 Result<std::unique_ptr<SentencePieceModel>> SentencePieceModel::parse(std::span<const uint8_t> serialized,
                                                                       const std::string& label) {
-  for (const Status& checked : {check_precompiled_charsmaps(serialized), check_user_defined_pieces(serialized)})
-    if (!checked.is_ok()) return checked.with_context("tokenizer '" + label + "'");
+  try {  // a crafted file's maps may be large: their checks' memory is an error, not an exception
+    for (const Status& checked : {check_precompiled_charsmaps(serialized), check_user_defined_pieces(serialized)})
+      if (!checked.is_ok()) return checked.with_context("tokenizer '" + label + "'");
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("tokenizer '" + label + "': no host memory to check its normalization maps");
+  }
   auto model = std::make_unique<LibSentencePiece>();
   RILL_RETURN_IF_ERROR(library_call("loading the model", [&] {
                          const auto s = model->sp.LoadFromSerializedProto(

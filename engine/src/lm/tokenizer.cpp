@@ -123,24 +123,26 @@ Result<std::string> TextStream::push(uint32_t token) {
   RILL_ASSIGN_OR_RETURN(std::string fresh_text, tokenizer_->decode(fresh));
   if (!fresh_text.empty()) {
     window.erase(window.begin(), window.begin() + std::ptrdiff_t(settled_));
+    window_ = std::move(window);
+    settled_ = window_.size();
     settled_text_ = std::move(fresh_text);
   } else {
-    settled_text_ = std::move(text);
+    // Invisible tokens: their text (if any, a lone space) is out, and the settled run stays the
+    // context. Kept, a long run of them (a model repeating </s>) would grow the window without end.
+    window_.resize(settled_);
   }
-  window_ = std::move(window);
-  settled_ = window_.size();
   return added;
 }
 
 std::string TextStream::finish() {
-  std::string rest = held_back();
+  Result<std::string> rest = held_back();
   restart();
-  return rest;
+  return rest.is_ok() ? std::move(rest).value() : std::string();
 }
 
-std::string TextStream::held_back() const {
-  auto text = tokenizer_->decode(window_);  // every token was checked when pushed
-  return text.is_ok() && text->size() >= settled_text_.size() ? text->substr(settled_text_.size()) : "";
+Result<std::string> TextStream::held_back() const {
+  RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));  // every token was checked when pushed
+  return text.size() >= settled_text_.size() ? text.substr(settled_text_.size()) : std::string();
 }
 
 void TextStream::restart() {
