@@ -24,12 +24,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rill/context.hpp"
+#include "rill/files.hpp"
 #include "rill/lm.hpp"
 
 namespace {
@@ -44,6 +46,8 @@ bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
 #endif
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr uint64_t kMostBytes = uint64_t(1) << 32;  // of text, from a file or --bytes
 
 int fail(const rill::Status& s) {
   std::fprintf(stderr, "long_context: %s\n", s.to_string().c_str());
@@ -73,16 +77,6 @@ std::string synthetic_text(size_t bytes) {
   }
   text.resize(bytes);
   return text;
-}
-
-bool read_file(const std::string& path, std::string* out) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  char buffer[1 << 16];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out->append(buffer, n);
-  const bool ok = std::ferror(f) == 0;
-  std::fclose(f);
-  return ok;
 }
 
 std::string human_bytes(uint64_t bytes) {
@@ -153,7 +147,7 @@ bool parse_count(const char* text, uint64_t low, uint64_t high, uint64_t* out) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string text_path, config_path, weights_path;
   size_t synthetic_bytes = 1'000'000;
   uint32_t segment = 0;
@@ -172,7 +166,7 @@ int main(int argc, char** argv) {
     const char* value = argv[++i];
     uint64_t number = 0;
     if (arg == "--bytes") {
-      if (!parse_count(value, 1, uint64_t(1) << 32, &number)) return usage();  // up to 4 GiB of text
+      if (!parse_count(value, 1, kMostBytes, &number)) return usage();
       synthetic_bytes = size_t(number);
       bytes_given = true;
     } else if (arg == "--config") {
@@ -196,7 +190,10 @@ int main(int argc, char** argv) {
 
   std::string text;
   if (!text_path.empty()) {
-    if (!read_file(text_path, &text)) return fail(rill::not_found("cannot read '" + text_path + "'"));
+    // rill's reader: a FIFO or a directory is refused, not waited on, and errors say why.
+    auto file = rill::read_file(text_path, kMostBytes);
+    if (!file.is_ok()) return fail(file.status());
+    text.assign(file->begin(), file->end());
   } else {
     text = synthetic_text(synthetic_bytes);
   }
@@ -331,4 +328,12 @@ int main(int argc, char** argv) {
                 (unsigned long long)input.size());
   std::printf("peak device memory overall: %s\n", human_bytes(ctx->memory_stats().peak_used_bytes).c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {  // the text and its tokens are held in host memory: 4 GiB of text takes 20
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return fail(rill::resource_exhausted("not enough host memory for the input (try a smaller --bytes)"));
+  }
 }

@@ -151,13 +151,22 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
     ::unlink(tmp.c_str());
     return s;
   }
-  // Persist the rename itself.
+  // Persist the rename itself. A file system that cannot sync a directory (EINVAL) or a folder
+  // the user may not read keeps it as it keeps any rename; an I/O error is reported: the file is
+  // replaced, but may not be after a crash.
   const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
+  if (dir < 0) {
+    if (errno != EACCES)
+      return unavailable("'" + path +
+                         "' was replaced, but its folder could not be opened to sync: " + last_error_text());
+    return Status::ok();
   }
-  return Status::ok();
+  const bool synced = ::fsync(dir) == 0 || errno == EINVAL || errno == ENOTSUP;
+  const Status failed =
+      synced ? Status::ok()
+             : unavailable("'" + path + "' was replaced, but syncing its folder failed: " + last_error_text());
+  ::close(dir);
+  return failed;
 }
 
 bool directory_is_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
