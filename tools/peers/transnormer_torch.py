@@ -141,7 +141,10 @@ class TransNormer:
             before = states.cumsum(1) - states
             return (intra + qc @ before).reshape(h, nc * C, dv)[:, :n]
         log_l = torch.log(self.decay[layer])[:, None]  # [H, 1]
-        within = torch.exp((t[:, None] - t[None, :]) * log_l[:, :, None]) * mask  # lambda^(t-s), s <= t
+        # lambda^(t-s) for s <= t, 0 above: exponents past the diagonal are positive and overflow
+        # (f16 at lambda 0.61 and 64-token chunks), and inf * 0 would be NaN.
+        ahead = (t[:, None] - t[None, :]).clamp(min=0)
+        within = torch.exp(ahead * log_l[:, :, None]).masked_fill(~mask, 0)
         intra = ((qc @ kc.transpose(-1, -2)) * within[:, None]) @ vc
         k_weight = torch.exp((C - 1 - t) * log_l)[:, None, :, None]  # lambda^(C-1-s)
         q_weight = torch.exp((t + 1) * log_l)[:, None, :, None]      # lambda^(t+1)
@@ -268,9 +271,11 @@ def timing(model, n, decode_steps):
             if model.device.type != "cuda" or (time.perf_counter() - busy) * 1e3 >= peer_env.warmup_ms():
                 break
         start = time.perf_counter()
-        model.logits(tokens, last_only=True)  # as rill's prefill: the next token's logits only
+        out = model.logits(tokens, last_only=True)  # as rill's prefill: the next token's logits only
         sync()
         prefill = time.perf_counter() - start
+        if not bool(torch.isfinite(out).all()):  # a peer that computes NaN is no peer to time against
+            sys.exit("transnormer_torch: the prefill's logits are not finite (%s)" % model.dtype)
         # Decoding at position n. Its cost does not depend on the state's values (NormAttention keeps a
         # fixed-size state, DiagAttention at most a block), so a fresh state at position n times it.
         # Softmax layers attend over every earlier key, which a fresh state lacks: not timed.
@@ -309,7 +314,13 @@ def main():
     if args.time:
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
         peer_env.configure()
-        model = TransNormer(config, weights, device, getattr(torch, args.dtype))
+        dtype = getattr(torch, args.dtype)
+        # On a CPU, f16 arithmetic is slow or missing in PyTorch, and rill's f16 models compute in
+        # f32 anyway: f16-rounded weights, f32 arithmetic.
+        widen = dtype == torch.float16 and device.type == "cpu"
+        if widen:
+            weights = {k: v.to(torch.float16) for k, v in weights.items()}
+        model = TransNormer(config, weights, device, torch.float32 if widen else dtype)
         # Prefill and decoding each at its faster thread count.
         result = peer_env.fastest(lambda: timing(model, args.time, args.decode_steps), "prefill_seconds")
         runs = [r for r in result.get("thread_runs", [result]) if r.get("decode_ms_per_token") is not None]
@@ -318,6 +329,7 @@ def main():
             result.update({"decode_ms_per_token": decode["decode_ms_per_token"], "decode_threads": decode["threads"]})
         result.update({k: v for k, v in peer_env.describe(device).items() if k != "threads"})
         result["dtype"] = args.dtype
+        result["arithmetic"] = "float32" if widen else args.dtype
         print(peer_env.dumps(result))
         return
     ap.error("give --check EXPORT or --time N")
