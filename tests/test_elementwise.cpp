@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "elementwise.hpp"
 #include "lm/lm_kernels.hpp"
@@ -47,7 +48,7 @@ void check_elementwise(rill::Context& ctx) {
       auto ta = rill_test::tensor_from(ctx, dtype, {n}, a), tb = rill_test::tensor_from(ctx, dtype, {n}, b);
       auto tdy = rill_test::tensor_from(ctx, dtype, {n}, dy);
       std::vector<rill::Tensor> outs;
-      for (int i = 0; i < 8; ++i) outs.push_back(rill_test::empty_tensor(ctx, dtype, {n}));
+      for (int i = 0; i < 12; ++i) outs.push_back(rill_test::empty_tensor(ctx, dtype, {n}));
       auto seq = ctx.sequence();
       REQUIRE(ops::add(*seq, ta, tb, outs[0]).is_ok());
       REQUIRE(ops::mul(*seq, ta, tb, outs[1]).is_ok());
@@ -56,6 +57,8 @@ void check_elementwise(rill::Context& ctx) {
       REQUIRE(ops::glu_forward(*seq, ta, tb, outs[4], ops::GluActivation::kSilu).is_ok());
       REQUIRE(ops::glu_backward(*seq, ta, tb, tdy, outs[5], outs[6], ops::GluActivation::kSigmoid).is_ok());
       REQUIRE(ops::glu_forward(*seq, ta, tb, outs[7], ops::GluActivation::kIdentity).is_ok());
+      REQUIRE(ops::glu_backward(*seq, ta, tb, tdy, outs[8], outs[9], ops::GluActivation::kIdentity).is_ok());
+      REQUIRE(ops::glu_backward(*seq, ta, tb, tdy, outs[10], outs[11], ops::GluActivation::kSilu).is_ok());
       REQUIRE(seq->run().is_ok());
       std::vector<float> sum(a.size()), prod(a.size()), silu(a.size()), dsilu(a.size()), glu, da, db, glu_id;
       for (size_t i = 0; i < a.size(); ++i) {
@@ -75,6 +78,13 @@ void check_elementwise(rill::Context& ctx) {
       rill_test::require_close(rill_test::read(ctx, outs[5]), da, atol(dtype), rtol(dtype), "glu da");
       rill_test::require_close(rill_test::read(ctx, outs[6]), db, atol(dtype), rtol(dtype), "glu db");
       rill_test::require_close(rill_test::read(ctx, outs[7]), glu_id, atol(dtype), rtol(dtype), "glu identity");
+      for (const auto& [act, first, name] : {std::tuple{0, 8, "identity"}, std::tuple{2, 10, "silu"}}) {
+        rill::ref::glu_backward(a, b, dy, act, da, db);
+        rill_test::require_close(rill_test::read(ctx, outs[size_t(first)]), da, atol(dtype), rtol(dtype),
+                                 std::string("glu da, ") + name);
+        rill_test::require_close(rill_test::read(ctx, outs[size_t(first) + 1]), db, atol(dtype), rtol(dtype),
+                                 std::string("glu db, ") + name);
+      }
     }
   }
 }
@@ -183,6 +193,34 @@ GPU_TEST_CASE("the language model's head merge matches plain loops", "[elementwi
               want[size_t((l * heads + h) * dim + d)] = in[size_t((h * len + l) * dim + d)];
         rill_test::require_close(rill_test::read(ctx, tout), want, 0.0, 0.0, "merged");
       }
+    }
+  }
+}
+
+// The GLU backward reference (what the GPU kernels are held to) against central differences of
+// its forward reference: sum(dy * act(a) * b) moved by each a and b in turn.
+TEST_CASE("the GLU backward reference equals finite differences of its forward", "[elementwise]") {
+  const std::vector<float> a = {-5.0f, -1.25f, -0.5f, 0.0f, 0.75f, 2.5f, 6.0f};
+  const std::vector<float> b = {1.5f, -0.75f, 2.0f, -3.0f, 0.5f, -1.0f, 0.25f};
+  const std::vector<float> dy = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -2.0f};
+  for (int act : {0, 1, 2}) {
+    std::vector<float> da, db;
+    rill::ref::glu_backward(a, b, dy, act, da, db);
+    REQUIRE(da.size() == a.size());
+    REQUIRE(db.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      // Each element alone (GLU is elementwise), moved by h = 1/64 (exact in f32) both ways.
+      const float h = 1.0f / 64.0f;
+      auto loss = [&](float ai, float bi) {
+        std::vector<float> y;
+        rill::ref::glu_forward({ai}, {bi}, act, y);
+        return double(dy[i]) * y[0];
+      };
+      const double fd_a = (loss(a[i] + h, b[i]) - loss(a[i] - h, b[i])) / (2.0 * h);
+      const double fd_b = (loss(a[i], b[i] + h) - loss(a[i], b[i] - h)) / (2.0 * h);
+      INFO("act " << act << " element " << i);
+      CHECK(da[i] == Approx(fd_a).epsilon(2e-3).margin(2e-4));
+      CHECK(db[i] == Approx(fd_b).epsilon(2e-3).margin(2e-4));
     }
   }
 }

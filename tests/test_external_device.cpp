@@ -1,7 +1,10 @@
 // An application that owns its Vulkan device hands it to rill; rill runs on it and leaves it alive.
+#include <cmath>
 #include <vector>
 
 #include "gpu_test.hpp"
+#include "rill/ops/matmul.hpp"
+#include "rill/ops/rmsnorm.hpp"
 #include "vk/instance.hpp"
 
 GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it", "[external][gpu]") {
@@ -110,4 +113,82 @@ GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it"
   rill::ContextOptions bad;
   bad.external = &incomplete;
   CHECK(rill::Context::create(bad).status().code() == rill::StatusCode::kInvalidArgument);
+}
+
+// The same path under the validation layer and synchronization validation: an application's device
+// made with no optional feature, rill's kernels on it. rill's own validated instance stands in for
+// the application's (its messages are the test's); the device is made here, as an application would.
+GPU_TEST_CASE("rill on an application-owned device draws no validation message", "[external][gpu]") {
+  rill::vk::InstanceConfig config;
+  config.validation = true;
+  config.on_message = rill_test::validated_options().on_validation_message;
+  auto instance = rill::vk::Instance::create(config);
+  REQUIRE(instance.is_ok());
+  const VkInstance handle = (*instance)->handle();
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable table{};
+  uint32_t family = 0;
+  {
+    const rill::vk::InstanceFunctionsLock functions(handle);
+    uint32_t count = 1;
+    const VkResult r = vkEnumeratePhysicalDevices(handle, &count, &physical);
+    REQUIRE((r == VK_SUCCESS || r == VK_INCOMPLETE));
+    REQUIRE(count >= 1);
+    uint32_t families = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+    std::vector<VkQueueFamilyProperties> props(families);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
+    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+    REQUIRE(family < families);
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qi.queueFamilyIndex = family;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &priority;
+    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    REQUIRE(vkCreateDevice(physical, &di, nullptr, &device) == VK_SUCCESS);
+    volkLoadDeviceTable(&table, device);
+  }
+  VkQueue queue = VK_NULL_HANDLE;
+  table.vkGetDeviceQueue(device, family, 0, &queue);
+  {
+    rill::ExternalVulkan ext{handle, physical, device, queue, family, (*instance)->api_version()};
+    rill::ContextOptions options;
+    options.external = &ext;
+    auto ctx = rill_test::make_context(options);
+    // Work of several kernels and the transfers: an RMSNorm, a matmul and a copy back.
+    const uint32_t rows = 33, cols = 70;
+    auto x = ctx.tensor(rill::DType::kF32, {rows, cols}).value();
+    auto gain = ctx.tensor(rill::DType::kF32, {cols}).value();
+    auto y = ctx.tensor(rill::DType::kF32, {rows, cols}).value();
+    auto w = ctx.tensor(rill::DType::kF32, {cols, 17}).value();
+    auto out = ctx.tensor(rill::DType::kF32, {rows, 17}).value();
+    std::vector<float> xs(rows * cols), ws(cols * 17);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 13) - 6) / 4.0f;
+    for (size_t i = 0; i < ws.size(); ++i) ws[i] = float(int(i % 7) - 3) / 8.0f;
+    REQUIRE(ctx.upload_floats(x, xs).is_ok());
+    REQUIRE(ctx.upload_floats(gain, std::vector<float>(cols, 1.0f)).is_ok());
+    REQUIRE(ctx.upload_floats(w, ws).is_ok());
+    auto rstd = ctx.tensor(rill::DType::kF32, {rows}).value();
+    auto seq = ctx.sequence().value();
+    REQUIRE(rill::ops::rmsnorm_forward(seq, x, &gain, y, rstd, 1e-5f).is_ok());
+    REQUIRE(rill::ops::matmul(seq, y, w, out).is_ok());
+    REQUIRE(seq.run().is_ok());
+    const auto got = ctx.download_floats(out).value();
+    for (uint32_t r = 0; r < rows; ++r) {  // plain loops, in double
+      double squares = 0.0;
+      for (uint32_t c = 0; c < cols; ++c) squares += double(xs[r * cols + c]) * xs[r * cols + c];
+      const double scale = 1.0 / std::sqrt(squares / cols + 1e-5);
+      for (uint32_t n = 0; n < 17; ++n) {
+        double sum = 0.0;
+        for (uint32_t c = 0; c < cols; ++c) sum += xs[r * cols + c] * scale * ws[c * 17 + n];
+        INFO("row " << r << " column " << n);
+        CHECK(std::abs(got[r * 17 + n] - sum) <= 1e-4 * (1.0 + std::abs(sum)));
+      }
+    }
+  }
+  table.vkDestroyDevice(device, nullptr);
 }

@@ -331,7 +331,7 @@ TEST_CASE("quirks read the LLVM version of Mesa's CPU driver", "[limits]") {
   CHECK(rill::vk::llvm_major_version("LLVM 99999999999999") == 0);
 }
 
-TEST_CASE("quirk version ranges compare Mesa's own version, or the driver's", "[limits]") {
+GPU_TEST_CASE("quirk version ranges compare Mesa's own version, or the driver's", "[limits][gpu]") {
   using rill::vk::mesa_version;
   const rill::vk::DriverVersions mesa_23 = {.first = mesa_version(23, 0, 0), .last = mesa_version(23, 3, 99)};
   CHECK(mesa_23.contains(mesa_version(23, 1, 4)));

@@ -69,7 +69,7 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
         {1, 1, 1, 1, 1, FeatureMap::kIdentity, false, 64, 0}, {1, 1, 7, 16, 17, FeatureMap::kIdentity, true, 64, 0},
         {2, 3, 65, 8, 8, FeatureMap::kElu1, true, 16, 2},     {1, 2, 130, 33, 5, FeatureMap::kRelu, false, 16, 3},
         {1, 1, 100, 16, 64, FeatureMap::kElu1, true, 7, 4},   {1, 1, 64, 64, 64, FeatureMap::kIdentity, true, 64, 1},
-        {1, 2, 150, 24, 40, FeatureMap::kRelu, true, 32, 0},
+        {1, 2, 150, 24, 40, FeatureMap::kRelu, true, 32, 0},  {1, 2, 77, 12, 9, FeatureMap::kSilu, true, 16, 0},
     };
     uint32_t seed = 300;
     for (DType dtype : rill_test::float_dtypes(ctx)) {
@@ -94,19 +94,22 @@ GPU_TEST_CASE("the register-scan backward takes heads of 256", "[linear-attentio
 
 TEST_CASE("the linear attention reference gradients equal central finite differences", "[linear-attention]") {
   const rill::ref::LinearAttentionShape s{1, 2, 6, 3, 4};
-  for (auto f : {rill::ref::FeatureMap::kIdentity, rill::ref::FeatureMap::kElu1}) {
+  using RefMap = rill::ref::FeatureMap;
+  for (int form = 0; form < 8; ++form) {
+    const RefMap f = RefMap(form % 4);
+    const bool causal = form < 4;
     const auto q = rill_test::random_vector(size_t(2 * 6 * 3), 1), k = rill_test::random_vector(size_t(2 * 6 * 3), 2);
     const auto v = rill_test::random_vector(size_t(2 * 6 * 4), 3), w = rill_test::random_vector(size_t(2 * 6 * 4), 4);
     const std::vector<float> decay = {0.9f, 0.7f};
     auto loss = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv) {
       std::vector<float> o, state;
-      rill::ref::linear_attention_forward(qq, kk, vv, decay, s, f, true, {}, o, state);
+      rill::ref::linear_attention_forward(qq, kk, vv, decay, s, f, causal, {}, o, state);
       double l = 0.0;
       for (size_t i = 0; i < o.size(); ++i) l += double(w[i]) * o[i];
       return l;
     };
     std::vector<float> dq, dk, dv;
-    rill::ref::linear_attention_backward(q, k, v, w, decay, s, f, true, dq, dk, dv);
+    rill::ref::linear_attention_backward(q, k, v, w, decay, s, f, causal, dq, dk, dv);
     const float h = 1e-3f;
     auto check = [&](const std::vector<float>& x, const std::vector<float>& grad, int which, const char* name) {
       for (size_t i = 0; i < x.size(); ++i) {
@@ -115,7 +118,7 @@ TEST_CASE("the linear attention reference gradients equal central finite differe
         down[i] -= h;
         const double lu = which == 0 ? loss(up, k, v) : which == 1 ? loss(q, up, v) : loss(q, k, up);
         const double ld = which == 0 ? loss(down, k, v) : which == 1 ? loss(q, down, v) : loss(q, k, down);
-        INFO(name << "[" << i << "] feature " << int(f));
+        INFO(name << "[" << i << "] feature " << int(f) << " causal " << causal);
         CHECK(grad[i] == Approx((lu - ld) / (2.0 * h)).margin(2e-3).epsilon(2e-3));
       }
     };

@@ -48,7 +48,8 @@ void check_scores(const std::vector<float>& got, const std::vector<double>& want
   double worst = 0.0;
   size_t at = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    const double error = std::isnan(got[i]) ? INFINITY : std::fabs(double(got[i]) - want[i]);  // NaN: a lost target
+    // NaN on either side (a lost target, or a reference with no score) is a mismatch, never a pass.
+    const double error = std::isnan(got[i]) || std::isnan(want[i]) ? INFINITY : std::fabs(double(got[i]) - want[i]);
     if (error > worst) worst = error, at = i;
   }
   INFO(what << ": worst error " << worst << " at " << at);

@@ -133,6 +133,7 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
         rill_test::require_close(rill_test::read(ctx, th), h, 0.0, 0.0, "h");
         rill_test::require_close(rill_test::read(ctx, ty), y_ref, f16 ? kF16Atol : kF32Atol, f16 ? kF16Rtol : kF32Rtol,
                                  "y");
+        rill_test::require_close(rill_test::read(ctx, trs), rstd_ref, kF32Atol, kF32Rtol, "rstd");  // f32 from f16 h
       }
     }
   }
@@ -160,6 +161,9 @@ void check_backward(const char* family, const std::vector<Shape>& shapes = shape
         std::vector<float> y, rstd, dx_ref, dg_ref;
         rill::ref::rmsnorm_forward(x, g, s.rows, s.dim, 1e-5f, y, rstd);
         rill::ref::rmsnorm_backward(x, g, rstd, dy, s.rows, s.dim, dx_ref, dg_ref);
+        std::vector<float> dx_plain_ref, dg_plain_ref;  // SRMSNorm's: no gain, the same as gains of 1
+        rill::ref::rmsnorm_backward(x, std::vector<float>(size_t(s.dim), 1.0f), rstd, dy, s.rows, s.dim, dx_plain_ref,
+                                    dg_plain_ref);
 
         auto tx = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, x);
         auto tg = rill_test::tensor_from(ctx, dtype, {s.dim}, g);
@@ -169,10 +173,12 @@ void check_backward(const char* family, const std::vector<Shape>& shapes = shape
         auto tdx = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
         auto tacc = rill_test::tensor_from(ctx, dtype, {s.rows, s.dim}, prior);
         auto tdg = rill_test::empty_tensor(ctx, DType::kF32, {s.dim});
+        auto tdx_plain = rill_test::empty_tensor(ctx, dtype, {s.rows, s.dim});
         auto seq = ctx.sequence();
         REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
         REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tdx, &tdg).is_ok());
         REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, &tg, tr, tdy, tacc, nullptr, /*accumulate=*/true).is_ok());
+        REQUIRE(rill::ops::rmsnorm_backward(*seq, tx, nullptr, tr, tdy, tdx_plain, nullptr).is_ok());
         REQUIRE(seq->run().is_ok());
         const bool f16 = dtype == DType::kF16;
         // Gradients are sums of products of O(1) terms; scale the absolute tolerance with them.
@@ -182,6 +188,7 @@ void check_backward(const char* family, const std::vector<Shape>& shapes = shape
         for (size_t i = 0; i < acc_ref.size(); ++i) acc_ref[i] = prior[i] + dx_ref[i];
         rill_test::require_close(rill_test::read(ctx, tacc), acc_ref, 2 * atol, rtol, "accumulated dx");
         rill_test::require_close(rill_test::read(ctx, tdg), dg_ref, atol * std::sqrt(double(s.rows)), rtol, "dgain");
+        rill_test::require_close(rill_test::read(ctx, tdx_plain), dx_plain_ref, atol, rtol, "dx without a gain");
       }
     }
   }
