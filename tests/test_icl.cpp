@@ -344,17 +344,17 @@ GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]")
   // Training a halted model again repeats the halt and no record, nor does its resumed checkpoint
   // (whose loss history is not saved: it made up a record of loss 0).
   CHECK(halting.train_into(10, kept).message() == halt.message());
-  {  // Parameters that overflowed are refused, not saved where read_checkpoint would refuse them.
+  {  // Parameters that are not finite are refused by name, the trainer's kept.
     auto diverged = must(Trainer::create(ctx, c));
+    const std::vector<float> kept_params = diverged.parameters().value();
     std::vector<float> inf_params(huge.size(), 1.0f);
     inf_params[1] = INFINITY;
-    REQUIRE(diverged.set_parameters(inf_params).is_ok());
-    const std::string path = rill_test::temp_path("icl-diverged.ckpt");
-    std::remove(path.c_str());
-    const rill::Status refused = diverged.save_checkpoint(path);
-    CHECK(refused.code() == rill::StatusCode::kFailedPrecondition);
-    CHECK(refused.message().find("parameters are not all finite") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(path));
+    const rill::Status refused = diverged.set_parameters(inf_params);
+    CHECK(refused.code() == rill::StatusCode::kInvalidArgument);
+    CHECK(refused.message().find("value 1 is not finite") != std::string::npos);
+    inf_params[1] = NAN;
+    CHECK(diverged.set_parameters(inf_params).code() == rill::StatusCode::kInvalidArgument);
+    CHECK(same_bits(diverged.parameters().value(), kept_params));
   }
   CHECK(kept.size() == 4);
   const std::string halted_path = rill_test::temp_path("icl-halted.ckpt");
@@ -371,6 +371,57 @@ GPU_TEST_CASE("icl: non-finite losses stop training or skip the batch", "[icl]")
   CHECK(curve.size() == 5);
   CHECK(skipping.skipped_batches() == 5);
   CHECK_FALSE(std::isfinite(curve.front().loss));
+}
+
+// A finite loss and gradient can still give a step that takes parameters past f32 (SGD at a huge
+// learning rate): that step is not taken, the halt says why, and the last finite state is saved.
+GPU_TEST_CASE("icl: a step that would overflow the parameters is not taken", "[icl]") {
+  auto ctx = rill_test::make_context();
+  TrainConfig c = small_config(3, 5, 2, 1, Parameterization::kFull, Convention::kAhn, 16);
+  c.optimizer.kind = OptimizerKind::kSgd;
+  c.optimizer.lr = 3e38f;
+  c.optimizer.clip_norm = 0.0f;
+  auto trainer = must(Trainer::create(ctx, c));
+  // Parameters of 1: a gradient norm well over 1, so that 3e38 times it passes f32.
+  const std::vector<float> before(trainer.parameters().value().size(), 1.0f);
+  REQUIRE(trainer.set_parameters(before).is_ok());
+  std::vector<StepRecord> kept;
+  const rill::Status stopped = trainer.train_into(3, kept);
+  INFO(stopped.to_string());
+  INFO("first gradient norm " << (kept.empty() ? 0.0f : kept[0].grad_norm));
+  CHECK(stopped.code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(stopped.message().find("stopped at step 0: the update would take parameters past f32") != std::string::npos);
+  REQUIRE(kept.size() == 1);
+  CHECK(std::isfinite(kept[0].loss));  // the loss and gradient were finite: the step's values were not
+  CHECK(std::isfinite(kept[0].grad_norm));
+  CHECK(same_bits(trainer.parameters().value(), before));
+  const std::string path = rill_test::temp_path("icl-overflow.ckpt");
+  CHECK(trainer.save_checkpoint(path).is_ok());
+  // Skipping: every batch that would overflow is skipped, the parameters kept.
+  c.on_nonfinite = NonFinitePolicy::kSkipBatch;
+  auto skipping = must(Trainer::create(ctx, c));
+  REQUIRE(skipping.set_parameters(before).is_ok());
+  must(skipping.train(4));
+  CHECK(skipping.skipped_batches() == 4);
+  CHECK(same_bits(skipping.parameters().value(), before));
+}
+
+// A batch whose buffers pass the device's largest binding is refused when the trainer is made, by
+// the limit and with what to lower (recording refused it, after the buffers were allocated).
+GPU_TEST_CASE("icl: a batch past the device's largest storage binding is refused up front", "[icl][limits]") {
+  auto options = rill_test::validated_options();
+  options.limit_profile = "small-bindings";  // bindings of 64 KiB
+  auto ctx = rill_test::make_context(options);
+  TrainConfig c = small_config(3, 5, 2, 1, Parameterization::kFull, Convention::kAhn, 16);
+  c.batch = 4000;  // 3 layers' activations of 24 values per task: 1.1 MB
+  const auto refused = Trainer::create(ctx, c);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == rill::StatusCode::kOutOfRange);
+  CHECK(refused.status().message().find("maxStorageBufferRange") != std::string::npos);
+  CHECK(refused.status().message().find("lower the batch") != std::string::npos);
+  c.batch = 16;
+  auto fits = must(Trainer::create(ctx, c));
+  CHECK(fits.train(2).is_ok());
 }
 
 // A run the device took whose progress the host did not read (its download failed): the next call

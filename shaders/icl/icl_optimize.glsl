@@ -1,6 +1,6 @@
 // One optimizer step per model, a workgroup each (a cohort's models, see IclModelEntry): global
-// gradient norm, a check that loss and gradient are finite, clipping, then SGD with momentum or
-// Adam. Also advances the model's state (step counter read by the sampler, Adam's bias-correction powers) and records
+// gradient norm, a check that loss, gradient and the step's new values are finite, clipping, then
+// SGD with momentum or Adam. Also advances the model's state (step counter read by the sampler, Adam's bias-correction powers) and records
 // (loss, gradient norm) of the step in a ring the host reads every K steps, so the host does no
 // per-step work.
 //
@@ -26,6 +26,23 @@ layout(push_constant) uniform PushBlock { IclOptimizePush p; };
 // By the exponent bits: without SignedZeroInfNanPreserve a compiler may assume no NaN or infinity
 // and fold isnan/isinf away, and the step would never halt.
 bool finite(float x) { return (floatBitsToUint(x) & 0x7F800000u) != 0x7F800000u; }
+
+// What a step writes for parameter `i`: its new value and moments (SGD keeps no second moment).
+void stepped(IclModelEntry e, uint pw, uint rw, uint i, float clip, float b1pow, float b2pow, out float param,
+             out float moment1, out float moment2) {
+  const float g = reduced[rw + i] * clip;
+  if (OPTIMIZER == kIclSgd) {
+    moment1 = e.beta1 * m1[pw + i] + g;
+    moment2 = 0.0;
+    param = params[pw + i] - e.lr * moment1;
+  } else {
+    moment1 = e.beta1 * m1[pw + i] + (1.0 - e.beta1) * g;
+    moment2 = e.beta2 * m2[pw + i] + (1.0 - e.beta2) * g * g;
+    const float m_hat = moment1 / (1.0 - b1pow);
+    const float v_hat = moment2 / (1.0 - b2pow);
+    param = params[pw + i] - e.lr * m_hat / (sqrt(v_hat) + e.eps);
+  }
+}
 
 void main() {
   const uint lid = gl_LocalInvocationIndex;
@@ -66,24 +83,28 @@ void main() {
 
   const bool loss_ok = finite(loss);
   const bool grad_ok = finite(norm);
-  const bool update = loss_ok && grad_ok;
-  if (update) {
-    const float clip = (e.clip_norm > 0.0 && norm > e.clip_norm) ? e.clip_norm / norm : 1.0;
+  const float clip = (e.clip_norm > 0.0 && norm > e.clip_norm) ? e.clip_norm / norm : 1.0;
+  // A finite gradient can still overflow the parameters (SGD at a huge learning rate): the step is
+  // worked out once to check every new value, then again to write it, so that a step that would
+  // overflow is not taken, like one whose gradient is not finite.
+  bool fits = true;
+  if (loss_ok && grad_ok) {  // uniform: a workgroup sum and the model's entry
+    float overflows = 0.0;
     for (uint i = lid; i < p.params; i += WG_SIZE) {
-      const float g = reduced[rw + i] * clip;
-      if (OPTIMIZER == kIclSgd) {
-        const float v = e.beta1 * m1[pw + i] + g;
-        m1[pw + i] = v;
-        params[pw + i] -= e.lr * v;
-      } else {
-        const float m = e.beta1 * m1[pw + i] + (1.0 - e.beta1) * g;
-        const float v = e.beta2 * m2[pw + i] + (1.0 - e.beta2) * g * g;
-        m1[pw + i] = m;
-        m2[pw + i] = v;
-        const float m_hat = m / (1.0 - b1pow);
-        const float v_hat = v / (1.0 - b2pow);
-        params[pw + i] -= e.lr * m_hat / (sqrt(v_hat) + e.eps);
-      }
+      float param, moment1, moment2;
+      stepped(e, pw, rw, i, clip, b1pow, b2pow, param, moment1, moment2);
+      if (!finite(param) || !finite(moment1) || !finite(moment2)) overflows = 1.0;
+    }
+    fits = rill_workgroup_max(overflows) == 0.0;
+  }
+  const bool update = loss_ok && grad_ok && fits;
+  if (update) {
+    for (uint i = lid; i < p.params; i += WG_SIZE) {
+      float param, moment1, moment2;
+      stepped(e, pw, rw, i, clip, b1pow, b2pow, param, moment1, moment2);
+      params[pw + i] = param;
+      m1[pw + i] = moment1;
+      if (OPTIMIZER != kIclSgd) m2[pw + i] = moment2;
     }
   }
   barrier();  // every invocation has read the state before it changes
@@ -100,7 +121,7 @@ void main() {
     state[sw + kIclStateBeta2Power] = floatBitsToUint(b2pow);
     return;
   }
-  state[sw + kIclStateNonFinite] = (loss_ok ? 0u : 1u) | (grad_ok ? 0u : 2u);
+  state[sw + kIclStateNonFinite] = (loss_ok ? 0u : 1u) | (grad_ok ? 0u : 2u) | (fits ? 0u : 4u);
   if (e.stop_on_nonfinite != 0u) {
     state[sw + kIclStateHalted] = 1u;
     state[sw + kIclStateHaltedStep] = step;

@@ -200,6 +200,7 @@ class RILL_API Trainer {
   int64_t skipped_batches() const;
 
   Result<std::vector<float>> parameters();
+  // InvalidArgument for the wrong count or a value that is not finite.
   Status set_parameters(std::span<const float> values);
 
   // Loss and gradient of the current parameters on one training batch (the one of step `step`),

@@ -122,7 +122,7 @@ uint64_t Recorder::layer_backward_iterations() const {
   return t * w * w + h * head_bwd + 2 * t * w * w + 4 * w * w;
 }
 
-Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models) const {
+Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models, bool backward) const {
   const uint64_t batch = task_stride(model_tasks, models) * models;
   const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, d = shape_.d;
   const char* op = "icl";
@@ -139,11 +139,20 @@ Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_
                                                       "the gradient reduction (lower the batch)"));
   const uint64_t per_thread = (shape_.params + workgroup(seq) - 1) / workgroup(seq);
   RILL_RETURN_IF_ERROR(ops::detail::check_loop_budget(seq, 2 * per_thread, op, "the optimizer (fewer parameters)"));
-  const uint64_t biggest =
-      std::max<uint64_t>(uint64_t(shape_.layers + 1) * shape_.token_elems,
-                         std::max<uint64_t>(uint64_t(shape_.layers) * 2 * w * w, shape_.params + 1));
+  // Per task: the activations of every layer; training also keeps each layer's matrices and the
+  // per-task gradients.
+  uint64_t biggest = uint64_t(shape_.layers + 1) * shape_.token_elems;
+  if (backward)
+    biggest = std::max<uint64_t>(biggest, std::max<uint64_t>(uint64_t(shape_.layers) * 2 * w * w, shape_.params + 1));
   if (biggest * batch >= (uint64_t(1) << 32))
     return out_of_range("icl: batch " + std::to_string(batch) + " is too large for this model (buffers past 2^32 elements)");
+  // Checked before anything is allocated: recording would refuse the binding after gigabytes were.
+  const uint64_t range = seq.device().caps.max_storage_buffer_range;
+  if (range != 0 && biggest * batch * sizeof(float) > range)
+    return out_of_range("icl: batch " + std::to_string(batch) + " needs a buffer of " +
+                        std::to_string(biggest * batch * sizeof(float)) +
+                        " bytes, more than this device binds (maxStorageBufferRange " + std::to_string(range) +
+                        "); lower the batch");
   return Status::ok();
 }
 

@@ -55,8 +55,9 @@ class Recorder {
   // differs per model is read from the ModelState's entries.
   Recorder(const TrainConfig& config, Shape shape);
 
-  // Device limits (lavapipe's loop limit) for this configuration and `models` x `model_tasks` tasks.
-  Status check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models = 1) const;
+  // Device limits (lavapipe's loop limit, the largest binding) for this configuration and `models` x
+  // `model_tasks` tasks; `backward`: with the buffers only training has (Workspace::create's).
+  Status check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models = 1, bool backward = true) const;
 
   Status sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& request) const;
   Status forward(Sequence& seq, const Workspace& ws, const ModelState& m) const;

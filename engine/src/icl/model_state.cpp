@@ -180,10 +180,13 @@ ModelProgress read_progress(std::span<const uint32_t> words, std::span<const flo
   ModelProgress p{int64_t(words[gpu::kIclStateStep]), int64_t(words[gpu::kIclStateSkipped]), Status::ok()};
   if (halted) {
     const uint32_t bits = words[gpu::kIclStateNonFinite];
-    const char* what = bits == 3 ? "the loss and the gradient are" : bits == 1 ? "the loss is" : "the gradient is";
+    const char* what = bits == 3   ? "the loss and the gradient are not finite"
+                       : bits == 1 ? "the loss is not finite"
+                       : bits == 2 ? "the gradient is not finite"
+                                   : "the update would take parameters past f32 (the learning rate is too large)";
     p.halted = failed_precondition("icl training stopped at step " + std::to_string(words[gpu::kIclStateHaltedStep]) +
                                    ": " + what +
-                                   " not finite (parameters keep the values of the step before; "
+                                   " (parameters keep the values of the step before; "
                                    "lower the learning rate or use the skip-batch policy)");
   }
   return p;

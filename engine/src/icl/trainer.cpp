@@ -141,6 +141,10 @@ Status Trainer::set_parameters(std::span<const float> values) {
   if (values.size() != impl_->shape.params)
     return invalid_argument("icl set_parameters: expected " + std::to_string(impl_->shape.params) + " values, got " +
                             std::to_string(values.size()));
+  // A NaN or inf would halt the next step (or have every batch skipped) and evaluate to NaN.
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return invalid_argument("icl set_parameters: value " + std::to_string(i) + " is not finite");
   return impl_->ctx.upload_floats(impl_->model.params, values);
 }
 

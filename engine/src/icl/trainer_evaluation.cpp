@@ -208,7 +208,7 @@ Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional
     return invalid_argument(std::string("icl sample_task_set: sigma must be ") + detail::kSigmaRule);
   const Shape& s = im.shape;
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks)));
+  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks), 1, /*backward=*/false));
   // Sampling only: no room for a backward pass's layer matrices and per-task gradients.
   RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks), 1, /*backward=*/false));
   RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, seed, sigma)));
@@ -245,6 +245,10 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   const double c = loss_factor(im.config);
   const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
   const uint32_t chunks = (tasks + chunk - 1) / chunk;
+  {  // before the workspaces are allocated
+    RILL_ASSIGN_OR_RETURN(Sequence probe, im.ctx.sequence({.label = "icl.evaluate"}));
+    RILL_RETURN_IF_ERROR(im.recorder.check_device(probe, chunk, 1, /*backward=*/false));
+  }
   RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, options.seed, options.sigma)));
   std::vector<EvalSlot> slots(std::min(chunks, 2u));
   for (EvalSlot& slot : slots) {
@@ -254,7 +258,7 @@ Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
   // Records and submits chunk `k` (tasks from k * chunk on; the last fills a whole workspace too).
   auto launch = [&](EvalSlot& slot, uint32_t k) -> Status {
     RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
-    RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk));
+    RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk, 1, /*backward=*/false));
     RILL_RETURN_IF_ERROR(im.recorder.sample(
         seq, slot.ws, im.model,
         {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0, .first_task = k * chunk}));

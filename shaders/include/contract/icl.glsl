@@ -8,7 +8,7 @@
 const uint kIclStateStep = 0u;           // steps taken (the sampler's step)
 const uint kIclStateHalted = 1u;         // 1 once a non-finite step halted training
 const uint kIclStateHaltedStep = 2u;     // the step that halted it
-const uint kIclStateNonFinite = 3u;      // what was non-finite last step: bit 0 loss, bit 1 gradient
+const uint kIclStateNonFinite = 3u;      // what was non-finite last step: bit 0 loss, bit 1 gradient, bit 2 the update
 const uint kIclStateSkipped = 4u;        // batches skipped for non-finite values
 const uint kIclStateBeta1Power = 5u;     // beta1^step (float bits)
 const uint kIclStateBeta2Power = 6u;     // beta2^step (float bits)
