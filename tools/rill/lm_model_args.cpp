@@ -23,7 +23,9 @@ void add_model_options(CLI::App* cmd, LmModelArgs& a) {
   random->excludes(weights);
   model->excludes(config)->excludes(weights)->excludes(random);
   cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece tokenizer.model (default: bytes, or the --model one)");
-  cmd->add_option("--random-seed", a.random_seed, "Seed of the random weights")->check(kSeed);
+  cmd->add_option("--random-seed", a.random_seed, "Seed of the random weights (with --random)")
+      ->check(kSeed)
+      ->needs(random);
   cmd->add_flag("--f16", a.f16, "f16 storage (f32 arithmetic): half the memory");
   cmd->add_option("--weight-storage", a.weight_storage,
                   "The linear layers' and the embedding's weights on the device: precision (as --f16 says), f16, "

@@ -129,7 +129,11 @@ class Tuner {
   // {prefill ms, decode ms per token}: medians over the repetitions, after a warm-up.
   rill::Result<std::pair<double, double>> time_lm(const std::string& plan) {
     RILL_ASSIGN_OR_RETURN(rill::Context ctx, context(plan));
-    RILL_ASSIGN_OR_RETURN(rill::lm::Model model, rill::lm::Model::create(ctx, weights_));
+    // Softmax layers' caches hold the prompt and the tokens decoded after it (the default holds 4096).
+    rill::lm::ModelOptions model_options;
+    model_options.softmax_capacity = uint32_t(
+        std::max<uint64_t>(model_options.softmax_capacity, sizes_.prompt + uint64_t(sizes_.decode_tokens) + 1));
+    RILL_ASSIGN_OR_RETURN(rill::lm::Model model, rill::lm::Model::create(ctx, weights_, model_options));
     const std::vector<uint32_t> prompt = random_prompt(sizes_.prompt, config_.vocab);
     {  // the whole prompt once: every pipeline of its segments compiled before the timings
       RILL_ASSIGN_OR_RETURN(rill::lm::Session warm, model.session());

@@ -2,16 +2,24 @@
 #include "rill/status.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace rill {
 namespace {
 
 bool locations_by_default() {
-  const char* env = std::getenv("RILL_STATUS_LOCATIONS");
-  if (env != nullptr && *env != '\0') return std::strcmp(env, "0") != 0;
+  // The spellings RILL_VALIDATION takes; anything else leaves the build's default (a status has no
+  // status of its own to report a bad value with).
+  if (const char* env = std::getenv("RILL_STATUS_LOCATIONS"); env != nullptr) {
+    std::string v(env);
+    for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+    if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  }
 #ifdef NDEBUG
   return false;
 #else
