@@ -30,9 +30,10 @@ full_config=$work/softmax.json
 echo '{"width": 32, "heads": 4, "layers": 1, "layer_kinds": ["softmax"], "ffn_width": 64}' > "$full_config"
 head -c 4090 /dev/zero | tr '\0' 'a' > "$work/prompt.txt"
 "$rill" generate --random --config "$full_config" --prompt-file "$work/prompt.txt" --tokens 50 \
-  --save-state "$work/full.st" > /dev/null 2> "$work/err"
+  --save-state "$work/full.st" --json > "$work/full.json" 2> "$work/err"
 rc=$?
 [[ $rc == 1 ]] || fail "full session: exit status $rc, not 1"
 grep -q 'the state was saved' "$work/err" || fail "full session: no message"
+grep -q '"stopped_by": "the session is full at position 4096' "$work/full.json" || fail "full session: --json does not say why it stopped"
 [[ $(position_of "$work/full.st" "$full_config") == 4096 ]] || fail "full session: the state is not at 4096"
 echo "generate stops: a closed pipe at position $piped and a full session at 4096 kept their states"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "access.hpp"
 #include "rill/rill.h"
 #include "rill/tokenizer.hpp"
 #include "sentencepiece_bytes.hpp"
@@ -391,6 +392,13 @@ TEST_CASE("text stream: SentencePiece pieces join to the whole decoding, spaces 
     quiet.push_back(*t.eos());
   }
   rill::lm::TextStream q(t);
+  {  // the window stays the last visible run, however many invisible tokens follow it
+    const auto visible = t.encode("Linear attention").value();
+    for (uint32_t token : visible) REQUIRE(q.push(token).is_ok());
+    for (int i = 0; i < 3000; ++i) REQUIRE(q.push(*t.eos()).is_ok());
+    CHECK(rill::detail::Access::window_tokens(q) <= visible.size());
+    q.restart();
+  }
   const auto quiet_pieces = stream(q, quiet, true);
   CHECK(joined(quiet_pieces) == t.decode(quiet).value());
   CHECK(joined(quiet_pieces).find("Linear attention keeps ") == 0);  // byte pieces split by </s> decode apart

@@ -25,6 +25,12 @@ struct Access {
   static const std::shared_ptr<TensorStorage>& storage(const Tensor& tensor) { return tensor.storage_; }
   static Tensor tensor(std::shared_ptr<TensorStorage> storage) { return Tensor(std::move(storage)); }
 
+  // The tokens a text stream keeps to decode the next push with (bounded, whatever is pushed).
+  template <typename Stream>
+  static size_t window_tokens(const Stream& stream) {
+    return stream.window_.size();
+  }
+
   // The implementation of another class that befriends Access (icl::Trainer, for its tests).
   template <typename Owner>
   static auto& impl_of(Owner& owner) {

@@ -334,28 +334,30 @@ int run_generate(const GenerateArgs& args) {
   const double n_prompt = double(prompt_tokens.size()), n_generated = double(generated.size());
 
   if (a.json) {
-    const nlohmann::ordered_json j = {
-        // insertion order: the summary reads top to bottom
-        {"device", ctx->device().name},
-        {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
-        {"precision", precision},
-        {"weight_storage", a.weight_storage},
-        {"weight_bytes", model.weight_bytes()},
-        {"state_bytes", session->state_bytes()},
-        {"session_device_bytes", session->device_bytes()},
-        {"load_seconds", load_seconds},
-        {"start_position", start_position},
-        {"prompt_tokens", prompt_tokens.size()},
-        {"prefill_seconds", prefill_seconds},
-        {"prefill_tokens_per_second", rate(n_prompt, prefill_seconds)},
-        {"generated_tokens", generated.size()},
-        {"decode_seconds", decode_seconds},
-        {"decode_tokens_per_second", rate(n_generated, decode_seconds)},
-        {"decode_ms_per_token", generated.empty() ? 0.0 : 1e3 * decode_seconds / n_generated},
-        {"position", session->position()},
-        {"peak_device_bytes", peak},
-        {"tokens", generated},
-        {"text", text}};
+    nlohmann::ordered_json j = {// insertion order: the summary reads top to bottom
+                                {"device", ctx->device().name},
+                                {"config", nlohmann::ordered_json::parse(lm::config_to_json(config))},
+                                {"precision", precision},
+                                {"weight_storage", a.weight_storage},
+                                {"weight_bytes", model.weight_bytes()},
+                                {"state_bytes", session->state_bytes()},
+                                {"session_device_bytes", session->device_bytes()},
+                                {"load_seconds", load_seconds},
+                                {"start_position", start_position},
+                                {"prompt_tokens", prompt_tokens.size()},
+                                {"prefill_seconds", prefill_seconds},
+                                {"prefill_tokens_per_second", rate(n_prompt, prefill_seconds)},
+                                {"generated_tokens", generated.size()},
+                                {"decode_seconds", decode_seconds},
+                                {"decode_tokens_per_second", rate(n_generated, decode_seconds)},
+                                {"decode_ms_per_token", generated.empty() ? 0.0 : 1e3 * decode_seconds / n_generated},
+                                {"position", session->position()},
+                                {"peak_device_bytes", peak},
+                                {"tokens", generated},
+                                {"text", text}};
+    // Why the run ended early, where it did (the exit status says it too, but not to a reader of this).
+    if (g_interrupted) j["interrupted"] = "generation";
+    if (!stopped_by.empty()) j["stopped_by"] = stopped_by;
     // Invalid UTF-8 (a SentencePiece model can decode to any bytes) becomes U+FFFD: always valid JSON.
     std::printf("%s\n", json_text(j).c_str());
   } else {

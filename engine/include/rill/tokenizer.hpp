@@ -15,6 +15,10 @@
 #include "rill/export.hpp"
 #include "rill/status.hpp"
 
+namespace rill::detail {
+struct Access;  // the engine's own access to the implementation (engine/src/access.hpp)
+}
+
 namespace rill::lm {
 
 class RILL_API Tokenizer {
@@ -70,6 +74,7 @@ class RILL_API TextStream {
   void restart();
 
  private:
+  friend struct rill::detail::Access;  // tests read how many tokens the window holds
   std::shared_ptr<const Tokenizer::Impl> tokenizer_;
   std::vector<uint32_t> window_;  // the tokens since the text last settled, the settled run first
   size_t settled_ = 0;            // window_[0, settled_): emitted already, kept as context

@@ -126,10 +126,19 @@ Result<std::string> TextStream::push(uint32_t token) {
     window_ = std::move(window);
     settled_ = window_.size();
     settled_text_ = std::move(fresh_text);
-  } else {
-    // Invisible tokens: their text (if any, a lone space) is out, and the settled run stays the
-    // context. Kept, a long run of them (a model repeating </s>) would grow the window without end.
+  } else if (!settled_text_.empty()) {
+    // Invisible tokens after visible text: their text (if any, a lone space) is out, and the
+    // settled run stays the context. Kept, a long run of them (a model repeating </s>) would grow
+    // the window without end.
     window_.resize(settled_);
+  } else if (window.size() < kMostHeld) {
+    // At the start they stay: a lone "\u2581" there decodes to nothing, yet keeps the next word's
+    // space (SentencePiece models that keep extra whitespace).
+    settled_text_ = std::move(text);
+    window_ = std::move(window);
+    settled_ = window_.size();
+  } else {
+    restart();  // a long run of them at the start: no text to lose, and no end to the window
   }
   return added;
 }
