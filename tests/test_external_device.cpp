@@ -7,6 +7,45 @@
 #include "rill/ops/rmsnorm.hpp"
 #include "vk/instance.hpp"
 
+namespace {
+
+// A device as an application makes one: the first device's first compute queue, no optional
+// feature or extension. Needs volk's instance functions loaded for `instance`.
+struct AppDevice {
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable table{};
+  uint32_t family = 0, families = 0;
+  VkQueue queue = VK_NULL_HANDLE;
+};
+
+AppDevice make_app_device(VkInstance instance) {
+  AppDevice a;
+  uint32_t count = 1;
+  const VkResult r = vkEnumeratePhysicalDevices(instance, &count, &a.physical);
+  REQUIRE((r == VK_SUCCESS || r == VK_INCOMPLETE));
+  REQUIRE(count >= 1);
+  vkGetPhysicalDeviceQueueFamilyProperties(a.physical, &a.families, nullptr);
+  std::vector<VkQueueFamilyProperties> props(a.families);
+  vkGetPhysicalDeviceQueueFamilyProperties(a.physical, &a.families, props.data());
+  while (a.family < a.families && !(props[a.family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++a.family;
+  REQUIRE(a.family < a.families);
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = a.family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  REQUIRE(vkCreateDevice(a.physical, &di, nullptr, &a.device) == VK_SUCCESS);
+  volkLoadDeviceTable(&a.table, a.device);
+  a.table.vkGetDeviceQueue(a.device, a.family, 0, &a.queue);
+  return a;
+}
+
+}  // namespace
+
 GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it", "[external][gpu]") {
   // A context of rill's own, with debug labels (validation), made before the application loads its
   // instance (without debug utils) into volk: its labels must not go through volk's pointers.
@@ -19,32 +58,12 @@ GPU_TEST_CASE("rill runs on an application-owned device and does not destroy it"
   VkInstance instance = VK_NULL_HANDLE;
   REQUIRE(vkCreateInstance(&ii, nullptr, &instance) == VK_SUCCESS);
   volkLoadInstanceOnly(instance);
-  uint32_t count = 1;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkResult r = vkEnumeratePhysicalDevices(instance, &count, &physical);
-  REQUIRE((r == VK_SUCCESS || r == VK_INCOMPLETE));
-  REQUIRE(count >= 1);
-  uint32_t families = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
-  std::vector<VkQueueFamilyProperties> props(families);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
-  uint32_t family = 0;
-  while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-  REQUIRE(family < families);
-  const float priority = 1.0f;
-  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qi.queueFamilyIndex = family;
-  qi.queueCount = 1;
-  qi.pQueuePriorities = &priority;
-  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  di.queueCreateInfoCount = 1;
-  di.pQueueCreateInfos = &qi;
-  VkDevice device = VK_NULL_HANDLE;
-  REQUIRE(vkCreateDevice(physical, &di, nullptr, &device) == VK_SUCCESS);
-  VolkDeviceTable table;
-  volkLoadDeviceTable(&table, device);
-  VkQueue queue = VK_NULL_HANDLE;
-  table.vkGetDeviceQueue(device, family, 0, &queue);
+  const AppDevice app_device = make_app_device(instance);
+  const VkPhysicalDevice physical = app_device.physical;
+  const VkDevice device = app_device.device;
+  const VolkDeviceTable& table = app_device.table;
+  const uint32_t family = app_device.family, families = app_device.families;
+  const VkQueue queue = app_device.queue;
 
   {
     rill::ExternalVulkan ext{instance, physical, device, queue, family, VK_API_VERSION_1_1};
@@ -125,35 +144,16 @@ GPU_TEST_CASE("rill on an application-owned device draws no validation message",
   auto instance = rill::vk::Instance::create(config);
   REQUIRE(instance.is_ok());
   const VkInstance handle = (*instance)->handle();
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VolkDeviceTable table{};
-  uint32_t family = 0;
+  AppDevice app_device;
   {
     const rill::vk::InstanceFunctionsLock functions(handle);
-    uint32_t count = 1;
-    const VkResult r = vkEnumeratePhysicalDevices(handle, &count, &physical);
-    REQUIRE((r == VK_SUCCESS || r == VK_INCOMPLETE));
-    REQUIRE(count >= 1);
-    uint32_t families = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
-    std::vector<VkQueueFamilyProperties> props(families);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
-    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-    REQUIRE(family < families);
-    const float priority = 1.0f;
-    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qi.queueFamilyIndex = family;
-    qi.queueCount = 1;
-    qi.pQueuePriorities = &priority;
-    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    di.queueCreateInfoCount = 1;
-    di.pQueueCreateInfos = &qi;
-    REQUIRE(vkCreateDevice(physical, &di, nullptr, &device) == VK_SUCCESS);
-    volkLoadDeviceTable(&table, device);
+    app_device = make_app_device(handle);
   }
-  VkQueue queue = VK_NULL_HANDLE;
-  table.vkGetDeviceQueue(device, family, 0, &queue);
+  const VkPhysicalDevice physical = app_device.physical;
+  const VkDevice device = app_device.device;
+  const VolkDeviceTable& table = app_device.table;
+  const uint32_t family = app_device.family;
+  const VkQueue queue = app_device.queue;
   {
     rill::ExternalVulkan ext{handle, physical, device, queue, family, (*instance)->api_version()};
     rill::ContextOptions options;
