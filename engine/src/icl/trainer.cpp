@@ -3,6 +3,7 @@
 // trainer_evaluation.cpp.
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 #include "icl/checkpoint.hpp"
 #include "icl/trainer_impl.hpp"
@@ -114,23 +115,34 @@ Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   if (steps > detail::kMaxSteps - im.step)
     return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
                         " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
-  // Geometric growth: callers append run after run to one curve (an exact reserve copied it each time).
-  if (records.capacity() < records.size() + size_t(steps))
-    records.reserve(std::max(records.size() + size_t(steps), 2 * records.capacity()));
-  int64_t left = steps;
-  while (left > 0) {
-    const uint32_t run = uint32_t(std::min<int64_t>(left, im.config.read_every));
-    im.unread = true;
-    RILL_RETURN_IF_ERROR(im.step_sequence->run(run));
+  // Geometric growth: callers append run after run to one curve (an exact reserve copied it each
+  // time). Room for at most a million records up front: a call of billions of steps grows its curve
+  // as it trains, and one that outgrows the host's memory reports so instead of aborting.
+  constexpr int64_t kReserveSteps = int64_t(1) << 20;
+  try {
+    const size_t wanted = records.size() + size_t(std::min(steps, kReserveSteps));
+    if (records.capacity() < wanted) records.reserve(std::max(wanted, 2 * records.capacity()));
+    return im.train_runs(steps, records);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("icl train: no host memory for more than " + std::to_string(records.size()) +
+                              " step records (train in shorter calls; the steps taken count)");
+  }
+}
+
+Status Trainer::Impl::train_runs(int64_t steps, std::vector<StepRecord>& records) {
+  for (int64_t left = steps; left > 0;) {
+    const uint32_t run = uint32_t(std::min<int64_t>(left, config.read_every));
+    unread = true;
+    RILL_RETURN_IF_ERROR(step_sequence->run(run));
     left -= run;
-    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, im.model.all_state_words(im.ctx));
-    RILL_ASSIGN_OR_RETURN(std::vector<float> ring, im.ctx.download_floats(im.model.history));
-    const detail::ModelProgress progress = detail::read_progress(state, ring, im.step, records);
-    im.step = progress.step;
-    im.skipped = progress.skipped;
-    im.unread = false;
-    im.halted = progress.halted;
-    RILL_RETURN_IF_ERROR(im.halted);
+    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, model.all_state_words(ctx));
+    RILL_ASSIGN_OR_RETURN(std::vector<float> ring, ctx.download_floats(model.history));
+    const detail::ModelProgress progress = detail::read_progress(state, ring, step, records);
+    step = progress.step;
+    skipped = progress.skipped;
+    unread = false;
+    halted = progress.halted;
+    RILL_RETURN_IF_ERROR(halted);
   }
   return Status::ok();
 }

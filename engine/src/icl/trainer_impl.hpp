@@ -48,6 +48,8 @@ struct Trainer::Impl {
       : ctx(rill::detail::Access::share(c)), config(cfg), shape(Shape::of(cfg)), recorder(cfg, shape) {}
   // Where an unread run left the device: step, skipped batches and halt (its records are lost).
   Status catch_up();
+  // Trains `steps` steps in runs of read_every, appending each run's records.
+  Status train_runs(int64_t steps, std::vector<StepRecord>& records);
 };
 
 namespace detail {
