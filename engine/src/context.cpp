@@ -1,6 +1,5 @@
 // rill::Context: device selection and creation, memory, pipelines and synchronous transfers.
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include "core/checked_math.hpp"
 #include "core/deliberate_leak.hpp"
 #include "core/file_io.hpp"
+#include "core/flag_words.hpp"
 #include "core/log.hpp"
 #include "kernel_plan.hpp"
 #include "profile/peaks_cache.hpp"
@@ -126,10 +126,7 @@ namespace {
 Result<bool> env_flag(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return false;
-  std::string s(v);
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (s.empty() || s == "0" || s == "false" || s == "no" || s == "off") return false;
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (const std::optional<bool> on = detail::parse_flag_word(v)) return *on;
   return invalid_argument(std::string(name) + "='" + v + "': use 1 or 0 (true/false, yes/no, on/off)");
 }
 

@@ -2,11 +2,12 @@
 #include "rill/status.hpp"
 
 #include <atomic>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "core/flag_words.hpp"
 
 namespace rill {
 namespace {
@@ -14,11 +15,8 @@ namespace {
 bool locations_by_default() {
   // The spellings RILL_VALIDATION takes; anything else leaves the build's default (a status has no
   // status of its own to report a bad value with).
-  if (const char* env = std::getenv("RILL_STATUS_LOCATIONS"); env != nullptr) {
-    std::string v(env);
-    for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-    if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  if (const char* env = std::getenv("RILL_STATUS_LOCATIONS"); env != nullptr && *env != '\0') {
+    if (const std::optional<bool> on = detail::parse_flag_word(env)) return *on;
   }
 #ifdef NDEBUG
   return false;
