@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -947,14 +948,34 @@ using FusedVariant = std::pair<const char*, const char*>;  // kernel family, ext
 // Both families at their planned grids.
 const std::vector<FusedVariant> kBothFamilies = {{"cpu", ""}, {"gpu", ""}};
 
-void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, double tol, double ref_tol,
-                        const std::string& what, const std::vector<FusedVariant>& variants = kBothFamilies) {
+// The checks of one test share their contexts, one per kernel family and plan: a context creates
+// each pipeline once, and on lavapipe a creation costs 0.1-0.5 s even from Mesa's cache (the
+// texel sweep created 428 where 8 contexts suffice).
+class FusedDecodeChecks {
+ public:
+  void check(const rill::lm::Weights& w, rill::lm::ModelOptions o, double tol, double ref_tol, const std::string& what,
+             const std::vector<FusedVariant>& variants = kBothFamilies);
+
+ private:
+  rill::Context& context(const std::string& family, const std::string& plan) {
+    const std::string key = family + "|" + plan;
+    auto it = contexts_.find(key);
+    if (it == contexts_.end()) {
+      auto options = rill_test::validated_options();
+      options.kernel_variant = family;
+      options.kernel_plan = plan;
+      it = contexts_.emplace(key, rill_test::make_context(options)).first;
+    }
+    return it->second;
+  }
+  std::map<std::string, rill::Context> contexts_;
+};
+
+void FusedDecodeChecks::check(const rill::lm::Weights& w, rill::lm::ModelOptions o, double tol, double ref_tol,
+                              const std::string& what, const std::vector<FusedVariant>& variants) {
   const auto tokens = tokens_of(13, w.config().vocab, 7);
   const auto ref = reference(w, tokens);
-  auto per_op_options = rill_test::validated_options();
-  per_op_options.kernel_plan = "lm_decode=per-op";
-  auto per_op_ctx = rill_test::make_context(per_op_options);
-  auto per_op = make_model(per_op_ctx, w, o);
+  auto per_op = make_model(context("", "lm_decode=per-op"), w, o);
   auto s_ref = per_op.session().value();
   std::vector<std::vector<float>> expected;
   for (uint32_t t : tokens) {
@@ -964,11 +985,7 @@ void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, do
     expected.push_back(std::move(step).value());
   }
   for (const auto& [family, grid] : variants) {
-    auto options = rill_test::validated_options();
-    options.kernel_variant = family;
-    options.kernel_plan = std::string("lm_decode=fused") + grid;
-    auto ctx = rill_test::make_context(options);
-    auto model = make_model(ctx, w, o);
+    auto model = make_model(context(family, std::string("lm_decode=fused") + grid), w, o);
     auto s = model.session().value();
     for (size_t t = 0; t < tokens.size(); ++t) {
       auto step = s.decode(tokens[t]);
@@ -983,13 +1000,13 @@ void check_fused_decode(const rill::lm::Weights& w, rill::lm::ModelOptions o, do
 }  // namespace
 
 GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind and option", "[lm][gpu][sweep]") {
+  FusedDecodeChecks fused;
   ModelConfig c = tiny({LayerKind::kNorm});
-  check_fused_decode(rill::lm::Weights::random(c, 1).value(), {}, 1e-4, 2e-4, "one NormAttention layer");
+  fused.check(rill::lm::Weights::random(c, 1).value(), {}, 1e-4, 2e-4, "one NormAttention layer");
   c = tiny({LayerKind::kDiag});
-  check_fused_decode(rill::lm::Weights::random(c, 2).value(), {}, 1e-4, 2e-4, "one DiagAttention layer");
+  fused.check(rill::lm::Weights::random(c, 2).value(), {}, 1e-4, 2e-4, "one DiagAttention layer");
   c = tiny({LayerKind::kSoftmax});
-  check_fused_decode(rill::lm::Weights::random(c, 3).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
-                     "one softmax layer");
+  fused.check(rill::lm::Weights::random(c, 3).value(), {.softmax_capacity = 16}, 1e-4, 2e-4, "one softmax layer");
   // TransNormerLLM's options: decay, SiLU maps, LRPE, output gate, SRMSNorm, tied scaled embedding.
   c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kNorm});
   c.decay = rill::lm::transnormerllm_decay(c.heads, c.layers).value();
@@ -1003,38 +1020,35 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
   c.vocab = 40;  // every width a multiple of 4: CPU drivers take four columns per load (VEC4)
   REQUIRE(c.validate().is_ok());
   const auto llm = rill::lm::Weights::random(c, 4).value();
-  check_fused_decode(llm, {}, 1e-4, 2e-4, "TransNormerLLM options");
-  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 16}, 1e-4, 0,
-                     "TransNormerLLM options, int8 weights");
-  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0, "TransNormerLLM options, f16 weights");
-  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt4, .int4_group = 16}, 1e-4, 0,
-                     "TransNormerLLM options, int4 weights");
+  fused.check(llm, {}, 1e-4, 2e-4, "TransNormerLLM options");
+  fused.check(llm, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 16}, 1e-4, 0,
+              "TransNormerLLM options, int8 weights");
+  fused.check(llm, {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0, "TransNormerLLM options, f16 weights");
+  fused.check(llm, {.weights = rill::lm::WeightStorage::kInt4, .int4_group = 16}, 1e-4, 0,
+              "TransNormerLLM options, int4 weights");
   // The default groups (int8 64, int4 32) on a model narrower than them: each matrix's group is
   // clamped to its own rows (the width for up and gate, the FFN width for down), and one dispatch
   // takes them together (it refused the layer's FFN).
-  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt8}, 1e-4, 0,
-                     "TransNormerLLM options, int8 default group");
-  check_fused_decode(llm, {.weights = rill::lm::WeightStorage::kInt4}, 1e-4, 0,
-                     "TransNormerLLM options, int4 default group");
+  fused.check(llm, {.weights = rill::lm::WeightStorage::kInt8}, 1e-4, 0, "TransNormerLLM options, int8 default group");
+  fused.check(llm, {.weights = rill::lm::WeightStorage::kInt4}, 1e-4, 0, "TransNormerLLM options, int4 default group");
   // Sigmoid GLU, identity maps, untied head, int8 groups that do not divide the width.
   c = tiny({LayerKind::kDiag, LayerKind::kNorm, LayerKind::kSoftmax});
   c.feature_map = rill::ops::FeatureMap::kIdentity;
   c.glu_activation = rill::ops::GluActivation::kSigmoid;
   c.decay = {0.9f, 1.0f, 0.75f};
   const auto mixed = rill::lm::Weights::random(c, 5).value();
-  check_fused_decode(mixed, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 10, .softmax_capacity = 16}, 1e-4,
-                     0, "mixed kinds, int8 weights");
+  fused.check(mixed, {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 10, .softmax_capacity = 16}, 1e-4, 0,
+              "mixed kinds, int8 weights");
   // Heads of 16 and widths in sixteens: int8 weights take 16 columns per invocation on CPU drivers.
   const ModelConfig wide = in_sixteens({LayerKind::kNorm, LayerKind::kDiag});
-  check_fused_decode(rill::lm::Weights::random(wide, 6).value(),
-                     {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 8}, 1e-4, 0,
-                     "16 columns per lane, int8");
+  fused.check(rill::lm::Weights::random(wide, 6).value(), {.weights = rill::lm::WeightStorage::kInt8, .int8_group = 8},
+              1e-4, 0, "16 columns per lane, int8");
   // f16 activations: the paths round at the same points; the reference (f32 weights) is 2e-2 away.
   auto probe = rill_test::make_context();
   if (rill_test::float_dtypes(probe).back() == rill::DType::kF16) {
-    check_fused_decode(mixed, {.precision = rill::lm::Precision::kF16, .softmax_capacity = 16}, 2e-2, 4e-2,
-                       "mixed kinds, f16");
-    check_fused_decode(llm, {.precision = rill::lm::Precision::kF16}, 2e-2, 4e-2, "TransNormerLLM options, f16");
+    fused.check(mixed, {.precision = rill::lm::Precision::kF16, .softmax_capacity = 16}, 2e-2, 4e-2,
+                "mixed kinds, f16");
+    fused.check(llm, {.precision = rill::lm::Precision::kF16}, 2e-2, 4e-2, "TransNormerLLM options, f16");
   }
 }
 
@@ -1043,29 +1057,29 @@ GPU_TEST_CASE("lm fused decoding equals the per-op graph for every layer kind an
 // model's widths are in fours: each invocation takes 4 columns and the rows split up to 128 ways
 // (slices of no rows at the narrow products).
 GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "[lm][gpu][sweep]") {
+  FusedDecodeChecks fused;
   // 32 x 4 with loads of 4 rows: 6-row slices of the mixer's products, a batch and a tail each.
   const std::vector<FusedVariant> grids = {{"gpu", ",lm_decode_grid=512x8"},
                                            {"gpu", ",lm_decode_grid=64x4"},
                                            {"gpu", ",lm_decode_grid=32x4,lm_decode_rows=4"}};
   ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
   c.decay = {0.9f, 1.0f, 0.75f};
-  check_fused_decode(rill::lm::Weights::random(c, 7).value(), {.softmax_capacity = 16}, 1e-4, 2e-4, "every layer kind",
-                     grids);
+  fused.check(rill::lm::Weights::random(c, 7).value(), {.softmax_capacity = 16}, 1e-4, 2e-4, "every layer kind", grids);
   c = tiny({LayerKind::kNorm, LayerKind::kDiag});
   c.lrpe_layers = {0};  // LRPE doubles the linear mixer's state rows
   c.output_gate = true;
   c.vocab = 40;
   REQUIRE(c.validate().is_ok());
-  check_fused_decode(rill::lm::Weights::random(c, 8).value(), {}, 1e-4, 2e-4, "LRPE and output gate", grids);
-  check_fused_decode(rill::lm::Weights::random(c, 9).value(), {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0,
-                     "LRPE and output gate, f16 weights", grids);
+  fused.check(rill::lm::Weights::random(c, 8).value(), {}, 1e-4, 2e-4, "LRPE and output gate", grids);
+  fused.check(rill::lm::Weights::random(c, 9).value(), {.weights = rill::lm::WeightStorage::kF16}, 1e-4, 0,
+              "LRPE and output gate, f16 weights", grids);
   // Forced columns per invocation: 16 on a GPU grid of 64 invocations (widths in sixteens; small
   // enough for a phone's 16 KiB of shared memory), 1 on the CPU one; weight loads 8 and 2 rows at a
   // time (the products' row slices leave tails of every length).
-  check_fused_decode(rill::lm::Weights::random(in_sixteens({LayerKind::kNorm, LayerKind::kSoftmax}), 10).value(),
-                     {.softmax_capacity = 16}, 1e-4, 2e-4, "forced columns per invocation",
-                     {{"gpu", ",lm_decode_grid=64x16,lm_decode_columns=16,lm_decode_rows=8"},
-                      {"cpu", ",lm_decode_columns=1,lm_decode_rows=2"}});
+  fused.check(rill::lm::Weights::random(in_sixteens({LayerKind::kNorm, LayerKind::kSoftmax}), 10).value(),
+              {.softmax_capacity = 16}, 1e-4, 2e-4, "forced columns per invocation",
+              {{"gpu", ",lm_decode_grid=64x16,lm_decode_columns=16,lm_decode_rows=8"},
+               {"cpu", ",lm_decode_columns=1,lm_decode_rows=2"}});
 }
 
 // Odd widths: every dense matrix has an odd element count, so its last element sits in a vec4 that
@@ -1073,6 +1087,7 @@ GPU_TEST_CASE("lm fused decoding at forced GPU grids equals the per-op graph", "
 // fours) now take scalars. A vec4 read there is undefined without robust buffer access; lavapipe
 // happens to return the element, so this checks the odd widths' results, not the bound.
 GPU_TEST_CASE("lm fused decoding reads the last element of odd-sized weights", "[lm][gpu]") {
+  FusedDecodeChecks fused;
   ModelConfig c = tiny({LayerKind::kNorm, LayerKind::kSoftmax});
   c.width = 15;
   c.heads = 3;
@@ -1080,10 +1095,10 @@ GPU_TEST_CASE("lm fused decoding reads the last element of odd-sized weights", "
   INFO(c.validate().to_string());
   REQUIRE(c.validate().is_ok());
   const auto w = rill::lm::Weights::random(c, 15).value();
-  check_fused_decode(w, {.softmax_capacity = 16}, 1e-4, 2e-4, "odd widths",
-                     {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
-  check_fused_decode(w, {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0,
-                     "odd widths, f16 weights", {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
+  fused.check(w, {.softmax_capacity = 16}, 1e-4, 2e-4, "odd widths",
+              {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
+  fused.check(w, {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0, "odd widths, f16 weights",
+              {{"cpu", ",lm_decode_weights=buffer"}, {"gpu", ""}});
 }
 
 // Dense f32 weights read as texels (CPU drivers' default, 16 columns per invocation where the widths
@@ -1093,6 +1108,7 @@ GPU_TEST_CASE("lm fused decoding reads the last element of odd-sized weights", "
 // A sweep: every weight storage in every texel form. The decoding step on CPU drivers reads texels
 // by default, so every other decoding test runs their host code too (the sanitizer build's share).
 GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[lm][gpu][sweep]") {
+  FusedDecodeChecks fused;
   const std::vector<FusedVariant> forms = {{"cpu", ""},
                                            {"cpu", ",lm_decode_weights=buffer"},
                                            {"cpu", ",lm_decode_weights=texel,lm_decode_columns=1"},
@@ -1104,11 +1120,11 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   REQUIRE(c.validate().is_ok());
   auto untied = rill::lm::Weights::random(c, 11);
   REQUIRE(untied.is_ok());
-  check_fused_decode(*untied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights", forms);
+  fused.check(*untied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights", forms);
   c.tie_embeddings = true;  // the head read transposed from the embedding, one texel component at a time
   auto tied = rill::lm::Weights::random(c, 12);
   REQUIRE(tied.is_ok());
-  check_fused_decode(*tied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights, tied head", forms);
+  fused.check(*tied, {.softmax_capacity = 16}, 1e-4, 2e-4, "texel weights, tied head", forms);
   // int8 weights at 16 columns per invocation: their words and scales as texels (the CPU default;
   // a group of 8 rows and one of 24, which splits a row's walk at odd points) and from storage
   // buffers; the tied head is the packed embedding, read as texels too.
@@ -1116,13 +1132,13 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   for (uint32_t group : {8u, 24u}) {
     const rill::lm::ModelOptions o{
         .weights = rill::lm::WeightStorage::kInt8, .int8_group = group, .softmax_capacity = 16};
-    check_fused_decode(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
-    check_fused_decode(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
+    fused.check(*untied, o, 1e-4, 0, "int8 texel words", int8_forms);
+    fused.check(*tied, o, 1e-4, 0, "int8 texel words, tied head", int8_forms);
     // int4 the same: two words of a row per invocation, either half of a texel.
     const rill::lm::ModelOptions o4{
         .weights = rill::lm::WeightStorage::kInt4, .int4_group = group, .softmax_capacity = 16};
-    check_fused_decode(*untied, o4, 1e-4, 0, "int4 texel words", int8_forms);
-    check_fused_decode(*tied, o4, 1e-4, 0, "int4 texel words, tied head", int8_forms);
+    fused.check(*untied, o4, 1e-4, 0, "int4 texel words", int8_forms);
+    fused.check(*tied, o4, 1e-4, 0, "int4 texel words, tied head", int8_forms);
   }
   // f16 weights: their words as texels at 16 columns per invocation (the CPU default here, two
   // texels per row), at 8 (one texel), from storage buffers, and as texels on a GPU grid whose
@@ -1133,8 +1149,8 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
       {"cpu", ",lm_decode_weights=buffer"},
       {"gpu", ",lm_decode_weights=texel,lm_decode_grid=64x16,lm_decode_columns=16,lm_decode_rows=8"}};
   const rill::lm::ModelOptions f16{.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16};
-  check_fused_decode(*untied, f16, 1e-4, 0, "f16 texel words", f16_forms);
-  check_fused_decode(*tied, f16, 1e-4, 0, "f16 texel words, tied head", f16_forms);
+  fused.check(*untied, f16, 1e-4, 0, "f16 texel words", f16_forms);
+  fused.check(*tied, f16, 1e-4, 0, "f16 texel words, tied head", f16_forms);
   // Heads of 32 (and FFN slices and logits of 32 on CPU drivers): every product in whole subgroups
   // of four columns per lane, so the CPU kernels take their input rows by subgroup shuffles
   // (test_kernel_plan_models.cpp checks that this shape's plan does).
@@ -1142,18 +1158,18 @@ GPU_TEST_CASE("lm fused decoding with texel weights equals the per-op graph", "[
   c.decay = {0.9f, 0.75f};
   c.output_gate = true;
   REQUIRE(c.validate().is_ok());
-  check_fused_decode(rill::lm::Weights::random(c, 13).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
-                     "texel weights, inputs by shuffles", {{"cpu", ""}});
+  fused.check(rill::lm::Weights::random(c, 13).value(), {.softmax_capacity = 16}, 1e-4, 2e-4,
+              "texel weights, inputs by shuffles", {{"cpu", ""}});
   // f16 words read as texels, inputs by shuffles (test_kernel_plan_models.cpp checks this shape's plan),
   // against shared-memory inputs and storage buffers.
   c = in_128s({LayerKind::kNorm, LayerKind::kDiag, LayerKind::kSoftmax});
   c.decay = {0.9f, 0.75f};
   c.output_gate = true;
   REQUIRE(c.validate().is_ok());
-  check_fused_decode(rill::lm::Weights::random(c, 14).value(),
-                     {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0,
-                     "f16 texel words, inputs by shuffles",
-                     {{"cpu", ""}, {"cpu", ",lm_decode_shuffle=off"}, {"cpu", ",lm_decode_weights=buffer"}});
+  fused.check(rill::lm::Weights::random(c, 14).value(),
+              {.weights = rill::lm::WeightStorage::kF16, .softmax_capacity = 16}, 1e-4, 0,
+              "f16 texel words, inputs by shuffles",
+              {{"cpu", ""}, {"cpu", ",lm_decode_shuffle=off"}, {"cpu", ",lm_decode_weights=buffer"}});
 }
 
 GPU_TEST_CASE("lm decoding the default model takes at most 20 dispatches per token", "[lm][gpu]") {
