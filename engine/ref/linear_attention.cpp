@@ -61,8 +61,10 @@ void linear_attention_backward(const std::vector<float>& q, const std::vector<fl
     const double lambda = decay.empty() ? 1.0 : decay[size_t(bh % s.heads)];
     const std::vector<double> pw = decay_powers(lambda, s.n);
     const size_t qk = size_t(bh * s.n * s.dk), vo = size_t(bh * s.n * s.dv);
-    const std::vector<double> fq = mapped(&q[qk], s.n * s.dk, f, false), fk = mapped(&k[qk], s.n * s.dk, f, false);
-    const std::vector<double> gq = mapped(&q[qk], s.n * s.dk, f, true), gk = mapped(&k[qk], s.n * s.dk, f, true);
+    const std::vector<double> fq = mapped(q.data() + qk, s.n * s.dk, f, false),
+                              fk = mapped(k.data() + qk, s.n * s.dk, f, false);
+    const std::vector<double> gq = mapped(q.data() + qk, s.n * s.dk, f, true),
+                              gk = mapped(k.data() + qk, s.n * s.dk, f, true);
     for (int64_t t = 0; t < s.n; ++t) {
       for (int64_t u = 0; u <= (causal ? t : s.n - 1); ++u) {
         const double w = causal ? pw[size_t(t - u)] : 1.0;
@@ -89,8 +91,8 @@ void linear_attention_forward(const std::vector<float>& q, const std::vector<flo
   for (int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
     const double lambda = decay.empty() ? 1.0 : decay[size_t(bh % s.heads)];
     const std::vector<double> pw = decay_powers(lambda, s.n);
-    const std::vector<double> fq = mapped(&q[size_t(bh * s.n * s.dk)], s.n * s.dk, f, false);
-    const std::vector<double> fk = mapped(&k[size_t(bh * s.n * s.dk)], s.n * s.dk, f, false);
+    const std::vector<double> fq = mapped(q.data() + bh * s.n * s.dk, s.n * s.dk, f, false);
+    const std::vector<double> fk = mapped(k.data() + bh * s.n * s.dk, s.n * s.dk, f, false);
     const float* vb = &v[size_t(bh * s.n * s.dv)];
     const float* s0 = state_in.empty() ? nullptr : &state_in[size_t(bh * s.dk * s.dv)];
     // Direct sums, quadratic in N: the definition, not the algorithm.

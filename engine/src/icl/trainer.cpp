@@ -104,6 +104,13 @@ Status Trainer::Impl::catch_up() {
   return Status::ok();
 }
 
+namespace {
+Status curve_exhausted(size_t records) {
+  return resource_exhausted("icl train: no host memory for more than " + std::to_string(records) +
+                            " step records (train in shorter calls; the steps taken count)");
+}
+}  // namespace
+
 Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
@@ -122,11 +129,10 @@ Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   try {
     const size_t wanted = records.size() + size_t(std::min(steps, kReserveSteps));
     if (records.capacity() < wanted) records.reserve(std::max(wanted, 2 * records.capacity()));
-    return im.train_runs(steps, records);
   } catch (const std::bad_alloc&) {
-    return resource_exhausted("icl train: no host memory for more than " + std::to_string(records.size()) +
-                              " step records (train in shorter calls; the steps taken count)");
+    return curve_exhausted(records.size());
   }
+  return im.train_runs(steps, records);
 }
 
 Status Trainer::Impl::train_runs(int64_t steps, std::vector<StepRecord>& records) {
@@ -137,7 +143,14 @@ Status Trainer::Impl::train_runs(int64_t steps, std::vector<StepRecord>& records
     left -= run;
     RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> state, model.all_state_words(ctx));
     RILL_ASSIGN_OR_RETURN(std::vector<float> ring, ctx.download_floats(model.history));
-    const detail::ModelProgress progress = detail::read_progress(state, ring, step, records);
+    const size_t before = records.size();
+    detail::ModelProgress progress;
+    try {
+      progress = detail::read_progress(state, ring, step, records);
+    } catch (const std::bad_alloc&) {
+      records.resize(before);  // no partial run: the next call catches up with the device's step
+      return curve_exhausted(before);
+    }
     step = progress.step;
     skipped = progress.skipped;
     unread = false;
