@@ -208,6 +208,22 @@ int main(void) {
     rill_context_destroy(planned);
   }
 
+  /* A GPU wait timeout: read where the struct has it (a 0.2 layout before it still works), and
+     its code has a name. */
+  {
+    rill_context* bounded = NULL;
+    rill_context_options_init(&options);
+    EXPECT(options.gpu_wait_timeout_ms == 0);
+    options.gpu_wait_timeout_ms = 60000;
+    EXPECT(rill_context_create(&options, &bounded) == RILL_OK);
+    rill_context_destroy(bounded);
+    bounded = NULL;
+    options.struct_size = (uint32_t)offsetof(rill_context_options, gpu_wait_timeout_ms);
+    EXPECT(rill_context_create(&options, &bounded) == RILL_OK);
+    rill_context_destroy(bounded);
+    EXPECT(strcmp(rill_status_name(RILL_DEADLINE_EXCEEDED), "DeadlineExceeded") == 0);
+  }
+
   /* NULL options mean defaults. */
   EXPECT(rill_context_create(NULL, &ctx) == RILL_OK);
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gpu_test.hpp"
+#include "scoped_env.hpp"
 #include "vk/device_select.hpp"
 
 namespace {
@@ -21,18 +22,15 @@ rill::vk::PhysicalDevice fake(uint32_t index, const char* name, rill::DeviceType
   return d;
 }
 
-struct EnvGuard {
-  explicit EnvGuard(const char* value) {
-    if (value) setenv("RILL_DEVICE", value, 1);
-    else unsetenv("RILL_DEVICE");
-  }
-  ~EnvGuard() { unsetenv("RILL_DEVICE"); }
+// RILL_DEVICE for one scope.
+struct DeviceVariable : rill_test::ScopedEnv {
+  explicit DeviceVariable(const char* value) : ScopedEnv("RILL_DEVICE", value) {}
 };
 
 }  // namespace
 
 TEST_CASE("ranking prefers discrete, then integrated, virtual, CPU; skips unusable devices", "[device]") {
-  EnvGuard env(nullptr);
+  DeviceVariable env(nullptr);
   std::vector<rill::vk::PhysicalDevice> devices = {
       fake(0, "lavapipe", rill::DeviceType::kCpu, 1 << 30),
       fake(1, "igpu", rill::DeviceType::kIntegratedGpu, 1 << 30),
@@ -52,7 +50,7 @@ TEST_CASE("explicit index or name wins over RILL_DEVICE, which wins over ranking
   std::vector<rill::vk::PhysicalDevice> devices = {fake(0, "llvmpipe (LLVM)", rill::DeviceType::kCpu, 1),
                                                    fake(1, "Mali-G78", rill::DeviceType::kIntegratedGpu, 1)};
   std::string reason;
-  EnvGuard env("llvm");
+  DeviceVariable env("llvm");
   CHECK(rill::vk::choose_device(devices, {}, reason).value() == 0);
   CHECK(reason.find("RILL_DEVICE") != std::string::npos);
   CHECK(rill::vk::choose_device(devices, {.name = "mali"}, reason).value() == 1);
@@ -61,7 +59,7 @@ TEST_CASE("explicit index or name wins over RILL_DEVICE, which wins over ranking
 }
 
 TEST_CASE("asking for a device that does not exist names the devices that do", "[device]") {
-  EnvGuard env(nullptr);
+  DeviceVariable env(nullptr);
   std::vector<rill::vk::PhysicalDevice> devices = {fake(0, "llvmpipe", rill::DeviceType::kCpu, 1)};
   std::string reason;
   auto by_index = rill::vk::choose_device(devices, {.index = 7}, reason);
@@ -80,20 +78,20 @@ GPU_TEST_CASE("a real context honours RILL_DEVICE by index and by name", "[devic
   REQUIRE(listing->chosen >= 0);
   const rill::DeviceInfo& first = listing->devices[0];
   {
-    EnvGuard env("0");
+    DeviceVariable env("0");
     auto ctx = rill_test::make_context();
     CHECK(ctx.device().index == 0);
     CHECK(ctx.selection_reason().find("RILL_DEVICE") != std::string::npos);
   }
   {
-    EnvGuard env(first.name.substr(0, 4).c_str());
+    DeviceVariable env(first.name.substr(0, 4).c_str());
     auto ctx = rill_test::make_context();
     CHECK(ctx.device().name == first.name);
     // Chosen by the name (with one device, the default choice is the same device).
     CHECK(ctx.selection_reason().find("RILL_DEVICE") != std::string::npos);
   }
   {
-    EnvGuard env("no-such-device-anywhere");
+    DeviceVariable env("no-such-device-anywhere");
     auto ctx = rill::Context::create(rill_test::validated_options());
     CHECK(ctx.status().code() == rill::StatusCode::kNotFound);
     CHECK(ctx.status().message().find(first.name) != std::string::npos);
@@ -115,35 +113,15 @@ GPU_TEST_CASE("device capabilities are recorded", "[device][gpu]") {
   }
 }
 
-namespace {
-
-// Sets an environment variable for a scope, restoring what it was.
-struct ScopedVariable {
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    setenv(name, value, 1);
-  }
-  ~ScopedVariable() {
-    if (before_)
-      setenv(name_, before_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  const char* name_;
-  std::optional<std::string> before_;
-};
-
-}  // namespace
-
 GPU_TEST_CASE("switch and family variables refuse values that would quietly mean off or the default", "[device][gpu]") {
   for (const auto& [name, value] : {std::pair{"RILL_VALIDATION", "enabled"}, std::pair{"RILL_PIPELINE_STATISTICS", "2"},
                                     std::pair{"RILL_KERNEL_VARIANT", "GPU"}}) {
-    ScopedVariable variable(name, value);
+    rill_test::ScopedEnv variable(name, value);
     const auto ctx = rill::Context::create();
     INFO(name << "=" << value << ": " << ctx.status().to_string());
     CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
     CHECK(ctx.status().message().find(name) != std::string::npos);
   }
-  ScopedVariable yes("RILL_PIPELINE_STATISTICS", "Yes");  // any case of yes/no, on/off, true/false
+  rill_test::ScopedEnv yes("RILL_PIPELINE_STATISTICS", "Yes");  // any case of yes/no, on/off, true/false
   CHECK(rill::Context::create().is_ok());
 }

@@ -1,11 +1,13 @@
 // The recorder: barriers only where a hazard exists, replay without re-recording, lifetimes that
 // survive the application dropping handles, kernel variants, timestamps.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
+#include "scoped_env.hpp"
 
 GPU_TEST_CASE("independent dispatches get no barrier; dependent ones get one each", "[sequence][gpu]") {
   auto ctx = rill_test::make_context();
@@ -107,6 +109,78 @@ GPU_TEST_CASE("waits that poll the fence before sleeping see every submission fi
     const auto out = ctx.download_floats(*y).value();
     CHECK(std::count(out.begin(), out.end(), 31.0f) == n);
   }
+}
+
+// A wait timeout (ContextOptions::gpu_wait_timeout_ms): work that outlasts it gives DeadlineExceeded
+// and keeps running, a later wait sees it finish with every replay done, and a drain past the
+// timeout leaks what the work uses instead of waiting on (or freeing it under the GPU).
+GPU_TEST_CASE("a wait past the GPU wait timeout says so and leaves the work running", "[sequence][gpu]") {
+  rill::ContextOptions options = rill_test::validated_options();
+  options.gpu_wait_timeout_ms = 1;
+  auto ctx = rill_test::make_context(options);
+  auto& submissions = *rill::detail::Access::impl(ctx).submissions;
+  REQUIRE(submissions.timeout_ms() == 1);
+  submissions.set_timeout_ms(0);  // for the uploads: a copy through staging memory may take longer
+  {
+    const uint32_t n = 1u << 20;
+    auto x = ctx.tensor(rill::DType::kF32, {n});
+    auto y = ctx.tensor(rill::DType::kF32, {n});
+    REQUIRE(ctx.upload_floats(*x, std::vector<float>(n, 2.0f)).is_ok());
+    REQUIRE(ctx.upload_floats(*y, std::vector<float>(n, 0.0f)).is_ok());
+    auto seq = ctx.sequence();
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 0.5f)).is_ok());  // y += 1 per replay
+    submissions.set_timeout_ms(1);
+    // Waits until the work is done, however many deadlines pass; returns how many did.
+    const auto wait_through = [&] {
+      int deadlines = 0;
+      for (rill::Status s = seq->wait(); !s.is_ok(); s = seq->wait()) {
+        REQUIRE(s.code() == rill::StatusCode::kDeadlineExceeded);
+        CHECK(s.message().find("gpu_wait_timeout_ms") != std::string::npos);
+        ++deadlines;
+      }
+      return deadlines;
+    };
+    // Replays enough for 200 ms of work on this device (a fast GPU needs more of them).
+    uint32_t replays = 1;
+    uint32_t done = 0;
+    for (;;) {
+      const auto start = std::chrono::steady_clock::now();
+      REQUIRE(seq->submit(replays).is_ok());
+      wait_through();
+      done += replays;
+      if (std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(200) || replays >= (1u << 14)) break;
+      replays *= 2;
+    }
+    INFO(replays << " replays");
+    REQUIRE(seq->submit(replays).is_ok());
+    done += replays;
+    const rill::Status first = seq->wait();  // 1 ms into about 200 ms of work
+    CHECK(first.code() == rill::StatusCode::kDeadlineExceeded);
+    wait_through();
+    submissions.set_timeout_ms(0);
+    const auto out = ctx.download_floats(*y).value();
+    CHECK(std::count(out.begin(), out.end(), float(done)) == n);
+
+    submissions.set_timeout_ms(1);
+    REQUIRE(seq->submit(replays).is_ok());
+  }                     // the sequence and the tensors go while their work runs: handed to the retire queue
+  submissions.drain();  // as the context's destruction does
+  CHECK(submissions.leaked());
+}
+
+GPU_TEST_CASE("a GPU wait timeout is read from the environment, with its unit", "[sequence][gpu]") {
+  const rill_test::ScopedEnv timeout("RILL_GPU_WAIT_TIMEOUT", "2s");
+  auto ctx = rill_test::make_context();
+  CHECK(rill::detail::Access::impl(ctx).submissions->timeout_ms() == 2000);
+  for (const char* bad : {"2", "2 s", "-1s", "1.5s", "5000000s", "ms"}) {
+    const rill_test::ScopedEnv wrong("RILL_GPU_WAIT_TIMEOUT", bad);
+    auto refused = rill::Context::create(rill_test::validated_options());
+    REQUIRE_FALSE(refused.is_ok());
+    CHECK(refused.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK(refused.status().message().find("RILL_GPU_WAIT_TIMEOUT") != std::string::npos);
+  }
+  const rill_test::ScopedEnv off("RILL_GPU_WAIT_TIMEOUT", "0");
+  CHECK(rill::detail::Access::impl(rill_test::make_context()).submissions->timeout_ms() == 0);
 }
 
 GPU_TEST_CASE("a sequence keeps its tensors and device alive after the app drops them", "[sequence][gpu]") {

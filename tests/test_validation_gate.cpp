@@ -8,6 +8,7 @@
 
 #include "access.hpp"
 #include "gpu_test.hpp"
+#include "scoped_env.hpp"
 #include "sequence_impl.hpp"
 #include "vk/instance.hpp"
 
@@ -46,32 +47,6 @@ GPU_TEST_CASE("the same two dispatches with automatic barriers are clean", "[val
   REQUIRE(seq->run(3).is_ok());
 }
 
-namespace {
-
-// Sets an environment variable for one scope and restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-}  // namespace
-
 // A machine with another architecture's Mesa installed lists ICD manifests whose libraries the
 // loader cannot open; the loader says so through the debug messenger. That is the machine, not a
 // misuse of Vulkan, and must not fail the gate (it failed 10 of 15 tests on such a machine).
@@ -81,7 +56,7 @@ GPU_TEST_CASE("the loader's notices about drivers it cannot load are not validat
     std::ofstream out(manifest);
     out << R"({"file_format_version": "1.0.0", "ICD": {"library_path": "/nonexistent/libvulkan_missing.so", "api_version": "1.1.0"}})";
   }
-  ScopedEnv add_driver("VK_ADD_DRIVER_FILES", manifest);
+  rill_test::ScopedEnv add_driver("VK_ADD_DRIVER_FILES", manifest);
   auto ctx = rill_test::make_context();
   auto x = ctx.tensor(rill::DType::kF32, {64});
   REQUIRE(x.is_ok());

@@ -146,6 +146,18 @@ Result<uint64_t> parse_byte_count(std::string_view text, const char* what) {
   return n * unit;
 }
 
+// "500ms" or "30s" (or "0": no limit) as milliseconds; a bare number is refused (which unit?).
+Result<uint32_t> parse_milliseconds(std::string_view text, const char* what) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  const std::string_view unit(end, size_t(text.data() + text.size() - end));
+  const uint64_t scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit.empty() && n == 0 && ec == std::errc() ? 1 : 0;
+  if (text.empty() || ec != std::errc() || scale == 0 || n > UINT32_MAX / scale)
+    return invalid_argument(std::string(what) + " is '" + std::string(text) +
+                            "'; give milliseconds or seconds with their unit (500ms, 30s; 0: no limit)");
+  return uint32_t(n * scale);
+}
+
 Status check_tensor(const detail::ContextImpl& ctx, const Tensor& t, const char* what) {
   if (!t.valid()) return invalid_argument(std::string(what) + ": the tensor is empty");
   if (detail::Access::storage(t)->context.get() != &ctx)
@@ -229,6 +241,11 @@ Result<Context> Context::create(const ContextOptions& options) {
   }
   impl->allocator = std::make_unique<vk::Allocator>(device, impl->faults, options.memory_block_bytes, budget);
   impl->submissions = std::make_unique<vk::Submissions>(device, impl->faults, impl->profiler);
+  uint32_t timeout_ms = options.gpu_wait_timeout_ms;
+  if (const char* env = std::getenv("RILL_GPU_WAIT_TIMEOUT"); timeout_ms == 0 && env != nullptr) {
+    RILL_ASSIGN_OR_RETURN(timeout_ms, parse_milliseconds(env, "RILL_GPU_WAIT_TIMEOUT"));
+  }
+  impl->submissions->set_timeout_ms(timeout_ms);
   RILL_ASSIGN_OR_RETURN(const bool statistics_env, env_flag("RILL_PIPELINE_STATISTICS"));
   const bool capture_statistics = options.pipeline_statistics || statistics_env;
   // A kernel family other than cpu or gpu would be taken as the device's own choice, silently.

@@ -46,7 +46,8 @@ typedef enum rill_status {
   RILL_OUT_OF_RANGE = 8,
   RILL_INTERNAL = 9,
   RILL_UNIMPLEMENTED = 10,
-  RILL_CANCELLED = 11
+  RILL_CANCELLED = 11,
+  RILL_DEADLINE_EXCEEDED = 12 /* since 0.2 */
 } rill_status;
 
 typedef enum rill_device_type {
@@ -77,6 +78,12 @@ typedef struct rill_context_options {
      choices, "key=value,..." as RILL_KERNEL_PLAN takes them (`rill info --plan-keys` lists the
      keys); an unknown key or value is RILL_INVALID_ARGUMENT naming it. NULL: the device's plan. */
   const char* kernel_plan;
+  /* Since 0.2, after kernel_plan (a struct_size without it means 0). The longest one call may wait
+     for the GPU, in milliseconds: past it the call returns RILL_DEADLINE_EXCEEDED and the work keeps
+     running (a later call may still see it finish); destroying the context then leaks what that
+     work uses instead of waiting on. 0: no limit (RILL_GPU_WAIT_TIMEOUT, "500ms" or "30s", may
+     still set one). */
+  uint32_t gpu_wait_timeout_ms;
 } rill_context_options;
 
 typedef struct rill_device_info {

@@ -26,6 +26,7 @@ enum class StatusCode : int {
   kInternal = 9,            // a bug in rill or the driver
   kUnimplemented = 10,      // valid request that this build or device cannot do
   kCancelled = 11,          // the caller asked to stop (a prefill's stop hook); what was done is kept
+  kDeadlineExceeded = 12,   // the GPU did not finish within the context's wait timeout; its work still runs
 };
 
 RILL_API const char* status_code_name(StatusCode code);
@@ -75,6 +76,7 @@ RILL_API Status out_of_range(std::string message, std::source_location where = s
 RILL_API Status internal_error(std::string message, std::source_location where = std::source_location::current());
 RILL_API Status unimplemented(std::string message, std::source_location where = std::source_location::current());
 RILL_API Status cancelled(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status deadline_exceeded(std::string message, std::source_location where = std::source_location::current());
 
 namespace detail {
 // Called when a Result holding an error is read as a value: prints the status to stderr and aborts

@@ -86,6 +86,7 @@ static_assert(int(RILL_OUT_OF_RANGE) == int(rill::StatusCode::kOutOfRange));
 static_assert(int(RILL_INTERNAL) == int(rill::StatusCode::kInternal));
 static_assert(int(RILL_UNIMPLEMENTED) == int(rill::StatusCode::kUnimplemented));
 static_assert(int(RILL_CANCELLED) == int(rill::StatusCode::kCancelled));
+static_assert(int(RILL_DEADLINE_EXCEEDED) == int(rill::StatusCode::kDeadlineExceeded));
 // rill_device_info.type is the C++ DeviceType cast (device_info below).
 static_assert(int(RILL_DEVICE_DISCRETE_GPU) == int(rill::DeviceType::kDiscreteGpu));
 static_assert(int(RILL_DEVICE_INTEGRATED_GPU) == int(rill::DeviceType::kIntegratedGpu));
@@ -154,7 +155,9 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
       const bool v01 = options->struct_size == offsetof(rill_context_options, limit_profile);
       const bool before_budget = v01 || options->struct_size == offsetof(rill_context_options, device_memory_budget);
       const bool before_plan = before_budget || options->struct_size == offsetof(rill_context_options, kernel_plan);
-      if (options->struct_size != sizeof(rill_context_options) && !before_plan)
+      const bool before_timeout =
+          before_plan || options->struct_size == offsetof(rill_context_options, gpu_wait_timeout_ms);
+      if (options->struct_size != sizeof(rill_context_options) && !before_timeout)
         return fail(RILL_INVALID_ARGUMENT,
                     "rill_context_create: options were not set up with rill_context_options_init");
       if (options->device_index < -1)
@@ -162,6 +165,7 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
                                                std::to_string(options->device_index));
       if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
       if (!before_plan && options->kernel_plan) opts.kernel_plan = options->kernel_plan;
+      if (!before_timeout) opts.gpu_wait_timeout_ms = options->gpu_wait_timeout_ms;
       opts.device.index = options->device_index;
       if (options->device_name) opts.device.name = options->device_name;
       opts.validation = options->validation != 0;

@@ -59,6 +59,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnimplemented: return "Unimplemented";
     case StatusCode::kCancelled:
       return "Cancelled";
+    case StatusCode::kDeadlineExceeded:
+      return "DeadlineExceeded";
   }
   return "Unknown";
 }
@@ -106,6 +108,9 @@ Status unimplemented(std::string m, std::source_location where) {
   return {StatusCode::kUnimplemented, std::move(m), where};
 }
 Status cancelled(std::string m, std::source_location where) { return {StatusCode::kCancelled, std::move(m), where}; }
+Status deadline_exceeded(std::string m, std::source_location where) {
+  return {StatusCode::kDeadlineExceeded, std::move(m), where};
+}
 
 namespace detail {
 void value_of_error(const Status& status) {

@@ -10,7 +10,18 @@
 
 namespace rill::vk {
 
+namespace {
+
+std::string timeout_text(uint32_t ms) {
+  return "the GPU wait timeout of " + std::to_string(ms) +
+         " ms (ContextOptions::gpu_wait_timeout_ms or RILL_GPU_WAIT_TIMEOUT)";
+}
+
+}  // namespace
+
 Submissions::~Submissions() { drain(); }
+
+uint64_t Submissions::timeout_ns() const { return timeout_ms_ == 0 ? UINT64_MAX : uint64_t(timeout_ms_) * 1000000; }
 
 void Submissions::drain() {
   // rill's own fences, not vkDeviceWaitIdle: on an application's device (Context::wrap) that
@@ -21,10 +32,12 @@ void Submissions::drain() {
                          ? VK_SUCCESS
                          : faults_.run([&] {  // an injection point: tests reach the leaking path below
                              return device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()),
-                                                                 fences.data(), VK_TRUE, UINT64_MAX);
+                                                                 fences.data(), VK_TRUE, timeout_ns());
                            });
   if (r != VK_SUCCESS) {
-    const Status failed = device_.check(r, "vkWaitForFences");
+    const Status failed =
+        r == VK_TIMEOUT ? deadline_exceeded("rill's work on the GPU did not finish within " + timeout_text(timeout_ms_))
+                        : device_.check(r, "vkWaitForFences");
     if (!device_.lost()) {
       // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
       log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
@@ -96,15 +109,30 @@ Status Submissions::wait(uint64_t serial) {
   const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
   // Polling first: a sleeping wait wakes well after the fence signals (kernel_plan.hpp's
   // wait_spin_us says when it is worth a host core).
-  const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const auto spin_end = start + std::chrono::microseconds(spin_us_);
   while (spin_us_ != 0 && completed_ < serial && !in_flight_.empty()) {
     RILL_RETURN_IF_ERROR(poll());
-    if (std::chrono::steady_clock::now() >= spin_end) break;
+    if (Clock::now() >= spin_end) break;
   }
+  // One deadline for the whole call, however many fences it sleeps on.
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
   while (completed_ < serial && !in_flight_.empty()) {
     const VkFence fence = in_flight_.front().fence.get();
+    uint64_t wait_ns = UINT64_MAX;
+    if (timeout_ms_ != 0)
+      wait_ns = uint64_t(
+          std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count()));
     // A fault-injection point too: a failed wait must not free what the GPU still uses.
-    VkResult r = faults_.run([&] { return fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, UINT64_MAX); });
+    VkResult r = faults_.run([&] { return fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, wait_ns); });
+    if (r == VK_TIMEOUT) {
+      RILL_RETURN_IF_ERROR(poll());  // what did finish is collected
+      return deadline_exceeded("submission " + std::to_string(serial) + " has not finished within " +
+                               timeout_text(timeout_ms_) +
+                               "; the work still runs: wait again, or let the context go (what the work uses is "
+                               "then leaked, not freed in use)");
+    }
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());
   }

@@ -31,6 +31,10 @@ class Submissions {
   Status wait(uint64_t serial);
   void set_spin_us(uint32_t us) { spin_us_ = us; }
   uint32_t spin_us() const { return spin_us_; }
+  // The longest one wait (or drain) may take: past it wait() returns DeadlineExceeded with the
+  // work still in flight, and drain() leaks. 0: no limit.
+  void set_timeout_ms(uint32_t ms) { timeout_ms_ = ms; }
+  uint32_t timeout_ms() const { return timeout_ms_; }
   Status wait_all() { return wait(last_submitted_); }
   // Collects finished submissions and runs their retirees; cheap, never blocks.
   Status poll();
@@ -64,7 +68,8 @@ class Submissions {
   // The latest submission a retiree waits for (0: none).
   uint64_t last_retiree_serial() const;
   // Runs every pending retiree after waiting for rill's submissions (teardown, device loss); where
-  // that wait fails on a device not lost, leaks them instead (the GPU may still use their resources).
+  // that wait fails or passes the timeout on a device not lost, leaks them instead (the GPU may
+  // still use their resources).
   void drain();
   // drain()'s wait failed on a device not lost: what the GPU may still use was leaked, and the
   // owner should leak the rest (memory blocks, pools, pipelines) too.
@@ -76,6 +81,7 @@ class Submissions {
     UniqueFence fence;
   };
   void run_retirees();
+  uint64_t timeout_ns() const;  // for vkWaitForFences
 
   Device& device_;
   FaultInjector& faults_;
@@ -83,6 +89,7 @@ class Submissions {
   uint64_t last_submitted_ = 0;
   uint64_t completed_ = 0;
   uint32_t spin_us_ = 0;
+  uint32_t timeout_ms_ = 0;
   bool leaked_ = false;
   std::deque<InFlight> in_flight_;
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
