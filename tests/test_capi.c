@@ -248,6 +248,21 @@ int main(void) {
     EXPECT(count == 3 * 2 * 3 * 3); /* L * 2 * (d+1)^2 */
     EXPECT(rill_icl_evaluate(trainer, 50, 1, 0.5f, &eval) == RILL_OK && eval.tasks == 50);
     EXPECT(rill_icl_evaluate(trainer, 0, 1, 0.5f, &eval) == RILL_INVALID_ARGUMENT);
+    { /* A shorter struct is filled no further than its size (a canary after the first field stays);
+         one shorter than 0.1's is refused; 0.1's entry point fills the same as the macro. */
+      struct {
+        int32_t tasks;
+        unsigned char canary[sizeof(rill_icl_eval)];
+      } head;
+      rill_icl_eval again;
+      size_t k;
+      memset(&head, 0xAA, sizeof head);
+      EXPECT(rill_icl_evaluate_sized(trainer, 50, 1, 0.5f, (rill_icl_eval*)(void*)&head, 4) == RILL_INVALID_ARGUMENT);
+      EXPECT(strstr(rill_last_error(), "smaller than 0.1") != NULL);
+      for (k = 0; k < sizeof head.canary; ++k) EXPECT(head.canary[k] == 0xAA);
+      EXPECT((rill_icl_evaluate)(trainer, 50, 1, 0.5f, &again) == RILL_OK);
+      EXPECT(memcmp(&again, &eval, sizeof eval) == 0);
+    }
     EXPECT(rill_icl_train(trainer, -1, NULL, NULL) == RILL_INVALID_ARGUMENT);
     EXPECT(rill_icl_train(NULL, 1, NULL, NULL) == RILL_INVALID_ARGUMENT);
     /* More steps than the step counter holds: refused up front, not trained for ever. */
@@ -424,6 +439,14 @@ int main(void) {
     EXPECT(info_lm.vocab == 256 && info_lm.width == 16 && info_lm.heads == 2 && info_lm.layers == 2);
     EXPECT(info_lm.ffn_width == 32 && info_lm.block == 4 && info_lm.chunk == 4 && info_lm.prefill_segment == 8);
     EXPECT(info_lm.precision == RILL_LM_F32 && info_lm.weight_bytes > 0);
+    { /* 0.1's entry point fills 0.1's struct, the same bytes; a struct below it is refused. */
+      rill_lm_info again;
+      memset(&again, 0, sizeof again);
+      EXPECT((rill_lm_model_info)(model, &again) == RILL_OK);
+      EXPECT(memcmp(&again, &info_lm, sizeof info_lm) == 0);
+      EXPECT(rill_lm_model_info_sized(model, &again, 8) == RILL_INVALID_ARGUMENT);
+      EXPECT(strstr(rill_last_error(), "smaller than 0.1") != NULL);
+    }
     {
       /* Int8 linear weights (and embedding): under half the f32 bytes; an unknown form is refused. */
       rill_lm_model* small_model = NULL;

@@ -208,9 +208,16 @@ RILL_C_API void rill_icl_trainer_destroy(rill_icl_trainer* trainer); /* accepts 
 RILL_C_API rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms);
 RILL_C_API rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out);
 /* Evaluates on `tasks` fresh tasks; sigma < 0 keeps the configured noise, else fixes it (NaN is
- * refused). Evaluating again with the same arguments reuses the baselines: only the model runs. */
+ * refused). Evaluating again with the same arguments reuses the baselines: only the model runs.
+ * Call it as rill_icl_evaluate(...): the macro passes the struct's size and the library writes no
+ * more than that, so a program built against an older header runs with a newer library (the
+ * function of that name fills 0.1's fields; a size below 0.1's struct is refused). */
+RILL_C_API rill_status rill_icl_evaluate_sized(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
+                                               rill_icl_eval* out, uint32_t size);
 RILL_C_API rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
                                          rill_icl_eval* out);
+#define rill_icl_evaluate(trainer, tasks, seed, sigma, out) \
+  rill_icl_evaluate_sized((trainer), (tasks), (seed), (sigma), (out), (uint32_t)sizeof(rill_icl_eval))
 /* Copies the parameters into out (capacity floats); *count receives how many there are. A size
  * query (out NULL, capacity 0) sets *count and returns RILL_OUT_OF_RANGE, as a too-small buffer does. */
 RILL_C_API rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count);
@@ -235,8 +242,13 @@ RILL_C_API void rill_icl_grid_destroy(rill_icl_grid* grid); /* accepts NULL */
 RILL_C_API rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losses);
 /* RILL_OK, or the status (and rill_last_error's message) of the step that halted the model. */
 RILL_C_API rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model);
+/* Sized like rill_icl_evaluate. */
+RILL_C_API rill_status rill_icl_grid_evaluate_sized(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed,
+                                                    float sigma, rill_icl_eval* out, uint32_t size);
 RILL_C_API rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed,
                                               float sigma, rill_icl_eval* out);
+#define rill_icl_grid_evaluate(grid, model, tasks, seed, sigma, out) \
+  rill_icl_grid_evaluate_sized((grid), (model), (tasks), (seed), (sigma), (out), (uint32_t)sizeof(rill_icl_eval))
 /* The file rill_icl_save_checkpoint writes: rill_icl_trainer_resume continues the model alone. */
 RILL_C_API rill_status rill_icl_grid_save_checkpoint(rill_icl_grid* grid, int32_t model, const char* path);
 
@@ -318,7 +330,12 @@ RILL_C_API rill_status rill_lm_model_load(rill_context* context, const char* con
 RILL_C_API rill_status rill_lm_model_random(rill_context* context, const char* config_json, uint64_t seed,
                                             const rill_lm_model_options* options, rill_lm_model** out);
 RILL_C_API void rill_lm_model_destroy(rill_lm_model* model); /* accepts NULL */
+/* Fills *out. Call it as rill_lm_model_info(model, &info): the macro passes the struct's size and
+ * the library writes no more than that (the function of that name fills 0.1's fields; a size below
+ * 0.1's struct is refused). */
+RILL_C_API rill_status rill_lm_model_info_sized(const rill_lm_model* model, rill_lm_info* out, uint32_t size);
 RILL_C_API rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out);
+#define rill_lm_model_info(model, out) rill_lm_model_info_sized((model), (out), (uint32_t)sizeof(rill_lm_info))
 
 /* A session: the recurrent state of one conversation, at position 0. On failure *out is NULL. */
 RILL_C_API rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -26,6 +27,11 @@ void init_sized(T* out, uint32_t size, T defaults) noexcept {
   defaults.struct_size = n;
   std::memcpy(static_cast<void*>(out), &defaults, n);
 }
+
+// The size of 0.1's output structs: a _sized call with less is refused, and the entry points of
+// 0.1's names (called by programs built against 0.1) fill this much. Fields added later go after.
+inline constexpr uint32_t kLmInfo01Bytes = uint32_t(offsetof(rill_lm_info, weight_bytes) + sizeof(uint64_t));
+inline constexpr uint32_t kIclEval01Bytes = uint32_t(offsetof(rill_icl_eval, tunedrr) + sizeof(double));
 
 // Records the message for rill_last_error() and returns the code. Never throws: without host
 // memory for the message, rill_last_error() says that instead.

@@ -100,9 +100,25 @@ icl::EvalOptions eval_options(int32_t tasks, uint64_t seed, float sigma) {
   return options;
 }
 
-rill_status eval_to_c(const rill::Result<icl::EvalReport>& r, rill_icl_eval* out) {
+rill_status eval_to_c(const rill::Result<icl::EvalReport>& r, rill_icl_eval* out, uint32_t size) {
   if (!r.is_ok()) return from_status(r.status());
-  *out = {r->tasks, r->model, r->ridge_oracle, r->least_squares, r->ridge_constant, r->adarr, r->tunedrr};
+  rill_icl_eval eval;
+  std::memset(&eval, 0, sizeof eval);  // the padding too: no stray bytes reach the caller
+  eval.tasks = r->tasks;
+  eval.model = r->model;
+  eval.ridge_oracle = r->ridge_oracle;
+  eval.least_squares = r->least_squares;
+  eval.ridge_constant = r->ridge_constant;
+  eval.adarr = r->adarr;
+  eval.tunedrr = r->tunedrr;
+  std::memcpy(out, &eval, std::min<size_t>(size, sizeof eval));  // no byte past the caller's struct
+  return RILL_OK;
+}
+
+// A refusal of a NULL or destroyed handle, a NULL out or a struct smaller than 0.1's; RILL_OK else.
+rill_status check_eval_out(const char* function, bool handle_dead, const rill_icl_eval* out, uint32_t size) {
+  if (handle_dead || out == nullptr) return fail(RILL_INVALID_ARGUMENT, function, "NULL argument or destroyed handle");
+  if (size < rill::capi::kIclEval01Bytes) return fail(RILL_INVALID_ARGUMENT, function, "a struct smaller than 0.1's");
   return RILL_OK;
 }
 
@@ -193,12 +209,18 @@ rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out) {
   return RILL_OK;
 }
 
-rill_status rill_icl_evaluate(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma, rill_icl_eval* out) {
-  if (dead(trainer) || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_evaluate: NULL argument or destroyed handle");
+rill_status rill_icl_evaluate_sized(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
+                                    rill_icl_eval* out, uint32_t size) {
+  if (const rill_status s = check_eval_out("rill_icl_evaluate", dead(trainer), out, size); s != RILL_OK) return s;
   if (const rill_status s = check_sigma("rill_icl_evaluate", sigma); s != RILL_OK) return s;
   return guarded("rill_icl_evaluate",
-                 [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out); });
+                 [&] { return eval_to_c(trainer->trainer.evaluate(eval_options(tasks, seed, sigma)), out, size); });
+}
+
+// 0.1's entry point (programs built against 0.1 hold 0.1's struct): 0.1's fields only.
+rill_status(rill_icl_evaluate)(rill_icl_trainer* trainer, int32_t tasks, uint64_t seed, float sigma,
+                               rill_icl_eval* out) {
+  return rill_icl_evaluate_sized(trainer, tasks, seed, sigma, out, rill::capi::kIclEval01Bytes);
 }
 
 rill_status rill_icl_parameters(rill_icl_trainer* trainer, float* out, size_t capacity, size_t* count) {
@@ -276,13 +298,18 @@ rill_status rill_icl_grid_model_status(const rill_icl_grid* grid, int32_t model)
   return guarded("rill_icl_grid_model_status", [&] { return from_status(grid->grid.status(model)); });
 }
 
-rill_status rill_icl_grid_evaluate(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
-                                   rill_icl_eval* out) {
-  if (dead(grid) || out == nullptr)
-    return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_evaluate: NULL argument or destroyed handle");
+rill_status rill_icl_grid_evaluate_sized(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
+                                         rill_icl_eval* out, uint32_t size) {
+  if (const rill_status s = check_eval_out("rill_icl_grid_evaluate", dead(grid), out, size); s != RILL_OK) return s;
   if (const rill_status s = check_sigma("rill_icl_grid_evaluate", sigma); s != RILL_OK) return s;
   return guarded("rill_icl_grid_evaluate",
-                 [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out); });
+                 [&] { return eval_to_c(grid->grid.evaluate(model, eval_options(tasks, seed, sigma)), out, size); });
+}
+
+// 0.1's entry point: 0.1's fields only.
+rill_status(rill_icl_grid_evaluate)(rill_icl_grid* grid, int32_t model, int32_t tasks, uint64_t seed, float sigma,
+                                    rill_icl_eval* out) {
+  return rill_icl_grid_evaluate_sized(grid, model, tasks, seed, sigma, out, rill::capi::kIclEval01Bytes);
 }
 
 rill_status rill_icl_grid_save_checkpoint(rill_icl_grid* grid, int32_t model, const char* path) {

@@ -260,23 +260,32 @@ rill_status rill_lm_model_random(rill_context* context, const char* config_json,
 
 void rill_lm_model_destroy(rill_lm_model* model) { destroy_handle(model); }
 
-rill_status rill_lm_model_info(const rill_lm_model* model, rill_lm_info* out) {
+rill_status rill_lm_model_info_sized(const rill_lm_model* model, rill_lm_info* out, uint32_t size) {
   if (dead(model) || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_info: NULL argument or destroyed handle");
+  if (size < rill::capi::kLmInfo01Bytes)
+    return fail(RILL_INVALID_ARGUMENT, "rill_lm_model_info: a struct smaller than 0.1's");
   const lm::ModelConfig& c = model->model->config();
   const lm::ModelOptions& o = model->model->options();
-  std::memset(out, 0, sizeof(*out));
-  out->vocab = c.vocab;
-  out->width = c.width;
-  out->heads = c.heads;
-  out->layers = c.layers;
-  out->ffn_width = c.ffn_width;
-  out->block = c.block;
-  out->chunk = c.chunk;
-  out->precision = o.precision == lm::Precision::kF16 ? RILL_LM_F16 : RILL_LM_F32;
-  out->prefill_segment = o.prefill_segment;
-  out->weight_bytes = model->model->weight_bytes();
+  rill_lm_info info;
+  std::memset(&info, 0, sizeof info);  // the padding too: no stray bytes reach the caller
+  info.vocab = c.vocab;
+  info.width = c.width;
+  info.heads = c.heads;
+  info.layers = c.layers;
+  info.ffn_width = c.ffn_width;
+  info.block = c.block;
+  info.chunk = c.chunk;
+  info.precision = o.precision == lm::Precision::kF16 ? RILL_LM_F16 : RILL_LM_F32;
+  info.prefill_segment = o.prefill_segment;
+  info.weight_bytes = model->model->weight_bytes();
+  std::memcpy(out, &info, std::min<size_t>(size, sizeof info));  // no byte past the caller's struct
   return RILL_OK;
+}
+
+// 0.1's entry point (programs built against 0.1 hold 0.1's struct): 0.1's fields only.
+rill_status(rill_lm_model_info)(const rill_lm_model* model, rill_lm_info* out) {
+  return rill_lm_model_info_sized(model, out, rill::capi::kLmInfo01Bytes);
 }
 
 rill_status rill_lm_session_create(rill_lm_model* model, rill_lm_session** out) {
