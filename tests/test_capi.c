@@ -214,6 +214,9 @@ int main(void) {
     rill_context* bounded = NULL;
     rill_context_options_init(&options);
     EXPECT(options.gpu_wait_timeout_ms == 0);
+    options.gpu_wait_timeout_ms = (uint64_t)UINT32_MAX + 1;
+    EXPECT(rill_context_create(&options, &bounded) == RILL_INVALID_ARGUMENT && bounded == NULL);
+    EXPECT(strstr(rill_last_error(), "gpu_wait_timeout_ms") != NULL);
     options.gpu_wait_timeout_ms = 60000;
     EXPECT(rill_context_create(&options, &bounded) == RILL_OK);
     rill_context_destroy(bounded);

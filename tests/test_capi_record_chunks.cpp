@@ -33,6 +33,8 @@ GPU_TEST_CASE("C API training across its record chunks gives one run's losses, f
   config.batch = 16;
   config.read_every = 3;  // chunks of 6 steps: whole runs of read_every
   REQUIRE(rill::capi::record_chunk(config.read_every) == 6);
+  REQUIRE(rill::capi::record_chunk(config.read_every, 2) == 3);    // the grid's two models share a chunk
+  REQUIRE(rill::capi::record_chunk(config.read_every, 100) == 3);  // never below one run
   constexpr int64_t kSteps = 6 * 3 + 4;  // three chunk ends and a part chunk
 
   // The C++ API's one call: the losses every split must reproduce.

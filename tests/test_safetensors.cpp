@@ -346,6 +346,44 @@ TEST_CASE("safetensors write() is atomic and readable with open()", "[safetensor
   std::filesystem::remove(path);
 }
 
+// A small file (a checkpoint, a task set, a session state) is read whole when opened: truncated or
+// rewritten in place afterwards, it reads as it was checked (a mapping would fault with SIGBUS past
+// the new end, or show the new bytes).
+TEST_CASE("safetensors open() of a small file keeps what it checked when the file changes", "[safetensors]") {
+  const std::string path = rill_test::temp_path("changing.safetensors");
+  SafetensorsWriter w;
+  std::vector<float> values(4096);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) * 0.5f;
+  REQUIRE(w.add_floats("x", {int64_t(values.size())}, values).is_ok());
+  REQUIRE(w.write(path).is_ok());
+  auto file = SafetensorsFile::open(path);
+  REQUIRE(file.is_ok());
+  {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << "nothing";  // in place, as a careless writer does
+  }
+  const std::vector<int64_t> shape = {int64_t(values.size())};
+  CHECK(file->read_floats("x", shape).value() == values);
+  CHECK(file->check_finite(*file->find("x")).is_ok());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("safetensors open() maps a file over 64 MiB and reads it the same", "[safetensors]") {
+  const std::string path = rill_test::temp_path("big.safetensors");
+  std::vector<float> values((64u << 20) / 4 + 1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i % 1000003);
+  SafetensorsWriter w;
+  REQUIRE(w.add_floats("big", {int64_t(values.size())}, values).is_ok());
+  REQUIRE(w.add_floats("tail", {2}, std::vector<float>{7.0f, 8.0f}).is_ok());
+  REQUIRE(w.write(path).is_ok());
+  auto file = SafetensorsFile::open(path);
+  REQUIRE(file.is_ok());
+  CHECK(file->read_floats("big", std::vector<int64_t>{int64_t(values.size())}).value() == values);
+  CHECK(file->read_floats("tail", std::vector<int64_t>{2}).value() == std::vector<float>{7.0f, 8.0f});
+  SafetensorsLimits small;
+  small.max_file_bytes = 1 << 20;  // the limit holds for either way of reading
+  CHECK(SafetensorsFile::open(path, small).status().code() == StatusCode::kOutOfRange);
+  std::filesystem::remove(path);
+}
 TEST_CASE("safetensors open() refuses missing, oversized, empty and non-regular files", "[safetensors]") {
   const std::string path = rill_test::temp_path("open.safetensors");
   REQUIRE(SafetensorsWriter().write(path).is_ok());

@@ -41,19 +41,35 @@ FinishedProfiles& finished_profiles() {
 
 ContextImpl::~ContextImpl() {
   if (submissions) submissions->drain();
+  // Writing the profile and the pipeline cache allocates: without host memory they are skipped,
+  // as a throw out of a destructor would end the process (the C API's destroy calls land here).
+  const auto without_throwing = [](const char* what, auto&& write) noexcept {
+    try {
+      write();
+    } catch (...) {
+      try {
+        log_message(MessageSeverity::kWarning, std::string(what) + " not written: out of host memory");
+      } catch (...) {  // nothing left to say it with
+      }
+    }
+  };
   if (profiler.enabled() && device) {
-    Status s = write_profile();
-    if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
-    FinishedProfiles& finished = finished_profiles();
-    const std::lock_guard lock(finished.mutex);
-    std::vector<ProfileEvent>& kept = finished.events[profiler.path()];
-    const size_t room = Profiler::kMaxEvents > kept.size() ? Profiler::kMaxEvents - kept.size() : 0;
-    kept.insert(kept.end(), profiler.events().begin(),
-                profiler.events().begin() + std::min(room, profiler.events().size()));
+    without_throwing("the profile", [&] {
+      Status s = write_profile();
+      if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+      FinishedProfiles& finished = finished_profiles();
+      const std::lock_guard lock(finished.mutex);
+      std::vector<ProfileEvent>& kept = finished.events[profiler.path()];
+      const size_t room = Profiler::kMaxEvents > kept.size() ? Profiler::kMaxEvents - kept.size() : 0;
+      kept.insert(kept.end(), profiler.events().begin(),
+                  profiler.events().begin() + std::min(room, profiler.events().size()));
+    });
   }
   if (pipelines) {
-    Status s = pipelines->save();
-    if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+    without_throwing("the pipeline cache", [&] {
+      Status s = pipelines->save();
+      if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
+    });
   }
   if (submissions && submissions->leaked()) {
     // The GPU may still run work that uses them (drain's wait failed on a device not lost):

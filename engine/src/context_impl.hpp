@@ -43,7 +43,10 @@ class ContextImpl : public std::enable_shared_from_this<ContextImpl> {
   // submission, so that neither its memory nor theirs is freed before the GPU has finished.
   template <typename Record, typename Done>
   Status run_once(Record&& record, TensorStorage& used, Done done);
-  Status check_usable() const { return device->lost() ? device->lost_status() : Status::ok(); }
+  Status check_usable() const {
+    if (device->lost()) return device->lost_status();
+    return submissions->given_up() ? submissions->given_up_status() : Status::ok();
+  }
   // The allocator's allocate, where memory freed while the GPU still used it comes back in time:
   // an allocation that runs out while such memory waits for its work is tried again after it.
   Result<vk::Allocation> allocate(uint64_t bytes, vk::PoolKind pool);

@@ -33,14 +33,16 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
       // step were saved with it; else the run starts over (the next save replaces both).
       auto probe = TrainerGrid::create(ctx, std::span<const TrainConfig>(&c.config, 1));
       const bool loads = probe.is_ok() && probe->load_checkpoint(0, runs.checkpoint_path(c.key)).is_ok();
-      const auto spikes = loads ? runs.saved_spikes(c.key, probe->step(0)) : std::nullopt;
+      // A checkpoint past this budget is not this run's (the file is untrusted): started over.
+      const bool within = loads && probe->step(0) <= steps;
+      const auto spikes = within ? runs.saved_spikes(c.key, probe->step(0)) : std::nullopt;
       if (spikes) {
         start = probe->step(0);
         resumed_spikes[c.key] = *spikes;
       } else {
         std::printf(
-            "%s: its checkpoint cannot be resumed (another configuration, unreadable, or its spikes "
-            "unsaved); the run starts over\n",
+            "%s: its checkpoint cannot be resumed (another configuration, unreadable, past this "
+            "budget of steps, or its spikes unsaved); the run starts over\n",
             c.key.c_str());
       }
     }
@@ -68,6 +70,11 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
     rill::Status trained = rill::Status::ok();
     for (size_t m = 0; start > 0 && m < group.size() && trained.is_ok(); ++m) {
       trained = grid->load_checkpoint(int(m), runs.checkpoint_path(group[m].key));
+      // Loaded twice (probed above): a file replaced in between would train from another step.
+      if (trained.is_ok() && grid->step(int(m)) != start)
+        trained = rill::failed_precondition(
+            "the checkpoint of " + group[m].key + " changed while it was resumed (step " +
+            std::to_string(grid->step(int(m))) + ", probed at " + std::to_string(start) + ")");
       watches[m] = resumed_spikes.at(group[m].key);
       std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
     }

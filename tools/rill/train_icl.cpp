@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -138,8 +137,12 @@ std::string csv_of(const std::vector<Curve>& curves) {
 // curves go on from them rather than replace them. The file is untrusted: anything not in that
 // format is refused with the line that is not.
 rill::Result<std::vector<Curve>> read_curves(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return rill::invalid_argument("cannot read the curves '" + path + "'");
+  // Read whole through rill's reader (a regular file, bounded: a FIFO or a sparse 100 GB file
+  // swapped in must not block or fill memory); a run of ten million steps writes about 1 GB.
+  constexpr uint64_t kMaxCurvesBytes = 2ull << 30;
+  auto bytes = rill::read_file(path, kMaxCurvesBytes);
+  if (!bytes.is_ok()) return bytes.status().with_context("cannot read the curves '" + path + "'");
+  std::istringstream in(std::string(bytes->begin(), bytes->end()));
   std::string line;
   const std::string header = "optimizer,step,train_loss,grad_norm,eval_loss,ridge_oracle,least_squares,adarr";
   if (!std::getline(in, line) || line != header)

@@ -96,11 +96,12 @@ struct ContextOptions {
   // default: some drivers bypass their pipeline caches for pipelines that capture them.
   bool pipeline_statistics = false;
   // The longest one call may wait for the GPU, in milliseconds; past it the call returns
-  // DeadlineExceeded and the work keeps running (a later wait may still see it finish). It also
-  // bounds the wait when the context is destroyed: what the unfinished work uses is then leaked,
-  // never freed under it. For a device that may hang (a GPU without a driver watchdog, a shader
-  // caught in a loop), so that the application can recover. 0: no limit. Also
-  // RILL_GPU_WAIT_TIMEOUT ("500ms", "30s").
+  // DeadlineExceeded, the work keeps running and the context is given up as after a device loss
+  // (every later call that needs the GPU returns DeadlineExceeded). It also bounds the wait when
+  // the context is destroyed: what the unfinished work uses is then leaked, never freed under it.
+  // For a device that may hang (a GPU without a driver watchdog, a shader caught in a loop), so
+  // that the application can recover with a new context. 0: no limit. Also RILL_GPU_WAIT_TIMEOUT
+  // ("500ms", "30s").
   uint32_t gpu_wait_timeout_ms = 0;
 };
 

@@ -10,6 +10,12 @@
  *   if (rill_context_create(&options, &ctx) != RILL_OK) fprintf(stderr, "%s\n", rill_last_error());
  *   ...
  *   rill_context_destroy(ctx);
+ *
+ * Structs grow at their end: the _init, _info and _evaluate macros pass sizeof the caller's struct
+ * to the _sized functions. Bindings that call the library by its symbols (ctypes, cffi's ABI mode)
+ * see no macros: they must call the _sized functions with the size of the struct they declare.
+ * The symbols without the suffix are 0.1's, for programs built against 0.1: they fill and read
+ * 0.1's fields only, so a later field set after them is ignored.
  */
 #ifndef RILL_H_
 #define RILL_H_
@@ -79,11 +85,13 @@ typedef struct rill_context_options {
      keys); an unknown key or value is RILL_INVALID_ARGUMENT naming it. NULL: the device's plan. */
   const char* kernel_plan;
   /* Since 0.2, after kernel_plan (a struct_size without it means 0). The longest one call may wait
-     for the GPU, in milliseconds: past it the call returns RILL_DEADLINE_EXCEEDED and the work keeps
-     running (a later call may still see it finish); destroying the context then leaks what that
-     work uses instead of waiting on. 0: no limit (RILL_GPU_WAIT_TIMEOUT, "500ms" or "30s", may
-     still set one). */
-  uint32_t gpu_wait_timeout_ms;
+     for the GPU, in milliseconds: past it the call returns RILL_DEADLINE_EXCEEDED, the work keeps
+     running and the context is given up (every later call that needs the GPU returns that code;
+     destroying it leaks what the work uses instead of waiting on it). 0: no limit
+     (RILL_GPU_WAIT_TIMEOUT, "500ms" or "30s", may still set one); above UINT32_MAX is refused.
+     64 bits wide so that the struct's size differs from the layout before it on every ABI (a
+     32-bit field could sit in that layout's tail padding). */
+  uint64_t gpu_wait_timeout_ms;
 } rill_context_options;
 
 typedef struct rill_device_info {

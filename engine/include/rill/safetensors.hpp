@@ -63,8 +63,9 @@ struct SafetensorsLimits {
   size_t max_name_bytes = 4096;  // of one tensor name
 };
 
-// A validated, read-only safetensors file. open() maps the file with mmap (zero-copy); from_bytes()
-// owns an in-memory copy. Move-only; a moved-from object may only be destroyed or assigned to.
+// A validated, read-only safetensors file. open() reads a file of up to 64 MiB into memory and maps
+// a bigger one with mmap (zero-copy); from_bytes() owns an in-memory copy. Move-only; a moved-from object may only be
+// destroyed or assigned to.
 //
 // Errors: DataLoss for a corrupt or truncated file, OutOfRange for a limit exceeded, NotFound for
 // a missing file or tensor, InvalidArgument when a tensor is not what the caller expects.
@@ -73,8 +74,10 @@ struct SafetensorsLimits {
 // a field given twice), unknown fields in a tensor entry, NUL bytes in the header and nesting
 // deeper than a header needs are all DataLoss. Parsing holds the JSON tree of the header, which
 // can take several times max_header_bytes of memory; lower the limit for small trusted inputs.
-// A file that another process truncates while it is mapped makes later reads fault (SIGBUS); load
-// through from_bytes() when the file may change underneath.
+// A mapped file (over 64 MiB) that another process truncates while it is open makes later reads
+// fault (SIGBUS), and bytes rewritten in place are read as they now are; load through from_bytes()
+// when such a file may change underneath. Files rill writes are replaced by a rename, which
+// leaves an open one as it was.
 class RILL_API SafetensorsFile {
  public:
   static Result<SafetensorsFile> open(const std::string& path, const SafetensorsLimits& limits = {});

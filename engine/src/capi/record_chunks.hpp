@@ -11,9 +11,10 @@ namespace rill::capi {
 // About 64K steps; tests lower it to cross chunk boundaries in a few steps.
 inline std::atomic<int64_t> record_chunk_steps{int64_t(1) << 16};
 
-// Whole runs of read_every steps (a read of the losses ends each run).
-inline int64_t record_chunk(int64_t read_every) {
-  return read_every * std::max<int64_t>(1, record_chunk_steps.load() / read_every);
+// Whole runs of read_every steps (a read of the losses ends each run), for `models` models trained
+// together: their records together stay near the chunk (a grid of 2000 models kept 2 GiB a chunk).
+inline int64_t record_chunk(int64_t read_every, int64_t models = 1) {
+  return read_every * std::max<int64_t>(1, record_chunk_steps.load() / std::max<int64_t>(models, 1) / read_every);
 }
 
 }  // namespace rill::capi

@@ -165,7 +165,12 @@ rill_status rill_context_create(const rill_context_options* options, rill_contex
                                                std::to_string(options->device_index));
       if (!before_budget) opts.device_memory_budget = options->device_memory_budget;
       if (!before_plan && options->kernel_plan) opts.kernel_plan = options->kernel_plan;
-      if (!before_timeout) opts.gpu_wait_timeout_ms = options->gpu_wait_timeout_ms;
+      if (!before_timeout) {
+        if (options->gpu_wait_timeout_ms > UINT32_MAX)
+          return fail(RILL_INVALID_ARGUMENT, "rill_context_create: gpu_wait_timeout_ms above UINT32_MAX (" +
+                                                 std::to_string(options->gpu_wait_timeout_ms) + ")");
+        opts.gpu_wait_timeout_ms = uint32_t(options->gpu_wait_timeout_ms);
+      }
       opts.device.index = options->device_index;
       if (options->device_name) opts.device.name = options->device_name;
       opts.validation = options->validation != 0;

@@ -270,7 +270,7 @@ rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losse
   if (dead(grid)) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_train: grid is NULL or destroyed");
   return guarded("rill_icl_grid_train", [&] {
     icl::TrainerGrid& g = grid->grid;
-    // Records a chunk at a time (record_chunks.hpp), models x chunk of them, also without a buffer.
+    // Records a chunk at a time (record_chunks.hpp), shared by the models, also without a buffer.
     if (steps <= 0) return from_status(g.train(steps).status());  // refused, or nothing to do
     // No steps: reads where the device is after a failed call, before the range check.
     if (auto synced = g.train(0); !synced.is_ok()) return from_status(synced.status());
@@ -278,7 +278,7 @@ rill_status rill_icl_grid_train(rill_icl_grid* grid, int64_t steps, float* losse
       if (steps > rill::icl::detail::kMaxSteps - g.step(m)) return from_status(g.train(steps).status());  // its refusal
     if (losses != nullptr)
       std::fill(losses, losses + size_t(g.models()) * size_t(steps), std::numeric_limits<float>::quiet_NaN());
-    const int64_t chunk = rill::capi::record_chunk(g.config(0).value().read_every);
+    const int64_t chunk = rill::capi::record_chunk(g.config(0).value().read_every, g.models());
     for (int64_t done = 0; done < steps;) {
       const int64_t n = std::min(chunk, steps - done);
       auto curves = g.train(n);

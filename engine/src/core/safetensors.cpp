@@ -211,18 +211,25 @@ Status SafetensorsFile::Impl::parse_header(const SafetensorsLimits& limits) {
   if (header_len > size - kLengthPrefixBytes)
     return corrupt("header length " + std::to_string(header_len) + " runs past the end of the " + std::to_string(size) +
                    "-byte file");
-  const std::span<const uint8_t> header(data + kLengthPrefixBytes, header_len);
-  if (header[0] != '{') return corrupt("header does not start with '{'");
+  // Checked and parsed from one copy: a mapped file rewritten between the checks and the parse
+  // would otherwise hand the parser a header the checks never saw (deeper nesting, say).
+  std::string copy;
+  try {
+    copy.assign(reinterpret_cast<const char*>(data + kLengthPrefixBytes), size_t(header_len));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(where() + "no host memory for the " + std::to_string(header_len) + "-byte header");
+  }
+  const std::string_view text(copy);
+  if (text[0] != '{') return corrupt("header does not start with '{'");
   // JSON never holds a raw NUL, and nlohmann stops reading at one, so "{}\0<anything>" would pass.
-  if (std::memchr(header.data(), 0, header.size()) != nullptr) return corrupt("header contains a NUL byte");
-  const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
+  if (text.find('\0') != std::string_view::npos) return corrupt("header contains a NUL byte");
   if (nests_deeper_than(text, kMaxHeaderNesting))
     return corrupt("header nests objects or arrays deeper than " + std::to_string(kMaxHeaderNesting) + " levels");
 
   // nlohmann keeps one of two equal keys silently: look for them first (linear time).
   if (auto duplicate = first_duplicate_key(text))
     return corrupt("header has the key " + name_text(*duplicate) + " twice in one object");
-  const Json doc = Json::parse(header.begin(), header.end(), nullptr, /*allow_exceptions=*/false);
+  const Json doc = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return corrupt("header is not valid JSON");
   if (!doc.is_object()) return corrupt("header is not a JSON object");  // unreachable after the '{' check
 
@@ -385,6 +392,21 @@ Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<uint8_t> bytes, 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path, const SafetensorsLimits& limits) {
   auto impl = std::make_unique<Impl>();
   impl->label = path;
+  // Files up to this size (checkpoints, task sets, session states, small models) are read into
+  // memory: one truncated or rewritten on disk while open can then neither fault a later read
+  // (SIGBUS past a mapping's new end) nor change bytes after they were checked. Bigger ones are
+  // mapped, not held twice (a model's weights go from the mapping to the device).
+  constexpr uint64_t kReadWholeBytes = 64ull << 20;
+  auto whole = platform::read_regular_file(path, std::min(limits.max_file_bytes, kReadWholeBytes));
+  if (whole.is_ok()) {
+    impl->owned = std::move(whole).value();
+    impl->data = impl->owned.data();
+    impl->size = impl->owned.size();
+    RILL_RETURN_IF_ERROR(impl->parse(limits));
+    return SafetensorsFile(std::move(impl));
+  }
+  if (whole.status().code() != StatusCode::kOutOfRange)  // past the size read whole: mapped below
+    return Status(whole.status().code(), impl->where() + whole.status().message());
   auto mapped = platform::MappedFile::open(path, limits.max_file_bytes);
   if (!mapped.is_ok()) return Status(mapped.status().code(), impl->where() + mapped.status().message());
   impl->mapping = std::move(mapped).value();

@@ -57,8 +57,16 @@ void Submissions::drain() {
   while (!retirees_.empty()) run_retirees();
 }
 
+Status Submissions::given_up_status() const {
+  return deadline_exceeded(given_up_ +
+                           "; the context is given up (its work may still run): every call that needs the GPU "
+                           "returns this, so destroy the context (what unfinished work uses is then leaked, "
+                           "not freed in use) and create another");
+}
+
 Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_buffers) {
   if (device_.lost()) return device_.lost_status();
+  if (given_up()) return given_up_status();
   const auto& fn = device_.fn();
   UniqueFence fence;
   if (!free_fences_.empty()) {
@@ -104,6 +112,7 @@ Status Submissions::poll() {
 
 Status Submissions::wait(uint64_t serial) {
   if (device_.lost()) return device_.lost_status();
+  if (given_up()) return given_up_status();
   const auto& fn = device_.fn();
   const bool waits = completed_ < serial && !in_flight_.empty();
   const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
@@ -127,11 +136,11 @@ Status Submissions::wait(uint64_t serial) {
     // A fault-injection point too: a failed wait must not free what the GPU still uses.
     VkResult r = faults_.run([&] { return fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, wait_ns); });
     if (r == VK_TIMEOUT) {
-      RILL_RETURN_IF_ERROR(poll());  // what did finish is collected
-      return deadline_exceeded("submission " + std::to_string(serial) + " has not finished within " +
-                               timeout_text(timeout_ms_) +
-                               "; the work still runs: wait again, or let the context go (what the work uses is "
-                               "then leaked, not freed in use)");
+      // Given up for good, as a lost device is: the callers' state (a session's position, a
+      // trainer's step, a restore's half-landed uploads) assumes a failed wait ends the work.
+      given_up_ = "submission " + std::to_string(serial) + " did not finish within " + timeout_text(timeout_ms_);
+      (void)poll();  // what did finish is collected
+      return given_up_status();
     }
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());

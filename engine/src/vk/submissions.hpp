@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/profiler.hpp"
@@ -32,9 +33,13 @@ class Submissions {
   void set_spin_us(uint32_t us) { spin_us_ = us; }
   uint32_t spin_us() const { return spin_us_; }
   // The longest one wait (or drain) may take: past it wait() returns DeadlineExceeded with the
-  // work still in flight, and drain() leaks. 0: no limit.
+  // work still in flight and gives up (below), and drain() leaks. 0: no limit.
   void set_timeout_ms(uint32_t ms) { timeout_ms_ = ms; }
   uint32_t timeout_ms() const { return timeout_ms_; }
+  // A wait passed the timeout: every later submit and wait returns given_up_status(), as after a
+  // device loss (drain still waits, within the timeout, before it leaks).
+  bool given_up() const { return !given_up_.empty(); }
+  Status given_up_status() const;
   Status wait_all() { return wait(last_submitted_); }
   // Collects finished submissions and runs their retirees; cheap, never blocks.
   Status poll();
@@ -91,6 +96,7 @@ class Submissions {
   uint32_t spin_us_ = 0;
   uint32_t timeout_ms_ = 0;
   bool leaked_ = false;
+  std::string given_up_;  // which wait passed the timeout; empty: none
   std::deque<InFlight> in_flight_;
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
   std::deque<std::pair<uint64_t, Retiree>> retirees_;
