@@ -477,7 +477,13 @@ Result<std::vector<float>> SafetensorsFile::read_floats(std::string_view name,
                             ", expected " + shape_text(expected_shape));
   const std::span<const uint8_t> src = bytes(*entry);
   const size_t n = static_cast<size_t>(entry->elements());
-  std::vector<float> out(n);
+  std::vector<float> out;
+  try {  // a file's shape asks for this much: without the host memory, an error, not an abort
+    out.resize(n);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(impl_->where() + "no host memory for the " + std::to_string(n) + " floats of tensor " +
+                              in_quotes(name));
+  }
   switch (entry->dtype) {
     case TensorDType::kF32:
       if (n) std::memcpy(out.data(), src.data(), n * sizeof(float));

@@ -1,5 +1,6 @@
 // Task sets on disk (safetensors): the bring-your-own-data path of the ICL trainer.
 #include <cmath>
+#include <new>
 
 #include "rill/icl.hpp"
 #include "rill/safetensors.hpp"
@@ -48,7 +49,11 @@ Result<TaskSet> load_task_set(const std::string& path) {
       if (s < 0.0f) return invalid_argument(where + "'sigmas' must be >= 0");
   }
   const int64_t width = d + 1, per_task = (n + 1) * width;
-  set.tokens.assign(size_t(t * per_task), 0.0f);
+  try {  // sized by the file: without the host memory, an error, not an abort
+    set.tokens.assign(size_t(t * per_task), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(where + "no host memory for the tokens of " + std::to_string(t) + " tasks");
+  }
   for (int64_t task = 0; task < t; ++task) {
     float* tok = set.tokens.data() + task * per_task;
     for (int64_t i = 0; i < n; ++i) {
