@@ -40,7 +40,12 @@ FinishedProfiles& finished_profiles() {
 }  // namespace
 
 ContextImpl::~ContextImpl() {
-  if (submissions) submissions->drain();
+  bool drained = true;
+  try {
+    if (submissions) submissions->drain();
+  } catch (...) {  // out of host memory while it waited: what the GPU may still use is leaked below
+    drained = false;
+  }
   // Writing the profile and the pipeline cache allocates: without host memory they are skipped,
   // as a throw out of a destructor would end the process (the C API's destroy calls land here).
   const auto without_throwing = [](const char* what, auto&& write) noexcept {
@@ -71,7 +76,7 @@ ContextImpl::~ContextImpl() {
       if (!s.is_ok()) log_message(MessageSeverity::kWarning, s.to_string());
     });
   }
-  if (submissions && submissions->leaked()) {
+  if (submissions && (submissions->leaked() || !drained)) {
     // The GPU may still run work that uses them (drain's wait failed on a device not lost):
     // left alive, not freed under it (on an application's device, which lives on, above all).
     // rill's own device too: destroying a device with work queued and children alive is

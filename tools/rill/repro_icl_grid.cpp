@@ -75,6 +75,7 @@ std::map<std::string, RunOutcome> run_cells(rill::Context& ctx, ReproRuns& runs,
         trained = rill::failed_precondition(
             "the checkpoint of " + group[m].key + " changed while it was resumed (step " +
             std::to_string(grid->step(int(m))) + ", probed at " + std::to_string(start) + ")");
+      if (!trained.is_ok()) break;
       watches[m] = resumed_spikes.at(group[m].key);
       std::printf("%s: resumed its checkpoint at step %lld\n", group[m].key.c_str(), (long long)start);
     }

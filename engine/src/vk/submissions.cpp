@@ -32,7 +32,7 @@ void Submissions::drain() {
                          ? VK_SUCCESS
                          : faults_.run([&] {  // an injection point: tests reach the leaking path below
                              return device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()),
-                                                                 fences.data(), VK_TRUE, timeout_ns());
+                                                                 fences.data(), VK_TRUE, given_up() ? 0 : timeout_ns());
                            });
   if (r != VK_SUCCESS) {
     const Status failed =
@@ -120,13 +120,14 @@ Status Submissions::wait(uint64_t serial) {
   // wait_spin_us says when it is worth a host core).
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  const auto spin_end = start + std::chrono::microseconds(spin_us_);
+  // One deadline for the whole call, however many fences it sleeps on; the spin stays within it.
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
+  auto spin_end = start + std::chrono::microseconds(spin_us_);
+  if (timeout_ms_ != 0) spin_end = std::min(spin_end, deadline);
   while (spin_us_ != 0 && completed_ < serial && !in_flight_.empty()) {
     RILL_RETURN_IF_ERROR(poll());
     if (Clock::now() >= spin_end) break;
   }
-  // One deadline for the whole call, however many fences it sleeps on.
-  const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
   while (completed_ < serial && !in_flight_.empty()) {
     const VkFence fence = in_flight_.front().fence.get();
     uint64_t wait_ns = UINT64_MAX;

@@ -37,7 +37,7 @@ class Submissions {
   void set_timeout_ms(uint32_t ms) { timeout_ms_ = ms; }
   uint32_t timeout_ms() const { return timeout_ms_; }
   // A wait passed the timeout: every later submit and wait returns given_up_status(), as after a
-  // device loss (drain still waits, within the timeout, before it leaks).
+  // device loss, and drain() only looks whether the work has finished before it leaks.
   bool given_up() const { return !given_up_.empty(); }
   Status given_up_status() const;
   Status wait_all() { return wait(last_submitted_); }
