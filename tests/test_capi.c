@@ -377,6 +377,11 @@ int main(void) {
       rill_icl_grid_destroy(NULL);
       grid = (rill_icl_grid*)&config;
       EXPECT(rill_icl_grid_create(ctx, grid_configs, 0, &grid) == RILL_INVALID_ARGUMENT && grid == NULL);
+      /* An array of another struct size (a program built against another header) is not misread. */
+      EXPECT(rill_icl_grid_create_sized(ctx, grid_configs, 3, (uint32_t)sizeof(rill_icl_config) + 8, &grid) ==
+                 RILL_INVALID_ARGUMENT &&
+             grid == NULL);
+      EXPECT(strstr(rill_last_error(), "bytes") != NULL);
       grid_configs[1].d = 0;
       EXPECT(rill_icl_grid_create(ctx, grid_configs, 3, &grid) == RILL_INVALID_ARGUMENT && grid == NULL);
       EXPECT(strstr(rill_last_error(), "config 1") != NULL);

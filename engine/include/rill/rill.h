@@ -241,8 +241,13 @@ RILL_C_API rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const
  *   rill_icl_grid_train(grid, 1000, NULL);
  */
 typedef struct rill_icl_grid rill_icl_grid;
-RILL_C_API rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* configs, int32_t count,
-                                            rill_icl_grid** out);
+/* configs is an array of `count` structs of config_size bytes each: the macro passes the caller's
+ * sizeof(rill_icl_config), so the array is walked at the caller's stride when the struct grows (a
+ * size this library cannot read is refused). Since 0.2. */
+RILL_C_API rill_status rill_icl_grid_create_sized(rill_context* context, const rill_icl_config* configs, int32_t count,
+                                                  uint32_t config_size, rill_icl_grid** out);
+#define rill_icl_grid_create(context, configs, count, out) \
+  rill_icl_grid_create_sized((context), (configs), (count), (uint32_t)sizeof(rill_icl_config), (out))
 RILL_C_API void rill_icl_grid_destroy(rill_icl_grid* grid); /* accepts NULL */
 /* Trains `steps` steps of every model; losses (NULL or count * steps floats, model-major) receive
  * each model's per-step losses, NaN after a model halted (see rill_icl_grid_model_status). The

@@ -243,16 +243,23 @@ rill_status rill_icl_save_checkpoint(rill_icl_trainer* trainer, const char* path
   return guarded("rill_icl_save_checkpoint", [&] { return from_status(trainer->trainer.save_checkpoint(path)); });
 }
 
-rill_status rill_icl_grid_create(rill_context* context, const rill_icl_config* configs, int32_t count,
-                                 rill_icl_grid** out) {
+rill_status rill_icl_grid_create_sized(rill_context* context, const rill_icl_config* configs, int32_t count,
+                                       uint32_t config_size, rill_icl_grid** out) {
   if (out != nullptr) *out = nullptr;
   if (dead(context) || configs == nullptr || out == nullptr)
     return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: NULL argument or destroyed handle");
   if (count < 1) return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: count must be >= 1");
   return guarded("rill_icl_grid_create", [&] {
+    // The one layout this library reads (each config's struct_size says the same): the stride is
+    // the caller's, so that an array of a later, longer struct is not read at this struct's stride.
+    if (config_size != sizeof(rill_icl_config))
+      return fail(RILL_INVALID_ARGUMENT, "rill_icl_grid_create: configs of " + std::to_string(config_size) +
+                                             " bytes; this library reads rill_icl_config of " +
+                                             std::to_string(sizeof(rill_icl_config)));
     std::vector<icl::TrainConfig> cs;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(configs);
     for (int32_t i = 0; i < count; ++i) {
-      auto c = from_c(&configs[i]);
+      auto c = from_c(reinterpret_cast<const rill_icl_config*>(bytes + size_t(i) * config_size));
       if (!c.is_ok())
         return from_status(rill::invalid_argument("config " + std::to_string(i) + ": " + c.status().message()));
       cs.push_back(std::move(c).value());
