@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
 #include "profile/peaks_cache.hpp"
+#include "scoped_env.hpp"
 
 namespace {
 
@@ -348,14 +348,11 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
     cpu.type = rill::DeviceType::kCpu;
     rill::detail::write_cached_peaks(cpu, cpu_dir, *measured);
     CHECK(rill::detail::read_cached_peaks(cpu, cpu_dir).is_ok());
-    const char* set = std::getenv("LP_NUM_THREADS");
-    const std::optional<std::string> before = set ? std::optional<std::string>(set) : std::nullopt;
-    ::setenv("LP_NUM_THREADS", before == "3" ? "5" : "3", 1);
-    CHECK(rill::detail::read_cached_peaks(cpu, cpu_dir).status().code() == rill::StatusCode::kNotFound);
-    if (before)  // as it was, for the contexts the rest of this process makes
-      ::setenv("LP_NUM_THREADS", before->c_str(), 1);
-    else
-      ::unsetenv("LP_NUM_THREADS");
+    {
+      const char* set = std::getenv("LP_NUM_THREADS");
+      rill_test::ScopedEnv threads("LP_NUM_THREADS", set != nullptr && std::string(set) == "3" ? "5" : "3");
+      CHECK(rill::detail::read_cached_peaks(cpu, cpu_dir).status().code() == rill::StatusCode::kNotFound);
+    }
     std::filesystem::remove_all(cpu_dir);
   }
   auto cached = rill::cached_device_peaks(ctx, dir);

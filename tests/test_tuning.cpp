@@ -11,6 +11,7 @@
 #include "plan_devices.hpp"
 #include "rill/ops/linear_attention.hpp"
 #include "rill/tuning.hpp"
+#include "scoped_env.hpp"
 #include "temp_path.hpp"
 
 namespace {
@@ -114,6 +115,22 @@ TEST_CASE("tuning files round-trip and refuse foreign, malformed and untunable c
     rill::DeviceInfo other = device;
     change(other);
     CHECK(rill::read_tuning_file(path, other).status().code() == rill::StatusCode::kFailedPrecondition);
+  }
+  {  // A CPU driver's file made under other host threads (its name does not tell them): foreign.
+    rill::DeviceInfo cpu = device;
+    cpu.type = rill::DeviceType::kCpu;
+    const std::string cpu_path = path + ".cpu";
+    {
+      rill_test::ScopedEnv threads("LP_NUM_THREADS", "3");
+      REQUIRE(rill::write_tuning_file(cpu_path, cpu, file).is_ok());
+      CHECK(rill::read_tuning_file(cpu_path, cpu).is_ok());
+    }
+    for (const char* other : {"5", static_cast<const char*>(nullptr)}) {
+      rill_test::ScopedEnv threads("LP_NUM_THREADS", other);
+      const auto foreign = rill::read_tuning_file(cpu_path, cpu);
+      CHECK(foreign.status().code() == rill::StatusCode::kFailedPrecondition);
+      CHECK_THAT(foreign.status().message(), Catch::Contains("threads"));
+    }
   }
   // Plans a file may not hold, refused when written.
   for (const char* plan : {"matmul_tile=8x8", "la_tile=5", "matmul_coop=emulated", "la_tile"}) {

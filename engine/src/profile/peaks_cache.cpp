@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
-#include <thread>
 
 #include "core/file_io.hpp"
 #include "core/json_keys.hpp"
+#include "cpu_driver_threads.hpp"
 #include "platform/files.hpp"
 
 namespace rill::detail {
@@ -34,22 +34,15 @@ std::string cached_name(const std::string& name) {
   return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A CPU driver's peaks are the host's: its threads (lavapipe runs one per core, or LP_NUM_THREADS),
-// which its name does not tell (the same "llvmpipe (LLVM 15, 256 bits)" on 2 cores and on 64).
-std::string host_threads(const DeviceInfo& d) {
-  if (d.type != DeviceType::kCpu) return "";
-  const char* lp = std::getenv("LP_NUM_THREADS");
-  return "-threads" + std::to_string(std::thread::hardware_concurrency()) +
-         (lp && *lp ? "-lp" + std::to_string(std::atoi(lp)) : "");
-}
-
 // One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
-// measure other peaks than the device's own), and per host thread count for CPU drivers.
+// measure other peaks than the device's own), and per host thread count for CPU drivers
+// (cpu_driver_threads.hpp).
 std::string cache_file(const DeviceInfo& d, const std::string& dir) {
+  const std::string threads = detail::cpu_driver_threads(d);
   char name[160];
   std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x", d.vendor_id, d.device_id, d.driver_version);
-  return cache_directory(dir) + name + host_threads(d) + (d.limit_profile.empty() ? "" : "-" + d.limit_profile) +
-         ".json";
+  return cache_directory(dir) + name + (threads.empty() ? "" : "-" + threads) +
+         (d.limit_profile.empty() ? "" : "-" + d.limit_profile) + ".json";
 }
 
 // Best effort: a cache that cannot be written is measured again next time.
