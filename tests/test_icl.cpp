@@ -15,6 +15,7 @@
 #include "op_test.hpp"
 #include "rill/icl.hpp"
 #include "rill/safetensors.hpp"
+#include "scoped_env.hpp"
 
 namespace {
 
@@ -521,6 +522,27 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   auto t = Trainer::create(ctx, c);
   REQUIRE_FALSE(t.is_ok());
   CHECK(t.status().code() == rill::StatusCode::kOutOfRange);
+}
+
+GPU_TEST_CASE("icl: a malformed RILL_ICL_UNROLL_LIMIT is refused by name", "[icl]") {
+  auto ctx = rill_test::make_context();
+  for (const char* bad : {"", "-1", "abc", "12k", "99999999999999999999999"}) {
+    INFO(bad);
+    rill_test::ScopedEnv limit("RILL_ICL_UNROLL_LIMIT", bad);
+    auto t = Trainer::create(ctx, ahn_setting(1));
+    REQUIRE_FALSE(t.is_ok());
+    CHECK(t.status().code() == rill::StatusCode::kInvalidArgument);
+    CHECK_THAT(t.status().message(), Catch::Contains("RILL_ICL_UNROLL_LIMIT='" + std::string(bad) + "'"));
+    const std::vector<TrainConfig> configs = {ahn_setting(1), ahn_setting(1)};
+    auto grid = TrainerGrid::create(ctx, configs);
+    CHECK(grid.status().code() == rill::StatusCode::kInvalidArgument);
+  }
+  for (const char* limit : {static_cast<const char*>(nullptr), "0"}) {  // unset: the default (16000)
+    rill_test::ScopedEnv set("RILL_ICL_UNROLL_LIMIT", limit);
+    auto t = Trainer::create(ctx, ahn_setting(1));
+    REQUIRE(t.is_ok());
+    CHECK(rill::detail::Access::impl_of(*t).recorder.unrolled() == (limit == nullptr));  // ~3,300 per layer
+  }
 }
 
 GPU_TEST_CASE("icl: evaluation compares the model with ridge baselines", "[icl]") {

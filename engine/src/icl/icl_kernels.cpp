@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/log.hpp"
 #include "icl_sampler.hpp"
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
@@ -73,20 +72,19 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
 namespace {
 
 // Multiply-adds per task of a layer's backward, unrolled, up to which the unrolled layer kernels
-// are used; RILL_ICL_UNROLL_LIMIT overrides it (0: never unroll).
-// A value that is not a whole number ("-1", "abc") keeps the default, with a warning.
-uint64_t unroll_limit() {
+// are used; RILL_ICL_UNROLL_LIMIT overrides it (0: never unroll). A value that is not a whole
+// number ("-1", "abc") is refused by name, as the other RILL_* variables are.
+Result<uint64_t> unroll_limit() {
   constexpr uint64_t kDefault = 16000;
   const char* env = std::getenv("RILL_ICL_UNROLL_LIMIT");
   if (env == nullptr) return kDefault;
   uint64_t v = 0;
   const std::string_view text(env);
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    log_warning("RILL_ICL_UNROLL_LIMIT='" + std::string(text) + "' is not a whole number; " + std::to_string(kDefault) +
-                " is used");
-    return kDefault;
-  }
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return invalid_argument("RILL_ICL_UNROLL_LIMIT='" + std::string(text) +
+                            "' is not a whole number of multiply-adds (the default is " + std::to_string(kDefault) +
+                            "; 0: never unroll)");
   return v;
 }
 
@@ -100,7 +98,9 @@ Recorder::Recorder(const TrainConfig& config, Shape shape) : config_(config), sh
   // LLVM's time grows much faster than the code, so bigger models stay rolled.
   const uint64_t w = shape.width, t = shape.tokens;
   const uint64_t per_head = config.model.param == Parameterization::kFull ? 5 * w * w * w : 3 * w * w;
-  unrolled_ = 3 * t * w * w + shape.heads * per_head <= unroll_limit();
+  const Result<uint64_t> limit = unroll_limit();
+  environment_ = limit.status();
+  unrolled_ = limit.is_ok() && 3 * t * w * w + shape.heads * per_head <= limit.value();
 }
 
 std::vector<SpecValue> Recorder::model_spec(const Sequence&, uint32_t workgroup) const {
@@ -123,6 +123,7 @@ uint64_t Recorder::layer_backward_iterations() const {
 }
 
 Status Recorder::check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models, bool backward) const {
+  RILL_RETURN_IF_ERROR(environment_);
   const uint64_t batch = task_stride(model_tasks, models) * models;
   const uint64_t w = shape_.width, t = shape_.tokens, n = shape_.n, d = shape_.d;
   const char* op = "icl";

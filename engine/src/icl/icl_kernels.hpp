@@ -56,7 +56,8 @@ class Recorder {
   Recorder(const TrainConfig& config, Shape shape);
 
   // Device limits (lavapipe's loop limit, the largest binding) for this configuration and `models` x
-  // `model_tasks` tasks; `backward`: with the buffers only training has (Workspace::create's).
+  // `model_tasks` tasks; `backward`: with the buffers only training has (Workspace::create's). A
+  // malformed RILL_ICL_UNROLL_LIMIT is refused here, where every trainer's creation looks.
   Status check_device(const Sequence& seq, uint32_t model_tasks, uint32_t models = 1, bool backward = true) const;
 
   Status sample(Sequence& seq, const Workspace& ws, const ModelState& m, const SampleRequest& request) const;
@@ -74,6 +75,9 @@ class Recorder {
   // One whole training step: sample (or gather from `set`), forward, backward (with the loss), reduce,
   // optimize.
   Status training_step(Sequence& seq, const Workspace& ws, const ModelState& m, const DeviceTaskSet* set) const;
+
+  // Whether this shape takes the unrolled layer kernels (RILL_ICL_UNROLL_LIMIT).
+  bool unrolled() const { return unrolled_; }
 
  private:
   std::vector<SpecValue> model_spec(const Sequence& seq, uint32_t workgroup) const;
@@ -97,6 +101,7 @@ class Recorder {
   TrainConfig config_;
   Shape shape_;
   bool unrolled_ = false;  // small models use the layer kernels with unrolled loops
+  Status environment_;     // RILL_ICL_UNROLL_LIMIT as read: refused by check_device if malformed
 };
 
 }  // namespace rill::icl::detail
