@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -571,6 +572,18 @@ GPU_TEST_CASE("lm prefill reports progress and stops on request; the rest goes o
   CHECK(early.status().code() == rill::StatusCode::kCancelled);
   CHECK(mid.position() == 5);
   CHECK(bits(mid.prefill(std::span(tokens).subspan(5)).value(), plain_logits));
+
+  // Out of host memory after a segment ran (here thrown from the progress hook): ResourceExhausted,
+  // not an exception through the API, and the session is spent until a reset (its position moved).
+  auto starved = model.session().value();
+  auto thrown =
+      starved.prefill(tokens, rill::lm::PrefillHooks{.progress = [](uint64_t, uint64_t) { throw std::bad_alloc(); }});
+  CHECK(thrown.status().code() == rill::StatusCode::kResourceExhausted);
+  CHECK_THAT(thrown.status().message(), Catch::Contains("lm prefill: out of host memory"));
+  CHECK(starved.decode(tokens[0]).status().code() == rill::StatusCode::kFailedPrecondition);
+  CHECK(starved.serialize_state().status().code() == rill::StatusCode::kFailedPrecondition);
+  REQUIRE(starved.reset().is_ok());
+  CHECK(bits(starved.prefill(tokens).value(), expected));
 }
 
 GPU_TEST_CASE("lm sessions report their device memory and free the prefill's on request", "[lm][gpu]") {
@@ -758,6 +771,12 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   { std::ofstream create(huge, std::ios::binary); }
   std::filesystem::resize_file(huge, t.state_bytes() + (4u << 20));
   CHECK(t.restore_state(huge).code() == rill::StatusCode::kOutOfRange);
+  // The same bound for bytes from an app's storage or the network, refused before they are parsed.
+  std::vector<uint8_t> padded = good;
+  padded.resize(size_t(t.state_bytes() + (4u << 20)));
+  const rill::Status oversized = t.deserialize_state(padded);
+  CHECK(oversized.code() == rill::StatusCode::kOutOfRange);
+  CHECK_THAT(oversized.message(), Catch::Contains("more than a state of this session"));
   std::filesystem::remove(huge);
   const std::string fifo = rill_test::temp_path("fifo-state");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

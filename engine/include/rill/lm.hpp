@@ -204,7 +204,8 @@ struct ModelOptions {
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
   uint32_t int4_group = 32;  // the same per int4 scale (4 bits need finer groups than 8)
-  // Prefill runs the prompt in segments of this many positions (rounded down to whole blocks):
+  // Prefill runs the prompt in segments of this many positions (rounded down to whole blocks, one
+  // block at least):
   // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
   // drivers and on integrated and mobile GPUs, whose segments come out of the system's memory;
   // 8192 on GPUs with memory of their own, whose matmuls need the longer segments);
@@ -248,7 +249,8 @@ using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 // before the stop are kept (position() says how far it got), so prefilling the remaining tokens
 // later gives the same logits, bit for bit, as one uninterrupted prefill. A stop takes effect
 // within one segment (ModelOptions::prefill_segment positions: a shorter segment stops sooner).
-// A hook must not use or destroy the Session whose prefill calls it (the C API refuses such calls).
+// A hook must not use or destroy the Session whose prefill calls it (the C API refuses such calls,
+// and defers a destroy until the call returns).
 struct PrefillHooks {
   ProgressFn progress;
   std::function<bool()> stop;
@@ -311,13 +313,16 @@ class RILL_API Session {
   // save returns FailedPrecondition with that first error, until reset() or a restore. So does a
   // reset that fails part way (some state zeroed, some not), and a prefill, score or decode that
   // fails after its work reached the device (a failed wait: the state may hold tokens that
-  // position() does not count). One that fails before it runs leaves the session as it was, less
-  // the segments or steps of a prefill that completed (position() says how far it got).
+  // position() does not count), and one that runs out of host memory (ResourceExhausted). One that
+  // fails before it runs leaves the session as it was, less the segments or steps of a prefill
+  // that completed (position() says how far it got).
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
   // state tensor and the last logits); restore() accepts only a state of a model with the same
   // config, precision and weights, packed the same way (ModelOptions::weights and its group). A file
   // it refuses leaves the session as it was; an upload that fails part way resets it to position 0.
+  // A file, or bytes, larger than a state of this session can be are refused (OutOfRange) before
+  // they are parsed.
   // The weights' tag hashes small tensors whole and 64 elements spread over each larger one (a
   // load stays quick): weights that differ in a few elements only (a few rows fine-tuned) may share it.
   Status save_state(const std::string& path) const;

@@ -301,8 +301,9 @@ typedef enum rill_lm_weight_storage {
 typedef struct rill_lm_model_options {
   uint32_t struct_size;      /* sizeof(rill_lm_model_options); set by _init */
   int32_t precision;         /* rill_lm_precision: f32, or f16 storage with f32 arithmetic */
-  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (rounded down to whole blocks);
-                                0: the device's choice; rill_lm_model_info reports the length in effect */
+  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (rounded down to whole blocks,
+                                one at least); 0: the device's choice; rill_lm_model_info reports the length in
+                                effect */
   uint32_t softmax_capacity; /* positions a session can hold when the model has softmax layers */
   int32_t weights;           /* rill_lm_weight_storage (since 0.2; a struct_size without it means precision) */
   uint32_t int8_group;       /* rows per int8 scale (since 0.2) */

@@ -43,7 +43,8 @@ struct Session::Impl {
   static Result<std::unique_ptr<Impl>> open(std::shared_ptr<Model::Impl> model);
   Status zero_state();
   // OK where every value is finite; else the error that names why, and the session's state is spent.
-  Status check_finite(std::span<const float> values, const char* op);
+  // `what` names the values in the error (the logits, or a score's log-probabilities).
+  Status check_finite(std::span<const float> values, const char* op, const char* what = "logits");
   // OK unless the state is spent: then FailedPrecondition naming `op` and why.
   Status check_usable(const char* op) const;
   // `failed`, from a run that may have reached the device: once submitted, the state tensors hold
@@ -56,6 +57,10 @@ struct Session::Impl {
   // the call in errors.
   Result<std::vector<float>> consume(std::span<const uint32_t> tokens, const PrefillHooks& hooks,
                                      std::vector<float>* log_probs, const char* op);
+  uint64_t state_bytes() const;  // the state tensors' device bytes
+  // The largest state file (or serialized state) of this session: its state tensors, the last
+  // logits and a header. Anything larger is not one, and is refused before it is parsed.
+  uint64_t max_state_bytes() const;
 };
 
 namespace {
@@ -72,6 +77,22 @@ bool all_finite(std::span<const float> values) {
     most = std::max(most, bits & 0x7f800000u);
   }
   return most != 0x7f800000u;
+}
+
+// Runs `call`, turning running out of host memory (a logits or scores vector, a state's copies)
+// into ResourceExhausted naming `op`, never an exception through the API. `changes_state`: the call
+// may have moved the position or the state tensors when it ran out, so the session is spent (why
+// goes to `spent`).
+template <typename F>
+auto out_of_memory_guarded(std::string& spent, const char* op, bool changes_state, F&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::bad_alloc&) {
+    if (!changes_state) return resource_exhausted(std::string(op) + ": out of host memory");
+    spent = std::string("out of host memory during ") + op;
+    return resource_exhausted(
+        std::string(op) + ": out of host memory; the session's state is spent: reset() it or restore a saved state");
+  }
 }
 
 }  // namespace
@@ -125,7 +146,7 @@ Result<std::unique_ptr<Session::Impl>> Session::Impl::open(std::shared_ptr<Model
   return s;
 }
 
-Status Session::Impl::check_finite(std::span<const float> values, const char* op) {
+Status Session::Impl::check_finite(std::span<const float> values, const char* op, const char* what) {
   if (all_finite(values)) return Status::ok();
   const char* const hint = "; the session's state is spent: reset() it or restore a saved state";
   // f16 holds at most 65504: weights that make activations larger (the residual stream, the FFN's
@@ -134,8 +155,8 @@ Status Session::Impl::check_finite(std::span<const float> values, const char* op
       model->dtype == DType::kF16
           ? out_of_range(std::string(op) + ": the model's f16 activations overflowed by position " +
                          std::to_string(position) + "; run it with f32 activations (Precision::kF32)" + hint)
-          : data_loss(std::string(op) + ": the model's logits are not finite by position " + std::to_string(position) +
-                      " (its weights, or the device's arithmetic)" + hint);
+          : data_loss(std::string(op) + ": the model's " + what + " are not finite by position " +
+                      std::to_string(position) + " (its weights, or the device's arithmetic)" + hint);
   spent = failed.message();
   return failed;
 }
@@ -271,7 +292,8 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
     RILL_RETURN_IF_ERROR(check_finite(logits, op));
     last_logits = logits;
     if (log_probs)
-      RILL_RETURN_IF_ERROR(check_finite(std::span(*log_probs).subspan(i, std::min(len, tokens.size() - 1 - i)), op));
+      RILL_RETURN_IF_ERROR(check_finite(std::span(*log_probs).subspan(i, std::min(len, tokens.size() - 1 - i)), op,
+                                        "log-probabilities"));
     i += len;
     if (hooks.progress) hooks.progress(i, tokens.size());
   }
@@ -283,13 +305,16 @@ Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, co
 }
 
 Result<std::vector<float>> Session::prefill(std::span<const uint32_t> tokens, const PrefillHooks& hooks) {
-  return impl_->consume(tokens, hooks, nullptr, "lm prefill");
+  return out_of_memory_guarded(impl_->spent, "lm prefill", true,
+                               [&] { return impl_->consume(tokens, hooks, nullptr, "lm prefill"); });
 }
 
 Result<TokenScores> Session::score(std::span<const uint32_t> tokens, const PrefillHooks& hooks) {
-  TokenScores scores;
-  RILL_ASSIGN_OR_RETURN(scores.logits, impl_->consume(tokens, hooks, &scores.log_probs, "lm score"));
-  return scores;
+  return out_of_memory_guarded(impl_->spent, "lm score", true, [&]() -> Result<TokenScores> {
+    TokenScores scores;
+    RILL_ASSIGN_OR_RETURN(scores.logits, impl_->consume(tokens, hooks, &scores.log_probs, "lm score"));
+    return scores;
+  });
 }
 
 Result<double> log_prob(std::span<const float> logits, uint32_t token) {
@@ -311,21 +336,27 @@ Result<double> log_prob(std::span<const float> logits, uint32_t token) {
 }
 
 Result<Session> Session::fork() const {
-  const Impl& s = *impl_;
-  RILL_RETURN_IF_ERROR(s.check_usable("lm fork"));
-  RILL_ASSIGN_OR_RETURN(auto copy, Impl::open(s.model));
-  RILL_ASSIGN_OR_RETURN(Sequence seq, s.model->ctx.sequence({.label = "lm fork"}));
-  for (auto member : {&detail::StateTensors::la_state, &detail::StateTensors::cache_k, &detail::StateTensors::cache_v})
-    for (size_t i = 0; i < (s.state.*member).size(); ++i)
-      if ((s.state.*member)[i].valid()) RILL_RETURN_IF_ERROR(seq.copy((s.state.*member)[i], (copy->state.*member)[i]));
-  RILL_RETURN_IF_ERROR(seq.run());
-  copy->position = s.position;
-  copy->segment_len = s.segment_len;
-  copy->last_logits = s.last_logits;
-  return Session(std::move(copy));
+  return out_of_memory_guarded(impl_->spent, "lm fork", false, [&]() -> Result<Session> {
+    const Impl& s = *impl_;
+    RILL_RETURN_IF_ERROR(s.check_usable("lm fork"));
+    RILL_ASSIGN_OR_RETURN(auto copy, Impl::open(s.model));
+    RILL_ASSIGN_OR_RETURN(Sequence seq, s.model->ctx.sequence({.label = "lm fork"}));
+    for (auto member :
+         {&detail::StateTensors::la_state, &detail::StateTensors::cache_k, &detail::StateTensors::cache_v})
+      for (size_t i = 0; i < (s.state.*member).size(); ++i)
+        if ((s.state.*member)[i].valid())
+          RILL_RETURN_IF_ERROR(seq.copy((s.state.*member)[i], (copy->state.*member)[i]));
+    RILL_RETURN_IF_ERROR(seq.run());
+    copy->position = s.position;
+    copy->segment_len = s.segment_len;
+    copy->last_logits = s.last_logits;
+    return Session(std::move(copy));
+  });
 }
 
-Result<std::vector<float>> Session::decode(uint32_t token) { return impl_->decode(token); }
+Result<std::vector<float>> Session::decode(uint32_t token) {
+  return out_of_memory_guarded(impl_->spent, "lm decode", true, [&] { return impl_->decode(token); });
+}
 
 uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->seq->stats().dispatches : 0; }
 uint64_t Session::position() const { return impl_->position; }
@@ -342,12 +373,7 @@ uint64_t Session::device_bytes() const {
 
 void Session::release_prefill_memory() { impl_->segment.reset(); }
 
-uint64_t Session::state_bytes() const {
-  uint64_t bytes = 0;
-  for (auto* list : {&impl_->state.la_state, &impl_->state.cache_k, &impl_->state.cache_v})
-    for (const Tensor& t : *list) bytes += t.size_bytes();
-  return bytes;
-}
+uint64_t Session::state_bytes() const { return impl_->state_bytes(); }
 
 // State file: one tensor per state tensor (named like the tensors above), the last logits, and
 // metadata naming the format, the config's fingerprint, the weights' tag, the precision and the
@@ -361,48 +387,67 @@ constexpr const char* kLastLogits = "last_logits";  // f32 [vocab]; absent at po
 }
 
 Result<std::vector<uint8_t>> Session::serialize_state() const {
-  const Impl& s = *impl_;
-  RILL_RETURN_IF_ERROR(s.check_usable("lm state"));  // a spent state restored would fail again
-  Context& ctx = s.model->ctx;
-  SafetensorsWriter w;
-  RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
-  RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
-  RILL_RETURN_IF_ERROR(w.set_metadata("weights", s.model->weights_fingerprint));
-  RILL_RETURN_IF_ERROR(w.set_metadata("precision", s.model->dtype == DType::kF16 ? "f16" : "f32"));
-  RILL_RETURN_IF_ERROR(w.set_metadata("position", std::to_string(s.position)));
-  for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
-    for (const Tensor& t : *list) {
-      if (!t.valid()) continue;
-      std::vector<uint8_t> bytes(t.size_bytes());
-      RILL_RETURN_IF_ERROR(ctx.download(t, bytes));
-      RILL_RETURN_IF_ERROR(w.add(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32,
-                                 t.shape(), bytes));
-    }
-  if (!s.last_logits.empty())
-    RILL_RETURN_IF_ERROR(w.add_floats(kLastLogits, {int64_t(s.last_logits.size())}, s.last_logits));
-  return w.serialize();
+  return out_of_memory_guarded(impl_->spent, "lm state", false, [&]() -> Result<std::vector<uint8_t>> {
+    const Impl& s = *impl_;
+    RILL_RETURN_IF_ERROR(s.check_usable("lm state"));  // a spent state restored would fail again
+    Context& ctx = s.model->ctx;
+    SafetensorsWriter w;
+    RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
+    RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
+    RILL_RETURN_IF_ERROR(w.set_metadata("weights", s.model->weights_fingerprint));
+    RILL_RETURN_IF_ERROR(w.set_metadata("precision", s.model->dtype == DType::kF16 ? "f16" : "f32"));
+    RILL_RETURN_IF_ERROR(w.set_metadata("position", std::to_string(s.position)));
+    for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
+      for (const Tensor& t : *list) {
+        if (!t.valid()) continue;
+        std::vector<uint8_t> bytes(t.size_bytes());
+        RILL_RETURN_IF_ERROR(ctx.download(t, bytes));
+        RILL_RETURN_IF_ERROR(
+            w.add(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32, t.shape(), bytes));
+      }
+    if (!s.last_logits.empty())
+      RILL_RETURN_IF_ERROR(w.add_floats(kLastLogits, {int64_t(s.last_logits.size())}, s.last_logits));
+    return w.serialize();
+  });
 }
 
 Status Session::save_state(const std::string& path) const {
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_state());
-  RILL_ASSIGN_OR_RETURN(SafetensorsFile check, SafetensorsFile::from_bytes(bytes));  // never write what we can't read
-  (void)check;
-  return rill::write_file_atomic(path, bytes);
+  return out_of_memory_guarded(impl_->spent, "lm state", false, [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_state());
+    RILL_ASSIGN_OR_RETURN(SafetensorsFile check, SafetensorsFile::from_bytes(bytes));  // never write what we can't read
+    (void)check;
+    return rill::write_file_atomic(path, bytes);
+  });
 }
 
+uint64_t Session::Impl::state_bytes() const {
+  uint64_t bytes = 0;
+  for (auto* list : {&state.la_state, &state.cache_k, &state.cache_v})
+    for (const Tensor& t : *list) bytes += t.size_bytes();
+  return bytes;
+}
+
+uint64_t Session::Impl::max_state_bytes() const { return state_bytes() + uint64_t(config().vocab) * 4 + (1u << 20); }
+
+// A restore that runs out of host memory may have uploaded part of the file: the session is spent.
 Status Session::restore_state(const std::string& path) {
-  // A state file holds this session's state tensors and a small header: anything much larger is not
-  // one, and is refused before it is read into memory.
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
-                        rill::read_file(path, state_bytes() + uint64_t(impl_->config().vocab) * 4 + (1u << 20)));
-  RILL_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::from_bytes(std::move(bytes), path));
-  return impl_->restore(file).with_context("'" + path + "'");
+  return out_of_memory_guarded(impl_->spent, "lm state", true, [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, impl_->max_state_bytes()));
+    RILL_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::from_bytes(std::move(bytes), path));
+    return impl_->restore(file).with_context("'" + path + "'");
+  });
 }
 
 Status Session::deserialize_state(std::span<const uint8_t> bytes) {
-  RILL_ASSIGN_OR_RETURN(const SafetensorsFile file,
-                        SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
-  return impl_->restore(file);
+  // Bytes from an app's storage or the network are as untrusted as a file, and bounded as one.
+  if (bytes.size() > impl_->max_state_bytes())
+    return out_of_range("lm state: " + std::to_string(bytes.size()) + " bytes are more than a state of this session (" +
+                        std::to_string(impl_->max_state_bytes()) + " bytes at most)");
+  return out_of_memory_guarded(impl_->spent, "lm state", true, [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(const SafetensorsFile file,
+                          SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
+    return impl_->restore(file);
+  });
 }
 
 Status Session::Impl::restore(const SafetensorsFile& file) {
