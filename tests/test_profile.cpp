@@ -340,6 +340,10 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
   rill::DeviceInfo profiled = ctx.device();  // under another profile than the context's own
   profiled.limit_profile = ctx.device().limit_profile == "mali" ? "adreno" : "mali";
   CHECK(rill::detail::read_cached_peaks(profiled, dir).status().code() == rill::StatusCode::kNotFound);
+  // Another driver release with the same version number (lavapipe reports 1 for every Mesa release).
+  rill::DeviceInfo upgraded = ctx.device();
+  upgraded.driver_info += " (another release)";
+  CHECK(rill::detail::read_cached_peaks(upgraded, dir).status().code() == rill::StatusCode::kNotFound);
   // A CPU driver's figures are the host's: another thread count (here lavapipe's LP_NUM_THREADS) has
   // a cache of its own.
   {

@@ -4,9 +4,9 @@
 #include <string_view>
 #include <utility>
 
+#include "core/cpu_driver_threads.hpp"
 #include "core/file_io.hpp"
 #include "core/json_keys.hpp"
-#include "cpu_driver_threads.hpp"
 #include "kernel_plan.hpp"
 #include "rill/files.hpp"
 #include "rill/tuning.hpp"
@@ -21,13 +21,16 @@ constexpr size_t kMaxNesting = 8;  // a tuning file nests 3 deep
 // For messages: a driver's device name need not be UTF-8, which strict dumping throws on.
 constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
 
-// A CPU driver's choices also depend on the host's threads (a plan measured on 2 cores need not be
-// the faster on 64), which its name does not tell.
+// The driver's description too: lavapipe reports driver version 1 for every Mesa release, and
+// names the release there ("Mesa 22.3.6 (LLVM 15.0.6)"). A CPU driver's choices also depend on the
+// host's threads (a plan measured on 2 cores need not be the faster on 64), which its name does not
+// tell.
 nlohmann::json identity(const DeviceInfo& d) {
   nlohmann::json j = {{"name", d.name},
                       {"vendor_id", d.vendor_id},
                       {"device_id", d.device_id},
                       {"driver_version", d.driver_version},
+                      {"driver_info", d.driver_info},
                       {"limit_profile", d.limit_profile}};
   if (const std::string threads = detail::cpu_driver_threads(d); !threads.empty()) j["host_threads"] = threads;
   return j;

@@ -10,9 +10,10 @@
 #include <string>
 #include <system_error>
 
+#include "core/cpu_driver_threads.hpp"
 #include "core/file_io.hpp"
+#include "core/fnv1a.hpp"
 #include "core/json_keys.hpp"
-#include "cpu_driver_threads.hpp"
 #include "platform/files.hpp"
 
 namespace rill::detail {
@@ -36,11 +37,13 @@ std::string cached_name(const std::string& name) {
 
 // One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
 // measure other peaks than the device's own), and per host thread count for CPU drivers
-// (cpu_driver_threads.hpp).
+// (cpu_driver_threads.hpp). The driver is its version and a hash of its description: lavapipe
+// reports version 1 for every Mesa release and names the release only in the description.
 std::string cache_file(const DeviceInfo& d, const std::string& dir) {
   const std::string threads = detail::cpu_driver_threads(d);
   char name[160];
-  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x", d.vendor_id, d.device_id, d.driver_version);
+  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x-%.8s", d.vendor_id, d.device_id, d.driver_version,
+                Fnv1a().add(d.driver_info).hex().c_str());
   return cache_directory(dir) + name + (threads.empty() ? "" : "-" + threads) +
          (d.limit_profile.empty() ? "" : "-" + d.limit_profile) + ".json";
 }
