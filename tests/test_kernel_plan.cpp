@@ -649,6 +649,17 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   const auto refused = linear_attention_forward(phone, la_shape(4, 16384, 64));
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().message().find("tiles of 32") != std::string::npos);
+  // A tuned form sets nothing forced aside: the forced tile is refused as without a tuning file (a
+  // tuned serial form, which has no tiles, took it silently), and one that fits is kept.
+  phone.tuned = parse_overrides("la_tile=32", parse_overrides("linear_attention=serial").value()).value();
+  CHECK_FALSE(linear_attention_forward(phone, la_shape(4, 16384, 64)).is_ok());
+  CHECK_FALSE(linear_attention_backward(phone, la_shape(4, 16384, 64)).is_ok());
+  gpu.tuned = parse_overrides("la_tile=32", parse_overrides("linear_attention=serial").value()).value();
+  CHECK(linear_attention_forward(gpu, la_shape(4, 16384, 64)).value().tile == 32);
+  DeviceTraits tuned_only = h100_like();  // without a forced choice the tuned form is taken
+  tuned_only.tuned = parse_overrides("linear_attention=serial").value();
+  CHECK(linear_attention_forward(tuned_only, la_shape(4, 16384, 64)).value().algorithm ==
+        LinearAttentionAlgorithm::kChunkedSerial);
   for (const char* bad : {"la_tile=3", "la_tile=64", "la_tile="}) CHECK_FALSE(parse_overrides(bad).is_ok());
   for (const char* bad : {"la_scan_groups=0", "la_scan_groups=3", "la_scan_groups=128"})
     CHECK_FALSE(parse_overrides(bad).is_ok());

@@ -59,6 +59,27 @@ GPU_TEST_CASE("with profiling off no query pool is created and nothing is record
   CHECK(ctx.write_profile().code() == rill::StatusCode::kFailedPrecondition);
 }
 
+GPU_TEST_CASE("a trace path that cannot be written is refused when the context is created", "[profile][gpu]") {
+  const std::string missing = rill_test::temp_path("no-such-folder") + "/trace.json";
+  auto options = rill_test::validated_options();
+  options.profile_path = missing;
+  auto refused = rill::Context::create(options);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("ContextOptions::profile_path") != std::string::npos);
+  CHECK(refused.status().message().find("no such directory") != std::string::npos);
+  {
+    rill_test::ScopedEnv env("RILL_PROFILE", missing.c_str());
+    auto from_env = rill::Context::create(rill_test::validated_options());
+    REQUIRE_FALSE(from_env.is_ok());
+    CHECK(from_env.status().message().find("RILL_PROFILE") != std::string::npos);
+  }
+  // A folder where the trace would go is refused too, not replaced.
+  options.profile_path = rill_test::temp_path("trace-folder");
+  std::filesystem::create_directories(options.profile_path);
+  CHECK_FALSE(rill::Context::create(options).is_ok());
+  std::filesystem::remove_all(options.profile_path);
+}
+
 GPU_TEST_CASE("a profiled context writes a Chrome trace with GPU and host tracks", "[profile][gpu]") {
   const std::string path = rill_test::temp_path("trace.json");
   {

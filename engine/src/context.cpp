@@ -249,10 +249,14 @@ Result<Context> Context::create(const ContextOptions& options) {
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::create(devices[size_t(chosen)]));
   }
   vk::Device& device = *impl->device;
-  if (!options.profile_path.empty()) {
-    impl->profiler.enable(options.profile_path);
-  } else if (const char* env = std::getenv("RILL_PROFILE"); env != nullptr && *env != '\0') {
-    impl->profiler.enable(env);
+  // A trace that cannot be written is refused now, not found out when the context is destroyed.
+  const char* profile_env = std::getenv("RILL_PROFILE");
+  const bool profile_from_env = options.profile_path.empty() && profile_env != nullptr && *profile_env != '\0';
+  if (const std::string trace = profile_from_env ? profile_env : options.profile_path; !trace.empty()) {
+    const char* what = profile_from_env ? "RILL_PROFILE" : "ContextOptions::profile_path";
+    RILL_RETURN_IF_ERROR(check_writable(trace).with_context(what));
+    RILL_RETURN_IF_ERROR(check_writable(trace + ".summary.txt").with_context(what));
+    impl->profiler.enable(trace);
   }
   if (impl->profiler.enabled() && !device.info().caps.timestamps)
     log_warning("profiling " + device.info().name + ", which has no timestamp queries: only host times are recorded");

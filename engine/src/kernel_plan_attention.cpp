@@ -343,10 +343,18 @@ Result<LinearAttentionPlan> scan_or_chunked(const DeviceTraits& d, const LinearA
 
 namespace {
 
-// The tuned choices where they fit `fit` (refused choices fall back to the plan without them).
+// Whether the context forces any linear-attention choice.
+bool forces_linear_attention(const PlanOverrides& f) {
+  return f.linear_attention || f.la_tile || f.la_scan_groups || f.la_window || f.la_span || f.la_grouped_columns ||
+         f.la_fused_scores || f.la_block;
+}
+
+// The tuned choices where they fit `fit` (refused choices fall back to the plan without them). A
+// forced linear-attention choice sets the tuned ones of this op aside: a tuned form would hide it
+// (la_tile=32 is meaningless under a tuned register scan) or its refusal where it does not fit.
 Result<LinearAttentionPlan> tuned_or_planned(const DeviceTraits& d, const LinearAttentionShape& s,
                                              const LinearAttentionShape& fit, const char* op) {
-  if (const auto tuned = tuned_traits(d))
+  if (const auto tuned = tuned_traits(d); tuned && !forces_linear_attention(d.forced))
     if (auto p = scan_or_chunked(*tuned, s, fit, op); p.is_ok()) return p;
   return scan_or_chunked(d, s, fit, op);
 }
