@@ -10,13 +10,16 @@
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
+#include "core/log.hpp"
 #include "core/parallel_for.hpp"
 #include "rill/half.hpp"
 #include "rill/status.hpp"
+#include "scoped_env.hpp"
 #include "temp_path.hpp"
 #include "vk/vk_common.hpp"
 
 #if defined(__unix__)
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,3 +198,40 @@ TEST_CASE("parallel_for covers every item once and rethrows a range's exception"
                     std::bad_alloc);
   }
 }
+
+#if defined(__unix__)
+// What the default sink (stderr) prints of one message of each severity under RILL_LOG=`level`.
+std::string printed_under(const char* level) {
+  const rill_test::ScopedEnv env("RILL_LOG", level);
+  const std::string path = rill_test::temp_path("log.txt");
+  std::fflush(stderr);
+  const int saved = dup(2), file = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(saved >= 0);
+  REQUIRE(file >= 0);
+  dup2(file, 2);
+  rill::log_info("an info");
+  rill::log_warning("a warning");
+  rill::log_message(rill::MessageSeverity::kError, "an error");
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  const auto bytes = rill::read_file(path, 1 << 16).value();
+  std::filesystem::remove(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+TEST_CASE("RILL_LOG sets the least severe message printed, and a bad value is named", "[core]") {
+  CHECK(printed_under(nullptr) == "rill warning: a warning\nrill error: an error\n");
+  CHECK(printed_under("warning") == "rill warning: a warning\nrill error: an error\n");
+  CHECK(printed_under("info") == "rill info: an info\nrill warning: a warning\nrill error: an error\n");
+  CHECK(printed_under("error") == "rill error: an error\n");
+  for (const char* ok : {"info", "warning", "error", ""}) {
+    const rill_test::ScopedEnv env("RILL_LOG", ok);
+    CHECK(rill::check_log_env().is_ok());
+  }
+  const rill_test::ScopedEnv bad("RILL_LOG", "verbose");
+  CHECK(rill::check_log_env().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(rill::check_log_env().message().find("RILL_LOG='verbose'") != std::string::npos);
+}
+#endif

@@ -67,6 +67,16 @@ TEST_CASE("asking for a device that does not exist names the devices that do", "
   CHECK(by_index.status().message().find("0: llvmpipe") != std::string::npos);
   auto by_name = rill::vk::choose_device(devices, {.name = "adreno"}, reason);
   CHECK(by_name.status().code() == rill::StatusCode::kNotFound);
+  // Only digits are an index: " 0" and "+0" are names (strtol took them for device 0).
+  for (const char* spec : {" 0", "+0", "0x0"}) {
+    DeviceVariable padded(spec);
+    INFO(spec);
+    CHECK(rill::vk::choose_device(devices, {}, reason).status().code() == rill::StatusCode::kNotFound);
+  }
+  {
+    DeviceVariable digits("0");
+    CHECK(rill::vk::choose_device(devices, {}, reason).is_ok());
+  }
   devices[0].info.usable = false;
   CHECK(rill::vk::choose_device(devices, {.index = 0}, reason).status().code() == rill::StatusCode::kUnavailable);
   CHECK(rill::vk::choose_device({}, {}, reason).status().code() == rill::StatusCode::kUnavailable);
@@ -115,7 +125,7 @@ GPU_TEST_CASE("device capabilities are recorded", "[device][gpu]") {
 
 GPU_TEST_CASE("switch and family variables refuse values that would quietly mean off or the default", "[device][gpu]") {
   for (const auto& [name, value] : {std::pair{"RILL_VALIDATION", "enabled"}, std::pair{"RILL_PIPELINE_STATISTICS", "2"},
-                                    std::pair{"RILL_KERNEL_VARIANT", "GPU"}}) {
+                                    std::pair{"RILL_KERNEL_VARIANT", "GPU"}, std::pair{"RILL_LOG", "debug"}}) {
     rill_test::ScopedEnv variable(name, value);
     const auto ctx = rill::Context::create();
     INFO(name << "=" << value << ": " << ctx.status().to_string());

@@ -221,6 +221,18 @@ Result<Context> Context::create(const ContextOptions& options) {
   if (const char* env = std::getenv("RILL_LIMIT_PROFILE"); profile.empty() && env != nullptr) profile = env;
   auto apply_profile = [&](DeviceInfo& info) { return profile.empty() ? Status::ok() : apply_limit_profile(profile, info); };
   if (DeviceInfo probe; !profile.empty()) RILL_RETURN_IF_ERROR(apply_profile(probe));  // a bad name fails first
+  // Malformed settings and a trace that cannot be written are refused before any Vulkan work (a
+  // trace path was found bad only when the context was destroyed, after the profiled work).
+  RILL_RETURN_IF_ERROR(check_log_env());
+  RILL_ASSIGN_OR_RETURN(const bool validation_env, env_flag("RILL_VALIDATION"));
+  const char* profile_env = std::getenv("RILL_PROFILE");
+  const bool profile_from_env = options.profile_path.empty() && profile_env != nullptr && *profile_env != '\0';
+  const std::string trace = profile_from_env ? profile_env : options.profile_path;
+  if (!trace.empty()) {
+    const char* what = profile_from_env ? "RILL_PROFILE" : "ContextOptions::profile_path";
+    RILL_RETURN_IF_ERROR(check_writable(trace).with_context(what));
+    RILL_RETURN_IF_ERROR(check_writable(trace + ".summary.txt").with_context(what));
+  }
   std::vector<vk::PhysicalDevice> devices;
   int chosen = -1;
   if (options.external != nullptr) {
@@ -232,11 +244,14 @@ Result<Context> Context::create(const ContextOptions& options) {
     devices.push_back(vk::describe_physical_device(ext.physical_device, 0, impl->instance->api_version()));
     chosen = 0;
     impl->selection_reason = "the application supplied the device";
+    if (options.validation || validation_env)
+      log_warning(
+          "validation was asked for, but the application supplied the Vulkan instance: enable the "
+          "validation layer when creating it");
     RILL_RETURN_IF_ERROR(apply_profile(devices[0].info));
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::wrap(devices[0], ext.device, ext.queue, ext.queue_family_index));
   } else {
     vk::InstanceConfig config;
-    RILL_ASSIGN_OR_RETURN(const bool validation_env, env_flag("RILL_VALIDATION"));
     config.validation = options.validation || validation_env;
     config.synchronization_validation = options.synchronization_validation;
     config.on_message = options.on_validation_message;
@@ -249,15 +264,7 @@ Result<Context> Context::create(const ContextOptions& options) {
     RILL_ASSIGN_OR_RETURN(impl->device, vk::Device::create(devices[size_t(chosen)]));
   }
   vk::Device& device = *impl->device;
-  // A trace that cannot be written is refused now, not found out when the context is destroyed.
-  const char* profile_env = std::getenv("RILL_PROFILE");
-  const bool profile_from_env = options.profile_path.empty() && profile_env != nullptr && *profile_env != '\0';
-  if (const std::string trace = profile_from_env ? profile_env : options.profile_path; !trace.empty()) {
-    const char* what = profile_from_env ? "RILL_PROFILE" : "ContextOptions::profile_path";
-    RILL_RETURN_IF_ERROR(check_writable(trace).with_context(what));
-    RILL_RETURN_IF_ERROR(check_writable(trace + ".summary.txt").with_context(what));
-    impl->profiler.enable(trace);
-  }
+  if (!trace.empty()) impl->profiler.enable(trace);
   if (impl->profiler.enabled() && !device.info().caps.timestamps)
     log_warning("profiling " + device.info().name + ", which has no timestamp queries: only host times are recorded");
   uint64_t budget = options.device_memory_budget;

@@ -234,7 +234,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
 namespace rill {
 
 std::vector<KernelPlanLine> describe_kernel_plans(const DeviceInfo& device, std::string_view family) {
-  return describe_kernel_plans(device, family, {}).value();  // no forced choices: nothing to refuse
+  // No forced choices: only a family other than cpu or gpu is refused, which gives no lines.
+  auto lines = describe_kernel_plans(device, family, {});
+  return lines.is_ok() ? std::move(lines.value()) : std::vector<KernelPlanLine>{};
 }
 
 Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
@@ -244,6 +246,9 @@ Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& devi
 
 Result<std::vector<KernelPlanLine>> describe_kernel_plans(const DeviceInfo& device, std::string_view family,
                                                           std::string_view kernel_plan, std::string_view tuned_plan) {
+  // As a context refuses it: another family would be shown as the device's own plans.
+  if (!family.empty() && family != "cpu" && family != "gpu")
+    return invalid_argument("kernel family '" + std::string(family) + "': the kernel family is cpu or gpu");
   ops::plan::DeviceTraits traits = ops::plan::traits_of(device, family);
   RILL_ASSIGN_OR_RETURN(traits.forced, ops::plan::parse_overrides(kernel_plan));
   // As a context: the forced choices over the tuned ones.

@@ -447,8 +447,17 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
   RILL_RETURN_IF_ERROR(warm_up(seq));
   if (compare) RILL_RETURN_IF_ERROR(warm_up(*compare));
   // RILL_BENCH_REPS raises every op's repetitions (a noisy machine's A/B comparisons).
-  if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0')
-    reps = std::max(reps, std::atoi(env));
+  if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0') {
+    const std::string_view text = env;
+    int asked = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), asked);
+    // Text or a sign would be read as 0 repetitions by atoi: the default, silently.
+    if (ec != std::errc() || end != text.data() + text.size() || text.front() < '0' || text.front() > '9' ||
+        asked < 1 || asked > 100000)
+      return rill::invalid_argument("RILL_BENCH_REPS='" + std::string(env) +
+                                    "': a number of repetitions from 1 to 100000");
+    reps = std::max(reps, asked);
+  }
   std::vector<OpTiming> runs, compare_runs;
   for (int r = 0; r < reps; ++r) {
     RILL_ASSIGN_OR_RETURN(OpTiming run, timed_run(seq, gpu_time));

@@ -27,7 +27,9 @@ std::string forced_family() {
 // without it otherwise, and `tuned` then says why).
 rill::Result<std::vector<rill::KernelPlanLine>> plans_of(const rill::DeviceInfo& d, const InfoArgs& args,
                                                          std::string& tuned) {
-  RILL_ASSIGN_OR_RETURN(auto plans, rill::describe_kernel_plans(d, forced_family(), args.kernel_plan));
+  auto described = rill::describe_kernel_plans(d, forced_family(), args.kernel_plan);
+  if (!described.is_ok() && !forced_family().empty()) return described.status().with_context("RILL_KERNEL_VARIANT");
+  RILL_ASSIGN_OR_RETURN(auto plans, std::move(described));
   tuned.clear();
   if (args.tuning.empty() || !d.usable) return plans;
   auto file = rill::read_tuning_file(args.tuning, d);

@@ -120,7 +120,7 @@ RILL_API Result<DeviceListing> list_devices(const DeviceSelector& selector = {})
 // How rill would run its main kernels on `device`: the kernel plan of each op at a representative
 // shape (kernel family, algorithm, workgroup and tile sizes), for `rill info` and bug reports.
 // `family` forces "cpu" or "gpu" kernels as ContextOptions::kernel_variant does; empty: the
-// device's own choice.
+// device's own choice. Another family gives no lines here, InvalidArgument from the overloads below.
 struct KernelPlanLine {
   std::string op, shape, plan;
 };

@@ -9,9 +9,9 @@
 
 namespace rill {
 
-// Log sink for warnings and diagnostics from rill (default: stderr; RILL_LOG=info adds the
-// informational messages). It runs inside rill's calls, some holding a process-wide lock (context
-// creation): it must not create a context or list devices.
+// Log sink for warnings and diagnostics from rill (default: stderr, warnings and errors; RILL_LOG=info
+// adds the informational messages, RILL_LOG=error keeps only errors). It runs inside rill's calls, some holding a
+// process-wide lock (context creation): it must not create a context or list devices.
 RILL_API void set_log_callback(std::function<void(MessageSeverity, std::string_view)> callback);
 
 }  // namespace rill

@@ -1,10 +1,11 @@
-// Default log sink: stderr, warnings and errors only unless RILL_LOG=info.
+// Default log sink: stderr, warnings and errors unless RILL_LOG says info (more) or error (less).
 #include "core/log.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace rill {
 namespace {
@@ -19,12 +20,26 @@ std::function<void(MessageSeverity, std::string_view)>& log_sink() {
   return sink;
 }
 
-bool info_enabled() {
+// The least severe message the default sink prints; a malformed value keeps the default (a
+// context refuses it: check_log_env).
+MessageSeverity least_printed() {
   const char* v = std::getenv("RILL_LOG");
-  return v != nullptr && std::strcmp(v, "info") == 0;
+  if (v != nullptr && std::strcmp(v, "info") == 0) return MessageSeverity::kInfo;
+  if (v != nullptr && std::strcmp(v, "error") == 0) return MessageSeverity::kError;
+  return MessageSeverity::kWarning;
 }
 
+int rank(MessageSeverity s) { return s == MessageSeverity::kError ? 2 : s == MessageSeverity::kWarning ? 1 : 0; }
+
 }  // namespace
+
+Status check_log_env() {
+  const char* v = std::getenv("RILL_LOG");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "info") == 0 || std::strcmp(v, "warning") == 0 ||
+      std::strcmp(v, "error") == 0)
+    return Status::ok();
+  return invalid_argument("RILL_LOG='" + std::string(v) + "': info, warning (the default) or error");
+}
 
 void set_log_callback(std::function<void(MessageSeverity, std::string_view)> callback) {
   std::lock_guard<std::mutex> lock(log_mutex());
@@ -37,7 +52,7 @@ void log_message(MessageSeverity severity, std::string_view message) {
     log_sink()(severity, message);
     return;
   }
-  if (severity == MessageSeverity::kInfo && !info_enabled()) return;
+  if (rank(severity) < rank(least_printed())) return;
   const char* tag = severity == MessageSeverity::kError ? "error" : severity == MessageSeverity::kWarning ? "warning" : "info";
   std::fprintf(stderr, "rill %s: %.*s\n", tag, static_cast<int>(message.size()), message.data());
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -79,9 +80,11 @@ std::string device_list_text(const std::vector<PhysicalDevice>& devices) {
 
 Result<int> pick_by_name_or_index(const std::vector<PhysicalDevice>& devices, const std::string& spec,
                                   const std::string& source, std::string& reason) {
-  char* end = nullptr;
-  const long index = std::strtol(spec.c_str(), &end, 10);
-  if (!spec.empty() && end != nullptr && *end == '\0') {
+  // Digits alone are an index (strtol would also take " 0" and "+0"); anything else is a name.
+  long index = 0;
+  const auto [end, ec] = std::from_chars(spec.data(), spec.data() + spec.size(), index);
+  if (!spec.empty() && spec.find_first_not_of("0123456789") == std::string::npos && ec == std::errc() &&
+      end == spec.data() + spec.size()) {
     for (size_t i = 0; i < devices.size(); ++i) {
       if (static_cast<long>(devices[i].info.index) != index) continue;
       if (!devices[i].info.usable)
