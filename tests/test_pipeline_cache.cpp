@@ -55,6 +55,55 @@ GPU_TEST_CASE("a saved pipeline cache is loaded by the next context", "[pipeline
   std::filesystem::remove(path);
 }
 
+// Two contexts (or processes) that share a cache file: the one that saves last merges the other's
+// pipelines in instead of dropping them.
+GPU_TEST_CASE("contexts sharing a cache file keep each other's pipelines", "[pipeline-cache][gpu]") {
+  const std::string path = rill_test::temp_path("cache-shared.bin"), alone = rill_test::temp_path("cache-alone.bin"),
+                    empty = rill_test::temp_path("cache-empty.bin");
+  auto run_saxpy = [](rill::Context& ctx) {
+    auto x = ctx.tensor(rill::DType::kF32, {300});
+    auto y = ctx.tensor(rill::DType::kF32, {300});
+    REQUIRE(x.is_ok());
+    REQUIRE(y.is_ok());
+    auto seq = ctx.sequence();
+    REQUIRE(seq.is_ok());
+    REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, 300, 2.0f)).is_ok());
+    REQUIRE(seq->run().is_ok());
+  };
+  {
+    auto saxpy_only = rill_test::make_context(with_cache(alone));
+    run_saxpy(saxpy_only);
+  }
+  {
+    auto first = rill_test::make_context(with_cache(path));
+    auto second = rill_test::make_context(with_cache(path));
+    run_fill(first);
+    run_saxpy(second);
+    REQUIRE(first.save_pipeline_cache().is_ok());
+    REQUIRE(second.save_pipeline_cache().is_ok());  // loaded before the first saved
+    // A file that is not a cache (or another device's) is replaced by this cache's own pipelines.
+    write_all(alone + ".garbage", std::vector<uint8_t>(100, 0x5a));
+    std::filesystem::copy_file(alone + ".garbage", path, std::filesystem::copy_options::overwrite_existing);
+    REQUIRE(first.save_pipeline_cache().is_ok());
+    CHECK(rill_test::make_context(with_cache(path)).pipeline_stats().cache_loaded);
+    std::filesystem::remove(alone + ".garbage");
+    REQUIRE(second.save_pipeline_cache().is_ok());  // merged again with what the first wrote
+  }
+  {
+    auto nothing = rill_test::make_context(with_cache(empty));
+    REQUIRE(nothing.save_pipeline_cache().is_ok());
+  }
+  // The fill pipeline is in the file too (where the driver caches anything at all).
+  const size_t merged = read_all(path).size(), saxpy = read_all(alone).size(), headers = read_all(empty).size();
+  INFO("merged " << merged << " bytes, saxpy alone " << saxpy << ", no pipeline " << headers);
+  if (saxpy > headers) {
+    CHECK(merged > saxpy);
+  } else {
+    WARN("this driver's pipeline cache holds nothing: no pipelines to merge");
+  }
+  for (const std::string& file : {path, alone, empty}) std::filesystem::remove(file);
+}
+
 GPU_TEST_CASE("truncated, corrupt, foreign and garbage cache files are rejected safely", "[pipeline-cache][gpu]") {
   const std::string path = rill_test::temp_path("cache-bad.bin");
   {

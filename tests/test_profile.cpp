@@ -309,6 +309,19 @@ GPU_TEST_CASE("timed dispatches name their pipeline, whose compiler statistics t
   if (!ctx.device().caps.pipeline_statistics) WARN(ctx.device().name << " reports no compiler statistics");
   CHECK(ctx.pipeline_statistics(0).status().code() == rill::StatusCode::kNotFound);
   CHECK(ctx.pipeline_statistics(std::max(fill, saxpy) + 1).status().code() == rill::StatusCode::kNotFound);
+  // Another context's pipelines have ids of their own (a trace merges every context's events).
+  auto other = rill_test::make_context();
+  auto z = other.tensor(rill::DType::kF32, {n});
+  REQUIRE(z.is_ok());
+  auto other_seq = other.sequence({.timestamps = true});
+  REQUIRE(other_seq.is_ok());
+  REQUIRE(other_seq->dispatch(rill_test::fill_dispatch(*z, n, 1.0f)).is_ok());
+  REQUIRE(other_seq->run().is_ok());
+  const uint32_t other_fill = other_seq->timings().value().at(0).pipeline;
+  CHECK(other_fill != fill);
+  CHECK(other_fill != saxpy);
+  CHECK(other.pipeline_statistics(other_fill).is_ok());
+  CHECK(other.pipeline_statistics(fill).status().code() == rill::StatusCode::kNotFound);
 }
 
 TEST_CASE("malformed traces are reported, not crashed on", "[profile]") {

@@ -61,8 +61,9 @@ struct ProfileEvent {
   uint64_t flops = 0;  // as the dispatch declared for its shape
   uint64_t bytes = 0;
   uint32_t replays = 1;  // a batch of N replays is timed on its last replay and counted N times
-  // Dispatch and pipeline-creation events: the context's id of the pipeline. Creation events also
-  // carry the driver's compiler statistics where they were captured.
+  // Dispatch and pipeline-creation events: the pipeline's id, unique in the process (a trace merges
+  // the events of every context profiling to its path). Creation events also carry the driver's
+  // compiler statistics where they were captured.
   uint32_t pipeline = 0;
   std::vector<PipelineStatistic> statistics;
 };

@@ -88,7 +88,7 @@ struct DispatchTiming {
   // once, the second's time is what it added).
   double gpu_ms = 0.0;
   double start_ms = 0.0;  // from the first timed dispatch of the submission
-  uint32_t pipeline = 0;  // the context's id of the pipeline it ran (Context::pipeline_statistics)
+  uint32_t pipeline = 0;  // the id of the pipeline it ran, unique in the process (Context::pipeline_statistics)
 };
 
 struct SequenceStats {

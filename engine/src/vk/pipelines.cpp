@@ -2,9 +2,11 @@
 #include "vk/pipelines.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/file_io.hpp"
 #include "core/log.hpp"
@@ -305,8 +307,10 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
             return device_.fn().vkCreateComputePipelines(device_.handle(), cache_.get(), 1, &info, nullptr, out);
           }));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  statistics_.push_back(capture_statistics_ ? read_statistics(device_, owned.get()) : std::vector<PipelineStatistic>{});
-  const uint32_t id = uint32_t(statistics_.size());
+  static std::atomic<uint32_t> next_id{1};
+  const uint32_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  std::vector<PipelineStatistic>& statistics = statistics_[id];
+  if (capture_statistics_) statistics = read_statistics(device_, owned.get());
   if (profiler_.enabled()) {
     ProfileEvent e;
     e.name = "create pipeline " + std::string(shader.kernel);
@@ -316,7 +320,7 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
     e.kernel = std::string(shader.kernel);
     e.variant = shader.variant.empty() ? std::string("default") : std::string(shader.variant);
     e.pipeline = id;
-    e.statistics = statistics_.back();
+    e.statistics = statistics;
     profiler_.add(std::move(e));
   }
   ++stats_.pipelines_created;
@@ -336,28 +340,63 @@ Result<Pipeline> PipelineManager::get(const ShaderInfo& shader, std::span<const 
 }
 
 Result<std::vector<PipelineStatistic>> PipelineManager::statistics(uint32_t id) const {
-  if (id == 0 || id > statistics_.size())
+  const auto found = statistics_.find(id);
+  if (found == statistics_.end())
     return not_found("no pipeline " + std::to_string(id) + " in this context (it has made " +
-                     std::to_string(statistics_.size()) + ")");
-  return statistics_[id - 1];
+                     std::to_string(statistics_.size()) + "; ids are unique in the process)");
+  return found->second;
+}
+
+namespace {
+
+// The driver's data of `cache`, through the device's check, so that a device lost here is latched
+// like anywhere else (VK_INCOMPLETE: the cache grew between the calls; what fit is kept).
+Result<std::vector<uint8_t>> cache_data(Device& device, VkPipelineCache cache) {
+  const auto& fn = device.fn();
+  size_t size = 0;
+  if (VkResult r = fn.vkGetPipelineCacheData(device.handle(), cache, &size, nullptr); r != VK_SUCCESS)
+    return device.check(r, "vkGetPipelineCacheData");
+  std::vector<uint8_t> data(size);
+  VkResult r = fn.vkGetPipelineCacheData(device.handle(), cache, &size, data.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return device.check(r, "vkGetPipelineCacheData");
+  data.resize(size);
+  return data;
+}
+
+}  // namespace
+
+std::optional<std::vector<uint8_t>> PipelineManager::merged_with_file() const {
+  auto file = read_file(cache_path_, kMaxCacheFileBytes);
+  if (!file.is_ok()) return std::nullopt;
+  auto payload = decode_pipeline_cache(identity_of(device_), file.value());
+  if (!payload.is_ok() || payload->empty()) return std::nullopt;
+  const auto& fn = device_.fn();
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  info.initialDataSize = payload->size();
+  info.pInitialData = payload->data();
+  // Not through the fault injector: a best-effort step of saving, whose failure keeps this cache.
+  VkPipelineCache raw = VK_NULL_HANDLE;
+  if (fn.vkCreatePipelineCache(device_.handle(), &info, nullptr, &raw) != VK_SUCCESS) return std::nullopt;
+  const UniquePipelineCache on_disk({&device_}, raw);
+  const VkPipelineCache ours = cache_.get();
+  if (fn.vkMergePipelineCaches(device_.handle(), on_disk.get(), 1, &ours) != VK_SUCCESS) return std::nullopt;
+  auto merged = cache_data(device_, on_disk.get());
+  if (!merged.is_ok()) return std::nullopt;
+  return std::move(merged).value();
 }
 
 Status PipelineManager::save() const {
   if (cache_path_.empty() || !cache_) return Status::ok();
-  const auto& fn = device_.fn();
-  size_t size = 0;
-  // Through the device's check, so that a device lost here is latched like anywhere else.
-  if (VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, nullptr); r != VK_SUCCESS)
-    return device_.check(r, "vkGetPipelineCacheData");
-  std::vector<uint8_t> data(size);
-  VkResult r = fn.vkGetPipelineCacheData(device_.handle(), cache_.get(), &size, data.data());
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return device_.check(r, "vkGetPipelineCacheData");
-  data.resize(size);
-  const std::vector<uint8_t> file = encode_pipeline_cache(identity_of(device_), data);
+  RILL_ASSIGN_OR_RETURN(const std::vector<uint8_t> own, cache_data(device_, cache_.get()));
+  // Another context or process may have saved its pipelines to this file since this one loaded it:
+  // merged with them, the last to save does not drop them. Past the cap, this cache's own alone.
+  std::vector<uint8_t> file;
+  if (auto merged = merged_with_file()) file = encode_pipeline_cache(identity_of(device_), *merged);
+  if (file.empty() || file.size() > kMaxCacheFileBytes) file = encode_pipeline_cache(identity_of(device_), own);
   // A file the next load would refuse (past its cap) is not written: every run would compile cold,
   // warn, and write it again.
   if (file.size() > kMaxCacheFileBytes)
-    return out_of_range("saving the pipeline cache: the driver's " + std::to_string(size) + " bytes pass the " +
+    return out_of_range("saving the pipeline cache: the driver's " + std::to_string(own.size()) + " bytes pass the " +
                         std::to_string(kMaxCacheFileBytes >> 20) + " MiB a cache file may hold; not written");
   return write_file_atomic(cache_path_, file).with_context("saving the pipeline cache");
 }

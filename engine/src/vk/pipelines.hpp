@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,7 +27,9 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   std::array<uint32_t, 3> local_size{1, 1, 1};
-  uint32_t id = 0;  // 1, 2, ... in the order the manager created them
+  // Unique in the process (from 1), not per context: traces of several contexts are merged into
+  // one file and one summary, which must not take one context's pipeline for another's.
+  uint32_t id = 0;
 };
 
 class PipelineManager {
@@ -47,7 +50,9 @@ class PipelineManager {
   // The pipeline for `shader` with `spec` applied (created on first use).
   Result<Pipeline> get(const ShaderInfo& shader, std::span<const SpecValue> spec);
 
-  Status save() const;  // to the cache path, atomically; no-op without a path
+  // To the cache path, atomically, merged with the pipelines another context or process saved
+  // there since this one loaded it; no-op without a path.
+  Status save() const;
   // The variant family this context prefers: the override if set, else the device's ("cpu"/"gpu").
   std::string_view preferred_variant() const;
   PipelineStats stats() const { return stats_; }
@@ -65,6 +70,9 @@ class PipelineManager {
     Pipeline pipeline;
   };
   Result<Layout*> layout_for(const ShaderInfo& shader);
+  // This cache's data merged with the cache file's as it is now; none where the file is missing,
+  // not this device's, or the driver refuses it.
+  std::optional<std::vector<uint8_t>> merged_with_file() const;
 
   Device& device_;
   FaultInjector& faults_;
@@ -75,7 +83,7 @@ class PipelineManager {
   UniquePipelineCache cache_;
   std::map<const ShaderInfo*, Layout> layouts_;
   std::map<std::pair<const ShaderInfo*, std::vector<uint32_t>>, Created> pipelines_;
-  std::vector<std::vector<PipelineStatistic>> statistics_;  // by id - 1
+  std::map<uint32_t, std::vector<PipelineStatistic>> statistics_;  // by id
   bool capture_statistics_ = false;
   PipelineStats stats_;
 };
