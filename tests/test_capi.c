@@ -134,7 +134,10 @@ int main(void) {
   EXPECT((info.cooperative_matrix_f16[0] == 0) == (info.cooperative_matrix_f16[2] == 0));
   EXPECT(info.cooperative_matrix_f16[0] == 0 || (info.storage_buffer_16bit && info.cooperative_matrix_f16[1] >= 8));
   printf("C API context on %s (subgroup %u)\n", info.name, info.subgroup_size);
+  EXPECT(rill_context_usable(ctx) == RILL_OK);
   rill_context_destroy(ctx);
+  EXPECT(rill_context_usable(ctx) == RILL_INVALID_ARGUMENT); /* destroyed */
+  EXPECT(rill_context_usable(NULL) == RILL_INVALID_ARGUMENT);
 
   /* Errors: a code plus a message, never a crash. */
   options.device_name = "no-such-device-anywhere";

@@ -201,8 +201,10 @@ GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work wi
   REQUIRE(session->prefill(std::vector<uint32_t>{1, 2, 3}).is_ok());
   auto trainer = rill::icl::Trainer::create(ctx, small_icl_config());
   REQUIRE(trainer.is_ok());
+  REQUIRE(ctx.usable().is_ok());
   // What a driver reports on a GPU reset, through the latch every real call goes through.
   (void)rill::detail::Access::impl(ctx).device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  CHECK(ctx.usable().code() == rill::StatusCode::kDeviceLost);  // the application can ask
   for (int attempt = 0; attempt < 2; ++attempt) {  // sticky: the second call is refused the same way
     CHECK(session->decode(4).status().code() == rill::StatusCode::kDeviceLost);
     CHECK(session->prefill(std::vector<uint32_t>{5}).status().code() == rill::StatusCode::kDeviceLost);

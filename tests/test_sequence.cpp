@@ -158,6 +158,7 @@ GPU_TEST_CASE("a wait past the GPU wait timeout gives the context up and leaves 
     REQUIRE(w.seq->submit(replays).is_ok());
     const rill::Status first = w.seq->wait();  // 1 ms into about 300 ms of work
     REQUIRE(first.code() == rill::StatusCode::kDeadlineExceeded);
+    CHECK(ctx.usable().code() == rill::StatusCode::kDeadlineExceeded);
     CHECK(first.message().find("gpu_wait_timeout_ms") != std::string::npos);
     CHECK(first.message().find("given up") != std::string::npos);
     for (const rill::Status& later :

@@ -15,6 +15,8 @@ import sys
 
 rill, kept, out = sys.argv[1], sys.argv[2], sys.argv[3]
 listing = json.loads(subprocess.run([rill, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+if listing["chosen"] < 0:
+    sys.exit("tuning_for_this_host.py: rill chose no device here")
 chosen = listing["devices"][listing["chosen"]]
 with open(kept, encoding="utf-8") as f:
     tuning = json.load(f)

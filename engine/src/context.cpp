@@ -321,6 +321,7 @@ std::string Context::kernel_family() const {
   return std::string(ops::plan::family_name(ops::plan::traits_of(*this).family));
 }
 bool Context::device_lost() const { return impl_->device->lost(); }
+Status Context::usable() const { return impl_->check_usable(); }
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 void Context::reset_peak_memory() { impl_->allocator->reset_peak(); }
 PipelineStats Context::pipeline_stats() const { return impl_->pipelines->stats(); }

@@ -153,18 +153,24 @@ std::vector<uint8_t> pipeline_cache_seed() {
   return rill::vk::encode_pipeline_cache(id, payload);
 }
 
-void peaks_cache_run(const uint8_t* data, size_t size) {
+// The input as the fuzz device's cache file (where read_cached_peaks looks for it), then read.
+rill::Status peaks_cache_read(const uint8_t* data, size_t size) {
   rill::DeviceInfo device;
   device.name = "fuzz device";
   const std::string dir = rill_test::temp_path("peaks");
   ::mkdir(dir.c_str(), 0755);  // EEXIST after the first input
-  std::ofstream(dir + "/peaks-0000-0000-00000000.json", std::ios::binary | std::ios::trunc)
+  std::ofstream(rill::detail::peaks_cache_file(device, dir), std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), std::streamsize(size));
-  (void)rill::detail::read_cached_peaks(device, dir);
+  return rill::detail::read_cached_peaks(device, dir).status();
 }
+void peaks_cache_run(const uint8_t* data, size_t size) { (void)peaks_cache_read(data, size); }
 std::vector<uint8_t> peaks_cache_seed() {
-  return bytes_of(R"({"device": "fuzz device", "fma_f32_gflops": 10.5, "fma_f16_gflops": 20, "copy_gbps": 3.2,)"
-                  R"( "dispatch_latency_us": 55})");
+  std::vector<uint8_t> seed =
+      bytes_of(R"({"device": "fuzz device", "fma_f32_gflops": 10.5, "fma_f16_gflops": 20, "copy_gbps": 3.2,)"
+               R"( "dispatch_latency_us": 55})");
+  // A seed that is not read back (the file named otherwise) would leave every input unparsed.
+  if (!peaks_cache_read(seed.data(), seed.size()).is_ok()) return {};
+  return seed;
 }
 
 // A small language model's weights in a safetensors file: the tensors checked against the config

@@ -203,6 +203,7 @@ int run_bench(const BenchArgs& args) {
     std::fprintf(stderr, "rill bench: %s\n", error->c_str());
     return 2;
   }
+  if (!check(bench_reps_from_env().status())) return 1;  // before any work, not at the first timed op
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;

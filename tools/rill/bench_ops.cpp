@@ -333,6 +333,20 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& points) {
   return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
+rill::Result<int> bench_reps_from_env() {
+  const char* env = std::getenv("RILL_BENCH_REPS");
+  if (env == nullptr || *env == '\0') return 0;
+  const std::string_view text = env;
+  int asked = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), asked);
+  // Text or a sign would be read as 0 repetitions by atoi: the default, silently.
+  if (ec != std::errc() || end != text.data() + text.size() || text.front() < '0' || text.front() > '9' || asked < 1 ||
+      asked > 100000)
+    return rill::invalid_argument("RILL_BENCH_REPS='" + std::string(env) +
+                                  "': a number of repetitions from 1 to 100000");
+  return asked;
+}
+
 rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run) {
   double warmup_ms = 300.0;
   if (const char* env = std::getenv("RILL_BENCH_WARMUP_MS"); env != nullptr && *env != '\0') {
@@ -446,18 +460,8 @@ rill::Result<OpTiming> time_op(rill::Context& ctx, const std::function<rill::Sta
   };
   RILL_RETURN_IF_ERROR(warm_up(seq));
   if (compare) RILL_RETURN_IF_ERROR(warm_up(*compare));
-  // RILL_BENCH_REPS raises every op's repetitions (a noisy machine's A/B comparisons).
-  if (const char* env = std::getenv("RILL_BENCH_REPS"); env != nullptr && *env != '\0') {
-    const std::string_view text = env;
-    int asked = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), asked);
-    // Text or a sign would be read as 0 repetitions by atoi: the default, silently.
-    if (ec != std::errc() || end != text.data() + text.size() || text.front() < '0' || text.front() > '9' ||
-        asked < 1 || asked > 100000)
-      return rill::invalid_argument("RILL_BENCH_REPS='" + std::string(env) +
-                                    "': a number of repetitions from 1 to 100000");
-    reps = std::max(reps, asked);
-  }
+  RILL_ASSIGN_OR_RETURN(const int at_least, bench_reps_from_env());
+  reps = std::max(reps, at_least);
   std::vector<OpTiming> runs, compare_runs;
   for (int r = 0; r < reps; ++r) {
     RILL_ASSIGN_OR_RETURN(OpTiming run, timed_run(seq, gpu_time));

@@ -58,6 +58,9 @@ struct OpTiming {
 // (default 300; 0 turns it off), before any run is timed. CPU drivers run on the host's own clocks,
 // so their figures stay as before: `run` is not called there.
 rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run);
+// RILL_BENCH_REPS: the fewest repetitions of every timed op (a noisy machine's A/B comparisons);
+// 0 when unset, InvalidArgument naming it for anything but a whole number from 1 to 100000.
+rill::Result<int> bench_reps_from_env();
 
 // Records `record` into a timestamped sequence, runs it `reps` times (after a warm-up) and returns
 // the median of the summed GPU time of its dispatches (host time where there are no timestamps).

@@ -27,9 +27,10 @@ std::string forced_family() {
 // without it otherwise, and `tuned` then says why).
 rill::Result<std::vector<rill::KernelPlanLine>> plans_of(const rill::DeviceInfo& d, const InfoArgs& args,
                                                          std::string& tuned) {
-  auto described = rill::describe_kernel_plans(d, forced_family(), args.kernel_plan);
-  if (!described.is_ok() && !forced_family().empty()) return described.status().with_context("RILL_KERNEL_VARIANT");
-  RILL_ASSIGN_OR_RETURN(auto plans, std::move(described));
+  // As a context refuses it, by name (describe_kernel_plans would name the family alone).
+  if (const std::string family = forced_family(); !family.empty() && family != "cpu" && family != "gpu")
+    return rill::invalid_argument("RILL_KERNEL_VARIANT '" + family + "': the kernel family is cpu or gpu");
+  RILL_ASSIGN_OR_RETURN(auto plans, rill::describe_kernel_plans(d, forced_family(), args.kernel_plan));
   tuned.clear();
   if (args.tuning.empty() || !d.usable) return plans;
   auto file = rill::read_tuning_file(args.tuning, d);

@@ -145,6 +145,10 @@ class RILL_API Context {
   Status write_profile();
   Status wait_idle();
   bool device_lost() const;
+  // OK while the context can run work; else what ended it, which every later call that needs the
+  // GPU returns too: DeviceLost (a GPU reset) or DeadlineExceeded (a wait past
+  // gpu_wait_timeout_ms). Then create a new context (and models), and restore saved state there.
+  Status usable() const;
 
   MemoryStats memory_stats() const;
   // Starts peak_used_bytes over from the bytes in use now (to measure the peak of one task).

@@ -140,6 +140,11 @@ RILL_C_API rill_status rill_context_device_info(const rill_context* context, ril
 #define rill_context_device_info(context, out) \
   rill_context_device_info_sized((context), (out), (uint32_t)sizeof(rill_device_info))
 
+/* RILL_OK while the context can run work; else what ended it, which every later call that needs
+ * the GPU returns too (RILL_DEVICE_LOST after a GPU reset, RILL_DEADLINE_EXCEEDED after a wait past
+ * gpu_wait_timeout_ms), with rill_last_error() saying why: create a new context then. */
+RILL_C_API rill_status rill_context_usable(const rill_context* context);
+
 /* The message of the last failed call on this thread ("" if none), starting with the call's name
  * ("rill_lm_prefill: ..."). Valid until the next call. */
 RILL_C_API const char* rill_last_error(void);

@@ -226,6 +226,11 @@ rill_status(rill_context_device_info)(const rill_context* context, rill_device_i
                      uint32_t(offsetof(rill_device_info, cooperative_matrix_f16)));
 }
 
+rill_status rill_context_usable(const rill_context* context) {
+  if (dead(context)) return fail(RILL_INVALID_ARGUMENT, "rill_context_usable", "NULL argument or destroyed handle");
+  return rill::capi::guarded("rill_context_usable", [&] { return from_status(context->context.usable()); });
+}
+
 const char* rill_last_error(void) { return g_message_lost ? kMessageLost : g_last_error.c_str(); }
 
 const char* rill_status_name(rill_status status) {

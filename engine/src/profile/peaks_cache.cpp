@@ -35,19 +35,6 @@ std::string cached_name(const std::string& name) {
   return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
-// measure other peaks than the device's own), and per host thread count for CPU drivers
-// (cpu_driver_threads.hpp). The driver is its version and a hash of its description: lavapipe
-// reports version 1 for every Mesa release and names the release only in the description.
-std::string cache_file(const DeviceInfo& d, const std::string& dir) {
-  const std::string threads = detail::cpu_driver_threads(d);
-  char name[160];
-  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x-%.8s", d.vendor_id, d.device_id, d.driver_version,
-                Fnv1a().add(d.driver_info).hex().c_str());
-  return cache_directory(dir) + name + (threads.empty() ? "" : "-" + threads) +
-         (d.limit_profile.empty() ? "" : "-" + d.limit_profile) + ".json";
-}
-
 // Best effort: a cache that cannot be written is measured again next time.
 void make_dirs(const std::string& path) {
   std::error_code ec;
@@ -56,10 +43,23 @@ void make_dirs(const std::string& path) {
 
 }  // namespace
 
+// One file per device, driver and limit profile (a profile's narrower workgroups and missing f16
+// measure other peaks than the device's own), and per host thread count for CPU drivers
+// (cpu_driver_threads.hpp). The driver is its version and a hash of its description: lavapipe
+// reports version 1 for every Mesa release and names the release only in the description.
+std::string peaks_cache_file(const DeviceInfo& d, const std::string& dir) {
+  const std::string threads = detail::cpu_driver_threads(d);
+  char name[160];
+  std::snprintf(name, sizeof name, "/peaks-%04x-%04x-%08x-%.8s", d.vendor_id, d.device_id, d.driver_version,
+                Fnv1a().add(d.driver_info).hex().c_str());
+  return cache_directory(dir) + name + (threads.empty() ? "" : "-" + threads) +
+         (d.limit_profile.empty() ? "" : "-" + d.limit_profile) + ".json";
+}
+
 Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir) {
   if (cache_directory(cache_dir).empty())
     return not_found("no cache folder of this user's (RILL_CACHE_DIR, XDG_CACHE_HOME, HOME or LOCALAPPDATA)");
-  const std::string path = cache_file(device, cache_dir);
+  const std::string path = peaks_cache_file(device, cache_dir);
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, 1 << 16));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (nests_deeper_than(text, 4)) return data_loss("peaks cache '" + path + "' nests deeper than a peaks cache does");
@@ -89,7 +89,7 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
 
 void write_cached_peaks(const DeviceInfo& device, const std::string& cache_dir, const DevicePeaks& p) {
   if (cache_directory(cache_dir).empty()) return;  // measured again next time
-  const std::string path = cache_file(device, cache_dir);
+  const std::string path = peaks_cache_file(device, cache_dir);
   make_dirs(cache_directory(cache_dir));
   const nlohmann::json j = {{"device", p.device},
                             {"fma_f32_gflops", p.fma_f32_gflops},

@@ -9,6 +9,8 @@
 
 namespace rill::detail {
 
+// The file that holds `device`'s peaks under `cache_dir` (empty: as below).
+std::string peaks_cache_file(const DeviceInfo& device, const std::string& cache_dir);
 // cache_dir empty: RILL_CACHE_DIR, else the user's cache folder (XDG, HOME, LOCALAPPDATA, temp).
 Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::string& cache_dir);
 // Best effort: a cache that cannot be written is measured again next time.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "core/file_io.hpp"
@@ -365,7 +366,7 @@ Result<std::vector<uint8_t>> cache_data(Device& device, VkPipelineCache cache) {
 
 }  // namespace
 
-std::optional<std::vector<uint8_t>> PipelineManager::merged_with_file() const {
+std::optional<std::vector<uint8_t>> PipelineManager::merged_with_file() const try {
   auto file = read_file(cache_path_, kMaxCacheFileBytes);
   if (!file.is_ok()) return std::nullopt;
   auto payload = decode_pipeline_cache(identity_of(device_), file.value());
@@ -383,6 +384,8 @@ std::optional<std::vector<uint8_t>> PipelineManager::merged_with_file() const {
   auto merged = cache_data(device_, on_disk.get());
   if (!merged.is_ok()) return std::nullopt;
   return std::move(merged).value();
+} catch (const std::bad_alloc&) {  // copies of up to the cap: without the memory, this cache's own
+  return std::nullopt;
 }
 
 Status PipelineManager::save() const {
@@ -392,6 +395,9 @@ Status PipelineManager::save() const {
   // merged with them, the last to save does not drop them. Past the cap, this cache's own alone.
   std::vector<uint8_t> file;
   if (auto merged = merged_with_file()) file = encode_pipeline_cache(identity_of(device_), *merged);
+  if (file.size() > kMaxCacheFileBytes)
+    log_warning("pipeline cache '" + cache_path_ + "': with the pipelines saved there by others it would pass " +
+                std::to_string(kMaxCacheFileBytes >> 20) + " MiB; saving this context's own");
   if (file.empty() || file.size() > kMaxCacheFileBytes) file = encode_pipeline_cache(identity_of(device_), own);
   // A file the next load would refuse (past its cap) is not written: every run would compile cold,
   // warn, and write it again.
