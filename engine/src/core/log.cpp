@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace rill {
@@ -20,13 +21,13 @@ std::function<void(MessageSeverity, std::string_view)>& log_sink() {
   return sink;
 }
 
-// The least severe message the default sink prints; a malformed value keeps the default (a
-// context refuses it: check_log_env).
-MessageSeverity least_printed() {
-  const char* v = std::getenv("RILL_LOG");
-  if (v != nullptr && std::strcmp(v, "info") == 0) return MessageSeverity::kInfo;
-  if (v != nullptr && std::strcmp(v, "error") == 0) return MessageSeverity::kError;
-  return MessageSeverity::kWarning;
+// The least severe message the default sink prints under RILL_LOG (unset or empty: warnings);
+// none for a value it does not name.
+std::optional<MessageSeverity> least_printed_under(const char* v) {
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "warning") == 0) return MessageSeverity::kWarning;
+  if (std::strcmp(v, "info") == 0) return MessageSeverity::kInfo;
+  if (std::strcmp(v, "error") == 0) return MessageSeverity::kError;
+  return std::nullopt;
 }
 
 int rank(MessageSeverity s) { return s == MessageSeverity::kError ? 2 : s == MessageSeverity::kWarning ? 1 : 0; }
@@ -35,9 +36,7 @@ int rank(MessageSeverity s) { return s == MessageSeverity::kError ? 2 : s == Mes
 
 Status check_log_env() {
   const char* v = std::getenv("RILL_LOG");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "info") == 0 || std::strcmp(v, "warning") == 0 ||
-      std::strcmp(v, "error") == 0)
-    return Status::ok();
+  if (least_printed_under(v)) return Status::ok();
   return invalid_argument("RILL_LOG='" + std::string(v) + "': info, warning (the default) or error");
 }
 
@@ -52,7 +51,9 @@ void log_message(MessageSeverity severity, std::string_view message) {
     log_sink()(severity, message);
     return;
   }
-  if (rank(severity) < rank(least_printed())) return;
+  // A malformed value keeps the default (a context refuses it: check_log_env).
+  const MessageSeverity least = least_printed_under(std::getenv("RILL_LOG")).value_or(MessageSeverity::kWarning);
+  if (rank(severity) < rank(least)) return;
   const char* tag = severity == MessageSeverity::kError ? "error" : severity == MessageSeverity::kWarning ? "warning" : "info";
   std::fprintf(stderr, "rill %s: %.*s\n", tag, static_cast<int>(message.size()), message.data());
 }
