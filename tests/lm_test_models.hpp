@@ -1,9 +1,11 @@
 // Small TransNormer models for the language-model tests: a tiny config of given layer kinds,
 // deterministic token runs, the CPU reference's logits of every position, a model (REQUIREd) and
-// weights edited through a file.
+// weights edited through a file, and the row check every logits comparison uses.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -67,6 +69,20 @@ inline rill::lm::Weights edited_weights(const rill::lm::Weights& w, const std::s
   auto loaded = rill::lm::Weights::load(cfg, file);
   REQUIRE(loaded.is_ok());
   return std::move(loaded).value();
+}
+
+// Logits agree when every entry is within tol of the reference, relative to the row's scale.
+inline void check_row(std::span<const float> got, const std::vector<float>& ref, size_t row, size_t vocab, double tol,
+                      const std::string& what) {
+  REQUIRE(got.size() == vocab);
+  double scale = 1.0, worst = 0.0;
+  for (size_t v = 0; v < vocab; ++v) scale = std::max(scale, double(std::fabs(ref[row * vocab + v])));
+  for (size_t v = 0; v < vocab; ++v) {
+    const double e = std::fabs(double(got[v]) - ref[row * vocab + v]) / scale;
+    if (!(e <= worst)) worst = e;  // a NaN stays (std::max would drop it)
+  }
+  INFO(what << " row " << row << ": worst relative error " << worst);
+  CHECK(worst <= tol);
 }
 
 }  // namespace rill_test
