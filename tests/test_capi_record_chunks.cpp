@@ -38,7 +38,7 @@ GPU_TEST_CASE("C API training across its record chunks gives one run's losses, f
   constexpr int64_t kSteps = 6 * 3 + 4;  // three chunk ends and a part chunk
 
   // The C++ API's one call: the losses every split must reproduce.
-  rill::icl::TrainConfig same = rill::icl::ahn_setting(1);
+  rill::icl::TrainConfig same = rill::icl::ahn_setting(rill::icl::AhnSetting::k1);
   same.task.d = 2;
   same.task.n = 3;
   same.batch = 16;

@@ -40,7 +40,7 @@ rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result)
 
 // A small ICL model and a small language model: every resource kind, few calls.
 rill::icl::TrainConfig small_icl_config() {
-  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
+  rill::icl::TrainConfig c = rill::icl::ahn_setting(rill::icl::AhnSetting::k1);
   c.task.d = 2;
   c.task.n = 3;
   c.model.layers = 1;

@@ -448,6 +448,22 @@ GPU_TEST_CASE("icl: a call after a failed progress read records its own steps", 
   }
 }
 
+TEST_CASE("icl: the papers' presets are the settings they name", "[icl]") {
+  const TrainConfig s1 = ahn_setting(AhnSetting::k1), s2 = ahn_setting(AhnSetting::k2),
+                    s3 = ahn_setting(AhnSetting::k3);
+  CHECK((s1.task.d == 5 && s1.task.n == 20 && s1.task.data == DataKind::kGaussian));
+  CHECK((s2.task.d == 5 && s2.task.n == 5 && s2.task.data == DataKind::kGaussian));
+  CHECK((s3.task.d == 5 && s3.task.n == 20 && s3.task.data == DataKind::kHeavyTailed));
+  for (const TrainConfig& c : {s1, s2, s3}) {
+    CHECK((c.model.layers == 3 && c.batch == 1000 && c.optimizer.kind == OptimizerKind::kAdam));
+    CHECK(validate(c).is_ok());
+  }
+  const TrainConfig v = vladymyrov_setting(Parameterization::kDiag, 3.0f);
+  CHECK((v.task.d == 10 && v.task.n == 20 && v.task.sigma_max == 3.0f && v.model.param == Parameterization::kDiag));
+  CHECK((v.batch == 2048 && v.optimizer.lr == 1e-4f));
+  CHECK(validate(v).is_ok());
+}
+
 GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   auto ctx = rill_test::make_context();
   auto expect_error = [&](TrainConfig c, const char* fragment) {
@@ -456,58 +472,65 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
     INFO(t.status().message());
     CHECK(t.status().message().find(fragment) != std::string::npos);
   };
-  TrainConfig c = ahn_setting(1);
+  TrainConfig c = ahn_setting(AhnSetting::k1);
   c.task.d = 0;
   expect_error(c, "d must be");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.optimizer.lr = std::nanf("");
   expect_error(c, "learning rate");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.optimizer.kind = OptimizerKind(7);
   expect_error(c, "unknown optimizer");
   // Every enum is checked: an unknown value ran as another setting, saving unreadable checkpoints.
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.model.param = Parameterization(3);
   expect_error(c, "unknown parameterization");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.model.convention = Convention(2);
   expect_error(c, "unknown convention");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.data = DataKind(-1);
   expect_error(c, "unknown data kind");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.noise = NoiseKind(3);
   expect_error(c, "unknown noise kind");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.on_nonfinite = NonFinitePolicy(2);
   expect_error(c, "unknown non-finite policy");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.noise = NoiseKind::kCategorical;
   expect_error(c, "categorical");
   // Numbers the data does not use are still saved in checkpoints: finite, or the run could not be
   // read back.
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   REQUIRE(c.task.data != DataKind::kHeavyTailed);
   c.task.gamma_shape = INFINITY;
   expect_error(c, "gamma_shape");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.categories = {1.0f, std::nanf("")};
   expect_error(c, "sigma values");
+  // Bounded where unused too: a checkpoint holding 60,000 of them passed its reader's header cap.
+  c = ahn_setting(AhnSetting::k1);
+  c.task.categories.assign(7, 1.0f);
+  expect_error(c, "at most 6 sigma values, got 7");
+  c = ahn_setting(AhnSetting::k1);
+  c.optimizer.eps = 1e-40f;
+  expect_error(c, "eps must be finite and at least 2^-126");
   // Denormal scales: a GPU that flushes denormal operands would sample other tasks than the CPU.
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.data = DataKind::kHeavyTailed;
   c.task.gamma_scale = 1e-39f;
   expect_error(c, "gamma_scale must be finite and at least 2^-126");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.noise = NoiseKind::kCategorical;
   c.task.categories = {1.0f, 1e-40f};
   expect_error(c, "not denormal");
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.noise = NoiseKind::kUniform;
   c.task.sigma_max = 1e-40f;
   expect_error(c, "sigma_max must be finite and 0 or at least");
   // 8.6e9 parameters would wrap in the kernels' 32-bit indices.
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.d = 1024;
   c.model.heads = 64;
   c.model.layers = 64;
@@ -515,7 +538,7 @@ GPU_TEST_CASE("icl: bad configurations get clear errors", "[icl]") {
   CHECK_FALSE(parse_optimizer("rmsprop").is_ok());
   CHECK_FALSE(parse_parameterization("lowrank").is_ok());
   // Too large for one invocation's work on a driver with a loop limit, or for 32-bit indexing.
-  c = ahn_setting(1);
+  c = ahn_setting(AhnSetting::k1);
   c.task.d = 1000;
   c.task.n = 60000;
   c.batch = 100000;
@@ -529,17 +552,17 @@ GPU_TEST_CASE("icl: a malformed RILL_ICL_UNROLL_LIMIT is refused by name", "[icl
   for (const char* bad : {"", "-1", "abc", "12k", "99999999999999999999999"}) {
     INFO(bad);
     rill_test::ScopedEnv limit("RILL_ICL_UNROLL_LIMIT", bad);
-    auto t = Trainer::create(ctx, ahn_setting(1));
+    auto t = Trainer::create(ctx, ahn_setting(AhnSetting::k1));
     REQUIRE_FALSE(t.is_ok());
     CHECK(t.status().code() == rill::StatusCode::kInvalidArgument);
     CHECK_THAT(t.status().message(), Catch::Contains("RILL_ICL_UNROLL_LIMIT='" + std::string(bad) + "'"));
-    const std::vector<TrainConfig> configs = {ahn_setting(1), ahn_setting(1)};
+    const std::vector<TrainConfig> configs = {ahn_setting(AhnSetting::k1), ahn_setting(AhnSetting::k1)};
     auto grid = TrainerGrid::create(ctx, configs);
     CHECK(grid.status().code() == rill::StatusCode::kInvalidArgument);
   }
   for (const char* limit : {static_cast<const char*>(nullptr), "0"}) {  // unset: the default (16000)
     rill_test::ScopedEnv set("RILL_ICL_UNROLL_LIMIT", limit);
-    auto t = Trainer::create(ctx, ahn_setting(1));
+    auto t = Trainer::create(ctx, ahn_setting(AhnSetting::k1));
     REQUIRE(t.is_ok());
     CHECK(rill::detail::Access::impl_of(*t).recorder.unrolled() == (limit == nullptr));  // ~3,300 per layer
   }
@@ -748,6 +771,28 @@ TEST_CASE("icl: a checkpoint whose state words contradict themselves is refused"
   const auto read = rill::icl::detail::read_checkpoint(path);
   REQUIRE_FALSE(read.is_ok());
   CHECK(read.status().message().find("'moment2' holds a negative value at flat index 3") != std::string::npos);
+  // A good checkpoint copied with one change: a step metadata that is not the state's, or a tensor
+  // the reader does not take (both were ignored).
+  REQUIRE(rill::icl::detail::write_checkpoint(path, good).is_ok());
+  auto copied_with = [&](const std::string& step, bool extra_tensor) {
+    auto file = rill::SafetensorsFile::open(path);
+    REQUIRE(file.is_ok());
+    rill::SafetensorsWriter w;
+    for (const auto& [key, value] : file->metadata())
+      REQUIRE(w.set_metadata(key, key == "step" ? step : value).is_ok());
+    for (const rill::SafetensorsEntry& e : file->entries())
+      REQUIRE(w.add(e.name, e.dtype, e.shape, file->bytes(e)).is_ok());
+    if (extra_tensor) REQUIRE(w.add_floats("moment3", {1}, std::vector<float>{0.0f}).is_ok());
+    const std::string copy = path + ".copy";
+    REQUIRE(w.write(copy).is_ok());
+    const auto r = rill::icl::detail::read_checkpoint(copy);
+    std::remove(copy.c_str());
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  CHECK(copied_with("40", false).empty());
+  CHECK(copied_with("39", false).find("'step' metadata ('39') is not its state's step counter 40") !=
+        std::string::npos);
+  CHECK(copied_with("40", true).find("an unknown tensor 'moment3'") != std::string::npos);
   std::remove(path.c_str());
 }
 
@@ -847,11 +892,46 @@ GPU_TEST_CASE("icl: tasks from a file give the reference's loss, gradient and pr
   refused(set, {.sigma = 1e-40f}, "sigma must be finite and 0 or at least");
   CHECK(trainer.evaluate({.tasks = 10, .sigma = std::nanf("")}).status().code() == rill::StatusCode::kInvalidArgument);
   CHECK_FALSE(trainer.sample_task_set(4, 1, INFINITY).is_ok());
-  set.tokens[7] = std::nanf("");
-  REQUIRE(save_task_set(path, set).is_ok());
-  auto bad = load_task_set(path);
-  REQUIRE_FALSE(bad.is_ok());
-  CHECK(bad.status().message().find("'contexts'") != std::string::npos);
+  // save_task_set writes nothing load_task_set would refuse: not a NaN, a negative sigma, a label
+  // in a query token, or a set past the limits (the good file stays).
+  auto save_refused = [&](const TaskSet& s, const char* text) {
+    const rill::Status st = save_task_set(path, s);
+    REQUIRE_FALSE(st.is_ok());
+    INFO(st.message());
+    CHECK(st.message().find(text) != std::string::npos);
+  };
+  TaskSet unsaved = set;
+  unsaved.tokens[7] = std::nanf("");
+  save_refused(unsaved, "tokens[7] is not finite");
+  unsaved = set;
+  unsaved.sigmas[2] = -0.5f;
+  save_refused(unsaved, "sigmas[2] is negative");
+  unsaved = set;
+  unsaved.tokens[2 * size_t(12 * 5) - 1] = 0.5f;
+  save_refused(unsaved, "task 1's query token holds a label");
+  save_refused(TaskSet{.d = 2000, .n = 11, .tasks = 1}, "larger than rill's limits");
+  // Sizes whose product wrapped to 0 in 64 bits passed the size check with empty arrays.
+  save_refused(TaskSet{.d = (1 << 22) - 1, .n = (1 << 22) - 1, .tasks = int64_t(1) << 20}, "larger than rill's limits");
+  CHECK(same_bits(must(load_task_set(path)).tokens, set.tokens));
+  // Files made elsewhere: a NaN is refused with its tensor named, and so is a tensor the reader
+  // does not take (a misspelt `sigmas` left every ridge oracle NaN).
+  auto written_by_hand = [&](const char* sigma_name, float first_x) {
+    rill::SafetensorsWriter w;
+    std::vector<float> xs(size_t(53 * 11 * 4), 0.5f), ys(size_t(53 * 11), 0.5f), qs(size_t(53 * 4), 0.5f),
+        targets(53, 0.5f), sigmas(53, 0.1f);
+    xs[0] = first_x;
+    REQUIRE(w.add_floats("contexts", {53, 11, 4}, xs).is_ok());
+    REQUIRE(w.add_floats("labels", {53, 11}, ys).is_ok());
+    REQUIRE(w.add_floats("queries", {53, 4}, qs).is_ok());
+    REQUIRE(w.add_floats("query_targets", {53}, targets).is_ok());
+    REQUIRE(w.add_floats(sigma_name, {53}, sigmas).is_ok());
+    REQUIRE(w.write(path).is_ok());
+    const auto r = load_task_set(path);
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  CHECK(written_by_hand("sigmas", 0.5f).empty());
+  CHECK(written_by_hand("sigmas", std::nanf("")).find("'contexts'") != std::string::npos);
+  CHECK(written_by_hand("sigma", 0.5f).find("an unknown tensor 'sigma'") != std::string::npos);
   std::remove(path.c_str());
 }
 

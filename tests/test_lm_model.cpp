@@ -699,6 +699,16 @@ GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", 
   CHECK(t.position() == 0);
   CHECK(t.prefill_segment() == w.config().block);
   CHECK(tiny_ctx.memory_stats().used_bytes == held);  // every attempt's allocations went back
+  // The stop hook is asked once before each segment, not again as a segment is halved (a hook that
+  // stops on its n-th ask stopped early).
+  auto asked_ctx = rill_test::make_context(bounded);
+  auto asked_model = make_model(asked_ctx, w, {.prefill_segment = 1024});
+  auto asked = asked_model.session().value();
+  size_t asks = 0;
+  REQUIRE(asked.prefill(tokens, rill::lm::PrefillHooks{.progress = {}, .stop = [&] { return ++asks == 0; }}).is_ok());
+  const uint32_t settled = asked.prefill_segment();
+  CHECK(settled < 1024);
+  CHECK(asks == (tokens.size() + settled - 1) / settled);
 }
 
 // A segment whose activations exceed one storage binding (the 385M model's FFN rows of 2048

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lm/lm_internal.hpp"
+#include "rill/files.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
 #include "rill/log.hpp"
@@ -199,6 +200,7 @@ TEST_CASE("lm config: every invalid field is an error naming the key", "[lm]") {
       {R"({"decay": "transnormerllm", "layers": 100000000})", "layers"},
       {R"({"norm_eps": 0})", "norm_eps"},
       {R"({"norm_eps": 1e-45})", "norm_eps"},
+      {R"({"embed_scale": 1e-40})", "embed_scale"},  // subnormal: a GPU flushing it zeroes the embeddings
       {R"({"heads": 1, "width": 64, "decay": [1e-40]})", "decay[0]"},
       {R"({"norm_eps": -1e-6})", "norm_eps"},
       {R"({"norm_eps": 1e300})", "norm_eps"},
@@ -437,6 +439,17 @@ TEST_CASE("lm weights: save and load back in F32, F16 and BF16", "[lm]") {
     std::filesystem::remove(file2);
   }
   CHECK(w.save(cfg, file, TensorDType::kI32).code() == StatusCode::kInvalidArgument);
+  // The config and the weights in one file: the config written second replaced the weights. Refused
+  // before anything is written, through another spelling of the path too.
+  const auto before = rill::read_file(file, uint64_t(1) << 30);
+  REQUIRE(before.is_ok());
+  const std::string same =
+      (std::filesystem::path(file).parent_path() / "." / std::filesystem::path(file).filename()).string();
+  const rill::Status clash = w.save(same, file);
+  CHECK(clash.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(clash.message(), Catch::Contains("name the same file"));
+  CHECK(rill::read_file(file, uint64_t(1) << 30).value() == before.value());
+  CHECK(Weights::load(cfg, file).is_ok());
   std::filesystem::remove(cfg);
   std::filesystem::remove(file);
 }

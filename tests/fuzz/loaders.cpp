@@ -59,7 +59,7 @@ void fix_length_prefix(std::vector<uint8_t>& in) {
 }
 
 rill::icl::TrainConfig small_icl_config() {
-  rill::icl::TrainConfig c = rill::icl::ahn_setting(1);
+  rill::icl::TrainConfig c = rill::icl::ahn_setting(rill::icl::AhnSetting::k1);
   c.task.d = 2;
   c.task.n = 3;
   c.model.layers = 1;
@@ -123,6 +123,8 @@ std::vector<uint8_t> task_set_seed() {
   s.n = 3;
   s.tasks = 2;
   s.tokens.assign(size_t(s.tasks * (s.n + 1) * (s.d + 1)), 0.5f);
+  const size_t per_task = size_t((s.n + 1) * (s.d + 1));
+  for (size_t t = 1; t <= size_t(s.tasks); ++t) s.tokens[t * per_task - 1] = 0.0f;  // queries carry no label
   s.targets.assign(size_t(s.tasks), 1.0f);
   s.sigmas.assign(size_t(s.tasks), 0.1f);
   const std::string path = rill_test::temp_path("tasks-seed");

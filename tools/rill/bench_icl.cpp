@@ -128,7 +128,7 @@ bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& 
     const char* name;
     TrainConfig config;
   };
-  const Setting settings[] = {{"ahn1", ahn_setting(1)},
+  const Setting settings[] = {{"ahn1", ahn_setting(AhnSetting::k1)},
                               {"vladymyrov", vladymyrov_setting(Parameterization::kFull, 1.0f)}};
   for (const Setting& s : settings) {
     const int steps = quick ? 30 : 300;

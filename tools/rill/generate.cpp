@@ -219,7 +219,8 @@ int run_generate(const GenerateArgs& args) {
     std::string path;
     if (!a.save_state.empty()) {
       // Not over the state this run continued: that one stays whole, the part read goes beside it.
-      path = !a.load_state.empty() && same_file(a.save_state, a.load_state) ? a.save_state + ".partial" : a.save_state;
+      path = !a.load_state.empty() && rill::same_file(a.save_state, a.load_state) ? a.save_state + ".partial"
+                                                                                  : a.save_state;
       if (auto s = session->save_state(path); !s.is_ok()) return fail(s);
       std::fprintf(stderr, "state: %s (position %llu)%s\n", path.c_str(), (unsigned long long)session->position(),
                    path == a.save_state ? "" : "; the loaded state is left as it was");

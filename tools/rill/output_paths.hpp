@@ -15,10 +15,6 @@ struct NamedPath {
   std::string path;
 };
 
-// Whether two paths name one file: the same path after links and "..", or one file through a hard
-// link.
-bool same_file(const std::string& a, const std::string& b);
-
 // OK when every output can be written (rill::check_writable) and no two of the given files
 // (outputs, and the inputs they must not overwrite) are one file: the same path after links and
 // "..", or the same file through a hard link. The error names both options.

@@ -206,7 +206,7 @@ int run_repro_icl(const ReproIclArgs& args) {
     int adam_ahead = 0, compared = 0;
     // Seed 1 keeps the key of the one-seed runs; --full trains the paper's 6 seeds and reports medians.
     auto ahn_cell = [](const AhnRun& run, int o, int seed) {
-      TrainConfig c = ahn_setting(run.setting);
+      TrainConfig c = ahn_setting(static_cast<AhnSetting>(run.setting));  // runs hold 1, 2 and 3 alone
       c.model.layers = run.layers;
       c.optimizer.kind = o == 0 ? OptimizerKind::kAdam : OptimizerKind::kSgd;
       c.on_nonfinite = NonFinitePolicy::kSkipBatch;  // heavy tails can overflow f32 in a batch

@@ -31,8 +31,12 @@ struct Curve {
 
 rill::Result<TrainConfig> build_config(const TrainIclArgs& a) {
   TrainConfig c;
-  if (a.setting == "ahn1" || a.setting == "ahn2" || a.setting == "ahn3") {
-    c = ahn_setting(a.setting.back() - '0');
+  if (a.setting == "ahn1") {
+    c = ahn_setting(AhnSetting::k1);
+  } else if (a.setting == "ahn2") {
+    c = ahn_setting(AhnSetting::k2);
+  } else if (a.setting == "ahn3") {
+    c = ahn_setting(AhnSetting::k3);
   } else if (a.setting == "vladymyrov") {
     c = vladymyrov_setting(Parameterization::kFull, 1.0f);
   } else {

@@ -165,7 +165,7 @@ class Tuner {
   rill::Result<double> time_icl(const std::string& plan) {
     RILL_ASSIGN_OR_RETURN(rill::Context ctx, context(plan));
     const rill::icl::TrainConfig config = args_.icl_setting == "ahn1"
-                                              ? rill::icl::ahn_setting(1)
+                                              ? rill::icl::ahn_setting(rill::icl::AhnSetting::k1)
                                               : rill::icl::vladymyrov_setting(rill::icl::Parameterization::kFull, 1.0f);
     RILL_ASSIGN_OR_RETURN(rill::icl::Trainer trainer, rill::icl::Trainer::create(ctx, config));
     RILL_RETURN_IF_ERROR(trainer.train(config.read_every).status());  // warm-up

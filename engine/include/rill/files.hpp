@@ -23,6 +23,10 @@ RILL_API Status write_file_atomic(const std::string& path, std::span<const uint8
 // directory, a device or a FIFO. Lets a long job refuse a bad output path before it starts rather than after.
 RILL_API Status check_writable(const std::string& path);
 
+// Whether two paths name one file: the same path after links and "..", or one file through a hard
+// link. For refusing to write one file over another that the same call reads or writes.
+RILL_API bool same_file(const std::string& a, const std::string& b);
+
 // Reads a whole regular file, the way rill reads files it does not trust: OutOfRange past
 // `max_bytes` (checked before reading), and anything but a regular file (a FIFO, a device, a
 // directory) refused without blocking. Errors name `path` and the system's reason.

@@ -3,7 +3,7 @@
 // and Vladymyrov et al. (arXiv 2402.14180).
 //
 //   auto ctx = rill::Context::create().value();
-//   auto trainer = rill::icl::Trainer::create(ctx, rill::icl::ahn_setting(1)).value();
+//   auto trainer = rill::icl::Trainer::create(ctx, rill::icl::ahn_setting(rill::icl::AhnSetting::k1)).value();
 //   auto curve = trainer.train(1000).value();     // one recorded step, replayed; reads every K steps
 //   auto eval = trainer.evaluate({}).value();     // model vs ridge baselines on fresh tasks
 //
@@ -81,8 +81,10 @@ struct TrainConfig {
 };
 
 // The papers' settings. Ahn et al.: setting 1 (d=5, n=20, Gaussian), 2 (n=5), 3 (heavy-tailed
-// Gamma(0.1, 10) radii); L=3, batch 1000, FULL, Adam(0.9, 0.9) with clipping at 1.
-RILL_API TrainConfig ahn_setting(int setting);
+// Gamma(0.1, 10) radii); L=3, batch 1000, FULL, Adam(0.9, 0.9) with clipping at 1. An enum, not an
+// int: there is no fourth setting for a preset to fall back from.
+enum class AhnSetting : int { k1 = 1, k2 = 2, k3 = 3 };
+RILL_API TrainConfig ahn_setting(AhnSetting setting);
 // Vladymyrov et al.: d=10, n=20, L=3, noise sigma ~ U(0, sigma_max), Adam lr 1e-4, batch 2048.
 RILL_API TrainConfig vladymyrov_setting(Parameterization param, float sigma_max);
 
@@ -140,8 +142,10 @@ struct TaskSet {
   std::vector<float> tokens, targets, sigmas;
 };
 // safetensors with F32 tensors contexts [T, n, d], labels [T, n], queries [T, d],
-// query_targets [T] and optionally sigmas [T]. The file is untrusted: shapes must agree and every
-// value must be finite (an error names the tensor and the first bad index).
+// query_targets [T] and optionally sigmas [T]. The file is untrusted: shapes must agree, every
+// value must be finite (an error names the tensor and the first bad index) and no other tensor may
+// be there. save_task_set writes only a set load_task_set takes (InvalidArgument, or OutOfRange past
+// d 1024, n 65536 or 2^24 - 1 tasks, before anything is written).
 RILL_API Result<TaskSet> load_task_set(const std::string& path);
 RILL_API Status save_task_set(const std::string& path, const TaskSet& tasks);
 
@@ -250,6 +254,9 @@ class RILL_API Trainer {
   friend struct rill::detail::Access;
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
+  // create() with `training` false: the model alone, without a batch's workspace or the recorded
+  // step (a grid's evaluation); train() and probes are then refused.
+  static Result<Trainer> make(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks, bool training);
   Result<EvalOptions> with_tuned_baselines(const EvalOptions& options);
   Status restore(const detail::Checkpoint& checkpoint);  // its parameters, moments and state words
   std::unique_ptr<Impl> impl_;
@@ -265,9 +272,9 @@ class RILL_API Trainer {
 // stops alone.
 //
 //   std::vector<TrainConfig> grid;
-//   for (uint64_t seed = 1; seed <= 8; ++seed) { auto c = ahn_setting(1); c.seed = seed; grid.push_back(c); }
-//   auto models = rill::icl::TrainerGrid::create(ctx, grid).value();
-//   auto curves = models.train(1000).value();  // curves[m]: model m's records
+//   for (uint64_t seed = 1; seed <= 8; ++seed) { auto c = ahn_setting(AhnSetting::k1); c.seed = seed;
+//   grid.push_back(c); } auto models = rill::icl::TrainerGrid::create(ctx, grid).value(); auto curves =
+//   models.train(1000).value();  // curves[m]: model m's records
 class RILL_API TrainerGrid {
  public:
   // The configs must agree on read_every (the host reads every model's losses together).

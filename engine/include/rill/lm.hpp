@@ -165,6 +165,7 @@ class RILL_API Weights {
   Result<std::span<const uint8_t>> bytes(std::string_view name) const;
   // Writes the config JSON and the weights (converted to `dtype`: F32, F16 or BF16), both
   // atomically. LRPE angles stored in f32 stay f32 (16 bits would move far positions' angles).
+  // Refused before writing: two paths that name one file, or a config past load_config's 1 MiB.
   Status save(const std::string& config_path, const std::string& weights_path,
               TensorDType dtype = TensorDType::kF32) const;
 

@@ -74,7 +74,8 @@ typedef struct rill_context_options {
   const char* pipeline_cache_path; /* NULL: in-memory pipeline cache only */
   /* Since 0.2 (a struct_size without it means NULL). A named smaller device's limits ("mali",
      "adreno", "vulkan11-minimum"; `rill info --profile` shows each): the engine then runs only
-     kernels that fit them. NULL: the device's own limits. */
+     kernels that fit them. NULL or "": the device's own limits, unless RILL_LIMIT_PROFILE names a
+     profile. */
   const char* limit_profile;
   /* Since 0.2, after limit_profile (a struct_size without it means 0). The most device memory the
      context may hold, in bytes; past it allocations fail with RILL_RESOURCE_EXHAUSTED naming the
@@ -82,7 +83,8 @@ typedef struct rill_context_options {
   uint64_t device_memory_budget;
   /* Since 0.2, after device_memory_budget (a struct_size without it means NULL). Forced kernel-plan
      choices, "key=value,..." as RILL_KERNEL_PLAN takes them (`rill info --plan-keys` lists the
-     keys); an unknown key or value is RILL_INVALID_ARGUMENT naming it. NULL: the device's plan. */
+     keys); an unknown key or value is RILL_INVALID_ARGUMENT naming it. NULL or "": the device's
+     plan, with RILL_KERNEL_PLAN's choices if it is set. */
   const char* kernel_plan;
   /* Since 0.2, after kernel_plan (a struct_size without it means 0). The longest one call may wait
      for the GPU, in milliseconds: past it the call returns RILL_DEADLINE_EXCEEDED, the work keeps

@@ -195,7 +195,8 @@ rill_status device_info(const char* function, const rill_context* context, rill_
   if (size < offsetof(rill_device_info, cooperative_matrix_f16))
     return fail(RILL_INVALID_ARGUMENT, function, "a struct smaller than 0.1's");
   const rill::DeviceInfo& d = context->context.device();
-  rill_device_info info{};
+  rill_device_info info;
+  std::memset(&info, 0, sizeof info);  // the padding too: no stray bytes reach the caller
   copy_text(info.name, sizeof info.name, d.name);
   copy_text(info.driver_name, sizeof info.driver_name, d.driver_name);
   info.type = static_cast<rill_device_type>(d.type);

@@ -130,7 +130,7 @@ void rill_icl_config_init_sized(rill_icl_config* config, uint32_t size, int32_t 
   if (config == nullptr) return;
   rill_icl_config c{};  // struct_size 0 if the preset cannot be made: refused by every call that reads it
   try {  // the C++ preset holds a vector: out of host memory, nothing may escape to C
-    to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(setting)
+    to_c(setting >= 1 && setting <= 3 ? icl::ahn_setting(static_cast<icl::AhnSetting>(setting))
                                       : icl::vladymyrov_setting(icl::Parameterization::kFull, 1.0f),
          &c);
   } catch (...) {

@@ -68,6 +68,17 @@ Status check_writable(const std::string& path) {
   return Status::ok();
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec_a, ec_b, ec;
+  const fs::path pa = path_from_utf8(a), pb = path_from_utf8(b);
+  // weakly_canonical keeps a relative path relative where nothing of it exists ("x" stays "x",
+  // "./x" becomes absolute): absolute first.
+  const fs::path ca = fs::weakly_canonical(fs::absolute(pa), ec_a).lexically_normal(),
+                 cb = fs::weakly_canonical(fs::absolute(pb), ec_b).lexically_normal();
+  if (!ec_a && !ec_b && ca == cb) return true;
+  return fs::exists(pa, ec) && fs::exists(pb, ec) && fs::equivalent(pa, pb, ec) && !ec;
+}
+
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
   if (path.empty()) return invalid_argument("write_file_atomic: empty path");
   RILL_ASSIGN_OR_RETURN(const fs::path target, output_target(path));

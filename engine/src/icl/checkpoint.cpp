@@ -65,6 +65,12 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   if (!field("version") || *field("version") != kVersion)
     return invalid_argument(where + "unsupported version '" + (field("version") ? *field("version") : "") + "'");
   if (!field("config")) return invalid_argument(where + "no configuration");
+  // Every tensor is one the reader takes: another (a misspelt name from a converter) would be
+  // ignored, with the run resumed from whatever the file's known tensors say.
+  for (const SafetensorsEntry& entry : file.entries())
+    if (entry.name != "params" && entry.name != "moment1" && entry.name != "moment2" && entry.name != "state")
+      return invalid_argument(where + "an unknown tensor '" + entry.name +
+                              "' (a checkpoint holds params, moment1, moment2 and state)");
   Checkpoint c;
   if (const std::string* set = field("task_set")) {
     if (set->empty() || set->size() > 64) return invalid_argument(where + "a malformed task-set fingerprint");
@@ -103,6 +109,10 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   const uint32_t step = c.state[gpu::kIclStateStep];
   if (step >= kMaxSteps)
     return data_loss(where + "step counter " + std::to_string(step) + " is at the end of its range");
+  // The metadata's step is what tools read without parsing the state: the two must agree.
+  if (!field("step") || *field("step") != std::to_string(step))
+    return data_loss(where + "its 'step' metadata (" + (field("step") ? "'" + *field("step") + "'" : "missing") +
+                     ") is not its state's step counter " + std::to_string(step));
   if (c.state[gpu::kIclStateHalted] > 1)
     return data_loss(where + "halt flag " + std::to_string(c.state[gpu::kIclStateHalted]) + " is not 0 or 1");
   if (c.state[gpu::kIclStateHalted] == 1 && c.state[gpu::kIclStateHaltedStep] != step)

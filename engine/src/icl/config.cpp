@@ -9,11 +9,11 @@
 
 namespace rill::icl {
 
-TrainConfig ahn_setting(int setting) {
+TrainConfig ahn_setting(AhnSetting setting) {
   TrainConfig c;
   c.task.d = 5;
-  c.task.n = setting == 2 ? 5 : 20;
-  c.task.data = setting == 3 ? DataKind::kHeavyTailed : DataKind::kGaussian;
+  c.task.n = setting == AhnSetting::k2 ? 5 : 20;
+  c.task.data = setting == AhnSetting::k3 ? DataKind::kHeavyTailed : DataKind::kGaussian;
   c.model = {.layers = 3, .heads = 1, .param = Parameterization::kFull, .convention = Convention::kAhn, .init_std = 0.05f};
   // lr 1e-2: the best of {1e-3, 3e-3, 1e-2} for both optimizers over 1000 steps of setting 1.
   c.optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-2f, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.9f,
@@ -62,6 +62,11 @@ Status validate(const TrainConfig& c) {
   RILL_RETURN_IF_ERROR(field(std::isfinite(t.gamma_shape) && std::isfinite(t.gamma_scale) && std::isfinite(t.sigma_max),
                              "gamma_shape, gamma_scale and sigma_max must be finite, also where unused"));
   for (float s : t.categories) RILL_RETURN_IF_ERROR(field(std::isfinite(s), "sigma values must be finite"));
+  // Bounded where unused too: a checkpoint's header holds them, and one past its reader's cap could
+  // be written over a good checkpoint and never read back.
+  RILL_RETURN_IF_ERROR(field(t.categories.size() <= gpu::kIclMaxCategories,
+                             "at most " + std::to_string(gpu::kIclMaxCategories) + " sigma values, got " +
+                                 std::to_string(t.categories.size()) + " (also where the noise is not categorical)"));
   if (t.data == DataKind::kHeavyTailed) {
     RILL_RETURN_IF_ERROR(field(positive_finite(t.gamma_shape) && t.gamma_shape >= 0.01f,
                                "gamma_shape must be finite and >= 0.01"));
@@ -73,9 +78,8 @@ Status validate(const TrainConfig& c) {
     RILL_RETURN_IF_ERROR(
         field(detail::sigma_allowed(t.sigma_max), std::string("sigma_max must be ") + detail::kSigmaRule));
   if (t.noise == NoiseKind::kCategorical) {
-    RILL_RETURN_IF_ERROR(
-        field(!t.categories.empty() && t.categories.size() <= gpu::kIclMaxCategories,
-              "categorical noise needs 1 to " + std::to_string(gpu::kIclMaxCategories) + " sigma values"));
+    RILL_RETURN_IF_ERROR(field(!t.categories.empty(), "categorical noise needs 1 to " +
+                                                          std::to_string(gpu::kIclMaxCategories) + " sigma values"));
     for (float s : t.categories)
       RILL_RETURN_IF_ERROR(field(detail::sigma_allowed(s), std::string("sigma values must be ") + detail::kSigmaRule));
   }
@@ -101,7 +105,9 @@ Status validate(const TrainConfig& c) {
   RILL_RETURN_IF_ERROR(field(std::isfinite(o.momentum) && o.momentum >= 0.0f && o.momentum < 1.0f, "momentum must be in [0, 1)"));
   RILL_RETURN_IF_ERROR(field(std::isfinite(o.beta1) && o.beta1 >= 0.0f && o.beta1 < 1.0f, "beta1 must be in [0, 1)"));
   RILL_RETURN_IF_ERROR(field(std::isfinite(o.beta2) && o.beta2 >= 0.0f && o.beta2 < 1.0f, "beta2 must be in [0, 1)"));
-  RILL_RETURN_IF_ERROR(field(positive_finite(o.eps), "eps must be finite and > 0"));
+  // Normal, not denormal: a GPU that flushes it to 0 would divide 0 by 0 where a gradient is 0.
+  RILL_RETURN_IF_ERROR(
+      field(positive_finite(o.eps) && o.eps >= FLT_MIN, "eps must be finite and at least 2^-126 (not denormal)"));
   RILL_RETURN_IF_ERROR(field(std::isfinite(o.clip_norm), "clip_norm must be finite (<= 0 disables clipping)"));
   RILL_RETURN_IF_ERROR(field(c.batch >= 1, "batch must be >= 1"));
   RILL_RETURN_IF_ERROR(field(c.read_every >= 1 && c.read_every <= 1000000, "read_every must be in [1, 10^6]"));

@@ -1,8 +1,10 @@
 // Task sets on disk (safetensors): the bring-your-own-data path of the ICL trainer.
+#include "icl/task_set.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <new>
 
-#include "rill/icl.hpp"
 #include "rill/safetensors.hpp"
 
 namespace rill::icl {
@@ -17,9 +19,48 @@ Status all_finite(const std::vector<float>& v, const std::string& where, const c
 
 }  // namespace
 
+Status detail::check_task_set_contents(const TaskSet& set, const std::string& where) {
+  // The limits first: the sizes below are then products of bounded numbers.
+  if (set.d < 1 || set.n < 1 || set.tasks < 1)
+    return invalid_argument(where + ": d, n and the task count must be >= 1, got d=" + std::to_string(set.d) +
+                            ", n=" + std::to_string(set.n) + ", " + std::to_string(set.tasks) + " tasks");
+  if (set.d > 1024 || set.n > 65536 || set.tasks >= (int64_t(1) << 24))
+    return out_of_range(where +
+                        ": the task set is larger than rill's limits (n <= 65536, d <= 1024, fewer than 2^24 "
+                        "tasks), got d=" +
+                        std::to_string(set.d) + ", n=" + std::to_string(set.n) + ", " + std::to_string(set.tasks) +
+                        " tasks");
+  const size_t token_elems = size_t(set.n + 1) * size_t(set.d + 1), tasks = size_t(set.tasks);
+  if (set.tokens.size() != tasks * token_elems || set.targets.size() != tasks ||
+      !(set.sigmas.empty() || set.sigmas.size() == tasks))
+    return invalid_argument(where + ": the task set's arrays do not match its task count, n and d");
+  for (const auto& [values, name] :
+       {std::pair{&set.tokens, "tokens"}, {&set.targets, "targets"}, {&set.sigmas, "sigmas"}}) {
+    const auto bad = std::find_if(values->begin(), values->end(), [](float x) { return !std::isfinite(x); });
+    if (bad != values->end())
+      return invalid_argument(where + ": the task set's " + name + "[" + std::to_string(bad - values->begin()) +
+                              "] is not finite");
+  }
+  const auto negative = std::find_if(set.sigmas.begin(), set.sigmas.end(), [](float x) { return x < 0.0f; });
+  if (negative != set.sigmas.end())
+    return invalid_argument(where + ": the task set's sigmas[" + std::to_string(negative - set.sigmas.begin()) +
+                            "] is negative");
+  for (size_t t = 0; t < tasks; ++t)
+    if (set.tokens[(t + 1) * token_elems - 1] != 0.0f)
+      return invalid_argument(where + ": task " + std::to_string(t) +
+                              "'s query token holds a label (its last element must be 0)");
+  return Status::ok();
+}
+
 Result<TaskSet> load_task_set(const std::string& path) {
   RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
   const std::string where = "icl task set '" + path + "': ";
+  // A tensor the reader does not take would be ignored: a misspelt `sigmas` left every oracle NaN.
+  for (const SafetensorsEntry& entry : file.entries())
+    if (entry.name != "contexts" && entry.name != "labels" && entry.name != "queries" &&
+        entry.name != "query_targets" && entry.name != "sigmas")
+      return invalid_argument(where + "an unknown tensor '" + entry.name +
+                              "' (a task set holds contexts, labels, queries, query_targets and optionally sigmas)");
   const SafetensorsEntry* contexts = file.find("contexts");
   if (contexts == nullptr) return invalid_argument(where + "no tensor 'contexts' [tasks, n, d]");
   if (contexts->shape.size() != 3 || contexts->shape[0] < 1 || contexts->shape[1] < 1 || contexts->shape[2] < 1)
@@ -66,10 +107,9 @@ Result<TaskSet> load_task_set(const std::string& path) {
 }
 
 Status save_task_set(const std::string& path, const TaskSet& set) {
+  // What load_task_set would refuse is not written (over a good file, perhaps).
+  RILL_RETURN_IF_ERROR(detail::check_task_set_contents(set, "save_task_set '" + path + "'"));
   const int64_t t = set.tasks, n = set.n, d = set.d, width = d + 1;
-  if (t < 1 || n < 1 || d < 1 || set.tokens.size() != size_t(t * (n + 1) * width) || set.targets.size() != size_t(t) ||
-      !(set.sigmas.empty() || set.sigmas.size() == size_t(t)))
-    return invalid_argument("save_task_set: sizes do not match tasks, n and d");
   std::vector<float> xs(size_t(t * n * d)), ys(size_t(t * n)), queries(size_t(t * d));
   for (int64_t task = 0; task < t; ++task) {
     const float* tok = set.tokens.data() + task * (n + 1) * width;

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "icl/checkpoint.hpp"
+#include "icl/task_set.hpp"
 #include "icl/trainer_impl.hpp"
 
 namespace rill::icl {
@@ -31,36 +32,23 @@ Status detail::check_task_set(const TaskSet& set, const Shape& s, const char* wh
     return invalid_argument(std::string(where) + ": the task set has d=" + std::to_string(set.d) +
                             ", n=" + std::to_string(set.n) + "; the model is for d=" + std::to_string(s.d) +
                             ", n=" + std::to_string(s.n));
-  if (set.tasks < 1 || set.tasks >= (int64_t(1) << 24) || set.tokens.size() != size_t(set.tasks) * s.token_elems ||
-      set.targets.size() != size_t(set.tasks) || !(set.sigmas.empty() || set.sigmas.size() == size_t(set.tasks)))
-    return invalid_argument(std::string(where) +
-                            ": the task set's arrays do not match its task count (1 to 2^24 - 1 tasks)");
-  // A set built through the API, not load_task_set (which checks the same): finite values, and
-  // each query's label slot 0, or the model would read its target.
-  auto first_bad = [](const std::vector<float>& v) {
-    return std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) - v.begin();
-  };
-  for (const auto& [values, name] :
-       {std::pair{&set.tokens, "tokens"}, {&set.targets, "targets"}, {&set.sigmas, "sigmas"}})
-    if (const size_t i = size_t(first_bad(*values)); i < values->size())
-      return invalid_argument(std::string(where) + ": the task set's " + name + "[" + std::to_string(i) +
-                              "] is not finite");
-  for (int64_t t = 0; t < set.tasks; ++t)
-    if (set.tokens[size_t(t + 1) * s.token_elems - 1] != 0.0f)
-      return invalid_argument(std::string(where) + ": task " + std::to_string(t) +
-                              "'s query token holds a label (its last element must be 0)");
-  return Status::ok();
+  return detail::check_task_set_contents(set, where);
 }
 
 Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks) {
+  return make(ctx, config, train_tasks, /*training=*/true);
+}
+
+Result<Trainer> Trainer::make(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks, bool training) {
   RILL_RETURN_IF_ERROR(validate(config));
   auto impl = std::make_unique<Impl>(ctx, config);
   const Shape& s = impl->shape;
-  {
+  if (training) {
     RILL_ASSIGN_OR_RETURN(Sequence probe, ctx.sequence());
     RILL_RETURN_IF_ERROR(impl->recorder.check_device(probe, uint32_t(config.batch)));
   }
   RILL_ASSIGN_OR_RETURN(impl->model, ModelState::create(ctx, s, {&config, 1}));
+  if (!training) return Trainer(std::move(impl));  // evaluation sizes its own workspaces
   const ModelState& m = impl->model;
   RILL_ASSIGN_OR_RETURN(impl->workspace, Workspace::create(ctx, s, uint32_t(config.batch)));
   if (train_tasks != nullptr) {
@@ -114,6 +102,7 @@ Status curve_exhausted(size_t records) {
 Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
   Impl& im = *impl_;
   if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+  if (!im.step_sequence) return failed_precondition("icl train: this trainer was made to evaluate only");
   RILL_RETURN_IF_ERROR(im.catch_up());
   RILL_RETURN_IF_ERROR(im.halted);
   if (!im.missing_set.empty())
@@ -175,6 +164,7 @@ Status Trainer::set_parameters(std::span<const float> values) {
 
 Result<Trainer::Probe> detail::probe_batch(Trainer& trainer, std::optional<uint32_t> sampled_step) {
   auto& im = rill::detail::Access::impl_of(trainer);
+  if (!im.step_sequence) return failed_precondition("icl probe: this trainer was made to evaluate only");
   RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.probe"}));
   if (sampled_step)
     RILL_RETURN_IF_ERROR(

@@ -162,7 +162,10 @@ Result<Trainer> TrainerGrid::trainer(int model) {
 }
 
 Result<EvalReport> TrainerGrid::evaluate(int model, const EvalOptions& options) {
-  RILL_ASSIGN_OR_RETURN(Trainer t, trainer(model));
+  // The model alone: a training batch's workspace and recorded step would go unused.
+  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+  RILL_ASSIGN_OR_RETURN(Trainer t, Trainer::make(impl_->ctx, c.config, nullptr, /*training=*/false));
+  RILL_RETURN_IF_ERROR(t.restore(c));
   t.impl_->baselines = impl_->baselines;  // models sharing a task distribution share its baselines
   return t.evaluate(options);
 }

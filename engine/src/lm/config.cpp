@@ -29,7 +29,6 @@ constexpr uint32_t kMaxBlock = 256;
 constexpr uint32_t kMaxChunk = 64;
 // Every weight matrix must be indexable with 32-bit signed arithmetic in the shaders.
 constexpr uint64_t kMaxElements = (1ull << 31) - 1;
-constexpr uint64_t kMaxConfigFileBytes = 1u << 20;
 constexpr size_t kMaxNesting = 8;  // a config nests 3 deep ("decay" per layer and head)
 
 Status field(bool ok, const std::string& what) { return ok ? Status::ok() : invalid_argument("lm config: " + what); }
@@ -233,7 +232,9 @@ Status ModelConfig::validate() {
     RILL_RETURN_IF_ERROR(
         field(std::isfinite(decay[h]) && decay[h] >= FLT_MIN && decay[h] <= 1.0f,
               "decay[" + str(h) + "] must be in (0, 1] and not subnormal, got " + std::to_string(decay[h])));
-  RILL_RETURN_IF_ERROR(field(std::isfinite(embed_scale) && embed_scale > 0.0f, "embed_scale must be finite and > 0"));
+  // Not subnormal: a GPU that flushes it would scale every embedding to 0.
+  RILL_RETURN_IF_ERROR(
+      field(std::isfinite(embed_scale) && embed_scale >= FLT_MIN, "embed_scale must be finite, > 0 and not subnormal"));
   for (size_t i = 0; i < lrpe_layers.size(); ++i) {
     const uint32_t l = lrpe_layers[i];
     RILL_RETURN_IF_ERROR(field(l < layers, "lrpe_layers[" + str(i) + "] is " + str(l) + ", past the last layer"));
@@ -351,7 +352,7 @@ Result<ModelConfig> config_from_json(std::string_view text) {
 }
 
 Result<ModelConfig> load_config(const std::string& path) {
-  auto bytes = read_file(path, kMaxConfigFileBytes);
+  auto bytes = read_file(path, detail::kMaxConfigFileBytes);
   if (!bytes.is_ok()) return bytes.status();
   const std::vector<uint8_t>& b = bytes.value();
   auto config = config_from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));

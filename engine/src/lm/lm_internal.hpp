@@ -9,6 +9,9 @@
 
 namespace rill::lm::detail {
 
+// The largest config file load_config reads (Weights::save writes none larger).
+inline constexpr uint64_t kMaxConfigFileBytes = 1u << 20;
+
 // The layer kinds a config gets when it names none: the first layers / 2 DiagAttention, the rest
 // NormAttention (one layer: NormAttention).
 std::vector<LayerKind> default_layer_kinds(uint32_t layers);

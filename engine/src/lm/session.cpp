@@ -30,7 +30,8 @@ struct Session::Impl {
 
   const ModelConfig& config() const { return model->config; }
   // Takes the state in `file` if it is one of this model's, else leaves the session as it was.
-  Status restore(const SafetensorsFile& file);
+  // `*uploading` turns true when the checks have passed and the state tensors start to change.
+  Status restore(const SafetensorsFile& file, bool* uploading);
   bool has(LayerKind kind) const {
     return std::find(config().layer_kinds.begin(), config().layer_kinds.end(), kind) != config().layer_kinds.end();
   }
@@ -82,9 +83,10 @@ bool all_finite(std::span<const float> values) {
 // Runs `call`, turning running out of host memory (a logits or scores vector, a state's copies)
 // into ResourceExhausted naming `op`, never an exception through the API. `changes_state`: the call
 // may have moved the position or the state tensors when it ran out, so the session is spent (why
-// goes to `spent`).
+// goes to `spent`); read when it runs out, so a call that first checks can set it when it starts changing.
 template <typename F>
-auto out_of_memory_guarded(std::string& spent, const char* op, bool changes_state, F&& call) -> decltype(call()) {
+auto out_of_memory_guarded(std::string& spent, const char* op, const bool& changes_state, F&& call)
+    -> decltype(call()) {
   try {
     return call();
   } catch (const std::bad_alloc&) {
@@ -244,7 +246,7 @@ Result<std::vector<float>> Session::Impl::consume(std::span<const uint32_t> toke
   uint32_t unhalved = segment_len;
   std::string refusal, halved_note;
   while (i < tokens.size()) {
-    RILL_RETURN_IF_ERROR(stopped());
+    if (refusal.empty()) RILL_RETURN_IF_ERROR(stopped());  // once per segment, not again as it is halved
     const size_t len = std::min<size_t>(segment_len, tokens.size() - i);
     // A segment whose activations do not fit (the device's memory or the context's budget:
     // ResourceExhausted; one allocation or binding past the device's limits: OutOfRange) is
@@ -429,12 +431,14 @@ uint64_t Session::Impl::state_bytes() const {
 
 uint64_t Session::Impl::max_state_bytes() const { return state_bytes() + uint64_t(config().vocab) * 4 + (1u << 20); }
 
-// A restore that runs out of host memory may have uploaded part of the file: the session is spent.
+// A restore that runs out of host memory while it reads and checks the file leaves the session as
+// it was; once uploading, it may have uploaded part of the file: the session is spent.
 Status Session::restore_state(const std::string& path) {
-  return out_of_memory_guarded(impl_->spent, "lm state", true, [&]() -> Status {
+  bool uploading = false;
+  return out_of_memory_guarded(impl_->spent, "lm state", uploading, [&]() -> Status {
     RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, rill::read_file(path, impl_->max_state_bytes()));
     RILL_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::from_bytes(std::move(bytes), path));
-    return impl_->restore(file).with_context("'" + path + "'");
+    return impl_->restore(file, &uploading).with_context("'" + path + "'");
   });
 }
 
@@ -443,14 +447,15 @@ Status Session::deserialize_state(std::span<const uint8_t> bytes) {
   if (bytes.size() > impl_->max_state_bytes())
     return out_of_range("lm state: " + std::to_string(bytes.size()) + " bytes are more than a state of this session (" +
                         std::to_string(impl_->max_state_bytes()) + " bytes at most)");
-  return out_of_memory_guarded(impl_->spent, "lm state", true, [&]() -> Status {
+  bool uploading = false;
+  return out_of_memory_guarded(impl_->spent, "lm state", uploading, [&]() -> Status {
     RILL_ASSIGN_OR_RETURN(const SafetensorsFile file,
                           SafetensorsFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end())));
-    return impl_->restore(file);
+    return impl_->restore(file, &uploading);
   });
 }
 
-Status Session::Impl::restore(const SafetensorsFile& file) {
+Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
   Impl& s = *this;
   const auto& meta = file.metadata();
   auto get = [&](const char* key) -> std::string {
@@ -507,6 +512,7 @@ Status Session::Impl::restore(const SafetensorsFile& file) {
                      std::to_string(expected));
   // An upload that fails part way (host or device memory, a lost device) leaves some tensors of the
   // file and some of the old state: reset, so a decode after it cannot run on the mix.
+  *uploading = true;
   for (const auto& [t, data] : uploads)
     if (Status uploaded = s.model->ctx.upload(*t, data); !uploaded.is_ok()) {
       const Status reset = s.zero_state();

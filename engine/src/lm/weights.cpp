@@ -235,6 +235,15 @@ Result<std::span<const uint8_t>> Weights::bytes(std::string_view name) const {
 Status Weights::save(const std::string& config_path, const std::string& weights_path, TensorDType dtype) const {
   if (!is_float_dtype(dtype))
     return invalid_argument("lm weights: cannot save as " + std::string(dtype_name(dtype)) + " (F32, F16 or BF16)");
+  // The config is written second: over the same file it would replace the weights just written.
+  if (same_file(config_path, weights_path))
+    return invalid_argument("lm weights save: the config path '" + config_path + "' and the weights path '" +
+                            weights_path + "' name the same file");
+  // A pair whose config load_config would refuse could not be loaded again: nothing is written.
+  const std::string config_json = config_to_json(impl_->config);
+  if (config_json.size() + 1 > detail::kMaxConfigFileBytes)
+    return out_of_range("lm weights save: the config's JSON takes " + std::to_string(config_json.size() + 1) +
+                        " bytes, past the " + std::to_string(detail::kMaxConfigFileBytes) + " a config file may hold");
   SafetensorsWriter w;
   for (const WeightSpec& spec : impl_->specs) {
     RILL_ASSIGN_OR_RETURN(TensorDType stored, this->dtype(spec.name));
@@ -264,7 +273,6 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
     }
     RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
   }
-  const std::string config_json = config_to_json(impl_->config);
   // The config travels in the weights too, so a file separated from its JSON can be identified.
   RILL_RETURN_IF_ERROR(w.set_metadata("rill.lm.config", config_json));
   RILL_RETURN_IF_ERROR(w.write(weights_path));
