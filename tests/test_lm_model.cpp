@@ -781,6 +781,18 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   CHECK(t.restore_state(fifo).code() == rill::StatusCode::kInvalidArgument);
   CHECK(rill::SafetensorsFile::open(fifo).status().code() == rill::StatusCode::kInvalidArgument);
   std::filesystem::remove(fifo);
+  // A tensor no state holds is named.
+  {
+    auto file = rill::SafetensorsFile::from_bytes(good).value();
+    rill::SafetensorsWriter extra;
+    for (const auto& [key, value] : file.metadata()) REQUIRE(extra.set_metadata(key, value).is_ok());
+    for (const rill::SafetensorsEntry& e : file.entries())
+      REQUIRE(extra.add(e.name, e.dtype, e.shape, file.bytes(e)).is_ok());
+    REQUIRE(extra.add_floats("layer9.state", {1}, std::vector<float>{0.0f}).is_ok());
+    const rill::Status unknown = t.deserialize_state(extra.serialize());
+    CHECK(unknown.code() == rill::StatusCode::kDataLoss);
+    CHECK_THAT(unknown.message(), Catch::Contains("an unknown one: 'layer9.state'"));
+  }
   CHECK(t.position() == 4);
 }
 

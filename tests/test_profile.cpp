@@ -397,7 +397,8 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
   REQUIRE(cached.is_ok());
   CHECK(cached->fma_f32_gflops == measured->fma_f32_gflops);
   // Damaged, absurd or doctored caches are refused (the measurement then replaces them).
-  const std::string name = "\"device\": \"" + ctx.device().name + "\", ";
+  const std::string name =
+      "\"method\": " + std::to_string(rill::detail::kPeaksMethod) + ", \"device\": \"" + ctx.device().name + "\", ";
   const std::string good = "\"fma_f32_gflops\": 10, \"fma_f16_gflops\": 5, \"copy_gbps\": 2, \"dispatch_latency_us\": 50";
   const std::vector<std::string> bad = {
       "{\"device\": 3",
@@ -415,8 +416,18 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
     INFO(text);
     CHECK(rill::cached_device_peaks(ctx, dir).status().code() == rill::StatusCode::kDataLoss);
   }
+  // Figures of other probes (an older rill's cache has no method) are measured again, not read.
+  for (const std::string& other :
+       {std::string(""), "\"method\": " + std::to_string(rill::detail::kPeaksMethod + 1) + ", "}) {
+    std::ofstream(cache_file, std::ios::trunc)
+        << "{" + other + "\"device\": \"" + ctx.device().name + "\", " + good + "}";
+    const rill::Status older = rill::cached_device_peaks(ctx, dir).status();
+    CHECK(older.code() == rill::StatusCode::kNotFound);
+    CHECK(older.message().find("another version of rill's probes") != std::string::npos);
+  }
   // Another device's figures (a shared home folder) are refused as that, not as damage.
-  std::ofstream(cache_file, std::ios::trunc) << "{\"device\": \"another GPU\", " + good + "}";
+  std::ofstream(cache_file, std::ios::trunc)
+      << "{\"method\": " + std::to_string(rill::detail::kPeaksMethod) + ", \"device\": \"another GPU\", " + good + "}";
   const rill::Status elsewhere = rill::cached_device_peaks(ctx, dir).status();
   CHECK(elsewhere.code() == rill::StatusCode::kFailedPrecondition);
   CHECK(elsewhere.message().find("measured on another device ('another GPU')") != std::string::npos);

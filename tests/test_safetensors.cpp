@@ -240,6 +240,10 @@ TEST_CASE("safetensors read_floats converts F32, F16, BF16 and F64", "[safetenso
   std::vector<uint8_t> f64_tenth;
   for (int i = 0; i < 8; ++i) f64_tenth.push_back(static_cast<uint8_t>(tenth >> (8 * i)));
   REQUIRE(w.add("f64.tenth", TensorDType::kF64, {1}, f64_tenth).is_ok());
+  std::vector<uint8_t> f64_huge;  // 0.5, then 1e300: finite, past f32's range
+  for (const double d : {0.5, 1e300})
+    for (int i = 0; i < 8; ++i) f64_huge.push_back(static_cast<uint8_t>(std::bit_cast<uint64_t>(d) >> (8 * i)));
+  REQUIRE(w.add("f64.huge", TensorDType::kF64, {2}, f64_huge).is_ok());
   REQUIRE(w.add("i32", TensorDType::kI32, {1}, pattern(4, 0)).is_ok());
 
   auto file = SafetensorsFile::from_bytes(w.serialize());
@@ -254,6 +258,11 @@ TEST_CASE("safetensors read_floats converts F32, F16, BF16 and F64", "[safetenso
   CHECK(file->read_floats("bf16.pi", scalar).value() == std::vector<float>{3.140625f});
   const std::vector<int64_t> one = {1};
   CHECK(file->read_floats("f64.tenth", one).value() == std::vector<float>{0.1f});
+  const std::vector<int64_t> two = {2};
+  const auto huge = file->read_floats("f64.huge", two);  // not an infinity the file does not hold
+  CHECK(huge.status().code() == StatusCode::kOutOfRange);
+  CHECK_THAT(huge.status().message(),
+             Catch::Contains("'f64.huge' holds") && Catch::Contains("at flat index 1, past f32's range"));
 
   const auto not_float = file->read_floats("i32", one);
   CHECK(not_float.status().code() == StatusCode::kInvalidArgument);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -506,6 +508,11 @@ Result<std::vector<float>> SafetensorsFile::read_floats(std::string_view name,
       for (size_t i = 0; i < n; ++i) {
         double d;
         std::memcpy(&d, src.data() + 8 * i, 8);
+        // A finite value past f32's range has no float (the conversion is undefined): named, not an
+        // infinity that a caller reports as a non-finite value the file does not hold.
+        if (std::isfinite(d) && std::fabs(d) > double(FLT_MAX))
+          return out_of_range(impl_->where() + "tensor " + in_quotes(name) + " holds " + std::to_string(d) +
+                              " at flat index " + std::to_string(i) + ", past f32's range");
         out[i] = static_cast<float>(d);
       }
       break;

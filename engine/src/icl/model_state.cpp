@@ -155,17 +155,31 @@ Status ModelState::restore(Context& ctx, uint32_t model, const Checkpoint& c) co
   if (c.params.size() != shape_params || c.moment1.size() != shape_params || c.moment2.size() != shape_params ||
       c.state.size() != gpu::kIclStateWords)
     return invalid_argument("icl: the checkpoint's tensors do not fit the model");
-  auto put = [&](const Tensor& t, const std::vector<float>& values) -> Status {
-    RILL_ASSIGN_OR_RETURN(std::vector<float> all, ctx.download_floats(t));
-    std::copy(values.begin(), values.end(), all.begin() + ptrdiff_t(model) * shape_params);
-    return ctx.upload_floats(t, all);
-  };
-  RILL_RETURN_IF_ERROR(put(params, c.params));
-  RILL_RETURN_IF_ERROR(put(moment1, c.moment1));
-  RILL_RETURN_IF_ERROR(put(moment2, c.moment2));
-  RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> words, all_state_words(ctx));
+  // Everything is read before anything is written, and an upload that fails part way puts back
+  // what it replaced: a grid's model is never left with new parameters beside old moments.
+  const Tensor* tensors[3] = {&params, &moment1, &moment2};
+  const std::vector<float>* values[3] = {&c.params, &c.moment1, &c.moment2};
+  std::vector<float> before[3], after[3];
+  for (int i = 0; i < 3; ++i) {
+    RILL_ASSIGN_OR_RETURN(before[i], ctx.download_floats(*tensors[i]));
+    after[i] = before[i];
+    std::copy(values[i]->begin(), values[i]->end(), after[i].begin() + ptrdiff_t(model) * shape_params);
+  }
+  RILL_ASSIGN_OR_RETURN(const std::vector<uint32_t> words_before, all_state_words(ctx));
+  std::vector<uint32_t> words = words_before;
   std::copy(c.state.begin(), c.state.end(), words.begin() + ptrdiff_t(model) * gpu::kIclStateWords);
-  return upload_values<uint32_t>(ctx, state, words);
+  int uploaded = 0;
+  Status failed = Status::ok();
+  for (; uploaded < 3 && failed.is_ok(); ++uploaded) failed = ctx.upload_floats(*tensors[uploaded], after[uploaded]);
+  if (failed.is_ok()) failed = upload_values<uint32_t>(ctx, state, words);
+  if (failed.is_ok()) return Status::ok();
+  Status undone = Status::ok();
+  for (int i = 0; i < uploaded && undone.is_ok(); ++i) undone = ctx.upload_floats(*tensors[i], before[i]);
+  if (undone.is_ok()) undone = upload_values<uint32_t>(ctx, state, words_before);
+  return failed.with_context(undone.is_ok() ? "icl: restoring model " + std::to_string(model) + " (left as it was)"
+                                            : "icl: restoring model " + std::to_string(model) +
+                                                  " failed part way, and so did putting it back (" + undone.message() +
+                                                  "): its state is mixed; load a checkpoint into it again");
 }
 
 ModelProgress read_progress(std::span<const uint32_t> words, std::span<const float> ring, int64_t from,

@@ -507,9 +507,20 @@ Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
     if (saved_position == 0) return data_loss("lm state: logits saved at position 0, before any token");
   }
   const size_t expected = uploads.size() + (logits.empty() ? 0 : 1);
-  if (file.entries().size() != expected)
+  if (file.entries().size() != expected) {
+    // Every expected tensor was found above, so the file holds others: name the first.
+    std::string other;
+    for (const SafetensorsEntry& e : file.entries()) {
+      const bool known = e.name == kLastLogits || std::any_of(uploads.begin(), uploads.end(),
+                                                              [&](const auto& u) { return u.first->name() == e.name; });
+      if (!known) {
+        other = e.name;
+        break;
+      }
+    }
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
-                     std::to_string(expected));
+                     std::to_string(expected) + (other.empty() ? "" : " (an unknown one: '" + other + "')"));
+  }
   // An upload that fails part way (host or device memory, a lost device) leaves some tensors of the
   // file and some of the old state: reset, so a decode after it cannot run on the mix.
   *uploading = true;

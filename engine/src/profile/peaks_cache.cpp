@@ -67,6 +67,10 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
     return data_loss("peaks cache '" + path + "' has the key '" + *dup + "' twice");
   try {
     const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    // Figures of other probes (an older rill's, or none named) are not these: measured again, silently.
+    if (!j.is_object() || !j.contains("method") || !j["method"].is_number_integer() || j["method"] != kPeaksMethod)
+      return not_found("peaks cache '" + path + "' holds another version of rill's probes (this rill's: method " +
+                       std::to_string(kPeaksMethod) + ")");
     DevicePeaks p;
     p.device = j.at("device").get<std::string>();
     p.fma_f32_gflops = j.at("fma_f32_gflops").get<double>();
@@ -91,7 +95,8 @@ void write_cached_peaks(const DeviceInfo& device, const std::string& cache_dir, 
   if (cache_directory(cache_dir).empty()) return;  // measured again next time
   const std::string path = peaks_cache_file(device, cache_dir);
   make_dirs(cache_directory(cache_dir));
-  const nlohmann::json j = {{"device", p.device},
+  const nlohmann::json j = {{"method", kPeaksMethod},
+                            {"device", p.device},
                             {"fma_f32_gflops", p.fma_f32_gflops},
                             {"fma_f16_gflops", p.fma_f16_gflops},
                             {"copy_gbps", p.copy_gbps},

@@ -9,6 +9,10 @@
 
 namespace rill::detail {
 
+// How the peaks are measured: bump it when ops/device_peaks.cpp's probes change what they measure
+// (sizes, timing, what a figure counts), so that caches of the old probes are measured again.
+inline constexpr int kPeaksMethod = 1;
+
 // The file that holds `device`'s peaks under `cache_dir` (empty: as below).
 std::string peaks_cache_file(const DeviceInfo& device, const std::string& cache_dir);
 // cache_dir empty: RILL_CACHE_DIR, else the user's cache folder (XDG, HOME, LOCALAPPDATA, temp).
