@@ -450,6 +450,9 @@ TEST_CASE("lm weights: save and load back in F32, F16 and BF16", "[lm]") {
   CHECK_THAT(clash.message(), Catch::Contains("name the same file"));
   CHECK(rill::read_file(file, uint64_t(1) << 30).value() == before.value());
   CHECK(Weights::load(cfg, file).is_ok());
+  CHECK(w.save("", file).code() == StatusCode::kInvalidArgument);  // no path: an error, not a thrown filesystem_error
+  CHECK(w.save(cfg, "").code() == StatusCode::kInvalidArgument);
+  CHECK_FALSE(rill::same_file("", file));
   std::filesystem::remove(cfg);
   std::filesystem::remove(file);
 }

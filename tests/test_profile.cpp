@@ -407,6 +407,8 @@ GPU_TEST_CASE("device peaks are measured, cached per device, and a bad cache is 
       "{" + name + "\"fma_f32_gflops\": 10, \"fma_f16_gflops\": 5, \"copy_gbps\": 2, \"dispatch_latency_us\": -1}",
       "{" + name + good + ", \"copy_gbps\": 3}",  // a key given twice
       "{" + name + good + "} trailing",
+      "[1, 2]",                                                                        // not an object
+      "{\"method\": \"1\", \"device\": \"" + ctx.device().name + "\", " + good + "}",  // a method that is no integer
   };
   const std::filesystem::path cache_file = std::filesystem::directory_iterator(dir)->path();
   std::ofstream(cache_file, std::ios::trunc) << "{" + name + good + "}";

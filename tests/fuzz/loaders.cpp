@@ -167,9 +167,9 @@ rill::Status peaks_cache_read(const uint8_t* data, size_t size) {
 }
 void peaks_cache_run(const uint8_t* data, size_t size) { (void)peaks_cache_read(data, size); }
 std::vector<uint8_t> peaks_cache_seed() {
-  std::vector<uint8_t> seed =
-      bytes_of(R"({"device": "fuzz device", "fma_f32_gflops": 10.5, "fma_f16_gflops": 20, "copy_gbps": 3.2,)"
-               R"( "dispatch_latency_us": 55})");
+  std::vector<uint8_t> seed = bytes_of("{\"method\": " + std::to_string(rill::detail::kPeaksMethod) +
+                                       R"(, "device": "fuzz device", "fma_f32_gflops": 10.5, "fma_f16_gflops": 20,)"
+                                       R"( "copy_gbps": 3.2, "dispatch_latency_us": 55})");
   // A seed that is not read back (the file named otherwise) would leave every input unparsed.
   if (!peaks_cache_read(seed.data(), seed.size()).is_ok()) return {};
   return seed;

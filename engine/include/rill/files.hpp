@@ -24,7 +24,8 @@ RILL_API Status write_file_atomic(const std::string& path, std::span<const uint8
 RILL_API Status check_writable(const std::string& path);
 
 // Whether two paths name one file: the same path after links and "..", or one file through a hard
-// link. For refusing to write one file over another that the same call reads or writes.
+// link. For refusing to write one file over another that the same call reads or writes. An empty
+// path names no file: false.
 RILL_API bool same_file(const std::string& a, const std::string& b);
 
 // Reads a whole regular file, the way rill reads files it does not trust: OutOfRange past

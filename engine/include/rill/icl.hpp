@@ -82,7 +82,7 @@ struct TrainConfig {
 
 // The papers' settings. Ahn et al.: setting 1 (d=5, n=20, Gaussian), 2 (n=5), 3 (heavy-tailed
 // Gamma(0.1, 10) radii); L=3, batch 1000, FULL, Adam(0.9, 0.9) with clipping at 1. An enum, not an
-// int: there is no fourth setting for a preset to fall back from.
+// int: a number that names no setting does not compile (an int's 4 gave setting 1 silently).
 enum class AhnSetting : int { k1 = 1, k2 = 2, k3 = 3 };
 RILL_API TrainConfig ahn_setting(AhnSetting setting);
 // Vladymyrov et al.: d=10, n=20, L=3, noise sigma ~ U(0, sigma_max), Adam lr 1e-4, batch 2048.
@@ -200,7 +200,9 @@ class RILL_API Trainer {
   // under kStop) the records up to it, the halting step's included, are there. A call after a
   // failed one first reads where the device is, so records never repeat or come from another step.
   Status train_into(int64_t steps, std::vector<StepRecord>& records);
-  int64_t step() const;  // completed steps (after a failed train, as of before it until the next call)
+  // Completed steps. After a failed train, the steps whose losses were read before the failure
+  // (whole runs of read_every) until the next call, which reads where the device is (train(0) too).
+  int64_t step() const;
   int64_t skipped_batches() const;
 
   Result<std::vector<float>> parameters();
@@ -272,9 +274,13 @@ class RILL_API Trainer {
 // stops alone.
 //
 //   std::vector<TrainConfig> grid;
-//   for (uint64_t seed = 1; seed <= 8; ++seed) { auto c = ahn_setting(AhnSetting::k1); c.seed = seed;
-//   grid.push_back(c); } auto models = rill::icl::TrainerGrid::create(ctx, grid).value(); auto curves =
-//   models.train(1000).value();  // curves[m]: model m's records
+//   for (uint64_t seed = 1; seed <= 8; ++seed) {
+//     auto c = ahn_setting(AhnSetting::k1);
+//     c.seed = seed;
+//     grid.push_back(c);
+//   }
+//   auto models = rill::icl::TrainerGrid::create(ctx, grid).value();
+//   auto curves = models.train(1000).value();  // curves[m]: model m's records
 class RILL_API TrainerGrid {
  public:
   // The configs must agree on read_every (the host reads every model's losses together).

@@ -220,8 +220,8 @@ RILL_C_API void rill_icl_trainer_destroy(rill_icl_trainer* trainer); /* accepts 
  * values. A non-finite step under the stop policy returns RILL_FAILED_PRECONDITION, with the
  * values up to it (its own included) in the first entries: one more than the steps rill_icl_step
  * counts past the step count before the call (the halting step is not counted). After another
- * failure rill_icl_step counts as before the call, though the device may have gone further: a call
- * of 0 steps reads where it is. */
+ * failure rill_icl_step counts the steps whose losses were read before it (whole runs of
+ * read_every), though the device may have gone further: a call of 0 steps reads where it is. */
 RILL_C_API rill_status rill_icl_train(rill_icl_trainer* trainer, int64_t steps, float* losses, float* grad_norms);
 RILL_C_API rill_status rill_icl_step(const rill_icl_trainer* trainer, int64_t* out);
 /* Evaluates on `tasks` fresh tasks; sigma < 0 keeps the configured noise, else fixes it (NaN is

@@ -69,13 +69,18 @@ Status check_writable(const std::string& path) {
 }
 
 bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;  // no file (and fs::absolute throws on an empty path)
   std::error_code ec_a, ec_b, ec;
   const fs::path pa = path_from_utf8(a), pb = path_from_utf8(b);
   // weakly_canonical keeps a relative path relative where nothing of it exists ("x" stays "x",
-  // "./x" becomes absolute): absolute first.
-  const fs::path ca = fs::weakly_canonical(fs::absolute(pa), ec_a).lexically_normal(),
-                 cb = fs::weakly_canonical(fs::absolute(pb), ec_b).lexically_normal();
-  if (!ec_a && !ec_b && ca == cb) return true;
+  // "./x" becomes absolute): absolute first (the forms that report errors: a removed working
+  // directory must not throw out of a Status API).
+  const fs::path aa = fs::absolute(pa, ec_a), ab = fs::absolute(pb, ec_b);
+  if (!ec_a && !ec_b) {
+    const fs::path ca = fs::weakly_canonical(aa, ec_a).lexically_normal(),
+                   cb = fs::weakly_canonical(ab, ec_b).lexically_normal();
+    if (!ec_a && !ec_b && ca == cb) return true;
+  }
   return fs::exists(pa, ec) && fs::exists(pb, ec) && fs::equivalent(pa, pb, ec) && !ec;
 }
 

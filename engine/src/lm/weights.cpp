@@ -235,6 +235,8 @@ Result<std::span<const uint8_t>> Weights::bytes(std::string_view name) const {
 Status Weights::save(const std::string& config_path, const std::string& weights_path, TensorDType dtype) const {
   if (!is_float_dtype(dtype))
     return invalid_argument("lm weights: cannot save as " + std::string(dtype_name(dtype)) + " (F32, F16 or BF16)");
+  if (config_path.empty() || weights_path.empty())
+    return invalid_argument("lm weights save: the config and the weights each need a path");
   // The config is written second: over the same file it would replace the weights just written.
   if (same_file(config_path, weights_path))
     return invalid_argument("lm weights save: the config path '" + config_path + "' and the weights path '" +

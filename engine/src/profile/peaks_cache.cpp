@@ -67,8 +67,10 @@ Result<DevicePeaks> read_cached_peaks(const DeviceInfo& device, const std::strin
     return data_loss("peaks cache '" + path + "' has the key '" + *dup + "' twice");
   try {
     const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    if (!j.is_object() || (j.contains("method") && !j["method"].is_number_integer()))
+      return data_loss("peaks cache '" + path + "' is malformed: not an object with an integer 'method'");
     // Figures of other probes (an older rill's, or none named) are not these: measured again, silently.
-    if (!j.is_object() || !j.contains("method") || !j["method"].is_number_integer() || j["method"] != kPeaksMethod)
+    if (!j.contains("method") || j["method"] != kPeaksMethod)
       return not_found("peaks cache '" + path + "' holds another version of rill's probes (this rill's: method " +
                        std::to_string(kPeaksMethod) + ")");
     DevicePeaks p;
