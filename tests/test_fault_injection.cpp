@@ -9,6 +9,7 @@
 
 #include "access.hpp"
 #include "context_impl.hpp"
+#include "fault_test_models.hpp"
 #include "gpu_test.hpp"
 #include "rill/files.hpp"
 #include "rill/icl.hpp"
@@ -17,6 +18,9 @@
 #include "temp_path.hpp"
 
 namespace {
+
+using rill_test::small_icl_config;
+using rill_test::small_lm_config;
 
 // Tensors, uploads, a sequence with dispatches of new pipelines and a download.
 rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result) {
@@ -39,27 +43,6 @@ rill::Status workload(rill::Context& ctx, int round, std::vector<float>* result)
   RILL_RETURN_IF_ERROR(seq.run(2));
   RILL_ASSIGN_OR_RETURN(*result, seq.read_floats(id));
   return rill::Status::ok();
-}
-
-// A small ICL model and a small language model: every resource kind, few calls.
-rill::icl::TrainConfig small_icl_config() {
-  rill::icl::TrainConfig c = rill::icl::ahn_setting(rill::icl::AhnSetting::k1);
-  c.task.d = 2;
-  c.task.n = 3;
-  c.model.layers = 1;
-  c.batch = 16;
-  return c;
-}
-
-rill::lm::ModelConfig small_lm_config() {
-  rill::lm::ModelConfig c;
-  c.width = 16;
-  c.heads = 2;
-  c.ffn_width = 24;
-  c.layers = 2;
-  c.block = 8;
-  c.chunk = 4;
-  return c;
 }
 
 // Fails the k-th resource-creating call of `work` for k = 1, 2, ... until `work` needs fewer calls:

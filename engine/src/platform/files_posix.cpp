@@ -125,6 +125,7 @@ int create_temporary(const std::string& path, mode_t mode, std::string& tmp) {
 Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
   // A file replaced keeps its permissions (a private 0600 state stays private, its new contents
   // too while they are written); a new one has those the umask leaves of 0666.
+  const std::string folder = directory_of(path);  // before the rename: nothing after it may run out of memory
   struct stat existing {};
   const bool replacing = ::stat(path.c_str(), &existing) == 0;
   std::string tmp;
@@ -154,7 +155,7 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
   // Persist the rename itself. A file system that cannot sync a directory (EINVAL) or a folder
   // the user may not read keeps it as it keeps any rename; an I/O error is reported: the file is
   // replaced, but may not be after a crash.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) {
     if (errno != EACCES)
       return unavailable("'" + path +

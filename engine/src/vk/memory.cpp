@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "core/checked_math.hpp"
@@ -201,30 +202,60 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
   return Allocation{block, offset, size};
 }
 
-void Allocator::release(const Allocation& a) {
+namespace {
+
+// Gives [offset, offset + size) back to the block's free ranges, merged with its neighbours. It runs
+// in destructors, so it never throws: a range that joins a neighbour takes no new node (a node that
+// moves down is re-keyed), and one that joins none and finds no memory for a node stays out of use
+// until the block is empty again.
+void add_free_range(MemoryBlock& block, uint64_t offset, uint64_t size) noexcept {
+  auto next = block.free.lower_bound(offset);
+  const bool joins_next = next != block.free.end() && offset + size == next->first;
+  if (next != block.free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += size + (joins_next ? next->second : 0);
+      if (joins_next) block.free.erase(next);
+      return;
+    }
+  }
+  if (joins_next) {
+    auto node = block.free.extract(next);
+    node.key() = offset;
+    node.mapped() += size;
+    block.free.insert(std::move(node));
+    return;
+  }
+  try {
+    block.free.emplace(offset, size);
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+// An empty block's free ranges as one, [0, size), from a node it has: ranges lost for want of a
+// node come back. False where it has no node left.
+bool reset_free_ranges(MemoryBlock& block) noexcept {
+  if (block.free.empty()) return false;
+  auto node = block.free.extract(block.free.begin());
+  block.free.clear();
+  node.key() = 0;
+  node.mapped() = block.size;
+  block.free.insert(std::move(node));
+  return true;
+}
+
+}  // namespace
+
+void Allocator::release(const Allocation& a) noexcept {
   if (!a.block) return;
   MemoryBlock* block = a.block;
   block->used -= a.size;
   stats_.used_bytes -= a.size;
   --stats_.live_allocations;
-  // Insert and merge with neighbours.
-  auto [it, inserted] = block->free.emplace(a.offset, a.size);
-  (void)inserted;
-  auto next = std::next(it);
-  if (next != block->free.end() && it->first + it->second == next->first) {
-    it->second += next->second;
-    block->free.erase(next);
-  }
-  if (it != block->free.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + prev->second == it->first) {
-      prev->second += it->second;
-      block->free.erase(it);
-    }
-  }
+  add_free_range(*block, a.offset, a.size);
   if (block->used != 0) return;
   // Dedicated blocks go at once; an empty shared block goes unless it is its pool's last one.
-  bool keep = !block->dedicated;
+  bool keep = !block->dedicated && reset_free_ranges(*block);
   if (keep) {
     int shared_in_pool = 0;
     for (auto& b : blocks_)

@@ -73,7 +73,7 @@ class Allocator {
   static constexpr uint64_t kUploadBlockBytes = 1ull << 20;
 
   Result<Allocation> allocate(uint64_t bytes, PoolKind pool);
-  void release(const Allocation& allocation);
+  void release(const Allocation& allocation) noexcept;  // from destructors: never throws
 
   bool device_pools_mapped() const { return device_mapped_; }
   MemoryStats stats() const;

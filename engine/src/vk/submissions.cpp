@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 #include <string>
 
 #include "core/deliberate_leak.hpp"
@@ -150,12 +151,12 @@ Status Submissions::wait(uint64_t serial) {
   return poll();
 }
 
-void Submissions::retire(uint64_t serial, Retiree fn) {
-  if (serial <= completed_) {
-    fn();
-    return;
+bool Submissions::wait_succeeded(uint64_t serial) noexcept {
+  try {
+    return wait(serial).is_ok();
+  } catch (const std::bad_alloc&) {  // a failed wait's message
+    return false;
   }
-  retirees_.emplace_back(serial, std::move(fn));
 }
 
 uint64_t Submissions::last_retiree_serial() const {

@@ -6,8 +6,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <new>
+#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/profiler.hpp"
@@ -50,9 +54,11 @@ class Submissions {
   // destroys when it has run.
   class Retiree {
    public:
-    template <typename F>
-    Retiree(F fn) : impl_(std::make_unique<Model<F>>(std::move(fn))) {}  // NOLINT(google-explicit-constructor)
+    // `fn` is moved from only once its home is allocated: where that throws, the caller still has it.
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Retiree>>>
+    explicit Retiree(F&& fn) : impl_(std::make_unique<Model<std::decay_t<F>>>(std::forward<F>(fn))) {}
     void operator()() { impl_->run(); }
+    void leak() noexcept { (void)impl_.release(); }  // what it owns is never freed
 
    private:
     struct Concept {
@@ -67,8 +73,11 @@ class Submissions {
     };
     std::unique_ptr<Concept> impl_;
   };
-  // Runs `fn` once the submission `serial` has completed (at once if it has).
-  void retire(uint64_t serial, Retiree fn);
+  // Runs `fn` once the submission `serial` has completed (at once if it has). Never throws: it is
+  // called from destructors. With no host memory to queue `fn`, it waits for `serial` and runs `fn`;
+  // where that wait fails, what `fn` owns is leaked, never freed under the GPU.
+  template <typename F>
+  void retire(uint64_t serial, F fn) noexcept;
   bool has_retirees() const { return !retirees_.empty(); }
   // The latest submission a retiree waits for (0: none).
   uint64_t last_retiree_serial() const;
@@ -86,6 +95,7 @@ class Submissions {
     UniqueFence fence;
   };
   void run_retirees();
+  bool wait_succeeded(uint64_t serial) noexcept;  // wait(), false where it failed or ran out of memory
   uint64_t timeout_ns() const;  // for vkWaitForFences
 
   Device& device_;
@@ -101,5 +111,34 @@ class Submissions {
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
   std::deque<std::pair<uint64_t, Retiree>> retirees_;
 };
+
+template <typename F>
+void Submissions::retire(uint64_t serial, F fn) noexcept {
+  if (serial <= completed_) {
+    fn();
+    return;
+  }
+  std::optional<Retiree> retiree;
+  try {
+    retiree.emplace(std::move(fn));
+    retirees_.emplace_back(serial, std::move(*retiree));
+    return;
+  } catch (const std::bad_alloc&) {
+  }
+  if (wait_succeeded(serial)) {
+    if (retiree)
+      (*retiree)();
+    else
+      fn();
+    return;
+  }
+  leaked_ = true;
+  if (retiree) {
+    retiree->leak();
+  } else {
+    alignas(F) unsigned char kept[sizeof(F)];
+    new (kept) F(std::move(fn));  // never destroyed: what it owns is leaked
+  }
+}
 
 }  // namespace rill::vk
