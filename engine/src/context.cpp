@@ -14,6 +14,7 @@
 #include "core/deliberate_leak.hpp"
 #include "core/file_io.hpp"
 #include "core/flag_words.hpp"
+#include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "kernel_plan.hpp"
 #include "profile/peaks_cache.hpp"
@@ -396,100 +397,108 @@ Result<Tensor> make_tensor(const std::shared_ptr<ContextImpl>& impl_, DType dtyp
 }  // namespace detail
 
 Status Context::upload(const Tensor& tensor, std::span<const uint8_t> bytes) {
-  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));
-  detail::TensorStorage& t = *detail::Access::storage(tensor);
-  if (bytes.size() != t.bytes)
-    return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
-                            " bytes, the tensor has " + std::to_string(t.bytes));
-  RILL_RETURN_IF_ERROR(impl_->wait_for(t));
-  const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
-  if (uint8_t* dst = t.allocation.mapped()) {
-    std::memcpy(dst, bytes.data(), bytes.size());
-    impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
-    return Status::ok();
-  }
-  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
-  std::memcpy(staging.mapped(), bytes.data(), bytes.size());
-  const auto& fn = impl_->device->fn();
-  Status s = impl_->run_once(
-      [&](VkCommandBuffer cb) {
-        VkBufferCopy region{staging.offset, t.offset(), t.bytes};
-        fn.vkCmdCopyBuffer(cb, staging.buffer(), t.buffer(), 1, &region);
-        // Copy -> later compute or transfer work of other submissions.
-        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                                    VK_ACCESS_TRANSFER_WRITE_BIT};
-        fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
-                                0, nullptr, 0, nullptr);
-      },
-      t, [allocator = impl_->allocator.get(), staging](const Status&) { allocator->release(staging); });
-  impl_->profiler.add_host("upload " + tensor.describe(), "transfer", start_us);
-  return s;
+  return detail::host_memory_guarded("upload", [&]() -> Status {
+    RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload"));
+    detail::TensorStorage& t = *detail::Access::storage(tensor);
+    if (bytes.size() != t.bytes)
+      return invalid_argument("upload to " + tensor.describe() + ": got " + std::to_string(bytes.size()) +
+                              " bytes, the tensor has " + std::to_string(t.bytes));
+    RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+    const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
+    if (uint8_t* dst = t.allocation.mapped()) {
+      std::memcpy(dst, bytes.data(), bytes.size());
+      impl_->profiler.add_host_after([&] { return "upload " + tensor.describe(); }, "transfer", start_us);
+      return Status::ok();
+    }
+    RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
+    std::memcpy(staging.mapped(), bytes.data(), bytes.size());
+    const auto& fn = impl_->device->fn();
+    Status s = impl_->run_once(
+        [&](VkCommandBuffer cb) {
+          VkBufferCopy region{staging.offset, t.offset(), t.bytes};
+          fn.vkCmdCopyBuffer(cb, staging.buffer(), t.buffer(), 1, &region);
+          // Copy -> later compute or transfer work of other submissions.
+          VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                      VK_ACCESS_TRANSFER_WRITE_BIT};
+          fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
+                                  0, nullptr, 0, nullptr);
+        },
+        t, [allocator = impl_->allocator.get(), staging](const Status&) { allocator->release(staging); });
+    impl_->profiler.add_host_after([&] { return "upload " + tensor.describe(); }, "transfer", start_us);
+    return s;
+  });
 }
 
 Status Context::download(const Tensor& tensor, std::span<uint8_t> bytes) {
-  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download"));
-  detail::TensorStorage& t = *detail::Access::storage(tensor);
-  if (bytes.size() != t.bytes)
-    return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
-                            " bytes, the tensor has " + std::to_string(t.bytes));
-  RILL_RETURN_IF_ERROR(impl_->wait_for(t));
-  const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
-  if (const uint8_t* src = t.allocation.mapped()) {
-    std::memcpy(bytes.data(), src, bytes.size());
-    impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
-    return Status::ok();
-  }
-  RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
-  const auto& fn = impl_->device->fn();
-  Status s = impl_->run_once(
-      [&](VkCommandBuffer cb) {
-        VkBufferCopy region{t.offset(), staging.offset, t.bytes};
-        fn.vkCmdCopyBuffer(cb, t.buffer(), staging.buffer(), 1, &region);
-        // Copy -> host read of the staging memory after the fence.
-        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                VK_ACCESS_HOST_READ_BIT};
-        fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
-                                nullptr, 0, nullptr);
-      },
-      t,
-      [&bytes, allocator = impl_->allocator.get(), staging](const Status& done) {
-        // Only where the wait succeeded: a retired copy's caller is gone.
-        if (done.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
-        allocator->release(staging);
-      });
-  impl_->profiler.add_host("download " + tensor.describe(), "transfer", start_us);
-  return s;
+  return detail::host_memory_guarded("download", [&]() -> Status {
+    RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download"));
+    detail::TensorStorage& t = *detail::Access::storage(tensor);
+    if (bytes.size() != t.bytes)
+      return invalid_argument("download of " + tensor.describe() + ": buffer has " + std::to_string(bytes.size()) +
+                              " bytes, the tensor has " + std::to_string(t.bytes));
+    RILL_RETURN_IF_ERROR(impl_->wait_for(t));
+    const double start_us = impl_->profiler.enabled() ? impl_->profiler.now_us() : 0.0;
+    if (const uint8_t* src = t.allocation.mapped()) {
+      std::memcpy(bytes.data(), src, bytes.size());
+      impl_->profiler.add_host_after([&] { return "download " + tensor.describe(); }, "transfer", start_us);
+      return Status::ok();
+    }
+    RILL_ASSIGN_OR_RETURN(vk::Allocation staging, impl_->allocate(t.bytes, vk::PoolKind::kStaging));
+    const auto& fn = impl_->device->fn();
+    Status s = impl_->run_once(
+        [&](VkCommandBuffer cb) {
+          VkBufferCopy region{t.offset(), staging.offset, t.bytes};
+          fn.vkCmdCopyBuffer(cb, t.buffer(), staging.buffer(), 1, &region);
+          // Copy -> host read of the staging memory after the fence.
+          VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                  VK_ACCESS_HOST_READ_BIT};
+          fn.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                                  nullptr, 0, nullptr);
+        },
+        t,
+        [&bytes, allocator = impl_->allocator.get(), staging](const Status& done) {
+          // Only where the wait succeeded: a retired copy's caller is gone.
+          if (done.is_ok()) std::memcpy(bytes.data(), staging.mapped(), bytes.size());
+          allocator->release(staging);
+        });
+    impl_->profiler.add_host_after([&] { return "download " + tensor.describe(); }, "transfer", start_us);
+    return s;
+  });
 }
 
 Status Context::upload_floats(const Tensor& tensor, std::span<const float> values) {
-  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload_floats"));
-  if (values.size() != tensor.element_count())
-    return invalid_argument("upload_floats to " + tensor.describe() + ": got " + std::to_string(values.size()) +
-                            " values for " + std::to_string(tensor.element_count()) + " elements");
-  if (tensor.dtype() == DType::kF32)
-    return upload(tensor, {reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
-  if (tensor.dtype() != DType::kF16)
-    return invalid_argument("upload_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
-  std::vector<uint16_t> halves(values.size());
-  for (size_t i = 0; i < values.size(); ++i) halves[i] = float_to_half(values[i]);
-  return upload(tensor, {reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2});
+  return detail::host_memory_guarded("upload_floats", [&]() -> Status {
+    RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "upload_floats"));
+    if (values.size() != tensor.element_count())
+      return invalid_argument("upload_floats to " + tensor.describe() + ": got " + std::to_string(values.size()) +
+                              " values for " + std::to_string(tensor.element_count()) + " elements");
+    if (tensor.dtype() == DType::kF32)
+      return upload(tensor, {reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
+    if (tensor.dtype() != DType::kF16)
+      return invalid_argument("upload_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
+    std::vector<uint16_t> halves(values.size());
+    for (size_t i = 0; i < values.size(); ++i) halves[i] = float_to_half(values[i]);
+    return upload(tensor, {reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2});
+  });
 }
 
 Result<std::vector<float>> Context::download_floats(const Tensor& tensor) {
-  RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download_floats"));
-  std::vector<float> out(tensor.element_count());
-  if (tensor.dtype() == DType::kF32) {
-    RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4}));
+  return detail::host_memory_guarded("download_floats", [&]() -> Result<std::vector<float>> {
+    RILL_RETURN_IF_ERROR(check_tensor(*impl_, tensor, "download_floats"));
+    std::vector<float> out(tensor.element_count());
+    if (tensor.dtype() == DType::kF32) {
+      RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4}));
+      return out;
+    }
+    if (tensor.dtype() != DType::kF16)
+      return invalid_argument("download_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
+    std::vector<uint16_t> halves(out.size());
+    RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(halves.data()), halves.size() * 2}));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(halves[i]);
     return out;
-  }
-  if (tensor.dtype() != DType::kF16)
-    return invalid_argument("download_floats needs an f32 or f16 tensor; " + tensor.describe() + " is not");
-  std::vector<uint16_t> halves(out.size());
-  RILL_RETURN_IF_ERROR(download(tensor, {reinterpret_cast<uint8_t*>(halves.data()), halves.size() * 2}));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(halves[i]);
-  return out;
+  });
 }
 
 }  // namespace rill

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <new>
 #include <string>
 
 #include "core/profiler.hpp"
@@ -79,18 +80,31 @@ Status ContextImpl::run_once(Record&& record, TensorStorage& used, Done done) {
     done(status);
     return status;
   }
-  const Result<uint64_t> serial = submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
+  // `done` runs on every path, running out of host memory too: it releases what the work used.
+  const Result<uint64_t> serial = [&]() -> Result<uint64_t> {
+    try {
+      return submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
+    } catch (const std::bad_alloc&) {  // nothing was submitted
+      return resource_exhausted("out of host memory while submitting");
+    }
+  }();
   if (!serial.is_ok()) {
     done(serial.status());
     return serial.status();
   }
   used.mark_used(serial.value());
-  status = submissions->wait(serial.value());
+  try {
+    status = submissions->wait(serial.value());
+  } catch (const std::bad_alloc&) {  // the work may still run: retired below, not released under it
+    status = resource_exhausted("out of host memory while waiting for the GPU");
+  }
   if (status.is_ok()) {
     done(status);
   } else {
-    submissions->retire(serial.value(), [status, done = std::move(done),
-                                         used = std::move(command_buffer).value()]() mutable { done(status); });
+    // The retiree says only that the wait failed: copying `status` could run out of memory here.
+    submissions->retire(serial.value(), [done = std::move(done), used = std::move(command_buffer).value()]() mutable {
+      done(unavailable("wait failed"));
+    });
   }
   return status;
 }

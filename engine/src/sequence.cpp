@@ -6,6 +6,7 @@
 
 #include "access.hpp"
 #include "core/checked_math.hpp"
+#include "core/host_memory_guard.hpp"
 #include "rill/half.hpp"
 #include "sequence_impl.hpp"
 
@@ -236,29 +237,43 @@ Result<Sequence> Context::sequence(const SequenceOptions& options) {
   SequenceOptions opts = options;
   // Profiling times every dispatch; without device timestamps only the host track is recorded.
   if (impl_->profiler.enabled() && has_timestamps) opts.timestamps = true;
-  auto impl = std::make_unique<detail::SequenceImpl>(impl_, std::move(opts));
-  RILL_RETURN_IF_ERROR(impl->begin());
-  return detail::Access::sequence(std::move(impl));
+  return detail::host_memory_guarded("sequence", [&]() -> Result<Sequence> {
+    auto impl = std::make_unique<detail::SequenceImpl>(impl_, std::move(opts));
+    RILL_RETURN_IF_ERROR(impl->begin());
+    return detail::Access::sequence(std::move(impl));
+  });
 }
 
-Status Sequence::dispatch(const Dispatch& d) { return impl_->record_dispatch(d); }
+Status Sequence::dispatch(const Dispatch& d) {
+  return impl_->recording_guarded([&] { return impl_->record_dispatch(d); });
+}
 Status Sequence::copy(const Tensor& src, const Tensor& dst) {
-  return impl_->record_transfer(detail::SequenceImpl::Transfer::kCopy, &src, &dst, {}, nullptr);
+  return impl_->recording_guarded(
+      [&] { return impl_->record_transfer(detail::SequenceImpl::Transfer::kCopy, &src, &dst, {}, nullptr); });
 }
 Status Sequence::fill_zero(const Tensor& dst) {
-  return impl_->record_transfer(detail::SequenceImpl::Transfer::kZero, nullptr, &dst, {}, nullptr);
+  return impl_->recording_guarded(
+      [&] { return impl_->record_transfer(detail::SequenceImpl::Transfer::kZero, nullptr, &dst, {}, nullptr); });
 }
 Status Sequence::upload(const Tensor& dst, std::span<const uint8_t> bytes) {
-  return impl_->record_transfer(detail::SequenceImpl::Transfer::kUpload, nullptr, &dst, bytes, nullptr);
+  return impl_->recording_guarded(
+      [&] { return impl_->record_transfer(detail::SequenceImpl::Transfer::kUpload, nullptr, &dst, bytes, nullptr); });
 }
 Result<DownloadId> Sequence::download(const Tensor& src) {
   DownloadId id;
-  RILL_RETURN_IF_ERROR(impl_->record_transfer(detail::SequenceImpl::Transfer::kDownload, &src, nullptr, {}, &id));
+  RILL_RETURN_IF_ERROR(impl_->recording_guarded(
+      [&] { return impl_->record_transfer(detail::SequenceImpl::Transfer::kDownload, &src, nullptr, {}, &id); }));
   return id;
 }
 Status Sequence::finish() { return impl_->finish(); }
-Status Sequence::submit(uint32_t times) { return impl_->submit(times); }
-Status Sequence::wait() { return impl_->wait(); }
+// Nothing is submitted before the last allocation, and nothing allocates after (Submissions::submit).
+Status Sequence::submit(uint32_t times) {
+  return detail::host_memory_guarded("submit", [&] { return impl_->submit(times); });
+}
+// The wait has ended when profiling's events allocate: a failure there loses only the events.
+Status Sequence::wait() {
+  return detail::host_memory_guarded("wait", [&] { return impl_->wait(); });
+}
 Status Sequence::run(uint32_t times) {
   RILL_RETURN_IF_ERROR(submit(times));
   return wait();

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,19 @@ class SequenceImpl {
   // kCopy: src -> dst; kUpload: bytes -> dst; kDownload: src -> new staging; kZero: dst = 0.
   Status record_transfer(Transfer kind, const Tensor* src, const Tensor* dst, std::span<const uint8_t> bytes,
                          DownloadId* download);
+  // Runs a recording call; one that runs out of host memory part way may have left a command half
+  // recorded (a barrier without its dispatch, a tensor used but not referenced), so the sequence is
+  // broken, never submitted with it.
+  template <typename F>
+  Status recording_guarded(F&& record) {
+    try {
+      return record();
+    } catch (const std::bad_alloc&) {
+      state = State::kBroken;
+      broken = resource_exhausted("sequence: out of host memory while recording; make a new sequence");
+      return broken;
+    }
+  }
   Status finish();
   Status submit(uint32_t times);
   Status wait();

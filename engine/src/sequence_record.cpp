@@ -25,6 +25,16 @@ Status SequenceImpl::insert_barrier_if_needed(const std::vector<HazardTracker::A
   return Status::ok();
 }
 
+namespace {
+
+// Room for one more element, growing geometrically (may throw std::bad_alloc).
+template <typename T>
+void make_room(std::vector<T>& v) {
+  if (v.size() == v.capacity()) v.reserve(std::max<size_t>(8, 2 * v.capacity()));
+}
+
+}  // namespace
+
 Status SequenceImpl::record_dispatch(const Dispatch& d) {
   if (state != State::kRecording)
     return failed_precondition("the sequence is no longer recording (it was finished or submitted)");
@@ -202,6 +212,12 @@ Status SequenceImpl::record_transfer(Transfer kind, const Tensor* src, const Ten
                             " bytes, the tensor has " + std::to_string(dst->size_bytes()));
   vk::Allocation stage;
   if (kind == Transfer::kUpload || kind == Transfer::kDownload) {
+    // Room for the staging memory's record first: growing the list after allocating it could run
+    // out of host memory and lose the allocation.
+    if (kind == Transfer::kUpload)
+      make_room(staging);
+    else
+      make_room(downloads);
     const uint64_t size = kind == Transfer::kUpload ? dst->size_bytes() : src->size_bytes();
     RILL_ASSIGN_OR_RETURN(stage, ctx->allocate(size, vk::PoolKind::kStaging));
     if (kind == Transfer::kUpload) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ class Profiler {
     e.start_us = start_us;
     e.duration_us = now_us() - start_us;
     keep(std::move(e));
+  }
+  // add_host for work that has happened: the name is built only when profiling, and running out
+  // of host memory loses the event, never the work's result.
+  template <typename MakeName>
+  void add_host_after(MakeName&& make_name, const char* category, double start_us) noexcept {
+    if (!enabled()) return;
+    try {
+      add_host(make_name(), category, start_us);
+    } catch (const std::bad_alloc&) {
+    }
   }
   const std::vector<ProfileEvent>& events() const { return events_; }
 

@@ -600,7 +600,8 @@ std::vector<uint8_t> SafetensorsWriter::serialize() const {
 }
 
 Status SafetensorsWriter::write(const std::string& path) const {
-  return write_file_atomic(path, serialize()).with_context("safetensors " + in_quotes(path));
+  const std::string context = "safetensors " + in_quotes(path);  // built first: nothing may fail after the write
+  return write_file_atomic(path, serialize()).with_context(context);
 }
 
 }  // namespace rill

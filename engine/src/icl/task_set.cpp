@@ -5,6 +5,7 @@
 #include <cmath>
 #include <new>
 
+#include "core/host_memory_guard.hpp"
 #include "rill/safetensors.hpp"
 
 namespace rill::icl {
@@ -53,79 +54,83 @@ Status detail::check_task_set_contents(const TaskSet& set, const std::string& wh
 }
 
 Result<TaskSet> load_task_set(const std::string& path) {
-  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
-  const std::string where = "icl task set '" + path + "': ";
-  // A tensor the reader does not take would be ignored: a misspelt `sigmas` left every oracle NaN.
-  for (const SafetensorsEntry& entry : file.entries())
-    if (entry.name != "contexts" && entry.name != "labels" && entry.name != "queries" &&
-        entry.name != "query_targets" && entry.name != "sigmas")
-      return invalid_argument(where + "an unknown tensor '" + entry.name +
-                              "' (a task set holds contexts, labels, queries, query_targets and optionally sigmas)");
-  const SafetensorsEntry* contexts = file.find("contexts");
-  if (contexts == nullptr) return invalid_argument(where + "no tensor 'contexts' [tasks, n, d]");
-  if (contexts->shape.size() != 3 || contexts->shape[0] < 1 || contexts->shape[1] < 1 || contexts->shape[2] < 1)
-    return invalid_argument(where + "'contexts' must be [tasks, n, d] with every dimension >= 1");
-  if (contexts->shape[1] > 65536 || contexts->shape[2] > 1024 || contexts->shape[0] >= (int64_t(1) << 24))
-    return out_of_range(where +
-                        "'contexts' is larger than rill's limits (n <= 65536, d <= 1024, fewer than 2^24 tasks)");
-  TaskSet set;
-  set.tasks = contexts->shape[0];
-  set.n = int(contexts->shape[1]);
-  set.d = int(contexts->shape[2]);
-  const int64_t t = set.tasks, n = set.n, d = set.d;
-  auto read = [&](const char* name, std::vector<int64_t> shape, std::vector<float>& out) -> Status {
-    auto r = file.read_floats(name, shape);
-    if (!r.is_ok()) return Status(r.status().code(), where + r.status().message());
-    out = std::move(r).value();
-    return all_finite(out, where, name);
-  };
-  std::vector<float> xs, ys, queries;
-  RILL_RETURN_IF_ERROR(read("contexts", {t, n, d}, xs));
-  RILL_RETURN_IF_ERROR(read("labels", {t, n}, ys));
-  RILL_RETURN_IF_ERROR(read("queries", {t, d}, queries));
-  RILL_RETURN_IF_ERROR(read("query_targets", {t}, set.targets));
-  if (file.find("sigmas") != nullptr) {
-    RILL_RETURN_IF_ERROR(read("sigmas", {t}, set.sigmas));
-    for (float s : set.sigmas)
-      if (s < 0.0f) return invalid_argument(where + "'sigmas' must be >= 0");
-  }
-  const int64_t width = d + 1, per_task = (n + 1) * width;
-  try {  // sized by the file: without the host memory, an error, not an abort
-    set.tokens.assign(size_t(t * per_task), 0.0f);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted(where + "no host memory for the tokens of " + std::to_string(t) + " tasks");
-  }
-  for (int64_t task = 0; task < t; ++task) {
-    float* tok = set.tokens.data() + task * per_task;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t k = 0; k < d; ++k) tok[i * width + k] = xs[size_t((task * n + i) * d + k)];
-      tok[i * width + d] = ys[size_t(task * n + i)];
+  return rill::detail::host_memory_guarded("icl task set load", [&]() -> Result<TaskSet> {
+    RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    const std::string where = "icl task set '" + path + "': ";
+    // A tensor the reader does not take would be ignored: a misspelt `sigmas` left every oracle NaN.
+    for (const SafetensorsEntry& entry : file.entries())
+      if (entry.name != "contexts" && entry.name != "labels" && entry.name != "queries" &&
+          entry.name != "query_targets" && entry.name != "sigmas")
+        return invalid_argument(where + "an unknown tensor '" + entry.name +
+                                "' (a task set holds contexts, labels, queries, query_targets and optionally sigmas)");
+    const SafetensorsEntry* contexts = file.find("contexts");
+    if (contexts == nullptr) return invalid_argument(where + "no tensor 'contexts' [tasks, n, d]");
+    if (contexts->shape.size() != 3 || contexts->shape[0] < 1 || contexts->shape[1] < 1 || contexts->shape[2] < 1)
+      return invalid_argument(where + "'contexts' must be [tasks, n, d] with every dimension >= 1");
+    if (contexts->shape[1] > 65536 || contexts->shape[2] > 1024 || contexts->shape[0] >= (int64_t(1) << 24))
+      return out_of_range(where +
+                          "'contexts' is larger than rill's limits (n <= 65536, d <= 1024, fewer than 2^24 tasks)");
+    TaskSet set;
+    set.tasks = contexts->shape[0];
+    set.n = int(contexts->shape[1]);
+    set.d = int(contexts->shape[2]);
+    const int64_t t = set.tasks, n = set.n, d = set.d;
+    auto read = [&](const char* name, std::vector<int64_t> shape, std::vector<float>& out) -> Status {
+      auto r = file.read_floats(name, shape);
+      if (!r.is_ok()) return Status(r.status().code(), where + r.status().message());
+      out = std::move(r).value();
+      return all_finite(out, where, name);
+    };
+    std::vector<float> xs, ys, queries;
+    RILL_RETURN_IF_ERROR(read("contexts", {t, n, d}, xs));
+    RILL_RETURN_IF_ERROR(read("labels", {t, n}, ys));
+    RILL_RETURN_IF_ERROR(read("queries", {t, d}, queries));
+    RILL_RETURN_IF_ERROR(read("query_targets", {t}, set.targets));
+    if (file.find("sigmas") != nullptr) {
+      RILL_RETURN_IF_ERROR(read("sigmas", {t}, set.sigmas));
+      for (float s : set.sigmas)
+        if (s < 0.0f) return invalid_argument(where + "'sigmas' must be >= 0");
     }
-    for (int64_t k = 0; k < d; ++k) tok[n * width + k] = queries[size_t(task * d + k)];
-  }
-  return set;
+    const int64_t width = d + 1, per_task = (n + 1) * width;
+    try {  // sized by the file: without the host memory, an error, not an abort
+      set.tokens.assign(size_t(t * per_task), 0.0f);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted(where + "no host memory for the tokens of " + std::to_string(t) + " tasks");
+    }
+    for (int64_t task = 0; task < t; ++task) {
+      float* tok = set.tokens.data() + task * per_task;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < d; ++k) tok[i * width + k] = xs[size_t((task * n + i) * d + k)];
+        tok[i * width + d] = ys[size_t(task * n + i)];
+      }
+      for (int64_t k = 0; k < d; ++k) tok[n * width + k] = queries[size_t(task * d + k)];
+    }
+    return set;
+  });
 }
 
 Status save_task_set(const std::string& path, const TaskSet& set) {
-  // What load_task_set would refuse is not written (over a good file, perhaps).
-  RILL_RETURN_IF_ERROR(detail::check_task_set_contents(set, "save_task_set '" + path + "'"));
-  const int64_t t = set.tasks, n = set.n, d = set.d, width = d + 1;
-  std::vector<float> xs(size_t(t * n * d)), ys(size_t(t * n)), queries(size_t(t * d));
-  for (int64_t task = 0; task < t; ++task) {
-    const float* tok = set.tokens.data() + task * (n + 1) * width;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t k = 0; k < d; ++k) xs[size_t((task * n + i) * d + k)] = tok[i * width + k];
-      ys[size_t(task * n + i)] = tok[i * width + d];
+  return rill::detail::host_memory_guarded("icl task set save", [&]() -> Status {
+    // What load_task_set would refuse is not written (over a good file, perhaps).
+    RILL_RETURN_IF_ERROR(detail::check_task_set_contents(set, "save_task_set '" + path + "'"));
+    const int64_t t = set.tasks, n = set.n, d = set.d, width = d + 1;
+    std::vector<float> xs(size_t(t * n * d)), ys(size_t(t * n)), queries(size_t(t * d));
+    for (int64_t task = 0; task < t; ++task) {
+      const float* tok = set.tokens.data() + task * (n + 1) * width;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < d; ++k) xs[size_t((task * n + i) * d + k)] = tok[i * width + k];
+        ys[size_t(task * n + i)] = tok[i * width + d];
+      }
+      for (int64_t k = 0; k < d; ++k) queries[size_t(task * d + k)] = tok[n * width + k];
     }
-    for (int64_t k = 0; k < d; ++k) queries[size_t(task * d + k)] = tok[n * width + k];
-  }
-  SafetensorsWriter w;
-  RILL_RETURN_IF_ERROR(w.add_floats("contexts", {t, n, d}, xs));
-  RILL_RETURN_IF_ERROR(w.add_floats("labels", {t, n}, ys));
-  RILL_RETURN_IF_ERROR(w.add_floats("queries", {t, d}, queries));
-  RILL_RETURN_IF_ERROR(w.add_floats("query_targets", {t}, set.targets));
-  if (!set.sigmas.empty()) RILL_RETURN_IF_ERROR(w.add_floats("sigmas", {t}, set.sigmas));
-  return w.write(path);
+    SafetensorsWriter w;
+    RILL_RETURN_IF_ERROR(w.add_floats("contexts", {t, n, d}, xs));
+    RILL_RETURN_IF_ERROR(w.add_floats("labels", {t, n}, ys));
+    RILL_RETURN_IF_ERROR(w.add_floats("queries", {t, d}, queries));
+    RILL_RETURN_IF_ERROR(w.add_floats("query_targets", {t}, set.targets));
+    if (!set.sigmas.empty()) RILL_RETURN_IF_ERROR(w.add_floats("sigmas", {t}, set.sigmas));
+    return w.write(path);
+  });
 }
 
 }  // namespace rill::icl

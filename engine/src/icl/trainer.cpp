@@ -5,6 +5,7 @@
 #include <cmath>
 #include <new>
 
+#include "core/host_memory_guard.hpp"
 #include "icl/checkpoint.hpp"
 #include "icl/task_set.hpp"
 #include "icl/trainer_impl.hpp"
@@ -36,7 +37,8 @@ Status detail::check_task_set(const TaskSet& set, const Shape& s, const char* wh
 }
 
 Result<Trainer> Trainer::create(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks) {
-  return make(ctx, config, train_tasks, /*training=*/true);
+  return rill::detail::host_memory_guarded(
+      "icl trainer", [&]() -> Result<Trainer> { return make(ctx, config, train_tasks, /*training=*/true); });
 }
 
 Result<Trainer> Trainer::make(Context& ctx, const TrainConfig& config, const TaskSet* train_tasks, bool training) {
@@ -100,28 +102,30 @@ Status curve_exhausted(size_t records) {
 }  // namespace
 
 Status Trainer::train_into(int64_t steps, std::vector<StepRecord>& records) {
-  Impl& im = *impl_;
-  if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
-  if (!im.step_sequence) return failed_precondition("icl train: this trainer was made to evaluate only");
-  RILL_RETURN_IF_ERROR(im.catch_up());
-  RILL_RETURN_IF_ERROR(im.halted);
-  if (!im.missing_set.empty())
-    return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
-                               "); resume it with that set to train on");
-  if (steps > detail::kMaxSteps - im.step)
-    return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
-                        " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
-  // Geometric growth: callers append run after run to one curve (an exact reserve copied it each
-  // time). Room for at most a million records up front: a call of billions of steps grows its curve
-  // as it trains, and one that outgrows the host's memory reports so instead of aborting.
-  constexpr int64_t kReserveSteps = int64_t(1) << 20;
-  try {
-    const size_t wanted = records.size() + size_t(std::min(steps, kReserveSteps));
-    if (records.capacity() < wanted) records.reserve(std::max(wanted, 2 * records.capacity()));
-  } catch (const std::bad_alloc&) {
-    return curve_exhausted(records.size());
-  }
-  return im.train_runs(steps, records);
+  return rill::detail::host_memory_guarded("icl train", [&]() -> Status {
+    Impl& im = *impl_;
+    if (steps < 0) return invalid_argument("icl train: steps must be >= 0");
+    if (!im.step_sequence) return failed_precondition("icl train: this trainer was made to evaluate only");
+    RILL_RETURN_IF_ERROR(im.catch_up());
+    RILL_RETURN_IF_ERROR(im.halted);
+    if (!im.missing_set.empty())
+      return failed_precondition("icl train: this model was trained on a task set (" + im.missing_set +
+                                 "); resume it with that set to train on");
+    if (steps > detail::kMaxSteps - im.step)
+      return out_of_range("icl train: " + std::to_string(steps) + " more steps after " + std::to_string(im.step) +
+                          " pass the step counter's range (" + std::to_string(detail::kMaxSteps) + ")");
+    // Geometric growth: callers append run after run to one curve (an exact reserve copied it each
+    // time). Room for at most a million records up front: a call of billions of steps grows its curve
+    // as it trains, and one that outgrows the host's memory reports so instead of aborting.
+    constexpr int64_t kReserveSteps = int64_t(1) << 20;
+    try {
+      const size_t wanted = records.size() + size_t(std::min(steps, kReserveSteps));
+      if (records.capacity() < wanted) records.reserve(std::max(wanted, 2 * records.capacity()));
+    } catch (const std::bad_alloc&) {
+      return curve_exhausted(records.size());
+    }
+    return im.train_runs(steps, records);
+  });
 }
 
 Status Trainer::Impl::train_runs(int64_t steps, std::vector<StepRecord>& records) {
@@ -152,14 +156,16 @@ Status Trainer::Impl::train_runs(int64_t steps, std::vector<StepRecord>& records
 Result<std::vector<float>> Trainer::parameters() { return impl_->ctx.download_floats(impl_->model.params); }
 
 Status Trainer::set_parameters(std::span<const float> values) {
-  if (values.size() != impl_->shape.params)
-    return invalid_argument("icl set_parameters: expected " + std::to_string(impl_->shape.params) + " values, got " +
-                            std::to_string(values.size()));
-  // A NaN or inf would halt the next step (or have every batch skipped) and evaluate to NaN.
-  for (size_t i = 0; i < values.size(); ++i)
-    if (!std::isfinite(values[i]))
-      return invalid_argument("icl set_parameters: value " + std::to_string(i) + " is not finite");
-  return impl_->ctx.upload_floats(impl_->model.params, values);
+  return rill::detail::host_memory_guarded("icl set_parameters", [&]() -> Status {
+    if (values.size() != impl_->shape.params)
+      return invalid_argument("icl set_parameters: expected " + std::to_string(impl_->shape.params) + " values, got " +
+                              std::to_string(values.size()));
+    // A NaN or inf would halt the next step (or have every batch skipped) and evaluate to NaN.
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return invalid_argument("icl set_parameters: value " + std::to_string(i) + " is not finite");
+    return impl_->ctx.upload_floats(impl_->model.params, values);
+  });
 }
 
 Result<Trainer::Probe> detail::probe_batch(Trainer& trainer, std::optional<uint32_t> sampled_step) {
@@ -202,28 +208,32 @@ Result<Trainer::Probe> Trainer::probe(int64_t step) {
 }
 
 Status Trainer::save_checkpoint(const std::string& path) {
-  Impl& im = *impl_;
-  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, im.model.snapshot(im.ctx, 0, im.config));
-  c.task_set = im.train_set_fingerprint.empty() ? im.missing_set : im.train_set_fingerprint;
-  return detail::write_checkpoint(path, c);
+  return rill::detail::host_memory_guarded("icl checkpoint", [&]() -> Status {
+    Impl& im = *impl_;
+    RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, im.model.snapshot(im.ctx, 0, im.config));
+    c.task_set = im.train_set_fingerprint.empty() ? im.missing_set : im.train_set_fingerprint;
+    return detail::write_checkpoint(path, c);
+  });
 }
 
 Result<Trainer> Trainer::resume(Context& ctx, const std::string& path, const TaskSet* train_tasks) {
-  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
-  // The same training set as before, or none: another set (or a set where the tasks were sampled)
-  // would train on other data than the run so far. Without its set, a set-trained model may be
-  // evaluated or exported but not trained on (train() refuses).
-  const std::string given = train_tasks != nullptr ? detail::task_set_fingerprint(*train_tasks) : "";
-  if (!given.empty() && given != c.task_set)
-    return invalid_argument("icl checkpoint '" + path + "': it was trained on " +
-                            (c.task_set.empty() ? "tasks sampled on the device" : "a task set (" + c.task_set + ")") +
-                            ", and the resume is given another task set (" + given + ")");
-  if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
-    return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
-  RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
-  RILL_RETURN_IF_ERROR(t.restore(c));
-  if (given.empty()) t.impl_->missing_set = c.task_set;
-  return t;
+  return rill::detail::host_memory_guarded("icl resume", [&]() -> Result<Trainer> {
+    RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, detail::read_checkpoint(path));
+    // The same training set as before, or none: another set (or a set where the tasks were sampled)
+    // would train on other data than the run so far. Without its set, a set-trained model may be
+    // evaluated or exported but not trained on (train() refuses).
+    const std::string given = train_tasks != nullptr ? detail::task_set_fingerprint(*train_tasks) : "";
+    if (!given.empty() && given != c.task_set)
+      return invalid_argument("icl checkpoint '" + path + "': it was trained on " +
+                              (c.task_set.empty() ? "tasks sampled on the device" : "a task set (" + c.task_set + ")") +
+                              ", and the resume is given another task set (" + given + ")");
+    if (train_tasks != nullptr && c.state[gpu::kIclStateSetCursor] >= uint64_t(train_tasks->tasks))
+      return invalid_argument("icl checkpoint '" + path + "': its task-set position is past the given set's end");
+    RILL_ASSIGN_OR_RETURN(Trainer t, create(ctx, c.config, train_tasks));
+    RILL_RETURN_IF_ERROR(t.restore(c));
+    if (given.empty()) t.impl_->missing_set = c.task_set;
+    return t;
+  });
 }
 
 Status Trainer::restore(const detail::Checkpoint& c) {

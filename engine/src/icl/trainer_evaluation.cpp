@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "core/host_memory_guard.hpp"
 #include "core/parallel_for.hpp"
 #include "icl/baseline_cache.hpp"
 #include "icl/ridge.hpp"
@@ -190,119 +191,128 @@ Result<Trainer::TaskSetRun> detail::model_run_on(Trainer& trainer, const TaskSet
 }
 
 Result<Trainer::TaskSetRun> Trainer::run_on(const TaskSet& set, const EvalOptions& requested) {
-  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl run_on"));
-  Impl& im = *impl_;
-  RILL_RETURN_IF_ERROR(check_task_set(set, im.shape, "icl run_on"));  // before the baselines' tuning
-  RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
-  std::vector<float> acts;
-  RILL_ASSIGN_OR_RETURN(TaskSetRun out, detail::model_run_on(*this, set, &acts));
-  out.report = score(im.shape, loss_factor(im.config), acts, uint32_t(set.tasks), out.predictions, set.targets,
-                     set.sigmas, options);
-  return out;
+  return rill::detail::host_memory_guarded("icl run_on", [&]() -> Result<Trainer::TaskSetRun> {
+    RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl run_on"));
+    Impl& im = *impl_;
+    RILL_RETURN_IF_ERROR(check_task_set(set, im.shape, "icl run_on"));  // before the baselines' tuning
+    RILL_ASSIGN_OR_RETURN(const EvalOptions options, with_tuned_baselines(requested));
+    std::vector<float> acts;
+    RILL_ASSIGN_OR_RETURN(TaskSetRun out, detail::model_run_on(*this, set, &acts));
+    out.report = score(im.shape, loss_factor(im.config), acts, uint32_t(set.tasks), out.predictions, set.targets,
+                       set.sigmas, options);
+    return out;
+  });
 }
 
 Result<TaskSet> Trainer::sample_task_set(int tasks, uint64_t seed, std::optional<float> sigma) {
-  Impl& im = *impl_;
-  if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
-  if (sigma && !detail::sigma_allowed(*sigma))
-    return invalid_argument(std::string("icl sample_task_set: sigma must be ") + detail::kSigmaRule);
-  const Shape& s = im.shape;
-  RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
-  RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks), 1, /*backward=*/false));
-  // Sampling only: no room for a backward pass's layer matrices and per-task gradients.
-  RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks), 1, /*backward=*/false));
-  RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, seed, sigma)));
-  RILL_RETURN_IF_ERROR(im.recorder.sample(
-      seq, ws, im.model, {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0}));
-  RILL_ASSIGN_OR_RETURN(Tensor inputs, leading(ws.acts, uint64_t(s.token_elems) * uint32_t(tasks)));
-  RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(inputs));
-  RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
-  RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
-  RILL_RETURN_IF_ERROR(seq.run());
-  RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(acts_id));
-  TaskSet set{.d = int(s.d), .n = int(s.n), .tasks = tasks, .tokens = {}, .targets = {}, .sigmas = {}};
-  set.tokens.resize(size_t(tasks) * s.token_elems);
-  for (uint32_t t = 0; t < uint32_t(tasks); ++t)
-    for (uint32_t e = 0; e < s.token_elems; ++e)
-      set.tokens[size_t(t) * s.token_elems + e] = acts[size_t(e) * tasks + t];
-  RILL_ASSIGN_OR_RETURN(set.targets, seq.read_floats(targets_id));
-  RILL_ASSIGN_OR_RETURN(set.sigmas, seq.read_floats(sigmas_id));
-  return set;
+  return rill::detail::host_memory_guarded("icl sample_task_set", [&]() -> Result<TaskSet> {
+    Impl& im = *impl_;
+    if (tasks < 1 || tasks >= (1 << 24)) return invalid_argument("icl sample_task_set: tasks must be in [1, 2^24)");
+    if (sigma && !detail::sigma_allowed(*sigma))
+      return invalid_argument(std::string("icl sample_task_set: sigma must be ") + detail::kSigmaRule);
+    const Shape& s = im.shape;
+    RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.sample_task_set"}));
+    RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, uint32_t(tasks), 1, /*backward=*/false));
+    // Sampling only: no room for a backward pass's layer matrices and per-task gradients.
+    RILL_ASSIGN_OR_RETURN(Workspace ws, Workspace::create(im.ctx, s, uint32_t(tasks), 1, /*backward=*/false));
+    RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, seed, sigma)));
+    RILL_RETURN_IF_ERROR(im.recorder.sample(
+        seq, ws, im.model, {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0}));
+    RILL_ASSIGN_OR_RETURN(Tensor inputs, leading(ws.acts, uint64_t(s.token_elems) * uint32_t(tasks)));
+    RILL_ASSIGN_OR_RETURN(DownloadId acts_id, seq.download(inputs));
+    RILL_ASSIGN_OR_RETURN(DownloadId targets_id, seq.download(ws.targets));
+    RILL_ASSIGN_OR_RETURN(DownloadId sigmas_id, seq.download(ws.sigmas));
+    RILL_RETURN_IF_ERROR(seq.run());
+    RILL_ASSIGN_OR_RETURN(std::vector<float> acts, seq.read_floats(acts_id));
+    TaskSet set{.d = int(s.d), .n = int(s.n), .tasks = tasks, .tokens = {}, .targets = {}, .sigmas = {}};
+    set.tokens.resize(size_t(tasks) * s.token_elems);
+    for (uint32_t t = 0; t < uint32_t(tasks); ++t)
+      for (uint32_t e = 0; e < s.token_elems; ++e)
+        set.tokens[size_t(t) * s.token_elems + e] = acts[size_t(e) * tasks + t];
+    RILL_ASSIGN_OR_RETURN(set.targets, seq.read_floats(targets_id));
+    RILL_ASSIGN_OR_RETURN(set.sigmas, seq.read_floats(sigmas_id));
+    return set;
+  });
 }
 
 Result<EvalReport> Trainer::evaluate(const EvalOptions& requested) {
-  RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl evaluate"));
-  Impl& im = *impl_;
-  // Baselines already scored on these tasks (an earlier evaluation with these options) are taken
-  // as they were: then the device samples and runs the model, and the host only sums its loss.
-  const detail::BaselineKey key{im.config.task, im.config.model.convention, requested};
-  const EvalReport* known = im.baselines->find(key);
-  EvalOptions options = requested;
-  if (known == nullptr) {
-    RILL_ASSIGN_OR_RETURN(options, with_tuned_baselines(requested));
-  }
-  const Shape& s = im.shape;
-  const double c = loss_factor(im.config);
-  const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
-  const uint32_t chunks = (tasks + chunk - 1) / chunk;
-  {  // before the workspaces are allocated
-    RILL_ASSIGN_OR_RETURN(Sequence probe, im.ctx.sequence({.label = "icl.evaluate"}));
-    RILL_RETURN_IF_ERROR(im.recorder.check_device(probe, chunk, 1, /*backward=*/false));
-  }
-  RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, options.seed, options.sigma)));
-  std::vector<EvalSlot> slots(std::min(chunks, 2u));
-  for (EvalSlot& slot : slots) {
-    RILL_ASSIGN_OR_RETURN(slot.ws, Workspace::create(im.ctx, s, chunk, 1, /*backward=*/false));
-    RILL_ASSIGN_OR_RETURN(slot.inputs, leading(slot.ws.acts, uint64_t(s.token_elems) * chunk));
-  }
-  // Records and submits chunk `k` (tasks from k * chunk on; the last fills a whole workspace too).
-  auto launch = [&](EvalSlot& slot, uint32_t k) -> Status {
-    RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
-    RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk, 1, /*backward=*/false));
-    RILL_RETURN_IF_ERROR(im.recorder.sample(
-        seq, slot.ws, im.model,
-        {.entries = &entry, .stream_base = kEvalStream, .step_from_state = false, .step = 0, .first_task = k * chunk}));
+  return rill::detail::host_memory_guarded("icl evaluate", [&]() -> Result<EvalReport> {
+    RILL_RETURN_IF_ERROR(check_eval_options(requested, "icl evaluate"));
+    Impl& im = *impl_;
+    // Baselines already scored on these tasks (an earlier evaluation with these options) are taken
+    // as they were: then the device samples and runs the model, and the host only sums its loss.
+    const detail::BaselineKey key{im.config.task, im.config.model.convention, requested};
+    const EvalReport* known = im.baselines->find(key);
+    EvalOptions options = requested;
     if (known == nullptr) {
-      RILL_ASSIGN_OR_RETURN(slot.inputs_id, seq.download(slot.inputs));
-      RILL_ASSIGN_OR_RETURN(slot.sigmas_id, seq.download(slot.ws.sigmas));
+      RILL_ASSIGN_OR_RETURN(options, with_tuned_baselines(requested));
     }
-    RILL_RETURN_IF_ERROR(im.recorder.forward(seq, slot.ws, im.model));
-    RILL_RETURN_IF_ERROR(im.recorder.loss(seq, slot.ws));
-    RILL_ASSIGN_OR_RETURN(slot.preds_id, seq.download(slot.ws.preds));
-    RILL_ASSIGN_OR_RETURN(slot.targets_id, seq.download(slot.ws.targets));
-    RILL_RETURN_IF_ERROR(seq.submit());
-    slot.seq = std::move(seq);
-    return Status::ok();
-  };
-  for (uint32_t k = 0; k < slots.size(); ++k) RILL_RETURN_IF_ERROR(launch(slots[k], k));
-  EvalHostChunk host(s, known == nullptr ? chunk : 0, chunk);
-  EvalReport sums;
-  for (uint32_t k = 0; k < chunks; ++k) {
-    EvalSlot& slot = slots[k % slots.size()];
-    const Sequence& seq = *slot.seq;
-    RILL_RETURN_IF_ERROR(slot.seq->wait());
-    RILL_RETURN_IF_ERROR(read_into(seq, slot.preds_id, host.preds));
-    RILL_RETURN_IF_ERROR(read_into(seq, slot.targets_id, host.targets));
-    if (known == nullptr) {
-      RILL_RETURN_IF_ERROR(read_into(seq, slot.inputs_id, host.acts));
-      RILL_RETURN_IF_ERROR(read_into(seq, slot.sigmas_id, host.sigmas));
+    const Shape& s = im.shape;
+    const double c = loss_factor(im.config);
+    const uint32_t tasks = uint32_t(options.tasks), chunk = std::min(tasks, kEvalChunk);
+    const uint32_t chunks = (tasks + chunk - 1) / chunk;
+    {  // before the workspaces are allocated
+      RILL_ASSIGN_OR_RETURN(Sequence probe, im.ctx.sequence({.label = "icl.evaluate"}));
+      RILL_RETURN_IF_ERROR(im.recorder.check_device(probe, chunk, 1, /*backward=*/false));
     }
-    slot.seq.reset();
-    if (k + slots.size() < chunks) RILL_RETURN_IF_ERROR(launch(slot, k + uint32_t(slots.size())));
-    const uint32_t scored = std::min(chunk, tasks - k * chunk);
-    if (known == nullptr)
-      add_losses(sums, s, c, host.acts, chunk, scored, host.preds, host.targets, host.sigmas, options);
-    else
-      add_model_losses(sums, c, scored, host.preds, host.targets);
-  }
-  if (known != nullptr) {
-    EvalReport report = *known;
-    report.model = sums.model / sums.tasks;
+    RILL_ASSIGN_OR_RETURN(Tensor entry, entry_table(im.ctx, sampling_entry(im.config, options.seed, options.sigma)));
+    std::vector<EvalSlot> slots(std::min(chunks, 2u));
+    for (EvalSlot& slot : slots) {
+      RILL_ASSIGN_OR_RETURN(slot.ws, Workspace::create(im.ctx, s, chunk, 1, /*backward=*/false));
+      RILL_ASSIGN_OR_RETURN(slot.inputs, leading(slot.ws.acts, uint64_t(s.token_elems) * chunk));
+    }
+    // Records and submits chunk `k` (tasks from k * chunk on; the last fills a whole workspace too).
+    auto launch = [&](EvalSlot& slot, uint32_t k) -> Status {
+      RILL_ASSIGN_OR_RETURN(Sequence seq, im.ctx.sequence({.label = "icl.evaluate"}));
+      RILL_RETURN_IF_ERROR(im.recorder.check_device(seq, chunk, 1, /*backward=*/false));
+      RILL_RETURN_IF_ERROR(im.recorder.sample(seq, slot.ws, im.model,
+                                              {.entries = &entry,
+                                               .stream_base = kEvalStream,
+                                               .step_from_state = false,
+                                               .step = 0,
+                                               .first_task = k * chunk}));
+      if (known == nullptr) {
+        RILL_ASSIGN_OR_RETURN(slot.inputs_id, seq.download(slot.inputs));
+        RILL_ASSIGN_OR_RETURN(slot.sigmas_id, seq.download(slot.ws.sigmas));
+      }
+      RILL_RETURN_IF_ERROR(im.recorder.forward(seq, slot.ws, im.model));
+      RILL_RETURN_IF_ERROR(im.recorder.loss(seq, slot.ws));
+      RILL_ASSIGN_OR_RETURN(slot.preds_id, seq.download(slot.ws.preds));
+      RILL_ASSIGN_OR_RETURN(slot.targets_id, seq.download(slot.ws.targets));
+      RILL_RETURN_IF_ERROR(seq.submit());
+      slot.seq = std::move(seq);
+      return Status::ok();
+    };
+    for (uint32_t k = 0; k < slots.size(); ++k) RILL_RETURN_IF_ERROR(launch(slots[k], k));
+    EvalHostChunk host(s, known == nullptr ? chunk : 0, chunk);
+    EvalReport sums;
+    for (uint32_t k = 0; k < chunks; ++k) {
+      EvalSlot& slot = slots[k % slots.size()];
+      const Sequence& seq = *slot.seq;
+      RILL_RETURN_IF_ERROR(slot.seq->wait());
+      RILL_RETURN_IF_ERROR(read_into(seq, slot.preds_id, host.preds));
+      RILL_RETURN_IF_ERROR(read_into(seq, slot.targets_id, host.targets));
+      if (known == nullptr) {
+        RILL_RETURN_IF_ERROR(read_into(seq, slot.inputs_id, host.acts));
+        RILL_RETURN_IF_ERROR(read_into(seq, slot.sigmas_id, host.sigmas));
+      }
+      slot.seq.reset();
+      if (k + slots.size() < chunks) RILL_RETURN_IF_ERROR(launch(slot, k + uint32_t(slots.size())));
+      const uint32_t scored = std::min(chunk, tasks - k * chunk);
+      if (known == nullptr)
+        add_losses(sums, s, c, host.acts, chunk, scored, host.preds, host.targets, host.sigmas, options);
+      else
+        add_model_losses(sums, c, scored, host.preds, host.targets);
+    }
+    if (known != nullptr) {
+      EvalReport report = *known;
+      report.model = sums.model / sums.tasks;
+      return report;
+    }
+    const EvalReport report = mean_losses(sums, options);
+    im.baselines->store(key, report);
     return report;
-  }
-  const EvalReport report = mean_losses(sums, options);
-  im.baselines->store(key, report);
-  return report;
+  });
 }
 
 }  // namespace rill::icl

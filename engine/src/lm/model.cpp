@@ -7,6 +7,7 @@
 #include <string>
 
 #include "access.hpp"
+#include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "kernel_plan.hpp"
 #include "lm/lm_kernels.hpp"
@@ -237,146 +238,149 @@ Result<WeightStorage> weight_storage_from_name(std::string_view name) {
 }
 
 Result<Model> Model::create(Context& ctx, const Weights& weights, const ModelOptions& options) {
-  // The host copies a big model's load makes (a transposed embedding, a head's column blocks, int4
-  // packing) can exceed the host's memory: a clear error, not an exception out of a Result API.
-  auto build = [&]() -> Result<Model> {
-    ModelConfig config = weights.config();
-    RILL_RETURN_IF_ERROR(config.validate());
-    if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
-    if (options.weights != WeightStorage::kPrecision && options.weights != WeightStorage::kF16 &&
-        options.weights != WeightStorage::kInt8 && options.weights != WeightStorage::kInt4)
-      return invalid_argument("lm model: unknown weight storage " + std::to_string(int(options.weights)));
-    if (options.weights == WeightStorage::kInt8 && options.int8_group == 0)
-      return invalid_argument("lm model: int8_group must be at least 1");
-    if (options.weights == WeightStorage::kInt4 && options.int4_group == 0)
-      return invalid_argument("lm model: int4_group must be at least 1");
-    auto impl = std::make_shared<Impl>(rill::detail::Access::share(ctx));
-    impl->config = config;
-    impl->options = options;
-    // f16 activations need 16-bit storage buffers; without them (a minimal Vulkan 1.1 device, or a
-    // driver whose compiler fails on them: vk/quirks.cpp) the model runs in f32, which only costs
-    // memory, and says so. options() reports the precision in effect.
-    if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit) {
-      log_message(MessageSeverity::kWarning, "lm model: f16 precision needs 16-bit storage, which " +
-                                                 ctx.device().name + " cannot use; running in f32");
-      impl->options.precision = Precision::kF32;
-    }
-    impl->dtype = impl->options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
-    if (impl->options.prefill_segment == 0)
-      impl->options.prefill_segment = ops::plan::lm_prefill_segment(ops::plan::traits_of(ctx));
-    // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
-    const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
-    // A DiagAttention block is one workgroup of block attention: refused here, not at the first prompt.
-    const uint32_t max_block =
-        std::min(ctx.device().caps.max_workgroup_size[0], ctx.device().caps.max_workgroup_invocations);
-    if (has_diag && config.block > max_block)
-      return invalid_argument("lm model: block " + std::to_string(config.block) + " is more than " + ctx.device().name +
-                              " runs in one workgroup (" + std::to_string(max_block) +
-                              "); a DiagAttention block is one workgroup");
-    const uint32_t segment = impl->options.prefill_segment;
-    impl->segment = has_diag ? std::max(config.block, segment / config.block * config.block) : segment;
-    if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
-    impl->options.prefill_segment = impl->segment;  // options() reports what is in effect
+  return rill::detail::host_memory_guarded("lm model", [&]() -> Result<Model> {
+    // The host copies a big model's load makes (a transposed embedding, a head's column blocks, int4
+    // packing) can exceed the host's memory: a clear error, not an exception out of a Result API.
+    auto build = [&]() -> Result<Model> {
+      ModelConfig config = weights.config();
+      RILL_RETURN_IF_ERROR(config.validate());
+      if (options.softmax_capacity == 0) return invalid_argument("lm model: softmax_capacity must be at least 1");
+      if (options.weights != WeightStorage::kPrecision && options.weights != WeightStorage::kF16 &&
+          options.weights != WeightStorage::kInt8 && options.weights != WeightStorage::kInt4)
+        return invalid_argument("lm model: unknown weight storage " + std::to_string(int(options.weights)));
+      if (options.weights == WeightStorage::kInt8 && options.int8_group == 0)
+        return invalid_argument("lm model: int8_group must be at least 1");
+      if (options.weights == WeightStorage::kInt4 && options.int4_group == 0)
+        return invalid_argument("lm model: int4_group must be at least 1");
+      auto impl = std::make_shared<Impl>(rill::detail::Access::share(ctx));
+      impl->config = config;
+      impl->options = options;
+      // f16 activations need 16-bit storage buffers; without them (a minimal Vulkan 1.1 device, or a
+      // driver whose compiler fails on them: vk/quirks.cpp) the model runs in f32, which only costs
+      // memory, and says so. options() reports the precision in effect.
+      if (options.precision == Precision::kF16 && !ctx.device().caps.storage_buffer_16bit) {
+        log_message(MessageSeverity::kWarning, "lm model: f16 precision needs 16-bit storage, which " +
+                                                   ctx.device().name + " cannot use; running in f32");
+        impl->options.precision = Precision::kF32;
+      }
+      impl->dtype = impl->options.precision == Precision::kF16 ? DType::kF16 : DType::kF32;
+      if (impl->options.prefill_segment == 0)
+        impl->options.prefill_segment = ops::plan::lm_prefill_segment(ops::plan::traits_of(ctx));
+      // Segments start on DiagAttention block boundaries: round the length down to whole blocks.
+      const bool has_diag = std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kDiag) > 0;
+      // A DiagAttention block is one workgroup of block attention: refused here, not at the first prompt.
+      const uint32_t max_block =
+          std::min(ctx.device().caps.max_workgroup_size[0], ctx.device().caps.max_workgroup_invocations);
+      if (has_diag && config.block > max_block)
+        return invalid_argument("lm model: block " + std::to_string(config.block) + " is more than " +
+                                ctx.device().name + " runs in one workgroup (" + std::to_string(max_block) +
+                                "); a DiagAttention block is one workgroup");
+      const uint32_t segment = impl->options.prefill_segment;
+      impl->segment = has_diag ? std::max(config.block, segment / config.block * config.block) : segment;
+      if (impl->segment > 65535) return invalid_argument("lm model: prefill_segment above 65535");
+      impl->options.prefill_segment = impl->segment;  // options() reports what is in effect
 
-    if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
-      // A softmax layer's cache is one tensor per layer: it must fit one storage-buffer binding.
-      const uint64_t cache_bytes =
-          uint64_t(config.heads) * options.softmax_capacity * config.head_dim() * (impl->dtype == DType::kF16 ? 2 : 4);
-      const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
-      if (limit > 0 && cache_bytes > limit)
-        return out_of_range("lm model: a softmax layer's key cache for " + std::to_string(options.softmax_capacity) +
-                            " positions takes " + std::to_string(cache_bytes) + " bytes, more than " +
-                            ctx.device().name + " binds at once (" + std::to_string(limit) + ")");
-    }
-    const int64_t V = config.vocab, D = config.width, H = config.heads, Dh = config.head_dim(), F = config.ffn_width;
-    const DType dt = impl->dtype;
-    auto& w = impl->tensors;
-    const bool gains = config.norm == NormKind::kRmsNorm;
-    auto load = [&](Tensor& t, const std::string& name, std::vector<int64_t> shape) -> Status {
-      RILL_ASSIGN_OR_RETURN(t, upload_weight(ctx, weights, name, std::move(shape), dt));
-      return Status::ok();
-    };
-    auto load_linear = [&](detail::LinearWeight& t, const std::string& name, std::vector<int64_t> shape) -> Status {
-      RILL_ASSIGN_OR_RETURN(t, upload_linear(ctx, weights, name, std::move(shape), dt, options));
-      return Status::ok();
-    };
-    if (packs_weights(options, dt)) {
-      RILL_ASSIGN_OR_RETURN(w.embed_t, upload_embedding_packed(ctx, weights, V, D, options, dt));
-    } else {
-      RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
-    }
-    for (uint32_t i = 0; i < config.layers; ++i) {
-      const std::string p = "layers." + std::to_string(i) + ".";
-      detail::LayerTensors l;
-      l.kind = config.layer_kinds[i];
-      if (gains) RILL_RETURN_IF_ERROR(load(l.attn_norm, p + "attn_norm", {D}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wq, p + "wq", {H, D, Dh}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wk, p + "wk", {H, D, Dh}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wv, p + "wv", {H, D, Dh}));
-      if (gains && l.kind == LayerKind::kNorm) {
-        RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
-        if (dt == DType::kF16) {  // the gain as the f16 tensor holds it (the fused step reads that one)
-          RILL_ASSIGN_OR_RETURN(std::vector<float> gain, weights.floats(p + "out_norm"));
-          for (float& x : gain) x = half_to_float(float_to_half(x));
-          RILL_ASSIGN_OR_RETURN(l.out_norm_f32, ctx.tensor(DType::kF32, {D}, p + "out_norm_f32", MemoryPool::kWeights));
-          RILL_RETURN_IF_ERROR(ctx.upload_floats(l.out_norm_f32, gain));
+      if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), LayerKind::kSoftmax) > 0) {
+        // A softmax layer's cache is one tensor per layer: it must fit one storage-buffer binding.
+        const uint64_t cache_bytes = uint64_t(config.heads) * options.softmax_capacity * config.head_dim() *
+                                     (impl->dtype == DType::kF16 ? 2 : 4);
+        const uint64_t limit = ctx.device().caps.max_storage_buffer_range;
+        if (limit > 0 && cache_bytes > limit)
+          return out_of_range("lm model: a softmax layer's key cache for " + std::to_string(options.softmax_capacity) +
+                              " positions takes " + std::to_string(cache_bytes) + " bytes, more than " +
+                              ctx.device().name + " binds at once (" + std::to_string(limit) + ")");
+      }
+      const int64_t V = config.vocab, D = config.width, H = config.heads, Dh = config.head_dim(), F = config.ffn_width;
+      const DType dt = impl->dtype;
+      auto& w = impl->tensors;
+      const bool gains = config.norm == NormKind::kRmsNorm;
+      auto load = [&](Tensor& t, const std::string& name, std::vector<int64_t> shape) -> Status {
+        RILL_ASSIGN_OR_RETURN(t, upload_weight(ctx, weights, name, std::move(shape), dt));
+        return Status::ok();
+      };
+      auto load_linear = [&](detail::LinearWeight& t, const std::string& name, std::vector<int64_t> shape) -> Status {
+        RILL_ASSIGN_OR_RETURN(t, upload_linear(ctx, weights, name, std::move(shape), dt, options));
+        return Status::ok();
+      };
+      if (packs_weights(options, dt)) {
+        RILL_ASSIGN_OR_RETURN(w.embed_t, upload_embedding_packed(ctx, weights, V, D, options, dt));
+      } else {
+        RILL_RETURN_IF_ERROR(load(w.embed, "embed", {V, D}));
+      }
+      for (uint32_t i = 0; i < config.layers; ++i) {
+        const std::string p = "layers." + std::to_string(i) + ".";
+        detail::LayerTensors l;
+        l.kind = config.layer_kinds[i];
+        if (gains) RILL_RETURN_IF_ERROR(load(l.attn_norm, p + "attn_norm", {D}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wq, p + "wq", {H, D, Dh}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wk, p + "wk", {H, D, Dh}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wv, p + "wv", {H, D, Dh}));
+        if (gains && l.kind == LayerKind::kNorm) {
+          RILL_RETURN_IF_ERROR(load(l.out_norm, p + "out_norm", {D}));
+          if (dt == DType::kF16) {  // the gain as the f16 tensor holds it (the fused step reads that one)
+            RILL_ASSIGN_OR_RETURN(std::vector<float> gain, weights.floats(p + "out_norm"));
+            for (float& x : gain) x = half_to_float(float_to_half(x));
+            RILL_ASSIGN_OR_RETURN(l.out_norm_f32,
+                                  ctx.tensor(DType::kF32, {D}, p + "out_norm_f32", MemoryPool::kWeights));
+            RILL_RETURN_IF_ERROR(ctx.upload_floats(l.out_norm_f32, gain));
+          }
         }
+        if (config.output_gate) RILL_RETURN_IF_ERROR(load_linear(l.wgate, p + "wgate", {D, D}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wo, p + "wo", {D, D}));
+        if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wu, p + "wu", {D, F}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wg, p + "wg", {D, F}));
+        RILL_RETURN_IF_ERROR(load_linear(l.wd, p + "wd", {F, D}));
+        if (const auto decay = config.layer_decay(i); !decay.empty()) {
+          RILL_ASSIGN_OR_RETURN(l.decay, ctx.tensor(DType::kF32, {H}, p + "decay", MemoryPool::kWeights));
+          RILL_RETURN_IF_ERROR(ctx.upload_floats(l.decay, std::vector<float>(decay.begin(), decay.end())));
+        }
+        if (config.has_lrpe(i)) {
+          // The rotations of the positions inside a segment; each call adds its start position's.
+          RILL_ASSIGN_OR_RETURN(l.lrpe_theta, weights.floats(p + "lrpe_theta"));
+          const uint32_t coarse_rows = (impl->segment + 63) / 64;
+          RILL_ASSIGN_OR_RETURN(l.lrpe_coarse, ctx.tensor(DType::kF32, {coarse_rows, H * Dh, 2}, p + "lrpe_coarse",
+                                                          MemoryPool::kWeights));
+          RILL_ASSIGN_OR_RETURN(l.lrpe_fine,
+                                ctx.tensor(DType::kF32, {64, H * Dh, 2}, p + "lrpe_fine", MemoryPool::kWeights));
+          RILL_RETURN_IF_ERROR(
+              ctx.upload_floats(l.lrpe_coarse, detail::lrpe_rotations(l.lrpe_theta, 0, 64, coarse_rows)));
+          RILL_RETURN_IF_ERROR(ctx.upload_floats(l.lrpe_fine, detail::lrpe_rotations(l.lrpe_theta, 0, 1, 64)));
+        }
+        w.layers.push_back(std::move(l));
       }
-      if (config.output_gate) RILL_RETURN_IF_ERROR(load_linear(l.wgate, p + "wgate", {D, D}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wo, p + "wo", {D, D}));
-      if (gains) RILL_RETURN_IF_ERROR(load(l.ffn_norm, p + "ffn_norm", {D}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wu, p + "wu", {D, F}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wg, p + "wg", {D, F}));
-      RILL_RETURN_IF_ERROR(load_linear(l.wd, p + "wd", {F, D}));
-      if (const auto decay = config.layer_decay(i); !decay.empty()) {
-        RILL_ASSIGN_OR_RETURN(l.decay, ctx.tensor(DType::kF32, {H}, p + "decay", MemoryPool::kWeights));
-        RILL_RETURN_IF_ERROR(ctx.upload_floats(l.decay, std::vector<float>(decay.begin(), decay.end())));
+      if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
+      RILL_RETURN_IF_ERROR(make_head_blocks(ctx, weights, config, options, dt, w));
+      RILL_RETURN_IF_ERROR(check_bindings(ctx, w));
+      uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes();
+      for (const detail::HeadBlock& b : w.head_blocks)
+        if (b.owns) bytes += b.weight.size_bytes() + b.packed.size_bytes();
+      for (const auto& l : w.layers) {
+        for (const Tensor* t :
+             {&l.attn_norm, &l.out_norm, &l.out_norm_f32, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
+          bytes += t->size_bytes();
+        for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
+          bytes += t->size_bytes();
       }
-      if (config.has_lrpe(i)) {
-        // The rotations of the positions inside a segment; each call adds its start position's.
-        RILL_ASSIGN_OR_RETURN(l.lrpe_theta, weights.floats(p + "lrpe_theta"));
-        const uint32_t coarse_rows = (impl->segment + 63) / 64;
-        RILL_ASSIGN_OR_RETURN(
-            l.lrpe_coarse, ctx.tensor(DType::kF32, {coarse_rows, H * Dh, 2}, p + "lrpe_coarse", MemoryPool::kWeights));
-        RILL_ASSIGN_OR_RETURN(l.lrpe_fine,
-                              ctx.tensor(DType::kF32, {64, H * Dh, 2}, p + "lrpe_fine", MemoryPool::kWeights));
-        RILL_RETURN_IF_ERROR(
-            ctx.upload_floats(l.lrpe_coarse, detail::lrpe_rotations(l.lrpe_theta, 0, 64, coarse_rows)));
-        RILL_RETURN_IF_ERROR(ctx.upload_floats(l.lrpe_fine, detail::lrpe_rotations(l.lrpe_theta, 0, 1, 64)));
+      impl->weight_bytes = bytes;
+      // After the uploads, which have read every page of a mapped file: the samples cost no disk reads.
+      RILL_ASSIGN_OR_RETURN(impl->weights_fingerprint, detail::weights_fingerprint(weights));
+      // Packed weights compute other values than the file's: a state made with them continues only them
+      // (the plain tag stays that of the weights as stored, which earlier states carry).
+      if (packs_weights(impl->options, impl->dtype)) {
+        const ops::WeightFormat format = packed_format(impl->options);
+        impl->weights_fingerprint += std::string("+") + ops::weight_format_name(format);
+        if (format != ops::WeightFormat::kF16)
+          impl->weights_fingerprint += "/" + std::to_string(packed_group(impl->options));
       }
-      w.layers.push_back(std::move(l));
+      return Model(std::move(impl));
+    };
+    try {
+      return build();
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted("lm model: out of host memory while loading the weights");
     }
-    if (gains) RILL_RETURN_IF_ERROR(load(w.final_norm, "final_norm", {D}));
-    RILL_RETURN_IF_ERROR(make_head_blocks(ctx, weights, config, options, dt, w));
-    RILL_RETURN_IF_ERROR(check_bindings(ctx, w));
-    uint64_t bytes = w.embed.size_bytes() + w.embed_t.size_bytes() + w.final_norm.size_bytes();
-    for (const detail::HeadBlock& b : w.head_blocks)
-      if (b.owns) bytes += b.weight.size_bytes() + b.packed.size_bytes();
-    for (const auto& l : w.layers) {
-      for (const Tensor* t :
-           {&l.attn_norm, &l.out_norm, &l.out_norm_f32, &l.ffn_norm, &l.decay, &l.lrpe_coarse, &l.lrpe_fine})
-        bytes += t->size_bytes();
-      for (const detail::LinearWeight* t : {&l.wq, &l.wk, &l.wv, &l.wgate, &l.wo, &l.wu, &l.wg, &l.wd})
-        bytes += t->size_bytes();
-    }
-    impl->weight_bytes = bytes;
-    // After the uploads, which have read every page of a mapped file: the samples cost no disk reads.
-    RILL_ASSIGN_OR_RETURN(impl->weights_fingerprint, detail::weights_fingerprint(weights));
-    // Packed weights compute other values than the file's: a state made with them continues only them
-    // (the plain tag stays that of the weights as stored, which earlier states carry).
-    if (packs_weights(impl->options, impl->dtype)) {
-      const ops::WeightFormat format = packed_format(impl->options);
-      impl->weights_fingerprint += std::string("+") + ops::weight_format_name(format);
-      if (format != ops::WeightFormat::kF16)
-        impl->weights_fingerprint += "/" + std::to_string(packed_group(impl->options));
-    }
-    return Model(std::move(impl));
-  };
-  try {
-    return build();
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("lm model: out of host memory while loading the weights");
-  }
+  });
 }
 
 Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

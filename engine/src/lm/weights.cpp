@@ -11,6 +11,7 @@
 
 #include "core/file_io.hpp"
 #include "core/fnv1a.hpp"
+#include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "lm/lm_internal.hpp"
 #include "platform/host_memory.hpp"
@@ -147,68 +148,76 @@ void warn_if_saved_with_another_config(const SafetensorsFile& file, const ModelC
 }  // namespace
 
 Result<Weights> Weights::load(const std::string& config_path, const std::string& weights_path) {
-  RILL_ASSIGN_OR_RETURN(ModelConfig config, load_config(config_path));
-  RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(weights_path));
-  return from_file(std::move(config), std::move(file));
+  return rill::detail::host_memory_guarded("lm weights load", [&]() -> Result<Weights> {
+    RILL_ASSIGN_OR_RETURN(ModelConfig config, load_config(config_path));
+    RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(weights_path));
+    return from_file(std::move(config), std::move(file));
+  });
 }
 
 Result<Weights> Weights::from_file(ModelConfig config, SafetensorsFile file) {
-  const std::string file_text = "lm weights '" + file.label() + "'";
-  const std::string where = file_text + ": ";
-  RILL_RETURN_IF_ERROR(config.validate().with_context(file_text));
-  auto impl = std::make_unique<Impl>(std::move(config));
-  for (const WeightSpec& spec : impl->specs) {
-    const SafetensorsEntry* e = file.find(spec.name);
-    if (!e) return not_found(where + "missing tensor '" + spec.name + "' " + shape_text(spec.shape));
-    if (!is_float_dtype(e->dtype))
-      return invalid_argument(where + "tensor '" + spec.name + "' is " + std::string(dtype_name(e->dtype)) +
-                              "; weights must be F32, F16 or BF16");
-    if (e->shape != spec.shape)
-      return invalid_argument(where + "tensor '" + spec.name + "' has shape " + shape_text(e->shape) + ", expected " +
-                              shape_text(spec.shape));
-    RILL_RETURN_IF_ERROR(file.check_finite(*e));
-  }
-  // An extra tensor usually means the file is for another config (tied head, other layer kinds).
-  for (const SafetensorsEntry& e : file.entries())
-    if (!impl->index.count(e.name))
-      return invalid_argument(where + "unexpected tensor '" + e.name + "': not a weight of this config");
-  warn_if_saved_with_another_config(file, impl->config, file_text);
-  impl->file.emplace(std::move(file));
-  return Weights(std::move(impl));
+  return rill::detail::host_memory_guarded("lm weights", [&]() -> Result<Weights> {
+    const std::string file_text = "lm weights '" + file.label() + "'";
+    const std::string where = file_text + ": ";
+    RILL_RETURN_IF_ERROR(config.validate().with_context(file_text));
+    auto impl = std::make_unique<Impl>(std::move(config));
+    for (const WeightSpec& spec : impl->specs) {
+      const SafetensorsEntry* e = file.find(spec.name);
+      if (!e) return not_found(where + "missing tensor '" + spec.name + "' " + shape_text(spec.shape));
+      if (!is_float_dtype(e->dtype))
+        return invalid_argument(where + "tensor '" + spec.name + "' is " + std::string(dtype_name(e->dtype)) +
+                                "; weights must be F32, F16 or BF16");
+      if (e->shape != spec.shape)
+        return invalid_argument(where + "tensor '" + spec.name + "' has shape " + shape_text(e->shape) + ", expected " +
+                                shape_text(spec.shape));
+      RILL_RETURN_IF_ERROR(file.check_finite(*e));
+    }
+    // An extra tensor usually means the file is for another config (tied head, other layer kinds).
+    for (const SafetensorsEntry& e : file.entries())
+      if (!impl->index.count(e.name))
+        return invalid_argument(where + "unexpected tensor '" + e.name + "': not a weight of this config");
+    warn_if_saved_with_another_config(file, impl->config, file_text);
+    impl->file.emplace(std::move(file));
+    return Weights(std::move(impl));
+  });
 }
 
 Result<Weights> Weights::random(ModelConfig config, uint64_t seed) {
-  RILL_RETURN_IF_ERROR(config.validate());
-  auto impl = std::make_unique<Impl>(std::move(config));
-  // validate() bounds each tensor, not their sum: a config of 256 wide layers is terabytes, which
-  // an overcommitting system would hand out page by page until it killed the process.
-  uint64_t bytes = 0;
-  for (const WeightSpec& spec : impl->specs) bytes += uint64_t(element_count(spec.shape)) * sizeof(float);
-  if (const uint64_t host = platform::physical_memory_bytes(); host != 0 && bytes > host)
-    return resource_exhausted("lm weights: random weights of " + std::to_string(bytes >> 20) + " MiB exceed this " +
-                              "machine's " + std::to_string(host >> 20) + " MiB of memory");
-  try {
-    impl->values.resize(impl->specs.size());
-    for (size_t i = 0; i < impl->specs.size(); ++i) {
-      const WeightSpec& spec = impl->specs[i];
-      std::vector<float>& v = impl->values[i];
-      v.resize(size_t(element_count(spec.shape)));
-      if (spec.shape.size() == 1) {  // every rank-1 weight is a norm gain
-        std::fill(v.begin(), v.end(), 1.0f);
-        continue;
+  return rill::detail::host_memory_guarded("lm weights random", [&]() -> Result<Weights> {
+    RILL_RETURN_IF_ERROR(config.validate());
+    auto impl = std::make_unique<Impl>(std::move(config));
+    // validate() bounds each tensor, not their sum: a config of 256 wide layers is terabytes, which
+    // an overcommitting system would hand out page by page until it killed the process.
+    uint64_t bytes = 0;
+    for (const WeightSpec& spec : impl->specs) bytes += uint64_t(element_count(spec.shape)) * sizeof(float);
+    if (const uint64_t host = platform::physical_memory_bytes(); host != 0 && bytes > host)
+      return resource_exhausted("lm weights: random weights of " + std::to_string(bytes >> 20) + " MiB exceed this " +
+                                "machine's " + std::to_string(host >> 20) + " MiB of memory");
+    try {
+      impl->values.resize(impl->specs.size());
+      for (size_t i = 0; i < impl->specs.size(); ++i) {
+        const WeightSpec& spec = impl->specs[i];
+        std::vector<float>& v = impl->values[i];
+        v.resize(size_t(element_count(spec.shape)));
+        if (spec.shape.size() == 1) {  // every rank-1 weight is a norm gain
+          std::fill(v.begin(), v.end(), 1.0f);
+          continue;
+        }
+        if (spec.name.ends_with(".lrpe_theta")) {  // the published initial angles: 10000^(-2c / D)
+          for (size_t ch = 0; ch < v.size(); ++ch)
+            v[ch] = float(std::pow(10000.0, -2.0 * double(ch) / double(v.size())));
+          continue;
+        }
+        // Unit-variance outputs for unit-variance inputs: 1 / fan_in, the `in` dimension [.., in, out].
+        const float stddev =
+            spec.name == "embed" ? 1.0f : float(1.0 / std::sqrt(double(spec.shape[spec.shape.size() - 2])));
+        fill_normal(seed, spec.name, stddev, v);
       }
-      if (spec.name.ends_with(".lrpe_theta")) {  // the published initial angles: 10000^(-2c / D)
-        for (size_t ch = 0; ch < v.size(); ++ch) v[ch] = float(std::pow(10000.0, -2.0 * double(ch) / double(v.size())));
-        continue;
-      }
-      // Unit-variance outputs for unit-variance inputs: 1 / fan_in, the `in` dimension [.., in, out].
-      const float stddev = spec.name == "embed" ? 1.0f : float(1.0 / std::sqrt(double(spec.shape[spec.shape.size() - 2])));
-      fill_normal(seed, spec.name, stddev, v);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted("lm weights: out of host memory for random weights");
     }
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("lm weights: out of host memory for random weights");
-  }
-  return Weights(std::move(impl));
+    return Weights(std::move(impl));
+  });
 }
 
 const ModelConfig& Weights::config() const { return impl_->config; }
@@ -233,53 +242,56 @@ Result<std::span<const uint8_t>> Weights::bytes(std::string_view name) const {
 }
 
 Status Weights::save(const std::string& config_path, const std::string& weights_path, TensorDType dtype) const {
-  if (!is_float_dtype(dtype))
-    return invalid_argument("lm weights: cannot save as " + std::string(dtype_name(dtype)) + " (F32, F16 or BF16)");
-  if (config_path.empty() || weights_path.empty())
-    return invalid_argument("lm weights save: the config and the weights each need a path");
-  // The config is written second: over the same file it would replace the weights just written.
-  if (same_file(config_path, weights_path))
-    return invalid_argument("lm weights save: the config path '" + config_path + "' and the weights path '" +
-                            weights_path + "' name the same file");
-  // A pair whose config load_config would refuse could not be loaded again: nothing is written.
-  const std::string config_json = config_to_json(impl_->config);
-  if (config_json.size() + 1 > detail::kMaxConfigFileBytes)
-    return out_of_range("lm weights save: the config's JSON takes " + std::to_string(config_json.size() + 1) +
-                        " bytes, past the " + std::to_string(detail::kMaxConfigFileBytes) + " a config file may hold");
-  SafetensorsWriter w;
-  for (const WeightSpec& spec : impl_->specs) {
-    RILL_ASSIGN_OR_RETURN(TensorDType stored, this->dtype(spec.name));
-    // LRPE angles multiply positions up to 2^32: rounded to 16 bits, their error grows with the
-    // position (radians off after a few thousand tokens). They stay as stored, f32 when saved from f32.
-    const TensorDType to = spec.name.ends_with(".lrpe_theta") && stored == TensorDType::kF32 ? stored : dtype;
-    if (stored == to) {  // copy the stored bits: no round trip through float
-      RILL_ASSIGN_OR_RETURN(std::span<const uint8_t> raw, bytes(spec.name));
-      RILL_RETURN_IF_ERROR(w.add(spec.name, to, spec.shape, raw));
-      continue;
+  return rill::detail::host_memory_guarded("lm weights save", [&]() -> Status {
+    if (!is_float_dtype(dtype))
+      return invalid_argument("lm weights: cannot save as " + std::string(dtype_name(dtype)) + " (F32, F16 or BF16)");
+    if (config_path.empty() || weights_path.empty())
+      return invalid_argument("lm weights save: the config and the weights each need a path");
+    // The config is written second: over the same file it would replace the weights just written.
+    if (same_file(config_path, weights_path))
+      return invalid_argument("lm weights save: the config path '" + config_path + "' and the weights path '" +
+                              weights_path + "' name the same file");
+    // A pair whose config load_config would refuse could not be loaded again: nothing is written.
+    const std::string config_json = config_to_json(impl_->config);
+    if (config_json.size() + 1 > detail::kMaxConfigFileBytes)
+      return out_of_range("lm weights save: the config's JSON takes " + std::to_string(config_json.size() + 1) +
+                          " bytes, past the " + std::to_string(detail::kMaxConfigFileBytes) +
+                          " a config file may hold");
+    SafetensorsWriter w;
+    for (const WeightSpec& spec : impl_->specs) {
+      RILL_ASSIGN_OR_RETURN(TensorDType stored, this->dtype(spec.name));
+      // LRPE angles multiply positions up to 2^32: rounded to 16 bits, their error grows with the
+      // position (radians off after a few thousand tokens). They stay as stored, f32 when saved from f32.
+      const TensorDType to = spec.name.ends_with(".lrpe_theta") && stored == TensorDType::kF32 ? stored : dtype;
+      if (stored == to) {  // copy the stored bits: no round trip through float
+        RILL_ASSIGN_OR_RETURN(std::span<const uint8_t> raw, bytes(spec.name));
+        RILL_RETURN_IF_ERROR(w.add(spec.name, to, spec.shape, raw));
+        continue;
+      }
+      RILL_ASSIGN_OR_RETURN(std::vector<float> f, floats(spec.name));
+      if (to == TensorDType::kF32) {
+        RILL_RETURN_IF_ERROR(w.add_floats(spec.name, spec.shape, f));
+        continue;
+      }
+      std::vector<uint8_t> raw(f.size() * 2);  // little-endian 16-bit values
+      for (size_t j = 0; j < f.size(); ++j) {
+        const uint16_t h = dtype == TensorDType::kF16 ? float_to_half(f[j]) : float_to_bf16(f[j]);
+        // A value that rounds to an infinity would make a file load() refuses as not finite.
+        if ((h & 0x7fffu) == (dtype == TensorDType::kF16 ? 0x7c00u : 0x7f80u))
+          return out_of_range("lm weights save: '" + spec.name + "' holds " + std::to_string(f[j]) + " at flat index " +
+                              std::to_string(j) + ", past " + (dtype == TensorDType::kF16 ? "f16" : "bf16") +
+                              "'s range: save in " + (dtype == TensorDType::kF16 ? "f32 or bf16" : "f32"));
+        raw[2 * j] = uint8_t(h & 0xffu);
+        raw[2 * j + 1] = uint8_t(h >> 8);
+      }
+      RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
     }
-    RILL_ASSIGN_OR_RETURN(std::vector<float> f, floats(spec.name));
-    if (to == TensorDType::kF32) {
-      RILL_RETURN_IF_ERROR(w.add_floats(spec.name, spec.shape, f));
-      continue;
-    }
-    std::vector<uint8_t> raw(f.size() * 2);  // little-endian 16-bit values
-    for (size_t j = 0; j < f.size(); ++j) {
-      const uint16_t h = dtype == TensorDType::kF16 ? float_to_half(f[j]) : float_to_bf16(f[j]);
-      // A value that rounds to an infinity would make a file load() refuses as not finite.
-      if ((h & 0x7fffu) == (dtype == TensorDType::kF16 ? 0x7c00u : 0x7f80u))
-        return out_of_range("lm weights save: '" + spec.name + "' holds " + std::to_string(f[j]) + " at flat index " +
-                            std::to_string(j) + ", past " + (dtype == TensorDType::kF16 ? "f16" : "bf16") +
-                            "'s range: save in " + (dtype == TensorDType::kF16 ? "f32 or bf16" : "f32"));
-      raw[2 * j] = uint8_t(h & 0xffu);
-      raw[2 * j + 1] = uint8_t(h >> 8);
-    }
-    RILL_RETURN_IF_ERROR(w.add(spec.name, dtype, spec.shape, raw));
-  }
-  // The config travels in the weights too, so a file separated from its JSON can be identified.
-  RILL_RETURN_IF_ERROR(w.set_metadata("rill.lm.config", config_json));
-  RILL_RETURN_IF_ERROR(w.write(weights_path));
-  const std::string text = config_json + "\n";
-  return write_file_atomic(config_path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    // The config travels in the weights too, so a file separated from its JSON can be identified.
+    RILL_RETURN_IF_ERROR(w.set_metadata("rill.lm.config", config_json));
+    RILL_RETURN_IF_ERROR(w.write(weights_path));
+    const std::string text = config_json + "\n";
+    return write_file_atomic(config_path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  });
 }
 
 namespace detail {

@@ -80,16 +80,26 @@ Result<uint64_t> Submissions::submit(std::span<const VkCommandBuffer> command_bu
                           }));
   }
   const double start_us = profiler_.enabled() ? profiler_.now_us() : 0.0;
+  // Tracked before it is submitted: growing the list may run out of host memory, and a fence the
+  // GPU will signal must never go untracked (nor its serial unreturned).
+  in_flight_.push_back({last_submitted_ + 1, std::move(fence)});
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
   submit.pCommandBuffers = command_buffers.data();
-  VkResult r = fn.vkQueueSubmit(device_.queue(), 1, &submit, fence.get());
+  VkResult r = fn.vkQueueSubmit(device_.queue(), 1, &submit, in_flight_.back().fence.get());
   if (r != VK_SUCCESS) {
-    free_fences_.push_back(std::move(fence));  // unsignalled: a failed submit queues nothing
+    UniqueFence unused = std::move(in_flight_.back().fence);  // unsignalled: a failed submit queues nothing
+    in_flight_.pop_back();
+    try {
+      free_fences_.push_back(std::move(unused));
+    } catch (const std::bad_alloc&) {  // destroyed instead
+    }
     return device_.check(r, "vkQueueSubmit");
   }
-  in_flight_.push_back({++last_submitted_, std::move(fence)});
-  profiler_.add_host("vkQueueSubmit (" + std::to_string(command_buffers.size()) + " command buffers)", "submit", start_us);
+  ++last_submitted_;
+  profiler_.add_host_after(
+      [&] { return "vkQueueSubmit (" + std::to_string(command_buffers.size()) + " command buffers)"; }, "submit",
+      start_us);
   return last_submitted_;
 }
 
