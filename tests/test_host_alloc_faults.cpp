@@ -205,9 +205,16 @@ GPU_TEST_CASE("host memory running out in a decode leaves the session as it was 
   check_decode_or_prefill({9});
 }
 
+// Two segments of the small model's 8-position blocks: about 1,100 allocations, 40 s on 2 cores
+// here; the sanitizer build (emulated()) takes one segment, a few dozen.
 GPU_TEST_CASE("host memory running out in a prefill leaves the session as it was or refused",
               "[faults][host-faults][gpu]") {
-  check_decode_or_prefill({9, 8, 9, 8, 9, 8, 9, 8, 9, 8});
+  if (rill_test::emulated()) {
+    WARN("emulated: a prefill of one segment, not two");
+    check_decode_or_prefill({9, 8, 9, 8, 9});
+  } else {
+    check_decode_or_prefill({9, 8, 9, 8, 9, 8, 9, 8, 9, 8});
+  }
 }
 
 // Reading weights, task sets and checkpoints: ResourceExhausted and nothing else.
