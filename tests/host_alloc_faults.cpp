@@ -56,6 +56,9 @@ void find_code_not_counted() {
   const auto* base = static_cast<const uint8_t*>(map);
   const auto* header = reinterpret_cast<const Elf64_Ehdr*>(base);
   const auto* sections = reinterpret_cast<const Elf64_Shdr*>(base + header->e_shoff);
+  // A position-independent executable's symbols are offsets from where it was loaded; another's
+  // are addresses.
+  const uintptr_t load = header->e_type == ET_DYN ? reinterpret_cast<uintptr_t>(g_self.dli_fbase) : 0;
   for (int i = 0; i < header->e_shnum; ++i) {
     if (sections[i].sh_type != SHT_SYMTAB) continue;
     const auto* symbols = reinterpret_cast<const Elf64_Sym*>(base + sections[i].sh_offset);
@@ -64,29 +67,53 @@ void find_code_not_counted() {
     for (size_t k = 0; k < count; ++k)
       if (ELF64_ST_TYPE(symbols[k].st_info) == STT_FUNC && symbols[k].st_size > 0 &&
           std::strstr(names + symbols[k].st_name, "nlohmann") != nullptr) {
-        const uintptr_t start = reinterpret_cast<uintptr_t>(g_self.dli_fbase) + symbols[k].st_value;
+        const uintptr_t start = load + symbols[k].st_value;
         g_not_counted.emplace_back(start, start + symbols[k].st_size);
       }
   }
   munmap(map, size_t(st.st_size));
 }
 
+// Whether an allocation whose call stack passes `pc` may still be rill's: dladdr's symbol lookup
+// is the injector's main cost (a drill classifies every allocation of hundreds of rounds), so each
+// return address is classified once. Only the one armed thread reads and writes the table.
+bool frame_allows_counting(uintptr_t pc) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || info.dli_fname == nullptr) return true;
+  if (info.dli_fbase == g_self.dli_fbase) {
+    for (const auto& [begin, end] : g_not_counted)
+      if (pc >= begin && pc < end) return false;
+    return true;
+  }
+  if (!runtime_library(info.dli_fname)) return false;
+  // libstdc++'s directory iterator allocates where an exception terminates (GCC 12).
+  return info.dli_sname == nullptr || std::strstr(info.dli_sname, "10filesystem") == nullptr;
+}
+
+struct FrameVerdict {
+  uintptr_t pc = 0;  // 0: empty slot
+  bool allows = false;
+};
+constexpr size_t kVerdictSlots = 1 << 14;
+FrameVerdict g_verdicts[kVerdictSlots];
+
+bool frame_allows_counting_cached(uintptr_t pc) {
+  for (size_t slot = (pc >> 2) % kVerdictSlots, probes = 0; probes < 16; slot = (slot + 1) % kVerdictSlots, ++probes) {
+    FrameVerdict& v = g_verdicts[slot];
+    if (v.pc == pc) return v.allows;
+    if (v.pc == 0) {
+      v = FrameVerdict{pc, frame_allows_counting(pc)};
+      return v.allows;
+    }
+  }
+  return frame_allows_counting(pc);  // a crowded neighbourhood: classified again each time
+}
+
 [[gnu::noinline]] bool rills_own_allocation() {
   void* frames[24];
   const int depth = backtrace(frames, 24);
-  for (int i = 0; i < depth; ++i) {
-    Dl_info info{};
-    if (dladdr(frames[i], &info) == 0 || info.dli_fname == nullptr) continue;
-    if (info.dli_fbase == g_self.dli_fbase) {
-      const auto at = reinterpret_cast<uintptr_t>(frames[i]);
-      for (const auto& [begin, end] : g_not_counted)
-        if (at >= begin && at < end) return false;
-      continue;
-    }
-    if (!runtime_library(info.dli_fname)) return false;
-    // libstdc++'s directory iterator allocates where an exception terminates (GCC 12).
-    if (info.dli_sname != nullptr && std::strstr(info.dli_sname, "10filesystem") != nullptr) return false;
-  }
+  for (int i = 0; i < depth; ++i)
+    if (!frame_allows_counting_cached(reinterpret_cast<uintptr_t>(frames[i]))) return false;
   return true;
 }
 

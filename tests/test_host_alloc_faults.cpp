@@ -19,6 +19,8 @@
 #include "rill/files.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
+#include "rill/tokenizer.hpp"
+#include "sentencepiece_bytes.hpp"
 #include "temp_path.hpp"
 
 namespace {
@@ -317,4 +319,68 @@ GPU_TEST_CASE("host memory running out in an ICL evaluation leaves the trainer w
         CHECK(again.ridge_oracle == expected.ridge_oracle);
       });
   CHECK(evaluations > 5);
+}
+
+// The smaller calls: a tokenizer's load, encode and decode, a text stream's pushes, a probe, a grid
+// model's parameters and trainer, a sequence's timings and a tensor: ResourceExhausted, never an
+// exception, and nothing left on the device.
+GPU_TEST_CASE("host memory running out in the tokenizer, a probe, timings or a tensor is ResourceExhausted",
+              "[faults][host-faults][gpu]") {
+  auto ctx = plain_context();
+  const std::string model_path = rill_test::temp_path("host-faults-tokenizer.model");
+  const std::string model_bytes = rill_test::spm::model(rill_test::spm::CharsMap().blob());
+  REQUIRE(rill::write_file_atomic(model_path, std::vector<uint8_t>(model_bytes.begin(), model_bytes.end())).is_ok());
+  const auto tokenizer = rill::lm::Tokenizer::load_sentencepiece(model_path).value();
+  const std::vector<uint32_t> tokens = tokenizer.encode("ab ba abba", true).value();
+  const std::string text = tokenizer.decode(tokens).value();
+  const auto none = [] {};
+  const auto any = [](const rill::Status&) {};
+  CHECK(each_host_failure(
+            ctx, none, [&] { return rill::lm::Tokenizer::load_sentencepiece(model_path).status(); }, any) > 3);
+  CHECK(each_host_failure(
+            ctx, none, [&] { return tokenizer.encode("ab ba abba", true).status(); }, any) >= 1);
+  CHECK(each_host_failure(
+            ctx, none, [&] { return tokenizer.decode(tokens).status(); }, any) >= 1);
+  std::optional<rill::lm::TextStream> stream;
+  std::string streamed;
+  CHECK(each_host_failure(
+            ctx, [&] { stream.emplace(tokenizer), streamed.clear(); },
+            [&]() -> rill::Status {
+              for (uint32_t t : tokens) {
+                RILL_ASSIGN_OR_RETURN(std::string piece, stream->push(t));
+                streamed += piece;
+              }
+              return rill::Status::ok();
+            },
+            [&](const rill::Status& s) {
+              if (s.is_ok()) CHECK(streamed + stream->finish() == text);
+            }) >= 1);
+  std::remove(model_path.c_str());
+
+  auto trainer = rill::icl::Trainer::create(ctx, small_icl_config()).value();
+  REQUIRE(trainer.train(2).is_ok());
+  CHECK(each_host_failure(
+            ctx, none, [&] { return trainer.probe(5).status(); }, any) > 3);
+  auto grid = rill::icl::TrainerGrid::create(ctx, std::vector<rill::icl::TrainConfig>(2, small_icl_config())).value();
+  CHECK(each_host_failure(
+            ctx, none, [&] { return grid.parameters(1).status(); }, any) > 3);
+  CHECK(each_host_failure(
+            ctx, none, [&] { return grid.trainer(1).status(); }, any) > 3);
+
+  auto x = ctx.tensor(rill::DType::kF32, {64}).value();
+  auto y = ctx.tensor(rill::DType::kF32, {64}).value();
+  auto timed = ctx.sequence({.timestamps = true}).value();
+  REQUIRE(timed.dispatch(rill_test::saxpy_dispatch(x, y, 64, 2.0f)).is_ok());
+  REQUIRE(timed.run().is_ok());
+  CHECK(each_host_failure(
+            ctx, none, [&] { return timed.timings().status(); }, any) >= 1);
+  // The shape and name are moved in: a copy at the call would be the caller's allocation.
+  std::vector<int64_t> shape;
+  std::string name;
+  CHECK(each_host_failure(
+            ctx,
+            [&] {
+              shape = {7, 3}, name = "a tensor's name past the short-string size";
+            },
+            [&] { return ctx.tensor(rill::DType::kF32, std::move(shape), std::move(name)).status(); }, any) >= 1);
 }

@@ -352,7 +352,8 @@ Result<std::string> Context::kernel_variant(std::string_view kernel) const {
 }
 
 Result<Tensor> Context::tensor(DType dtype, std::vector<int64_t> shape, std::string name, MemoryPool pool) {
-  return detail::make_tensor(impl_, dtype, std::move(shape), std::move(name), pool);
+  return detail::host_memory_guarded(
+      "tensor", [&] { return detail::make_tensor(impl_, dtype, std::move(shape), std::move(name), pool); });
 }
 
 namespace detail {

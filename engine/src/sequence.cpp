@@ -25,7 +25,7 @@ SequenceImpl::~SequenceImpl() {
   ContextImpl* c = ctx.get();
   // End an unfinished recording first: the Khronos validation layer (1.3.239) leaks its state for
   // a command buffer that is destroyed while still recording.
-  if (state == State::kRecording && cb_begun) {
+  if (cb_recording) {
     if (c->instance->debug_utils() && !options.label.empty()) c->instance->end_label(cb());
     (void)c->device->fn().vkEndCommandBuffer(cb());  // a failure leaves nothing to undo: it is freed next
   }
@@ -52,7 +52,7 @@ Status SequenceImpl::begin() {
   // Replays put the same command buffer into one batch several times.
   begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   RILL_DEVICE_RETURN_IF_ERROR(*ctx->device, fn.vkBeginCommandBuffer(cb(), &begin));
-  cb_begun = true;
+  cb_recording = true;
   if (ctx->instance->debug_utils() && !options.label.empty()) {
     VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
     label.pLabelName = options.label.c_str();
@@ -118,7 +118,8 @@ void SequenceImpl::reference(const std::shared_ptr<TensorStorage>& t) {
 
 Status SequenceImpl::finish() {
   if (state == State::kFinished) return Status::ok();
-  if (state == State::kBroken) return broken;
+  // A broken sequence is never submitted, whatever its message (one may have run out of memory).
+  if (state == State::kBroken) return broken.is_ok() ? out_of_host_memory("sequence: broken earlier") : broken;
   const auto& fn = ctx->device->fn();
   // Everything this sequence wrote -> whatever runs next: the next replay, later submissions, and
   // host reads of mapped or staging memory after the fence.
@@ -130,6 +131,7 @@ Status SequenceImpl::finish() {
   ++stats.barriers;
   if (ctx->instance->debug_utils() && !options.label.empty()) ctx->instance->end_label(cb());
   VkResult r = fn.vkEndCommandBuffer(cb());
+  cb_recording = false;  // a failed end leaves the command buffer invalid, not recording
   if (r != VK_SUCCESS) {
     state = State::kBroken;
     broken = ctx->device->check(r, "vkEndCommandBuffer");
@@ -163,25 +165,34 @@ Status SequenceImpl::wait() {
   timings_serial = last_serial;
   if (ctx->profiler.enabled() && options.timestamps && !timed.empty() && profiled_serial != last_serial) {
     profiled_serial = last_serial;
-    RILL_ASSIGN_OR_RETURN(std::vector<DispatchTiming> timings, read_timings());
-    // GPU times are placed on the host clock from the submit (an approximation: the device clock
-    // is not calibrated against the host's).
-    for (const DispatchTiming& t : timings) {
-      ProfileEvent e;
-      e.track = ProfileEvent::Track::kGpu;
-      e.name = t.label;
-      e.category = "dispatch";
-      e.start_us = submit_us + t.start_ms * 1e3;
-      e.duration_us = t.gpu_ms * 1e3;
-      e.kernel = t.kernel;
-      e.variant = t.variant;
-      for (int i = 0; i < 3; ++i) e.groups[i] = t.groups[size_t(i)];
-      e.flops = t.flops;
-      e.bytes = t.bytes;
-      e.replays = submitted_times;
-      e.pipeline = t.pipeline;
-      ctx->profiler.add(std::move(e));
+    // The wait succeeded: running out of host memory here loses the profile's GPU events, not that.
+    try {
+      RILL_RETURN_IF_ERROR(add_gpu_events());
+    } catch (const std::bad_alloc&) {
     }
+  }
+  return Status::ok();
+}
+
+Status SequenceImpl::add_gpu_events() {
+  RILL_ASSIGN_OR_RETURN(std::vector<DispatchTiming> timings, read_timings());
+  // GPU times are placed on the host clock from the submit (an approximation: the device clock
+  // is not calibrated against the host's).
+  for (const DispatchTiming& t : timings) {
+    ProfileEvent e;
+    e.track = ProfileEvent::Track::kGpu;
+    e.name = t.label;
+    e.category = "dispatch";
+    e.start_us = submit_us + t.start_ms * 1e3;
+    e.duration_us = t.gpu_ms * 1e3;
+    e.kernel = t.kernel;
+    e.variant = t.variant;
+    for (int i = 0; i < 3; ++i) e.groups[i] = t.groups[size_t(i)];
+    e.flops = t.flops;
+    e.bytes = t.bytes;
+    e.replays = submitted_times;
+    e.pipeline = t.pipeline;
+    ctx->profiler.add(std::move(e));
   }
   return Status::ok();
 }
@@ -334,11 +345,13 @@ Result<std::vector<float>> Sequence::read_floats(DownloadId id) const {
 }
 
 Result<std::vector<DispatchTiming>> Sequence::timings() const {
-  const auto& s = *impl_;
-  if (!s.options.timestamps) return failed_precondition("timings: the sequence was made without timestamps");
-  if (s.timings_serial == 0 || s.ctx->submissions->completed() < s.last_serial)
-    return failed_precondition("timings: no completed submission; call run() or wait() first");
-  return s.read_timings();
+  return detail::host_memory_guarded("timings", [&]() -> Result<std::vector<DispatchTiming>> {
+    const auto& s = *impl_;
+    if (!s.options.timestamps) return failed_precondition("timings: the sequence was made without timestamps");
+    if (s.timings_serial == 0 || s.ctx->submissions->completed() < s.last_serial)
+      return failed_precondition("timings: no completed submission; call run() or wait() first");
+    return s.read_timings();
+  });
 }
 
 }  // namespace rill

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "context_impl.hpp"
+#include "core/host_memory_guard.hpp"
 #include "hazard_tracker.hpp"
 #include "rill/sequence.hpp"
 #include "vk/unique.hpp"
@@ -35,14 +36,15 @@ class SequenceImpl {
     try {
       return record();
     } catch (const std::bad_alloc&) {
-      state = State::kBroken;
-      broken = resource_exhausted("sequence: out of host memory while recording; make a new sequence");
+      state = State::kBroken;  // first: building the message may run out too
+      broken = out_of_host_memory("sequence: recording (make a new sequence)");
       return broken;
     }
   }
   Status finish();
   Status submit(uint32_t times);
   Status wait();
+  Status add_gpu_events();  // the last submission's dispatches as GPU events of the profile
   // GPU times of the last completed submission's last replay (needs timestamps).
   Result<std::vector<DispatchTiming>> read_timings() const;
 
@@ -51,8 +53,10 @@ class SequenceImpl {
   std::shared_ptr<ContextImpl> ctx;
   SequenceOptions options;
   enum class State { kRecording, kFinished, kBroken } state = State::kRecording;
-  bool cb_begun = false;  // vkBeginCommandBuffer succeeded (only then is there a recording to end)
-  Status broken;  // why recording stopped (a failed call after commands were recorded)
+  // Between a successful vkBeginCommandBuffer and vkEndCommandBuffer: a recording to end before the
+  // command buffer is destroyed (a broken sequence's too).
+  bool cb_recording = false;
+  Status broken;  // why recording stopped (a failed call after commands were recorded); set once broken
 
   // The Vulkan objects of the recording, destroyed together (in reverse order of declaration)
   // once the GPU has finished the last submission that used them.

@@ -74,6 +74,7 @@ class RILL_API TextStream {
   void restart();
 
  private:
+  Result<std::string> push_unguarded(uint32_t token);  // push() but for running out of host memory
   friend struct rill::detail::Access;  // tests read how many tokens the window holds
   std::shared_ptr<const Tokenizer::Impl> tokenizer_;
   std::vector<uint32_t> window_;  // the tokens since the text last settled, the settled run first

@@ -3,7 +3,11 @@
 // sanitizer builds still report every leak that is not.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
+#include <new>
+#include <type_traits>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
@@ -29,6 +33,34 @@ void leak_deliberately(std::unique_ptr<T> object) {
 #else
   (void)raw;
 #endif
+}
+
+// Room for leak_without_allocating: a static arena, which the leak sanitizer scans as a root.
+// Null once the arena is full.
+inline void* leak_arena_take(std::size_t size, std::size_t align) noexcept {
+  alignas(std::max_align_t) static unsigned char arena[1 << 16];
+  static std::atomic<std::size_t> used{0};
+  std::size_t at = used.load(), start = 0;
+  do {
+    start = (at + align - 1) / align * align;
+    if (start + size > sizeof(arena)) return nullptr;
+  } while (!used.compare_exchange_weak(at, start + size));
+  return arena + start;
+}
+
+// leak_deliberately for when host memory has run out: `object` is moved into the static arena and
+// never destroyed. Past the arena's 64 KiB (a process that leaked this much has worse trouble) it
+// is moved into this frame and never destroyed: what it owns is leaked, and a sanitizer reports it.
+template <typename T>
+void leak_without_allocating(T&& object) noexcept {
+  using V = std::decay_t<T>;
+  static_assert(std::is_nothrow_move_constructible_v<V>);
+  if (void* at = leak_arena_take(sizeof(V), alignof(V))) {
+    new (at) V(std::move(object));
+    return;
+  }
+  alignas(V) unsigned char kept[sizeof(V)];
+  new (kept) V(std::move(object));
 }
 
 }  // namespace rill::detail

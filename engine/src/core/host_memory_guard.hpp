@@ -14,6 +14,16 @@
 
 namespace rill::detail {
 
+// ResourceExhausted naming `op`; with no memory left even for that message, one without a message
+// (an empty string allocates nothing), never an exception.
+inline Status out_of_host_memory(const char* op) noexcept {
+  try {
+    return resource_exhausted(std::string(op) + ": out of host memory");
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted, std::string());
+  }
+}
+
 // Runs `call` (returning a Status or a Result), turning std::bad_alloc into ResourceExhausted
 // naming `op`.
 template <typename F>
@@ -21,7 +31,7 @@ auto host_memory_guarded(const char* op, F&& call) -> decltype(call()) {
   try {
     return call();
   } catch (const std::bad_alloc&) {
-    return resource_exhausted(std::string(op) + ": out of host memory");
+    return out_of_host_memory(op);
   }
 }
 

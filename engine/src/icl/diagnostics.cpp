@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/host_memory_guard.hpp"
 #include "icl/trainer_impl.hpp"
 #include "rill/icl.hpp"
 
@@ -113,7 +114,8 @@ Result<Diagnostics> diagnose(Trainer& trainer, const DiagnosticsOptions& o) {
   if (o.batches < 4 || o.reference_tasks < 1 || !(o.step >= 0x1p-20 && o.step <= 1.0))
     return invalid_argument("icl diagnose: needs batches >= 4, reference_tasks >= 1 and a step in [2^-20, 1]");
   RILL_ASSIGN_OR_RETURN(std::vector<float> theta, trainer.parameters());
-  Result<Diagnostics> d = diagnose_around(trainer, o, theta);
+  Result<Diagnostics> d =
+      rill::detail::host_memory_guarded("icl diagnose", [&] { return diagnose_around(trainer, o, theta); });
   // On every path, an error's too: training or a checkpoint after a failed diagnosis must not go on
   // from a probe's shifted parameters.
   RILL_RETURN_IF_ERROR(trainer.set_parameters(theta));

@@ -193,18 +193,20 @@ Result<Trainer::Probe> detail::probe_batch(Trainer& trainer, std::optional<uint3
 }
 
 Result<Trainer::Probe> Trainer::probe(int64_t step) {
-  Impl& im = *impl_;
-  if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
-  if (!im.train_set && im.missing_set.empty()) return detail::probe_batch(*this, uint32_t(step));
-  // A set's batches follow its cursor, which only the next step's batch is known from.
-  if (!im.missing_set.empty())
-    return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
-                               "); resume it with that set to probe its batches");
-  RILL_RETURN_IF_ERROR(im.catch_up());  // the set's cursor is where the device's step is
-  if (step != im.step)
-    return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
-                            std::to_string(im.step) + "), not step " + std::to_string(step));
-  return detail::probe_batch(*this, std::nullopt);
+  return rill::detail::host_memory_guarded("icl probe", [&]() -> Result<Probe> {
+    Impl& im = *impl_;
+    if (step < 0 || step > UINT32_MAX) return invalid_argument("icl probe: step out of range");
+    if (!im.train_set && im.missing_set.empty()) return detail::probe_batch(*this, uint32_t(step));
+    // A set's batches follow its cursor, which only the next step's batch is known from.
+    if (!im.missing_set.empty())
+      return failed_precondition("icl probe: this model was trained on a task set (" + im.missing_set +
+                                 "); resume it with that set to probe its batches");
+    RILL_RETURN_IF_ERROR(im.catch_up());  // the set's cursor is where the device's step is
+    if (step != im.step)
+      return invalid_argument("icl probe: a trainer on a task set probes the batch of its next step (" +
+                              std::to_string(im.step) + "), not step " + std::to_string(step));
+    return detail::probe_batch(*this, std::nullopt);
+  });
 }
 
 Status Trainer::save_checkpoint(const std::string& path) {

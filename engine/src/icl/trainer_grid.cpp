@@ -154,8 +154,10 @@ Result<std::vector<std::vector<StepRecord>>> TrainerGrid::train(int64_t steps) {
 }
 
 Result<std::vector<float>> TrainerGrid::parameters(int model) {
-  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
-  return std::move(c.params);
+  return rill::detail::host_memory_guarded("icl grid parameters", [&]() -> Result<std::vector<float>> {
+    RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+    return std::move(c.params);
+  });
 }
 
 Status TrainerGrid::save_checkpoint(int model, const std::string& path) {
@@ -166,10 +168,12 @@ Status TrainerGrid::save_checkpoint(int model, const std::string& path) {
 }
 
 Result<Trainer> TrainerGrid::trainer(int model) {
-  RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
-  RILL_ASSIGN_OR_RETURN(Trainer t, Trainer::create(impl_->ctx, c.config));
-  RILL_RETURN_IF_ERROR(t.restore(c));
-  return t;
+  return rill::detail::host_memory_guarded("icl grid trainer", [&]() -> Result<Trainer> {
+    RILL_ASSIGN_OR_RETURN(detail::Checkpoint c, impl_->snapshot(model));
+    RILL_ASSIGN_OR_RETURN(Trainer t, Trainer::create(impl_->ctx, c.config));
+    RILL_RETURN_IF_ERROR(t.restore(c));
+    return t;
+  });
 }
 
 Result<EvalReport> TrainerGrid::evaluate(int model, const EvalOptions& options) {

@@ -74,9 +74,11 @@ struct TrainerGrid::Impl {
 
   Status restore(int model, const detail::Checkpoint& c) {
     const Place& at = places[size_t(model)];
-    RILL_RETURN_IF_ERROR(cohorts[at.cohort].model.restore(ctx, at.model, c));
+    // Read first: it may run out of host memory, and a restored model must not keep the old step.
     std::vector<StepRecord> none;
-    progress[size_t(model)] = detail::read_progress(c.state, {}, 0, none);
+    detail::ModelProgress restored = detail::read_progress(c.state, {}, 0, none);
+    RILL_RETURN_IF_ERROR(cohorts[at.cohort].model.restore(ctx, at.model, c));
+    progress[size_t(model)] = std::move(restored);
     return Status::ok();
   }
 

@@ -2,6 +2,7 @@
 #include "rill/tokenizer.hpp"
 
 #include "core/file_io.hpp"
+#include "core/host_memory_guard.hpp"
 #include "lm/sentencepiece_model.hpp"
 
 namespace rill::lm {
@@ -32,25 +33,29 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::bytes() { return Tokenizer(std::make_unique<Impl>()); }
 
 Result<Tokenizer> Tokenizer::load_sentencepiece(const std::string& path) {
-  // Read it ourselves (bounded size, clear errors), then parse from memory.
-  RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, kMaxModelBytes));
-  auto impl = std::make_unique<Impl>();
-  RILL_ASSIGN_OR_RETURN(impl->sp, detail::SentencePieceModel::parse(bytes, path));
-  return Tokenizer(std::move(impl));
+  return rill::detail::host_memory_guarded("tokenizer load", [&]() -> Result<Tokenizer> {
+    // Read it ourselves (bounded size, clear errors), then parse from memory.
+    RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path, kMaxModelBytes));
+    auto impl = std::make_unique<Impl>();
+    RILL_ASSIGN_OR_RETURN(impl->sp, detail::SentencePieceModel::parse(bytes, path));
+    return Tokenizer(std::move(impl));
+  });
 }
 
 Result<std::vector<uint32_t>> Tokenizer::encode(std::string_view text, bool add_bos) const {
-  std::vector<uint32_t> out;
-  if (add_bos)
-    if (auto b = bos()) out.push_back(*b);
-  if (!impl_->sp) {
-    out.insert(out.end(), reinterpret_cast<const uint8_t*>(text.data()),
-               reinterpret_cast<const uint8_t*>(text.data()) + text.size());
+  return rill::detail::host_memory_guarded("tokenizer encode", [&]() -> Result<std::vector<uint32_t>> {
+    std::vector<uint32_t> out;
+    if (add_bos)
+      if (auto b = bos()) out.push_back(*b);
+    if (!impl_->sp) {
+      out.insert(out.end(), reinterpret_cast<const uint8_t*>(text.data()),
+                 reinterpret_cast<const uint8_t*>(text.data()) + text.size());
+      return out;
+    }
+    RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> ids, impl_->sp->encode(text));
+    out.insert(out.end(), ids.begin(), ids.end());
     return out;
-  }
-  RILL_ASSIGN_OR_RETURN(std::vector<uint32_t> ids, impl_->sp->encode(text));
-  out.insert(out.end(), ids.begin(), ids.end());
-  return out;
+  });
 }
 
 namespace {
@@ -71,7 +76,9 @@ bool ends_inside_character(std::string_view text, bool replaced) {
 
 }  // namespace
 
-Result<std::string> Tokenizer::decode(std::span<const uint32_t> tokens) const { return impl_->decode(tokens); }
+Result<std::string> Tokenizer::decode(std::span<const uint32_t> tokens) const {
+  return rill::detail::host_memory_guarded("tokenizer decode", [&] { return impl_->decode(tokens); });
+}
 
 uint32_t Tokenizer::vocab_size() const { return impl_->vocab(); }
 
@@ -88,6 +95,10 @@ TextStream::TextStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer.impl_)
 // both alike), so what the new tokens add is what follows: emitted once it ends on a whole
 // character, when the new tokens become the settled run.
 Result<std::string> TextStream::push(uint32_t token) {
+  return rill::detail::host_memory_guarded("text stream", [&] { return push_unguarded(token); });
+}
+
+Result<std::string> TextStream::push_unguarded(uint32_t token) {
   if (token >= tokenizer_->vocab())
     return invalid_argument("text stream: token " + std::to_string(token) + " is past the vocabulary (" +
                             std::to_string(tokenizer_->vocab()) + ")");
@@ -150,8 +161,10 @@ std::string TextStream::finish() {
 }
 
 Result<std::string> TextStream::held_back() const {
-  RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));  // every token was checked when pushed
-  return text.size() >= settled_text_.size() ? text.substr(settled_text_.size()) : std::string();
+  return rill::detail::host_memory_guarded("text stream", [&]() -> Result<std::string> {
+    RILL_ASSIGN_OR_RETURN(std::string text, tokenizer_->decode(window_));  // every token was checked when pushed
+    return text.size() >= settled_text_.size() ? text.substr(settled_text_.size()) : std::string();
+  });
 }
 
 void TextStream::restart() {

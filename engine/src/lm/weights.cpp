@@ -288,8 +288,8 @@ Status Weights::save(const std::string& config_path, const std::string& weights_
     }
     // The config travels in the weights too, so a file separated from its JSON can be identified.
     RILL_RETURN_IF_ERROR(w.set_metadata("rill.lm.config", config_json));
+    const std::string text = config_json + "\n";  // before the first write: it may run out of memory
     RILL_RETURN_IF_ERROR(w.write(weights_path));
-    const std::string text = config_json + "\n";
     return write_file_atomic(config_path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   });
 }

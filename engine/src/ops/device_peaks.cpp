@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "ops/op_common.hpp"
 #include "profile/peaks_cache.hpp"
@@ -96,16 +97,22 @@ Result<double> dispatch_latency_us(Context& ctx, int reps) {
 }  // namespace
 
 Result<double> copy_ms(Context& ctx, uint64_t bytes, int reps) {
-  const uint64_t vec4s = std::max<uint64_t>(1, (bytes + 31) / 32);
-  if (vec4s > UINT32_MAX) return invalid_argument("copy_ms: " + std::to_string(bytes) + " bytes is more than one copy");
-  return copy_vec4_ms(ctx, uint32_t(vec4s), std::max(reps, 1));
+  return detail::host_memory_guarded("copy_ms", [&]() -> Result<double> {
+    const uint64_t vec4s = std::max<uint64_t>(1, (bytes + 31) / 32);
+    if (vec4s > UINT32_MAX)
+      return invalid_argument("copy_ms: " + std::to_string(bytes) + " bytes is more than one copy");
+    return copy_vec4_ms(ctx, uint32_t(vec4s), std::max(reps, 1));
+  });
 }
 
 Result<DevicePeaks> cached_device_peaks(Context& ctx, const std::string& cache_dir) {
-  return detail::read_cached_peaks(ctx.device(), cache_dir);
+  return detail::host_memory_guarded("device peaks",
+                                     [&] { return detail::read_cached_peaks(ctx.device(), cache_dir); });
 }
 
-Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
+namespace {
+
+Result<DevicePeaks> measure_device_peaks(Context& ctx, const PeakOptions& options) {
   if (options.use_cache && !options.refresh) {
     auto cached = cached_device_peaks(ctx, options.cache_dir);
     if (cached.is_ok()) return cached;
@@ -134,6 +141,12 @@ Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
     detail::write_cached_peaks(ctx.device(), options.cache_dir, p);
   }
   return p;
+}
+
+}  // namespace
+
+Result<DevicePeaks> device_peaks(Context& ctx, const PeakOptions& options) {
+  return detail::host_memory_guarded("device peaks", [&] { return measure_device_peaks(ctx, options); });
 }
 
 }  // namespace rill

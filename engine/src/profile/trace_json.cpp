@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/host_memory_guard.hpp"
 #include "core/json_keys.hpp"
 #include "rill/profile.hpp"
 
@@ -70,9 +71,7 @@ Result<T> read_count(const nlohmann::json& args, const char* key, T fallback) {
   return count_of<T>(args[key], key);
 }
 
-}  // namespace
-
-Result<std::vector<ProfileEvent>> parse_chrome_trace(const std::string& json_text) {
+Result<std::vector<ProfileEvent>> parse_chrome_trace_unguarded(const std::string& json_text) {
   if (nests_deeper_than(json_text, kMaxNesting)) return data_loss("trace JSON nests deeper than a trace does");
   if (auto dup = first_duplicate_key(json_text)) return data_loss("trace JSON has the key '" + *dup + "' twice");
   try {
@@ -118,6 +117,12 @@ Result<std::vector<ProfileEvent>> parse_chrome_trace(const std::string& json_tex
   } catch (const nlohmann::json::exception& ex) {
     return data_loss(std::string("trace JSON is malformed: ") + ex.what());
   }
+}
+
+}  // namespace
+
+Result<std::vector<ProfileEvent>> parse_chrome_trace(const std::string& json_text) {
+  return detail::host_memory_guarded("trace", [&] { return parse_chrome_trace_unguarded(json_text); });
 }
 
 }  // namespace rill

@@ -190,11 +190,14 @@ Result<Allocation> Allocator::allocate(uint64_t bytes, PoolKind pool) {
   } else {
     RILL_ASSIGN_OR_RETURN(block, new_block(size, pool, true));
   }
-  // Carve [offset, offset + size) out of the free range that starts at offset.
-  auto it = block->free.find(offset);
-  const uint64_t range = it->second;
-  block->free.erase(it);
-  if (range > size) block->free[offset + size] = range - size;
+  // Carve [offset, offset + size) out of the free range that starts at offset; what is left keeps
+  // the range's node, re-keyed (no allocation: nothing can fail once the range is chosen).
+  auto node = block->free.extract(offset);
+  if (node.mapped() > size) {
+    node.key() = offset + size;
+    node.mapped() -= size;
+    block->free.insert(std::move(node));
+  }
   block->used += size;
   stats_.used_bytes += size;
   stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, stats_.used_bytes);

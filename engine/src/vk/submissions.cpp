@@ -157,7 +157,7 @@ Status Submissions::wait(uint64_t serial) {
     if (r != VK_SUCCESS) return device_.check(r, "vkWaitForFences");
     RILL_RETURN_IF_ERROR(poll());
   }
-  if (waits) profiler_.add_host("wait for GPU", "wait", start_us);
+  if (waits) profiler_.add_host_after([] { return std::string("wait for GPU"); }, "wait", start_us);
   return poll();
 }
 
@@ -176,17 +176,17 @@ uint64_t Submissions::last_retiree_serial() const {
 }
 
 void Submissions::run_retirees() {
-  // Collect first: a retiree may queue another retiree.
-  std::vector<Retiree> ready;
-  for (auto it = retirees_.begin(); it != retirees_.end();) {
-    if (it->first <= completed_) {
-      ready.push_back(std::move(it->second));
-      it = retirees_.erase(it);
-    } else {
-      ++it;
+  // One at a time, moved out before it runs: nothing here allocates (drain() runs in a destructor),
+  // and a retiree may queue another (for a later serial: retire() runs a finished one at once).
+  for (size_t i = 0; i < retirees_.size();) {
+    if (retirees_[i].first > completed_) {
+      ++i;
+      continue;
     }
+    Retiree ready = std::move(retirees_[i].second);
+    retirees_.erase(retirees_.begin() + std::ptrdiff_t(i));
+    ready();
   }
-  for (auto& fn : ready) fn();
 }
 
 }  // namespace rill::vk

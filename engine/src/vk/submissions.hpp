@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/deliberate_leak.hpp"
 #include "core/profiler.hpp"
 #include "vk/device.hpp"
 #include "vk/faults.hpp"
@@ -58,7 +59,6 @@ class Submissions {
     template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Retiree>>>
     explicit Retiree(F&& fn) : impl_(std::make_unique<Model<std::decay_t<F>>>(std::forward<F>(fn))) {}
     void operator()() { impl_->run(); }
-    void leak() noexcept { (void)impl_.release(); }  // what it owns is never freed
 
    private:
     struct Concept {
@@ -133,12 +133,10 @@ void Submissions::retire(uint64_t serial, F fn) noexcept {
     return;
   }
   leaked_ = true;
-  if (retiree) {
-    retiree->leak();
-  } else {
-    alignas(F) unsigned char kept[sizeof(F)];
-    new (kept) F(std::move(fn));  // never destroyed: what it owns is leaked
-  }
+  if (retiree)
+    detail::leak_without_allocating(std::move(*retiree));
+  else
+    detail::leak_without_allocating(std::move(fn));
 }
 
 }  // namespace rill::vk
