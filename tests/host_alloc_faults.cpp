@@ -76,44 +76,50 @@ void find_code_not_counted() {
 
 // Whether an allocation whose call stack passes `pc` may still be rill's: dladdr's symbol lookup
 // is the injector's main cost (a drill classifies every allocation of hundreds of rounds), so each
-// return address is classified once. Only the one armed thread reads and writes the table.
-bool frame_allows_counting(uintptr_t pc) {
+// return address is classified once. An address in no loaded object is not kept: a library loaded
+// later (the loader's drivers and layers come and go with instances) may be mapped there. Only the
+// one armed thread reads and writes the table.
+enum class Frame : uint8_t { kUnknown, kMayCount, kNotCounted };
+
+Frame classify_frame(uintptr_t pc) {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || info.dli_fname == nullptr) return true;
+  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || info.dli_fname == nullptr) return Frame::kUnknown;
   if (info.dli_fbase == g_self.dli_fbase) {
     for (const auto& [begin, end] : g_not_counted)
-      if (pc >= begin && pc < end) return false;
-    return true;
+      if (pc >= begin && pc < end) return Frame::kNotCounted;
+    return Frame::kMayCount;
   }
-  if (!runtime_library(info.dli_fname)) return false;
+  if (!runtime_library(info.dli_fname)) return Frame::kNotCounted;
   // libstdc++'s directory iterator allocates where an exception terminates (GCC 12).
-  return info.dli_sname == nullptr || std::strstr(info.dli_sname, "10filesystem") == nullptr;
+  if (info.dli_sname != nullptr && std::strstr(info.dli_sname, "10filesystem") != nullptr) return Frame::kNotCounted;
+  return Frame::kMayCount;
 }
 
 struct FrameVerdict {
   uintptr_t pc = 0;  // 0: empty slot
-  bool allows = false;
+  Frame frame = Frame::kUnknown;
 };
 constexpr size_t kVerdictSlots = 1 << 14;
 FrameVerdict g_verdicts[kVerdictSlots];
 
-bool frame_allows_counting_cached(uintptr_t pc) {
+bool frame_allows_counting(uintptr_t pc) {
   for (size_t slot = (pc >> 2) % kVerdictSlots, probes = 0; probes < 16; slot = (slot + 1) % kVerdictSlots, ++probes) {
     FrameVerdict& v = g_verdicts[slot];
-    if (v.pc == pc) return v.allows;
+    if (v.pc == pc) return v.frame != Frame::kNotCounted;
     if (v.pc == 0) {
-      v = FrameVerdict{pc, frame_allows_counting(pc)};
-      return v.allows;
+      const Frame frame = classify_frame(pc);
+      if (frame != Frame::kUnknown) v = FrameVerdict{pc, frame};
+      return frame != Frame::kNotCounted;
     }
   }
-  return frame_allows_counting(pc);  // a crowded neighbourhood: classified again each time
+  return classify_frame(pc) != Frame::kNotCounted;  // a crowded neighbourhood: classified each time
 }
 
 [[gnu::noinline]] bool rills_own_allocation() {
   void* frames[24];
   const int depth = backtrace(frames, 24);
   for (int i = 0; i < depth; ++i)
-    if (!frame_allows_counting_cached(reinterpret_cast<uintptr_t>(frames[i]))) return false;
+    if (!frame_allows_counting(reinterpret_cast<uintptr_t>(frames[i]))) return false;
   return true;
 }
 

@@ -276,7 +276,9 @@ Result<DownloadId> Sequence::download(const Tensor& src) {
       [&] { return impl_->record_transfer(detail::SequenceImpl::Transfer::kDownload, &src, nullptr, {}, &id); }));
   return id;
 }
-Status Sequence::finish() { return impl_->finish(); }
+Status Sequence::finish() {
+  return detail::host_memory_guarded("finish", [&] { return impl_->finish(); });
+}
 // Nothing is submitted before the last allocation, and nothing allocates after (Submissions::submit).
 Status Sequence::submit(uint32_t times) {
   return detail::host_memory_guarded("submit", [&] { return impl_->submit(times); });

@@ -37,8 +37,12 @@ class SequenceImpl {
       return record();
     } catch (const std::bad_alloc&) {
       state = State::kBroken;  // first: building the message may run out too
-      broken = out_of_host_memory("sequence: recording (make a new sequence)");
-      return broken;
+      Status failed = out_of_host_memory("sequence: recording (make a new sequence)");
+      try {
+        broken = failed;  // a copy allocates; without it finish() refuses with a message of its own
+      } catch (const std::bad_alloc&) {
+      }
+      return failed;
     }
   }
   Status finish();

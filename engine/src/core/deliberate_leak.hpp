@@ -55,6 +55,7 @@ template <typename T>
 void leak_without_allocating(T&& object) noexcept {
   using V = std::decay_t<T>;
   static_assert(std::is_nothrow_move_constructible_v<V>);
+  static_assert(alignof(V) <= alignof(std::max_align_t), "the arena is aligned for max_align_t");
   if (void* at = leak_arena_take(sizeof(V), alignof(V))) {
     new (at) V(std::move(object));
     return;

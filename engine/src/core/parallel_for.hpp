@@ -11,15 +11,17 @@
 #include <thread>
 #include <vector>
 
+#include "platform/host_resources.hpp"
+
 namespace rill::detail {
 
-// f(begin, end) over [0, n): as many ranges as the hardware has threads (at most 16), each of at
+// f(begin, end) over [0, n): as many ranges as the process may use processors (at most 16), each of at
 // least `grain` items; the calling thread runs the first, and any range no thread could be
 // started for. An exception from any range (std::bad_alloc) is rethrown here once every thread
 // has joined: a thread left joinable, or an exception leaving one, would terminate the process.
 template <typename F>
 void parallel_for(std::size_t n, std::size_t grain, F&& f) {
-  const std::size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t hardware = platform::usable_cpus();
   const std::size_t ranges =
       std::clamp<std::size_t>(n / std::max<std::size_t>(grain, 1), 1, std::min<std::size_t>(hardware, 16));
   const std::size_t per = (n + ranges - 1) / ranges;

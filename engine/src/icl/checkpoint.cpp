@@ -8,6 +8,7 @@
 #include "core/fnv1a.hpp"
 #include "icl/config_json.hpp"
 #include "icl/icl_kernels.hpp"
+#include "icl/known_tensors.hpp"
 #include "rill/safetensors.hpp"
 
 namespace rill::icl::detail {
@@ -65,12 +66,8 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   if (!field("version") || *field("version") != kVersion)
     return invalid_argument(where + "unsupported version '" + (field("version") ? *field("version") : "") + "'");
   if (!field("config")) return invalid_argument(where + "no configuration");
-  // Every tensor is one the reader takes: another (a misspelt name from a converter) would be
-  // ignored, with the run resumed from whatever the file's known tensors say.
-  for (const SafetensorsEntry& entry : file.entries())
-    if (entry.name != "params" && entry.name != "moment1" && entry.name != "moment2" && entry.name != "state")
-      return invalid_argument(where + "an unknown tensor '" + entry.name +
-                              "' (a checkpoint holds params, moment1, moment2 and state)");
+  RILL_RETURN_IF_ERROR(only_known_tensors(file, {"params", "moment1", "moment2", "state"}, where,
+                                          "a checkpoint holds params, moment1, moment2 and state"));
   Checkpoint c;
   if (const std::string* set = field("task_set")) {
     if (set->empty() || set->size() > 64) return invalid_argument(where + "a malformed task-set fingerprint");

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/host_memory_guard.hpp"
+#include "icl/known_tensors.hpp"
 #include "rill/safetensors.hpp"
 
 namespace rill::icl {
@@ -57,12 +58,9 @@ Result<TaskSet> load_task_set(const std::string& path) {
   return rill::detail::host_memory_guarded("icl task set load", [&]() -> Result<TaskSet> {
     RILL_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
     const std::string where = "icl task set '" + path + "': ";
-    // A tensor the reader does not take would be ignored: a misspelt `sigmas` left every oracle NaN.
-    for (const SafetensorsEntry& entry : file.entries())
-      if (entry.name != "contexts" && entry.name != "labels" && entry.name != "queries" &&
-          entry.name != "query_targets" && entry.name != "sigmas")
-        return invalid_argument(where + "an unknown tensor '" + entry.name +
-                                "' (a task set holds contexts, labels, queries, query_targets and optionally sigmas)");
+    RILL_RETURN_IF_ERROR(
+        detail::only_known_tensors(file, {"contexts", "labels", "queries", "query_targets", "sigmas"}, where,
+                                   "a task set holds contexts, labels, queries, query_targets and optionally sigmas"));
     const SafetensorsEntry* contexts = file.find("contexts");
     if (contexts == nullptr) return invalid_argument(where + "no tensor 'contexts' [tasks, n, d]");
     if (contexts->shape.size() != 3 || contexts->shape[0] < 1 || contexts->shape[1] < 1 || contexts->shape[2] < 1)

@@ -75,6 +75,9 @@ struct TrainerGrid::Impl {
   Status restore(int model, const detail::Checkpoint& c) {
     const Place& at = places[size_t(model)];
     // Read first: it may run out of host memory, and a restored model must not keep the old step.
+    if (c.state.size() != gpu::kIclStateWords)
+      return invalid_argument("icl grid: a checkpoint state of " + std::to_string(c.state.size()) + " words, not " +
+                              std::to_string(gpu::kIclStateWords));
     std::vector<StepRecord> none;
     detail::ModelProgress restored = detail::read_progress(c.state, {}, 0, none);
     RILL_RETURN_IF_ERROR(cohorts[at.cohort].model.restore(ctx, at.model, c));

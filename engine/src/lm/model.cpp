@@ -10,6 +10,7 @@
 #include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "kernel_plan.hpp"
+#include "lm/lm_internal.hpp"
 #include "lm/lm_kernels.hpp"
 #include "lm/model_impl.hpp"
 #include "ops/op_common.hpp"

@@ -14,7 +14,7 @@
 #include "core/host_memory_guard.hpp"
 #include "core/log.hpp"
 #include "lm/lm_internal.hpp"
-#include "platform/host_memory.hpp"
+#include "platform/host_resources.hpp"
 #include "rill/half.hpp"
 #include "rill/lm.hpp"
 

@@ -25,32 +25,48 @@ Submissions::~Submissions() { drain(); }
 uint64_t Submissions::timeout_ns() const { return timeout_ms_ == 0 ? UINT64_MAX : uint64_t(timeout_ms_) * 1000000; }
 
 void Submissions::drain() {
+  // It runs in the destructor: nothing here may throw, so nothing allocates on the way.
   // rill's own fences, not vkDeviceWaitIdle: on an application's device (Context::wrap) that
-  // would need every queue of the device, the application's too, kept still while it waits.
-  std::vector<VkFence> fences;
-  for (const InFlight& f : in_flight_) fences.push_back(f.fence.get());
-  const VkResult r = fences.empty() || device_.lost()
-                         ? VK_SUCCESS
-                         : faults_.run([&] {  // an injection point: tests reach the leaking path below
-                             return device_.fn().vkWaitForFences(device_.handle(), uint32_t(fences.size()),
-                                                                 fences.data(), VK_TRUE, given_up() ? 0 : timeout_ns());
-                           });
+  // would need every queue of the device, the application's too, kept still while it waits. The
+  // last one is enough: a fence of vkQueueSubmit signals after every earlier submission's work.
+  const VkFence last = in_flight_.empty() ? VK_NULL_HANDLE : in_flight_.back().fence.get();
+  const VkResult r =
+      last == VK_NULL_HANDLE || device_.lost()
+          ? VK_SUCCESS
+          : faults_.run([&] {  // an injection point: tests reach the leaking path below
+              return device_.fn().vkWaitForFences(device_.handle(), 1, &last, VK_TRUE, given_up() ? 0 : timeout_ns());
+            });
   if (r != VK_SUCCESS) {
-    const Status failed =
-        r == VK_TIMEOUT ? deadline_exceeded("rill's work on the GPU did not finish within " + timeout_text(timeout_ms_))
-                        : device_.check(r, "vkWaitForFences");
-    if (!device_.lost()) {
-      // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
-      log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
-                                                 " resources of unfinished work are leaked, not freed in use");
-      detail::leak_deliberately(std::make_unique<std::deque<InFlight>>(std::move(in_flight_)));
-      detail::leak_deliberately(std::make_unique<std::deque<std::pair<uint64_t, Retiree>>>(std::move(retirees_)));
-      in_flight_.clear();
-      retirees_.clear();
-      completed_ = last_submitted_;
-      leaked_ = true;
-      return;
+    try {
+      const Status failed =
+          r == VK_TIMEOUT
+              ? deadline_exceeded("rill's work on the GPU did not finish within " + timeout_text(timeout_ms_))
+              : device_.check(r, "vkWaitForFences");  // marks a lost device first
+      if (!device_.lost())
+        log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
+                                                   " resources of unfinished work are leaked, not freed in use");
+    } catch (const std::bad_alloc&) {  // the warning is lost, not what follows
     }
+  }
+  if (r != VK_SUCCESS && !device_.lost()) {
+    // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
+    // Without memory for the lists' new homes (a failed allocation leaves them where they are),
+    // each goes to the static arena.
+    try {
+      detail::leak_deliberately(std::make_unique<std::deque<InFlight>>(std::move(in_flight_)));
+    } catch (const std::bad_alloc&) {
+      for (InFlight& f : in_flight_) detail::leak_without_allocating(std::move(f.fence));
+    }
+    try {
+      detail::leak_deliberately(std::make_unique<std::deque<std::pair<uint64_t, Retiree>>>(std::move(retirees_)));
+    } catch (const std::bad_alloc&) {
+      for (auto& [serial, retiree] : retirees_) detail::leak_without_allocating(std::move(retiree));
+    }
+    in_flight_.clear();  // moved from: nothing left to destroy
+    retirees_.clear();
+    completed_ = last_submitted_;
+    leaked_ = true;
+    return;
   }
   // On a lost device nothing runs any more: everything is released.
   in_flight_.clear();  // their fences may be signalled, not reset: destroyed
