@@ -2,6 +2,7 @@
 // against the reference gradients over odd shapes, feature maps, decay, chunk sizes and dispatch
 // splits; the reference against finite differences.
 #include <algorithm>
+#include <span>
 
 #include "linear_attention.hpp"
 #include "linear_attention_test.hpp"
@@ -55,12 +56,10 @@ void check_backward(rill::Context& ctx, const Case& c, DType dtype, uint32_t see
   require_grad_close(rill_test::read(ctx, tdv), dv_ref, dtype, "dv");
 }
 
-}  // namespace
-
-GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu][sweep]") {
-  // Every algorithm, forced: the register scans (CPU drivers), the serial chunked scans and the
-  // parallel passes a GPU runs.
-  for (const char* algorithm : rill_test::kLaAlgorithms) {
+// The causal backward under each of `algorithms`, forced, over odd shapes, feature maps, decay,
+// chunk sizes and dispatch splits, f32 and f16.
+void check_causal_algorithms(std::span<const char* const> algorithms) {
+  for (const char* algorithm : algorithms) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=") + algorithm;
     auto ctx = rill_test::make_context(options);
@@ -80,6 +79,27 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
       }
     }
   }
+}
+
+}  // namespace
+
+// Every algorithm, forced, in three cases (one took a minute, and ran past CTest's ten minutes on a
+// loaded machine): the register scan (CPU drivers), the serial chunked scan and the parallel passes
+// a GPU runs; the parallel passes over spans with grouped columns, and with fused scores; the
+// output pass's 8 x 8 blocks.
+GPU_TEST_CASE("chunked linear attention backward matches the reference gradients", "[linear-attention][gpu][sweep]") {
+  check_causal_algorithms(std::span(rill_test::kLaAlgorithms).first(3));
+}
+
+GPU_TEST_CASE(
+    "chunked linear attention backward over spans with grouped columns or with fused scores matches the reference",
+    "[linear-attention][gpu][sweep]") {
+  check_causal_algorithms(std::span(rill_test::kLaAlgorithms).subspan(3, 2));
+}
+
+GPU_TEST_CASE("chunked linear attention backward with 8 x 8 output blocks matches the reference gradients",
+              "[linear-attention][gpu][sweep]") {
+  check_causal_algorithms(std::span(rill_test::kLaAlgorithms).subspan(5));
 }
 
 // Heads of 256 (LRPE's features over heads of 128): the register scans with one state column per

@@ -17,7 +17,7 @@ namespace {
 constexpr const char* kFormat = "rill-tuning";
 constexpr int kVersion = 1;
 constexpr uint64_t kMaxBytes = 1 << 20;
-constexpr size_t kMaxNesting = 8;  // a tuning file nests 3 deep
+constexpr size_t kMaxTuningFileNesting = 8;  // a tuning file nests 3 deep
 // For messages: a driver's device name need not be UTF-8, which strict dumping throws on.
 constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
 
@@ -88,7 +88,7 @@ Result<TuningFile> read_tuning_file(const std::string& path, const DeviceInfo& d
   const std::vector<uint8_t> bytes = std::move(read).value();
   const std::string where = "tuning file '" + path + "'";
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (nests_deeper_than(text, kMaxNesting)) return data_loss(where + " nests deeper than a tuning file does");
+  if (nests_deeper_than(text, kMaxTuningFileNesting)) return data_loss(where + " nests deeper than a tuning file does");
   if (auto dup = first_duplicate_key(text)) return data_loss(where + " has the key '" + *dup + "' twice");
   TuningFile out;
   nlohmann::json stored_device;

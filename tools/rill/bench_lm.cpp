@@ -21,12 +21,6 @@
 namespace rill_cli {
 namespace {
 
-bool report(const rill::Status& s, const char* what) {
-  if (s.is_ok()) return true;
-  std::fprintf(stderr, "rill bench lm %s: %s\n", what, s.to_string().c_str());
-  return false;
-}
-
 // Median ms per decoded token over `tokens` greedy steps from the session's position.
 rill::Result<double> time_decode(rill::lm::Session& s, std::vector<float> logits, int tokens) {
   std::vector<double> ms;
@@ -98,15 +92,15 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
         soft_options.softmax_capacity = uint32_t(n + uint64_t(rounds) * per_round + 1);
         auto m = rill::lm::Model::create(ctx, soft_weights, soft_options);
         if (m.status().code() == rill::StatusCode::kOutOfRange) continue;  // recorded by the prefill sweep
-        if (!report(m.status(), "decode softmax model")) return false;
+        if (!report(m.status(), "lm decode softmax model")) return false;
         p.model.emplace(std::move(m).value());
         model = &*p.model;
       }
       p.model_shape = model_shape_of(*model);
       auto session = model->session();
-      if (!report(session.status(), "decode session")) return false;
+      if (!report(session.status(), "lm decode session")) return false;
       p.session.emplace(std::move(session).value());
-      if (!report(fast_forward(*p.session, n), "decode fast-forward")) return false;
+      if (!report(fast_forward(*p.session, n), "lm decode fast-forward")) return false;
       probes.push_back(std::move(p));
     }
   }
@@ -117,7 +111,7 @@ bool bench_decode_interleaved(rill::Context& ctx, const rill::lm::ModelConfig& c
         const auto t0 = Clock::now();
         auto logits = p.session->decode(next);
         p.ms.push_back(ms_since(t0));
-        if (!report(logits.status(), "decode")) return false;
+        if (!report(logits.status(), "lm decode")) return false;
         p.logits = std::move(logits).value();
       }
   for (Probe& p : probes) {
@@ -157,20 +151,20 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   rill::lm::ModelConfig config;  // width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
   if (!args.lm_config.empty()) {
     auto loaded = rill::lm::load_config(args.lm_config);
-    if (!report(loaded.status(), "config")) return false;
+    if (!report(loaded.status(), "lm config")) return false;
     config = std::move(loaded).value();
   }
-  if (!report(config.validate(), "config")) return false;
+  if (!report(config.validate(), "lm config")) return false;
   std::vector<uint64_t> lengths;
   // --quick stops at 4096 tokens; --lm-max-tokens lowers that further.
   const uint64_t max_tokens = std::min<uint64_t>(quick ? 4096 : UINT64_MAX, args.lm_max_tokens);
   for (uint64_t n : {1024, 4096, 16384, 65536, 262144, 1048576})
     if (n <= max_tokens) lengths.push_back(n);
-  if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "options");
+  if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "lm options");
   const int decode_tokens = quick ? 8 : 48;  // host round trips per token are noisy on shared machines
   rill::lm::ModelOptions options;
   auto storage = rill::lm::weight_storage_from_name(args.lm_weight_storage);
-  if (!report(storage.status(), "options")) return false;
+  if (!report(storage.status(), "lm options")) return false;
   options.weights = *storage;
   options.precision = args.lm_precision == "f16" ? rill::lm::Precision::kF16 : rill::lm::Precision::kF32;
   if (args.lm_segment != 0) options.prefill_segment = args.lm_segment;
@@ -178,31 +172,31 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), rill::lm::LayerKind::kSoftmax) > 0)
     options.softmax_capacity = uint32_t(std::min<uint64_t>(lengths.back() + decode_tokens + 1, UINT32_MAX));
   auto weights = rill::lm::Weights::random(config, 1);
-  if (!report(weights.status(), "weights")) return false;
+  if (!report(weights.status(), "lm weights")) return false;
   ctx.reset_peak_memory();
   auto model = rill::lm::Model::create(ctx, *weights, options);
-  if (!report(model.status(), "model")) return false;
+  if (!report(model.status(), "lm model")) return false;
   const nlohmann::json model_shape = model_shape_of(*model);
   // --peers: the same model (saved to temporary files) prefilled by the PyTorch TransNormer.
   std::optional<ScratchDir> peer_dir;  // removed on every way out (the weights may take gigabytes)
   std::string peer_config, peer_weights;
   if (args.peers) {
     auto dir = ScratchDir::create("rill-lm-peer");
-    if (!report(dir.status(), "a directory for the peer's model")) return false;
+    if (!report(dir.status(), "lm a directory for the peer's model")) return false;
     peer_dir.emplace(std::move(dir).value());
     peer_config = (peer_dir->path() / "config.json").string();
     peer_weights = (peer_dir->path() / "model.safetensors").string();
-    if (!report(weights->save(peer_config, peer_weights), "saving the model for the peer")) return false;
+    if (!report(weights->save(peer_config, peer_weights), "lm saving the model for the peer")) return false;
   }
   {  // Warm-up: the first prefill and decode create the pipelines; no figure should include that.
     auto warm = model->session();
-    if (!report(warm.status(), "session")) return false;
+    if (!report(warm.status(), "lm session")) return false;
     auto logits = warm->prefill(random_prompt(std::min<uint64_t>(lengths.front(), 2 * config.block + 1), config.vocab));
-    if (!report(logits.status(), "warm-up")) return false;
-    if (!report(time_decode(*warm, std::move(logits).value(), 2).status(), "warm-up")) return false;
+    if (!report(logits.status(), "lm warm-up")) return false;
+    if (!report(time_decode(*warm, std::move(logits).value(), 2).status(), "lm warm-up")) return false;
     auto scoring = model->session();  // and the scoring form's kernels
-    if (!report(scoring.status(), "session")) return false;
-    if (!report(scoring->score(random_prompt(2 * config.block + 1, config.vocab)).status(), "warm-up")) return false;
+    if (!report(scoring.status(), "lm session")) return false;
+    if (!report(scoring->score(random_prompt(2 * config.block + 1, config.vocab)).status(), "lm warm-up")) return false;
   }
   std::vector<std::pair<double, double>> fit;
   for (uint64_t n : lengths) {
@@ -212,18 +206,18 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
       auto throwaway = model->session();
       return throwaway.is_ok() ? throwaway->prefill(prompt).status() : throwaway.status();
     });
-    if (!report(warmed, "prefill warm-up")) return false;
+    if (!report(warmed, "lm prefill warm-up")) return false;
     // Scoring the same prompt (the prefill plus the head over every row) in a session of its own,
     // gone before the prefill's: each peak holds one session.
     std::optional<nlohmann::json> score_record;
     if (n <= kScoreMaxTokens) {
       auto scorer = model->session();
-      if (!report(scorer.status(), "session")) return false;
+      if (!report(scorer.status(), "lm session")) return false;
       ctx.reset_peak_memory();
       const auto s0 = Clock::now();
       auto scores = scorer->score(prompt);
       const double score_ms = ms_since(s0);
-      if (!report(scores.status(), "score")) return false;
+      if (!report(scores.status(), "lm score")) return false;
       score_record = {{"op", "lm_score"},
                       {"variant", "transnormer"},
                       {"shape", {{"tokens", n}, {"model", model_shape}}},
@@ -232,15 +226,15 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                       {"peak_device_bytes", ctx.memory_stats().peak_used_bytes}};
     }
     auto session = model->session();
-    if (!report(session.status(), "session")) return false;
+    if (!report(session.status(), "lm session")) return false;
     ctx.reset_peak_memory();
     const auto t0 = Clock::now();
     auto logits = session->prefill(prompt);
     const double prefill_ms = ms_since(t0);
-    if (!report(logits.status(), "prefill")) return false;
+    if (!report(logits.status(), "lm prefill")) return false;
     const uint64_t peak = ctx.memory_stats().peak_used_bytes;
     auto decode = time_decode(*session, std::move(logits).value(), decode_tokens);
-    if (!report(decode.status(), "decode")) return false;
+    if (!report(decode.status(), "lm decode")) return false;
     if (n >= 4096) fit.emplace_back(double(n), prefill_ms);
     nlohmann::json prefill_record = {{"op", "lm_prefill"},
                                      {"variant", "transnormer"},
@@ -313,7 +307,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
   soft.layer_kinds.assign(config.layers, rill::lm::LayerKind::kSoftmax);
   soft.lrpe_layers.clear();  // LRPE belongs to NormAttention layers (TransNormerLLM's configurations have it)
   auto soft_weights = rill::lm::Weights::random(soft, 1);
-  if (!report(soft_weights.status(), "softmax weights")) return false;
+  if (!report(soft_weights.status(), "lm softmax weights")) return false;
   const uint64_t soft_prefill_max = quick ? 1024 : 4096;  // quadratic: longer prompts take minutes
   for (uint64_t n : lengths) {
     rill::lm::ModelOptions soft_options = options;
@@ -328,9 +322,9 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                    soft_model.status().message().c_str());
       continue;
     }
-    if (!report(soft_model.status(), "softmax model")) return false;
+    if (!report(soft_model.status(), "lm softmax model")) return false;
     auto session = soft_model->session();
-    if (!report(session.status(), "softmax session")) return false;
+    if (!report(session.status(), "lm softmax session")) return false;
     std::vector<float> logits(config.vocab, 0.0f);
     if (n <= soft_prefill_max) {
       const auto prompt = random_prompt(n, config.vocab);
@@ -338,7 +332,7 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
       const auto t0 = Clock::now();
       auto l = session->prefill(prompt);
       const double prefill_ms = ms_since(t0);
-      if (!report(l.status(), "softmax prefill")) return false;
+      if (!report(l.status(), "lm softmax prefill")) return false;
       logits = std::move(l).value();
       out.push_back({{"op", "lm_prefill"},
                      {"variant", "softmax_baseline"},
@@ -346,11 +340,11 @@ bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
                      {"median_ms", prefill_ms},
                      {"tokens_per_s", 1e3 * double(n) / prefill_ms},
                      {"peak_device_bytes", ctx.memory_stats().peak_used_bytes}});
-    } else if (!report(fast_forward(*session, n), "softmax fast-forward")) {
+    } else if (!report(fast_forward(*session, n), "lm softmax fast-forward")) {
       return false;
     }
     auto decode = time_decode(*session, logits, decode_tokens);
-    if (!report(decode.status(), "softmax decode")) return false;
+    if (!report(decode.status(), "lm softmax decode")) return false;
     out.push_back({{"op", "lm_decode"},
                    {"variant", "softmax_baseline"},
                    {"shape", {{"position", n}, {"model", model_shape_of(*soft_model)}}},

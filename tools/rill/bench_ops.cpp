@@ -35,12 +35,6 @@ constexpr const char* kLinearAttentionForms[] = {"chunked_parallel", "chunked_se
 // bigger products, a tighter time budget for the slow reference forms.
 bool large_device(const rill::DevicePeaks& peaks) { return peaks.fma_f32_gflops >= 2000.0; }
 
-bool report(const rill::Status& s, const char* what) {
-  if (s.is_ok()) return true;
-  std::fprintf(stderr, "rill bench %s: %s\n", what, s.to_string().c_str());
-  return false;
-}
-
 bool bench_rmsnorm(rill::Context& ctx, bool quick, const rill::DevicePeaks& peaks, nlohmann::json& out) {
   const int reps = quick ? 3 : 10;
   const std::vector<std::pair<int64_t, int64_t>> shapes =
@@ -345,6 +339,12 @@ rill::Result<int> bench_reps_from_env() {
     return rill::invalid_argument("RILL_BENCH_REPS='" + std::string(env) +
                                   "': a number of repetitions from 1 to 100000");
   return asked;
+}
+
+bool report(const rill::Status& s, const char* what) {
+  if (s.is_ok()) return true;
+  std::fprintf(stderr, "rill bench %s: %s\n", what, s.to_string().c_str());
+  return false;
 }
 
 rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run) {

@@ -58,6 +58,8 @@ struct OpTiming {
 // (default 300; 0 turns it off), before any run is timed. CPU drivers run on the host's own clocks,
 // so their figures stay as before: `run` is not called there.
 rill::Status keep_gpu_busy(const rill::Context& ctx, const std::function<rill::Status()>& run);
+// Whether `s` is OK; otherwise prints "rill bench <what>: <status>" to stderr.
+bool report(const rill::Status& s, const char* what);
 // RILL_BENCH_REPS: the fewest repetitions of every timed op (a noisy machine's A/B comparisons);
 // 0 when unset, InvalidArgument naming it for anything but a whole number from 1 to 100000.
 rill::Result<int> bench_reps_from_env();

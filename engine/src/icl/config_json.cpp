@@ -40,7 +40,7 @@ std::string config_to_json(const TrainConfig& c) {
 
 namespace {
 
-constexpr size_t kMaxNesting = 8;  // a config nests 3 deep
+constexpr size_t kMaxIclConfigNesting = 8;  // a config nests 3 deep
 
 // A JSON number as a float: one past float's range is +-inf (validate refuses it; a plain cast
 // would be undefined behaviour).
@@ -107,7 +107,8 @@ Status object(const json& j, const char* key) {
 Result<TrainConfig> config_from_json(const std::string& text) {
   // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
   if (text.find('\0') != std::string::npos) return invalid_argument("icl config JSON: contains a NUL byte");
-  if (nests_deeper_than(text, kMaxNesting)) return invalid_argument("icl config JSON: nests deeper than a config does");
+  if (nests_deeper_than(text, kMaxIclConfigNesting))
+    return invalid_argument("icl config JSON: nests deeper than a config does");
   if (auto dup = first_duplicate_key(text))
     return invalid_argument("icl config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text, nullptr, false);

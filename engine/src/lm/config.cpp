@@ -29,7 +29,7 @@ constexpr uint32_t kMaxBlock = 256;
 constexpr uint32_t kMaxChunk = 64;
 // Every weight matrix must be indexable with 32-bit signed arithmetic in the shaders.
 constexpr uint64_t kMaxElements = (1ull << 31) - 1;
-constexpr size_t kMaxNesting = 8;  // a config nests 3 deep ("decay" per layer and head)
+constexpr size_t kMaxLmConfigNesting = 8;  // a config nests 3 deep ("decay" per layer and head)
 
 Status field(bool ok, const std::string& what) { return ok ? Status::ok() : invalid_argument("lm config: " + what); }
 
@@ -327,7 +327,8 @@ Result<std::vector<float>> transnormerllm_decay(uint32_t heads, uint32_t layers)
 Result<ModelConfig> config_from_json(std::string_view text) {
   // nlohmann stops reading at a NUL and keeps one of two equal keys: refuse both first.
   if (text.find('\0') != std::string_view::npos) return invalid_argument("lm config JSON: contains a NUL byte");
-  if (nests_deeper_than(text, kMaxNesting)) return invalid_argument("lm config JSON: nests deeper than a config does");
+  if (nests_deeper_than(text, kMaxLmConfigNesting))
+    return invalid_argument("lm config JSON: nests deeper than a config does");
   if (auto dup = first_duplicate_key(text))
     return invalid_argument("lm config JSON: the key '" + *dup + "' appears twice in one object");
   const json j = json::parse(text.begin(), text.end(), nullptr, false);

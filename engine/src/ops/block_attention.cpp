@@ -68,7 +68,7 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   return Geometry{suffix, bh, n, dk, dv, blocks, scale};
 }
 
-using Push = gpu::BlockAttentionPush;
+using gpu::BlockAttentionPush;
 
 plan::BlockAttentionShape shape_of(const Geometry& g, uint32_t block) {
   return {.block = block,
@@ -87,7 +87,7 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
   RILL_RETURN_IF_ERROR(
       detail::require_disjoint({{&o, "o"}, {&lse, "lse"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}}, kBlockAttentionOp));
   const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
-  const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
+  const BlockAttentionPush push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   // Pairs (t, s) per block: B(B+1)/2 causal, B^2 otherwise; each costs Dk + Dv FMAs (2 FLOPs).
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
@@ -142,7 +142,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
       {{&dq, "dq"}, {&dk_out, "dk"}, {&dv_out, "dv"}, {&delta, "delta"}},
       {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&o, "o"}, {&lse, "lse"}, {&d_o, "d_o"}}, kBlockAttentionOp));
   if (dk > kMaxDv) return unimplemented("block_attention_backward: Dk of " + std::to_string(dk) + " is above 128");
-  const Push push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
+  const BlockAttentionPush push{uint32_t(n), uint32_t(dk), uint32_t(dv), scale};
   const uint64_t pairs = opt.causal ? n * (opt.block + 1) / 2 : n * opt.block;
   const uint64_t es = dtype_size(q.dtype());
   // Every backward kernel's buffers (block_attention_bwd_io.glsl).
@@ -181,7 +181,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
       const uint64_t rows = std::min<uint64_t>(uint64_t(count) * opt.block, n - uint64_t(first_block) * opt.block);
       const uint64_t window_pairs = opt.causal ? rows * (opt.block + 1) / 2 : rows * opt.block;
       const uint64_t row_bytes = product ? 2 * dk : query ? 2 * dk + 2 * dv : 3 * dk + 4 * dv;
-      Push window_push = push;
+      BlockAttentionPush window_push = push;
       window_push.first_block = first_block;
       static constexpr const char* kPass[] = {" (delta, dq)", " (dk, dv)", " (dk, dv, dS)", " (dq = dS K)"};
       const std::string& name = product ? dq_kernel : kernel;

@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kMatmulOp = "matmul";
 
-using Push = gpu::MatmulPush;
+using gpu::MatmulPush;
 
 struct Matrix {
   uint64_t batch, rows, cols;
@@ -44,7 +44,7 @@ struct BOperand {
 // The checks on A, C and the bias common to both forms of B, and the dispatch. B is `mb` as
 // matrices, kb x N after a transpose (its strides are already in `push`).
 Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint64_t kb, uint64_t N, const Tensor& c,
-                          const MatmulOptions& o, Push push, const BOperand& b) {
+                          const MatmulOptions& o, MatmulPush push, const BOperand& b) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(a, kMatmulOp));
   RILL_ASSIGN_OR_RETURN(Matrix ma, as_matrix(a, "A"));
   RILL_ASSIGN_OR_RETURN(Matrix mc, as_matrix(c, "C"));
@@ -180,7 +180,7 @@ Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, 
                             c.describe() + ")");
   if (b.element_count() > UINT32_MAX) return out_of_range("matmul: more than 2^32 elements in one operand");
   const uint64_t K = o.transpose_b ? mb.cols : mb.rows, N = o.transpose_b ? mb.rows : mb.cols;
-  Push push{};
+  MatmulPush push{};
   push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
   push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
   return check_and_dispatch(
@@ -194,7 +194,7 @@ Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tens
   RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
   RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {o.bias, "bias"}}, kMatmulOp));
   const bool scaled = has_scales(b.format);
-  Push push{};
+  MatmulPush push{};
   push.b_rs = uint32_t(b.words.shape()[2]);
   push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);
   push.b_group = scaled ? b.group : 1u;

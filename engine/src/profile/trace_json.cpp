@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kHostTid = 1;
 constexpr int kGpuTid = 2;
-constexpr size_t kMaxNesting = 8;  // a trace nests 5 deep (document, events, event, args, statistics)
+constexpr size_t kMaxTraceNesting = 8;  // a trace nests 5 deep (document, events, event, args, statistics)
 
 nlohmann::json thread_name(int tid, const char* name) {
   return {{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}};
@@ -72,7 +72,7 @@ Result<T> read_count(const nlohmann::json& args, const char* key, T fallback) {
 }
 
 Result<std::vector<ProfileEvent>> parse_chrome_trace_unguarded(const std::string& json_text) {
-  if (nests_deeper_than(json_text, kMaxNesting)) return data_loss("trace JSON nests deeper than a trace does");
+  if (nests_deeper_than(json_text, kMaxTraceNesting)) return data_loss("trace JSON nests deeper than a trace does");
   if (auto dup = first_duplicate_key(json_text)) return data_loss("trace JSON has the key '" + *dup + "' twice");
   try {
     const nlohmann::json doc = nlohmann::json::parse(json_text);
