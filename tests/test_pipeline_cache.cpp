@@ -1,10 +1,14 @@
 // Pipeline cache persistence: save and reload; truncated, corrupt, foreign and garbage files are
 // rejected with a reason and the context carries on.
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/file_io.hpp"
 #include "gpu_test.hpp"
+#include "platform/files.hpp"
 #include "vk/pipeline_cache_file.hpp"
 
 namespace {
@@ -102,6 +106,46 @@ GPU_TEST_CASE("contexts sharing a cache file keep each other's pipelines", "[pip
     WARN("this driver's pipeline cache holds nothing: no pipelines to merge");
   }
   for (const std::string& file : {path, alone, empty}) std::filesystem::remove(file);
+}
+
+// A save holds the cache file's lock while it reads, merges and replaces the file, so two saving at
+// once cannot each merge the old file and the second drop the first's pipelines. A holder that does
+// not let go (a stopped process) delays a save by two seconds, with a warning, never blocks it.
+GPU_TEST_CASE("a pipeline cache save holds the file's lock and outwaits no stuck holder", "[pipeline-cache][gpu]") {
+  using namespace std::chrono_literals;
+  const std::string path = rill_test::temp_path("cache-locked.bin");
+  auto ctx = rill_test::make_context(with_cache(path));
+  run_fill(ctx);
+  {
+    auto stuck = rill::platform::FileLock::acquire(path + ".lock", 0ms);
+    REQUIRE(stuck.is_ok());
+    std::vector<std::string> logged;
+    rill::set_log_callback([&](rill::MessageSeverity, std::string_view m) { logged.emplace_back(m); });
+    const rill::Status saved = ctx.save_pipeline_cache();
+    rill::set_log_callback(nullptr);
+    REQUIRE(saved.is_ok());
+    CHECK(std::filesystem::exists(path));
+    REQUIRE(logged.size() == 1);
+    CHECK_THAT(logged[0], Catch::Contains("saving without its lock file (held by another for 2000 ms)"));
+  }
+  // Contexts saving on several threads at once (as processes would) take turns on the lock, and
+  // every save is written whole.
+  std::filesystem::remove(path);
+  std::vector<rill::Context> contexts;
+  for (int i = 0; i < 3; ++i) contexts.push_back(rill_test::make_context(with_cache(path)));
+  std::vector<std::thread> savers;
+  std::atomic<int> saved{0};
+  for (rill::Context& c : contexts)
+    savers.emplace_back([&saved, &c] {
+      for (int round = 0; round < 5; ++round) saved += c.save_pipeline_cache().is_ok() ? 1 : 0;
+    });
+  for (std::thread& t : savers) t.join();
+  CHECK(saved == 15);
+  CHECK(rill_test::make_context(with_cache(path)).pipeline_stats().cache_loaded);
+  // Nothing holds the lock after the saves.
+  CHECK(rill::platform::FileLock::acquire(path + ".lock", 0ms).is_ok());
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".lock");
 }
 
 GPU_TEST_CASE("truncated, corrupt, foreign and garbage cache files are rejected safely", "[pipeline-cache][gpu]") {

@@ -1,14 +1,17 @@
 // The platform file layer (engine/src/platform/files.hpp): mappings of every kind of file, UTF-8
-// paths through every file entry point, and atomic replacement leaving nothing behind.
+// paths through every file entry point, atomic replacement leaving nothing behind, and file locks.
 
 #ifndef _WIN32
 #include <sys/stat.h>
 #endif
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/file_io.hpp"
@@ -145,4 +148,44 @@ TEST_CASE("an atomic replacement leaves only the new file", "[core][platform]") 
   const rill::Status into_missing_dir = rill::write_file_atomic(dir / "no-such-dir/x.bin", std::vector<uint8_t>(1));
   CHECK(into_missing_dir.code() == StatusCode::kUnavailable);
   CHECK_THAT(into_missing_dir.message(), Catch::Contains("no-such-dir/x.bin"));
+}
+
+TEST_CASE("a file lock is held against other holders until released", "[core][platform]") {
+  using rill::platform::FileLock;
+  using namespace std::chrono_literals;
+  ScratchDir dir("lock");
+  const std::string path = dir / "cache.bin.lock";
+  auto first = FileLock::acquire(path, 0ms);
+  REQUIRE(first.is_ok());
+  CHECK(fs::exists(path));
+  // Another holder (of this process too) waits, and is refused past its wait.
+  const auto refused = FileLock::acquire(path, 30ms);
+  CHECK(refused.status().code() == StatusCode::kDeadlineExceeded);
+  CHECK_THAT(refused.status().message(), Catch::Contains("held by another for 30 ms"));
+  // A move carries the lock: destroying the moved-from object releases nothing.
+  FileLock moved = std::move(first).value();
+  {
+    FileLock moved_from = std::move(moved);
+    moved = std::move(moved_from);
+  }  // moved_from, moved from, is destroyed
+  CHECK(FileLock::acquire(path, 0ms).status().code() == StatusCode::kDeadlineExceeded);
+  // A waiter gets it once the holder lets go, not before.
+  std::atomic<bool> released{false};
+  std::thread holder([&] {
+    std::this_thread::sleep_for(50ms);
+    released = true;
+    moved = FileLock();  // releases
+  });
+  {
+    const auto waited = FileLock::acquire(path, 60s);
+    const bool released_first = released;
+    holder.join();
+    REQUIRE(waited.is_ok());
+    CHECK(released_first);
+  }
+  // Released on destruction; the file stays (a waiter may hold it open).
+  CHECK(FileLock::acquire(path, 0ms).is_ok());
+  CHECK(fs::exists(path));
+  // A lock beside a missing folder cannot be made.
+  CHECK(FileLock::acquire(dir / "no-such-dir/x.lock", 0ms).status().code() == StatusCode::kUnavailable);
 }

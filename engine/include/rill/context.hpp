@@ -60,7 +60,8 @@ struct ContextOptions {
   std::function<void(MessageSeverity, std::string_view)> on_validation_message;
   // Where to persist the VkPipelineCache. Empty: in memory only. Loaded at creation (a bad or
   // foreign file is ignored with a warning), written atomically by save_pipeline_cache() and
-  // when the context is destroyed.
+  // when the context is destroyed, merged with what others saved there since; saves from any
+  // context or process take turns on the lock file `pipeline_cache_path + ".lock"`, left beside it.
   std::string pipeline_cache_path;
   // Kernel variant to prefer over the per-device choice ("gpu", "cpu"); also RILL_KERNEL_VARIANT.
   std::string kernel_variant;

@@ -3,12 +3,14 @@
 // is portable C++. Paths are UTF-8 on every platform.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <new>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/status.hpp"
@@ -67,6 +69,28 @@ inline std::string temporary_suffix() {
 // renames it over `path` and persists the rename where the platform can. On failure the temporary
 // is removed and `path` is untouched.
 Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes);
+
+// An exclusive advisory lock on the file `path` (created empty where missing, and left there: removing
+// it would let a waiter lock a file that no longer has the name), held until destroyed. Holders in
+// other processes, and other FileLocks of this one, wait for it; code that does not ask is not held
+// back. flock on POSIX, LockFileEx on Windows.
+class FileLock {
+ public:
+  // Waits up to `wait` for the lock: DeadlineExceeded "held by another for <n> ms" past it,
+  // Unavailable "cannot open: <reason>" where the file cannot be opened or created.
+  static Result<FileLock> acquire(const std::string& path, std::chrono::milliseconds wait);
+
+  FileLock() = default;
+  FileLock(FileLock&& other) noexcept : handle_(std::exchange(other.handle_, kNone)) {}
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  static constexpr intptr_t kNone = -1;
+  intptr_t handle_ = kNone;  // a descriptor on POSIX, a HANDLE on Windows
+};
 
 // Whether this process may create files in the directory `dir` (which exists).
 bool directory_is_writable(const std::string& dir);

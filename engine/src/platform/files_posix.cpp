@@ -1,5 +1,7 @@
-// The platform file layer on POSIX systems (Linux, Android, macOS): mmap, exclusive create, fsync, rename.
+// The platform file layer on POSIX systems (Linux, Android, macOS): mmap, exclusive create, fsync,
+// rename, flock.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,5 +173,35 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
 }
 
 bool directory_is_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
+
+Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::milliseconds wait) {
+  // O_NOFOLLOW: a link planted at the name is not followed; O_NONBLOCK: a FIFO there does not hold
+  // the open (it affects nothing else here).
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  if (fd < 0) return unavailable("cannot open: " + last_error_text());
+  FileLock lock;
+  lock.handle_ = fd;  // closed by the destructor on every path below
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return unavailable("cannot lock: " + last_error_text());
+    if (std::chrono::steady_clock::now() >= deadline)
+      return deadline_exceeded("held by another for " + std::to_string(wait.count()) + " ms");
+    ::usleep(2000);
+  }
+  return lock;
+}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != kNone) ::close(int(handle_));  // closing the descriptor releases its lock
+    handle_ = std::exchange(other.handle_, kNone);
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  if (handle_ != kNone) ::close(int(handle_));
+}
 
 }  // namespace rill::platform

@@ -1,5 +1,5 @@
-// The platform file layer on Windows: file mappings, CREATE_NEW temporaries, FlushFileBuffers and
-// MoveFileExW. Paths arrive as UTF-8 and are converted to UTF-16 for the wide API.
+// The platform file layer on Windows: file mappings, CREATE_NEW temporaries, FlushFileBuffers,
+// MoveFileExW and LockFileEx. Paths arrive as UTF-8 and are converted to UTF-16 for the wide API.
 #define WIN32_LEAN_AND_MEAN
 #ifndef NOMINMAX  // MinGW's libstdc++ may define it already
 #define NOMINMAX
@@ -7,6 +7,7 @@
 #include <windows.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <utility>
 #include <vector>
@@ -162,6 +163,36 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
     return s;
   }
   return Status::ok();
+}
+
+Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::milliseconds wait) {
+  HANDLE file = CreateFileW(wide(path).c_str(), GENERIC_READ | GENERIC_WRITE,
+                            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_ALWAYS,
+                            FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file == INVALID_HANDLE_VALUE) return unavailable("cannot open: " + last_error_text());
+  FileLock lock;
+  lock.handle_ = reinterpret_cast<intptr_t>(file);  // closed by the destructor on every path below
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    OVERLAPPED at{};  // the lock covers the file's first byte
+    if (LockFileEx(file, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at)) return lock;
+    if (GetLastError() != ERROR_LOCK_VIOLATION) return unavailable("cannot lock: " + last_error_text());
+    if (std::chrono::steady_clock::now() >= deadline)
+      return deadline_exceeded("held by another for " + std::to_string(wait.count()) + " ms");
+    Sleep(2);
+  }
+}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != kNone) CloseHandle(reinterpret_cast<HANDLE>(handle_));  // closing releases its lock
+    handle_ = std::exchange(other.handle_, kNone);
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  if (handle_ != kNone) CloseHandle(reinterpret_cast<HANDLE>(handle_));
 }
 
 bool directory_is_writable(const std::string& dir) {

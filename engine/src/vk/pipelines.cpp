@@ -11,6 +11,7 @@
 
 #include "core/file_io.hpp"
 #include "core/log.hpp"
+#include "platform/files.hpp"
 #include "vk/pipeline_cache_file.hpp"
 #include "vk/spirv_needs.hpp"
 #include "vk/texel_views.hpp"
@@ -393,6 +394,14 @@ Status PipelineManager::save() const {
   RILL_ASSIGN_OR_RETURN(const std::vector<uint8_t> own, cache_data(device_, cache_.get()));
   // Another context or process may have saved its pipelines to this file since this one loaded it:
   // merged with them, the last to save does not drop them. Past the cap, this cache's own alone.
+  // The read, merge and replace hold the file's lock, so that two saving at once do not each merge
+  // the file as it was and the second replace the first's. A holder that keeps it for seconds (a
+  // stopped process) is waited for no longer: the save goes ahead as it would without the lock, as
+  // it does where the lock file cannot be made (the write then says why, if it fails too).
+  auto lock = platform::FileLock::acquire(cache_path_ + ".lock", std::chrono::seconds(2));
+  if (lock.status().code() == StatusCode::kDeadlineExceeded)
+    log_warning("pipeline cache '" + cache_path_ + "': saving without its lock file (" + lock.status().message() +
+                "); a save at the same moment may drop the pipelines of one of the two");
   std::vector<uint8_t> file;
   if (auto merged = merged_with_file()) file = encode_pipeline_cache(identity_of(device_), *merged);
   if (file.size() > kMaxCacheFileBytes)
