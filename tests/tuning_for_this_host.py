@@ -2,7 +2,7 @@
 """Copies a lavapipe tuning file kept in the repository, re-keyed to this machine's driver and host.
 
 A tuning file names the driver it was measured with (lavapipe: its Mesa release, in the driver's
-description) and, for a CPU driver, the host's thread count (a plan faster on 2 cores need not be
+description) and, for a CPU driver, the host's usable processors (a plan faster on 2 cores need not be
 on 64), so the kept file matches only machines like the one that made it; a test that reads it
 through `rill info --tuning` takes this copy. Run without LP_NUM_THREADS in the environment (the
 key then holds the cores alone).
@@ -21,6 +21,8 @@ chosen = listing["devices"][listing["chosen"]]
 with open(kept, encoding="utf-8") as f:
     tuning = json.load(f)
 tuning["device"]["driver_info"] = chosen["driver_info"]
-tuning["device"]["host_threads"] = "threads%d" % os.cpu_count()  # as std::thread::hardware_concurrency
+# As platform::usable_cpus: the processors this process may run on.
+usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+tuning["device"]["host_threads"] = "threads%d" % usable
 with open(out, "w", encoding="utf-8") as f:
     json.dump(tuning, f, indent=2)
