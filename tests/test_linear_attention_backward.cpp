@@ -2,6 +2,7 @@
 // against the reference gradients over odd shapes, feature maps, decay, chunk sizes and dispatch
 // splits; the reference against finite differences.
 #include <algorithm>
+#include <iterator>
 #include <span>
 
 #include "linear_attention.hpp"
@@ -82,6 +83,8 @@ void check_causal_algorithms(std::span<const char* const> algorithms) {
 }
 
 }  // namespace
+
+static_assert(std::size(rill_test::kLaAlgorithms) == 7, "the three cases below split the algorithms by position");
 
 // Every algorithm, forced, in three cases (one took a minute, and ran past CTest's ten minutes on a
 // loaded machine): the register scan (CPU drivers), the serial chunked scan and the parallel passes

@@ -128,24 +128,26 @@ GPU_TEST_CASE("a pipeline cache save holds the file's lock and outwaits no stuck
     REQUIRE(logged.size() == 1);
     CHECK_THAT(logged[0], Catch::Contains("saving without its lock file (held by another for 2000 ms)"));
   }
-  // Contexts saving on several threads at once (as processes would) take turns on the lock, and
-  // every save is written whole.
+  // Contexts saving on several threads at once (as processes would) wait their turns on the lock
+  // and neither fail nor deadlock, and they leave a cache the next context loads. (That no merge is
+  // lost shows only where the driver caches pipelines; "contexts sharing a cache file" checks what
+  // a merge keeps, on one thread.)
   std::filesystem::remove(path);
-  std::vector<rill::Context> contexts;
-  for (int i = 0; i < 3; ++i) contexts.push_back(rill_test::make_context(with_cache(path)));
-  std::vector<std::thread> savers;
-  std::atomic<int> saved{0};
-  for (rill::Context& c : contexts)
-    savers.emplace_back([&saved, &c] {
-      for (int round = 0; round < 5; ++round) saved += c.save_pipeline_cache().is_ok() ? 1 : 0;
-    });
-  for (std::thread& t : savers) t.join();
-  CHECK(saved == 15);
+  {
+    std::vector<rill::Context> contexts;
+    for (int i = 0; i < 3; ++i) contexts.push_back(rill_test::make_context(with_cache(path)));
+    std::vector<std::thread> savers;
+    std::atomic<int> saved{0};
+    for (rill::Context& c : contexts)
+      savers.emplace_back([&saved, &c] {
+        for (int round = 0; round < 5; ++round) saved += c.save_pipeline_cache().is_ok() ? 1 : 0;
+      });
+    for (std::thread& t : savers) t.join();
+    CHECK(saved == 15);
+  }  // saved again on destruction
   CHECK(rill_test::make_context(with_cache(path)).pipeline_stats().cache_loaded);
   // Nothing holds the lock after the saves.
   CHECK(rill::platform::FileLock::acquire(path + ".lock", 0ms).is_ok());
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + ".lock");
 }
 
 GPU_TEST_CASE("truncated, corrupt, foreign and garbage cache files are rejected safely", "[pipeline-cache][gpu]") {

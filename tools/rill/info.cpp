@@ -97,9 +97,9 @@ nlohmann::json device_json(const rill::DeviceInfo& d, const std::vector<rill::Ke
 }
 
 // `rill info --plan-keys`: every choice RILL_KERNEL_PLAN can force, from the engine's one table.
-int print_plan_keys(bool json) {
+int print_plan_keys(bool as_json) {
   const std::vector<rill::KernelPlanKey> keys = rill::kernel_plan_keys();
-  if (json) {
+  if (as_json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& k : keys)
       j.push_back({{"key", k.key}, {"values", k.values}, {"chooses", k.chooses}, {"tunable", k.tunable}});

@@ -175,9 +175,10 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
 bool directory_is_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
 
 Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::milliseconds wait) {
+  // Read-only: flock needs no more, and another user's lock file in a shared folder opens so too.
   // O_NOFOLLOW: a link planted at the name is not followed; O_NONBLOCK: a FIFO there does not hold
   // the open (it affects nothing else here).
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
   if (fd < 0) return unavailable("cannot open: " + last_error_text());
   FileLock lock;
   lock.handle_ = fd;  // closed by the destructor on every path below

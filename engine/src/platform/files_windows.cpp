@@ -183,16 +183,28 @@ Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::millise
   }
 }
 
+namespace {
+
+// Unlocked before the close: Windows releases the locks of a closed handle only some time later.
+void unlock_and_close(intptr_t handle) {
+  const HANDLE file = reinterpret_cast<HANDLE>(handle);
+  OVERLAPPED at{};
+  UnlockFileEx(file, 0, 1, 0, &at);
+  CloseHandle(file);
+}
+
+}  // namespace
+
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this != &other) {
-    if (handle_ != kNone) CloseHandle(reinterpret_cast<HANDLE>(handle_));  // closing releases its lock
+    if (handle_ != kNone) unlock_and_close(handle_);
     handle_ = std::exchange(other.handle_, kNone);
   }
   return *this;
 }
 
 FileLock::~FileLock() {
-  if (handle_ != kNone) CloseHandle(reinterpret_cast<HANDLE>(handle_));
+  if (handle_ != kNone) unlock_and_close(handle_);
 }
 
 bool directory_is_writable(const std::string& dir) {
