@@ -26,8 +26,8 @@ void clear_validation_messages() {
 
 rill::ContextOptions validated_options() {
   rill::ContextOptions o;
-  o.validation = true;
-  o.synchronization_validation = true;
+  o.validation = !validation_by_loader();
+  o.synchronization_validation = o.validation;
   o.on_validation_message = [](rill::MessageSeverity, std::string_view text) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_messages.emplace_back(text);
@@ -37,6 +37,11 @@ rill::ContextOptions validated_options() {
 
 bool emulated() {
   const char* value = std::getenv("RILL_TEST_EMULATED");
+  return value != nullptr && std::string_view(value) == "1";
+}
+
+bool validation_by_loader() {
+  const char* value = std::getenv("RILL_TEST_VALIDATION_BY_LOADER");
   return value != nullptr && std::string_view(value) == "1";
 }
 

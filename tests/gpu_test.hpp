@@ -16,6 +16,8 @@ namespace rill_test {
 std::vector<std::string> validation_messages();
 void clear_validation_messages();
 
+// Validation and synchronization validation, messages collected for the gate (GPU_TEST_CASE); under
+// validation_by_loader() the loader's layer validates and the contexts ask for nothing.
 rill::ContextOptions validated_options();
 // A context with validation; REQUIREs that creation succeeds.
 rill::Context make_context(rill::ContextOptions options = validated_options());
@@ -35,6 +37,12 @@ std::vector<rill::DType> float_dtypes(const rill::Context& ctx);
 // pipeline of its own for minutes there leaves that shape out, and says so (WARN). The sanitizer
 // build sets it too: it looks for host memory errors, which extra shapes of a kernel do not add.
 bool emulated();
+
+// True in the Windows suite under Wine (RILL_TEST_VALIDATION_BY_LOADER=1, tests/CMakeLists.txt):
+// winevulkan lists no layers, so a context cannot ask for validation there; the Vulkan loader on the
+// Linux side inserts the validation layer instead (VK_LOADER_LAYERS_ENABLE), which prints its
+// messages, and the test's output is failed on them.
+bool validation_by_loader();
 
 }  // namespace rill_test
 

@@ -776,11 +776,13 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
   CHECK(oversized.code() == rill::StatusCode::kOutOfRange);
   CHECK_THAT(oversized.message(), Catch::Contains("more than a state of this session"));
   std::filesystem::remove(huge);
+#ifndef _WIN32  // no fifos there (the Windows file layer refuses pipes and devices by GetFileType)
   const std::string fifo = rill_test::temp_path("fifo-state");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(t.restore_state(fifo).code() == rill::StatusCode::kInvalidArgument);
   CHECK(rill::SafetensorsFile::open(fifo).status().code() == rill::StatusCode::kInvalidArgument);
   std::filesystem::remove(fifo);
+#endif
   // A tensor no state holds is named.
   {
     auto file = rill::SafetensorsFile::from_bytes(good).value();

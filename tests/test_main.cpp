@@ -2,7 +2,9 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#ifndef _WIN32
 #include <dlfcn.h>
+#endif
 
 namespace {
 
@@ -10,11 +12,13 @@ namespace {
 // LeakSanitizer then cannot name the library that leaked (the layer 1.3.239 leaks a little per
 // freed command buffer), and tests/sanitizers/lsan.supp cannot suppress it by name. Pinning the
 // libraries keeps them mapped; it changes nothing else.
+#ifndef _WIN32
 struct PinVulkanLibraries {
   PinVulkanLibraries() {
     for (const char* lib : {"libVkLayer_khronos_validation.so", "libvulkan_lvp.so"})
       dlopen(lib, RTLD_LAZY | RTLD_NODELETE);
   }
 } pin_vulkan_libraries;
+#endif
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "access.hpp"
 #include "context_impl.hpp"
 #include "gpu_test.hpp"
+#include "scoped_env.hpp"
 #include "vk/texel_views.hpp"
 
 namespace {
@@ -288,15 +289,16 @@ GPU_TEST_CASE("an allocation past the budget waits for memory that work in fligh
 
 TEST_CASE("a device memory budget from the environment is read as bytes or K, M, G", "[memory]") {
   for (const char* bad : {"lots", "12Q", "-5", "99999999999G"}) {
-    ::setenv("RILL_DEVICE_MEMORY_BUDGET", bad, 1);
+    const rill_test::ScopedEnv budget("RILL_DEVICE_MEMORY_BUDGET", bad);
     const auto ctx = rill::Context::create();
     INFO(bad);
     CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
     CHECK_THAT(ctx.status().message(), Catch::Contains("RILL_DEVICE_MEMORY_BUDGET"));
   }
-  ::setenv("RILL_DEVICE_MEMORY_BUDGET", "2M", 1);
-  auto ctx = rill::Context::create();
-  ::unsetenv("RILL_DEVICE_MEMORY_BUDGET");
+  auto ctx = [] {
+    const rill_test::ScopedEnv budget("RILL_DEVICE_MEMORY_BUDGET", "2M");
+    return rill::Context::create();
+  }();
   REQUIRE(ctx.is_ok());
   CHECK(ctx->tensor(rill::DType::kU8, {3 << 20}).status().code() == rill::StatusCode::kResourceExhausted);
   CHECK(ctx->tensor(rill::DType::kU8, {1 << 19}).is_ok());

@@ -12,7 +12,7 @@
 #include "sequence_impl.hpp"
 #include "vk/instance.hpp"
 
-TEST_CASE("synchronization validation reports a missing barrier", "[validation][gpu]") {
+TEST_CASE("synchronization validation reports a missing barrier", "[validation][gpu][gate]") {
   rill_test::clear_validation_messages();
   {
     auto ctx = rill_test::make_context();
@@ -27,6 +27,10 @@ TEST_CASE("synchronization validation reports a missing barrier", "[validation][
     REQUIRE(seq->dispatch(rill_test::fill_dispatch(*x, n, 1.0f)).is_ok());       // writes x
     REQUIRE(seq->dispatch(rill_test::saxpy_dispatch(*x, *y, n, 1.0f)).is_ok());  // reads x: RAW hazard
     REQUIRE(seq->run().is_ok());
+  }
+  if (rill_test::validation_by_loader()) {
+    WARN("the loader's validation layer prints the hazard: windows_validation_gate looks for it in the output");
+    return;
   }
   const auto messages = rill_test::validation_messages();
   bool hazard = false;

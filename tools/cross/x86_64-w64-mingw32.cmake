@@ -27,3 +27,6 @@ set(CMAKE_SHARED_LINKER_FLAGS_INIT "-static-libgcc -static-libstdc++ -Wl,-Bstati
 
 # GCC 12 reports a false -Wrestrict inside std::string's inlined copies at -O3 (GCC bug 105329).
 set(CMAKE_CXX_FLAGS_INIT "-Wno-restrict")
+
+# Tests run under Wine (tools/cross/windows.sh test installs it); a build alone needs none.
+set(CMAKE_CROSSCOMPILING_EMULATOR ${CMAKE_CURRENT_LIST_DIR}/wine.sh)
