@@ -238,6 +238,21 @@ GPU_TEST_CASE("after a device loss, a model session and a trainer refuse work wi
   }
 }
 
+// A loss reported by one call need not have stopped the work queued before it (and the drills latch
+// losses on a working device): teardown still waits for rill's last fence, a wait Vulkan bounds on
+// a lost device, before it frees what that work uses.
+GPU_TEST_CASE("teardown after a device loss still waits for the work in flight before freeing it", "[faults][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto& impl = rill::detail::Access::impl(ctx);
+  REQUIRE(impl.submissions->submit({}).is_ok());  // a fence alone: in flight until waited on
+  (void)impl.device->check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
+  const uint64_t calls = impl.faults.calls_seen();
+  impl.submissions->drain();
+  CHECK(impl.faults.calls_seen() == calls + 1);  // the fence's wait, an injection point
+  CHECK(impl.submissions->completed() == impl.submissions->last_submitted());
+  CHECK_FALSE(impl.submissions->leaked());
+}
+
 GPU_TEST_CASE("a diagnosis failing halfway leaves the trainer's parameters as they were", "[faults][gpu][icl]") {
   auto ctx = rill_test::make_context();
   auto& faults = rill::detail::Access::impl(ctx).faults;
