@@ -1,4 +1,5 @@
-// Scratch file paths for tests. Every test process gets its own fresh directory (mkdtemp),
+// Scratch file paths for tests. Every test process gets its own fresh directory (mkdtemp; on Windows a
+// random name that create_directory makes),
 // removed when the process exits, so a file left by an earlier run — or by another process
 // that happened to get the same pid in a container — can never leak into a test.
 #pragma once

@@ -155,7 +155,7 @@ TEST_CASE("check_writable names the path and the reason", "[core]") {
   CHECK(missing.code() == rill::StatusCode::kNotFound);
   CHECK_THAT(missing.message(),
              Catch::Contains("/nonexistent-dir/x.bin") && Catch::Contains("no such directory '/nonexistent-dir'"));
-  CHECK(rill::check_writable("/tmp").code() == rill::StatusCode::kInvalidArgument);  // a directory
+  CHECK(rill::check_writable(rill_test::temp_dir()).code() == rill::StatusCode::kInvalidArgument);  // a directory
   CHECK(rill::check_writable("").code() == rill::StatusCode::kInvalidArgument);
 }
 
@@ -165,7 +165,7 @@ TEST_CASE("read_file refuses missing, oversized and non-regular files", "[core]"
   CHECK(rill::read_file(path, 99).status().code() == rill::StatusCode::kOutOfRange);
   CHECK(rill::read_file(path, 100).is_ok());
   CHECK(rill::read_file(path + ".missing", 100).status().code() == rill::StatusCode::kNotFound);
-  CHECK(rill::read_file("/tmp", 100).status().code() == rill::StatusCode::kInvalidArgument);
+  CHECK(rill::read_file(rill_test::temp_dir(), 100).status().code() == rill::StatusCode::kInvalidArgument);
   std::filesystem::remove(path);
 }
 

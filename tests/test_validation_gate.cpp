@@ -55,6 +55,10 @@ GPU_TEST_CASE("the same two dispatches with automatic barriers are clean", "[val
 // loader cannot open; the loader says so through the debug messenger. That is the machine, not a
 // misuse of Vulkan, and must not fail the gate (it failed 10 of 15 tests on such a machine).
 GPU_TEST_CASE("the loader's notices about drivers it cannot load are not validation errors", "[validation][gpu]") {
+  if (rill_test::validation_by_loader()) {  // under Wine: the Linux loader never sees this process's variable
+    WARN("left out: the loader inserting the validation layer is not this process's (Wine)");
+    return;
+  }
   const std::string manifest = rill_test::temp_path("missing_driver_icd.json");
   {
     std::ofstream out(manifest);

@@ -78,7 +78,7 @@ ContextImpl::~ContextImpl() {
     });
   }
   if (submissions && (submissions->leaked() || !drained)) {
-    // The GPU may still run work that uses them (drain's wait failed on a device not lost):
+    // The GPU may still run work that uses them (drain's wait did not see the work end):
     // left alive, not freed under it (on an application's device, which lives on, above all).
     // rill's own device too: destroying a device with work queued and children alive is
     // undefined (an application's device is only unwrapped, never destroyed). The instance goes

@@ -28,14 +28,15 @@ setup() {
   for p in nlohmann_json CLI11; do cp -r "/usr/share/cmake/$p" "$staging/usr/share/cmake/$p"; done
 }
 
-# Wine runs the tests; winevulkan needs Wine's X11 driver, hence a virtual X server (xvfb-run picks a
+# Wine runs the tests, on the host's lavapipe and validation layer (the Linux loader inserts it);
+# winevulkan needs Wine's X11 driver, hence a virtual X server (xvfb-run picks a
 # free display and stops the server afterwards). The prefix is made before the first test, on the
 # same display: a Wine server started without one stays so for the tests that follow it at once.
 run_tests() {
-  install_missing wine64 xvfb xauth
+  install_missing wine64 xvfb xauth mesa-vulkan-drivers vulkan-validationlayers
   export WINEPREFIX="$PWD/build/windows-x64/wine-prefix"
   echo "== tests (windows-x64 under Wine)"
-  xvfb-run -a bash -c 'tools/cross/wine.sh wineboot --init > /dev/null 2>&1 && ctest --preset windows-x64'
+  xvfb-run -a bash -c 'tools/cross/wine.sh wineboot --init > /dev/null && ctest --preset windows-x64'
 }
 
 build() {

@@ -5,5 +5,7 @@
 # WINEDEBUG asks for them.
 set -euo pipefail
 export WINEDEBUG="${WINEDEBUG:--all}"
+# No .NET or HTML engines (neither is installed): a prefix made without them asks for nothing.
+export WINEDLLOVERRIDES="${WINEDLLOVERRIDES:-mscoree,mshtml=}"
 wine=$(command -v wine64 || command -v wine || echo /usr/lib/wine/wine64)
 exec "$wine" "$@"

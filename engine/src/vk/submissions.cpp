@@ -29,28 +29,30 @@ void Submissions::drain() {
   // rill's own fences, not vkDeviceWaitIdle: on an application's device (Context::wrap) that
   // would need every queue of the device, the application's too, kept still while it waits. The
   // last one is enough: a fence of vkQueueSubmit signals after every earlier submission's work.
-  // A device reported lost is waited on too: Vulkan bounds that wait (VK_SUCCESS or
-  // VK_ERROR_DEVICE_LOST, at once), and one call's report need not mean that work queued before
-  // has stopped (the fault drills latch a loss on a working device, whose queue may still be
-  // running what would be freed under it: on lavapipe, host memory).
+  // A device reported lost is waited on too: a really lost one returns in finite time (VK_SUCCESS
+  // or VK_ERROR_DEVICE_LOST), and one call's report need not mean that work queued before has
+  // stopped (the fault drills latch a loss on a working device, whose queue may still be running
+  // what would be freed under it: on lavapipe, host memory). Only those two results say the work
+  // is over; any other leaves it leaked, lost device or not.
   const VkFence last = in_flight_.empty() ? VK_NULL_HANDLE : in_flight_.back().fence.get();
   const VkResult r =
       last == VK_NULL_HANDLE ? VK_SUCCESS : faults_.run([&] {  // an injection point: tests reach the leaking path below
         return device_.fn().vkWaitForFences(device_.handle(), 1, &last, VK_TRUE, given_up() ? 0 : timeout_ns());
       });
+  const bool finished = r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST;
   if (r != VK_SUCCESS) {
     try {
       const Status failed =
           r == VK_TIMEOUT
               ? deadline_exceeded("rill's work on the GPU did not finish within " + timeout_text(timeout_ms_))
               : device_.check(r, "vkWaitForFences");  // marks a lost device first
-      if (r == VK_TIMEOUT || !device_.lost())
+      if (!finished)
         log_message(MessageSeverity::kWarning, failed.to_string() + "; " + std::to_string(retirees_.size()) +
                                                    " resources of unfinished work are leaked, not freed in use");
     } catch (const std::bad_alloc&) {  // the warning is lost, not what follows
     }
   }
-  if (r == VK_TIMEOUT || (r != VK_SUCCESS && !device_.lost())) {
+  if (!finished) {
     // The GPU may still use what the retirees free and the fences: leaked, never freed under it.
     // Without memory for the lists' new homes (a failed allocation leaves them where they are),
     // each goes to the static arena.

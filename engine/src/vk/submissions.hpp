@@ -82,11 +82,11 @@ class Submissions {
   // The latest submission a retiree waits for (0: none).
   uint64_t last_retiree_serial() const;
   // Runs every pending retiree after waiting for rill's submissions (teardown, device loss; a lost
-  // device is waited on too, which Vulkan bounds); where that wait passes the timeout, or fails on
-  // a device not lost, leaks them instead (the GPU may still use their resources).
+  // device is waited on too); where that wait neither succeeds nor reports the device lost (a
+  // timeout, an error), leaks them instead (the GPU may still use their resources).
   void drain();
-  // drain()'s wait failed on a device not lost: what the GPU may still use was leaked, and the
-  // owner should leak the rest (memory blocks, pools, pipelines) too.
+  // drain()'s wait neither succeeded nor reported the device lost: what the GPU may still use was
+  // leaked, and the owner should leak the rest (memory blocks, pools, pipelines) too.
   bool leaked() const { return leaked_; }
 
  private:
