@@ -12,6 +12,12 @@ namespace {
 std::mutex g_mutex;
 std::vector<std::string> g_messages;
 
+// Whether the suite's CMake definition set `name` to 1 for this run.
+bool set_by_suite(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string_view(value) == "1";
+}
+
 }  // namespace
 
 std::vector<std::string> validation_messages() {
@@ -35,15 +41,9 @@ rill::ContextOptions validated_options() {
   return o;
 }
 
-bool emulated() {
-  const char* value = std::getenv("RILL_TEST_EMULATED");
-  return value != nullptr && std::string_view(value) == "1";
-}
+bool emulated() { return set_by_suite("RILL_TEST_EMULATED"); }
 
-bool validation_by_loader() {
-  const char* value = std::getenv("RILL_TEST_VALIDATION_BY_LOADER");
-  return value != nullptr && std::string_view(value) == "1";
-}
+bool validation_by_loader() { return set_by_suite("RILL_TEST_VALIDATION_BY_LOADER"); }
 
 std::vector<rill::DType> float_dtypes(const rill::Context& ctx) {
   if (ctx.device().caps.storage_buffer_16bit) return {rill::DType::kF32, rill::DType::kF16};

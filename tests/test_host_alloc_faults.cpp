@@ -384,3 +384,32 @@ GPU_TEST_CASE("host memory running out in the tokenizer, a probe, timings or a t
             },
             [&] { return ctx.tensor(rill::DType::kF32, std::move(shape), std::move(name)).status(); }, any) >= 1);
 }
+
+// A view that runs out of host memory while it is made (its shape or name) is ResourceExhausted,
+// and the tensor keeps its memory: a view destroyed half-built once released its parent's range,
+// which the next tensor then took and overwrote.
+GPU_TEST_CASE("host memory running out while a view is made leaves the tensor its memory",
+              "[faults][host-faults][gpu]") {
+  auto ctx = plain_context();
+  auto t = ctx.tensor(rill::DType::kF32, {16, 64}, "a tensor's name past the short-string size").value();
+  std::vector<float> values(16 * 64);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+  REQUIRE(ctx.upload_floats(t, values).is_ok());
+  const uint64_t used = ctx.memory_stats().used_bytes;
+  const auto kept = [&](const rill::Status&) {
+    CHECK(ctx.memory_stats().used_bytes == used);
+    auto other = ctx.tensor(rill::DType::kF32, {16, 64}).value();
+    REQUIRE(ctx.upload_floats(other, std::vector<float>(16 * 64, -1.0f)).is_ok());
+    const bool contents_kept = ctx.download_floats(t).value() == values;
+    CHECK(contents_kept);
+  };
+  std::vector<int64_t> shape;
+  CHECK(each_host_failure(
+            ctx,
+            [&] {
+              shape = {4, 4, 64};
+            },
+            [&] { return t.reshaped(std::move(shape)).status(); }, kept) >= 1);
+  CHECK(each_host_failure(
+            ctx, [] {}, [&] { return t.rows(4, 8).status(); }, kept) >= 2);
+}

@@ -3,6 +3,7 @@
 
 #include "access.hpp"
 #include "context_impl.hpp"
+#include "core/host_memory_guard.hpp"
 
 namespace rill {
 namespace detail {
@@ -48,6 +49,20 @@ Tensor::~Tensor() = default;
 namespace {
 const std::vector<int64_t> kNoShape;
 const std::string kNoName;
+
+// A view of `storage`'s memory, shape and name still to be set. Its parent is set first: a view
+// destroyed half-built (its shape or name ran out of host memory) must leave the memory to the
+// parent, not release it under the parent (and under the work that uses it).
+std::shared_ptr<detail::TensorStorage> new_view(const std::shared_ptr<detail::TensorStorage>& storage) {
+  auto view = std::make_shared<detail::TensorStorage>();
+  view->parent = storage->parent ? storage->parent : storage;
+  view->context = storage->context;
+  view->allocation = storage->allocation;
+  view->pool = storage->pool;
+  view->dtype = storage->dtype;
+  view->last_use = storage->last_use;
+  return view;
+}
 }  // namespace
 
 DType Tensor::dtype() const { return storage_ ? storage_->dtype : DType::kF32; }
@@ -64,59 +79,52 @@ std::string Tensor::describe() const {
 }
 
 Result<Tensor> Tensor::reshaped(std::vector<int64_t> shape) const {
-  if (!storage_) return invalid_argument("reshaped: the tensor is empty");
-  if (shape.empty()) return invalid_argument("reshaped: the new shape of " + describe() + " has no dimensions");
-  uint64_t elements = 1;
-  for (int64_t d : shape) {
-    if (d < 1) return invalid_argument("reshaped: every dimension of the new shape of " + describe() + " must be >= 1");
-    if (elements > UINT64_MAX / uint64_t(d)) return invalid_argument("reshaped: the new shape overflows");
-    elements *= uint64_t(d);
-  }
-  if (elements != storage_->elements)
-    return invalid_argument("reshaped: " + describe() + " has " + std::to_string(storage_->elements) +
-                            " elements, the new shape " + std::to_string(elements));
-  auto view = std::make_shared<detail::TensorStorage>();
-  view->context = storage_->context;
-  view->allocation = storage_->allocation;
-  view->pool = storage_->pool;
-  view->dtype = storage_->dtype;
-  view->shape = std::move(shape);
-  view->elements = elements;
-  view->bytes = storage_->bytes;
-  view->name = storage_->name;
-  view->last_use = storage_->last_use;
-  view->parent = storage_->parent ? storage_->parent : storage_;
-  return detail::Access::tensor(std::move(view));
+  return detail::host_memory_guarded("reshaped", [&]() -> Result<Tensor> {
+    if (!storage_) return invalid_argument("reshaped: the tensor is empty");
+    if (shape.empty()) return invalid_argument("reshaped: the new shape of " + describe() + " has no dimensions");
+    uint64_t elements = 1;
+    for (int64_t d : shape) {
+      if (d < 1)
+        return invalid_argument("reshaped: every dimension of the new shape of " + describe() + " must be >= 1");
+      if (elements > UINT64_MAX / uint64_t(d)) return invalid_argument("reshaped: the new shape overflows");
+      elements *= uint64_t(d);
+    }
+    if (elements != storage_->elements)
+      return invalid_argument("reshaped: " + describe() + " has " + std::to_string(storage_->elements) +
+                              " elements, the new shape " + std::to_string(elements));
+    auto view = new_view(storage_);
+    view->shape = std::move(shape);
+    view->elements = elements;
+    view->bytes = storage_->bytes;
+    view->name = storage_->name;
+    return detail::Access::tensor(std::move(view));
+  });
 }
 
 Result<Tensor> Tensor::rows(int64_t first, int64_t count) const {
-  if (!storage_) return invalid_argument("rows: the tensor is empty");
-  const std::vector<int64_t>& shape = storage_->shape;
-  const int64_t n = shape.empty() ? 1 : shape[0];
-  if (first < 0 || count < 1 || first > n || count > n - first)
-    return invalid_argument("rows: [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
-                            std::to_string(count) + ") is not within the " + std::to_string(n) + " rows of " +
-                            describe());
-  const uint64_t row_elements = storage_->elements / uint64_t(n);
-  const uint64_t row_bytes = row_elements * dtype_size(storage_->dtype), skip = uint64_t(first) * row_bytes;
-  if (skip % kViewAlignment != 0)
-    return invalid_argument("rows: row " + std::to_string(first) + " of " + describe() + " starts " +
-                            std::to_string(skip) + " bytes in, not a multiple of " + std::to_string(kViewAlignment));
-  auto view = std::make_shared<detail::TensorStorage>();
-  view->context = storage_->context;
-  view->allocation = storage_->allocation;
-  view->allocation.offset += skip;
-  view->allocation.size -= skip;
-  view->pool = storage_->pool;
-  view->dtype = storage_->dtype;
-  view->shape = shape.empty() ? std::vector<int64_t>{count} : shape;
-  view->shape[0] = count;
-  view->elements = uint64_t(count) * row_elements;
-  view->bytes = uint64_t(count) * row_bytes;
-  view->name = storage_->name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
-  view->last_use = storage_->last_use;
-  view->parent = storage_->parent ? storage_->parent : storage_;
-  return detail::Access::tensor(std::move(view));
+  return detail::host_memory_guarded("rows", [&]() -> Result<Tensor> {
+    if (!storage_) return invalid_argument("rows: the tensor is empty");
+    const std::vector<int64_t>& shape = storage_->shape;
+    const int64_t n = shape.empty() ? 1 : shape[0];
+    if (first < 0 || count < 1 || first > n || count > n - first)
+      return invalid_argument("rows: [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                              std::to_string(count) + ") is not within the " + std::to_string(n) + " rows of " +
+                              describe());
+    const uint64_t row_elements = storage_->elements / uint64_t(n);
+    const uint64_t row_bytes = row_elements * dtype_size(storage_->dtype), skip = uint64_t(first) * row_bytes;
+    if (skip % kViewAlignment != 0)
+      return invalid_argument("rows: row " + std::to_string(first) + " of " + describe() + " starts " +
+                              std::to_string(skip) + " bytes in, not a multiple of " + std::to_string(kViewAlignment));
+    auto view = new_view(storage_);
+    view->allocation.offset += skip;
+    view->allocation.size -= skip;
+    view->shape = shape.empty() ? std::vector<int64_t>{count} : shape;
+    view->shape[0] = count;
+    view->elements = uint64_t(count) * row_elements;
+    view->bytes = uint64_t(count) * row_bytes;
+    view->name = storage_->name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+    return detail::Access::tensor(std::move(view));
+  });
 }
 
 }  // namespace rill
