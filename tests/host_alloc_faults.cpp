@@ -24,6 +24,7 @@ struct Injection {
   uint64_t fail_at = 0;  // 0: disarmed
   uint64_t counted = 0;
   bool fired = false;
+  bool persistent = false;  // every counted allocation from fail_at on fails
   bool inside = false;  // in the injector itself (dladdr, backtrace): not counted
 };
 thread_local Injection t_injection;
@@ -126,13 +127,14 @@ bool frame_allows_counting(uintptr_t pc) {
 // Whether this allocation is the one to fail.
 bool injected_failure() {
   Injection& t = t_injection;
-  if (t.fail_at == 0 || t.inside || t.fired) return false;
+  if (t.fail_at == 0 || t.inside || (t.fired && !t.persistent)) return false;
   t.inside = true;
   const bool counts = rills_own_allocation();
   t.inside = false;
   if (!counts) return false;
-  t.fired = ++t.counted == t.fail_at;
-  return t.fired;
+  const bool fail = ++t.counted >= t.fail_at;
+  t.fired = t.fired || fail;
+  return fail;
 }
 
 void* allocate(std::size_t size, std::size_t align) {
@@ -152,13 +154,13 @@ void* allocate_or_throw(std::size_t size, std::size_t align) {
 
 namespace rill_test {
 
-HostAllocFailure::HostAllocFailure(uint64_t n) {
+HostAllocFailure::HostAllocFailure(uint64_t n, HostAllocMode mode) {
   // backtrace loads its unwinder on first use, allocating: done here, not inside an allocation.
   void* warm[2];
   (void)backtrace(warm, 2);
   static const bool found = (find_code_not_counted(), !g_not_counted.empty());
   if (!found) throw std::runtime_error("host_alloc_faults: no nlohmann::json function in this executable's symbols");
-  t_injection = Injection{.fail_at = n};
+  t_injection = Injection{.fail_at = n, .persistent = mode == HostAllocMode::kFromThenOn};
 }
 HostAllocFailure::~HostAllocFailure() { t_injection = Injection{}; }
 uint64_t HostAllocFailure::counted() const { return t_injection.counted; }

@@ -9,14 +9,20 @@
 
 namespace rill_test {
 
-// While it lives, the n-th counted allocation of the calling thread fails (n >= 1). Counted are
+// While it lives, the n-th counted allocation of the calling thread fails (n >= 1), and with
+// kFromThenOn every later one too. Counted are
 // allocations whose call stack reaches no shared library but the C and C++ runtimes: rill's own,
 // directly or through libstdc++. Those of the validation layer or of the driver's shader compiler
 // (LLVM, built without exceptions) are not the code under test, and an exception thrown inside
 // them would cross C frames. Not nestable, one thread at a time.
+// kOnce: the n-th allocation fails and the next ones succeed. kFromThenOn: the n-th and every one
+// after it fail, as they would while memory stays exhausted, so that code handling the first
+// failure (its message, its clean-up) runs without memory too.
+enum class HostAllocMode { kOnce, kFromThenOn };
+
 class HostAllocFailure {
  public:
-  explicit HostAllocFailure(uint64_t n);
+  explicit HostAllocFailure(uint64_t n, HostAllocMode mode = HostAllocMode::kOnce);
   ~HostAllocFailure();
   HostAllocFailure(const HostAllocFailure&) = delete;
   HostAllocFailure& operator=(const HostAllocFailure&) = delete;

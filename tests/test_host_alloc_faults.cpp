@@ -19,6 +19,7 @@
 #include "rill/files.hpp"
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
+#include "rill/safetensors.hpp"
 #include "rill/tokenizer.hpp"
 #include "sentencepiece_bytes.hpp"
 #include "temp_path.hpp"
@@ -31,9 +32,11 @@ using rill_test::small_lm_config;
 rill::Context plain_context() { return rill_test::make_context(rill::ContextOptions{}); }
 
 // For n = 1, 2, ...: `prepare`, then `work` with the n-th counted host allocation failing, then
-// `check` of its status; until `work` needs fewer than n allocations (it must then succeed).
-// Returns the failures injected. Device memory must not grow from round to round (what the object
-// under test keeps, a workspace or a cache, is made in a first round without a failure).
+// `check` of its status; until `work` needs fewer than n allocations (it must then succeed). Each
+// n runs twice: with that allocation failing alone, and with every one after it failing too (what
+// handles the first failure, its message and its clean-up, must then do without memory).
+// Returns the failures injected, per pass. Device memory must not grow from round to round (what
+// the object under test keeps, a workspace or a cache, is made in a first round without a failure).
 int each_host_failure(rill::Context& ctx, const std::function<void()>& prepare,
                       const std::function<rill::Status()>& work,
                       const std::function<void(const rill::Status&)>& check) {
@@ -42,37 +45,39 @@ int each_host_failure(rill::Context& ctx, const std::function<void()>& prepare,
   check(rill::Status::ok());
   uint64_t held = 0;
   for (uint64_t n = 1; n < 20000; ++n) {
-    prepare();
-    REQUIRE(ctx.wait_idle().is_ok());
-    INFO("failing host allocation " << n);
-    if (n == 1) held = ctx.memory_stats().live_allocations;
-    // Nothing left behind by the rounds before (a failure may drop what a call keeps: fewer is fine).
-    CHECK(ctx.memory_stats().live_allocations <= held);
-    rill::Status s = rill::Status::ok();
     bool fired = false;
-    const char* escaped = nullptr;
-    {
-      const rill_test::HostAllocFailure failure(n);
-      try {
-        s = work();
-      } catch (const std::bad_alloc&) {
-        escaped = "std::bad_alloc";
-      } catch (...) {
-        escaped = "an exception";
+    for (const auto mode : {rill_test::HostAllocMode::kOnce, rill_test::HostAllocMode::kFromThenOn}) {
+      prepare();
+      REQUIRE(ctx.wait_idle().is_ok());
+      INFO("failing host allocation " << n << (mode == rill_test::HostAllocMode::kOnce ? " alone" : " and on"));
+      if (n == 1 && mode == rill_test::HostAllocMode::kOnce) held = ctx.memory_stats().live_allocations;
+      // Nothing left behind by the rounds before (a failure may drop what a call keeps: fewer is fine).
+      CHECK(ctx.memory_stats().live_allocations <= held);
+      rill::Status s = rill::Status::ok();
+      const char* escaped = nullptr;
+      {
+        const rill_test::HostAllocFailure failure(n, mode);
+        try {
+          s = work();
+        } catch (const std::bad_alloc&) {
+          escaped = "std::bad_alloc";
+        } catch (...) {
+          escaped = "an exception";
+        }
+        fired = failure.fired();
       }
-      fired = failure.fired();
-    }
-    INFO(s.to_string());
-    if (escaped != nullptr) FAIL(escaped << " crossed the API");
-    REQUIRE(ctx.wait_idle().is_ok());
-    if (!fired) {
-      REQUIRE(s.is_ok());
+      INFO(s.to_string());
+      if (escaped != nullptr) FAIL(escaped << " crossed the API");
+      REQUIRE(ctx.wait_idle().is_ok());
+      if (!fired) {
+        REQUIRE(s.is_ok());
+        check(s);
+        return int(n - 1);
+      }
+      // A call may do without what it failed to allocate (a cache's copy) and succeed.
+      if (!s.is_ok()) CHECK(s.code() == rill::StatusCode::kResourceExhausted);
       check(s);
-      return int(n - 1);
     }
-    // A call may do without what it failed to allocate (a cache's copy) and succeed.
-    if (!s.is_ok()) CHECK(s.code() == rill::StatusCode::kResourceExhausted);
-    check(s);
   }
   FAIL("the work never ran out of allocations to fail");
   return 0;
@@ -412,4 +417,29 @@ GPU_TEST_CASE("host memory running out while a view is made leaves the tensor it
             [&] { return t.reshaped(std::move(shape)).status(); }, kept) >= 1);
   CHECK(each_host_failure(
             ctx, [] {}, [&] { return t.rows(4, 8).status(); }, kept) >= 2);
+}
+
+// A tensor added while host memory runs out is not half added: the writer takes it again, and the
+// file holds every tensor that was added.
+GPU_TEST_CASE("host memory running out in a safetensors writer leaves it as it was", "[faults][host-faults][gpu]") {
+  auto ctx = plain_context();
+  std::optional<rill::SafetensorsWriter> writer;
+  const std::vector<float> values(64, 1.5f);
+  const std::string kName = "a tensor's name past the short-string size";
+  // The name and shape are moved in: a copy at the call would be the caller's allocation.
+  std::string name;
+  std::vector<int64_t> shape;
+  CHECK(each_host_failure(
+            ctx,
+            [&] {
+              writer.emplace();
+              REQUIRE(writer->add_floats("first", {64}, values).is_ok());
+              name = kName, shape = {8, 8};
+            },
+            [&] { return writer->add_floats(std::move(name), std::move(shape), values); },
+            [&](const rill::Status& s) {
+              if (!s.is_ok()) REQUIRE(writer->add_floats(kName, {8, 8}, values).is_ok());
+              const auto file = rill::SafetensorsFile::from_bytes(writer->serialize()).value();
+              CHECK(file.entries().size() == 2);
+            }) >= 2);
 }

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "core/host_memory_guard.hpp"
 #include "core/profiler.hpp"
 #include "rill/context.hpp"
 #include "tensor_storage.hpp"
@@ -85,7 +86,7 @@ Status ContextImpl::run_once(Record&& record, TensorStorage& used, Done done) {
     try {
       return submissions->submit(std::span<const VkCommandBuffer>(&cb, 1));
     } catch (const std::bad_alloc&) {  // nothing was submitted
-      return resource_exhausted("out of host memory while submitting");
+      return out_of_host_memory("submitting");  // never throws: `done` below must run
     }
   }();
   if (!serial.is_ok()) {
@@ -96,7 +97,7 @@ Status ContextImpl::run_once(Record&& record, TensorStorage& used, Done done) {
   try {
     status = submissions->wait(serial.value());
   } catch (const std::bad_alloc&) {  // the work may still run: retired below, not released under it
-    status = resource_exhausted("out of host memory while waiting for the GPU");
+    status = out_of_host_memory("waiting for the GPU");  // never throws: the retirement must happen
   }
   if (status.is_ok()) {
     done(status);

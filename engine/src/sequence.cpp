@@ -330,7 +330,8 @@ Result<std::vector<float>> Sequence::read_floats(DownloadId id) const {
   try {  // a download may be large: out of host memory is an error, not an exception
     out.resize(count);
   } catch (const std::bad_alloc&) {
-    return resource_exhausted("read_floats: no host memory for " + std::to_string(count) + " values");
+    return detail::resource_exhausted_noexcept(
+        [&] { return "read_floats: no host memory for " + std::to_string(count) + " values"; });
   }
   // Straight from the staging copy into the result: one copy of a download that may be large.
   const uint8_t* staged = d.staging.mapped();

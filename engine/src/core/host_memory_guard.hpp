@@ -14,14 +14,21 @@
 
 namespace rill::detail {
 
-// ResourceExhausted naming `op`; with no memory left even for that message, one without a message
-// (an empty string allocates nothing), never an exception.
-inline Status out_of_host_memory(const char* op) noexcept {
+// ResourceExhausted with the message `make_message()` builds; with no memory left even for that, one
+// without a message (an empty string allocates nothing), never an exception. For the handlers of a
+// failed allocation: memory that ran out once is likely still short.
+template <typename F>
+Status resource_exhausted_noexcept(F&& make_message) noexcept {
   try {
-    return resource_exhausted(std::string(op) + ": out of host memory");
+    return resource_exhausted(make_message());
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kResourceExhausted, std::string());
   }
+}
+
+// ResourceExhausted naming `op`, never an exception.
+inline Status out_of_host_memory(const char* op) noexcept {
+  return resource_exhausted_noexcept([op] { return std::string(op) + ": out of host memory"; });
 }
 
 // Runs `call` (returning a Status or a Result), turning std::bad_alloc into ResourceExhausted

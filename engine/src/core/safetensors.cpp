@@ -15,6 +15,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/file_io.hpp"
+#include "core/host_memory_guard.hpp"
 #include "core/json_keys.hpp"
 #include "platform/files.hpp"
 #include "rill/half.hpp"
@@ -362,7 +363,7 @@ Status SafetensorsFile::Impl::parse(const SafetensorsLimits& limits) {
   try {
     return parse_header(limits);
   } catch (const std::bad_alloc&) {
-    return resource_exhausted(where() + "out of memory while parsing the header");
+    return detail::resource_exhausted_noexcept([&] { return where() + "out of memory while parsing the header"; });
   } catch (const std::exception& e) {
     return internal_error(where() + "unexpected error while parsing the header: " + e.what());
   }
@@ -483,8 +484,9 @@ Result<std::vector<float>> SafetensorsFile::read_floats(std::string_view name,
   try {  // a file's shape asks for this much: without the host memory, an error, not an abort
     out.resize(n);
   } catch (const std::bad_alloc&) {
-    return resource_exhausted(impl_->where() + "no host memory for the " + std::to_string(n) + " floats of tensor " +
-                              in_quotes(name));
+    return detail::resource_exhausted_noexcept([&] {
+      return impl_->where() + "no host memory for the " + std::to_string(n) + " floats of tensor " + in_quotes(name);
+    });
   }
   switch (entry->dtype) {
     case TensorDType::kF32:
@@ -531,31 +533,38 @@ const std::string& SafetensorsFile::label() const { return impl_->label; }
 
 Status SafetensorsWriter::add(std::string name, TensorDType dtype, std::vector<int64_t> shape,
                               std::span<const uint8_t> bytes) {
-  const std::string where = "safetensors writer: tensor " + in_quotes(name) + ": ";
-  if (name.empty()) return invalid_argument("safetensors writer: empty tensor name");
-  if (name == kMetadataKey) return invalid_argument(where + "the name is reserved for metadata");
-  if (!is_utf8(name)) return invalid_argument("safetensors writer: tensor name is not valid UTF-8");
-  if (names_.count(name)) return invalid_argument(where + "added twice");
-  // What SafetensorsFile opens under its default limits: a file this writes can be read back.
-  const SafetensorsLimits limits;
-  if (name.size() > limits.max_name_bytes)
-    return invalid_argument("safetensors writer: a tensor name of " + std::to_string(name.size()) +
-                            " bytes is longer than a reader's limit of " + std::to_string(limits.max_name_bytes));
-  if (shape.size() > limits.max_rank)
-    return invalid_argument(where + "rank " + std::to_string(shape.size()) + " is above a reader's limit of " +
-                            std::to_string(limits.max_rank));
-  if (tensors_.size() >= limits.max_tensors)
-    return invalid_argument(where + "more than a reader's limit of " + std::to_string(limits.max_tensors) + " tensors");
-  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
-    return invalid_argument(where + "shape " + shape_text(shape) + " has a negative dimension");
-  const auto needed = byte_count(dtype, shape);
-  if (!needed) return invalid_argument(where + "the size of " + type_and_shape(dtype, shape) + " overflows 64 bits");
-  if (bytes.size() != *needed)
-    return invalid_argument(where + type_and_shape(dtype, shape) + " needs " + std::to_string(*needed) +
-                            " bytes, got " + std::to_string(bytes.size()));
-  names_.insert(name);
-  tensors_.push_back({std::move(name), dtype, std::move(shape), std::vector<uint8_t>(bytes.begin(), bytes.end())});
-  return Status::ok();
+  return detail::host_memory_guarded("safetensors writer", [&] {
+    const std::string where = "safetensors writer: tensor " + in_quotes(name) + ": ";
+    if (name.empty()) return invalid_argument("safetensors writer: empty tensor name");
+    if (name == kMetadataKey) return invalid_argument(where + "the name is reserved for metadata");
+    if (!is_utf8(name)) return invalid_argument("safetensors writer: tensor name is not valid UTF-8");
+    if (names_.count(name)) return invalid_argument(where + "added twice");
+    // What SafetensorsFile opens under its default limits: a file this writes can be read back.
+    const SafetensorsLimits limits;
+    if (name.size() > limits.max_name_bytes)
+      return invalid_argument("safetensors writer: a tensor name of " + std::to_string(name.size()) +
+                              " bytes is longer than a reader's limit of " + std::to_string(limits.max_name_bytes));
+    if (shape.size() > limits.max_rank)
+      return invalid_argument(where + "rank " + std::to_string(shape.size()) + " is above a reader's limit of " +
+                              std::to_string(limits.max_rank));
+    if (tensors_.size() >= limits.max_tensors)
+      return invalid_argument(where + "more than a reader's limit of " + std::to_string(limits.max_tensors) +
+                              " tensors");
+    if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+      return invalid_argument(where + "shape " + shape_text(shape) + " has a negative dimension");
+    const auto needed = byte_count(dtype, shape);
+    if (!needed) return invalid_argument(where + "the size of " + type_and_shape(dtype, shape) + " overflows 64 bits");
+    if (bytes.size() != *needed)
+      return invalid_argument(where + type_and_shape(dtype, shape) + " needs " + std::to_string(*needed) +
+                              " bytes, got " + std::to_string(bytes.size()));
+    // Everything that can run out of memory before the writer changes: a name is registered only
+    // with its tensor behind it.
+    Pending tensor{name, dtype, std::move(shape), std::vector<uint8_t>(bytes.begin(), bytes.end())};
+    if (tensors_.size() == tensors_.capacity()) tensors_.reserve(std::max<size_t>(8, 2 * tensors_.size()));
+    names_.insert(std::move(name));
+    tensors_.push_back(std::move(tensor));  // reserved: cannot throw
+    return Status::ok();
+  });
 }
 
 Status SafetensorsWriter::add_floats(std::string name, std::vector<int64_t> shape, std::span<const float> values) {
@@ -564,10 +573,12 @@ Status SafetensorsWriter::add_floats(std::string name, std::vector<int64_t> shap
 }
 
 Status SafetensorsWriter::set_metadata(std::string key, std::string value) {
-  if (!is_utf8(key) || !is_utf8(value))
-    return invalid_argument("safetensors writer: metadata key or value is not valid UTF-8");
-  metadata_[std::move(key)] = std::move(value);
-  return Status::ok();
+  return detail::host_memory_guarded("safetensors writer", [&] {
+    if (!is_utf8(key) || !is_utf8(value))
+      return invalid_argument("safetensors writer: metadata key or value is not valid UTF-8");
+    metadata_[std::move(key)] = std::move(value);
+    return Status::ok();
+  });
 }
 
 std::vector<uint8_t> SafetensorsWriter::serialize() const {
@@ -600,8 +611,10 @@ std::vector<uint8_t> SafetensorsWriter::serialize() const {
 }
 
 Status SafetensorsWriter::write(const std::string& path) const {
-  const std::string context = "safetensors " + in_quotes(path);  // built first: nothing may fail after the write
-  return write_file_atomic(path, serialize()).with_context(context);
+  return detail::host_memory_guarded("safetensors writer", [&] {
+    const std::string context = "safetensors " + in_quotes(path);  // built first: nothing may fail after the write
+    return write_file_atomic(path, serialize()).with_context(context);
+  });
 }
 
 }  // namespace rill

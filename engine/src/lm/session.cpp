@@ -14,6 +14,32 @@
 
 namespace rill::lm {
 
+// Why a session's state is spent: until reset() or a restore, every call that would run on it or
+// save it is refused with the reason. Marking needs no memory (a call that ran out of it marks):
+// the flag is set first, and the reason stays empty where there is no memory left to say it.
+class SpentState {
+ public:
+  bool spent() const { return spent_; }
+  const std::string& why() const { return why_; }
+  template <typename F>
+  void mark(F&& make_why) noexcept {
+    spent_ = true;
+    try {
+      why_ = make_why();
+    } catch (const std::bad_alloc&) {
+      why_.clear();
+    }
+  }
+  void clear() noexcept {
+    spent_ = false;
+    why_.clear();
+  }
+
+ private:
+  bool spent_ = false;
+  std::string why_;
+};
+
 struct Session::Impl {
   std::shared_ptr<Model::Impl> model;
   detail::StateTensors state;
@@ -24,9 +50,8 @@ struct Session::Impl {
   // The logits after the last position consumed (empty at position 0): what a restored or stopped
   // session draws or scores its next token from. Kept as each step or segment ends, and saved.
   std::vector<float> last_logits;
-  // Why the state is spent (a call's values were not finite), else empty: until reset() or a
-  // restore, every call that would run on it or save it is refused with this reason.
-  std::string spent;
+  // Whether the state is spent (a call's values were not finite, a call failed part way), and why.
+  SpentState spent;
 
   const ModelConfig& config() const { return model->config; }
   // Takes the state in `file` if it is one of this model's, else leaves the session as it was.
@@ -80,20 +105,28 @@ bool all_finite(std::span<const float> values) {
   return most != 0x7f800000u;
 }
 
+// ResourceExhausted for `op` having run out of host memory, saying whether the state is spent; with
+// no memory left for the message, one without it.
+Status session_out_of_memory(const char* op, bool spent) noexcept {
+  try {
+    return resource_exhausted(std::string(op) + ": out of host memory" +
+                              (spent ? "; the session's state is spent: reset() it or restore a saved state" : ""));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted, std::string());
+  }
+}
+
 // Runs `call`, turning running out of host memory (a logits or scores vector, a state's copies)
 // into ResourceExhausted naming `op`, never an exception through the API. `changes_state`: the call
-// may have moved the position or the state tensors when it ran out, so the session is spent (why
-// goes to `spent`); read when it runs out, so a call that first checks can set it when it starts changing.
+// may have moved the position or the state tensors when it ran out, so the session is spent; read
+// when it runs out, so a call that first checks can set it when it starts changing.
 template <typename F>
-auto out_of_memory_guarded(std::string& spent, const char* op, const bool& changes_state, F&& call)
-    -> decltype(call()) {
+auto out_of_memory_guarded(SpentState& spent, const char* op, const bool& changes_state, F&& call) -> decltype(call()) {
   try {
     return call();
   } catch (const std::bad_alloc&) {
-    if (!changes_state) return resource_exhausted(std::string(op) + ": out of host memory");
-    spent = std::string("out of host memory during ") + op;
-    return resource_exhausted(
-        std::string(op) + ": out of host memory; the session's state is spent: reset() it or restore a saved state");
+    if (changes_state) spent.mark([&] { return std::string("out of host memory during ") + op; });
+    return session_out_of_memory(op, changes_state);
   }
 }
 
@@ -105,7 +138,7 @@ Status Session::Impl::zero_state() {
     for (const Tensor& t : *list)
       if (t.valid()) RILL_RETURN_IF_ERROR(seq.fill_zero(t));
   if (Status ran = seq.run(); !ran.is_ok()) {
-    spent = "a reset failed part way (" + ran.message() + ")";  // some tensors zeroed, some not
+    spent.mark([&] { return "a reset failed part way (" + ran.message() + ")"; });  // some zeroed, some not
     return ran;
   }
   position = 0;
@@ -159,18 +192,18 @@ Status Session::Impl::check_finite(std::span<const float> values, const char* op
                          std::to_string(position) + "; run it with f32 activations (Precision::kF32)" + hint)
           : data_loss(std::string(op) + ": the model's " + what + " are not finite by position " +
                       std::to_string(position) + " (its weights, or the device's arithmetic)" + hint);
-  spent = failed.message();
+  spent.mark([&] { return failed.message(); });
   return failed;
 }
 
 Status Session::Impl::check_usable(const char* op) const {
-  if (spent.empty()) return Status::ok();
-  return failed_precondition(std::string(op) + ": the session's state is spent (" + spent + ")");
+  if (!spent.spent()) return Status::ok();
+  return failed_precondition(std::string(op) + ": the session's state is spent (" + spent.why() + ")");
 }
 
 Status Session::Impl::failed_run(const Status& failed, bool submitted, const char* op) {
   if (!submitted) return failed;
-  spent = std::string(op) + " failed after its work was submitted (" + failed.message() + ")";
+  spent.mark([&] { return std::string(op) + " failed after its work was submitted (" + failed.message() + ")"; });
   return Status(failed.code(),
                 failed.message() + "; the session's state is spent: reset() it or restore a saved state");
 }
@@ -364,7 +397,10 @@ uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->
 uint64_t Session::position() const { return impl_->position; }
 uint64_t Session::max_positions() const { return impl_->max_positions(); }
 std::span<const float> Session::last_logits() const { return impl_->last_logits; }
-Status Session::reset() { return impl_->zero_state(); }
+// A reset that runs out of host memory may have zeroed some tensors: spent until one works.
+Status Session::reset() {
+  return out_of_memory_guarded(impl_->spent, "lm reset", true, [&] { return impl_->zero_state(); });
+}
 
 uint32_t Session::prefill_segment() const { return impl_->segment_len; }
 
@@ -527,7 +563,8 @@ Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
   for (const auto& [t, data] : uploads)
     if (Status uploaded = s.model->ctx.upload(*t, data); !uploaded.is_ok()) {
       const Status reset = s.zero_state();
-      if (!reset.is_ok()) s.spent = "a restore failed part way (" + uploaded.message() + "), and so did the reset";
+      if (!reset.is_ok())
+        s.spent.mark([&] { return "a restore failed part way (" + uploaded.message() + "), and so did the reset"; });
       return uploaded.with_context(reset.is_ok()
                                        ? "lm state: restore failed part way; the session was reset to position 0"
                                        : "lm state: restore failed part way, and so did the reset (" + reset.message() +

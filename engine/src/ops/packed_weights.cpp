@@ -7,6 +7,7 @@
 #include <new>
 #include <numeric>
 
+#include "core/host_memory_guard.hpp"
 #include "ops/op_common.hpp"
 #include "rill/context.hpp"
 #include "rill/half.hpp"
@@ -109,7 +110,7 @@ Result<HostPackedWeights> pack_weights(std::span<const float> values, const std:
     p.words.assign(size_t(p.batch * p.rows) * wpr, 0u);
     if (has_scales(format)) p.scales.assign(size_t(p.batch) * p.groups() * size_t(p.cols), 0.0f);
   } catch (const std::bad_alloc&) {
-    return resource_exhausted("pack_weights: out of host memory");
+    return rill::detail::out_of_host_memory("pack_weights");
   }
   auto at = [&](int64_t b, int64_t r, int64_t c) { return values[size_t((b * p.rows + r) * p.cols + c)]; };
   for (int64_t b = 0; b < p.batch; ++b) {
@@ -195,7 +196,7 @@ Result<HostPackedWeights> packed_columns(const HostPackedWeights& host, int64_t 
     p.words.resize(size_t(p.rows) * wpr);
     if (has_scales(host.format)) p.scales.resize(size_t(p.groups()) * size_t(count));
   } catch (const std::bad_alloc&) {
-    return resource_exhausted("packed_columns: out of host memory");
+    return rill::detail::out_of_host_memory("packed_columns");
   }
   for (int64_t r = 0; r < p.rows; ++r) {
     std::copy_n(host.words.begin() + r * host_wpr + word0, wpr, p.words.begin() + r * wpr);

@@ -51,7 +51,11 @@ inline Result<std::vector<uint8_t>> file_buffer(uint64_t size) {
   try {
     return std::vector<uint8_t>(static_cast<size_t>(size));
   } catch (const std::bad_alloc&) {
-    return resource_exhausted("no host memory for " + std::to_string(size) + " bytes");
+    try {  // the message may not fit either
+      return resource_exhausted("no host memory for " + std::to_string(size) + " bytes");
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kResourceExhausted, std::string());
+    }
   }
 }
 
