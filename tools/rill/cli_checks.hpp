@@ -3,29 +3,30 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace rill_cli {
 
-// A decimal integer in [0, 2^64), digits only (no sign, exponent or fraction): CLI11 alone reads
-// "-1" into a uint64_t as 2^64 - 1.
-inline CLI::Validator whole_number(const char* type_name) {
+// A decimal integer from 0 to `most` (2^64 - 1 unless the option's type is narrower), digits only
+// (no sign, exponent or fraction): CLI11 alone reads "-1" into a uint64_t as 2^64 - 1.
+inline CLI::Validator whole_number(const char* type_name, uint64_t most = UINT64_MAX) {
   return CLI::Validator(
-      [](std::string& s) -> std::string {
+      [most](std::string& s) -> std::string {
         uint64_t v = 0;
         const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() ||
-            end != s.data() + s.size())
-          return "must be a whole number from 0 to 18446744073709551615, got '" + s + "'";
+            end != s.data() + s.size() || v > most)
+          return "must be a whole number from 0 to " + std::to_string(most) + ", got '" + s + "'";
         return {};
       },
       type_name);
 }
 inline const CLI::Validator kSeed = whole_number("SEED");
 inline const CLI::Validator kCount = whole_number("COUNT");
+inline const CLI::Validator kCount32 = whole_number("COUNT", UINT32_MAX);  // for a uint32_t option
 
 // A number that parses whole, is finite and satisfies `ok`; else the message names what it must be.
 // The options are f32: a value past f32's range (1e39) or below its smallest (1e-50, not 0) is

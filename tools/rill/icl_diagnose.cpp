@@ -1,6 +1,7 @@
 // `rill icl-diagnose`: the optimisation landscape at a checkpoint (gradient-noise tails, Hessian
 // diagonal condition number, directional smoothness), printed as JSON.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,12 @@ int run_icl_diagnose(const IclDiagnoseArgs& a) {
   if (!trainer.is_ok()) return fail(trainer.status());
   auto d = rill::icl::diagnose(trainer.value(), {.batches = a.batches, .reference_tasks = a.reference_tasks});
   if (!d.is_ok()) return fail(d.status());
+  if (!std::isfinite(d->full_loss) || !std::isfinite(d->full_grad_norm)) {  // JSON would print null: no result
+    std::fprintf(stderr,
+                 "rill icl-diagnose: the model's loss or gradient on the reference tasks is not finite (the "
+                 "checkpoint's parameters or task distribution overflow its f32 arithmetic)\n");
+    return 1;
+  }
   const nlohmann::json j = {{"checkpoint", a.checkpoint},
                             {"step", trainer->step()},
                             {"parameters", d->parameters},

@@ -2,6 +2,8 @@
 // per-task predictions, the mean loss and its gradient, so results can be checked against any
 // other implementation; prints the model's and the baselines' losses on those tasks.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -43,6 +45,17 @@ int run_icl_export(const IclExportArgs& a) {
               (long long)trainer->step());
   std::printf("loss: model %.6g, ridge oracle %.6g, least squares %.6g, ridge(lambda=1) %.6g, adarr %.6g, tunedrr %.6g\n",
               r.model, r.ridge_oracle, r.least_squares, r.ridge_constant, r.adarr, r.tunedrr);
+  const bool finite =
+      std::isfinite(run->loss) && std::isfinite(r.model) &&
+      std::all_of(run->gradient.begin(), run->gradient.end(), [](float v) { return std::isfinite(v); }) &&
+      std::all_of(run->predictions.begin(), run->predictions.end(), [](float v) { return std::isfinite(v); });
+  if (!finite) {  // as train-icl stops: a NaN file would read as a result
+    std::fprintf(stderr,
+                 "rill icl-export: the model's loss, gradient or predictions on these tasks are not finite (values "
+                 "that large overflow its f32 arithmetic, or the checkpoint's parameters do)%s\n",
+                 a.out.empty() ? "" : "; nothing written");
+    return 1;
+  }
   if (a.out.empty()) return 0;
   rill::SafetensorsWriter w;
   const float loss = run->loss;

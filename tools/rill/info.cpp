@@ -117,11 +117,10 @@ int print_plan_keys(bool as_json) {
 CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
   auto* cmd = app.add_subcommand("info", "List Vulkan devices, which one rill picks and why, and their capabilities");
   cmd->add_flag("--json", a.json, "Print JSON instead of text");
-  std::vector<std::string> profile_names;
-  for (const auto& p : rill::limit_profiles()) profile_names.push_back(p.name);
+  // Checked when info runs, not by CLI11: CLI11 reads the variable for every subcommand's parse, and
+  // a bad RILL_LIMIT_PROFILE then failed `rill demo` naming an option demo does not have.
   cmd->add_option("--profile", a.profile,
                   "Show each device as a limit profile would make it, and the kernels rill would pick then")
-      ->check(CLI::IsMember(profile_names))
       ->envname("RILL_LIMIT_PROFILE");
   cmd->add_option("--kernel-plan", a.kernel_plan,
                   "Show the kernel plans under these forced choices (as RILL_KERNEL_PLAN gives a context, "
@@ -137,6 +136,19 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
 
 int run_info(const InfoArgs& args) {
   if (args.plan_keys) return print_plan_keys(args.json);
+  if (!args.profile.empty()) {
+    std::string known;
+    bool found = false;
+    for (const auto& p : rill::limit_profiles()) {
+      found = found || args.profile == p.name;
+      known += std::string(known.empty() ? "" : ", ") + p.name;
+    }
+    if (!found) {
+      std::fprintf(stderr, "rill info: --profile (or RILL_LIMIT_PROFILE): unknown limit profile '%s' (known: %s)\n",
+                   args.profile.c_str(), known.c_str());
+      return 2;
+    }
+  }
   auto listing = rill::list_devices();
   if (!listing.is_ok()) {
     std::fprintf(stderr, "rill info: %s\n", listing.status().to_string().c_str());

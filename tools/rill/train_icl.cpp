@@ -261,6 +261,9 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
                            "--sigmas",  "--lr",         "--sgd-lr", "--momentum",    "--beta1",        "--beta2",
                            "--clip",    "--init-std",   "--seed",   "--optimizers",  "--on-nonfinite", "--read-every"})
     resume->excludes(cmd->get_option(name));
+  // --restart only says what to do with --checkpoint's earlier files: alone, or with --resume, it
+  // would do nothing.
+  cmd->get_option("--restart")->needs(cmd->get_option("--checkpoint"))->excludes(resume);
   return cmd;
 }
 
@@ -301,7 +304,15 @@ int run_train_icl(const TrainIclArgs& args_in) {
     eval_set = std::move(set).value();
   }
   TrainIclArgs args = a;
-  if (train_set) args.d = train_set->d, args.n = train_set->n;
+  if (train_set) {  // d and n follow the set: another value given would be dropped silently
+    if (a.d && *a.d != train_set->d)
+      return fail(rill::invalid_argument("--d " + std::to_string(*a.d) + " differs from the d = " +
+                                         std::to_string(train_set->d) + " of --train-tasks (d and n follow it)"));
+    if (a.n && *a.n != train_set->n)
+      return fail(rill::invalid_argument("--n " + std::to_string(*a.n) + " differs from the n = " +
+                                         std::to_string(train_set->n) + " of --train-tasks (d and n follow it)"));
+    args.d = train_set->d, args.n = train_set->n;
+  }
   auto config = build_config(args);
   if (!config.is_ok()) return fail(config.status());
   // A resumed model's shape is known once its checkpoint is read (checked there).
