@@ -15,6 +15,7 @@
 #include "rill/icl.hpp"
 #include "rill/lm.hpp"
 #include "rill/log.hpp"
+#include "rill/ops/linear_attention.hpp"
 #include "temp_path.hpp"
 
 namespace {
@@ -431,4 +432,50 @@ GPU_TEST_CASE("a context whose final wait fails leaves its device alive, not des
   });
   for (const auto& m : logged) UNSCOPED_INFO(m);
   CHECK(leaked);
+}
+
+// An op that fails after recording part of its work (its state zeroed, then a kernel's pipeline not
+// created) breaks the sequence: running it is refused, naming why, where it would have run the
+// zeroing alone. One that fails before recording anything leaves the sequence usable.
+GPU_TEST_CASE("an op that fails part way breaks its sequence instead of leaving half of it to run", "[faults][gpu]") {
+  auto options = rill_test::validated_options();
+  options.kernel_plan = "linear_attention=parallel";  // a zeroed state, then kernels of their own
+  auto ctx = rill_test::make_context(options);
+  const int64_t heads = 2, n = 100, d = 8;
+  std::vector<rill::Tensor> qkv;
+  for (int i = 0; i < 3; ++i) {
+    qkv.push_back(ctx.tensor(rill::DType::kF32, {1, heads, n, d}).value());
+    REQUIRE(ctx.upload_floats(qkv.back(), std::vector<float>(heads * n * d, 0.25f)).is_ok());
+  }
+  auto o = ctx.tensor(rill::DType::kF32, {1, heads, n, d}).value();
+  auto state = ctx.tensor(rill::DType::kF32, {1, heads, d, d}).value();
+  auto& faults = rill::detail::Access::impl(ctx).faults;
+  int broken = 0, clean = 0;
+  for (uint64_t k = 1; k < 200; ++k) {
+    INFO("failing call " << k);
+    auto seq = ctx.sequence().value();
+    faults.fail_nth(k);
+    const uint64_t seen_before = faults.calls_seen();
+    const rill::Status s = rill::ops::linear_attention_forward(seq, qkv[0], qkv[1], qkv[2], o, state);
+    const bool injected = faults.calls_seen() - seen_before >= k;
+    faults.fail_nth(0);
+    INFO(s.to_string());
+    if (!injected) {
+      REQUIRE(s.is_ok());
+      REQUIRE(seq.run().is_ok());
+      break;
+    }
+    REQUIRE_FALSE(s.is_ok());
+    const rill::SequenceStats recorded = seq.stats();
+    const rill::Status ran = seq.run();
+    INFO(ran.to_string());
+    if (recorded.dispatches + recorded.copies + recorded.barriers > 0) {
+      ++broken;
+      CHECK(ran.message().find("failed after recording part of its work") != std::string::npos);
+    } else {
+      ++clean;
+      CHECK(ran.is_ok());
+    }
+  }
+  CHECK(broken >= 1);
 }

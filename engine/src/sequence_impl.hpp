@@ -36,13 +36,21 @@ class SequenceImpl {
     try {
       return record();
     } catch (const std::bad_alloc&) {
-      state = State::kBroken;  // first: building the message may run out too
-      Status failed = out_of_host_memory("sequence: recording (make a new sequence)");
-      try {
-        broken = failed;  // a copy allocates; without it finish() refuses with a message of its own
-      } catch (const std::bad_alloc&) {
-      }
+      const Status failed = out_of_host_memory("sequence: recording (make a new sequence)");
+      break_with(failed);
       return failed;
+    }
+  }
+  // Commands recorded so far (dispatches, transfers, barriers): an op that fails after it recorded
+  // some has left part of itself in the sequence.
+  uint64_t commands_recorded() const { return uint64_t(stats.dispatches) + stats.copies + stats.barriers; }
+  // Breaks the sequence: finish() and submit() refuse it from now on, with `why` where there is the
+  // memory to keep it (a copy allocates; without it they refuse with a message of their own).
+  void break_with(const Status& why) noexcept {
+    state = State::kBroken;
+    try {
+      broken = why;
+    } catch (const std::bad_alloc&) {
     }
   }
   Status finish();

@@ -6,6 +6,7 @@
 
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "ops/whole_op.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/spec_name.hpp"
 
@@ -26,7 +27,8 @@ Result<uint32_t> count_of(const Tensor& t, const char* op) {
 Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std::vector<const Tensor*> same,
                    uint32_t inputs, std::vector<SpecValue> spec, uint64_t flops_per_element) {
   RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(*same[0], op));
-  for (size_t i = 1; i < same.size(); ++i) RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
+  for (size_t i = 1; i < same.size(); ++i)
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(*same[0], *same[i], op, "operand"));
   RILL_ASSIGN_OR_RETURN(uint32_t n, count_of(*same[0], op));
   const uint32_t wg = detail::elementwise_workgroup(seq);
   spec.insert(spec.begin(), gpu::spec("WG_SIZE", wg));
@@ -44,43 +46,57 @@ Status elementwise(Sequence& seq, const char* op, const std::string& kernel, std
 }  // namespace
 
 Status add(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryAdd)}, 1);
+  return detail::whole_op(seq, "add", [&]() -> Status {
+    return elementwise(seq, "add", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryAdd)}, 1);
+  });
 }
 Status mul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out) {
-  return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
+  return detail::whole_op(seq, "mul", [&]() -> Status {
+    return elementwise(seq, "mul", "elementwise/binary", {&a, &b, &out}, 2, {gpu::spec("OP", gpu::kBinaryMul)}, 1);
+  });
 }
 Status convert(Sequence& seq, const Tensor& src, const Tensor& dst) {
-  const char* op = "convert";
-  RILL_ASSIGN_OR_RETURN(const std::string from, detail::float_suffix(src, op));
-  RILL_ASSIGN_OR_RETURN(const std::string to, detail::float_suffix(dst, op));
-  if (src.shape() != dst.shape())
-    return invalid_argument("convert: dst " + dst.describe() + " must have the shape of src " + src.describe());
-  if (src.dtype() == dst.dtype()) return seq.copy(src, dst);
-  RILL_ASSIGN_OR_RETURN(const uint32_t n, count_of(src, op));
-  const uint32_t wg = detail::elementwise_workgroup(seq);
-  const bool texels = plan::elementwise_texels(plan::traits_of(seq), n, src.dtype() == DType::kF16, 1);
-  return seq.dispatch({.kernel = std::string("elementwise/convert_") + (texels ? "tx_" : "") + from + "_to_" + to,
-                       .bindings = {&src, &dst},
-                       .push = push_bytes(gpu::CountPush{n}),
-                       .groups = detail::groups_for(texels ? n / 4 : n, wg),
-                       .spec = {gpu::spec("WG_SIZE", wg)},
-                       .bytes = src.size_bytes() + dst.size_bytes()});
+  return detail::whole_op(seq, "convert", [&]() -> Status {
+    const char* op = "convert";
+    RILL_ASSIGN_OR_RETURN(const std::string from, detail::float_suffix(src, op));
+    RILL_ASSIGN_OR_RETURN(const std::string to, detail::float_suffix(dst, op));
+    if (src.shape() != dst.shape())
+      return invalid_argument("convert: dst " + dst.describe() + " must have the shape of src " + src.describe());
+    if (src.dtype() == dst.dtype()) return seq.copy(src, dst);
+    RILL_ASSIGN_OR_RETURN(const uint32_t n, count_of(src, op));
+    const uint32_t wg = detail::elementwise_workgroup(seq);
+    const bool texels = plan::elementwise_texels(plan::traits_of(seq), n, src.dtype() == DType::kF16, 1);
+    return seq.dispatch({.kernel = std::string("elementwise/convert_") + (texels ? "tx_" : "") + from + "_to_" + to,
+                         .bindings = {&src, &dst},
+                         .push = push_bytes(gpu::CountPush{n}),
+                         .groups = detail::groups_for(texels ? n / 4 : n, wg),
+                         .spec = {gpu::spec("WG_SIZE", wg)},
+                         .bytes = src.size_bytes() + dst.size_bytes()});
+  });
 }
 
 Status silu_forward(Sequence& seq, const Tensor& x, const Tensor& y) {
-  // The dy binding is unused forward: x stands in.
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, 2, {gpu::spec("BACKWARD", 0)}, 4);
+  return detail::whole_op(seq, "silu_forward", [&]() -> Status {
+    // The dy binding is unused forward: x stands in.
+    return elementwise(seq, "silu", "elementwise/silu", {&x, &x, &y}, 2, {gpu::spec("BACKWARD", 0)}, 4);
+  });
 }
 Status silu_backward(Sequence& seq, const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, 2, {gpu::spec("BACKWARD", 1)}, 8);
+  return detail::whole_op(seq, "silu_backward", [&]() -> Status {
+    return elementwise(seq, "silu", "elementwise/silu", {&x, &dy, &dx}, 2, {gpu::spec("BACKWARD", 1)}, 8);
+  });
 }
 Status glu_forward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& out, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, 2, {gpu::spec("ACT", uint32_t(act))}, 5);
+  return detail::whole_op(seq, "glu_forward", [&]() -> Status {
+    return elementwise(seq, "glu", "elementwise/glu", {&a, &b, &out}, 2, {gpu::spec("ACT", uint32_t(act))}, 5);
+  });
 }
 Status glu_backward(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& dy, const Tensor& da,
                     const Tensor& db, GluActivation act) {
-  return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, 3, {gpu::spec("ACT", uint32_t(act))},
-                     10);
+  return detail::whole_op(seq, "glu_backward", [&]() -> Status {
+    return elementwise(seq, "glu", "elementwise/glu_bwd", {&a, &b, &dy, &da, &db}, 3, {gpu::spec("ACT", uint32_t(act))},
+                       10);
+  });
 }
 
 namespace {
@@ -105,42 +121,45 @@ Status check_gather(const Tensor& out, const Tensor& errors, uint64_t tokens, ui
 
 }  // namespace
 
-Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out,
-                         const Tensor& errors, float scale) {
-  const char* op = "embedding";
-  RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(table, op));
-  if (table.shape().size() != 2) return invalid_argument("embedding: table " + table.describe() + " must be [vocab, dim]");
-  const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
-  RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
-  RILL_RETURN_IF_ERROR(check_gather(out, errors, tokens, vocab, dim, scale));
-  // A table larger than one binding (a big vocabulary in f32): a dispatch per block of its rows.
-  RILL_ASSIGN_OR_RETURN(std::vector<detail::RowBlock> blocks,
-                        detail::binding_row_blocks(table, seq.device().caps.max_storage_buffer_range, op));
-  // Recorded once every check passed: a refused call records nothing.
-  RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
-  const uint32_t wg = detail::elementwise_workgroup(seq);
-  for (const detail::RowBlock& b : blocks) {
-    Tensor part;
-    if (blocks.size() > 1) {
-      RILL_ASSIGN_OR_RETURN(part, table.rows(b.first, b.count));
+Status embedding_forward(Sequence& seq, const Tensor& ids, const Tensor& table, const Tensor& out, const Tensor& errors,
+                         float scale) {
+  return detail::whole_op(seq, "embedding_forward", [&]() -> Status {
+    const char* op = "embedding";
+    RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(table, op));
+    if (table.shape().size() != 2)
+      return invalid_argument("embedding: table " + table.describe() + " must be [vocab, dim]");
+    const uint64_t vocab = uint64_t(table.shape()[0]), dim = uint64_t(table.shape()[1]), tokens = ids.element_count();
+    RILL_RETURN_IF_ERROR(detail::require_dtype(out, table.dtype(), op, "out"));
+    RILL_RETURN_IF_ERROR(check_gather(out, errors, tokens, vocab, dim, scale));
+    // A table larger than one binding (a big vocabulary in f32): a dispatch per block of its rows.
+    RILL_ASSIGN_OR_RETURN(std::vector<detail::RowBlock> blocks,
+                          detail::binding_row_blocks(table, seq.device().caps.max_storage_buffer_range, op));
+    // Recorded once every check passed: a refused call records nothing.
+    RILL_RETURN_IF_ERROR(seq.fill_zero(errors));
+    const uint32_t wg = detail::elementwise_workgroup(seq);
+    for (const detail::RowBlock& b : blocks) {
+      Tensor part;
+      if (blocks.size() > 1) {
+        RILL_ASSIGN_OR_RETURN(part, table.rows(b.first, b.count));
+      }
+      RILL_RETURN_IF_ERROR(seq.dispatch(
+          {.kernel = "embedding/embedding_fwd_" + suffix,
+           .bindings = {&ids, blocks.size() > 1 ? &part : &table, &out, &errors},
+           .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
+                                                 .vocab = uint32_t(vocab),
+                                                 .dim = uint32_t(dim),
+                                                 .scale = scale,
+                                                 .words_per_row = 0,
+                                                 .group = 1,
+                                                 .first = uint32_t(b.first),
+                                                 .rows = uint32_t(b.count)}),
+           .groups = detail::groups_for(tokens * dim, wg),
+           .spec = {gpu::spec("WG_SIZE", wg)},
+           .bytes = tokens * 4 + block_share(2 * tokens * dim * dtype_size(table.dtype()), b.count, vocab)}));
     }
-    RILL_RETURN_IF_ERROR(seq.dispatch(
-        {.kernel = "embedding/embedding_fwd_" + suffix,
-         .bindings = {&ids, blocks.size() > 1 ? &part : &table, &out, &errors},
-         .push = push_bytes(gpu::EmbeddingPush{.tokens = uint32_t(tokens),
-                                               .vocab = uint32_t(vocab),
-                                               .dim = uint32_t(dim),
-                                               .scale = scale,
-                                               .words_per_row = 0,
-                                               .group = 1,
-                                               .first = uint32_t(b.first),
-                                               .rows = uint32_t(b.count)}),
-         .groups = detail::groups_for(tokens * dim, wg),
-         .spec = {gpu::spec("WG_SIZE", wg)},
-         .bytes = tokens * 4 + block_share(2 * tokens * dim * dtype_size(table.dtype()), b.count, vocab)}));
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 namespace {
@@ -199,36 +218,43 @@ Status embedding_forward_packed(Sequence& seq, const Tensor& ids, std::span<cons
 
 Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedWeights& table_t, const Tensor& out,
                          const Tensor& errors, float scale) {
-  const int64_t first = 0;
-  return embedding_forward_packed(seq, ids, std::span(&table_t, 1), std::span(&first, 1), table_t.rows, table_t.cols,
-                                  out, errors, scale);
+  return detail::whole_op(seq, "embedding_forward", [&]() -> Status {
+    const int64_t first = 0;
+    return embedding_forward_packed(seq, ids, std::span(&table_t, 1), std::span(&first, 1), table_t.rows, table_t.cols,
+                                    out, errors, scale);
+  });
 }
 
 Status embedding_forward(Sequence& seq, const Tensor& ids, const PackedColumnBlocks& table_t, const Tensor& out,
                          const Tensor& errors, float scale) {
-  return embedding_forward_packed(seq, ids, table_t.blocks, table_t.first, table_t.rows, table_t.cols, out, errors,
-                                  scale);
+  return detail::whole_op(seq, "embedding_forward", [&]() -> Status {
+    return embedding_forward_packed(seq, ids, table_t.blocks, table_t.first, table_t.rows, table_t.cols, out, errors,
+                                    scale);
+  });
 }
 
 Status embedding_backward(Sequence& seq, const Tensor& ids, const Tensor& dy, const Tensor& dtable) {
-  const char* op = "embedding_backward";
-  RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(dy, op));
-  RILL_RETURN_IF_ERROR(detail::require_dtype(dtable, DType::kF32, op, "dtable"));
-  if (dtable.shape().size() != 2) return invalid_argument("embedding_backward: dtable must be [vocab, dim] f32");
-  const uint64_t vocab = uint64_t(dtable.shape()[0]), dim = uint64_t(dtable.shape()[1]), tokens = ids.element_count();
-  RILL_RETURN_IF_ERROR(detail::require_elements(dy, tokens * dim, op, "dy"));
-  if (vocab * dim > UINT32_MAX) return out_of_range("embedding_backward: more than 2^32 elements");
-  // One invocation per (row, column) walks every token.
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
-  const uint32_t wg = detail::elementwise_workgroup(seq);
-  return seq.dispatch({.kernel = "embedding/embedding_bwd_" + suffix,
-                       .bindings = {&ids, &dy, &dtable},
-                       .push = push_bytes(gpu::EmbeddingBackwardPush{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
-                       .groups = detail::groups_for(vocab * dim, wg),
-                       .spec = {gpu::spec("WG_SIZE", wg)},
-                       .flops = vocab * dim * tokens,
-                       .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});
+  return detail::whole_op(seq, "embedding_backward", [&]() -> Status {
+    const char* op = "embedding_backward";
+    RILL_RETURN_IF_ERROR(detail::require_dtype(ids, DType::kU32, op, "ids"));
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(dy, op));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(dtable, DType::kF32, op, "dtable"));
+    if (dtable.shape().size() != 2) return invalid_argument("embedding_backward: dtable must be [vocab, dim] f32");
+    const uint64_t vocab = uint64_t(dtable.shape()[0]), dim = uint64_t(dtable.shape()[1]), tokens = ids.element_count();
+    RILL_RETURN_IF_ERROR(detail::require_elements(dy, tokens * dim, op, "dy"));
+    if (vocab * dim > UINT32_MAX) return out_of_range("embedding_backward: more than 2^32 elements");
+    // One invocation per (row, column) walks every token.
+    RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, tokens, op, "this many tokens"));
+    const uint32_t wg = detail::elementwise_workgroup(seq);
+    return seq.dispatch(
+        {.kernel = "embedding/embedding_bwd_" + suffix,
+         .bindings = {&ids, &dy, &dtable},
+         .push = push_bytes(gpu::EmbeddingBackwardPush{uint32_t(tokens), uint32_t(vocab), uint32_t(dim)}),
+         .groups = detail::groups_for(vocab * dim, wg),
+         .spec = {gpu::spec("WG_SIZE", wg)},
+         .flops = vocab * dim * tokens,
+         .bytes = tokens * 4 + tokens * dim * dtype_size(dy.dtype()) + vocab * dim * 4});
+  });
 }
 
 namespace {
@@ -262,33 +288,37 @@ Status softmax_dispatch(Sequence& seq, const Tensor& logits, const Tensor* targe
 }  // namespace
 
 Status softmax_forward(Sequence& seq, const Tensor& logits, const Tensor& probs) {
-  return softmax_dispatch(seq, logits, nullptr, probs, nullptr);
+  return detail::whole_op(seq, "softmax_forward",
+                          [&]() -> Status { return softmax_dispatch(seq, logits, nullptr, probs, nullptr); });
 }
 
 Status softmax_cross_entropy_forward(Sequence& seq, const Tensor& logits, const Tensor& targets, const Tensor& probs,
                                      const Tensor& loss) {
-  return softmax_dispatch(seq, logits, &targets, probs, &loss);
+  return detail::whole_op(seq, "softmax_cross_entropy_forward",
+                          [&]() -> Status { return softmax_dispatch(seq, logits, &targets, probs, &loss); });
 }
 
 Status softmax_cross_entropy_backward(Sequence& seq, const Tensor& probs, const Tensor& targets, const Tensor& dloss,
                                       const Tensor& dlogits) {
-  const char* op = "softmax_cross_entropy_backward";
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(probs, op));
-  RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(probs, op));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(probs, dlogits, op, "dlogits"));
-  RILL_RETURN_IF_ERROR(detail::require_dtype(targets, DType::kU32, op, "targets"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(targets, rd.rows, op, "targets"));
-  RILL_RETURN_IF_ERROR(detail::require_dtype(dloss, DType::kF32, op, "dloss"));
-  RILL_RETURN_IF_ERROR(detail::require_elements(dloss, rd.rows, op, "dloss"));
-  const uint64_t n = uint64_t(rd.rows) * rd.dim;
-  const uint32_t wg = detail::elementwise_workgroup(seq);
-  return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
-                       .bindings = {&probs, &targets, &dloss, &dlogits},
-                       .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
-                       .groups = detail::groups_for(n, wg),
-                       .spec = {gpu::spec("WG_SIZE", wg)},
-                       .flops = 2 * n,
-                       .bytes = 2 * n * dtype_size(probs.dtype())});
+  return detail::whole_op(seq, "softmax_cross_entropy_backward", [&]() -> Status {
+    const char* op = "softmax_cross_entropy_backward";
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(probs, op));
+    RILL_ASSIGN_OR_RETURN(detail::RowsDim rd, detail::rows_and_dim(probs, op));
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(probs, dlogits, op, "dlogits"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(targets, DType::kU32, op, "targets"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(targets, rd.rows, op, "targets"));
+    RILL_RETURN_IF_ERROR(detail::require_dtype(dloss, DType::kF32, op, "dloss"));
+    RILL_RETURN_IF_ERROR(detail::require_elements(dloss, rd.rows, op, "dloss"));
+    const uint64_t n = uint64_t(rd.rows) * rd.dim;
+    const uint32_t wg = detail::elementwise_workgroup(seq);
+    return seq.dispatch({.kernel = "softmax/softmax_xent_bwd_" + suffix,
+                         .bindings = {&probs, &targets, &dloss, &dlogits},
+                         .push = push_bytes(gpu::SoftmaxPush{rd.rows, rd.dim}),
+                         .groups = detail::groups_for(n, wg),
+                         .spec = {gpu::spec("WG_SIZE", wg)},
+                         .flops = 2 * n,
+                         .bytes = 2 * n * dtype_size(probs.dtype())});
+  });
 }
 
 }  // namespace rill::ops

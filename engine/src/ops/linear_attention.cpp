@@ -5,6 +5,7 @@
 
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "ops/whole_op.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/spec_name.hpp"
 
@@ -70,7 +71,11 @@ Status check_chunk(const Sequence& seq, const LinearAttentionOptions& opt) {
 }
 
 plan::LinearAttentionShape shape_of(const Dims& d, const LinearAttentionOptions& opt) {
-  return {.heads = uint64_t(d.batch) * d.heads, .n = d.n, .dk = d.dk, .dv = d.dv, .chunk = opt.chunk,
+  return {.heads = uint64_t(d.batch) * d.heads,
+          .n = d.n,
+          .dk = d.dk,
+          .dv = d.dv,
+          .chunk = opt.chunk,
           .chunks_per_dispatch = opt.chunks_per_dispatch};
 }
 
@@ -179,8 +184,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                            gpu::spec("REVERSE", f.reverse), gpu::spec("TILE", p.tile), gpu::spec("DK", f.dk),
                            gpu::spec("DV", f.dv), gpu::spec("SPAN", p.span)});
   std::vector<SpecValue> states_spec = spec, scan_spec = spec;
-  states_spec.insert(states_spec.end(),
-                     {gpu::spec("CHUNK", p.chunk), gpu::spec("LOCAL_PREFIXES", local_prefixes)});
+  states_spec.insert(states_spec.end(), {gpu::spec("CHUNK", p.chunk), gpu::spec("LOCAL_PREFIXES", local_prefixes)});
   scan_spec.insert(scan_spec.end(), {gpu::spec("CHUNK", p.chunk * p.span), gpu::spec("GROUPS", p.scan_groups)});
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
     std::vector<SpecValue> out = spec_for(opt, p.output_workgroup);
@@ -279,8 +283,8 @@ Status forward_scan(Sequence& seq, const Dims& d, const std::string& suffix, con
       return register_scan(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state, opt,
                            p, gpu::kLaForwardCausal);
     if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
-      return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state,
-                             opt, p);
+      return parallel_chunks(seq, d, suffix, {.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv}, state, opt,
+                             p);
     serial = {p.chunk, p.chunks_per_dispatch};
   } else {
     RILL_ASSIGN_OR_RETURN(serial, serial_chunks(seq, d, opt));
@@ -328,178 +332,187 @@ Status linear_attention_state(Sequence& seq, const Tensor& q, const Tensor& k, c
 
 Status linear_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                 const Tensor& state, const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
-  RILL_RETURN_IF_ERROR(detail::require_disjoint(
-      {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
-  RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
-  if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
-  RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
-                        plan::linear_attention_noncausal(plan::traits_of(seq), shape_of(d, opt)));
-  const Form form{.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv};
-  if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
-    return register_scan_form(seq, d, suffix, form, state, opt, p);
-  if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
-    return parallel_chunks(seq, d, suffix, form, state, opt, p);
-  RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardState));
-  return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardApply);
+  return detail::whole_op(seq, "linear_attention_forward", [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
+    RILL_RETURN_IF_ERROR(detail::require_disjoint(
+        {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
+    RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
+    if (!opt.continue_state) RILL_RETURN_IF_ERROR(seq.fill_zero(state));
+    if (opt.causal) return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardCausal);
+    RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                          plan::linear_attention_noncausal(plan::traits_of(seq), shape_of(d, opt)));
+    const Form form{.a = &q, .b = &k, .c = &v, .out = &o, .dk = d.dk, .dv = d.dv};
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan)
+      return register_scan_form(seq, d, suffix, form, state, opt, p);
+    if (p.algorithm == plan::LinearAttentionAlgorithm::kChunkedParallel)
+      return parallel_chunks(seq, d, suffix, form, state, opt, p);
+    RILL_RETURN_IF_ERROR(forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardState));
+    return forward_scan(seq, d, suffix, q, k, v, o, state, opt, gpu::kLaForwardApply);
+  });
 }
 
 Status linear_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_o,
                                  const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& scratch,
                                  const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt, false, "d_o", "scratch"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kLinearAttentionOp, "dq"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kLinearAttentionOp, "dk"));
-  RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kLinearAttentionOp, "dv"));
-  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}, {&scratch, "scratch"}},
-                                                {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&d_o, "d_o"}, {opt.decay, "decay"}},
-                                                kLinearAttentionOp));
-  if (opt.continue_state) return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
-  RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
-  RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
-                        plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
-  if (p.algorithm != plan::LinearAttentionAlgorithm::kChunkedSerial) {
-    // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
-    //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
-    //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
-    //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
-    // Non-causal, the same forms with every s and t (and no decay). Each starts from a zero state in
-    // `scratch` ([Dv, Dk] for the first two: the same size).
-    const Form forms[] = {
-        {.a = &d_o,
-         .b = &v,
-         .c = &k,
-         .x = &q,
-         .out = &dq,
-         .dk = d.dv,
-         .dv = d.dk,
-         .phi_a = false,
-         .phi_b = false,
-         .phi_c = true},
-        {.a = &v,
-         .b = &d_o,
-         .c = &q,
-         .x = &k,
-         .out = &dk,
-         .dk = d.dv,
-         .dv = d.dk,
-         .phi_a = false,
-         .phi_b = false,
-         .phi_c = true,
-         .reverse = true},
-        {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
-    };
-    if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan) {
-      for (const Form& f : forms) {
-        RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-        RILL_RETURN_IF_ERROR(register_scan_form(seq, d, suffix, f, scratch, opt, p));
+  return detail::whole_op(seq, "linear_attention_backward", [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, d_o, &scratch, opt, false, "d_o", "scratch"));
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kLinearAttentionOp, "dq"));
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk, kLinearAttentionOp, "dk"));
+    RILL_RETURN_IF_ERROR(detail::require_same_shape(v, dv, kLinearAttentionOp, "dv"));
+    RILL_RETURN_IF_ERROR(detail::require_disjoint(
+        {{&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}, {&scratch, "scratch"}},
+        {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&d_o, "d_o"}, {opt.decay, "decay"}}, kLinearAttentionOp));
+    if (opt.continue_state)
+      return unimplemented("linear_attention_backward: a non-zero initial state is not supported");
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
+    RILL_RETURN_IF_ERROR(check_chunk(seq, opt));
+    RILL_ASSIGN_OR_RETURN(const plan::LinearAttentionPlan p,
+                          plan::linear_attention_backward(plan::traits_of(seq), shape_of(d, opt)));
+    if (p.algorithm != plan::LinearAttentionAlgorithm::kChunkedSerial) {
+      // With a_ts = lambda^(t-s) (do_t . v_s), b_ts = lambda^(t-s) (phi(q_t) . phi(k_s)), s <= t:
+      //   dq_t = phi'(q_t) sum_{s<=t} a_ts phi(k_s): the causal form of (do, v, phi(k)), forward in time;
+      //   dk_s = phi'(k_s) sum_{t>=s} a_ts phi(q_t): the form of (v, do, phi(q)), backward in time;
+      //   dv_s = sum_{t>=s} b_ts do_t: the form of (phi(k), phi(q), do), backward in time.
+      // Non-causal, the same forms with every s and t (and no decay). Each starts from a zero state in
+      // `scratch` ([Dv, Dk] for the first two: the same size).
+      const Form forms[] = {
+          {.a = &d_o,
+           .b = &v,
+           .c = &k,
+           .x = &q,
+           .out = &dq,
+           .dk = d.dv,
+           .dv = d.dk,
+           .phi_a = false,
+           .phi_b = false,
+           .phi_c = true},
+          {.a = &v,
+           .b = &d_o,
+           .c = &q,
+           .x = &k,
+           .out = &dk,
+           .dk = d.dv,
+           .dv = d.dk,
+           .phi_a = false,
+           .phi_b = false,
+           .phi_c = true,
+           .reverse = true},
+          {.a = &k, .b = &q, .c = &d_o, .out = &dv, .dk = d.dk, .dv = d.dv, .reverse = true},
+      };
+      if (p.algorithm == plan::LinearAttentionAlgorithm::kRegisterScan) {
+        for (const Form& f : forms) {
+          RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+          RILL_RETURN_IF_ERROR(register_scan_form(seq, d, suffix, f, scratch, opt, p));
+        }
+        return Status::ok();
+      }
+      // The dk and dv forms run backward in time over states that are each other's transposes
+      // (sum do^T phi(q) and sum phi(q)^T do): one set of chunk states and one scan serve both.
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, forms[0], scratch, opt, p));
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      return parallel_chunks(seq, d, suffix, forms[1], scratch, opt, p, &forms[2]);
+    }
+    // The serial chunked kernel: its own scans.
+    RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
+    const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
+    const uint32_t chunks = uint32_t((uint64_t(d.n) + chunk - 1) / chunk);  // 64 bits: N near 2^32 wrapped to 0
+    const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
+    // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
+    // time for dq, else backward).
+    auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
+      const uint32_t ranges = uint32_t((uint64_t(chunks) + per - 1) / per);
+      for (uint32_t r = 0; r < ranges; ++r) {
+        const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
+        const uint32_t first = index * per, count = std::min(per, chunks - first);
+        const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
+        const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
+        auto spec = spec_for(opt);
+        spec.push_back(gpu::spec("CHUNK", chunk));
+        spec.push_back(gpu::spec("MODE", mode));
+        spec.push_back(gpu::spec("CAUSAL", opt.causal));
+        RILL_RETURN_IF_ERROR(seq.dispatch(
+            {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
+             .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},
+             .push = push_bytes(push),
+             .groups = {uint32_t(bh), 1, 1},
+             .spec = spec,
+             .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(chunk) * (d.dk + d.dv) : 0)),
+             .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
       }
       return Status::ok();
+    };
+    if (opt.causal) {
+      // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDk, dk));
+      RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+      return scan(gpu::kLaBackwardDv, dv);
     }
-    // The dk and dv forms run backward in time over states that are each other's transposes
-    // (sum do^T phi(q) and sum phi(q)^T do): one set of chunk states and one scan serve both.
-    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    RILL_RETURN_IF_ERROR(parallel_chunks(seq, d, suffix, forms[0], scratch, opt, p));
-    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    return parallel_chunks(seq, d, suffix, forms[1], scratch, opt, p, &forms[2]);
-  }
-  // The serial chunked kernel: its own scans.
-  RILL_ASSIGN_OR_RETURN(const plan::SerialChunks serial, serial_chunks(seq, d, opt));
-  const uint32_t chunk = serial.chunk, per = serial.chunks_per_dispatch;
-  const uint32_t chunks = uint32_t((uint64_t(d.n) + chunk - 1) / chunk);  // 64 bits: N near 2^32 wrapped to 0
-  const uint64_t es = dtype_size(q.dtype()), bh = uint64_t(d.batch) * d.heads;
-  // One scan of the backward kernel in `mode` (gpu::kLaBackward*), over every chunk range (forward in
-  // time for dq, else backward).
-  auto scan = [&](uint32_t mode, const Tensor& out) -> Status {
-    const uint32_t ranges = uint32_t((uint64_t(chunks) + per - 1) / per);
-    for (uint32_t r = 0; r < ranges; ++r) {
-      const uint32_t index = mode == gpu::kLaBackwardDq ? r : ranges - 1 - r;
-      const uint32_t first = index * per, count = std::min(per, chunks - first);
-      const uint64_t positions = std::min<uint64_t>(uint64_t(count) * chunk, d.n - uint64_t(first) * chunk);
-      const gpu::LaChunkPush push{d.heads, d.n, d.dk, d.dv, first, count};
-      auto spec = spec_for(opt);
-      spec.push_back(gpu::spec("CHUNK", chunk));
-      spec.push_back(gpu::spec("MODE", mode));
-      spec.push_back(gpu::spec("CAUSAL", opt.causal));
-      RILL_RETURN_IF_ERROR(seq.dispatch(
-          {.kernel = "linear_attention/la_chunked_bwd_" + suffix,
-           .bindings = {&q, &k, &v, &d_o, opt.decay ? opt.decay : &q, &scratch, &out},
-           .push = push_bytes(push),
-           .groups = {uint32_t(bh), 1, 1},
-           .spec = spec,
-           .flops = bh * positions * (4ull * d.dk * d.dv + (opt.causal ? uint64_t(chunk) * (d.dk + d.dv) : 0)),
-           .bytes = bh * (es * positions * 2 * (d.dk + d.dv) + 8ull * d.dk * d.dv)}));
-    }
-    return Status::ok();
-  };
-  if (opt.causal) {
-    // Each gradient is its own scan with the state rebuilt alongside: dq forward, dk and dv backward.
-    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    // Non-causal: dq from S = phi(K)^T V (the forward's state pass), dk and dv from R = phi(Q)^T dO.
+    LinearAttentionOptions state_pass = opt;
+    state_pass.continue_state = false;
+    RILL_RETURN_IF_ERROR(linear_attention_state(seq, q, k, v, dq, scratch, state_pass));
     RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));
     RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
+    RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardState, dk));  // R only; dk is not written by this pass
     RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDk, dk));
-    RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-    return scan(gpu::kLaBackwardDv, dv);
-  }
-  // Non-causal: dq from S = phi(K)^T V (the forward's state pass), dk and dv from R = phi(Q)^T dO.
-  LinearAttentionOptions state_pass = opt;
-  state_pass.continue_state = false;
-  RILL_RETURN_IF_ERROR(linear_attention_state(seq, q, k, v, dq, scratch, state_pass));
-  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDq, dq));
-  RILL_RETURN_IF_ERROR(seq.fill_zero(scratch));
-  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardState, dk));  // R only; dk is not written by this pass
-  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDk, dk));
-  RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDv, dv));
-  return Status::ok();
+    RILL_RETURN_IF_ERROR(scan(gpu::kLaBackwardDv, dv));
+    return Status::ok();
+  });
 }
 
 Status linear_attention_step(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                              const Tensor& state, const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
-  if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
-  if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
-  RILL_RETURN_IF_ERROR(detail::require_disjoint(
-      {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
-  const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
-  const gpu::LaStepPush push{d.heads, d.dk, d.dv};
-  return seq.dispatch({.kernel = "linear_attention/la_step_" + out_suffix(suffix, q, o),
-                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
-                       .push = push_bytes(push),
-                       .groups = {uint32_t(bh), 1, 1},
-                       .spec = spec_for(opt),
-                       .flops = 4ull * d.dk * d.dv * bh,
-                       .bytes = bh * (8ull * d.dk * d.dv + es * (2 * d.dk + d.dv) + dtype_size(o.dtype()) * d.dv)});
+  return detail::whole_op(seq, "linear_attention_step", [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, &state, opt, true));
+    if (d.n != 1) return invalid_argument("linear_attention_step: q " + q.describe() + " must hold one position");
+    if (!opt.causal) return invalid_argument("linear_attention_step: decoding is causal");
+    RILL_RETURN_IF_ERROR(detail::require_disjoint(
+        {{&o, "o"}, {&state, "state"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {opt.decay, "decay"}}, kLinearAttentionOp));
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
+    const uint64_t bh = uint64_t(d.batch) * d.heads, es = dtype_size(q.dtype());
+    const gpu::LaStepPush push{d.heads, d.dk, d.dv};
+    return seq.dispatch({.kernel = "linear_attention/la_step_" + out_suffix(suffix, q, o),
+                         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &state, &o},
+                         .push = push_bytes(push),
+                         .groups = {uint32_t(bh), 1, 1},
+                         .spec = spec_for(opt),
+                         .flops = 4ull * d.dk * d.dv * bh,
+                         .bytes = bh * (8ull * d.dk * d.dv + es * (2 * d.dk + d.dv) + dtype_size(o.dtype()) * d.dv)});
+  });
 }
 
 Status linear_attention_naive(Sequence& seq, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const LinearAttentionOptions& opt) {
-  RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt, true));
-  if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
-  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&o, "o"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}}, kLinearAttentionOp));
-  RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
-  const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
-  // Keys per dispatch: each key costs an invocation Dk + 2 loop iterations.
-  const uint64_t keys = std::max<uint64_t>(1, std::min<uint64_t>(d.n, detail::loop_budget(seq) / (d.dk + 2)));
-  for (uint64_t s0 = 0; s0 < d.n; s0 += keys) {
-    const uint64_t s1 = std::min<uint64_t>(d.n, s0 + keys);
-    const gpu::LaNaivePush push{d.heads,         d.n,          d.dk,         d.dv,
-                                uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
-    // Pairs (t, s) with s in [s0, s1) and s <= t.
-    const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
-    RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + out_suffix(suffix, q, o),
-                                       .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
-                                       .push = push_bytes(push),
-                                       .groups = detail::groups_for(total, kWorkgroup),
-                                       .spec = spec_for(opt),
-                                       .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
-                                       .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count()) +
-                                                dtype_size(o.dtype()) * v.element_count()}));
-  }
-  return Status::ok();
+  return detail::whole_op(seq, "linear_attention_naive", [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(Dims d, check_shapes(q, k, v, o, nullptr, opt, true));
+    if (!opt.causal) return invalid_argument("linear_attention_naive: only the causal form");
+    RILL_RETURN_IF_ERROR(detail::require_disjoint({{&o, "o"}}, {{&q, "q"}, {&k, "k"}, {&v, "v"}}, kLinearAttentionOp));
+    RILL_ASSIGN_OR_RETURN(std::string suffix, detail::float_suffix(q, kLinearAttentionOp));
+    const uint64_t total = o.element_count(), bh = uint64_t(d.batch) * d.heads;
+    // Keys per dispatch: each key costs an invocation Dk + 2 loop iterations.
+    const uint64_t keys = std::max<uint64_t>(1, std::min<uint64_t>(d.n, detail::loop_budget(seq) / (d.dk + 2)));
+    for (uint64_t s0 = 0; s0 < d.n; s0 += keys) {
+      const uint64_t s1 = std::min<uint64_t>(d.n, s0 + keys);
+      const gpu::LaNaivePush push{d.heads,         d.n,          d.dk,         d.dv,
+                                  uint32_t(total), uint32_t(s0), uint32_t(s1), s0 > 0 ? 1u : 0u};
+      // Pairs (t, s) with s in [s0, s1) and s <= t.
+      const uint64_t pairs = (s1 - s0) * (d.n - s0) - (s1 - s0) * (s1 - s0 - 1) / 2;
+      RILL_RETURN_IF_ERROR(seq.dispatch({.kernel = "linear_attention/la_naive_" + out_suffix(suffix, q, o),
+                                         .bindings = {&q, &k, &v, opt.decay ? opt.decay : &q, &o},
+                                         .push = push_bytes(push),
+                                         .groups = detail::groups_for(total, kWorkgroup),
+                                         .spec = spec_for(opt),
+                                         .flops = 2 * bh * pairs * (d.dk + 1) * d.dv,
+                                         .bytes = dtype_size(q.dtype()) * (q.element_count() * 2 + v.element_count()) +
+                                                  dtype_size(o.dtype()) * v.element_count()}));
+    }
+    return Status::ok();
+  });
 }
 
 }  // namespace rill::ops

@@ -7,6 +7,7 @@
 
 #include "kernel_plan.hpp"
 #include "ops/op_common.hpp"
+#include "ops/whole_op.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/spec_name.hpp"
 
@@ -24,7 +25,8 @@ struct Matrix {
 Result<Matrix> as_matrix(const Tensor& t, const char* role) {
   if (!t.valid()) return invalid_argument(std::string("matmul: ") + role + " is empty");
   const auto& s = t.shape();
-  if (s.size() < 2) return invalid_argument(std::string("matmul: ") + role + " " + t.describe() + " needs two dimensions");
+  if (s.size() < 2)
+    return invalid_argument(std::string("matmul: ") + role + " " + t.describe() + " needs two dimensions");
   Matrix m{1, uint64_t(s[s.size() - 2]), uint64_t(s.back())};
   for (size_t i = 0; i + 2 < s.size(); ++i) m.batch *= uint64_t(s[i]);
   return m;
@@ -173,40 +175,44 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
 }  // namespace
 
 Status matmul(Sequence& seq, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& o) {
-  RILL_ASSIGN_OR_RETURN(Matrix mb, as_matrix(b, "B"));
-  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {&b, "B"}, {o.bias, "bias"}}, kMatmulOp));
-  if (b.dtype() != a.dtype())
-    return invalid_argument("matmul: A, B and C must share one dtype (" + a.describe() + ", " + b.describe() + ", " +
-                            c.describe() + ")");
-  if (b.element_count() > UINT32_MAX) return out_of_range("matmul: more than 2^32 elements in one operand");
-  const uint64_t K = o.transpose_b ? mb.cols : mb.rows, N = o.transpose_b ? mb.rows : mb.cols;
-  MatmulPush push{};
-  push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
-  push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
-  return check_and_dispatch(
-      seq, a, mb, K, N, c, o, push,
-      {.kernel = "matmul/matmul_", .bindings = {&b}, .bytes = dtype_size(b.dtype()) * b.element_count()});
+  return detail::whole_op(seq, "matmul", [&]() -> Status {
+    RILL_ASSIGN_OR_RETURN(Matrix mb, as_matrix(b, "B"));
+    RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {&b, "B"}, {o.bias, "bias"}}, kMatmulOp));
+    if (b.dtype() != a.dtype())
+      return invalid_argument("matmul: A, B and C must share one dtype (" + a.describe() + ", " + b.describe() + ", " +
+                              c.describe() + ")");
+    if (b.element_count() > UINT32_MAX) return out_of_range("matmul: more than 2^32 elements in one operand");
+    const uint64_t K = o.transpose_b ? mb.cols : mb.rows, N = o.transpose_b ? mb.rows : mb.cols;
+    MatmulPush push{};
+    push.b_rs = o.transpose_b ? 1u : uint32_t(N), push.b_cs = o.transpose_b ? uint32_t(K) : 1u;
+    push.b_bs = mb.batch == 1 ? 0u : uint32_t(K * N);
+    return check_and_dispatch(
+        seq, a, mb, K, N, c, o, push,
+        {.kernel = "matmul/matmul_", .bindings = {&b}, .bytes = dtype_size(b.dtype()) * b.element_count()});
+  });
 }
 
 Status matmul(Sequence& seq, const Tensor& a, const PackedWeights& b, const Tensor& c, const MatmulOptions& o) {
-  if (!b.valid()) return invalid_argument("matmul: packed B is empty");
-  if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
-  RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
-  RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {o.bias, "bias"}}, kMatmulOp));
-  const bool scaled = has_scales(b.format);
-  MatmulPush push{};
-  push.b_rs = uint32_t(b.words.shape()[2]);
-  push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);
-  push.b_group = scaled ? b.group : 1u;
-  push.s_bs = scaled && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
-  const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
-  const char* form = detail::packed_kernel_form(b.format);
-  return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push,
-                            {.kernel = std::string("matmul/matmul_") + form + "_",
-                             .bindings = {&b.words, scaled ? &b.scales : &b.words},
-                             .bytes = b.size_bytes(),
-                             .matvec_kernel = std::string("matmul/matvec_") + form + "_",
-                             .per_word = detail::packed_per_word(b.format)});
+  return detail::whole_op(seq, "matmul", [&]() -> Status {
+    if (!b.valid()) return invalid_argument("matmul: packed B is empty");
+    if (o.transpose_b) return invalid_argument("matmul: packed B " + b.describe() + " cannot be transposed");
+    RILL_RETURN_IF_ERROR(b.check(kMatmulOp));
+    RILL_RETURN_IF_ERROR(detail::require_disjoint({{&c, "C"}}, {{&a, "A"}, {o.bias, "bias"}}, kMatmulOp));
+    const bool scaled = has_scales(b.format);
+    MatmulPush push{};
+    push.b_rs = uint32_t(b.words.shape()[2]);
+    push.b_bs = b.batch == 1 ? 0u : uint32_t(b.rows * b.words.shape()[2]);
+    push.b_group = scaled ? b.group : 1u;
+    push.s_bs = scaled && b.batch > 1 ? uint32_t(b.scales.element_count() / uint64_t(b.batch)) : 0u;
+    const Matrix mb{uint64_t(b.batch), uint64_t(b.rows), uint64_t(b.cols)};
+    const char* form = detail::packed_kernel_form(b.format);
+    return check_and_dispatch(seq, a, mb, mb.rows, mb.cols, c, o, push,
+                              {.kernel = std::string("matmul/matmul_") + form + "_",
+                               .bindings = {&b.words, scaled ? &b.scales : &b.words},
+                               .bytes = b.size_bytes(),
+                               .matvec_kernel = std::string("matmul/matvec_") + form + "_",
+                               .per_word = detail::packed_per_word(b.format)});
+  });
 }
 
 }  // namespace rill::ops
