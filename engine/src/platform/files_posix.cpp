@@ -134,25 +134,30 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
   const int fd = create_temporary(path, replacing ? (existing.st_mode & 0777) : 0666, tmp);
   if (fd < 0)
     return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
-  auto fail = [&](Status s) {
+  // The temporary goes before the message is built (building it may run out of memory and throw);
+  // the message still reads the failed call's errno.
+  auto fail = [&](auto make_status) -> Status {
+    const int failed_errno = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    return s;
+    errno = failed_errno;
+    return make_status();
   };
   for (size_t done = 0; done < bytes.size();) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
+    if (n <= 0) return fail([&] { return resource_exhausted("writing '" + path + "' failed: " + last_error_text()); });
     done += static_cast<size_t>(n);
   }
   // Exactly the replaced file's mode (the umask may have narrowed the temporary's).
   if ((replacing && ::fchmod(fd, existing.st_mode & 07777) != 0) || ::fsync(fd) != 0)
-    return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
+    return fail([&] { return unavailable("writing '" + path + "' failed (sync): " + last_error_text()); });
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + last_error_text());
-    ::unlink(tmp.c_str());
-    return s;
+    const int failed_errno = errno;
+    ::unlink(tmp.c_str());  // first, as above
+    errno = failed_errno;
+    return unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + last_error_text());
   }
   // Persist the rename itself. A file system that cannot sync a directory (EINVAL) or a folder
   // the user may not read keeps it as it keeps any rename; an I/O error is reported: the file is

@@ -170,7 +170,11 @@ Status Submissions::wait(uint64_t serial) {
     if (r == VK_TIMEOUT) {
       // Given up for good, as a lost device is: the callers' state (a session's position, a
       // trainer's step, a restore's half-landed uploads) assumes a failed wait ends the work.
-      given_up_ = "submission " + std::to_string(serial) + " did not finish within " + timeout_text(timeout_ms_);
+      given_up_flag_ = true;
+      try {
+        given_up_ = "submission " + std::to_string(serial) + " did not finish within " + timeout_text(timeout_ms_);
+      } catch (const std::bad_alloc&) {  // given up all the same; the status says less
+      }
       (void)poll();  // what did finish is collected
       return given_up_status();
     }

@@ -43,7 +43,7 @@ class Submissions {
   uint32_t timeout_ms() const { return timeout_ms_; }
   // A wait passed the timeout: every later submit and wait returns given_up_status(), as after a
   // device loss, and drain() only looks whether the work has finished before it leaks.
-  bool given_up() const { return !given_up_.empty(); }
+  bool given_up() const { return given_up_flag_; }
   Status given_up_status() const;
   Status wait_all() { return wait(last_submitted_); }
   // Collects finished submissions and runs their retirees; cheap, never blocks.
@@ -106,7 +106,8 @@ class Submissions {
   uint32_t spin_us_ = 0;
   uint32_t timeout_ms_ = 0;
   bool leaked_ = false;
-  std::string given_up_;  // which wait passed the timeout; empty: none
+  bool given_up_flag_ = false;  // set before the message: giving up must not need memory
+  std::string given_up_;        // which wait passed the timeout (empty where no memory was left to say)
   std::deque<InFlight> in_flight_;
   std::vector<UniqueFence> free_fences_;  // reset, ready for the next submission
   std::deque<std::pair<uint64_t, Retiree>> retirees_;
