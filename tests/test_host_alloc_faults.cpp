@@ -69,10 +69,13 @@ int each_host_failure(rill::Context& ctx, const std::function<void()>& prepare,
       INFO(s.to_string());
       if (escaped != nullptr) FAIL(escaped << " crossed the API");
       REQUIRE(ctx.wait_idle().is_ok());
-      if (!fired) {
+      if (!fired) {  // the work took fewer than n allocations this time
         REQUIRE(s.is_ok());
         check(s);
-        return int(n - 1);
+        // The first pass ends the drill. Counts can differ by a few from run to run (what a wait
+        // collects depends on the GPU's timing), so the second pass may miss n near the end.
+        if (mode == rill_test::HostAllocMode::kOnce) return int(n - 1);
+        continue;
       }
       // A call may do without what it failed to allocate (a cache's copy) and succeed.
       if (!s.is_ok()) CHECK(s.code() == rill::StatusCode::kResourceExhausted);

@@ -36,7 +36,7 @@ class SequenceImpl {
     try {
       return record();
     } catch (const std::bad_alloc&) {
-      const Status failed = out_of_host_memory("sequence: recording (make a new sequence)");
+      Status failed = out_of_host_memory("sequence: recording (make a new sequence)");  // moved out
       break_with(failed);
       return failed;
     }

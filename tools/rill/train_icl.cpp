@@ -261,9 +261,9 @@ CLI::App* add_train_icl_command(CLI::App& app, TrainIclArgs& a) {
                            "--sigmas",  "--lr",         "--sgd-lr", "--momentum",    "--beta1",        "--beta2",
                            "--clip",    "--init-std",   "--seed",   "--optimizers",  "--on-nonfinite", "--read-every"})
     resume->excludes(cmd->get_option(name));
-  // --restart only says what to do with --checkpoint's earlier files: alone, or with --resume, it
-  // would do nothing.
-  cmd->get_option("--restart")->needs(cmd->get_option("--checkpoint"))->excludes(resume);
+  // --restart only says what to do with --checkpoint's earlier files (a fresh run's, or another file
+  // a resumed run is to replace): without --checkpoint it would do nothing.
+  cmd->get_option("--restart")->needs(cmd->get_option("--checkpoint"));
   return cmd;
 }
 

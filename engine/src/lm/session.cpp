@@ -397,9 +397,10 @@ uint32_t Session::decode_dispatches() const { return impl_->step ? impl_->step->
 uint64_t Session::position() const { return impl_->position; }
 uint64_t Session::max_positions() const { return impl_->max_positions(); }
 std::span<const float> Session::last_logits() const { return impl_->last_logits; }
-// A reset that runs out of host memory may have zeroed some tensors: spent until one works.
+// Running out of host memory reaches this guard before the zeroing runs (a run that fails part way
+// is zero_state's to report, and it marks the session spent): the session is then as it was.
 Status Session::reset() {
-  return out_of_memory_guarded(impl_->spent, "lm reset", true, [&] { return impl_->zero_state(); });
+  return out_of_memory_guarded(impl_->spent, "lm reset", false, [&] { return impl_->zero_state(); });
 }
 
 uint32_t Session::prefill_segment() const { return impl_->segment_len; }

@@ -19,7 +19,7 @@ template <typename F>
 Status whole_op(Sequence& seq, const char* op, F&& record) {
   rill::detail::SequenceImpl& s = rill::detail::Access::impl(seq);
   const uint64_t before = s.commands_recorded();
-  const Status status = rill::detail::host_memory_guarded(op, record);
+  Status status = rill::detail::host_memory_guarded(op, record);  // not const: returned by a move
   if (status.is_ok() || s.commands_recorded() == before || s.state != rill::detail::SequenceImpl::State::kRecording)
     return status;
   try {
