@@ -269,7 +269,7 @@ GPU_TEST_CASE("embedding gathers rows, counts bad ids, and sums gradients per ro
 
 // A table larger than one storage binding (the small-bindings profile: 64 KiB) is gathered in row
 // blocks, each dispatch writing only its ids' rows; the bad ids are zeroed and counted once.
-GPU_TEST_CASE("embedding gathers from a table larger than one binding", "[elementwise][gpu]") {
+GPU_TEST_CASE("embedding gathers from a table larger than one binding", "[elementwise][gpu][own-limits]") {
   auto options = rill_test::validated_options();
   options.limit_profile = "small-bindings";
   auto ctx = rill_test::make_context(options);

@@ -250,6 +250,34 @@ GPU_TEST_CASE("lm f16 activations that overflow are an error naming the cause, n
   }
 }
 
+// Hidden values whose squares overflow f32 in an RMSNorm (here embeddings of 1e20) are an error,
+// not the zeros of 1/sqrt(inf): those gave uniform logits, a perplexity of the vocabulary's size.
+GPU_TEST_CASE("lm hidden values past the norm's f32 range are an error, not uniform logits", "[lm][gpu]") {
+  auto ctx = rill_test::make_context();
+  auto options = rill_test::validated_options();
+  options.kernel_plan = "lm_decode=per-op";
+  auto per_op = rill_test::make_context(options);
+  const auto config = tiny({LayerKind::kNorm, LayerKind::kDiag});
+  const auto big = edited_weights(rill::lm::Weights::random(config, 8).value(), "lm-norm-overflow",
+                                  [](const std::string& name, std::vector<float>& values) {
+                                    if (name == "embed")
+                                      for (float& x : values) x *= 1e20f;  // squares past FLT_MAX
+                                  });
+  const auto tokens = tokens_of(20, config.vocab);
+  for (rill::Context* c : {&ctx, &per_op}) {
+    auto model = make_model(*c, big, {.precision = rill::lm::Precision::kF32});
+    for (const std::string op : {"prefill", "score", "decode"}) {
+      auto s = model.session().value();
+      const rill::Status status = op == "prefill" ? s.prefill(tokens).status()
+                                  : op == "score" ? s.score(tokens).status()
+                                                  : s.decode(tokens[0]).status();
+      INFO(op << ": " << status.to_string());
+      CHECK(status.code() == rill::StatusCode::kDataLoss);
+      CHECK(status.message().find("not finite") != std::string::npos);
+    }
+  }
+}
+
 GPU_TEST_CASE("lm f16 precision refuses weights past f16's range instead of turning them to Inf", "[lm][gpu]") {
   auto ctx = rill_test::make_context();
   if (rill_test::float_dtypes(ctx).back() != rill::DType::kF16) return;  // f32 fallback: nothing converts
@@ -359,7 +387,7 @@ GPU_TEST_CASE("lm with f16 or int8 or int4 linear weights equals the reference o
 // 64 KiB; the 385M model's 250 MiB table on a device that binds 128 MiB): the gather and the head
 // run in blocks of the vocabulary, prefill and decoding (fused and per op) equal the reference,
 // tied and untied, dense and packed (f16, int8: the table's column blocks).
-GPU_TEST_CASE("lm models whose embedding and head exceed one binding run in blocks", "[lm][gpu]") {
+GPU_TEST_CASE("lm models whose embedding and head exceed one binding run in blocks", "[lm][gpu][own-limits]") {
   auto options = rill_test::validated_options();
   options.limit_profile = "small-bindings";
   auto small = rill_test::make_context(options);
@@ -481,7 +509,8 @@ GPU_TEST_CASE("lm decoding in the last blocks before position 2^32 matches the s
   const uint64_t block = w.config().block, near_start = 13;
   const uint64_t near_end = (uint64_t(1) << 32) - 2 * block + near_start % block;  // same offset in its block
   // The state after near_start tokens, saved again as if at near_end: the norm layer's state has no
-  // position in it, the diag layer's cache holds the current block's keys by offset.
+  // position in it, the diag layer's cache holds the current block's keys by offset. (Rewritten as a
+  // v2 state: the v3 checksum covers the position.)
   for (const auto& [family, decode] : {std::pair{"cpu", "fused"}, {"cpu", "per-op"}, {"gpu", "fused"}}) {
     INFO(family << " family, decoding " << decode);
     auto options = rill_test::validated_options();
@@ -493,7 +522,9 @@ GPU_TEST_CASE("lm decoding in the last blocks before position 2^32 matches the s
     REQUIRE(start.prefill(std::span(tokens).first(near_start)).is_ok());
     auto file = rill::SafetensorsFile::from_bytes(start.serialize_state().value()).value();
     rill::SafetensorsWriter moved;
-    for (const auto& [key, value] : file.metadata()) REQUIRE(moved.set_metadata(key, value).is_ok());
+    for (const auto& [key, value] : file.metadata())
+      if (key != "checksum") REQUIRE(moved.set_metadata(key, value).is_ok());
+    REQUIRE(moved.set_metadata("format", "rill.lm.state.v2").is_ok());
     REQUIRE(moved.set_metadata("position", std::to_string(near_end)).is_ok());
     for (const rill::SafetensorsEntry& e : file.entries())
       REQUIRE(moved.add(e.name, e.dtype, e.shape, file.tensor(e.name, e.dtype, e.shape).value()).is_ok());
@@ -713,7 +744,7 @@ GPU_TEST_CASE("lm prefill halves its segments where they do not fit in memory", 
 
 // A segment whose activations exceed one storage binding (the 385M model's FFN rows of 2048
 // positions on a device that binds 128 MiB; here 64 KiB bindings) halves too, to the same logits.
-GPU_TEST_CASE("lm prefill halves its segments where their activations exceed a binding", "[lm][gpu]") {
+GPU_TEST_CASE("lm prefill halves its segments where their activations exceed a binding", "[lm][gpu][own-limits]") {
   ModelConfig c = tiny({LayerKind::kNorm});
   c.ffn_width = 64;  // a GLU row of 128 floats: 512 bytes, 128 rows to a 64 KiB binding
   const auto w = rill::lm::Weights::random(c, 9).value();
@@ -795,7 +826,38 @@ GPU_TEST_CASE("lm state files from elsewhere are refused and leave the session u
     CHECK(unknown.code() == rill::StatusCode::kDataLoss);
     CHECK_THAT(unknown.message(), Catch::Contains("an unknown one: 'layer9.state'"));
   }
-  CHECK(t.position() == 4);
+  // The checksum: a flipped low bit of a state value (finite either way) or a changed position is
+  // refused; an older rill's v2 state (no checksum) still restores.
+  {
+    auto file = rill::SafetensorsFile::from_bytes(good).value();
+    auto rewritten = [&](const std::string& position, bool flip, const std::string& format) {
+      rill::SafetensorsWriter writer;
+      for (const auto& [key, value] : file.metadata()) {
+        if (!format.empty() && key == "checksum") continue;
+        const std::string v = key == "position" ? position : key == "format" && !format.empty() ? format : value;
+        REQUIRE(writer.set_metadata(key, v).is_ok());
+      }
+      for (const rill::SafetensorsEntry& e : file.entries()) {
+        auto bytes = std::vector<uint8_t>(file.bytes(e).begin(), file.bytes(e).end());
+        if (flip && e.name != "last_logits") bytes[0] ^= 1;
+        REQUIRE(writer.add(e.name, e.dtype, e.shape, bytes).is_ok());
+      }
+      return writer.serialize();
+    };
+    const std::string saved_position = std::to_string(tokens.size());
+    for (const auto& [position, flip] : {std::pair{saved_position, true}, std::pair{std::string("11"), false}}) {
+      const rill::Status damaged = t.deserialize_state(rewritten(position, flip, ""));
+      INFO(damaged.to_string());
+      CHECK(damaged.code() == rill::StatusCode::kDataLoss);
+      CHECK_THAT(damaged.message(), Catch::Contains("checksum does not match"));
+    }
+    CHECK(t.position() == 4);
+    auto older = model.session().value();
+    REQUIRE(older.deserialize_state(rewritten(saved_position, false, "rill.lm.state.v2")).is_ok());
+    CHECK(older.position() == tokens.size());
+    REQUIRE(t.deserialize_state(rewritten(saved_position, false, "")).is_ok());  // the file as saved
+    CHECK(t.position() == tokens.size());
+  }
 }
 
 // Two trainings of one config share the config's tag: the state also carries a tag of the weights,
@@ -830,7 +892,8 @@ GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gp
   const auto state = rill::SafetensorsFile::from_bytes(saved).value();
   rill::SafetensorsWriter old;
   for (const auto& [key, value] : state.metadata())
-    if (key != "weights") REQUIRE(old.set_metadata(key, key == "format" ? "rill.lm.state.v1" : value).is_ok());
+    if (key != "weights" && key != "checksum")
+      REQUIRE(old.set_metadata(key, key == "format" ? "rill.lm.state.v1" : value).is_ok());
   for (const auto& e : state.entries())
     if (e.name != "last_logits") REQUIRE(old.add(e.name, e.dtype, e.shape, state.bytes(e)).is_ok());
   auto untagged = model.session().value();

@@ -193,7 +193,7 @@ GPU_TEST_CASE("lm score equals the reference's log-probabilities across segments
   }
 }
 
-GPU_TEST_CASE("lm score with the head in vocabulary blocks and packed weights", "[lm][gpu]") {
+GPU_TEST_CASE("lm score with the head in vocabulary blocks and packed weights", "[lm][gpu][own-limits]") {
   // The small-bindings profile splits the 1,500-token head into three blocks (test_lm_model.cpp).
   auto options = rill_test::validated_options();
   options.limit_profile = "small-bindings";

@@ -139,6 +139,43 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
   }
 }
 
+// A row whose squares overflow the f32 sum normalizes to NaN, as the reference says (a row of
+// zeros, inversesqrt(inf)'s answer, would pass as a result); the rows beside it are untouched, and
+// a row of large values that stay in range is exact.
+GPU_TEST_CASE("rmsnorm rows whose sum of squares overflows f32 are NaN, not zeros", "[rmsnorm][gpu]") {
+  for (rill::Context& ctx : rill_test::both_kernel_families()) {
+    for (const Shape s : {Shape{4, 7}, Shape{4, 1000}, Shape{4, 4097}}) {
+      INFO(ctx.kernel_variant("util/saxpy").value() << " dim " << s.dim);
+      auto x = rill_test::random_vector(size_t(s.rows * s.dim), 31, -3.0f, 3.0f);
+      x[size_t(s.dim + s.dim / 2)] = 1e20f;                                   // row 1 overflows
+      for (int64_t c = 0; c < s.dim; ++c) x[size_t(3 * s.dim + c)] *= 3e16f;  // row 3: large, in range
+      const auto g = rill_test::random_vector(size_t(s.dim), 32, 0.5f, 1.5f);
+      std::vector<float> y_ref, rstd_ref;
+      rill::ref::rmsnorm_forward(x, g, s.rows, s.dim, 1e-5f, y_ref, rstd_ref);
+      REQUIRE(std::isnan(rstd_ref[1]));
+      REQUIRE(std::isfinite(rstd_ref[3]));
+      auto tx = rill_test::tensor_from(ctx, DType::kF32, {s.rows, s.dim}, x, "x");
+      auto tg = rill_test::tensor_from(ctx, DType::kF32, {s.dim}, g, "gain");
+      auto ty = rill_test::empty_tensor(ctx, DType::kF32, {s.rows, s.dim}, "y");
+      auto tr = rill_test::empty_tensor(ctx, DType::kF32, {s.rows}, "rstd");
+      auto seq = ctx.sequence();
+      REQUIRE(rill::ops::rmsnorm_forward(*seq, tx, &tg, ty, tr, 1e-5f).is_ok());
+      REQUIRE(seq->run().is_ok());
+      const auto y = rill_test::read(ctx, ty), rstd = rill_test::read(ctx, tr);
+      CHECK(std::isnan(rstd[1]));
+      CHECK(std::all_of(y.begin() + s.dim, y.begin() + 2 * s.dim, [](float v) { return std::isnan(v); }));
+      for (int64_t r : {0, 2, 3}) {
+        INFO("row " << r);
+        const auto row = [&](const std::vector<float>& v) {
+          return std::vector<float>(v.begin() + r * s.dim, v.begin() + (r + 1) * s.dim);
+        };
+        rill_test::require_close(row(y), row(y_ref), kF32Atol, kF32Rtol, "y");
+        rill_test::require_close({rstd[size_t(r)]}, {rstd_ref[size_t(r)]}, 0.0, 2e-5, "rstd");
+      }
+    }
+  }
+}
+
 namespace {
 
 // The backward (dx, accumulated dx, dgain) over `shapes` with the kernels of one family under `plan`.

@@ -1,5 +1,6 @@
 #include "rmsnorm.hpp"
 
+#include <cfloat>
 #include <cmath>
 
 namespace rill::ref {
@@ -12,7 +13,9 @@ void rmsnorm_forward(const std::vector<float>& x, const std::vector<float>& gain
     const float* xr = &x[size_t(r * dim)];
     double ss = 0.0;
     for (int64_t c = 0; c < dim; ++c) ss += double(xr[c]) * xr[c];
-    const double s = 1.0 / std::sqrt(ss / double(dim) + eps);
+    // The kernels sum in f32: a row whose squares overflow it normalizes to NaN (loud), not to the
+    // zeros of 1/sqrt(inf).
+    const double s = ss > double(FLT_MAX) ? NAN : 1.0 / std::sqrt(ss / double(dim) + eps);
     rstd[size_t(r)] = float(s);
     for (int64_t c = 0; c < dim; ++c)
       y[size_t(r * dim + c)] = float(xr[c] * s * (gain.empty() ? 1.0 : double(gain[size_t(c)])));

@@ -7,7 +7,8 @@
 
 namespace rill::ref {
 
-// y = x / sqrt(mean(x^2) + eps) * gain (gain may be empty: no gain); rstd saved per row.
+// y = x / sqrt(mean(x^2) + eps) * gain (gain may be empty: no gain); rstd saved per row. A row whose
+// sum of squares is past f32's range (the kernels' accumulator) gets NaN in y and rstd.
 void rmsnorm_forward(const std::vector<float>& x, const std::vector<float>& gain, int64_t rows, int64_t dim,
                      float eps, std::vector<float>& y, std::vector<float>& rstd);
 

@@ -27,6 +27,7 @@
 // need a subgroup-arithmetic variant of every kernel.
 #define RILL_NO_SUBGROUP_ARITHMETIC
 #include "rill_reduce.glsl"
+#include "rms_inverse.glsl"
 
 layout(constant_id = 12) const uint LANE_GROUPS = 0;
 const uint LANE_SLOTS = LANE_GROUPS > 0u ? LANE_GROUPS : 1u;  // a private array's length
@@ -328,7 +329,7 @@ void normalize_input() {
   const uint lid = gl_LocalInvocationID.x;
   float ss = 0.0;
   for (uint i = lid; i < p.width; i += WG_SIZE) ss += mv_in[i] * mv_in[i];
-  const float r = inversesqrt(rill_workgroup_sum(ss) / float(p.width) + p.eps);
+  const float r = rms_inverse(rill_workgroup_sum(ss), float(p.width), p.eps);
   for (uint i = lid; i < p.width; i += WG_SIZE) mv_in[i] = storage_round(mv_in[i] * r * input_gain(i));
   barrier();
 }

@@ -56,7 +56,7 @@ void main() {
   if (OUT_NORM) {
     float ss = 0.0;
     for (uint h = 0u; h < p.heads; ++h) ss += parts_in[h * (D + 1u) + D];
-    rstd = inversesqrt(ss / float(D) + p.eps);
+    rstd = rms_inverse(ss, float(D), p.eps);
   }
   for (uint i = lid; i < D; i += WG_SIZE) {
     float a = 0.0;

@@ -14,6 +14,7 @@ layout(local_size_x_id = 0) in;
 #include "rmsnorm_fwd_io.glsl"
 
 #include "rill_reduce.glsl"
+#include "rms_inverse.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -25,7 +26,7 @@ void main() {
     ss += dot(v, v);
   }
   ss = rill_workgroup_sum(ss);
-  const afloat r = inversesqrt(ss / afloat(p.dim) + p.eps);
+  const afloat r = rms_inverse(ss, afloat(p.dim), p.eps);
   for (uint c = gl_LocalInvocationID.x; c < n; c += WG_SIZE) {
     const row_value v = load_input(base + c);
 #ifdef RESIDUAL

@@ -11,6 +11,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "rill_common.glsl"
+#include "rms_inverse.glsl"
 
 layout(constant_id = 0) const uint SG = 8;  // the device's subgroup size
 layout(constant_id = 1) const bool HAS_GAIN = true;
@@ -40,7 +41,7 @@ void main() {
       v[c] = k < n ? load_input(base + min(k, n - 1)) : row_value(0.0);
       ss += dot(v[c], v[c]);
     }
-    const afloat r = inversesqrt(subgroupAdd(ss) / afloat(p.dim) + p.eps);
+    const afloat r = rms_inverse(subgroupAdd(ss), afloat(p.dim), p.eps);
     [[unroll]] for (uint c = 0; c < R; ++c) {
       const uint k = c * SG + lane;
       if (k < n) {

@@ -143,7 +143,13 @@ int run_repro_icl(const ReproIclArgs& args) {
     t1.checkpoint_every = a.checkpoint_every;
   }
   // The output folder must be usable before any training: a bad --out fails now, not in an hour.
+  // A resume creates none: a mistyped --out is refused and stays absent.
   std::error_code ec;
+  if (a.resume && !std::filesystem::is_directory(a.out, ec)) {
+    std::fprintf(stderr, "rill repro-icl: --resume: '%s' holds no reproduction to resume (no such folder)\n",
+                 a.out.c_str());
+    return 1;
+  }
   std::filesystem::create_directories(a.out, ec);
   if (ec) {
     std::fprintf(stderr, "rill repro-icl: cannot create the output folder '%s': %s\n", a.out.c_str(),

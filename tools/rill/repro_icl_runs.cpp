@@ -119,13 +119,16 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
   ReproRuns runs;
   runs.dir_ = out_dir + "/runs/";
   std::error_code ec;
-  fs::create_directories(runs.dir_, ec);
-  if (ec) return rill::invalid_argument("cannot create '" + runs.dir_ + "': " + ec.message());
   const json wanted = settings_json(settings);
   if (resume) {
-    const auto started = read_json(runs.dir_ + "settings.json");
-    if (!started)
+    // Nothing is created before the settings are read: a mistyped --out stays absent.
+    const std::string settings_path = runs.dir_ + "settings.json";
+    if (!fs::exists(settings_path, ec))
       return rill::failed_precondition("--resume: '" + out_dir + "' holds no reproduction to resume (no runs/settings.json)");
+    const auto started = read_json(settings_path);
+    if (!started)
+      return rill::data_loss("--resume: '" + settings_path +
+                             "' cannot be read as the settings of a reproduction (damaged?); --restart starts over");
     if (*started != wanted)
       return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + json_text(*started, -1) +
                                        ", this run asks for " + json_text(wanted, -1) + "; use the same options");
@@ -146,6 +149,8 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
     }
     return runs;
   }
+  fs::create_directories(runs.dir_, ec);
+  if (ec) return rill::invalid_argument("cannot create '" + runs.dir_ + "': " + ec.message());
   // A fresh start into a folder that holds an earlier reproduction's runs discards them only when
   // asked: forgetting --resume once must not cost a long run its results and checkpoints.
   std::vector<fs::path> earlier;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/file_io.hpp"
+#include "core/fnv1a.hpp"
 #include "core/log.hpp"
 #include "lm/graph.hpp"
 #include "lm/lm_internal.hpp"
@@ -415,15 +416,29 @@ void Session::release_prefill_memory() { impl_->segment.reset(); }
 uint64_t Session::state_bytes() const { return impl_->state_bytes(); }
 
 // State file: one tensor per state tensor (named like the tensors above), the last logits, and
-// metadata naming the format, the config's fingerprint, the weights' tag, the precision and the
-// position.
+// metadata naming the format, the config's fingerprint, the weights' tag, the precision, the
+// position and a checksum of what a restore takes.
 namespace {
-// v2 added the weights' tag and the last logits; v1 files (neither) still restore. A rill that
-// knows only v1 names the newer format when it refuses one.
-constexpr const char* kFormat = "rill.lm.state.v2";
+// v2 added the weights' tag and the last logits, v3 the checksum; v1 and v2 files still restore. A
+// rill that knows only an older format names the newer one when it refuses it.
+constexpr const char* kFormat = "rill.lm.state.v3";
+constexpr const char* kFormatV2 = "rill.lm.state.v2";
 constexpr const char* kFormatV1 = "rill.lm.state.v1";
 constexpr const char* kLastLogits = "last_logits";  // f32 [vocab]; absent at position 0 and in older files
-}
+
+// The checksum of a state (v3): the position and each tensor's name, size and bytes, in the order
+// the session lists them, the last logits last. A damaged byte is refused, not continued from (the
+// tensors' finiteness check passes most flipped bits). Call add() per tensor, in that order.
+class StateChecksum {
+ public:
+  explicit StateChecksum(std::string_view position) { sum_.add(position); }
+  void add(std::string_view name, std::span<const uint8_t> bytes) { sum_.add(name).add_u64(bytes.size()).add(bytes); }
+  std::string hex() const { return sum_.hex(); }
+
+ private:
+  Fnv1a sum_;
+};
+}  // namespace
 
 Result<std::vector<uint8_t>> Session::serialize_state() const {
   return out_of_memory_guarded(impl_->spent, "lm state", false, [&]() -> Result<std::vector<uint8_t>> {
@@ -435,7 +450,9 @@ Result<std::vector<uint8_t>> Session::serialize_state() const {
     RILL_RETURN_IF_ERROR(w.set_metadata("fingerprint", detail::config_fingerprint(s.config())));
     RILL_RETURN_IF_ERROR(w.set_metadata("weights", s.model->weights_fingerprint));
     RILL_RETURN_IF_ERROR(w.set_metadata("precision", s.model->dtype == DType::kF16 ? "f16" : "f32"));
-    RILL_RETURN_IF_ERROR(w.set_metadata("position", std::to_string(s.position)));
+    const std::string position = std::to_string(s.position);
+    RILL_RETURN_IF_ERROR(w.set_metadata("position", position));
+    StateChecksum checksum(position);
     for (auto* list : {&s.state.la_state, &s.state.cache_k, &s.state.cache_v})
       for (const Tensor& t : *list) {
         if (!t.valid()) continue;
@@ -443,9 +460,14 @@ Result<std::vector<uint8_t>> Session::serialize_state() const {
         RILL_RETURN_IF_ERROR(ctx.download(t, bytes));
         RILL_RETURN_IF_ERROR(
             w.add(t.name(), t.dtype() == DType::kF16 ? TensorDType::kF16 : TensorDType::kF32, t.shape(), bytes));
+        checksum.add(t.name(), bytes);
       }
-    if (!s.last_logits.empty())
+    if (!s.last_logits.empty()) {
       RILL_RETURN_IF_ERROR(w.add_floats(kLastLogits, {int64_t(s.last_logits.size())}, s.last_logits));
+      checksum.add(kLastLogits, std::span(reinterpret_cast<const uint8_t*>(s.last_logits.data()),
+                                          s.last_logits.size() * sizeof(float)));  // as the file holds them
+    }
+    RILL_RETURN_IF_ERROR(w.set_metadata("checksum", checksum.hex()));
     return w.serialize();
   });
 }
@@ -499,15 +521,16 @@ Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
     const auto it = meta.find(key);
     return it == meta.end() ? std::string() : it->second;
   };
-  if (get("format") != kFormat && get("format") != kFormatV1)
-    return data_loss("lm state: not a rill language-model state (format '" + get("format") + "')");
+  const std::string format = get("format");
+  if (format != kFormat && format != kFormatV2 && format != kFormatV1)
+    return data_loss("lm state: not a rill language-model state (format '" + format + "')");
   if (get("fingerprint") != detail::config_fingerprint(s.config()))
     return failed_precondition("lm state: saved from a model with another config (fingerprint " + get("fingerprint") +
                                ", this model " + detail::config_fingerprint(s.config()) + ")");
   // v1 states, saved before the weights' tag existed, have none: they restore, unchecked, with a
-  // warning. A v2 state always has one: one without was cut down (past the weights' check).
-  if (const std::string weights = get("weights"); weights.empty() && get("format") == kFormat) {
-    return data_loss("lm state: a " + std::string(kFormat) + " state without the tag of its model's weights");
+  // warning. A later state always has one: one without was cut down (past the weights' check).
+  if (const std::string weights = get("weights"); weights.empty() && format != kFormatV1) {
+    return data_loss("lm state: a " + format + " state without the tag of its model's weights");
   } else if (weights.empty()) {
     log_message(MessageSeverity::kWarning,
                 "lm state: saved without a tag of its model's weights (an older rill): restored unchecked");
@@ -535,12 +558,13 @@ Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
       uploads.emplace_back(&t, data);
     }
   std::vector<float> logits;
+  std::span<const uint8_t> logits_bytes;
   if (const SafetensorsEntry* e = file.find(kLastLogits)) {
     const int64_t vocab = s.config().vocab;
-    RILL_ASSIGN_OR_RETURN(const auto bytes, file.tensor(kLastLogits, TensorDType::kF32, std::span(&vocab, 1)));
+    RILL_ASSIGN_OR_RETURN(logits_bytes, file.tensor(kLastLogits, TensorDType::kF32, std::span(&vocab, 1)));
     RILL_RETURN_IF_ERROR(file.check_finite(*e).with_context("lm state"));
     logits.resize(size_t(vocab));
-    std::memcpy(logits.data(), bytes.data(), bytes.size());
+    std::memcpy(logits.data(), logits_bytes.data(), logits_bytes.size());
     if (saved_position == 0) return data_loss("lm state: logits saved at position 0, before any token");
   }
   const size_t expected = uploads.size() + (logits.empty() ? 0 : 1);
@@ -557,6 +581,16 @@ Status Session::Impl::restore(const SafetensorsFile& file, bool* uploading) {
     }
     return data_loss("lm state: " + std::to_string(file.entries().size()) + " tensors, expected " +
                      std::to_string(expected) + (other.empty() ? "" : " (an unknown one: '" + other + "')"));
+  }
+  if (const std::string saved_sum = get("checksum"); !saved_sum.empty() || format == kFormat) {
+    StateChecksum checksum(pos_text);
+    for (const auto& [t, data] : uploads) checksum.add(t->name(), data);
+    if (!logits_bytes.empty()) checksum.add(kLastLogits, logits_bytes);
+    if (checksum.hex() != saved_sum)
+      return data_loss("lm state: the checksum does not match (saved " + (saved_sum.empty() ? "none" : saved_sum) +
+                       ", the contents " + checksum.hex() + "): the file is damaged");
+  } else {
+    log_message(MessageSeverity::kWarning, "lm state: saved without a checksum (an older rill): restored unchecked");
   }
   // An upload that fails part way (host or device memory, a lost device) leaves some tensors of the
   // file and some of the old state: reset, so a decode after it cannot run on the mix.
