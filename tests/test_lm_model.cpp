@@ -904,7 +904,7 @@ GPU_TEST_CASE("lm states restore only into the weights that made them", "[lm][gp
   REQUIRE((next.is_ok() && expected.is_ok()));
   CHECK(*next == *expected);
 
-  // A v2 state with its tag cut away is refused: only v1 states go unchecked.
+  // A later state with its tag cut away is refused: only v1 states go unchecked.
   rill::SafetensorsWriter stripped;
   for (const auto& [key, value] : state.metadata())
     if (key != "weights") REQUIRE(stripped.set_metadata(key, value).is_ok());

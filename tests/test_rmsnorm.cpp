@@ -144,7 +144,7 @@ GPU_TEST_CASE("fused residual rmsnorm writes x + residual and its norm", "[rmsno
 // a row of large values that stay in range is exact.
 GPU_TEST_CASE("rmsnorm rows whose sum of squares overflows f32 are NaN, not zeros", "[rmsnorm][gpu]") {
   for (rill::Context& ctx : rill_test::both_kernel_families()) {
-    for (const Shape s : {Shape{4, 7}, Shape{4, 1000}, Shape{4, 4097}}) {
+    for (const Shape s : {Shape{4, 7}, Shape{4, 4097}}) {  // a register kernel and the generic one
       INFO(ctx.kernel_variant("util/saxpy").value() << " dim " << s.dim);
       auto x = rill_test::random_vector(size_t(s.rows * s.dim), 31, -3.0f, 3.0f);
       x[size_t(s.dim + s.dim / 2)] = 1e20f;                                   // row 1 overflows

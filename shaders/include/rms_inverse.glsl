@@ -8,8 +8,9 @@
 #define RILL_RMS_INVERSE_GLSL
 
 float rms_inverse(float ss, float n, float eps) {
-  const bool overflowed = (floatBitsToUint(ss) & 0x7f800000u) == 0x7f800000u;  // inf, or NaN from the input
-  return overflowed ? uintBitsToFloat(0x7fc00000u) : inversesqrt(ss / n + eps);
+  const float mean = ss / n + eps;
+  const bool overflowed = (floatBitsToUint(mean) & 0x7f800000u) == 0x7f800000u;  // inf, or NaN from the input
+  return overflowed ? uintBitsToFloat(0x7fc00000u) : inversesqrt(mean);
 }
 
 #endif

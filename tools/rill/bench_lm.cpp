@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_ops.hpp"
@@ -17,6 +18,7 @@
 #include "median.hpp"
 #include "process.hpp"
 #include "rill/lm.hpp"
+#include "rill/log.hpp"
 
 namespace rill_cli {
 namespace {
@@ -36,14 +38,28 @@ rill::Result<double> time_decode(rill::lm::Session& s, std::vector<float> logits
 
 // A session at position n without running the prompt: a saved state whose position says n (the
 // caches hold zeros). Decoding cost depends on the position, not on the cached values; this is how
-// the softmax baseline reaches positions its quadratic prefill cannot in a benchmark's time.
+// the softmax baseline reaches positions its quadratic prefill cannot in a benchmark's time. The
+// rewrite is a v2 state, which has no checksum (v3's covers the position); the warning that it
+// restores unchecked is this rewrite's own, so it is not printed.
 rill::Status fast_forward(rill::lm::Session& s, uint64_t n) {
   RILL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, s.serialize_state());
   RILL_ASSIGN_OR_RETURN(rill::SafetensorsFile file, rill::SafetensorsFile::from_bytes(std::move(bytes)));
   rill::SafetensorsWriter w;
-  for (const auto& [k, v] : file.metadata()) RILL_RETURN_IF_ERROR(w.set_metadata(k, k == "position" ? std::to_string(n) : v));
+  for (const auto& [k, v] : file.metadata())
+    if (k != "checksum")
+      RILL_RETURN_IF_ERROR(w.set_metadata(k, k == "position" ? std::to_string(n)
+                                             : k == "format" ? "rill.lm.state.v2"
+                                                             : v));
   for (const auto& e : file.entries()) RILL_RETURN_IF_ERROR(w.add(e.name, e.dtype, e.shape, file.bytes(e)));
-  return s.deserialize_state(w.serialize());
+  rill::set_log_callback([](rill::MessageSeverity severity, std::string_view message) {
+    if (severity == rill::MessageSeverity::kInfo || message.find("without a checksum") != std::string_view::npos)
+      return;
+    std::fprintf(stderr, "rill %s: %.*s\n", severity == rill::MessageSeverity::kError ? "error" : "warning",
+                 int(message.size()), message.data());
+  });
+  rill::Status restored = s.deserialize_state(w.serialize());
+  rill::set_log_callback(nullptr);  // the default sink again
+  return restored;
 }
 
 // The model a record timed, as it runs: the precision in effect (f16 falls back to f32 on a device

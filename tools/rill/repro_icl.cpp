@@ -146,8 +146,8 @@ int run_repro_icl(const ReproIclArgs& args) {
   // A resume creates none: a mistyped --out is refused and stays absent.
   std::error_code ec;
   if (a.resume && !std::filesystem::is_directory(a.out, ec)) {
-    std::fprintf(stderr, "rill repro-icl: --resume: '%s' holds no reproduction to resume (no such folder)\n",
-                 a.out.c_str());
+    std::fprintf(stderr, "rill repro-icl: --resume: '%s' holds no reproduction to resume (%s)\n", a.out.c_str(),
+                 ec ? ec.message().c_str() : "no such folder");
     return 1;
   }
   std::filesystem::create_directories(a.out, ec);

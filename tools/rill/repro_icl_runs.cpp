@@ -124,11 +124,18 @@ rill::Result<ReproRuns> ReproRuns::open(const std::string& out_dir, const ReproS
     // Nothing is created before the settings are read: a mistyped --out stays absent.
     const std::string settings_path = runs.dir_ + "settings.json";
     if (!fs::exists(settings_path, ec))
-      return rill::failed_precondition("--resume: '" + out_dir + "' holds no reproduction to resume (no runs/settings.json)");
+      return rill::failed_precondition("--resume: '" + out_dir +
+                                       "' holds no reproduction to resume (no runs/settings.json" +
+                                       (ec ? ": " + ec.message() : "") + ")");
+    // A file that cannot be read says why; one that reads but does not parse is damaged, and only
+    // --restart (which discards every finished run) goes on from it.
+    if (auto readable = rill::read_file(settings_path, 16u << 20); !readable.is_ok())
+      return readable.status().with_context("--resume");
     const auto started = read_json(settings_path);
     if (!started)
       return rill::data_loss("--resume: '" + settings_path +
-                             "' cannot be read as the settings of a reproduction (damaged?); --restart starts over");
+                             "' is not the settings of a reproduction (damaged?); --restart starts over, discarding "
+                             "the finished runs");
     if (*started != wanted)
       return rill::failed_precondition("--resume: '" + out_dir + "' was started with " + json_text(*started, -1) +
                                        ", this run asks for " + json_text(wanted, -1) + "; use the same options");

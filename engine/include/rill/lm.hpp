@@ -319,8 +319,9 @@ class RILL_API Session {
   // that completed (position() says how far it got).
 
   // The state as a safetensors file (config fingerprint, weights tag, precision, position, every
-  // state tensor and the last logits); restore() accepts only a state of a model with the same
-  // config, precision and weights, packed the same way (ModelOptions::weights and its group). A file
+  // state tensor, the last logits and a checksum of the position and tensors); restore() accepts
+  // only a state of a model with the same config, precision and weights, packed the same way
+  // (ModelOptions::weights and its group), and refuses a damaged one (DataLoss). A file
   // it refuses leaves the session as it was; an upload that fails part way resets it to position 0.
   // A file, or bytes, larger than a state of this session can be are refused (OutOfRange) before
   // they are parsed.

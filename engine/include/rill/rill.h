@@ -442,7 +442,8 @@ RILL_C_API rill_status rill_lm_decode_dispatches(const rill_lm_session* session,
 RILL_C_API rill_status rill_lm_reset(rill_lm_session* session);
 /* The state as a file (written atomically); restore accepts only a state saved from a model with
  * the same config, precision and weights (as stored, and packed the same way: int8/int4 and their
- * group), and then continues exactly where the saved session was. A file it refuses leaves the
+ * group), and then continues exactly where the saved session was; a damaged file (its checksum)
+ * is RILL_DATA_LOSS. A file it refuses leaves the
  * session as it was; an upload that fails part way resets it to position 0. */
 RILL_C_API rill_status rill_lm_save_state(const rill_lm_session* session, const char* path);
 RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const char* path);
