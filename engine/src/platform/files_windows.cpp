@@ -133,34 +133,41 @@ Result<MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes)
 }
 
 Status replace_file_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  const std::wstring wide_path = wide(path);  // before the temporary exists: nothing after may run out of memory
   std::string tmp;
+  std::wstring wide_tmp;
   HANDLE file = INVALID_HANDLE_VALUE;
   for (int attempt = 0; attempt < 16 && file == INVALID_HANDLE_VALUE; ++attempt) {
     tmp = path + ".tmp." + temporary_suffix();
-    file = CreateFileW(wide(tmp).c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
+    wide_tmp = wide(tmp);
+    file = CreateFileW(wide_tmp.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
     if (file == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_EXISTS) break;
   }
   if (file == INVALID_HANDLE_VALUE)
     return unavailable("cannot write '" + path + "' (creating a temporary file beside it): " + last_error_text());
-  auto fail = [&](Status s) {
+  // The temporary goes before the message is built (building it may run out of memory and throw);
+  // the message still names the failed call's error.
+  auto fail = [&](auto make_status) -> Status {
+    const DWORD err = GetLastError();
     CloseHandle(file);
-    DeleteFileW(wide(tmp).c_str());
-    return s;
+    DeleteFileW(wide_tmp.c_str());
+    return make_status(error_text(err));
   };
   for (size_t done = 0; done < bytes.size();) {
     const DWORD chunk = DWORD(std::min<size_t>(bytes.size() - done, 1u << 30));
     DWORD written = 0;
     if (!WriteFile(file, bytes.data() + done, chunk, &written, nullptr) || written == 0)
-      return fail(resource_exhausted("writing '" + path + "' failed: " + last_error_text()));
+      return fail([&](const std::string& why) { return resource_exhausted("writing '" + path + "' failed: " + why); });
     done += written;
   }
-  if (!FlushFileBuffers(file)) return fail(unavailable("writing '" + path + "' failed (sync): " + last_error_text()));
+  if (!FlushFileBuffers(file))
+    return fail([&](const std::string& why) { return unavailable("writing '" + path + "' failed (sync): " + why); });
   CloseHandle(file);
   // MOVEFILE_WRITE_THROUGH returns only once the rename is on the disk.
-  if (!MoveFileExW(wide(tmp).c_str(), wide(path).c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
-    Status s = unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + last_error_text());
-    DeleteFileW(wide(tmp).c_str());
-    return s;
+  if (!MoveFileExW(wide_tmp.c_str(), wide_path.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    const DWORD err = GetLastError();
+    DeleteFileW(wide_tmp.c_str());  // first, as above
+    return unavailable("writing '" + path + "' failed (rename from '" + tmp + "'): " + error_text(err));
   }
   return Status::ok();
 }
