@@ -184,6 +184,11 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
         const auto parsed = parse_matmul_shapes(shapes);
         return std::holds_alternative<std::string>(parsed) ? std::get<std::string>(parsed) : std::string();
       });
+  // Which options the command line gave: run_bench refuses those of ops the run does not time.
+  cmd->parse_complete_callback([cmd, &a] {
+    for (const CLI::Option* option : cmd->get_options())
+      if (option->count() > 0) a.given.insert(option->get_name());
+  });
   return cmd;
 }
 
@@ -203,13 +208,34 @@ int run_bench(const BenchArgs& args) {
     std::fprintf(stderr, "rill bench: %s\n", error->c_str());
     return 2;
   }
+  const auto ops = comma_items(args.ops);
+  const bool all = std::find(ops.begin(), ops.end(), "all") != ops.end();
+  auto wants = [&](const char* op) { return all || std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  // An option of an op the run does not time is refused, not ignored: `--op matmul --la-forms scan`
+  // would time the bench's matmuls and say nothing of the forms asked for.
+  static const std::vector<std::pair<const char*, std::vector<const char*>>> kOptionOps = {
+      {"--no-torch", {"icl"}},
+      {"--peers", {"rmsnorm", "matmul", "linear_attention", "block_attention", "icl", "lm"}},
+      {"--lm-config", {"lm"}},
+      {"--lm-max-tokens", {"lm"}},
+      {"--lm-weight-storage", {"lm"}},
+      {"--lm-segment", {"lm"}},
+      {"--lm-precision", {"lm"}},
+      {"--lm-no-baseline", {"lm"}},
+      {"--la-forms", {"linear_attention"}},
+      {"--matmul-shapes", {"matmul"}}};
+  for (const auto& [option, option_ops] : kOptionOps) {
+    if (!args.given.count(option) || std::any_of(option_ops.begin(), option_ops.end(), wants)) continue;
+    std::string names;
+    for (const char* op : option_ops) names += std::string(names.empty() ? "" : ", ") + op;
+    std::fprintf(stderr, "rill bench: %s applies to --op %s, which this run does not time (--op %s)\n", option,
+                 names.c_str(), args.ops.c_str());
+    return 2;
+  }
   if (!check(bench_reps_from_env().status())) return 1;  // before any work, not at the first timed op
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
-  const auto ops = comma_items(args.ops);
-  const bool all = std::find(ops.begin(), ops.end(), "all") != ops.end();
-  auto wants = [&](const char* op) { return all || std::find(ops.begin(), ops.end(), op) != ops.end(); };
   bool ok = true;
   nlohmann::json doc = {{"device", ctx->device().name}};
   // The plan choices the run was forced or tuned to, so that a record says what it timed.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct BenchArgs {
   bool lm_no_baseline = false;                  // lm: skip the softmax-attention baseline
   std::string la_forms;  // linear_attention: the forms to time (comma-separated); empty: every form
   std::string matmul_shapes;  // matmul: MxNxK products to time (comma-separated); empty: the bench's own
+  std::set<std::string> given;  // the options the command line gave ("--lm-config", ...)
 };
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
 int run_bench(const BenchArgs& args);
