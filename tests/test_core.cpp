@@ -157,6 +157,13 @@ TEST_CASE("check_writable names the path and the reason", "[core]") {
              Catch::Contains("/nonexistent-dir/x.bin") && Catch::Contains("no such directory '/nonexistent-dir'"));
   CHECK(rill::check_writable(rill_test::temp_dir()).code() == rill::StatusCode::kInvalidArgument);  // a directory
   CHECK(rill::check_writable("").code() == rill::StatusCode::kInvalidArgument);
+  // The folder is asked by making a file there, which it keeps no trace of (access(W_OK) said yes to
+  // root for /proc, where no file can be made).
+  for (const auto& entry : std::filesystem::directory_iterator(rill_test::temp_dir()))
+    CHECK(entry.path().filename().string().find(".rill-write-probe") == std::string::npos);
+#ifdef __linux__
+  CHECK_FALSE(rill::check_writable("/proc/rill-probe.bin").is_ok());
+#endif
 }
 
 TEST_CASE("read_file refuses missing, oversized and non-regular files", "[core]") {

@@ -723,17 +723,27 @@ GPU_TEST_CASE("icl: a resumed checkpoint continues bit for bit", "[icl]") {
   std::remove(path.c_str());
 }
 
+namespace {
+
+// A small model's checkpoint at `step`: parameters 0.1, moments 0, the other state words 0.
+rill::icl::detail::Checkpoint small_checkpoint(uint32_t step) {
+  rill::icl::detail::Checkpoint c;
+  c.config = small_config(3, 5, 1, 1, Parameterization::kFull, Convention::kAhn, 8);
+  const auto params = size_t(rill::icl::parameter_count(c.config.model, c.config.task.d));
+  c.params.assign(params, 0.1f);
+  c.moment1.assign(params, 0.0f);
+  c.moment2.assign(params, 0.0f);
+  c.state.assign(rill::gpu::kIclStateWords, 0u);
+  c.state[rill::gpu::kIclStateStep] = step;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("icl: a checkpoint whose state words contradict themselves is refused", "[icl]") {
   using rill::icl::detail::Checkpoint;
   namespace gpu = rill::gpu;
-  Checkpoint good;
-  good.config = small_config(3, 5, 1, 1, Parameterization::kFull, Convention::kAhn, 8);
-  const auto params = size_t(rill::icl::parameter_count(good.config.model, good.config.task.d));
-  good.params.assign(params, 0.1f);
-  good.moment1.assign(params, 0.0f);
-  good.moment2.assign(params, 0.0f);
-  good.state.assign(gpu::kIclStateWords, 0u);
-  good.state[gpu::kIclStateStep] = 40;
+  Checkpoint good = small_checkpoint(40);
   const float power = 0.5f;
   std::memcpy(&good.state[gpu::kIclStateBeta1Power], &power, 4);
   std::memcpy(&good.state[gpu::kIclStateBeta2Power], &power, 4);
@@ -793,6 +803,46 @@ TEST_CASE("icl: a checkpoint whose state words contradict themselves is refused"
   CHECK(copied_with("39", false).find("'step' metadata ('39') is not its state's step counter 40") !=
         std::string::npos);
   CHECK(copied_with("40", true).find("an unknown tensor 'moment3'") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("icl: a checkpoint with a damaged byte is refused by its checksum; one without a checksum is read", "[icl]") {
+  rill::icl::detail::Checkpoint c = small_checkpoint(7);
+  c.task_set = "5 tasks, fnv1a 0123456789abcdef";
+  const std::string path = rill_test::temp_path("icl-checksum.safetensors");
+  REQUIRE(rill::icl::detail::write_checkpoint(path, c).is_ok());
+  REQUIRE(rill::icl::detail::read_checkpoint(path).is_ok());
+  // A copy with one parameter's lowest bit flipped (still a finite value), or its metadata changed.
+  auto copied = [&](bool flip, const char* version, bool keep_checksum, const char* task_set) {
+    auto file = rill::SafetensorsFile::open(path);
+    REQUIRE(file.is_ok());
+    rill::SafetensorsWriter w;
+    for (const auto& [key, value] : file->metadata()) {
+      if (key == "checksum" && !keep_checksum) continue;
+      const std::string changed = key == "version" ? version : key == "task_set" ? task_set : value;
+      REQUIRE(w.set_metadata(key, changed).is_ok());
+    }
+    for (const rill::SafetensorsEntry& e : file->entries()) {
+      std::vector<uint8_t> bytes(file->bytes(e).begin(), file->bytes(e).end());
+      if (flip && e.name == "params") bytes[5] ^= 1;
+      REQUIRE(w.add(e.name, e.dtype, e.shape, bytes).is_ok());
+    }
+    const std::string copy = path + ".copy";
+    REQUIRE(w.write(copy).is_ok());
+    const auto r = rill::icl::detail::read_checkpoint(copy);
+    std::remove(copy.c_str());
+    return r.is_ok() ? std::string() : r.status().to_string();
+  };
+  const char* same_set = "5 tasks, fnv1a 0123456789abcdef";
+  CHECK(copied(false, "2", true, same_set).empty());
+  CHECK(copied(true, "2", true, same_set).find("DataLoss") != std::string::npos);
+  CHECK(copied(true, "2", true, same_set).find("the checksum does not match") != std::string::npos);
+  CHECK(copied(false, "2", true, "6 tasks, fnv1a 0123456789abcdef").find("checksum does not match") !=
+        std::string::npos);
+  CHECK(copied(false, "2", false, same_set).find("(saved none,") != std::string::npos);
+  // Version 1 (before the checksum): read unchecked, with a warning.
+  CHECK(copied(true, "1", false, same_set).empty());
+  CHECK(copied(false, "3", true, same_set).find("unsupported version '3'") != std::string::npos);
   std::remove(path.c_str());
 }
 

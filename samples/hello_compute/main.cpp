@@ -1,6 +1,8 @@
 // hello_compute: the smallest complete rill program. Picks a device (a GPU if there is one,
 // lavapipe otherwise), fills a tensor on the GPU, adds to it, and reads it back.
+#include <array>
 #include <cstdio>
+#include <vector>
 
 #include "rill/rill.hpp"
 
@@ -28,9 +30,26 @@ int main() {
     return 1;
   }
   // x = 2, y = 1, then y = 3 * x + y. rill places the barriers between the dependent dispatches.
-  rill::Status s = seq->dispatch({.kernel = "util/fill", .bindings = {&*x}, .push = rill::push_bytes(Fill{n, 2.0f}), .groups = {(n + 255) / 256, 1, 1}});
-  if (s.is_ok()) s = seq->dispatch({.kernel = "util/fill", .bindings = {&*y}, .push = rill::push_bytes(Fill{n, 1.0f}), .groups = {(n + 255) / 256, 1, 1}});
-  if (s.is_ok()) s = seq->dispatch({.kernel = "util/saxpy", .bindings = {&*x, &*y}, .push = rill::push_bytes(Saxpy{n, 3.0f}), .groups = {(n + 255) / 256, 1, 1}});
+  // Workgroups of 128 invocations, the most every Vulkan device allows (the kernels' default is 256).
+  const std::vector<rill::SpecValue> wg = {rill::spec_uint("WG_SIZE", 128)};
+  const std::array<uint32_t, 3> groups = {(n + 127) / 128, 1, 1};
+  rill::Status s = seq->dispatch({.kernel = "util/fill",
+                                  .bindings = {&*x},
+                                  .push = rill::push_bytes(Fill{n, 2.0f}),
+                                  .groups = groups,
+                                  .spec = wg});
+  if (s.is_ok())
+    s = seq->dispatch({.kernel = "util/fill",
+                       .bindings = {&*y},
+                       .push = rill::push_bytes(Fill{n, 1.0f}),
+                       .groups = groups,
+                       .spec = wg});
+  if (s.is_ok())
+    s = seq->dispatch({.kernel = "util/saxpy",
+                       .bindings = {&*x, &*y},
+                       .push = rill::push_bytes(Saxpy{n, 3.0f}),
+                       .groups = groups,
+                       .spec = wg});
   if (s.is_ok()) s = seq->run();
   if (!s.is_ok()) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());

@@ -184,11 +184,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
         const auto parsed = parse_matmul_shapes(shapes);
         return std::holds_alternative<std::string>(parsed) ? std::get<std::string>(parsed) : std::string();
       });
-  // Which options the command line gave: run_bench refuses those of ops the run does not time.
-  cmd->parse_complete_callback([cmd, &a] {
-    for (const CLI::Option* option : cmd->get_options())
-      if (option->count() > 0) a.given.insert(option->get_name());
-  });
+  record_given_options(cmd, a.given);  // run_bench refuses options of ops the run does not time
   return cmd;
 }
 
@@ -233,6 +229,12 @@ int run_bench(const BenchArgs& args) {
     return 2;
   }
   if (!check(bench_reps_from_env().status())) return 1;  // before any work, not at the first timed op
+  std::optional<LmBenchSetup> lm_setup;
+  if (wants("lm")) {
+    auto setup = lm_bench_setup(args);
+    if (!check(setup.status())) return 1;
+    lm_setup = std::move(setup).value();
+  }
   nlohmann::json records = nlohmann::json::array();
   auto ctx = rill::Context::create();
   if (!check(ctx.status())) return 1;
@@ -258,7 +260,7 @@ int run_bench(const BenchArgs& args) {
   if (wants("dispatch")) ok = ok && bench_dispatch(ctx.value(), args.quick, records);
   if (wants("pipeline")) ok = ok && bench_pipeline(args.quick, records);
   if (wants("icl")) ok = ok && bench_icl(ctx.value(), args.quick, !args.no_torch, records);
-  if (wants("lm")) ok = ok && bench_lm(ctx.value(), args, records);
+  if (lm_setup) ok = ok && bench_lm(ctx.value(), args, *lm_setup, records);
   if (args.peers) doc["peer"] = attach_peers(records, args.quick);
   doc["records"] = records;
   std::printf("%s\n", json_text(doc).c_str());

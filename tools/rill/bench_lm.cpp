@@ -162,31 +162,39 @@ std::vector<uint32_t> random_prompt(uint64_t n, uint32_t vocab) {
 // scoring form and one run each.
 constexpr uint64_t kScoreMaxTokens = 65536;
 
-bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out) {
-  const bool quick = args.quick;
-  rill::lm::ModelConfig config;  // width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
+// Host round trips per token are noisy on shared machines: a full run times more tokens.
+int lm_decode_tokens(bool quick) { return quick ? 8 : 48; }
+
+rill::Result<LmBenchSetup> lm_bench_setup(const BenchArgs& args) {
+  LmBenchSetup setup;  // the default config: width 256, 8 heads, 6 layers (3 DiagAttention, 3 NormAttention)
   if (!args.lm_config.empty()) {
     auto loaded = rill::lm::load_config(args.lm_config);
-    if (!report(loaded.status(), "lm config")) return false;
-    config = std::move(loaded).value();
+    if (!loaded.is_ok()) return loaded.status().with_context("lm config");
+    setup.config = std::move(loaded).value();
   }
-  if (!report(config.validate(), "lm config")) return false;
-  std::vector<uint64_t> lengths;
+  if (auto s = setup.config.validate(); !s.is_ok()) return s.with_context("lm config");
   // --quick stops at 4096 tokens; --lm-max-tokens lowers that further.
-  const uint64_t max_tokens = std::min<uint64_t>(quick ? 4096 : UINT64_MAX, args.lm_max_tokens);
+  const uint64_t max_tokens = std::min<uint64_t>(args.quick ? 4096 : UINT64_MAX, args.lm_max_tokens);
   for (uint64_t n : {1024, 4096, 16384, 65536, 262144, 1048576})
-    if (n <= max_tokens) lengths.push_back(n);
-  if (lengths.empty()) return report(rill::invalid_argument("--lm-max-tokens below 1024"), "lm options");
-  const int decode_tokens = quick ? 8 : 48;  // host round trips per token are noisy on shared machines
-  rill::lm::ModelOptions options;
-  auto storage = rill::lm::weight_storage_from_name(args.lm_weight_storage);
-  if (!report(storage.status(), "lm options")) return false;
-  options.weights = *storage;
-  options.precision = args.lm_precision == "f16" ? rill::lm::Precision::kF16 : rill::lm::Precision::kF32;
-  if (args.lm_segment != 0) options.prefill_segment = args.lm_segment;
+    if (n <= max_tokens) setup.lengths.push_back(n);
+  if (setup.lengths.empty()) return rill::invalid_argument("lm options: --lm-max-tokens below 1024");
+  RILL_ASSIGN_OR_RETURN(setup.options.weights, rill::lm::weight_storage_from_name(args.lm_weight_storage));
+  setup.options.precision = args.lm_precision == "f16" ? rill::lm::Precision::kF16 : rill::lm::Precision::kF32;
+  if (args.lm_segment != 0) setup.options.prefill_segment = args.lm_segment;
   // A config with softmax layers (--lm-config) holds the longest prompt and its decoded tokens.
-  if (std::count(config.layer_kinds.begin(), config.layer_kinds.end(), rill::lm::LayerKind::kSoftmax) > 0)
-    options.softmax_capacity = uint32_t(std::min<uint64_t>(lengths.back() + decode_tokens + 1, UINT32_MAX));
+  const auto& kinds = setup.config.layer_kinds;
+  if (std::count(kinds.begin(), kinds.end(), rill::lm::LayerKind::kSoftmax) > 0)
+    setup.options.softmax_capacity =
+        uint32_t(std::min<uint64_t>(setup.lengths.back() + lm_decode_tokens(args.quick) + 1, UINT32_MAX));
+  return setup;
+}
+
+bool bench_lm(rill::Context& ctx, const BenchArgs& args, const LmBenchSetup& setup, nlohmann::json& out) {
+  const bool quick = args.quick;
+  const rill::lm::ModelConfig& config = setup.config;
+  const std::vector<uint64_t>& lengths = setup.lengths;
+  const rill::lm::ModelOptions& options = setup.options;
+  const int decode_tokens = lm_decode_tokens(quick);
   auto weights = rill::lm::Weights::random(config, 1);
   if (!report(weights.status(), "lm weights")) return false;
   ctx.reset_peak_memory();

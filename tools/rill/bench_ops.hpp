@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "rill/lm.hpp"
 #include "rill/rill.hpp"
 
 namespace rill_cli {
@@ -106,8 +107,16 @@ std::variant<std::vector<std::array<int64_t, 3>>, std::string> parse_matmul_shap
 // ICL training throughput at the papers' settings; with_torch also times the PyTorch-CPU baseline.
 bool bench_icl(rill::Context& ctx, bool quick, bool with_torch, nlohmann::json& out);
 
-// TransNormer prefill and decode against the prompt length, and a softmax-attention baseline.
+// TransNormer prefill and decode against the prompt length, and a softmax-attention baseline: the
+// model and prompt lengths from the options (read and checked before any work: a bad --lm-config
+// must not come after minutes of other ops' records), then the timings.
 struct BenchArgs;
-bool bench_lm(rill::Context& ctx, const BenchArgs& args, nlohmann::json& out);
+struct LmBenchSetup {
+  rill::lm::ModelConfig config;
+  std::vector<uint64_t> lengths;  // the prompt lengths timed
+  rill::lm::ModelOptions options;
+};
+rill::Result<LmBenchSetup> lm_bench_setup(const BenchArgs& args);
+bool bench_lm(rill::Context& ctx, const BenchArgs& args, const LmBenchSetup& setup, nlohmann::json& out);
 
 }  // namespace rill_cli

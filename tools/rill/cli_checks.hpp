@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace rill_cli {
@@ -55,5 +56,14 @@ inline const CLI::Validator kProbability =
     number_check("a number in (0, 1]", "FLOAT in (0,1]", [](double v) { return v > 0 && v <= 1; });
 // A prefill segment: at most 65535 positions (the engine's limit; 0 asks for the model's default).
 inline const CLI::Validator kSegment = CLI::Range(0u, 65535u);
+
+// Fills `given` with the names of the options the command line gave `command` ("--lm-config"), once
+// it is parsed: a command refuses an option of work it will not do rather than ignore it.
+inline void record_given_options(CLI::App* command, std::set<std::string>& given) {
+  command->parse_complete_callback([command, &given] {
+    for (const CLI::Option* option : command->get_options())
+      if (option->count() > 0) given.insert(option->get_name());
+  });
+}
 
 }  // namespace rill_cli

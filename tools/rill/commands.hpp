@@ -57,6 +57,7 @@ struct TuneArgs {
   std::string lm_config;                   // empty: the default model
   std::string icl_setting = "vladymyrov";  // ahn1 or vladymyrov
   std::string family;                      // cpu or gpu; empty: the device's own
+  std::set<std::string> given;             // the options the command line gave
 };
 CLI::App* add_tune_command(CLI::App& app, TuneArgs& args);
 int run_tune(const TuneArgs& args);

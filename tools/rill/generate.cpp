@@ -77,7 +77,10 @@ CLI::App* add_generate_command(CLI::App& app, GenerateArgs& a) {
   auto* prompt_file = cmd->add_option("--prompt-file", a.prompt_file, "Read the prompt from a file (-: stdin)");
   prompt->excludes(prompt_file);
   cmd->add_option("--tokens", a.tokens, "Tokens to generate")->check(CLI::Range(int64_t(0), int64_t(1) << 40));
-  cmd->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)")->check(kFiniteNonNegative);
+  cmd->add_option(
+         "--temperature", a.temperature,
+         "Sampling temperature (0: greedy, the most probable token; --top-k, --top-p and --seed then change nothing)")
+      ->check(kFiniteNonNegative);
   cmd->add_option("--top-k", a.top_k, "Sample among the k most probable tokens (0: off)")->check(kCount32);
   cmd->add_option("--top-p", a.top_p, "Sample among the most probable tokens holding this probability (1: off)")
       ->check(kProbability);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
 
 #include "commands.hpp"
 #include "json_text.hpp"
@@ -135,7 +137,21 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& a) {
 }
 
 int run_info(const InfoArgs& args) {
-  if (args.plan_keys) return print_plan_keys(args.json);
+  if (args.plan_keys) {
+    // The keys alone: an option that shapes the device listing is refused, not ignored (a value that
+    // equals its environment variable's came from there: a bad RILL_KERNEL_PLAN is what the keys
+    // help to fix).
+    for (const auto& [option, value, env] : {std::tuple{"--profile", &args.profile, "RILL_LIMIT_PROFILE"},
+                                             std::tuple{"--kernel-plan", &args.kernel_plan, "RILL_KERNEL_PLAN"},
+                                             std::tuple{"--tuning", &args.tuning, "RILL_TUNING"}}) {
+      const char* from_env = std::getenv(env);
+      if (value->empty() || (from_env != nullptr && *value == from_env)) continue;
+      std::fprintf(stderr, "rill info: --plan-keys lists the plan keys alone; %s shapes the device listing: give one\n",
+                   option);
+      return 2;
+    }
+    return print_plan_keys(args.json);
+  }
   if (!args.profile.empty()) {
     std::string known;
     bool found = false;

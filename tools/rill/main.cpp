@@ -29,6 +29,24 @@ int with_output_checked(int code) {
   return 1;
 }
 
+// An option given an empty value ("--resume \"$UNSET\"") is refused, not read as the option left
+// out: a run would start afresh instead of resuming, or save nothing and exit 0. Only a prompt or a
+// text may be empty.
+bool refuses_empty_values(const CLI::App& command) {
+  for (const CLI::Option* option : command.get_options()) {
+    if (!option->nonpositional() || option->get_expected_max() == 0 || option->count() == 0) continue;
+    const std::string name = option->get_name();
+    if (name == "--prompt" || name == "--text") continue;
+    for (const std::string& value : option->results()) {
+      if (!value.empty()) continue;
+      std::fprintf(stderr, "rill %s: %s is given an empty value; give one, or leave the option out\n",
+                   command.get_name().c_str(), name.c_str());
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +96,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (verbose) rill::set_status_locations(true);
+  for (const Command& c : commands)
+    if (c.parsed->parsed() && refuses_empty_values(*c.parsed)) return 2;
   if (profile_cmd->parsed() && !profile.command.empty()) {
     if (profile.command[0] == "profile") {
       std::fprintf(stderr, "rill profile: profile a command other than profile itself\n");

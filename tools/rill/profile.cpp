@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "commands.hpp"
@@ -13,6 +14,26 @@
 #include "rill/rill.hpp"
 
 namespace rill_cli {
+
+namespace {
+
+// An existing file that --trace or --roofline would replace must be one of its kind (or empty): the
+// profiled command's own files are not all among its arguments (a --model folder's config.json, a
+// --checkpoint's .adam beside it), and the trace replaced them after the run. `marker` must appear
+// in the file's first 64 KiB (a trace's "traceEvents" key, an SVG's <svg> element).
+rill::Status replaces_only_its_kind(const char* option, const std::string& path, const char* kind,
+                                    const std::string& marker) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return rill::Status::ok();  // nothing there to lose (or not readable: the write will say)
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  if (head.empty() || head.find(marker) != std::string::npos) return rill::Status::ok();
+  return rill::invalid_argument(std::string(option) + " '" + path + "' exists and is not " + kind +
+                                ": it is not replaced (remove it, or write elsewhere)");
+}
+
+}  // namespace
 
 CLI::App* add_profile_command(CLI::App& app, ProfileArgs& a) {
   auto* cmd =
@@ -29,10 +50,6 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: give the subcommand to profile after --, e.g. rill profile -- demo\n");
     return 2;
   }
-  if (args.trace.empty()) {  // known before the command runs, not after
-    std::fprintf(stderr, "rill profile: --trace needs a file name\n");
-    return 2;
-  }
   // The profiled command's arguments (or an option's value after '=') may name its files: the
   // trace and the plot must not replace one of them.
   std::vector<NamedPath> command_files;
@@ -45,6 +62,13 @@ int run_profile(const ProfileArgs& args) {
     std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
     return 2;
   }
+  for (const auto& s : {replaces_only_its_kind("--trace", args.trace, "a trace", "\"traceEvents\""),
+                        args.roofline.empty() ? rill::Status::ok()
+                                              : replaces_only_its_kind("--roofline", args.roofline, "an SVG", "<svg")})
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "rill profile: %s\n", s.to_string().c_str());
+      return 2;
+    }
   // The command writes its trace beside the one asked for, which only a complete run replaces (an
   // earlier trace stays if this run fails); a partial one left by a killed run never passes for it.
   const std::string partial = args.trace + ".partial." + std::to_string(process_id());

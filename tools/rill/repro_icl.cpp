@@ -60,7 +60,8 @@ CLI::App* add_repro_icl_command(CLI::App& app, ReproIclArgs& a) {
                               "A few minutes less: fewer depths, 500 evaluation tasks, 150 steps per run unless given");
   cmd->add_option("--checkpoint-every", a.checkpoint_every,
                   "Save the run in progress every N steps in OUT/runs/ (a killed reproduction loses at most N steps)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
+      ->default_str("off");  // not the 0 that stands for it (refused as a value)
   auto* resume = cmd->add_flag("--resume", a.resume,
                                "Continue the reproduction in --out: finished runs are kept, the interrupted one "
                                "resumes from its checkpoint (same options as the start)");

@@ -292,6 +292,11 @@ int run_train_icl(const TrainIclArgs& args_in) {
   auto checkpoint_path = [&](const std::string& opt_name) {
     return runs > 1 ? a.checkpoint + "." + opt_name : a.checkpoint;
   };
+  // The checkpoint resumed from is read with the device; that it is there is known before any output
+  // (an --out folder, the table's header).
+  if (std::error_code ec; !a.resume.empty() && !std::filesystem::is_regular_file(a.resume, ec))
+    return fail(rill::not_found("--resume '" + a.resume +
+                                "': " + (std::filesystem::exists(a.resume, ec) ? "not a file" : "no such file")));
   std::optional<TaskSet> train_set, eval_set;
   if (!a.train_tasks.empty()) {
     auto set = load_task_set(a.train_tasks);

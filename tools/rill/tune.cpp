@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_ops.hpp"
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "json_text.hpp"
 #include "median.hpp"
@@ -205,7 +206,8 @@ CLI::App* add_tune_command(CLI::App& app, TuneArgs& a) {
   cmd->add_option("--icl-setting", a.icl_setting, "The ICL setting to tune for")
       ->check(CLI::IsMember({"ahn1", "vladymyrov"}));
   cmd->add_option("--family", a.family, "Kernel family to tune (default: the device's own)")
-      ->check(CLI::IsMember({"", "cpu", "gpu"}));
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  record_given_options(cmd, a.given);  // run_tune refuses options of a job it does not run
   return cmd;
 }
 
@@ -227,6 +229,13 @@ int run_tune(const TuneArgs& args) {
     jobs.push_back(job);
     start = comma + 1;
   }
+  // An option of a job this run does not tune would change nothing: refused, not ignored.
+  for (const auto& [option, job] : {std::pair{"--lm-config", "lm"}, std::pair{"--icl-setting", "icl"}})
+    if (args.given.count(option) && std::find(jobs.begin(), jobs.end(), job) == jobs.end()) {
+      std::fprintf(stderr, "rill tune: %s applies to --jobs %s, which this run does not tune (--jobs %s)\n", option,
+                   job, args.jobs.c_str());
+      return 2;
+    }
   if (args.out.empty()) return fail(rill::invalid_argument("give a path"), "--out");
   if (auto s = check_files({{"--out", args.out}}, {{"--lm-config", args.lm_config}}); !s.is_ok())
     return fail(s, "files");

@@ -205,9 +205,9 @@ struct ModelOptions {
   WeightStorage weights = WeightStorage::kPrecision;
   uint32_t int8_group = 64;  // rows of a weight matrix (its input dimension) per int8 scale
   uint32_t int4_group = 32;  // the same per int4 scale (4 bits need finer groups than 8)
-  // Prefill runs the prompt in segments of this many positions (rounded down to whole blocks, one
-  // block at least):
-  // device memory stays bounded whatever the prompt length. 0: the device's choice (2048 on CPU
+  // Prefill runs the prompt in segments of this many positions (at most 65535, else InvalidArgument;
+  // with kDiag layers rounded down to whole blocks, one block at least): device memory stays
+  // bounded whatever the prompt length. 0: the device's choice (2048 on CPU
   // drivers and on integrated and mobile GPUs, whose segments come out of the system's memory;
   // 8192 on GPUs with memory of their own, whose matmuls need the longer segments);
   // Model::options() reports it.

@@ -119,8 +119,9 @@ typedef struct rill_device_info {
 /* Fills defaults: no device override, no validation, no cache file, no limit profile. Call it as
  * rill_context_options_init(&options): the macro passes the struct's size, and the library writes
  * no more than that (so a program built against an older header runs with a newer library; the
- * same holds for every _init below). The function of that name is 0.1's, kept for programs built
- * against 0.1: it fills 0.1's fields only. */
+ * same holds for every _init below; each does nothing with a NULL struct or a size below 4, where
+ * struct_size does not fit). The function of that name is 0.1's, kept for programs built against
+ * 0.1: it fills 0.1's fields only. */
 RILL_C_API void rill_context_options_init_sized(rill_context_options* options, uint32_t size);
 RILL_C_API void rill_context_options_init(rill_context_options* options);
 #define rill_context_options_init(options) rill_context_options_init_sized((options), (uint32_t)sizeof(*(options)))
@@ -310,8 +311,9 @@ typedef enum rill_lm_weight_storage {
 typedef struct rill_lm_model_options {
   uint32_t struct_size;      /* sizeof(rill_lm_model_options); set by _init */
   int32_t precision;         /* rill_lm_precision: f32, or f16 storage with f32 arithmetic */
-  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (rounded down to whole blocks,
-                                one at least); 0: the device's choice; rill_lm_model_info reports the length in
+  uint32_t prefill_segment;  /* prefill runs in segments of this many positions (at most 65535, else
+                                RILL_INVALID_ARGUMENT; with DiagAttention layers rounded down to whole blocks, one
+                                at least); 0: the device's choice; rill_lm_model_info reports the length in
                                 effect */
   uint32_t softmax_capacity; /* positions a session can hold when the model has softmax layers */
   int32_t weights;           /* rill_lm_weight_storage (since 0.2; a struct_size without it means precision) */
@@ -450,7 +452,8 @@ RILL_C_API rill_status rill_lm_restore_state(rill_lm_session* session, const cha
 
 /* A token in [0, count) drawn from logits: temperature, then top-k, then top-p, renormalised. The
  * draw depends only on (options->seed, step): pass the session position for reproducible runs.
- * options may be NULL (defaults). NaN logits are never chosen (all NaN: RILL_INVALID_ARGUMENT). Needs no context. */
+ * options may be NULL (defaults). NaN logits are never chosen (all NaN: RILL_INVALID_ARGUMENT); count 0 or
+ * above UINT32_MAX is RILL_INVALID_ARGUMENT. Needs no context. */
 RILL_C_API rill_status rill_lm_sample(const float* logits, size_t count, const rill_lm_sampler_options* options,
                                       uint64_t step, uint32_t* token_out);
 
@@ -468,7 +471,8 @@ RILL_C_API rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, co
                                              int add_bos, uint32_t* tokens_out, size_t capacity, size_t* count_out);
 RILL_C_API rill_status rill_tokenizer_decode(const rill_tokenizer* tokenizer, const uint32_t* tokens, size_t count,
                                              char* text_out, size_t capacity, size_t* length_out);
-/* Vocabulary size; the beginning- and end-of-sequence tokens, or -1 where the model has none. */
+/* Vocabulary size; the beginning- and end-of-sequence tokens, or -1 where the model has none. Each
+ * output may be NULL (not written). */
 RILL_C_API rill_status rill_tokenizer_info(const rill_tokenizer* tokenizer, uint32_t* vocab_out, int64_t* bos_out,
                                            int64_t* eos_out);
 

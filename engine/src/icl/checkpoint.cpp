@@ -4,8 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include "core/fnv1a.hpp"
+#include "core/log.hpp"
 #include "icl/config_json.hpp"
 #include "icl/icl_kernels.hpp"
 #include "icl/known_tensors.hpp"
@@ -15,10 +19,35 @@ namespace rill::icl::detail {
 namespace {
 
 constexpr const char* kFormat = "rill-icl-checkpoint";
-constexpr const char* kVersion = "1";
+// v2 added the checksum; v1 files are still read (unchecked, with a warning).
+constexpr const char* kVersion = "2";
+constexpr const char* kVersionUnchecked = "1";
+constexpr const char* kTensors[] = {"params", "moment1", "moment2", "state"};
 
 std::span<const uint8_t> bytes_of(const std::vector<uint32_t>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(uint32_t)};
+}
+
+// The checksum of a checkpoint (v2): the configuration, the task-set fingerprint and each tensor's
+// name, size and bytes in kTensors' order (a tensor that is absent adds nothing). A damaged byte that
+// still reads as a finite parameter was otherwise resumed from silently. The step metadata is left
+// out: the reader checks it against the state's step counter.
+class CheckpointChecksum {
+ public:
+  CheckpointChecksum(std::string_view config, std::string_view task_set) {
+    h_.add_u64(config.size()).add(config).add_u64(task_set.size()).add(task_set);
+  }
+  void add(std::string_view name, std::span<const uint8_t> bytes) {
+    h_.add_u64(name.size()).add(name).add_u64(bytes.size()).add(bytes);
+  }
+  std::string hex() const { return h_.hex(); }
+
+ private:
+  Fnv1a h_;
+};
+
+std::span<const uint8_t> float_bytes(const std::vector<float>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
 }
 
 }  // namespace
@@ -41,12 +70,19 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
     if (std::find_if(values->begin(), values->end(), [](float x) { return !std::isfinite(x); }) != values->end())
       return failed_precondition("icl checkpoint '" + path + "': the model's " + name +
                                  " are not all finite (the run diverged); nothing written");
+  const std::string config = config_to_json(c.config);
+  CheckpointChecksum checksum(config, c.task_set);
+  checksum.add("params", float_bytes(c.params));
+  checksum.add("moment1", float_bytes(c.moment1));
+  checksum.add("moment2", float_bytes(c.moment2));
+  checksum.add("state", bytes_of(c.state));
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
   RILL_RETURN_IF_ERROR(w.set_metadata("version", kVersion));
-  RILL_RETURN_IF_ERROR(w.set_metadata("config", config_to_json(c.config)));
+  RILL_RETURN_IF_ERROR(w.set_metadata("config", config));
   RILL_RETURN_IF_ERROR(w.set_metadata("step", std::to_string(c.state.at(gpu::kIclStateStep))));
   if (!c.task_set.empty()) RILL_RETURN_IF_ERROR(w.set_metadata("task_set", c.task_set));
+  RILL_RETURN_IF_ERROR(w.set_metadata("checksum", checksum.hex()));
   RILL_RETURN_IF_ERROR(w.add_floats("params", {p}, c.params));
   RILL_RETURN_IF_ERROR(w.add_floats("moment1", {p}, c.moment1));
   RILL_RETURN_IF_ERROR(w.add_floats("moment2", {p}, c.moment2));
@@ -63,11 +99,24 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   };
   const std::string where = "icl checkpoint '" + path + "': ";
   if (!field("format") || *field("format") != kFormat) return invalid_argument(where + "not a rill ICL checkpoint");
-  if (!field("version") || *field("version") != kVersion)
-    return invalid_argument(where + "unsupported version '" + (field("version") ? *field("version") : "") + "'");
+  const std::string* version = field("version");
+  if (!version || (*version != kVersion && *version != kVersionUnchecked))
+    return invalid_argument(where + "unsupported version '" + (version ? *version : "") + "'");
   if (!field("config")) return invalid_argument(where + "no configuration");
   RILL_RETURN_IF_ERROR(only_known_tensors(file, {"params", "moment1", "moment2", "state"}, where,
                                           "a checkpoint holds params, moment1, moment2 and state"));
+  if (*version == kVersion) {
+    const std::string* saved = field("checksum");
+    CheckpointChecksum checksum(*field("config"), field("task_set") ? *field("task_set") : "");
+    for (const char* name : kTensors)
+      for (const SafetensorsEntry& e : file.entries())
+        if (e.name == name) checksum.add(name, file.bytes(e));
+    if (!saved || *saved != checksum.hex())
+      return data_loss(where + "the checksum does not match (saved " + (saved ? *saved : "none") + ", the contents " +
+                       checksum.hex() + "): the file is damaged");
+  } else {
+    log_warning(where + "saved without a checksum (an older rill): read unchecked");
+  }
   Checkpoint c;
   if (const std::string* set = field("task_set")) {
     if (set->empty() || set->size() > 64) return invalid_argument(where + "a malformed task-set fingerprint");

@@ -177,7 +177,17 @@ Status replace_file_durably(const std::string& path, std::span<const uint8_t> by
   return failed;
 }
 
-bool directory_is_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
+bool directory_is_writable(const std::string& dir) {
+  // A file made there and removed, as on Windows: access(W_OK) says yes to root everywhere, where
+  // /proc or a folder of a FUSE mount refuses the file itself (a run trained to its end, then failed
+  // to save). On failure errno stays the open's (the error text names it).
+  const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.rill-write-probe." + temporary_suffix();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
 
 Result<FileLock> FileLock::acquire(const std::string& path, std::chrono::milliseconds wait) {
   // Read-only: flock needs no more, and another user's lock file in a shared folder opens so too.
