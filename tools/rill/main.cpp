@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!known_command(app, profile.command[0], " profile")) return 2;
+    // The profiled command's errors name their source lines too.
+    if (verbose) profile.command.insert(profile.command.begin(), "--verbose");
   }
   // The commands report errors as statuses; anything thrown past them (a file system call, host
   // memory) still ends with a message and status 1, not an abort.
