@@ -24,8 +24,9 @@ constexpr const char* kVersion = "2";
 constexpr const char* kVersionUnchecked = "1";
 constexpr const char* kTensors[] = {"params", "moment1", "moment2", "state"};
 
-std::span<const uint8_t> bytes_of(const std::vector<uint32_t>& v) {
-  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(uint32_t)};
+template <typename T>
+std::span<const uint8_t> bytes_of(const std::vector<T>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
 }
 
 // The checksum of a checkpoint (v2): the configuration, the task-set fingerprint and each tensor's
@@ -46,10 +47,6 @@ class CheckpointChecksum {
   Fnv1a h_;
 };
 
-std::span<const uint8_t> float_bytes(const std::vector<float>& v) {
-  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
-}
-
 }  // namespace
 
 std::string task_set_fingerprint(const TaskSet& set) {
@@ -57,7 +54,7 @@ std::string task_set_fingerprint(const TaskSet& set) {
   h.add_u64(uint64_t(set.d)).add_u64(uint64_t(set.n)).add_u64(uint64_t(set.tasks));
   for (const std::vector<float>* values : {&set.tokens, &set.targets, &set.sigmas}) {
     h.add_u64(values->size());
-    h.add(std::span(reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float)));
+    h.add(bytes_of(*values));
   }
   return std::to_string(set.tasks) + " tasks, fnv1a " + h.hex();
 }
@@ -72,9 +69,9 @@ Status write_checkpoint(const std::string& path, const Checkpoint& c) {
                                  " are not all finite (the run diverged); nothing written");
   const std::string config = config_to_json(c.config);
   CheckpointChecksum checksum(config, c.task_set);
-  checksum.add("params", float_bytes(c.params));
-  checksum.add("moment1", float_bytes(c.moment1));
-  checksum.add("moment2", float_bytes(c.moment2));
+  checksum.add("params", bytes_of(c.params));
+  checksum.add("moment1", bytes_of(c.moment1));
+  checksum.add("moment2", bytes_of(c.moment2));
   checksum.add("state", bytes_of(c.state));
   SafetensorsWriter w;
   RILL_RETURN_IF_ERROR(w.set_metadata("format", kFormat));
