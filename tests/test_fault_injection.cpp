@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "access.hpp"
@@ -305,6 +306,19 @@ int each_failure_on_a_session(rill::Context& ctx, rill::lm::Model& model,
   return failures;
 }
 
+// A context per way a wait can go, since a fault must be injectable at the wait either way: sleeping
+// on the fence (CPU drivers) and polling it first (discrete GPUs; 10 ms, which lavapipe's small
+// runs finish within, so the sleeping wait is never reached).
+std::vector<std::pair<std::string, rill::Context>> contexts_for_each_wait() {
+  std::vector<std::pair<std::string, rill::Context>> out;
+  for (const char* plan : {"wait_spin_us=off", "wait_spin_us=10000"}) {
+    rill::ContextOptions options = rill_test::validated_options();
+    options.kernel_plan = plan;
+    out.emplace_back(plan, rill_test::make_context(options));
+  }
+  return out;
+}
+
 }  // namespace
 
 // A state restore whose uploads fail part way (staged uploads allocate) leaves the session as it
@@ -334,33 +348,35 @@ GPU_TEST_CASE("a state restore that fails part way leaves no mixed state", "[fau
 // A reset that fails before its zeroing runs changes nothing; one that fails while it runs has zeroed
 // some tensors and not others: the session is then spent (refused, naming why) until a reset works.
 GPU_TEST_CASE("a reset that fails part way leaves the session as it was or refused, never mixed", "[faults][gpu]") {
-  auto ctx = rill_test::make_context();
-  const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
-  auto model = rill::lm::Model::create(ctx, weights).value();
-  auto twin = model.session().value();
-  REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
-  const std::vector<float> at_three = twin.decode(7).value();
-  auto fresh = model.session().value();
-  const std::vector<float> at_zero = fresh.decode(7).value();
-  int spent = 0;
-  const int failures = each_failure_on_a_session(
-      ctx, model, [](rill::lm::Session& session) { return session.reset(); },
-      [&](rill::lm::Session& session, const rill::Status& s) {
-        REQUIRE_FALSE(s.is_ok());
-        CHECK(session.position() == 3);
-        auto next = session.decode(7);
-        if (next.is_ok()) {
-          CHECK(next.value() == at_three);  // nothing ran: the state is the prefill's
-        } else {
-          ++spent;
-          CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
-          CHECK(next.status().message().find("a reset failed part way") != std::string::npos);
-        }
-        REQUIRE(session.reset().is_ok());
-        CHECK(session.decode(7).value() == at_zero);
-      });
-  CHECK(failures >= 1);
-  CHECK(spent >= 1);  // the run's wait is an injection point: some failures come after zeroing ran
+  for (auto& [waits, ctx] : contexts_for_each_wait()) {
+    INFO(waits);
+    const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
+    auto model = rill::lm::Model::create(ctx, weights).value();
+    auto twin = model.session().value();
+    REQUIRE(twin.prefill(std::vector<uint32_t>{4, 4, 4}).is_ok());
+    const std::vector<float> at_three = twin.decode(7).value();
+    auto fresh = model.session().value();
+    const std::vector<float> at_zero = fresh.decode(7).value();
+    int spent = 0;
+    const int failures = each_failure_on_a_session(
+        ctx, model, [](rill::lm::Session& session) { return session.reset(); },
+        [&](rill::lm::Session& session, const rill::Status& s) {
+          REQUIRE_FALSE(s.is_ok());
+          CHECK(session.position() == 3);
+          auto next = session.decode(7);
+          if (next.is_ok()) {
+            CHECK(next.value() == at_three);  // nothing ran: the state is the prefill's
+          } else {
+            ++spent;
+            CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
+            CHECK(next.status().message().find("a reset failed part way") != std::string::npos);
+          }
+          REQUIRE(session.reset().is_ok());
+          CHECK(session.decode(7).value() == at_zero);
+        });
+    CHECK(failures >= 1);
+    CHECK(spent >= 1);  // the run's wait is an injection point: some failures come after zeroing ran
+  }
 }
 
 // A decode or prefill that fails after its work reached the device (its wait fails) has moved the
@@ -368,41 +384,43 @@ GPU_TEST_CASE("a reset that fails part way leaves the session as it was or refus
 // is spent instead; one that fails before it submits is unchanged.
 GPU_TEST_CASE("a decode or prefill that fails after it submits leaves the session refused, never ahead of its position",
               "[faults][gpu]") {
-  auto ctx = rill_test::make_context();
-  const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
-  auto model = rill::lm::Model::create(ctx, weights).value();
-  const std::vector<uint32_t> start = {4, 4, 4};  // each_failure_on_a_session's prefill
-  for (const std::vector<uint32_t>& tokens : {std::vector<uint32_t>{9}, std::vector<uint32_t>{9, 8, 9, 8, 9}}) {
-    INFO(tokens.size() << " tokens");
-    int spent = 0;
-    const auto work = [&](rill::lm::Session& session) {
-      return tokens.size() == 1 ? session.decode(tokens[0]).status() : session.prefill(tokens).status();
-    };
-    const int failures =
-        each_failure_on_a_session(ctx, model, work, [&](rill::lm::Session& session, const rill::Status& s) {
-          REQUIRE_FALSE(s.is_ok());
-          // A prefill may have consumed some tokens (steps or segments that worked) before the failure.
-          const uint64_t done = session.position() - start.size();
-          REQUIRE(session.position() >= start.size());
-          REQUIRE(done < tokens.size());
-          auto next = session.decode(7);
-          if (next.is_ok()) {  // it failed before its last run reached the device: the state is the tokens so far
-            std::vector<uint32_t> so_far = start;
-            so_far.insert(so_far.end(), tokens.begin(), tokens.begin() + std::ptrdiff_t(done));
-            auto twin = model.session().value();
-            REQUIRE(twin.prefill(so_far).is_ok());
-            CHECK(next.value() == twin.decode(7).value());
-          } else {
-            ++spent;
-            CHECK(s.message().find("the session's state is spent") != std::string::npos);
-            CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
-            CHECK(next.status().message().find("failed after its work was submitted") != std::string::npos);
-            REQUIRE(session.reset().is_ok());
-            CHECK(session.position() == 0);
-          }
-        });
-    CHECK(failures >= 1);
-    CHECK(spent >= 1);  // the wait after the submit is an injection point
+  for (auto& [waits, ctx] : contexts_for_each_wait()) {
+    INFO(waits);
+    const auto weights = rill::lm::Weights::random(small_lm_config(), 6).value();
+    auto model = rill::lm::Model::create(ctx, weights).value();
+    const std::vector<uint32_t> start = {4, 4, 4};  // each_failure_on_a_session's prefill
+    for (const std::vector<uint32_t>& tokens : {std::vector<uint32_t>{9}, std::vector<uint32_t>{9, 8, 9, 8, 9}}) {
+      INFO(tokens.size() << " tokens");
+      int spent = 0;
+      const auto work = [&](rill::lm::Session& session) {
+        return tokens.size() == 1 ? session.decode(tokens[0]).status() : session.prefill(tokens).status();
+      };
+      const int failures =
+          each_failure_on_a_session(ctx, model, work, [&](rill::lm::Session& session, const rill::Status& s) {
+            REQUIRE_FALSE(s.is_ok());
+            // A prefill may have consumed some tokens (steps or segments that worked) before the failure.
+            const uint64_t done = session.position() - start.size();
+            REQUIRE(session.position() >= start.size());
+            REQUIRE(done < tokens.size());
+            auto next = session.decode(7);
+            if (next.is_ok()) {  // it failed before its last run reached the device: the state is the tokens so far
+              std::vector<uint32_t> so_far = start;
+              so_far.insert(so_far.end(), tokens.begin(), tokens.begin() + std::ptrdiff_t(done));
+              auto twin = model.session().value();
+              REQUIRE(twin.prefill(so_far).is_ok());
+              CHECK(next.value() == twin.decode(7).value());
+            } else {
+              ++spent;
+              CHECK(s.message().find("the session's state is spent") != std::string::npos);
+              CHECK(next.status().code() == rill::StatusCode::kFailedPrecondition);
+              CHECK(next.status().message().find("failed after its work was submitted") != std::string::npos);
+              REQUIRE(session.reset().is_ok());
+              CHECK(session.position() == 0);
+            }
+          });
+      CHECK(failures >= 1);
+      CHECK(spent >= 1);  // the wait after the submit is an injection point
+    }
   }
 }
 

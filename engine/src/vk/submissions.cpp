@@ -147,6 +147,12 @@ Status Submissions::wait(uint64_t serial) {
   const auto& fn = device_.fn();
   const bool waits = completed_ < serial && !in_flight_.empty();
   const double start_us = waits && profiler_.enabled() ? profiler_.now_us() : 0.0;
+  // A fault-injection point, once per wait with work to wait for, whether it then polls or sleeps
+  // (a polled fence never reached the sleeping wait's point): a failed wait must not free what the
+  // GPU still uses.
+  if (waits)
+    if (VkResult r = faults_.run([] { return VK_SUCCESS; }); r != VK_SUCCESS)
+      return device_.check(r, "vkWaitForFences");
   // Polling first: a sleeping wait wakes well after the fence signals (kernel_plan.hpp's
   // wait_spin_us says when it is worth a host core).
   using Clock = std::chrono::steady_clock;
@@ -165,8 +171,7 @@ Status Submissions::wait(uint64_t serial) {
     if (timeout_ms_ != 0)
       wait_ns = uint64_t(
           std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count()));
-    // A fault-injection point too: a failed wait must not free what the GPU still uses.
-    VkResult r = faults_.run([&] { return fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, wait_ns); });
+    VkResult r = fn.vkWaitForFences(device_.handle(), 1, &fence, VK_TRUE, wait_ns);
     if (r == VK_TIMEOUT) {
       // Given up for good, as a lost device is: the callers' state (a session's position, a
       // trainer's step, a restore's half-landed uploads) assumes a failed wait ends the work.
