@@ -32,6 +32,27 @@ vec4 rill_f16_range(vec4 v) { return mix(v * rill_infinity(), v, lessThan(abs(v)
 #define to_svec4(v) vec4(v)
 #endif
 
+// The value v reads back as once stored (f16: rounded to nearest even, +-Inf from 65520 on), for a
+// kernel that goes on computing with what it stores. Not float(to_sfloat(v)): NVIDIA's compiler
+// dropped that round trip (a fused residual RMSNorm normalised the unrounded sum), so the rounding
+// is arithmetic no compiler may fold: a scale by a power of two (exact), roundEven, and back.
+#ifdef RILL_STORAGE_F16
+float rill_storage_round(float v) {
+  v = rill_f16_range(v);
+  // f16's spacing around v: 2^(e - 10) for e = v's binary exponent, fixed at 2^-24 below 2^-14.
+  const int e = max(int(bitfieldExtract(floatBitsToUint(v), 23, 8)) - 127, -14);
+  return abs(v) < 65520.0 ? ldexp(roundEven(ldexp(v, 10 - e)), e - 10) : v;
+}
+vec4 rill_storage_round(vec4 v) {
+  v = rill_f16_range(v);
+  const ivec4 e = max(ivec4(bitfieldExtract(floatBitsToUint(v), 23, 8)) - 127, ivec4(-14));
+  return mix(v, ldexp(roundEven(ldexp(v, 10 - e)), e - 10), lessThan(abs(v), vec4(65520.0)));
+}
+#else
+float rill_storage_round(float v) { return v; }
+vec4 rill_storage_round(vec4 v) { return v; }
+#endif
+
 // The type a kernel writes its output in: the storage type, or f32 with RILL_OUTPUT_F32 (an f16
 // kernel whose output outgrows f16: linear attention's sums over every earlier position).
 #ifdef RILL_OUTPUT_F32

@@ -62,8 +62,6 @@ const uint GROUP_COLUMNS = 4u * LANE_SLOTS;  // an invocation's adjacent columns
 // Partial sums of row slices: one per invocation, or a group's columns each.
 shared float mv_split[WG_SIZE * (LANE_GROUPS > 0u ? GROUP_COLUMNS : 1u)];
 
-float storage_round(float v) { return float(to_sfloat(v)); }
-
 #if defined(W_INT8) || defined(W_INT4)
 // int8 (four a word) or int4 (eight) with group scales.
 #if defined(W_INT4)
@@ -330,6 +328,6 @@ void normalize_input() {
   float ss = 0.0;
   for (uint i = lid; i < p.width; i += WG_SIZE) ss += mv_in[i] * mv_in[i];
   const float r = rms_inverse(rill_workgroup_sum(ss), float(p.width), p.eps);
-  for (uint i = lid; i < p.width; i += WG_SIZE) mv_in[i] = storage_round(mv_in[i] * r * input_gain(i));
+  for (uint i = lid; i < p.width; i += WG_SIZE) mv_in[i] = rill_storage_round(mv_in[i] * r * input_gain(i));
   barrier();
 }

@@ -61,14 +61,14 @@ void main() {
   for (uint i = lid; i < D; i += WG_SIZE) {
     float a = 0.0;
     for (uint h = 0u; h < p.heads; ++h) a += parts_in[h * (D + 1u) + i];
-    const float hv = storage_round(float(x_in[i]) + a * rstd);
+    const float hv = rill_storage_round(float(x_in[i]) + a * rstd);
     mv_in[i] = hv;
     if (s == 0u) resid_out[i] = to_sfloat(hv);
   }
   normalize_input();
   matvec(0u, 2u * slice_cols, D, slice_cols);  // Wu's columns, then Wg's
   for (uint j = lid; j < slice_cols; j += WG_SIZE)
-    mv_in[j] = storage_round(storage_round(mv_out[j]) * act(ACT, storage_round(mv_out[slice_cols + j])));
+    mv_in[j] = rill_storage_round(rill_storage_round(mv_out[j]) * act(ACT, rill_storage_round(mv_out[slice_cols + j])));
   barrier();  // hidden -> the down projection
   matvec(1u, D, slice_cols, D);
   for (uint c = lid; c < D; c += WG_SIZE) parts_out[s * D + c] = mv_out[c];

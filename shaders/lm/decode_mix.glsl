@@ -108,8 +108,8 @@ void mix(uint h) {
   const uint lid = gl_LocalInvocationID.x, t = pos[0];
   const uint first = BLOCK > 0u ? t - t % BLOCK : 0u;
   for (uint i = lid; i < DH; i += WG_SIZE) {
-    const float k = storage_round(mv_out[DH + i]), v = storage_round(mv_out[2u * DH + i]);
-    mv_in[i] = storage_round(mv_out[i]) * p.scale;
+    const float k = rill_storage_round(mv_out[DH + i]), v = rill_storage_round(mv_out[2u * DH + i]);
+    mv_in[i] = rill_storage_round(mv_out[i]) * p.scale;
     mv_in[DH + i] = k;
     mv_in[2u * DH + i] = v;
     cache_k[(h * p.cap + cache_row(t)) * DH + i] = to_sfloat(k);
@@ -162,7 +162,7 @@ void mix(uint h) {
     m = m_new;
     barrier();  // weights read -> the next tile writes them
   }
-  for (uint j = lid; j < DH; j += WG_SIZE) o_sh[j] = storage_round(acc_sh[j] / l);
+  for (uint j = lid; j < DH; j += WG_SIZE) o_sh[j] = rill_storage_round(acc_sh[j] / l);
 }
 #else
 // S[e] <- lambda S[e] + k_i v_j; returns the new value.
@@ -177,13 +177,13 @@ void mix(uint h) {
   const uint lid = gl_LocalInvocationID.x;
   const uint DK = HAS_LRPE ? 2u * DH : DH;
   for (uint i = lid; i < DH; i += WG_SIZE) {
-    const float qf = phi(storage_round(mv_out[i])), kf = phi(storage_round(mv_out[DH + i]));
+    const float qf = phi(rill_storage_round(mv_out[i])), kf = phi(rill_storage_round(mv_out[DH + i]));
     if (HAS_LRPE) {
       const vec2 r = lrpe_base[h * DH + i];
-      mv_in[i] = storage_round(qf * r.x);
-      mv_in[DH + i] = storage_round(qf * r.y);
-      mv_in[DK + i] = storage_round(kf * r.x);
-      mv_in[DK + DH + i] = storage_round(kf * r.y);
+      mv_in[i] = rill_storage_round(qf * r.x);
+      mv_in[DH + i] = rill_storage_round(qf * r.y);
+      mv_in[DK + i] = rill_storage_round(kf * r.x);
+      mv_in[DK + DH + i] = rill_storage_round(kf * r.y);
     } else {
       mv_in[i] = qf;
       mv_in[DK + i] = kf;
@@ -194,7 +194,7 @@ void mix(uint h) {
   const uint base = h * DK * DH;
   if (MIX_GROUPS == 1u) {
     for (uint j = lid; j < DH; j += WG_SIZE) {
-      const float vj = storage_round(mv_out[2u * DH + j]);
+      const float vj = rill_storage_round(mv_out[2u * DH + j]);
       float out_j = 0.0;
       for (uint i = 0u; i < DK; ++i) out_j += mv_in[i] * state_step(base + i * DH + j, lambda, mv_in[DK + i], vj);
       o_sh[j] = out_j;  // the per-op path keeps this output in f32 (it grows with the position)
@@ -205,7 +205,7 @@ void mix(uint h) {
   // loads independent, not a chain of DK), then the partial outputs summed in order.
   const uint j = lid % DH, g = lid / DH;
   if (g < MIX_GROUPS) {
-    const float vj = storage_round(mv_out[2u * DH + j]);
+    const float vj = rill_storage_round(mv_out[2u * DH + j]);
     float part = 0.0;
     for (uint i = g; i < DK; i += MIX_GROUPS) part += mv_in[i] * state_step(base + i * DH + j, lambda, mv_in[DK + i], vj);
     mix_part[g * DH + j] = part;
@@ -234,7 +234,7 @@ void main() {
     ss += o * o;
     float w = o;
     if (OUT_NORM && HAS_GAIN) w *= float(out_gain[h * DH + j]);
-    if (HAS_GATE) w *= storage_round(mv_out[3u * DH + j]);
+    if (HAS_GATE) w *= rill_storage_round(mv_out[3u * DH + j]);
     mv_in[j] = w;
   }
   ss = rill_workgroup_sum(ss);  // its barriers also publish mv_in

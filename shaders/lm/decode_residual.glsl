@@ -16,7 +16,7 @@ void load_residual() {
         [[unroll]] for (uint q = 0u; q < PREFETCH; ++q)
           if (s0 + q < p.parts_in) f += part[q];
       }
-      x = storage_round(x + f);
+      x = rill_storage_round(x + f);
     }
     mv_in[i] = x;
   }

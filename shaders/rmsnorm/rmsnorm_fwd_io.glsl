@@ -33,7 +33,7 @@ layout(push_constant) uniform PushBlock { RmsnormForwardPush p; };
 
 row_value load_input(uint i) {
 #ifdef RESIDUAL
-  return row_value(to_row_store(ROW_READ(x, i) + ROW_READ(residual, i)));
+  return rill_storage_round(ROW_READ(x, i) + ROW_READ(residual, i));
 #else
   return ROW_READ(x, i);
 #endif
