@@ -54,6 +54,8 @@ TEST_CASE("kernel plan: CPU drivers get the register kernels", "[plan]") {
   wide.subgroup = 16;
   CHECK(matmul(wide, {.m = 1024, .n = 1024, .k = 1024}).tn == 4);
   CHECK(block_attention_forward(d, {.block = 64}).rows_per_lane == 4);
+  CHECK_FALSE(block_attention_forward(d, {.block = 256}).flash);  // the register kernel, any block
+  CHECK(block_attention_forward(d, {.block = 256}).register_kernel);
   CHECK(block_attention_backward(d, {.block = 64}).register_kernel);
   CHECK(block_attention_backward(d, {.block = 64}).rows_per_lane == 2);  // compile time
   CHECK(block_attention_backward(d, {.block = 64, .dk = 32, .dv = 32}).rows_per_lane == 4);
@@ -114,7 +116,16 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
   CHECK(sm.wg_x * sm.tn == m.wg_x * m.tn);
   CHECK_FALSE(block_attention_forward(d, {.block = 64}).register_kernel);
   CHECK(block_attention_forward(d, {.block = 64}).tiled);
-  CHECK_FALSE(block_attention_forward(d, {.block = 128}).tiled);  // its scores would not fit: the generic kernel
+  // Past 64 a block's scores would not fit: the flash kernels over 64-row tiles, up to the largest
+  // block (a workgroup's invocations), on a device with Vulkan's minimum of 128 invocations too.
+  CHECK_FALSE(block_attention_forward(d, {.block = 128}).tiled);
+  for (const uint32_t block : {65u, 128u, 256u, 1024u}) {
+    CHECK(block_attention_forward(d, {.block = block}).flash);
+    CHECK(block_attention_forward(small, {.block = block}).flash);
+    CHECK(block_attention_forward(small, {.block = block}).workgroup == 128);
+    CHECK(block_attention_backward(d, {.block = block, .dk = 128, .dv = 128}).flash);
+  }
+  CHECK_FALSE(block_attention_forward(d, {.block = 64}).flash);
   CHECK(block_attention_backward(d, {.block = 64}).tiled);
   CHECK(block_attention_backward(d, {.block = 64}).tile == 16);
   CHECK_FALSE(block_attention_backward(d, {.block = 65, .dk = 64, .dv = 64}).tiled);
@@ -692,15 +703,16 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   DeviceTraits grouped = h100_like();
   grouped.forced = parse_overrides("la_columns=grouped").value();
   CHECK(linear_attention_forward(grouped, la_shape(4, 1 << 16, 64)).value().grouped_columns);
-  // The scores in their own walk unless fusing is forced, and then only where a chunk's scores and
-  // output blocks each fit one round of the workgroup (chunks of 64: 256 blocks of scores; heads
-  // of 128: 512 output blocks, not fused).
-  CHECK_FALSE(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value().fused_scores);
-  DeviceTraits fused = h100_like();
-  fused.forced = parse_overrides("la_scores=fused").value();
-  CHECK(linear_attention_forward(fused, la_shape(4, 1 << 16, 64)).value().fused_scores);
-  CHECK(linear_attention_forward(fused, la_shape(8, 1 << 16, 32)).value().fused_scores);
-  CHECK_FALSE(linear_attention_forward(fused, la_shape(4, 1 << 16, 128)).value().fused_scores);
+  // The scores fused into the state product's walk on GPUs unless forced apart, and only where a
+  // chunk's scores and output blocks each fit one round of the workgroup (chunks of 64: 256 blocks
+  // of scores; heads of 128: 512 output blocks, not fused); a CPU driver's forced parallel form
+  // keeps them apart unless fusing is forced.
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value().fused_scores);
+  CHECK(linear_attention_forward(h100_like(), la_shape(8, 1 << 16, 32)).value().fused_scores);
+  CHECK_FALSE(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 128)).value().fused_scores);
+  DeviceTraits separate = h100_like();
+  separate.forced = parse_overrides("la_scores=separate").value();
+  CHECK_FALSE(linear_attention_forward(separate, la_shape(4, 1 << 16, 64)).value().fused_scores);
   // The output pass's 4 x 4 blocks in the pass's workgroup of 256 unless 8 x 8 ones are forced: then
   // a workgroup of a chunk's blocks (64 for heads of 64; heads of 128 have 128 output blocks), where
   // the scores fuse again.
@@ -721,6 +733,7 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   DeviceTraits cpu = lavapipe_like();
   cpu.forced = parse_overrides("linear_attention=parallel").value();
   CHECK(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().span == 1);
+  CHECK_FALSE(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().fused_scores);
 }
 
 TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 products with a long K", "[plan]") {

@@ -147,27 +147,36 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        " fragments, block " + std::to_string(coop->block_m()) + " x " +
                        std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup()) + ", " +
                        std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages")});
-  // The bench's shape: 4 heads of 64 over 16K positions.
-  const BlockAttentionShape bs{.block = 64, .dk = 64, .dv = 64, .rows = 4 * 16384, .heads = 4};
-  const BlockAttentionPlan b = block_attention_forward(d, bs);
-  out.push_back({"block_attention_forward", "block 64, D 64",
-                 b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane, " +
-                                         std::to_string(b.keys_per_step) + " keys per step" +
-                                         (b.texel_rows ? ", rows read as texels" : "")
-                 : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
-                                 std::to_string(b.tile)
-                           : "generic kernel, one invocation per query row"});
-  const BlockAttentionBackwardPlan bb = block_attention_backward(d, bs);
-  out.push_back(
-      {"block_attention_backward", "block 64, D 64",
-       bb.register_kernel
-           ? std::string(bb.dq_from_scores ? "register kernel, key row groups writing dS, then dq = dS K from it, "
-                                           : "register kernel, query then key row groups, ") +
-                 std::to_string(bb.rows_per_lane) + " rows per lane" + (bb.texel_rows ? ", rows read as texels" : "") +
-                 (bb.scores_texels ? ", dS too" : "")
-       : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
-                        " per block for every gradient, tiles of " + std::to_string(bb.tile)
-                  : "generic kernels, one invocation per query row, then per key row"});
+  // The bench's shapes: 4 heads of 64 over 16K positions, in blocks of 64 and 256.
+  for (const uint32_t block : {64u, 256u}) {
+    const BlockAttentionShape bs{.block = block, .dk = 64, .dv = 64, .rows = 4 * 16384, .heads = 4};
+    const std::string shape = "block " + std::to_string(block) + ", D 64";
+    const BlockAttentionPlan b = block_attention_forward(d, bs);
+    out.push_back(
+        {"block_attention_forward", shape,
+         b.register_kernel
+             ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane, " +
+                   std::to_string(b.keys_per_step) + " keys per step" + (b.texel_rows ? ", rows read as texels" : "")
+         : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
+                         std::to_string(b.tile)
+         : b.flash ? "flash kernel, one workgroup of " + std::to_string(b.workgroup) +
+                         " per 64-row query tile, online softmax over 64-key tiles, tiles of " + std::to_string(b.tile)
+                   : "generic kernel, one invocation per query row"});
+    const BlockAttentionBackwardPlan bb = block_attention_backward(d, bs);
+    out.push_back(
+        {"block_attention_backward", shape,
+         bb.register_kernel
+             ? std::string(bb.dq_from_scores ? "register kernel, key row groups writing dS, then dq = dS K from it, "
+                                             : "register kernel, query then key row groups, ") +
+                   std::to_string(bb.rows_per_lane) + " rows per lane" +
+                   (bb.texel_rows ? ", rows read as texels" : "") + (bb.scores_texels ? ", dS too" : "")
+         : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
+                          " per block for every gradient, tiles of " + std::to_string(bb.tile)
+         : bb.flash
+             ? "flash kernels, workgroups of " + std::to_string(bb.workgroup) +
+                   " per 64-row query tile (delta, dq), then per key tile (dk, dv), tiles of " + std::to_string(bb.tile)
+             : "generic kernels, one invocation per query row, then per key row"});
+  }
   auto describe = [](const Result<LinearAttentionPlan>& la, bool causal) {
     if (!la.is_ok()) return la.status().message();
     std::string text(algorithm_name(la.value().algorithm));

@@ -286,18 +286,20 @@ struct BlockAttentionPlan {
   bool texel_rows = false;     // the register kernel reads q, k and v as 4-element texels (_tx)
   uint32_t subgroup = 0;
   // GPUs, blocks up to 64: block_attention_fwd_tiled (logits and P V as shared-memory tile products);
-  // else the generic kernel (one invocation per query row).
-  bool tiled = false;
+  // past 64, block_attention_fwd_flash (a workgroup per 64-row query tile, the online softmax over
+  // the block's 64-key tiles); else the generic kernel (one invocation per query row).
+  bool tiled = false, flash = false;
   uint32_t workgroup = 0, tile = 0;
 };
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAttentionShape& s);
 
 // Block attention backward. GPUs, blocks up to 64: block_attention_bwd_tiled, every gradient of a
-// block from one workgroup in one dispatch. CPU drivers: block_attention_bwd_cpu, a dispatch of
+// block from one workgroup in one dispatch; past 64, block_attention_bwd_flash, a dispatch of
+// 64-row query tiles (delta, dq) and one of key tiles (dk, dv). CPU drivers: block_attention_bwd_cpu, a dispatch of
 // query-row subgroups and an independent one of key-row subgroups, rows_per_lane rows per lane.
 // Otherwise the generic kernels: one invocation per query row (delta, dq), then per key row (dk, dv).
 struct BlockAttentionBackwardPlan {
-  bool tiled = false;
+  bool tiled = false, flash = false;
   uint32_t workgroup = 0, tile = 0;
   bool register_kernel = false;
   uint32_t rows_per_lane = 1;

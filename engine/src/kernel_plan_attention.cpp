@@ -69,6 +69,17 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
     p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
     return p;
   }
+  if (d.family == Family::kGpu) {
+    // Past 64 a block's scores outgrow shared memory: 64-row tiles of them (the generic kernel, a
+    // query row per invocation with its accumulators spilled, ran blocks of 128 and 256 at 1 % of
+    // an H200's FMA peak, 0.05-0.16x SDPA: tools/rill/bench-h200/run9-0652bae/block.json). Shared
+    // memory also holds the partial row maxima and sums and each row's running maximum, sum and
+    // factor.
+    p.tile = block_attention_tile(d, 64, std::min(256u, d.max_invocations) + 3 * 64);
+    p.flash = p.tile > 0;
+    p.workgroup = p.flash ? std::min(256u, d.max_invocations) : 0;
+    if (p.flash) return p;
+  }
   if (!register_kernels_fit(d)) return p;
   p.register_kernel = true;
   p.subgroup = d.subgroup;
@@ -114,10 +125,11 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
         p.dq_from_scores && p.texel_rows && d.max_texel_bindings >= 6 && kBlockScoresBytes / 16 <= d.max_texels;
     return p;
   }
-  if (d.family != Family::kGpu || block > 64) return p;
-  p.tile = block_attention_tile(d, block, block);  // shared memory also holds the rows' deltas
-  p.tiled = p.tile > 0;
-  p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
+  if (d.family != Family::kGpu) return p;
+  // Shared memory also holds the rows' deltas; past 64, tiles of 64 rows (the forward says why).
+  p.tile = block_attention_tile(d, std::min(block, 64u), std::min(block, 64u));
+  (block <= 64 ? p.tiled : p.flash) = p.tile > 0;
+  p.workgroup = p.tile > 0 ? std::min(256u, d.max_invocations) : 0;
   return p;
 }
 
@@ -187,7 +199,10 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
     const uint64_t blocks = ceil_div(c, block);
     return blocks * blocks <= output_workgroup(c) && blocks * ceil_div(s.dv, block) <= output_workgroup(c);
   };
-  const bool fuse_wanted = d.forced.la_fused_scores.value_or(false);
+  // Fused on GPUs: the forward ran 1.13-1.17x faster from N 16K on an H200, causal and with the
+  // LM's heads (tools/rill/bench-h200/run9-0652bae: plan_la_scores_fused.json against la_par.json).
+  // CPU drivers keep the separate walk (their own kernels are not these; forced here, untimed).
+  bool fuse_wanted = d.forced.la_fused_scores.value_or(d.family == Family::kGpu);
   // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
   // vectors padded by one, over the chunk rounded up to whole blocks of rows; the powers; the other
   // tile, which holds g(B)'s tile too when fused) and of the states pass.
@@ -206,6 +221,9 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // Mali-class GPU's 16 KiB.
   uint64_t c = s.chunk;
   uint32_t tile = d.forced.la_tile.value_or(8);
+  // Unforced, the fused walk's extra tile never costs a narrower tile or a shorter chunk (a phone's
+  // 16-32 KiB): there the scores keep their own walk.
+  if (fuse_wanted && !d.forced.la_fused_scores && shared_bytes(c, tile) > d.shared_bytes) fuse_wanted = false;
   if (d.forced.la_tile && shared_bytes(c, tile) > d.shared_bytes) return std::nullopt;
   while (shared_bytes(c, tile) > d.shared_bytes) {
     if (tile > 4) {
@@ -253,13 +271,13 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   if (d.forced.la_span) p.span = *d.forced.la_span;
   // Output blocks over strided columns unless forced: the grouped ones read P and h(C) as a 16-byte
   // aligned run of four words per inner step (one vector load where the compiler merges them)
-  // instead of four strided words, as the GPU matmul's grouped layout does (1.07-1.16x on an H200);
-  // untimed here (tools/gpu-check.sh la_plans times them).
+  // instead of four strided words, as the GPU matmul's grouped layout does (1.07-1.16x on an H200).
+  // Here they ran within 2 % of the strided ones on an H200 (run9-0652bae,
+  // plan_la_columns_grouped.json), so strided stays the default.
   p.grouped_columns = d.forced.la_grouped_columns.value_or(false);
-  // The scores in their own walk over the inner dimension unless forced: fused, the output pass
-  // loads each slice of f(A) once instead of twice and takes 32 barriers per chunk instead of 48
-  // (C 64, D 64, tiles of 8), for 16 more accumulators per invocation; untimed on a GPU
-  // (tools/gpu-check.sh la_plans times it).
+  // The scores fused into the walk over the inner dimension (GPUs, where they fit; fuse_wanted says
+  // why): the output pass loads each slice of f(A) once instead of twice and takes 32 barriers per
+  // chunk instead of 48 (C 64, D 64, tiles of 8), for 16 more accumulators per invocation.
   p.fused_scores = fuse_wanted && scores_fuse(c);
   p.block = block;
   p.output_workgroup = owg;

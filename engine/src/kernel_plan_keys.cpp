@@ -120,7 +120,7 @@ constexpr KeyEntry kKeys[] = {
      true, [](S v, O& o) { return set_either(v, "grouped", "strided", o.la_grouped_columns); }},
     {"la_scores", "fused or separate",
      "the parallel linear-attention output pass's causal scores computed in the same walk over the inner "
-     "dimension as f(A) P (where a chunk's blocks fit one workgroup round), or in a walk of their own",
+     "dimension as f(A) P (where a chunk's blocks fit one workgroup round; GPUs' default), or in a walk of their own",
      true, [](S v, O& o) { return set_either(v, "fused", "separate", o.la_fused_scores); }},
     {"la_block", "4 or 8",
      "the parallel linear-attention output pass's register blocks, 4 x 4 or 8 x 8 outputs per invocation (8: a "
@@ -130,7 +130,7 @@ constexpr KeyEntry kKeys[] = {
        return set_one_of(v, {4, 8}, o.la_block);
      }},
     {"block_tile", "4, 8, 16 or 32",
-     "the tiled GPU block-attention kernels' tile depth (refused where it does not fit)", true,
+     "the tiled and flash GPU block-attention kernels' tile depth (refused where it does not fit)", true,
      [](S v, O& o) {
        return set_one_of(v, {4, 8, 16, 32}, o.block_tile);
      }},

@@ -47,7 +47,7 @@ void main() {
   for (uint round = 0; round < score_rounds(); ++round) {
     uint t0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kQ, kK, DK, t0, s0, step, acc)) continue;
+    if (!score_block(round, kQ, kK, DK, CAUSAL, t0, s0, step, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {  // every entry of the block, zero outside the mask and past len
         const uint t = t0 + r, s = s0 + step * c;
@@ -56,7 +56,7 @@ void main() {
   }
 
   // 2. dV = P^T dO (its first barrier orders the scores above before their reads).
-  scores_product(true, kDo, DV);
+  scores_product(true, CAUSAL, kDo, DV);
 
   // 3. delta_t = do_t . o_t, then dS = scale P (dP - delta) with dP = dO V^T.
   for (uint t = tid; t < len; t += WG_SIZE) {
@@ -68,7 +68,7 @@ void main() {
   for (uint round = 0; round < score_rounds(); ++round) {
     uint t0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kDo, kV, DV, t0, s0, step, acc)) continue;  // its barriers order delta_row and dV's reads
+    if (!score_block(round, kDo, kV, DV, CAUSAL, t0, s0, step, acc)) continue;  // its barriers order delta_row and dV's reads
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
         const uint t = t0 + r, s = s0 + step * c;
@@ -77,6 +77,6 @@ void main() {
   }
 
   // 4. dQ = dS K;  5. dK = dS^T Q.
-  scores_product(false, kK, DK);
-  scores_product(true, kQ, DK);
+  scores_product(false, CAUSAL, kK, DK);
+  scores_product(true, CAUSAL, kQ, DK);
 }

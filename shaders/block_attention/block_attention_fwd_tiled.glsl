@@ -40,7 +40,7 @@ void main() {
   for (uint round = 0; round < score_rounds(); ++round) {
     uint r0, s0, step;
     afloat acc[4][4];
-    if (!score_block(round, kQ, kK, DK, r0, s0, step, acc)) continue;
+    if (!score_block(round, kQ, kK, DK, CAUSAL, r0, s0, step, acc)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
         const uint t = r0 + r, s = s0 + step * c;
@@ -83,5 +83,5 @@ void main() {
   }
 
   // 3. O = P V (its first barrier orders the probabilities before their reads).
-  scores_product(false, kV, DV);
+  scores_product(false, CAUSAL, kV, DV);
 }

@@ -1,6 +1,8 @@
 // The shared-memory tile products of the GPUs' block-attention kernels
-// (block_attention_fwd_tiled.glsl, block_attention_bwd_tiled.glsl): 4 x 4 blocks of results in each
-// invocation's registers, operands streamed through TILE-wide tiles.
+// (block_attention_fwd_tiled.glsl, block_attention_bwd_tiled.glsl, and for blocks past 64 the
+// flash kernels block_attention_fwd_flash.glsl, block_attention_bwd_flash.glsl): 4 x 4 blocks of
+// results in each invocation's registers, operands streamed through TILE-wide tiles. A product
+// spans ROWS rows: a whole block of up to 64, or a 64-row tile of a longer block.
 //
 // Shared-memory banks: an invocation's 4 result columns are strided by the number of column groups
 // (column c of group g is g + groups * c), so a warp's neighbouring invocations read neighbouring
@@ -14,15 +16,15 @@
 // whole 4-row blocks (BLOCK4), so the inner loops run whole 4-step vectors without clamps. Tile
 // slots map to rows and columns by constants (TILE, DK, DV), so that the index arithmetic is shifts
 // or multiplications rather than runtime divisions. With CAUSAL, steps that only meet the mask's
-// zeros are skipped.
+// zeros are skipped: `masked` says so per call (the flash kernels' diagonal tiles only).
 //
-// Declared here for both kernels: their specialization constants, the block's scores and the two
-// tiles. The includer sets `len` (the block's rows) and defines operand(which, row, x) (element x
-// of the block's row `row` of operand `which`) and store_result(which, row, col, value)
+// Declared here for the kernels: their specialization constants, the scores and the two tiles. The
+// includer sets `len` (the rows of the block, or of its tiles) and defines operand(which, row, x)
+// (element x of row `row` of operand `which`) and store_result(which, row, col, value)
 // (scores_product's result, by its operand b).
 #extension GL_EXT_control_flow_attributes : require
 layout(constant_id = 0) const uint WG_SIZE = 256;
-layout(constant_id = 1) const uint BLOCK = 64;  // <= 64 (the scores live in shared memory)
+layout(constant_id = 1) const uint BLOCK = 64;  // past 64 only in the flash kernels
 layout(constant_id = 2) const bool CAUSAL = true;
 layout(constant_id = 3) const uint TILE = 16;   // a multiple of 4
 layout(constant_id = 4) const uint DK = 64;     // the head widths, <= MAX_D
@@ -30,7 +32,8 @@ layout(constant_id = 5) const uint DV = 64;
 layout(local_size_x_id = 0) in;
 #define MAX_D 128u
 
-const uint BLOCK4 = (BLOCK + 3u) / 4u * 4u;
+const uint ROWS = BLOCK < 64u ? BLOCK : 64u;  // a product's rows (the scores live in shared memory)
+const uint BLOCK4 = (ROWS + 3u) / 4u * 4u;
 const uint SROW4 = BLOCK4 / 4u + 1u;      // the scores' row, in vec4
 shared vec4 scores[BLOCK4 * SROW4];       // [t][s]: logits or P, then probabilities or dS
 const uint TROW4 = TILE / 4u + 1u;        // row_tile's row, in vec4
@@ -78,10 +81,11 @@ void store_row_slices(afloat next_a[ROW_PREFETCH], afloat next_b[ROW_PREFETCH]) 
 
 // acc[r][c] = sum over x < width of A[r0 + r][x] B[s0 + step c][x] for the block's rows of A and
 // B, a TILE-wide slice at a time. Every invocation calls it (it holds barriers); owners get results.
-// With CAUSAL the columns c whose every entry lies past the block's rows (step c > r0 + 3) are
-// left at zero: the mask discards them.
-void rows_product(uint a, uint b, uint width, bool owner, uint r0, uint s0, uint step, inout afloat acc[4][4]) {
-  const uint live_c = CAUSAL ? min(4u, (r0 + 3u) / step + 1u) : 4u;
+// With `masked` (a causal mask over rows and columns that start together) the columns c whose
+// every entry lies past the block's rows (step c > r0 + 3) are left at zero: the mask discards them.
+void rows_product(uint a, uint b, uint width, bool masked, bool owner, uint r0, uint s0, uint step,
+                  inout afloat acc[4][4]) {
+  const uint live_c = masked ? min(4u, (r0 + 3u) / step + 1u) : 4u;
   afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH];
   fetch_row_slices(a, b, 0, width, next_a, next_b);
   for (uint x0 = 0; x0 < width; x0 += TILE) {
@@ -115,7 +119,7 @@ uint score_rounds() {
 // acc = its part of A B^T (rows_product); false past the last block. Every invocation calls it (it
 // holds barriers). The blocks cover t, s < 4 ceil(len / 4): the includer writes every such entry
 // (zero outside the block and the mask), which scores_product reads in whole vectors.
-bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s0, out uint step,
+bool score_block(uint round, uint a, uint b, uint width, bool masked, out uint t0, out uint s0, out uint step,
                  out afloat acc[4][4]) {
   const uint blocks_t = (len + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
   const bool owner = blk < blocks_t * blocks_t;
@@ -124,7 +128,7 @@ bool score_block(uint round, uint a, uint b, uint width, out uint t0, out uint s
   step = blocks_t;
   for (uint r = 0; r < 4; ++r)
     for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-  rows_product(a, b, width, owner, t0, s0, step, acc);
+  rows_product(a, b, width, masked, owner, t0, s0, step, acc);
   return owner;
 }
 
@@ -143,49 +147,68 @@ void store_b_rows(uint width, afloat next[B_PREFETCH]) {
   }
 }
 
-// out[r][c] = sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) with M = scores and B the
-// block's rows of operand b (width columns): 4 x 4 blocks of (r, c), TILE rows of B at a time.
-// Each result goes to the includer's store_result(b, row, col, value).
-void scores_product(bool transposed, uint b, uint width) {
-  const uint tid = gl_LocalInvocationID.x, blocks_r = (len + 3) / 4, blocks_c = (width + 3) / 4;
-  const uint len4 = blocks_r * 4u;  // the scores' written rows and columns
-  for (uint round = 0; round * WG_SIZE < blocks_r * blocks_c; ++round) {
-    const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_r * blocks_c;
-    // Columns c0 + blocks_c c: neighbouring invocations read neighbouring words of the tile.
-    const uint r0 = owner ? blk / blocks_c * 4 : 0, c0 = owner ? blk % blocks_c : 0;
-    uint column[4];  // past width: a clamped (loaded) column, never stored
-    for (uint c = 0; c < 4; ++c) column[c] = min(c0 + blocks_c * c, width - 1u);
+// scores_product's rounds: WG_SIZE blocks of 4 x 4 results each over len rows and width columns.
+uint product_rounds(uint width) { return ((len + 3) / 4 * ((width + 3) / 4) + WG_SIZE - 1) / WG_SIZE; }
+
+// This invocation's block of round `round`: rows r0 + r, columns c0 + blocks_c c (neighbouring
+// invocations read neighbouring words of the tile); false past the last block.
+bool product_block(uint round, uint width, out uint r0, out uint c0) {
+  const uint blocks_c = (width + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
+  const bool owner = blk < (len + 3) / 4 * blocks_c;
+  r0 = owner ? blk / blocks_c * 4 : 0;
+  c0 = owner ? blk % blocks_c : 0;
+  return owner;
+}
+
+// acc[r][c] += sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) for this invocation's block
+// of round `round` (product_block), with M = scores and B the rows of operand b (width columns),
+// TILE rows of B at a time. Every invocation calls it (it holds barriers). With `masked` (a causal
+// mask over rows and columns that start together) the steps that meet only its zeros are skipped.
+void product_round(uint round, bool transposed, bool masked, uint b, uint width, inout afloat acc[4][4]) {
+  uint r0, c0;
+  const bool owner = product_block(round, width, r0, c0);
+  const uint blocks_c = (width + 3) / 4, len4 = (len + 3) / 4 * 4u;  // the scores' written rows and columns
+  uint column[4];  // past width: a clamped (loaded) column, never stored
+  for (uint c = 0; c < 4; ++c) column[c] = min(c0 + blocks_c * c, width - 1u);
+  afloat next[B_PREFETCH];
+  fetch_b_rows(b, 0, width, next);
+  for (uint x0 = 0; x0 < len; x0 += TILE) {
+    barrier();  // scores (first time) and the previous tile read -> overwritten
+    store_b_rows(width, next);
+    barrier();  // tile stored -> read by every block owner
+    if (x0 + TILE < len) fetch_b_rows(b, x0 + TILE, width, next);  // in flight during the products
+    if (!owner) continue;
+    // Steps x of this tile that can be nonzero: x < len4, and masked M[r][x] = 0 for x > r (x <= r0
+    // + 3 matters) or, transposed, M[x][r] = 0 for x < r (x >= r0 matters). r0 and x0 are multiples
+    // of 4, so whole vectors.
+    uint x_begin = 0u, x_end = min(TILE, len4 - x0);
+    if (masked && !transposed) x_end = min(x_end, r0 + 4u > x0 ? r0 + 4u - x0 : 0u);
+    if (masked && transposed) x_begin = min(x_end, r0 > x0 ? r0 - x0 : 0u);
+    for (uint x4 = x_begin / 4u; x4 < x_end / 4u; ++x4) {
+      vec4 mv[4];  // [r][u] or, transposed, [u][r]
+      [[unroll]] for (uint i = 0; i < 4; ++i)
+        mv[i] = transposed ? scores[(x0 + 4u * x4 + i) * SROW4 + r0 / 4u] : scores[(r0 + i) * SROW4 + x0 / 4u + x4];
+      [[unroll]] for (uint u = 0; u < 4; ++u) {
+        afloat bv[4];
+        [[unroll]] for (uint c = 0; c < 4; ++c) bv[c] = other_tile[(4u * x4 + u) * MAX_D + column[c]];
+        [[unroll]] for (uint r = 0; r < 4; ++r)
+          [[unroll]] for (uint c = 0; c < 4; ++c) acc[r][c] += (transposed ? mv[u][r] : mv[r][u]) * bv[c];
+      }
+    }
+  }
+}
+
+// out = M B (TRANSPOSED: M^T B) as product_round's, every round, each result to the includer's
+// store_result(b, row, col, value).
+void scores_product(bool transposed, bool masked, uint b, uint width) {
+  const uint blocks_c = (width + 3) / 4;
+  for (uint round = 0; round < product_rounds(width); ++round) {
     afloat acc[4][4];
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    afloat next[B_PREFETCH];
-    fetch_b_rows(b, 0, width, next);
-    for (uint x0 = 0; x0 < len; x0 += TILE) {
-      barrier();  // scores (first time) and the previous tile read -> overwritten
-      store_b_rows(width, next);
-      barrier();  // tile stored -> read by every block owner
-      if (x0 + TILE < len) fetch_b_rows(b, x0 + TILE, width, next);  // in flight during the products
-      if (!owner) continue;
-      // Steps x of this tile that can be nonzero: x < len4, and with CAUSAL M[r][x] = 0 for x > r
-      // (x <= r0 + 3 matters) or, transposed, M[x][r] = 0 for x < r (x >= r0 matters). r0 and x0
-      // are multiples of 4, so whole vectors.
-      uint x_begin = 0u, x_end = min(TILE, len4 - x0);
-      if (CAUSAL && !transposed) x_end = min(x_end, r0 + 4u > x0 ? r0 + 4u - x0 : 0u);
-      if (CAUSAL && transposed) x_begin = min(x_end, r0 > x0 ? r0 - x0 : 0u);
-      for (uint x4 = x_begin / 4u; x4 < x_end / 4u; ++x4) {
-        vec4 mv[4];  // [r][u] or, transposed, [u][r]
-        [[unroll]] for (uint i = 0; i < 4; ++i)
-          mv[i] = transposed ? scores[(x0 + 4u * x4 + i) * SROW4 + r0 / 4u] : scores[(r0 + i) * SROW4 + x0 / 4u + x4];
-        [[unroll]] for (uint u = 0; u < 4; ++u) {
-          afloat bv[4];
-          [[unroll]] for (uint c = 0; c < 4; ++c) bv[c] = other_tile[(4u * x4 + u) * MAX_D + column[c]];
-          [[unroll]] for (uint r = 0; r < 4; ++r)
-            [[unroll]] for (uint c = 0; c < 4; ++c) acc[r][c] += (transposed ? mv[u][r] : mv[r][u]) * bv[c];
-        }
-      }
-    }
-    if (!owner) continue;
+    product_round(round, transposed, masked, b, width, acc);
+    uint r0, c0;
+    if (!product_block(round, width, r0, c0)) continue;
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c) {
         if (r0 + r >= len || c0 + blocks_c * c >= width) continue;

@@ -28,7 +28,7 @@ struct Geometry {
 // A forced tile depth (RILL_KERNEL_PLAN=block_tile=N) for the tiled GPU kernels that the device's
 // shared memory cannot hold: refused, not silently replaced by another kernel.
 Status check_forced_tile(const plan::DeviceTraits& d, uint32_t block, bool tiled) {
-  if (!d.forced.block_tile || tiled || d.family != plan::Family::kGpu || block > 64) return Status::ok();
+  if (!d.forced.block_tile || tiled || d.family != plan::Family::kGpu) return Status::ok();
   return invalid_argument("block_attention: the forced tile depth of " + std::to_string(*d.forced.block_tile) +
                           " (block_tile) does not fit the device's shared memory with blocks of " +
                           std::to_string(block));
@@ -60,9 +60,6 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
   if (bh > 65535) return out_of_range("block_attention: B * H must be <= 65535");
   if (q.element_count() > UINT32_MAX || v.element_count() > UINT32_MAX)
     return out_of_range("block_attention: more than 2^32 elements in q or v");
-  // An invocation walks its block once, each step over Dk and Dv (twice each in the backward).
-  RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, uint64_t(opt.block) * (2 * dk + 2 * dv + 4), kBlockAttentionOp,
-                                                 "this block size and head dimension"));
   const float scale = opt.scale > 0.0f ? opt.scale : 1.0f / std::sqrt(float(dk));
   const uint64_t blocks = (n + opt.block - 1) / opt.block;
   if (blocks > seq.device().caps.max_workgroup_count[0]) return out_of_range("block_attention: too many blocks");
@@ -70,6 +67,16 @@ Result<Geometry> check(Sequence& seq, const Tensor& q, const Tensor& k, const Te
 }
 
 using gpu::BlockAttentionPush;
+
+// The 64-row tiles of a block that the flash kernels (blocks past 64) take, one workgroup each.
+uint32_t flash_tiles(uint32_t block) { return (block + 63) / 64; }
+
+// The generic and register kernels: an invocation walks its block once, each step over Dk and Dv
+// (twice each in the backward). The tiled and flash kernels' walks are a block's tiles.
+Status check_row_walk(const Sequence& seq, uint32_t block, uint64_t dk, uint64_t dv) {
+  return detail::check_loop_budget(seq, uint64_t(block) * (2 * dk + 2 * dv + 4), kBlockAttentionOp,
+                                   "this block size and head dimension");
+}
 
 plan::BlockAttentionShape shape_of(const Geometry& g, uint32_t block) {
   return {.block = block,
@@ -108,12 +115,15 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
     const std::string cpu_kernel = p.texel_rows ? "block_attention/block_attention_fwd_cpu_tx_" + suffix
                                                 : detail::register_kernel("block_attention/block_attention_fwd_cpu",
                                                                           plan::row_vector_width({dk, dv}), suffix);
-    const std::string tiled_kernel = "block_attention/block_attention_fwd_tiled_" + suffix;
-    RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled));
-    if (p.tiled) {
+    const std::string tiled_kernel =
+        "block_attention/block_attention_" + std::string(p.flash ? "fwd_flash_" : "fwd_tiled_") + suffix;
+    RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled || p.flash));
+    if (!p.tiled && !p.flash) RILL_RETURN_IF_ERROR(check_row_walk(seq, opt.block, dk, dv));
+    if (p.tiled || p.flash) {
       d.kernel = tiled_kernel;
       d.spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
                 gpu::spec("TILE", p.tile),         gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv))};
+      if (p.flash) d.groups[2] = flash_tiles(opt.block);  // a block's 64-row query tiles
     } else if (p.register_kernel) {
       d.kernel = cpu_kernel;
       // A block's row groups side by side in x where the count allows (see the kernel), else in z.
@@ -153,7 +163,26 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
     const std::vector<const Tensor*> bindings = {&q, &k, &v, &o, &d_o, &lse, &delta, &dq, &dk_out, &dv_out};
     const plan::BlockAttentionBackwardPlan p =
         plan::block_attention_backward(plan::traits_of(seq), shape_of(g, opt.block));
-    RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled || p.register_kernel));
+    RILL_RETURN_IF_ERROR(check_forced_tile(plan::traits_of(seq), opt.block, p.tiled || p.flash || p.register_kernel));
+    if (!p.tiled && !p.flash) RILL_RETURN_IF_ERROR(check_row_walk(seq, opt.block, dk, dv));
+    if (p.flash) {
+      // Query tiles (delta, dq: scores, dP and dQ per pair), then key tiles, which read delta
+      // (scores, dV, dP and dK per pair).
+      const std::string kernel = "block_attention/block_attention_bwd_flash_" + suffix;  // outlives the dispatches
+      for (uint32_t kind : {0u, 1u})
+        RILL_RETURN_IF_ERROR(seq.dispatch(
+            {.kernel = kernel,
+             .bindings = bindings,
+             .push = push_bytes(push),
+             .groups = {uint32_t(blocks), uint32_t(bh), flash_tiles(opt.block)},
+             .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
+                      gpu::spec("TILE", p.tile), gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv)),
+                      gpu::spec("KIND", kind)},
+             .label = kernel + (kind == 0 ? " (delta, dq)" : " (dk, dv)"),
+             .flops = 2 * bh * pairs * (kind == 0 ? 2 * dk + dv : 2 * dk + 2 * dv),
+             .bytes = bh * n * (kind == 0 ? es * (2 * dk + 2 * dv) + 8 : es * (4 * dk + 3 * dv) + 8)}));
+      return Status::ok();
+    }
     if (p.tiled) {
       // Scores, dV, dP, dQ and dK: Dk + Dv + Dv + Dk + Dk FMAs per pair.
       const std::string kernel = "block_attention/block_attention_bwd_tiled_" + suffix;  // outlives the dispatch
