@@ -24,6 +24,7 @@
 # slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
 # records, and the LM in f16, whose projections take them),
 # wait_spin (the submit round trip and decoding with the host polling fences 0 and 200 us),
+# plan:<ops>:<plan> (rill bench --op <ops> with RILL_KERNEL_PLAN=<plan>, at the sweeps' sizes),
 # cache_order (the pipeline-cache tests, then one after), tune (rill tune: the tuning file with every
 # timing), repro_full (Table 1 at the paper's budget, one seed, L 1-4 at sigma_max 1 and 3; resumable). Each runs under its own time limit (so one slow
 # step cannot eat the call) and writes <step>.json and <step>.log; all of them come back in
@@ -67,7 +68,7 @@ for s in "${steps[@]}"; do
     la) run_step la 180 "$rill" bench --op linear_attention --peers ;;
     # The parallel form only (the GPUs' own; the serial kernel and the CPU scan take most of `la`).
     la_par) run_step la_par 90 "$rill" bench --op linear_attention --peers --la-forms chunked_parallel ;;
-    block) run_step block 40 "$rill" bench --op block_attention --peers ;;
+    block) run_step block 90 "$rill" bench --op block_attention --peers ;;  # blocks 32-256, heads 32-128: 35 s in run 9
     matmul) run_step matmul 45 "$rill" bench --op matmul --peers ;;
     rmsnorm) run_step rmsnorm 20 "$rill" bench --op rmsnorm --peers ;;
     icl) run_step icl 40 "$rill" bench --op icl --no-torch ;;
@@ -199,6 +200,16 @@ for s in "${steps[@]}"; do
                 cp "$dir"/repro-icl.md "$dir"/repro-icl.csv "$work"/ 2>/dev/null
                 tar -czf "$work/repro-runs.tgz" -C "$dir" runs 2>/dev/null
                 tar -czf "$out/gpu-check.tgz" -C "$work" . ;;  # run_step packed before these
+    # Any one plan choice against the default run's records: plan:<ops>:<RILL_KERNEL_PLAN>, e.g.
+    # plan:linear_attention:la_block=8,la_scores=fused (each op timed at the sweeps' sizes).
+    plan:*:*) ops=${s#plan:}; ops=${ops%%:*}; plan=${s#plan:"$ops":}
+              args=()
+              [[ ,$ops, == *,linear_attention,* ]] && args+=(--la-forms chunked_parallel)
+              [[ ,$ops, == *,matmul,* ]] && args+=(--matmul-shapes "$goal_shapes")
+              [[ ,$ops, == *,lm,* ]] && args+=(--lm-no-baseline --lm-max-tokens 65536)
+              [[ ,$ops, == *,icl,* ]] && args+=(--no-torch)
+              name=${plan//[=,]/_}
+              run_step "plan_$name" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op "$ops" "${args[@]}" ;;
     *) echo "unknown step $s"; failed+=("$s (unknown)") ;;
   esac
 done
