@@ -15,7 +15,7 @@
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
 # tasks per workgroup), la_plans (linear attention with output blocks over neighbouring columns,
-# with the scores fused into the state product's walk, with 8 x 8 output blocks, and combinations),
+# with the scores in a walk of their own, and both),
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
@@ -134,12 +134,10 @@ for s in "${steps[@]}"; do
                          --lm-no-baseline --lm-max-tokens 65536 --lm-segment $segment
                      done
                    done ;;
-    # Plan choices of the parallel form's output pass against the default (untimed on a GPU): its
-    # blocks over neighbouring columns, its scores fused into the state product's walk, 8 x 8
-    # blocks in workgroups of a chunk's blocks, and combinations. (Spans of 8 chunks and windows of
-    # 256 ran within 2 % of the default in run 8: la_sweep.)
-    la_plans) for plan in la_columns=grouped la_scores=fused la_block=8 la_block=8,la_scores=fused \
-                          la_block=8,la_scores=fused,la_columns=grouped; do
+    # Plan choices of the parallel form's output pass against the default (fused scores since run
+    # 9): its blocks over neighbouring columns, its scores in a walk of their own, and both. (Spans
+    # of 8 chunks and windows of 256 ran within 2 % of the default in run 8: la_sweep.)
+    la_plans) for plan in la_columns=grouped la_scores=separate la_scores=separate,la_columns=grouped; do
                 step=${plan//=/_}
                 run_step "${step//,/+}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
@@ -201,7 +199,7 @@ for s in "${steps[@]}"; do
                 tar -czf "$work/repro-runs.tgz" -C "$dir" runs 2>/dev/null
                 tar -czf "$out/gpu-check.tgz" -C "$work" . ;;  # run_step packed before these
     # Any one plan choice against the default run's records: plan:<ops>:<RILL_KERNEL_PLAN>, e.g.
-    # plan:linear_attention:la_block=8,la_scores=fused (each op timed at the sweeps' sizes).
+    # plan:linear_attention:la_scores=separate,la_columns=grouped (each op timed at the sweeps' sizes).
     plan:*:*) ops=${s#plan:}; ops=${ops%%:*}; plan=${s#plan:"$ops":}
               args=()
               [[ ,$ops, == *,linear_attention,* ]] && args+=(--la-forms chunked_parallel)

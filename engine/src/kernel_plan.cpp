@@ -187,9 +187,6 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
       if (la.value().grouped_columns) text += ", output blocks of neighbouring columns";
       if (causal && la.value().fused_scores) text += ", scores fused with the state product";
-      if (la.value().block != 4)
-        text += ", output blocks of " + std::to_string(la.value().block) + " x " + std::to_string(la.value().block) +
-                " in workgroups of " + std::to_string(la.value().output_workgroup);
     }
     return text;
   };

@@ -49,7 +49,6 @@ struct PlanOverrides {
   std::optional<uint32_t> la_span;             // "la_span=4": chunks per span of the parallel form's states pass
   std::optional<bool> la_grouped_columns;      // "la_columns=grouped|strided": the output pass's blocks
   std::optional<bool> la_fused_scores;         // "la_scores=fused|separate": the output pass's scores walk
-  std::optional<uint32_t> la_block;            // "la_block=8": the output pass's register blocks (4 or 8 square)
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<uint32_t> wait_spin_us;        // "wait_spin_us=200": host polling of a fence before sleeping
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
@@ -330,8 +329,6 @@ struct LinearAttentionPlan {
   uint32_t span = 1;                    // parallel: chunks per states workgroup (the scan walks spans)
   bool grouped_columns = false;         // parallel: output blocks of 4 neighbouring columns (vector loads)
   bool fused_scores = false;            // parallel, causal forms: the scores in the same walk as f(A) P_c
-  uint32_t block = 4;                   // parallel: the output pass's register blocks, block x block
-  uint32_t output_workgroup = 256;      // parallel: the output pass's workgroup
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H

@@ -183,21 +183,14 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   constexpr uint64_t kMaxHeadDim = 128;  // MAX_D in la_par_common.glsl
   if (s.dk > kMaxHeadDim || s.dv > kMaxHeadDim || s.heads > 65535) return std::nullopt;
   const uint32_t wg = std::min(256u, d.max_invocations);
-  // The output pass's register blocks: 4 x 4 unless forced. Blocks of 8 x 8 do twice the
-  // multiply-adds per shared-memory word; a chunk of 64 then has 64 blocks of scores and of outputs
-  // (heads of 64), so the pass takes a workgroup of a chunk's blocks (a power of two from 32, the
-  // states pass and the scan keep theirs). Untimed on a GPU (tools/gpu-check.sh la_plans).
-  const uint32_t block = d.forced.la_block.value_or(4);
-  auto output_workgroup = [&](uint64_t c) {
-    if (block == 4) return wg;
-    const uint64_t blocks = ceil_div(c, block) * std::max(ceil_div(c, block), ceil_div(s.dv, block));
-    return uint32_t(std::clamp<uint64_t>(std::bit_ceil(blocks), std::min(32u, wg), wg));
-  };
+  // The output pass's register blocks, 4 x 4 (la_par_output.glsl's RB). Blocks of 8 x 8 in a
+  // workgroup of a chunk's blocks ran 1.4-1.7x slower on an H200 (run 9) and were removed.
+  const uint32_t block = 4;
   // Whether the output pass may fuse its scores into the walk of f(A) P_c (la_par_output.glsl's
   // FUSED): every invocation owns at most one scores block and one output block of a chunk.
   auto scores_fuse = [&](uint64_t c) {
     const uint64_t blocks = ceil_div(c, block);
-    return blocks * blocks <= output_workgroup(c) && blocks * ceil_div(s.dv, block) <= output_workgroup(c);
+    return blocks * blocks <= wg && blocks * ceil_div(s.dv, block) <= wg;
   };
   // Fused on GPUs: the forward ran 1.13-1.17x faster from N 16K on an H200, causal and with the
   // LM's heads (tools/rill/bench-h200/run9-0652bae: plan_la_scores_fused.json against la_par.json).
@@ -237,13 +230,12 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   }
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
   // the scores times h(C), per round of blocks (fused, fewer).
-  const uint32_t owg = output_workgroup(c);
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
-  const uint64_t score_rounds = ceil_div(ceil_div(c, block) * ceil_div(c, block), owg);
-  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), owg);
-  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, owg) + tile) +
-                                out_rounds * (k_steps * (ceil_div(c * tile, owg) + ceil_div(tile * s.dv, owg) + tile) +
-                                              s_steps * (ceil_div(tile * s.dv, owg) + tile)) +
+  const uint64_t score_rounds = ceil_div(ceil_div(c, block) * ceil_div(c, block), wg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), wg);
+  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
+                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
+                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
                                 8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
@@ -279,8 +271,6 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // why): the output pass loads each slice of f(A) once instead of twice and takes 32 barriers per
   // chunk instead of 48 (C 64, D 64, tiles of 8), for 16 more accumulators per invocation.
   p.fused_scores = fuse_wanted && scores_fuse(c);
-  p.block = block;
-  p.output_workgroup = owg;
   // With spans the scratch holds the window's chunk states and its spans' states: both within the
   // scratch budget and one storage-buffer range.
   const uint64_t scratch_states = std::min<uint64_t>(kParallelScratchBytes, d.max_storage_range) / state_bytes;
@@ -364,7 +354,7 @@ namespace {
 // Whether the context forces any linear-attention choice.
 bool forces_linear_attention(const PlanOverrides& f) {
   return f.linear_attention || f.la_tile || f.la_scan_groups || f.la_window || f.la_span || f.la_grouped_columns ||
-         f.la_fused_scores || f.la_block;
+         f.la_fused_scores;
 }
 
 // The tuned choices where they fit `fit` (refused choices fall back to the plan without them). A

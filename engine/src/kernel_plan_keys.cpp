@@ -122,13 +122,6 @@ constexpr KeyEntry kKeys[] = {
      "the parallel linear-attention output pass's causal scores computed in the same walk over the inner "
      "dimension as f(A) P (where a chunk's blocks fit one workgroup round; GPUs' default), or in a walk of their own",
      true, [](S v, O& o) { return set_either(v, "fused", "separate", o.la_fused_scores); }},
-    {"la_block", "4 or 8",
-     "the parallel linear-attention output pass's register blocks, 4 x 4 or 8 x 8 outputs per invocation (8: a "
-     "workgroup of one chunk's blocks)",
-     true,
-     [](S v, O& o) {
-       return set_one_of(v, {4, 8}, o.la_block);
-     }},
     {"block_tile", "4, 8, 16 or 32",
      "the tiled and flash GPU block-attention kernels' tile depth (refused where it does not fit)", true,
      [](S v, O& o) {

@@ -4,12 +4,12 @@
 // chunk's own positions. Workgroup (c, bh), mapped positions t0 + t for t < len:
 //   out_{t0+t} = lambda^(t+1) f(a_{t0+t}) P_c + sum_{s<=t} lambda^(t-s) (f(a_{t0+t}) . g(b_{t0+s})) h(c_{t0+s})
 // times phi'(x_{t0+t}) elementwise with GRAD_SCALE (the backward's dq and dk). Three products
-// through shared-memory tiles, each invocation accumulating RB x RB blocks in registers (RB 4 or 8
+// through shared-memory tiles, each invocation accumulating RB x RB blocks in registers (RB = 4
 // neighbouring rows, whose operands it reads as one 16-byte vector per row and 4 inner steps, and
 // RB strided columns, one word each; with GROUPED_COLUMNS the outputs' RB columns are neighbours,
-// aligned runs of 4 words per inner step, which a compiler can load as vectors). Blocks of 8 do
-// twice the multiply-adds per word read from shared memory (64 per 16 words, against 16 per 8)
-// in a quarter of the invocations: the plan gives them a workgroup of a chunk's blocks.
+// aligned runs of 4 words per inner step, which a compiler can load as vectors). Blocks of 8 x 8
+// in a workgroup of a chunk's blocks, twice the multiply-adds per shared word, ran 1.4-1.7x slower
+// on an H200 (tools/rill/bench-h200/run9-0652bae) and were removed.
 //   1. the causal scores [len, len] = f(A) g(B)^T (masked, decayed), kept in shared memory; a
 //      block's columns that lie wholly past its rows are not multiplied;
 //   2. f(A) P_c [len, DV], TILE slices of the inner dimension at a time, scaled by lambda^(t+1);
@@ -29,7 +29,7 @@ layout(constant_id = 11) const bool CAUSAL = true;
 layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
 layout(constant_id = 13) const bool GROUPED_COLUMNS = false;
 layout(constant_id = 18) const bool FUSE_SCORES = false;
-layout(constant_id = 19) const uint RB = 4;  // an invocation's block: RB x RB outputs (4 or 8)
+const uint RB = 4u;  // an invocation's block: RB x RB outputs
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"

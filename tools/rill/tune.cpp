@@ -55,10 +55,9 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"lm prefill", "la_window", {"256"}},   // a window's chunk states small enough for L2
            {"lm prefill", "la_span", {"1", "8"}},  // around the plan's 2-4 chunks per states workgroup
            // The output pass's other forms (run 9 on an H200: fused scores, now the default, 1.13-1.17x
-           // faster; grouped columns within 2 %; 8 x 8 blocks 1.4-1.7x slower).
+           // faster; grouped columns within 2 %).
            {"lm prefill", "la_columns", {"grouped"}},
            {"lm prefill", "la_scores", {"separate"}},
-           {"lm prefill", "la_block", {"8"}},
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"strided"}},  // the plan's default is grouped since run 8
            {"lm prefill", "matmul_depth", {"32"}},

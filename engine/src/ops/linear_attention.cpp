@@ -187,14 +187,14 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   states_spec.insert(states_spec.end(), {gpu::spec("CHUNK", p.chunk), gpu::spec("LOCAL_PREFIXES", local_prefixes)});
   scan_spec.insert(scan_spec.end(), {gpu::spec("CHUNK", p.chunk * p.span), gpu::spec("GROUPS", p.scan_groups)});
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
-    std::vector<SpecValue> out = spec_for(opt, p.output_workgroup);
+    std::vector<SpecValue> out = spec_for(opt, p.workgroup);
     out.insert(out.end(),
                {gpu::spec("PHI_A", form.phi_a), gpu::spec("PHI_B", form.phi_b), gpu::spec("PHI_C", form.phi_c),
                 gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
                 gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
                 gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv),
                 gpu::spec("SPAN", p.span), gpu::spec("GROUPED_COLUMNS", p.grouped_columns),
-                gpu::spec("FUSE_SCORES", p.fused_scores), gpu::spec("RB", p.block)});
+                gpu::spec("FUSE_SCORES", p.fused_scores)});
     return out;
   };
   // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks
