@@ -327,16 +327,30 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   // Eight tasks of a subgroup each share a workgroup of 256 invocations.
   CHECK(gpu.tasks_per_workgroup == 8);
   CHECK(gpu.workgroup == 32);
+  // With the layer's parameters (FULL, one head: P and Q), as the trainer asks: Ahn's 8 tasks take
+  // 19.7 KB; Vladymyrov's 8 would take 47.1 KB of 48 KiB, past the seven eighths a default leaves
+  // room for (4 tasks of 64 invocations, as the H200 ran), and fit when forced; 16 do not.
+  const IclLayersShape ahn_full{.width = 6, .tokens = 21, .layer_params = 72};
+  const IclLayersShape vladymyrov_full{.width = 11, .tokens = 21, .layer_params = 242};
+  CHECK(icl_layers(h100_like(), ahn_full).value().tasks_per_workgroup == 8);
+  const IclLayersPlan full = icl_layers(h100_like(), vladymyrov_full).value();
+  CHECK(full.tasks_per_workgroup == 4);
+  CHECK(full.workgroup == 64);
+  DeviceTraits eight = h100_like();
+  eight.forced.icl_tasks_per_workgroup = 8;
+  CHECK(icl_layers(eight, vladymyrov_full).value().tasks_per_workgroup == 8);
+  eight.forced.icl_tasks_per_workgroup = 16;
+  CHECK_FALSE(icl_layers(eight, vladymyrov_full).is_ok());
   // One task per workgroup: a lane per matrix entry, up to 128.
   DeviceTraits one_task = h100_like();
   one_task.forced.icl_tasks_per_workgroup = 1;
   CHECK(icl_layers(one_task, vladymyrov).value().workgroup == 128);  // the 11 x 11 matrices
   CHECK(icl_layers(one_task, ahn).value().workgroup == 64);          // 6 x 6 = 36 entries
   const IclLayersPlan phone = icl_layers(mali_like(), vladymyrov).value();
-  CHECK(phone.workgroup_per_task);  // a task's 5.2 KiB of shared arrays fit 16 KiB twice
+  CHECK(phone.workgroup_per_task);  // a task's 4.7 KiB of shared arrays fit 16 KiB twice
   CHECK(phone.tasks_per_workgroup == 2);
   CHECK(phone.workgroup * phone.tasks_per_workgroup <= mali_like().max_invocations);
-  // d = 64: five 65 x 65 matrices exceed the shared memory; forced, that is an error with the sizes.
+  // d = 64: four 65 x 65 matrices exceed the shared memory; forced, that is an error with the sizes.
   // A big batch takes a task per invocation; a grid of models with small batches keeps the kernels
   // each model runs alone (its training is bit for bit a lone model's).
   CHECK_FALSE(icl_layers(h100_like(), {.width = 11, .tokens = 21, .tasks = 43008}).value().workgroup_per_task);

@@ -7,7 +7,8 @@
 # LM with int8 and int4 weights), la_par (the
 # linear-attention bench's parallel form alone, with its peers), sampler (the
 # bit-exactness test), profile_lm (a 64K-token prompt and 64 decoded tokens), profile_icl (300
-# Vladymyrov-setting steps), limits (the Mali limit profile's whole-suite run, open-file limit raised),
+# Vladymyrov-setting steps), profile_icl_grid (the ICL bench, its grid of models included, under
+# the profiler), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
 # at each forced matmul tile, unsplit along K, with strided accumulators and with slices 32 deep, on
 # the goals' products / at each decoding grid from 256 x 32, with weight loads 1 and 8 rows at a
@@ -90,6 +91,10 @@ for s in "${steps[@]}"; do
                   --prompt-file "$work/prompt.txt" --tokens 64 ;;
     profile_icl) run_step profile_icl 60 "$rill" profile --trace "$work/icl-trace.json" -- train-icl \
                    --setting vladymyrov --steps 300 --optimizers adam ;;
+    # The grid of 21 Vladymyrov models (14,165 model-steps/s in run 9 against a goal of 20,000):
+    # which of its five dispatches per step takes the time, and the drivers' register counts.
+    profile_icl_grid) run_step profile_icl_grid 90 "$rill" profile --trace "$work/icl-grid-trace.json" -- bench \
+                        --op icl --no-torch ;;
     limits) run_step limits 60 bash -c 'ulimit -n 65536; echo "open files: $(ulimit -n)";
               RILL_TEST=1 RILL_LIMIT_PROFILE=mali build/release/bin/rill_tests' ;;
     gpu_tests) run_step gpu_tests 90 env RILL_TEST=1 build/release/bin/rill_tests \

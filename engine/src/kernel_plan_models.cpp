@@ -233,10 +233,12 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     if (auto p = icl_layers(*tuned, s); p.is_ok()) return p;
   IclLayersPlan p;
   const uint64_t mat = uint64_t(s.width) * s.width, token_elems = uint64_t(s.tokens) * s.width;
-  // The backward's shared arrays per task (the forward's are fewer): tokens, gradient and input
-  // gradient, five matrices, the layer's parameter gradients, two rows; and the staged parameters.
+  // The backward's shared arrays per task (icl_layer_bwd_wg.comp; the forward's are fewer): tokens,
+  // gradient and input gradient, four matrices, the layer's parameter gradients, two rows; and the
+  // staged parameters. (Five matrices were counted before: at the Vladymyrov setting 8 tasks took
+  // 47,080 bytes and were refused at 50,952, past NVIDIA's 49,152.)
   auto shared_bytes = [&](uint64_t tasks) {
-    return (tasks * (3 * token_elems + 5 * mat + s.layer_params + 2 * s.width) + s.layer_params) * 4;
+    return (tasks * (3 * token_elems + 4 * mat + s.layer_params + 2 * s.width) + s.layer_params) * 4;
   };
   // Invocations per task: one per matrix entry up to 128 for a workgroup of one task. Several tasks
   // share a workgroup of up to 256 invocations, at least a subgroup each, so each workgroup's
@@ -254,8 +256,13 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
       return invalid_argument("icl: " + std::to_string(tasks) +
                               " tasks per workgroup do not fit the device's workgroup or shared memory");
   } else {
+    // Unforced, a workgroup leaves an eighth of the shared memory free. That keeps the defaults
+    // the H200 ran: Ahn's 8 tasks (19.7 KB), Vladymyrov's 4 with FULL (24.0 KB; the grid of 21
+    // ran 12,044 model-steps/s at 2 and 14,165 at 4 in run 9) and 8 with DIAG (38.5 KB). FULL's 8
+    // (47.1 KB of NVIDIA's 48 KiB: half the workgroups a multiprocessor holds) are untimed, forced
+    // by `icl_tasks_per_workgroup=8`.
     while (tasks < 64 && uint64_t(tasks) * 2 * lanes_min <= std::min(256u, d.max_invocations) &&
-           shared_bytes(tasks * 2) <= d.shared_bytes)
+           shared_bytes(tasks * 2) <= d.shared_bytes / 8 * 7)
       tasks *= 2;
   }
   p.tasks_per_workgroup = tasks;
