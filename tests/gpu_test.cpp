@@ -1,10 +1,13 @@
 #include "gpu_test.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
 
 #include "vk/kernel_contracts.hpp"
+#include "vk/shader_registry.hpp"
 
 namespace rill_test {
 namespace {
@@ -60,6 +63,31 @@ rill::Context make_context(rill::ContextOptions options) {
 
 // Workgroups of 128 invocations, the most every Vulkan device (and limit profile) allows.
 constexpr uint32_t kHelperWorkgroup = 128;
+
+bool limit_profile_changes_nothing(std::string& why) {
+  const char* name = std::getenv("RILL_LIMIT_PROFILE");
+  if (name == nullptr || *name == '\0') return false;
+  auto listing = rill::list_devices();
+  if (!listing.is_ok() || listing->chosen < 0) return false;
+  const rill::DeviceInfo& device = listing->devices[size_t(listing->chosen)];
+  rill::DeviceInfo profiled = device;
+  if (!rill::apply_limit_profile(name, profiled).is_ok()) return false;
+  // A workgroup dimension is compared only up to the largest size an embedded kernel can declare in
+  // it (any, where a specialization constant sets it): "adreno"'s depth of 64 against lavapipe's 1024
+  // is no difference when every kernel's depth is 1.
+  rill::DeviceCaps own = device.caps, lowered = profiled.caps;
+  for (int d = 0; d < 3; ++d) {
+    uint32_t reachable = 1;
+    for (const rill::vk::ShaderInfo& shader : rill::vk::shader_registry())
+      reachable = shader.local_size_spec_id[d] >= 0 ? UINT32_MAX : std::max(reachable, shader.local_size[d]);
+    own.max_workgroup_size[d] = std::min(own.max_workgroup_size[d], reachable);
+    lowered.max_workgroup_size[d] = std::min(lowered.max_workgroup_size[d], reachable);
+  }
+  if (!(own == lowered)) return false;
+  why = "limit profile '" + std::string(name) + "' leaves the limits of " + device.name +
+        " as they are: a run under it would repeat the suite's own run";
+  return true;
+}
 
 rill::Dispatch fill_dispatch(const rill::Tensor& out, uint32_t n, float value) {
   return {.kernel = "util/fill",

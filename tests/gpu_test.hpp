@@ -44,6 +44,14 @@ bool emulated();
 // messages, and the test's output is failed on them.
 bool validation_by_loader();
 
+// Under RILL_LIMIT_PROFILE (the limit_profile_* runs, tests/CMakeLists.txt): whether the profile
+// leaves the capabilities of the device the suite picks as they are, its own limits being within the
+// profile's (lavapipe's within "adreno"; a workgroup dimension counts only up to what a kernel can
+// declare in it). A run under it would then choose every kernel as the suite's own run did and
+// repeat it; `why` says so. False without a profile, or where it changes anything or cannot be
+// applied (the cases then report the error).
+bool limit_profile_changes_nothing(std::string& why);
+
 }  // namespace rill_test
 
 #define RILL_TEST_CONCAT_INNER(a, b) a##b

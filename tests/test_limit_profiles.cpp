@@ -10,6 +10,7 @@
 #include "gpu_test.hpp"
 #include "kernel_plan.hpp"
 #include "rill/lm.hpp"
+#include "scoped_env.hpp"
 #include "vk/kernel_contracts.hpp"
 #include "vk/quirks.hpp"
 #include "vk/shader_registry.hpp"
@@ -280,6 +281,44 @@ TEST_CASE("an unknown limit profile fails context creation with the known names"
   REQUIRE_FALSE(ctx.is_ok());
   CHECK(ctx.status().code() == rill::StatusCode::kInvalidArgument);
   CHECK(ctx.status().message().find("vulkan11-minimum") != std::string::npos);
+}
+
+// What the limit_profile_* runs skip on (test_main.cpp): a profile that changes nothing the kernels
+// can see on the device, never one that lowers a limit or removes a feature.
+GPU_TEST_CASE("a limit-profile run is skipped only where the profile changes nothing on the device",
+              "[limits][gpu][own-limits]") {
+  std::string why;
+  {
+    rill_test::ScopedEnv none("RILL_LIMIT_PROFILE", nullptr);
+    CHECK_FALSE(rill_test::limit_profile_changes_nothing(why));
+  }
+  {
+    rill_test::ScopedEnv unknown("RILL_LIMIT_PROFILE", "nokia-3310");
+    CHECK_FALSE(rill_test::limit_profile_changes_nothing(why));
+  }
+  // Every device the suite runs on has more than Vulkan 1.1's minimum and than 64 KiB bindings.
+  for (const char* lowering : {"vulkan11-minimum", "small-bindings"}) {
+    rill_test::ScopedEnv profile("RILL_LIMIT_PROFILE", lowering);
+    CHECK_FALSE(rill_test::limit_profile_changes_nothing(why));
+  }
+  CHECK(why.empty());
+  auto listing = rill::list_devices();
+  REQUIRE(listing.is_ok());
+  REQUIRE(listing->chosen >= 0);
+  const rill::DeviceCaps& caps = listing->devices[size_t(listing->chosen)].caps;
+  // "adreno" (limit_profiles.cpp) keeps every feature; its limits, but the workgroup's depth of 64
+  // that no kernel reaches (each one's is 1):
+  const bool within_adreno = caps.shared_memory_bytes <= 32768 && caps.max_workgroup_invocations <= 1024 &&
+                             caps.max_workgroup_size[0] <= 1024 && caps.max_workgroup_size[1] <= 1024 &&
+                             caps.max_workgroup_count[0] <= 65535 && caps.max_workgroup_count[1] <= 65535 &&
+                             caps.max_workgroup_count[2] <= 65535 && caps.max_storage_buffer_range <= (1u << 27) &&
+                             caps.max_push_constants_bytes <= 128 && caps.max_texel_buffer_elements <= (1u << 27);
+  INFO("device " << listing->devices[size_t(listing->chosen)].name << " within adreno's limits: " << within_adreno);
+  {
+    rill_test::ScopedEnv adreno("RILL_LIMIT_PROFILE", "adreno");
+    CHECK(rill_test::limit_profile_changes_nothing(why) == within_adreno);
+  }
+  if (within_adreno) CHECK(why.find("'adreno' leaves the limits of") != std::string::npos);
 }
 
 // What the f16 skips in the op tests stand on: without 16-bit storage an f16 op is refused by name

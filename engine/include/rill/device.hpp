@@ -61,6 +61,8 @@ struct DeviceCaps {
   bool texel_buffer_f16x4 = false;
   bool texel_buffer_u32x4 = false;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
+
+  bool operator==(const DeviceCaps&) const = default;
 };
 
 struct DeviceInfo {
