@@ -192,8 +192,8 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
     const uint64_t blocks = ceil_div(c, block);
     return blocks * blocks <= wg && blocks * ceil_div(s.dv, block) <= wg;
   };
-  // Fused on GPUs: the forward ran 1.13-1.17x faster from N 16K on an H200, causal and with the
-  // LM's heads (tools/rill/bench-h200/run9-0652bae: plan_la_scores_fused.json against la_par.json).
+  // Fused on GPUs: the forward ran 1.10-1.16x faster from N 16K on an H200, causal with heads of
+  // 64 and the LM's 32 (tools/rill/bench-h200/run9-0652bae: plan_la_scores_fused.json against la_par.json).
   // CPU drivers keep the separate walk (their own kernels are not these; forced here, untimed).
   bool fuse_wanted = d.forced.la_fused_scores.value_or(d.family == Family::kGpu);
   // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
