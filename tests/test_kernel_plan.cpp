@@ -254,6 +254,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"matmul_splits", "3"},
                                                       {"matmul_coop", "emulated"},
                                                       {"matmul_coop_buffers", "1"},
+                                                      {"matmul_coop_depth", "64"},
                                                       {"matmul_coop_groups", "4x2"},
                                                       {"rmsnorm_texel", "off"},
                                                       {"elementwise_texel", "on"},
@@ -805,7 +806,19 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   // (tools/rill/bench-h200/run5-8e4aa89/matmul.json, f16 4096^3); two stages add one of A and B.
   CHECK(one_stage->shared_bytes() == 23040);
   CHECK(cooperative_matmul(d, big)->shared_bytes() == 23040 + 2 * (128 * 40 + 32 * 136));
+  // Slices of 64 k steps where forced and they fit (the 128 x 128 block's 39 KiB in 48); in 32 KiB
+  // the forced depth gives way first, keeping the block.
   d.forced.matmul_coop_buffers.reset();
+  CHECK(cooperative_matmul(d, big)->depth == 32);
+  d.forced.matmul_coop_depth = 64;
+  CHECK(cooperative_matmul(d, big)->depth == 64);
+  CHECK(cooperative_matmul(d, big)->shared_bytes() == 2 * (128 * 72 + 64 * 136) + 4 * 16 * 16 * 4);
+  CHECK(cooperative_matmul(d, big)->inner_loops < cooperative_matmul(tight, big)->inner_loops);  // half the slices
+  tight.forced.matmul_coop_depth = 64;
+  CHECK(cooperative_matmul(tight, big)->depth == 32);
+  CHECK(cooperative_matmul(tight, big)->block_n() == 128);
+  d.forced.matmul_coop_depth.reset();
+  tight.forced.matmul_coop_depth.reset();
   tight.shared_bytes = 16384;
   REQUIRE(cooperative_matmul(tight, big).has_value());
   CHECK(cooperative_matmul(tight, big)->block_n() == 64);

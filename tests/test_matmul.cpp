@@ -248,10 +248,14 @@ GPU_TEST_CASE("the CPU matmul's texel form matches the reference", "[matmul][gpu
 // device has cooperative matrices, and on every device with its fragments emulated, which checks
 // the staging, the fragment offsets and the epilogue where no cooperative matrices exist (lavapipe).
 GPU_TEST_CASE("the cooperative-matrix matmul matches the reference", "[matmul][gpu]") {
-  // Each with one shared stage per k slice (the plan's choice) and with two, and with 2 x 4 and
-  // 4 x 2 subgroups as well as the plan's 2 x 2.
-  std::vector<std::string> modes = {"emulated", "emulated,matmul_coop_buffers=2", "emulated,matmul_coop_groups=2x4",
-                                    "emulated,matmul_coop_groups=4x2,matmul_coop_buffers=2"};
+  // Each with one shared stage per k slice (the plan's choice) and with two, with 2 x 4 and 4 x 2
+  // subgroups as well as the plan's 2 x 2, and with slices of 64 k steps as well as 32.
+  std::vector<std::string> modes = {"emulated",
+                                    "emulated,matmul_coop_buffers=2",
+                                    "emulated,matmul_coop_groups=2x4",
+                                    "emulated,matmul_coop_groups=4x2,matmul_coop_buffers=2",
+                                    "emulated,matmul_coop_depth=64",
+                                    "emulated,matmul_coop_depth=64,matmul_coop_groups=2x4,matmul_coop_buffers=2"};
   {
     const rill::Context probe = rill_test::make_context();
     if (probe.device().caps.cooperative_matrix_f16[0] != 0) {
@@ -259,6 +263,8 @@ GPU_TEST_CASE("the cooperative-matrix matmul matches the reference", "[matmul][g
       modes.push_back("native,matmul_coop_buffers=2");
       modes.push_back("native,matmul_coop_groups=2x4");
       modes.push_back("native,matmul_coop_groups=4x2");
+      modes.push_back("native,matmul_coop_depth=64");
+      modes.push_back("native,matmul_coop_depth=64,matmul_coop_groups=2x4");
     } else {
       WARN(probe.device().name << " has no cooperative matrices: only their emulated fragments are tested");
     }

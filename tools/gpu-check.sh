@@ -22,7 +22,7 @@
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with two shared stages per k
-# slice and with 2 x 4 and 4 x 2 subgroups, to compare with the default run's f16
+# slice, with 2 x 4 and 4 x 2 subgroups and with slices of 64 k steps, to compare with the default run's f16
 # records, and the LM in f16, whose projections take them),
 # wait_spin (the submit round trip and decoding with the host polling fences 0 and 200 us),
 # plan:<ops>:<plan> (rill bench --op <ops> with RILL_KERNEL_PLAN=<plan>, at the sweeps' sizes),
@@ -172,6 +172,12 @@ for s in "${steps[@]}"; do
           for groups in 2x4 4x2; do
             run_step "matmul_coop_groups_$groups" 45 env RILL_KERNEL_PLAN="matmul_coop_groups=$groups" "$rill" \
               bench --op matmul --matmul-shapes "$goal_shapes"
+          done
+          # Slices of 64 k steps (half the barriers and waits per k; the next slice's registers
+          # double), with the plan's 4 subgroups and with 8 (half the registers each).
+          for plan in matmul_coop_depth=64 matmul_coop_depth=64,matmul_coop_groups=2x4; do
+            run_step "${plan//[=,]/_}" 45 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
+              --matmul-shapes "$goal_shapes"
           done
           # The default model in f16 (its NormAttention outputs kept in f32: before, they overflowed
           # past 2K positions), beside the f32 figures of the `lm` step.

@@ -146,7 +146,8 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        std::to_string(coop->fm) + " x " + std::to_string(coop->fn) + " x " + std::to_string(coop->fk) +
                        " fragments, block " + std::to_string(coop->block_m()) + " x " +
                        std::to_string(coop->block_n()) + ", workgroup " + std::to_string(coop->workgroup()) + ", " +
-                       std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages")});
+                       std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages") +
+                       " of " + std::to_string(coop->depth) + " k steps"});
   // The bench's shapes: 4 heads of 64 over 16K positions, in blocks of 64 and 256.
   for (const uint32_t block : {64u, 256u}) {
     const BlockAttentionShape bs{.block = block, .dk = 64, .dv = 64, .rows = 4 * 16384, .heads = 4};

@@ -70,6 +70,8 @@ struct PlanOverrides {
   std::optional<uint32_t> matmul_coop_buffers;
   // "matmul_coop_groups=2x4": the cooperative-matrix matmul's subgroups along m x n (2x2, 2x4, 4x2).
   std::optional<std::pair<uint32_t, uint32_t>> matmul_coop_groups;
+  // "matmul_coop_depth=32|64": the cooperative-matrix matmul's k steps per shared slice.
+  std::optional<uint32_t> matmul_coop_depth;
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   std::optional<uint32_t> matmul_depth;   // "matmul_depth=32": the GPU matmul's k steps per slice (8, 16, 32)
   // "matmul_layout=grouped|strided": the GPU matmul's accumulators in runs of adjacent rows and
@@ -242,6 +244,7 @@ struct CoopMatmulPlan {
   bool emulated = false;  // fragments as plain arithmetic (matmul_coop_emulated_f16)
   uint32_t subgroup = 32, groups_m = 2, groups_n = 2, frags_m = 2, frags_n = 2, fm = 16, fn = 16, fk = 16;
   uint32_t buffers = 2;  // shared stages of a k slice (spec constant BUFFERS)
+  uint32_t depth = gpu::kCoopSliceDepth;  // k steps per slice (spec constant BK)
   uint64_t inner_loops = 0;
   uint32_t workgroup() const { return subgroup * groups_m * groups_n; }
   uint32_t block_m() const { return groups_m * frags_m * fm; }
@@ -249,7 +252,7 @@ struct CoopMatmulPlan {
   // The kernel's shared memory: the stages of A (block_m rows of a slice's halves) and B (a slice's
   // rows of block_n), each row padded, and the subgroups' f32 fragment stage.
   uint64_t shared_bytes() const {
-    const uint64_t depth = gpu::kCoopSliceDepth, pad = gpu::kCoopRowPadHalves;
+    const uint64_t pad = gpu::kCoopRowPadHalves;
     return 2ull * buffers * (block_m() * (depth + pad) + depth * (block_n() + pad)) +
            4ull * groups_m * groups_n * fm * fn;
   }

@@ -179,6 +179,11 @@ constexpr KeyEntry kKeys[] = {
      [](S v, O& o) {
        return set_pair(v, {{2, 2}, {2, 4}, {4, 2}}, o.matmul_coop_groups);
      }},
+    {"matmul_coop_depth", "32 or 64",
+     "the cooperative-matrix matmul's k steps per shared slice (64: half the barriers, twice the shared memory)", false,
+     [](S v, O& o) {
+       return set_one_of(v, {32, 64}, o.matmul_coop_depth);
+     }},
     {"rmsnorm_texel", "on or off", "the CPU RMSNorm kernels read their rows as texels where rows are whole texels",
      true, [](S v, O& o) { return set_on_off(v, o.rmsnorm_texel); }},
     {"elementwise_texel", "on or off",

@@ -169,7 +169,12 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
   // 512 in 0.16 against 0.22. Forced two stages give way to one where they do not fit; then 2 x 2
   // subgroups (eight add 4 KiB of epilogue stage); then the 64 x 64 block; then the other kernels.
   p.buffers = d.forced.matmul_coop_buffers.value_or(1);
+  // Slices of 32 k steps unless forced: 64 (untimed on a GPU; tools/gpu-check.sh coop times it)
+  // halve the barriers and waits per k but double the stages and the registers of the next slice.
+  // A forced depth gives way first where the kernel does not fit.
+  p.depth = d.forced.matmul_coop_depth.value_or(gpu::kCoopSliceDepth);
   const uint32_t block = p.block_m();
+  if (p.shared_bytes() > d.shared_bytes) p.depth = gpu::kCoopSliceDepth;
   if (p.shared_bytes() > d.shared_bytes) p.buffers = 1;
   if (p.shared_bytes() > d.shared_bytes && p.groups_m * p.groups_n > 4) {
     p.groups_m = p.groups_n = 2;
@@ -179,9 +184,9 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
   if (p.shared_bytes() > d.shared_bytes) return std::nullopt;
   // Loops per invocation for a loop-limited driver: per k slice the fetch and store loops and, when
   // emulated, each fragment product's rows (its k steps unrolled only in the native form).
-  const uint64_t slices = ceil_div(s.k, gpu::kCoopSliceDepth), frags = uint64_t(p.frags_m) * p.frags_n;
+  const uint64_t slices = ceil_div(s.k, p.depth), frags = uint64_t(p.frags_m) * p.frags_n;
   const uint64_t per_lane = uint64_t(p.fm) * p.fn / std::max(p.subgroup, 1u);
-  const uint64_t products = p.emulated ? frags * (gpu::kCoopSliceDepth / p.fk) * per_lane * (p.fk + 1) : 0;
+  const uint64_t products = p.emulated ? frags * (p.depth / p.fk) * per_lane * (p.fk + 1) : 0;
   p.inner_loops = slices * (products + 8) + frags * (per_lane + 2) + 8;
   return p;
 }

@@ -33,9 +33,11 @@ layout(constant_id = 8) const uint FM = 16;      // fragment shape M x N x K
 layout(constant_id = 9) const uint FN = 16;
 layout(constant_id = 10) const uint FK = 16;
 layout(constant_id = 11) const uint BUFFERS = 2;  // shared stages of a slice: 1 or 2
+// k steps per slice (kCoopSliceDepth or 64): a deeper slice halves the barriers and the waits on
+// memory per k, for twice the shared memory and the registers of the next slice.
+layout(constant_id = 12) const uint BK = kCoopSliceDepth;
 layout(local_size_x_id = 0) in;
 
-const uint BK = kCoopSliceDepth;
 const uint BM = GROUPS_M * FRAGS_M * FM;
 const uint BN = GROUPS_N * FRAGS_N * FN;
 // Rows of the stages in 16-byte words, one word of padding each: every fragment row stays 16-byte

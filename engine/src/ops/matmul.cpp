@@ -107,19 +107,19 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
   push.batches = uint32_t(mc.batch);
   if (const auto coop = plan::cooperative_matmul(traits, shape)) {
     RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, coop->inner_loops, kMatmulOp, "the inner dimension K"));
-    return seq.dispatch(
-        {.kernel = coop->emulated ? "matmul/matmul_coop_emulated_f16" : "matmul/matmul_coop_f16",
-         .bindings = std::move(bindings),
-         .push = push_bytes(push),
-         .groups = {uint32_t((N + coop->block_n() - 1) / coop->block_n()),
-                    uint32_t((M + coop->block_m() - 1) / coop->block_m()), uint32_t(mc.batch)},
-         .spec = {gpu::spec("WG", coop->workgroup()), gpu::spec("SG", coop->subgroup),
-                  gpu::spec("GROUPS_M", coop->groups_m), gpu::spec("GROUPS_N", coop->groups_n),
-                  gpu::spec("FRAGS_M", coop->frags_m), gpu::spec("FRAGS_N", coop->frags_n), gpu::spec("FM", coop->fm),
-                  gpu::spec("FN", coop->fn), gpu::spec("FK", coop->fk), gpu::spec("BUFFERS", coop->buffers),
-                  gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
-         .flops = 2 * M * N * K * mc.batch,
-         .bytes = bytes});
+    return seq.dispatch({.kernel = coop->emulated ? "matmul/matmul_coop_emulated_f16" : "matmul/matmul_coop_f16",
+                         .bindings = std::move(bindings),
+                         .push = push_bytes(push),
+                         .groups = {uint32_t((N + coop->block_n() - 1) / coop->block_n()),
+                                    uint32_t((M + coop->block_m() - 1) / coop->block_m()), uint32_t(mc.batch)},
+                         .spec = {gpu::spec("WG", coop->workgroup()), gpu::spec("SG", coop->subgroup),
+                                  gpu::spec("GROUPS_M", coop->groups_m), gpu::spec("GROUPS_N", coop->groups_n),
+                                  gpu::spec("FRAGS_M", coop->frags_m), gpu::spec("FRAGS_N", coop->frags_n),
+                                  gpu::spec("FM", coop->fm), gpu::spec("FN", coop->fn), gpu::spec("FK", coop->fk),
+                                  gpu::spec("BUFFERS", coop->buffers), gpu::spec("BK", coop->depth),
+                                  gpu::spec("HAS_BIAS", o.bias != nullptr), gpu::spec("ACCUMULATE", o.accumulate)},
+                         .flops = 2 * M * N * K * mc.batch,
+                         .bytes = bytes});
   }
   const plan::MatmulPlan p = plan::matmul(traits, shape);
   RILL_RETURN_IF_ERROR(detail::check_loop_budget(seq, p.inner_loops, kMatmulOp, "the inner dimension K"));

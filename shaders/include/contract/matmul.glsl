@@ -9,8 +9,9 @@ const uint kPackedInt8PerWord = 4u;
 const uint kPackedInt4PerWord = 8u;
 const uint kPackedF16PerWord = 2u;
 
-// The cooperative-matrix matmul (matmul_coop.glsl) stages k slices this deep, each staged row
-// padded by one 16-byte word of halves; its plan (kernel_plan.hpp) sizes the shared memory from them.
+// The cooperative-matrix matmul (matmul_coop.glsl) stages k slices this deep unless its plan says
+// deeper (spec constant BK: 32 or 64), each staged row padded by one 16-byte word of halves; its plan
+// (kernel_plan.hpp) sizes the shared memory from them.
 const uint kCoopSliceDepth = 32u;
 const uint kCoopRowPadHalves = 8u;
 
