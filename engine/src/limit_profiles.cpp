@@ -8,101 +8,80 @@
 namespace rill {
 namespace {
 
+// A profile lowers the device's limits to its own and turns off what it lacks: a member left at its
+// default keeps the device's value, so each profile names only what it takes away.
 struct LimitProfile {
   const char* name;
   const char* description;
-  uint32_t shared_memory_bytes;
-  uint32_t max_invocations;
-  std::array<uint32_t, 3> max_workgroup_size;
-  std::array<uint32_t, 3> max_workgroup_count;
-  uint64_t max_storage_buffer_range;
-  uint32_t max_push_constants_bytes;
-  uint64_t max_texel_buffer_elements;
-  bool subgroup_arithmetic, subgroup_size_control, storage_16bit, float16, storage_8bit, int8;
-  bool cooperative_matrices;  // kept where the device has them
-  bool unified_memory;        // kept where the device has it; false: the host maps no device memory
-  bool rounding_rte;          // kept where the device has it (Vulkan 1.1 cannot declare the rounding)
+  uint32_t shared_memory_bytes = UINT32_MAX;
+  uint32_t max_invocations = UINT32_MAX;
+  std::array<uint32_t, 3> max_workgroup_size = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+  std::array<uint32_t, 3> max_workgroup_count = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+  uint64_t max_storage_buffer_range = UINT64_MAX;
+  uint32_t max_push_constants_bytes = UINT32_MAX;
+  uint64_t max_texel_buffer_elements = UINT64_MAX;
+  bool subgroup_arithmetic = true, subgroup_size_control = true, storage_16bit = true, float16 = true;
+  bool storage_8bit = true, int8 = true;
+  bool cooperative_matrices = true;  // kept where the device has them
+  bool unified_memory = true;        // kept where the device has it; false: the host maps no device memory
+  bool rounding_rte = true;          // kept where the device has it (Vulkan 1.1 cannot declare the rounding)
 };
 
+// Phone classes share Vulkan's minimum workgroup counts and 128 MiB storage and texel bindings.
+constexpr std::array<uint32_t, 3> kMinimumWorkgroupCount = {65535, 65535, 65535};
+constexpr uint64_t k128MiB = uint64_t(1) << 27;
+
 constexpr LimitProfile kProfiles[] = {
-    {"mali",
-     "Mali-class GPU: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers, no subgroup arithmetic",
-     16384,
-     256,
-     {256, 256, 64},
-     {65535, 65535, 65535},
-     uint64_t(1) << 27,
-     128,
-     uint64_t(1) << 27,
-     false,
-     false,
-     true,
-     true,
-     true,
-     true,
-     false,
-     true,
-     true},
-    {"adreno",
-     "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
-     32768,
-     1024,
-     {1024, 1024, 64},
-     {65535, 65535, 65535},
-     uint64_t(1) << 27,
-     128,
-     uint64_t(1) << 27,
-     true,
-     true,
-     true,
-     true,
-     true,
-     true,
-     false,
-     true,
-     true},
-    {"vulkan11-minimum",
-     "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage buffers, "
-     "65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic, no declared f32 rounding, no device memory "
-     "the host "
-     "maps (uploads and downloads staged as on a discrete GPU; descriptor counts stay the device's)",
-     16384,
-     128,
-     {128, 128, 64},
-     {65535, 65535, 65535},
-     uint64_t(1) << 27,
-     128,
-     65536,
-     false,
-     false,
-     false,
-     false,
-     false,
-     false,
-     false,
-     false,
-     false},
+    {.name = "mali",
+     .description = "Mali-class GPU: 16 KiB shared memory, 256 invocations, 128 MiB storage buffers, no subgroup "
+                    "arithmetic",
+     .shared_memory_bytes = 16384,
+     .max_invocations = 256,
+     .max_workgroup_size = {256, 256, 64},
+     .max_workgroup_count = kMinimumWorkgroupCount,
+     .max_storage_buffer_range = k128MiB,
+     .max_push_constants_bytes = 128,
+     .max_texel_buffer_elements = k128MiB,
+     .subgroup_arithmetic = false,
+     .subgroup_size_control = false,
+     .cooperative_matrices = false},
+    {.name = "adreno",
+     .description = "Adreno-class GPU: 32 KiB shared memory, 1024 invocations, 128 MiB storage buffers",
+     .shared_memory_bytes = 32768,
+     .max_invocations = 1024,
+     .max_workgroup_size = {1024, 1024, 64},
+     .max_workgroup_count = kMinimumWorkgroupCount,
+     .max_storage_buffer_range = k128MiB,
+     .max_push_constants_bytes = 128,
+     .max_texel_buffer_elements = k128MiB,
+     .cooperative_matrices = false},
+    {.name = "vulkan11-minimum",
+     .description = "the limits Vulkan 1.1 guarantees: 16 KiB shared memory, 128 invocations, 128 MiB storage "
+                    "buffers, 65,536-texel buffer views, no 16-bit storage, no subgroup arithmetic, no declared f32 "
+                    "rounding, no device memory the host maps (uploads and downloads staged as on a discrete GPU; "
+                    "descriptor counts stay the device's)",
+     .shared_memory_bytes = 16384,
+     .max_invocations = 128,
+     .max_workgroup_size = {128, 128, 64},
+     .max_workgroup_count = kMinimumWorkgroupCount,
+     .max_storage_buffer_range = k128MiB,
+     .max_push_constants_bytes = 128,
+     .max_texel_buffer_elements = 65536,
+     .subgroup_arithmetic = false,
+     .subgroup_size_control = false,
+     .storage_16bit = false,
+     .float16 = false,
+     .storage_8bit = false,
+     .int8 = false,
+     .cooperative_matrices = false,
+     .unified_memory = false,
+     .rounding_rte = false},
     // Not a class of device: every limit the device's own but the storage bindings, so that the
     // splitting of tensors too large for one binding (a model's embedding and output head) runs in
     // tests with small models on any machine.
-    {"small-bindings",
-     "the device's own limits but storage bindings of 64 KiB: tables larger than one binding split",
-     UINT32_MAX,
-     UINT32_MAX,
-     {UINT32_MAX, UINT32_MAX, UINT32_MAX},
-     {UINT32_MAX, UINT32_MAX, UINT32_MAX},
-     uint64_t(1) << 16,
-     UINT32_MAX,
-     UINT64_MAX,
-     true,
-     true,
-     true,
-     true,
-     true,
-     true,
-     true,
-     true,
-     true},
+    {.name = "small-bindings",
+     .description = "the device's own limits but storage bindings of 64 KiB: tables larger than one binding split",
+     .max_storage_buffer_range = uint64_t(1) << 16},
 };
 
 }  // namespace
