@@ -17,7 +17,7 @@ namespace {
 
 // The Vulkan loader unloads the validation layer and the driver when an instance is destroyed.
 // LeakSanitizer then cannot name the library that leaked (the layer 1.3.239 leaks a little per
-// freed command buffer), and tests/sanitizers/lsan.supp cannot suppress it by name. Pinning the
+// freed command buffer), and the suppressions (tests/sanitizers/asan_defaults.c) cannot name it. Pinning the
 // libraries keeps them mapped; it changes nothing else.
 #ifndef _WIN32
 struct PinVulkanLibraries {

@@ -39,6 +39,7 @@ if [[ "$mode" == "run" ]]; then
   exit 0
 fi
 
+install_missing clang  # the tests build a consumer of the installed C++ API with clang too
 start=$SECONDS
 build release
 echo "== tests (release)"

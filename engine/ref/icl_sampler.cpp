@@ -9,16 +9,23 @@
 namespace rill::ref::icl {
 namespace glsl {
 
-// The GLSL built-ins and types the shared sources use.
+// The GLSL built-ins and types the shared sources use. Constructors, not aggregates: the sources
+// build vectors as `uvec4(a, b, c, d)`, which clang before 16 accepts only from a constructor.
 using uint = uint32_t;
 struct uvec2 {
-  uint x, y;
+  uint x = 0, y = 0;
+  constexpr uvec2() = default;
+  constexpr uvec2(uint x0, uint y0) : x(x0), y(y0) {}
 };
 struct uvec4 {
-  uint x, y, z, w;
+  uint x = 0, y = 0, z = 0, w = 0;
+  constexpr uvec4() = default;
+  constexpr uvec4(uint x0, uint y0, uint z0, uint w0) : x(x0), y(y0), z(z0), w(w0) {}
 };
 struct vec4 {
-  float x, y, z, w;
+  float x = 0, y = 0, z = 0, w = 0;
+  constexpr vec4() = default;
+  constexpr vec4(float x0, float y0, float z0, float w0) : x(x0), y(y0), z(z0), w(w0) {}
   float operator[](uint i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
 };
 inline uint floatBitsToUint(float f) { return std::bit_cast<uint>(f); }

@@ -20,7 +20,8 @@ LmDecodePlan fused_decode_plan(const DeviceTraits& d, const LmDecodeShape& s) {
   // time is the latency of each invocation's serial walk over the rows: more workgroups (32 FFN
   // slices instead of 8) and more invocations splitting the rows shorten it. 128 x 64 took
   // 24 us per FFN call on an H200 (rill profile).
-  const auto [gpu_workgroup, gpu_columns] = d.forced.lm_decode_grid.value_or(std::pair<uint32_t, uint32_t>{256, 16});
+  const std::pair<uint32_t, uint32_t> grid = d.forced.lm_decode_grid.value_or(std::pair<uint32_t, uint32_t>{256, 16});
+  const uint32_t gpu_workgroup = grid.first, gpu_columns = grid.second;  // captured below: no structured binding
   p.workgroup = d.family == Family::kGpu ? std::min(gpu_workgroup, d.max_invocations) : std::max(d.subgroup, 4u);
   if (p.workgroup > d.max_invocations) return per_op("no workgroup size fits the device");
   // FFN slices and logit columns: gpu_columns per workgroup on GPUs (many workgroups); about eight

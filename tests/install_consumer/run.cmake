@@ -2,7 +2,8 @@
 # where it was put), then checks it as applications and users would: the installed tool starts with
 # no LD_LIBRARY_PATH; the shared library exports only rill's API; the consumer project builds with
 # find_package(rill) against the moved install tree and against the build tree, linking the shared
-# and the static library; and builds by hand with pkg-config (rill.pc, rill-c.pc, both --static).
+# and the static library; and builds by hand with pkg-config (rill.pc, rill-c.pc, both --static),
+# the C++ consumer also with clang.
 file(REMOVE_RECURSE ${RILL_WORK_DIR})
 set(installed ${RILL_WORK_DIR}/installed)
 set(prefix ${RILL_WORK_DIR}/moved)
@@ -124,3 +125,32 @@ foreach(api c cpp)
     run(${out}-static)
   endif()
 endforeach()
+
+# The C++ consumer built by clang (with the system's libstdc++) against the same library: the public
+# headers must not lean on what only GCC supports (std::source_location needed clang 15 there).
+# A sanitized library needs its own runtime, which only the build's compiler links: those builds
+# leave this to the plain ones.
+if(NOT RILL_CONSUMER_FLAGS MATCHES "sanitize" AND EXISTS ${libdir}/librill.so)
+  if(NOT RILL_CLANG_CXX)
+    message(FATAL_ERROR "no clang++ to build the consumer with (tools/quickstart.sh test installs clang)")
+  endif()
+  set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+  pkg_flags(cflags --cflags rill)
+  pkg_flags(libs --libs rill)
+  # Every installed header on its own line of one file, compiled by clang with warnings as errors.
+  file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/rill/*.hpp)
+  list(LENGTH headers header_count)
+  if(header_count LESS 10)
+    message(FATAL_ERROR "expected rill's installed C++ headers, found: ${headers}")
+  endif()
+  set(every_header ${RILL_WORK_DIR}/every_header.cpp)
+  file(WRITE ${every_header} "")
+  foreach(header IN LISTS headers)
+    file(APPEND ${every_header} "#include <${header}>\n")
+  endforeach()
+  run(${RILL_CLANG_CXX} -fsyntax-only -Wall -Wextra -Werror ${cflags} ${every_header})
+  set(out ${RILL_WORK_DIR}/clang-cpp-shared)
+  run(${RILL_CLANG_CXX} -Wall -Wextra -Werror ${cflags} ${RILL_CONSUMER_DIR}/consumer.cpp -o ${out} ${libs}
+      -Wl,-rpath,${libdir})
+  run(${out})
+endif()

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,13 +30,24 @@ enum class StatusCode : int {
 
 RILL_API const char* status_code_name(StatusCode code);
 
+// Where in rill's source a Status was created. Not std::source_location: the libstdc++ of Debian 12
+// needs a built-in for it that clang only has from version 15 (Debian 12's is 14), and this header
+// must compile for every compiler an application may use. GCC, clang and MSVC all have these.
+struct SourceLocation {
+  const char* file = nullptr;
+  uint32_t line = 0;
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
+    return SourceLocation{file, line};
+  }
+};
+
 // A Status records where in rill's source it was created (the origin of an error, however far it
 // travels up): location() gives it, and to_string() appends it when locations are shown.
 class [[nodiscard]] RILL_API Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message, std::source_location where = std::source_location::current())
-      : code_(code), message_(std::move(message)), file_(where.file_name()), line_(where.line()) {}
+  Status(StatusCode code, std::string message, SourceLocation where = SourceLocation::current())
+      : code_(code), message_(std::move(message)), file_(where.file), line_(where.line) {}
 
   static Status ok() { return Status(); }
 
@@ -57,7 +67,7 @@ class [[nodiscard]] RILL_API Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
-  const char* file_ = nullptr;  // static storage (std::source_location)
+  const char* file_ = nullptr;  // static storage (a string literal of the compiler's)
   uint32_t line_ = 0;
 };
 
@@ -66,17 +76,17 @@ class [[nodiscard]] RILL_API Status {
 RILL_API void set_status_locations(bool shown);
 RILL_API bool status_locations();
 
-RILL_API Status invalid_argument(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status not_found(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status resource_exhausted(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status failed_precondition(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status unavailable(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status data_loss(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status out_of_range(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status internal_error(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status unimplemented(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status cancelled(std::string message, std::source_location where = std::source_location::current());
-RILL_API Status deadline_exceeded(std::string message, std::source_location where = std::source_location::current());
+RILL_API Status invalid_argument(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status not_found(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status resource_exhausted(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status failed_precondition(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status unavailable(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status data_loss(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status out_of_range(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status internal_error(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status unimplemented(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status cancelled(std::string message, SourceLocation where = SourceLocation::current());
+RILL_API Status deadline_exceeded(std::string message, SourceLocation where = SourceLocation::current());
 
 namespace detail {
 // Called when a Result holding an error is read as a value: prints the status to stderr and aborts

@@ -84,31 +84,23 @@ Status Status::with_context(std::string_view context) const {
   return out;
 }
 
-Status invalid_argument(std::string m, std::source_location where) {
+Status invalid_argument(std::string m, SourceLocation where) {
   return {StatusCode::kInvalidArgument, std::move(m), where};
 }
-Status not_found(std::string m, std::source_location where) { return {StatusCode::kNotFound, std::move(m), where}; }
-Status resource_exhausted(std::string m, std::source_location where) {
+Status not_found(std::string m, SourceLocation where) { return {StatusCode::kNotFound, std::move(m), where}; }
+Status resource_exhausted(std::string m, SourceLocation where) {
   return {StatusCode::kResourceExhausted, std::move(m), where};
 }
-Status failed_precondition(std::string m, std::source_location where) {
+Status failed_precondition(std::string m, SourceLocation where) {
   return {StatusCode::kFailedPrecondition, std::move(m), where};
 }
-Status unavailable(std::string m, std::source_location where) {
-  return {StatusCode::kUnavailable, std::move(m), where};
-}
-Status data_loss(std::string m, std::source_location where) { return {StatusCode::kDataLoss, std::move(m), where}; }
-Status out_of_range(std::string m, std::source_location where) {
-  return {StatusCode::kOutOfRange, std::move(m), where};
-}
-Status internal_error(std::string m, std::source_location where) {
-  return {StatusCode::kInternal, std::move(m), where};
-}
-Status unimplemented(std::string m, std::source_location where) {
-  return {StatusCode::kUnimplemented, std::move(m), where};
-}
-Status cancelled(std::string m, std::source_location where) { return {StatusCode::kCancelled, std::move(m), where}; }
-Status deadline_exceeded(std::string m, std::source_location where) {
+Status unavailable(std::string m, SourceLocation where) { return {StatusCode::kUnavailable, std::move(m), where}; }
+Status data_loss(std::string m, SourceLocation where) { return {StatusCode::kDataLoss, std::move(m), where}; }
+Status out_of_range(std::string m, SourceLocation where) { return {StatusCode::kOutOfRange, std::move(m), where}; }
+Status internal_error(std::string m, SourceLocation where) { return {StatusCode::kInternal, std::move(m), where}; }
+Status unimplemented(std::string m, SourceLocation where) { return {StatusCode::kUnimplemented, std::move(m), where}; }
+Status cancelled(std::string m, SourceLocation where) { return {StatusCode::kCancelled, std::move(m), where}; }
+Status deadline_exceeded(std::string m, SourceLocation where) {
   return {StatusCode::kDeadlineExceeded, std::move(m), where};
 }
 

@@ -146,7 +146,11 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
                                 const Tensor& dv_out, const Tensor& delta, const BlockAttentionOptions& opt) {
   return detail::whole_op(seq, "block_attention_backward", [&]() -> Status {
     RILL_ASSIGN_OR_RETURN(Geometry g, check(seq, q, k, v, o, lse, opt));
-    const auto [suffix, bh, n, dk, dv, blocks, scale] = g;
+    // Named copies, not a structured binding: the dispatch lambdas below capture them (clang before 16
+    // refuses to capture a binding).
+    const std::string& suffix = g.suffix;
+    const uint64_t bh = g.bh, n = g.n, dk = g.dk, dv = g.dv, blocks = g.blocks;
+    const float scale = g.scale;
     RILL_RETURN_IF_ERROR(detail::require_same_shape(o, d_o, kBlockAttentionOp, "d_o"));
     RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dq, kBlockAttentionOp, "dq"));
     RILL_RETURN_IF_ERROR(detail::require_same_shape(q, dk_out, kBlockAttentionOp, "dk"));

@@ -155,7 +155,7 @@ Device::~Device() {
   if (owned_ && device_ != VK_NULL_HANDLE) table_.vkDestroyDevice(device_, nullptr);
 }
 
-Status Device::check(VkResult result, std::string_view what, std::source_location where) {
+Status Device::check(VkResult result, std::string_view what, SourceLocation where) {
   if (result == VK_ERROR_DEVICE_LOST && !lost_) {
     lost_ = true;
     lost_at_ = std::string(what);

@@ -33,7 +33,7 @@ class Device {
   const VolkDeviceTable& fn() const { return table_; }
 
   // Maps a VkResult to a Status and latches device loss: once lost, every later check fails.
-  Status check(VkResult result, std::string_view what, std::source_location where = std::source_location::current());
+  Status check(VkResult result, std::string_view what, SourceLocation where = SourceLocation::current());
   bool lost() const { return lost_; }
   Status lost_status() const;
 

@@ -3,7 +3,6 @@
 // (ContextImpl's member order guarantees it for everything rill creates).
 #pragma once
 
-#include <source_location>
 #include <string_view>
 #include <utility>
 
@@ -83,7 +82,7 @@ using UniqueCommandBuffer = Unique<VkCommandBuffer, FreeToPool>;
 // failure is checked through Device::check (which latches device loss) with `what` as its name.
 template <typename UniqueT, typename Create>
 Result<UniqueT> create_unique(Device& device, FaultInjector& faults, std::string_view what, Create&& create,
-                              std::source_location where = std::source_location::current()) {
+                              SourceLocation where = SourceLocation::current()) {
   decltype(std::declval<UniqueT>().get()) handle = VK_NULL_HANDLE;
   VkResult r = faults.run([&] { return create(&handle); });
   if (r != VK_SUCCESS) return device.check(r, what, where);
@@ -91,9 +90,8 @@ Result<UniqueT> create_unique(Device& device, FaultInjector& faults, std::string
 }
 
 // One primary command buffer from `pool`.
-inline Result<UniqueCommandBuffer> allocate_command_buffer(
-    Device& device, FaultInjector& faults, VkCommandPool pool,
-    std::source_location where = std::source_location::current()) {
+inline Result<UniqueCommandBuffer> allocate_command_buffer(Device& device, FaultInjector& faults, VkCommandPool pool,
+                                                           SourceLocation where = SourceLocation::current()) {
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;

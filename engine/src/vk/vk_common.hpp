@@ -13,8 +13,7 @@ namespace rill::vk {
 const char* result_name(VkResult result);
 
 // The one mapping from VkResult to Status. `what` names the call that failed.
-Status status_from_result(VkResult result, std::string_view what,
-                          std::source_location where = std::source_location::current());
+Status status_from_result(VkResult result, std::string_view what, SourceLocation where = SourceLocation::current());
 
 // Memory types that need a feature rill does not enable (protected memory, AMD's device-coherent
 // memory): allocating one would be invalid, so rill never chooses nor counts them.

@@ -93,7 +93,7 @@ static StatusCode code_for(VkResult r) {
   }
 }
 
-Status status_from_result(VkResult r, std::string_view what, std::source_location where) {
+Status status_from_result(VkResult r, std::string_view what, SourceLocation where) {
   if (r == VK_SUCCESS) return Status::ok();
   return Status(code_for(r), std::string(what) + " returned " + result_name(r), where);
 }
