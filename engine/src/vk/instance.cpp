@@ -2,6 +2,7 @@
 // debug messenger that routes layer messages to the application.
 #include "vk/instance.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -200,11 +201,12 @@ void Instance::load_debug_utils() {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(vkGetInstanceProcAddr(instance_, name));
     return fn != nullptr;
   };
-  // Every one, none skipped by the && (each is needed).
-  const bool all = load(create_messenger_, "vkCreateDebugUtilsMessengerEXT") &
-                   load(destroy_messenger_, "vkDestroyDebugUtilsMessengerEXT") &
-                   load(begin_label_, "vkCmdBeginDebugUtilsLabelEXT") & load(end_label_, "vkCmdEndDebugUtilsLabelEXT");
-  debug_utils_ = all;
+  // Every one loaded (a && would skip the rest after a miss), and all of them needed.
+  const bool loaded[] = {load(create_messenger_, "vkCreateDebugUtilsMessengerEXT"),
+                         load(destroy_messenger_, "vkDestroyDebugUtilsMessengerEXT"),
+                         load(begin_label_, "vkCmdBeginDebugUtilsLabelEXT"),
+                         load(end_label_, "vkCmdEndDebugUtilsLabelEXT")};
+  debug_utils_ = std::all_of(std::begin(loaded), std::end(loaded), [](bool ok) { return ok; });
 }
 
 Status Instance::create_messenger(const InstanceConfig& config) {
