@@ -66,24 +66,27 @@ void backward_layer(uint t, uint layer, bool input_grad, const bool query, inout
     const uint base = (layer * HEADS + h) * BLOCK;
     if (PARAM == 0u) {
       float tmp[MAT];
+      float dpq[2u * MAT];  // dP then dQ, stored STAGED
+      float pq[2u * MAT];   // P then Q, loaded STAGED
+      STAGED for (uint e = 0u; e < 2u * MAT; ++e) pq[e] = params[g_model_params + base + e];
       // tmp = dB Q^T, then dP = s tmp A (with query, dB's rows and so these are zero but the last).
       UNROLL for (uint a = 0u; a < D1; ++a) {
         UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
           if (!query || a + 1u == D1)
-            UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * param_q(base, b, c);
+            UNROLL for (uint c = 0u; c < D1; ++c) sum += db[a * D1 + c] * pq[MAT + b * D1 + c];
           tmp[a * D1 + b] = sum;
         }
       }
       UNROLL for (uint a = 0u; a < D1; ++a) {
         UNROLL for (uint b = 0u; b < D1; ++b) {
           if (query && a + 1u != D1) {
-            partials[(base + a * D1 + b) * p.batch + t] = 0.0;
+            dpq[a * D1 + b] = 0.0;
             continue;
           }
           float sum = 0.0;
           UNROLL for (uint c = 0u; c < D1; ++c) sum += tmp[a * D1 + c] * a_mat[c * D1 + b];
-          partials[(base + a * D1 + b) * p.batch + t] = p.scale * sum;
+          dpq[a * D1 + b] = p.scale * sum;
         }
       }
       // tmp = P^T dB, then dQ = s A tmp and dA += s tmp Q^T.
@@ -91,7 +94,7 @@ void backward_layer(uint t, uint layer, bool input_grad, const bool query, inout
         UNROLL for (uint b = 0u; b < D1; ++b) {
           float sum = 0.0;
           UNROLL for (uint c = 0u; c < D1; ++c)
-            if (!query || c + 1u == D1) sum += param_p(base, c, a) * db[c * D1 + b];
+            if (!query || c + 1u == D1) sum += pq[c * D1 + a] * db[c * D1 + b];
           tmp[a * D1 + b] = sum;
         }
       }
@@ -101,12 +104,13 @@ void backward_layer(uint t, uint layer, bool input_grad, const bool query, inout
           float dav = 0.0;
           UNROLL for (uint c = 0u; c < D1; ++c) {
             dq += a_mat[a * D1 + c] * tmp[c * D1 + b];
-            dav += tmp[a * D1 + c] * param_q(base, b, c);
+            dav += tmp[a * D1 + c] * pq[MAT + b * D1 + c];
           }
-          partials[(base + MAT + a * D1 + b) * p.batch + t] = p.scale * dq;
+          dpq[MAT + a * D1 + b] = p.scale * dq;
           da[a * D1 + b] += p.scale * dav;
         }
       }
+      STAGED for (uint e = 0u; e < 2u * MAT; ++e) partials[(base + e) * p.batch + t] = dpq[e];
     } else {
       // Diagonal P and Q: only the diagonals of dP and dQ matter, and dA_ab += s p_a dB_ab q_b.
       float dpx = 0.0, dpy = 0.0, dqx = 0.0, dqy = 0.0;
@@ -175,5 +179,7 @@ void main() {
       backward_layer(t, p.layer - l, l + 1u < LAYERS || p.input_grad != 0u, false, g);
   }
   if (p.input_grad == 0u) return;
-  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) g_in[e * p.batch + t] = g[e];
+  float staged[TOKEN_ELEMS];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) staged[e] = g[e];
+  STAGED for (uint e = 0u; e < TOKEN_ELEMS; ++e) g_in[e * p.batch + t] = staged[e];
 }

@@ -14,8 +14,15 @@
 // Each invocation keeps its task's tokens and matrices in private arrays sized by the
 // specialization constants, so no global memory is touched between the loads and the stores.
 // The includer defines UNROLL: [[unroll]] turns the arrays into registers (every trip count is
-// known at pipeline creation) but costs LLVM minutes at d = 10; [[dont_unroll]] compiles any
-// shape in about a second.
+// known at pipeline creation) but costs LLVM seconds per pipeline at d = 10 (the first training
+// step at the Vladymyrov setting: 53 s); [[dont_unroll]] compiles any shape in about a second.
+// The per-task backward moves its parameters in and its parameter and input gradients out through
+// a private copy and one rolled loop (STAGED), not a load or store per element: lavapipe compiles
+// every storage-buffer access to a loop over the SIMD lanes, and LLVM's time grows much faster than
+// the number of such loops. Staged, the unrolled backward compiled 3-5x and ran 1.6-1.8x faster
+// (.ci/timing/icl-staged-backward.txt); the forward, staged the same way, ran 10-40 % slower, so it
+// keeps a store per element.
+#define STAGED [[dont_unroll]]
 
 layout(constant_id = 0) const uint WG_SIZE = 64;
 layout(constant_id = 1) const uint D1 = 2;     // token width d + 1 (features, then the label)

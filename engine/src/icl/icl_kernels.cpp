@@ -94,7 +94,8 @@ Recorder::Recorder(const TrainConfig& config, Shape shape) : config_(config), sh
   // Fully unrolled layer kernels keep each task in registers; rolled, lavapipe indexes the private
   // arrays lane by lane. Measured on lavapipe: setting 1 of Ahn et al. (~3,300 multiply-adds per
   // task and layer backward) 1.5x faster unrolled, compiled in ~5 s; Vladymyrov et al.'s d = 10
-  // (~14,000) 3.1x faster, but its first compile takes LLVM ~2 minutes (Mesa caches it on disk).
+  // (~14,000) 3.1x faster, but its first compile takes LLVM ~50 s (Mesa caches it on disk;
+  // .ci/timing/icl-staged-backward.txt).
   // LLVM's time grows much faster than the code, so bigger models stay rolled.
   const uint64_t w = shape.width, t = shape.tokens;
   const uint64_t per_head = config.model.param == Parameterization::kFull ? 5 * w * w * w : 3 * w * w;
