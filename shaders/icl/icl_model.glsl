@@ -19,7 +19,7 @@
 // The per-task backward moves its parameters in and its parameter and input gradients out through
 // a private copy and one rolled loop (STAGED), not a load or store per element: lavapipe compiles
 // every storage-buffer access to a loop over the SIMD lanes, and LLVM's time grows much faster than
-// the number of such loops. Staged, the unrolled backward compiled 3-5x and ran 1.6-1.8x faster
+// the number of such loops. Staged, the unrolled backward compiled 3-9x and ran 1.5-1.8x faster
 // (.ci/timing/icl-staged-backward.txt); the forward, staged the same way, ran 10-40 % slower, so it
 // keeps a store per element.
 #define STAGED [[dont_unroll]]
