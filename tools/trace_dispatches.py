@@ -6,6 +6,9 @@
 apart, e.g. the ICL top layer's forward (which computes only what the loss reads) from the layers
 below it. Usage: trace_dispatches.py TRACE.json[.gz] [...] [--match TEXT] (TEXT: part of the
 dispatch label, e.g. layer).
+Each line also gives the group's first dispatch: on lavapipe, which compiles a pipeline's machine
+code when a dispatch first runs it, that is the compile time when Mesa's shader cache is cold
+(MESA_SHADER_CACHE_DISABLE=true), and the last line sums the first dispatch of each pipeline.
 """
 import argparse
 import gzip
@@ -27,11 +30,18 @@ def main():
             if e.get("cat") != "dispatch" or args.match not in e.get("name", ""):
                 continue
             a = e["args"]
-            groups.setdefault((e["name"], a["kernel"], a["pipeline"], a["flops"]), []).append(e["dur"] / 1000.0)
+            groups.setdefault((e["name"], a["kernel"], a["pipeline"], a["flops"]), []).append(
+                (e["ts"], e["dur"] / 1000.0))
         print(path)
-        for (label, kernel, pipeline, flops), ms in sorted(groups.items()):
+        earliest = {}  # pipeline -> its first dispatch (ts, ms), which compiled it
+        for (label, kernel, pipeline, flops), runs in sorted(groups.items()):
+            first = min(runs)[1]
+            earliest[pipeline] = min(earliest.get(pipeline, min(runs)), min(runs))
+            ms = [d for _, d in runs]
             print(f"  {label:<16} {kernel:<32} pipeline {pipeline:>3}  flops {flops:>12}  "
-                  f"dispatches {len(ms):>4}  median {statistics.median(ms):8.3f} ms")
+                  f"dispatches {len(ms):>4}  median {statistics.median(ms):8.3f} ms  first {first:9.3f} ms")
+        print(f"  first dispatches of the {len(earliest)} pipelines: "
+              f"{sum(ms for _, ms in earliest.values()) / 1000.0:.2f} s")
 
 
 if __name__ == "__main__":

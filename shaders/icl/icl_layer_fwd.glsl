@@ -1,6 +1,6 @@
 // Forward of LAYERS layers from p.layer for every task of the batch, one task per
 // invocation; per layer: A = sum_{j<n} e_j e_j^T over the context tokens, B = s * sum_h P_h A Q_h,
-// e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and (SAVE_MATS)
+// e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and (p.save_mats)
 // its A and B are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
 // The model's top layer (query: QUERY_TOP in icl_model.glsl) computes only what the loss reads, B's
 // last row and the query's label slot; its other outputs are left unwritten and B's other rows
@@ -63,7 +63,7 @@ void forward_layer(uint t, uint layer, bool carry, const bool query, inout float
     }
   }
 
-  if (SAVE_MATS) {
+  if (p.save_mats != 0u) {
     UNROLL for (uint e = 0u; e < MAT; ++e) {
       mats[mats_base + e * p.batch] = a_mat[e];
       mats[mats_base + (MAT + e) * p.batch] = b_mat[e];

@@ -80,7 +80,7 @@ void main() {
       s_y[x0 + e] = sum;
     }
     barrier();  // outputs complete -> stored, and the next layer's input
-    if (SAVE_MATS) {
+    if (p.save_mats != 0u) {
       const uint mats_base = layer * 2u * MAT * p.batch;
       ICL_WG_STORE(mats, s_a, mats_base, MAT)
       ICL_WG_STORE(mats, s_b, mats_base + MAT * p.batch, MAT)

@@ -43,10 +43,12 @@ layout(constant_id = 7) const bool QUERY_TOP = false;
 // dispatch before it: one dispatch, one barrier and a write and read of the zero gradient less
 // per training step.
 layout(constant_id = 8) const bool LOSS_SEED = false;
-// The forward kernels store each layer's A and B for the backward; an evaluation, which has no
-// backward, leaves them out: on lavapipe, where every store loops over the SIMD lanes, the forward
-// ran 20-30 % faster without them, and its workspace holds no matrices.
-layout(constant_id = 9) const bool SAVE_MATS = true;
+// The forward kernels store each layer's A and B for the backward (p.save_mats); an evaluation,
+// which has no backward, leaves them out, and its workspace holds no matrices. A push constant,
+// not a specialization: training and evaluation then share the forward pipelines, and on lavapipe
+// (which compiles a pipeline's machine code at its first dispatch, 4-13 s for each forward at the
+// Vladymyrov setting) a first training run with evaluations compiled in 34 s against 51 s, the
+// branch costing no speed beyond the noise (.ci/timing/icl-save-mats-push.txt).
 layout(local_size_x_id = 0) in;
 
 const uint TOKENS = NCTX + 1u;

@@ -255,15 +255,14 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
     uint64_t flops = 0;
     const bool query_top = launch.query_top && l + count == shape_.layers;  // the dispatch's last layer
     for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, query_top && k + 1 == shape_.layers);
-    std::vector<SpecValue> spec = with_layers(launch.spec, count, query_top);
-    spec.push_back(gpu::spec("SAVE_MATS", ws.backward));  // A and B kept for a backward pass
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = launch.kernel,
                       .bindings = {&m.params, &ws.acts, &ws.mats},
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
-                                                           layer_scale(config_), 0, 0.0f}),
+                                                           layer_scale(config_), 0, 0.0f,
+                                                           ws.backward ? 1u : 0u}),  // A and B kept for a backward pass
                       .groups = launch.groups,
-                      .spec = std::move(spec),
+                      .spec = with_layers(launch.spec, count, query_top),
                       .label = "icl.layer_fwd",
                       .flops = flops,
                       .bytes = uint64_t(ws.batch) *
@@ -310,7 +309,7 @@ Status Recorder::backward(Sequence& seq, const Workspace& ws, const ModelState& 
          .bindings = {&m.params, &ws.acts, &ws.mats, &g_out, &g_in, &ws.partials, &ws.targets, &ws.task_loss,
                       &ws.preds},
          .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, top - 1,
-                                              layer_scale(config_), bottom > 0 ? 1u : 0u, loss_factor(config_)}),
+                                              layer_scale(config_), bottom > 0 ? 1u : 0u, loss_factor(config_), 0}),
          .groups = launch.groups,
          .spec = std::move(spec),
          .label = "icl.layer_bwd",

@@ -25,7 +25,7 @@ float loss_factor(const TrainConfig& c);
 // for `models` models of `model_tasks` tasks each, model m's tasks from slot m * model_stride on
 // (the stride rounded up to whole workgroups when there are several models: contract/icl.glsl).
 // `backward`: room for each layer's A and B, which the forward keeps for a backward pass; without
-// (an evaluation) the forward leaves them out (SAVE_MATS in icl_model.glsl) and mats is one element.
+// (an evaluation) the forward leaves them out (IclLayerPush::save_mats) and mats is one element.
 struct Workspace {
   uint32_t batch = 0;  // task slots in all: models * model_stride
   uint32_t models = 1, model_tasks = 0, model_stride = 0;

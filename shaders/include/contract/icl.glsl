@@ -76,6 +76,7 @@ RILL_PUSH_STRUCT(IclLayerPush) {
   float scale;      // s: 1/n (Ahn et al.) or 1 (Vladymyrov et al.)
   uint input_grad;  // backward: 0 when the dispatch's lowest layer is the first (the data needs no gradient)
   float loss_factor;  // backward with LOSS_SEED: c of the per-task loss c (pred - target)^2
+  uint save_mats;     // forward: 1 keeps each layer's A and B for a backward pass (icl_model.glsl)
 };
 
 RILL_PUSH_STRUCT(IclLossPush) {  // icl_loss: evaluation (training's backward computes the loss itself)
