@@ -434,8 +434,9 @@ struct IclLayersPlan {
   // The top layer computes only what the loss reads (the query's prediction and its gradient;
   // icl_layer_fwd.glsl); false (forced, "icl_top_layer=full") computes it whole, as the layers below.
   bool query_top_layer = true;
-  // The per-task backward reads the tokens, A and B and the output gradient as texels (`_tx`
-  // kernels): CPU drivers, where the device backs 4 x f32 texel views of the workspace's arrays.
+  // The per-task kernels read as texels (`_tx` kernels): the forward its input tokens, the backward
+  // the tokens, A and B and the output gradient. CPU drivers, where the device backs 4 x f32 texel
+  // views of the workspace's arrays.
   bool texel_reads = false;
   std::string reason;  // why this variant
 };

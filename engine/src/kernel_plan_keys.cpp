@@ -200,7 +200,7 @@ constexpr KeyEntry kKeys[] = {
     {"icl_top_layer", "query or full",
      "the ICL top layer computes only what the loss reads (query), or the whole layer (full)", true,
      [](S v, O& o) { return set_either(v, "query", "full", o.icl_query_top_layer); }},
-    {"icl_texel", "on or off", "the per-task ICL backward reads its arrays as texels on CPU drivers", true,
+    {"icl_texel", "on or off", "the per-task ICL layers read their arrays as texels on CPU drivers", true,
      [](S v, O& o) { return set_on_off(v, o.icl_texel); }},
     {"lm_decode", "fused or per-op",
      "TransNormer decoding as fused kernels (a mixer and an FFN dispatch per layer), or a dispatch per op", true,

@@ -322,10 +322,11 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     per = 1;
   p.layers_per_dispatch = uint32_t(per);
   p.query_top_layer = d.forced.icl_query_top_layer.value_or(true);
-  // Texel reads in the per-task backward, where the largest array (every layer's tokens, or A and
-  // B) fits one view. On lavapipe each storage-buffer load loops over the SIMD lanes, and the
+  // Texel reads in the per-task layers, where the largest array (every layer's tokens, or A and B)
+  // fits one view. On lavapipe each storage-buffer load loops over the SIMD lanes, and the
   // backward's loads were a third of its time; texel fetches made it about 15 % faster at the
-  // Vladymyrov setting (tools/rill/bench-icl-lavapipe/README.md).
+  // Vladymyrov setting (tools/rill/bench-icl-lavapipe/README.md), the forward's reads of its input
+  // tokens 1.2-1.3x (.ci/timing/icl-forward-texels.txt).
   const uint64_t largest = std::max(uint64_t(s.layers + 1) * token_elems, uint64_t(s.layers) * 2 * mat) * s.tasks;
   p.texel_reads = d.forced.icl_texel.value_or(true) && !p.workgroup_per_task && d.family == Family::kCpu &&
                   s.tasks > 0 && texel_views_fit(d, false, ceil_div(largest, 4), 3);

@@ -10,6 +10,16 @@
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
 layout(std430, binding = 1) buffer Acts { float acts[]; };
 layout(std430, binding = 2) writeonly buffer Mats { float mats[]; };
+// RILL_ICL_TEXELS (the `_tx` kernels, CPU drivers): the dispatch's input tokens read through a
+// 4-element texel view of acts (as in icl_layer_bwd.glsl); it writes only the layers above them.
+// On lavapipe a storage-buffer load loops over the SIMD lanes, where a texel fetch gathers them: the
+// forward ran 1.2-1.3x faster at the Vladymyrov setting (.ci/timing/icl-forward-texels.txt).
+#ifdef RILL_ICL_TEXELS
+layout(binding = 3) uniform samplerBuffer acts_in;
+#define ICL_INPUT_READ(i) texelFetch(acts_in, int((i) >> 2u))[(i) & 3u]
+#else
+#define ICL_INPUT_READ(i) acts[i]
+#endif
 #include "contract/icl.glsl"
 layout(push_constant) uniform PushBlock { IclLayerPush p; };
 
@@ -91,7 +101,7 @@ void main() {
   uint t;
   if (!icl_task_slot(t)) return;
   float x[TOKEN_ELEMS];
-  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = acts[p.layer * TOKEN_ELEMS * p.batch + t + e * p.batch];
+  UNROLL for (uint e = 0u; e < TOKEN_ELEMS; ++e) x[e] = ICL_INPUT_READ(p.layer * TOKEN_ELEMS * p.batch + t + e * p.batch);
   // One layer compiles with no loop around it; lavapipe ran a single-layer dispatch of the looped
   // form 1.4-4x slower per layer.
   if (LAYERS == 1u) {

@@ -225,7 +225,8 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
     l.spec = model_spec(seq, plan.workgroup * tasks);
     l.spec.push_back(gpu::spec("TASKS", tasks));
   } else {
-    l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "") + (backward && plan.texel_reads ? "_tx" : "");
+    l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "") + (plan.texel_reads ? "_tx" : "");
+    l.texel_reads = plan.texel_reads;
     l.groups = ops::detail::groups_for(ws.batch, kTaskWorkgroup);
     l.spec = model_spec(seq, kTaskWorkgroup);
   }
@@ -255,9 +256,12 @@ Status Recorder::forward(Sequence& seq, const Workspace& ws, const ModelState& m
     uint64_t flops = 0;
     const bool query_top = launch.query_top && l + count == shape_.layers;  // the dispatch's last layer
     for (uint32_t k = l; k < l + count; ++k) flops += layer_flops(ws.batch, false, query_top && k + 1 == shape_.layers);
+    // The `_tx` kernels read the input tokens through a texel view of acts (binding 3).
+    std::vector<const Tensor*> bindings = {&m.params, &ws.acts, &ws.mats};
+    if (launch.texel_reads) bindings.push_back(&ws.acts);
     RILL_RETURN_IF_ERROR(
         seq.dispatch({.kernel = launch.kernel,
-                      .bindings = {&m.params, &ws.acts, &ws.mats},
+                      .bindings = std::move(bindings),
                       .push = push_bytes(gpu::IclLayerPush{ws.batch, ws.model_tasks, ws.model_stride, shape_.params, l,
                                                            layer_scale(config_), 0, 0.0f,
                                                            ws.backward ? 1u : 0u}),  // A and B kept for a backward pass

@@ -88,6 +88,7 @@ class Recorder {
     std::vector<SpecValue> spec;
     uint32_t layers_per_dispatch = 1;
     bool query_top = false;  // the top layer computes only what the loss reads (QUERY_TOP)
+    bool texel_reads = false;  // the `_tx` kernels (plan::IclLayersPlan::texel_reads)
   };
   // FLOPs of one layer's forward or backward over `tasks` tasks; `query`: the top layer computing
   // only what the loss reads.
