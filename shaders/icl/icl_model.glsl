@@ -47,7 +47,7 @@ layout(constant_id = 8) const bool LOSS_SEED = false;
 // which has no backward, leaves them out, and its workspace holds no matrices. A push constant,
 // not a specialization: training and evaluation then share the forward pipelines, and on lavapipe
 // (which compiles a pipeline's machine code at its first dispatch, 4-13 s for each forward at the
-// Vladymyrov setting) a first training run with evaluations compiled in 34 s against 51 s, the
+// Vladymyrov setting) the first training step with its evaluation compiled in 33 s against 53 s, the
 // branch costing no speed beyond the noise (.ci/timing/icl-save-mats-push.txt).
 layout(local_size_x_id = 0) in;
 
