@@ -35,8 +35,9 @@ def main():
         print(path)
         earliest = {}  # pipeline -> its first dispatch (ts, ms), which compiled it
         for (label, kernel, pipeline, flops), runs in sorted(groups.items()):
-            first = min(runs)[1]
-            earliest[pipeline] = min(earliest.get(pipeline, min(runs)), min(runs))
+            first_run = min(runs)
+            first = first_run[1]
+            earliest[pipeline] = min(earliest.get(pipeline, first_run), first_run)
             ms = [d for _, d in runs]
             print(f"  {label:<16} {kernel:<32} pipeline {pipeline:>3}  flops {flops:>12}  "
                   f"dispatches {len(ms):>4}  median {statistics.median(ms):8.3f} ms  first {first:9.3f} ms")
