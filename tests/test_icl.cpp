@@ -648,6 +648,62 @@ GPU_TEST_CASE("icl: evaluating again reuses the baselines and gives what a fresh
   CHECK(other_lambda.least_squares == reused.least_squares);
 }
 
+GPU_TEST_CASE("icl: the gradient reduction sums every model's tasks, read as texels or from storage", "[icl]") {
+  using namespace rill::icl::detail;
+  // Whole numbers, so every order of addition gives the exact sum: a task counted twice or missed
+  // (the texel form's first and last texels of a row hold other rows' elements) shows.
+  struct Family {
+    const char* variant;
+    const char* plan;
+    bool texels;  // where the device backs 4-element f32 texel views
+  };
+  for (const Family& f : {Family{"cpu", "", true}, Family{"cpu", "icl_texel=off", false}, Family{"gpu", "", false}}) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = f.variant;
+    options.kernel_plan = f.plan;
+    auto ctx = rill_test::make_context(options);
+    const bool subgroups = ctx.device().caps.subgroup_arithmetic;
+    const bool texels = f.texels && ctx.device().caps.texel_buffer_f32x4 && subgroups;
+    const std::string storage = subgroups ? "icl/icl_grad_reduce" : "icl/icl_grad_reduce_nosubgroup";
+    // 8 parameters: rows of 37 or 131 tasks start at every offset within a texel.
+    const TrainConfig c = small_config(1, 1, 1, 1, Parameterization::kFull, Convention::kVladymyrov, 8);
+    const Shape shape = Shape::of(c);
+    const Recorder rec(c, shape);
+    for (const uint32_t models : {1u, 3u}) {
+      for (const uint32_t tasks : {1u, 3u, 37u, 64u, 131u}) {
+        INFO(f.variant << " " << f.plan << ": " << models << " models of " << tasks << " tasks");
+        const Workspace ws = must(Workspace::create(ctx, shape, tasks, models));
+        const uint64_t per_param = uint64_t(models) * ws.model_stride;
+        std::vector<float> partials(ws.partials.element_count()), task_loss(ws.batch);
+        for (size_t e = 0; e < partials.size(); ++e) partials[e] = float(int(e % 97) - 48);
+        for (size_t t = 0; t < task_loss.size(); ++t) task_loss[t] = float(t % 13);
+        REQUIRE(ctx.upload_floats(ws.partials, partials).is_ok());
+        REQUIRE(ctx.upload_floats(ws.task_loss, task_loss).is_ok());
+        const std::string kernel = rill_test::kernel_of(ctx, [&](rill::Sequence& seq) { return rec.reduce(seq, ws); });
+        CHECK(kernel == (texels ? "icl/icl_grad_reduce_tx" : storage));
+        auto seq = ctx.sequence().value();
+        REQUIRE(rec.reduce(seq, ws).is_ok());
+        auto reduced = seq.download(ws.reduced).value();
+        REQUIRE(seq.run().is_ok());
+        const std::vector<float> got = seq.read_floats(reduced).value();
+        std::vector<float> want;
+        for (uint32_t m = 0; m < models; ++m) {
+          const uint64_t first = uint64_t(m) * ws.model_stride;
+          for (uint32_t i = 0; i < shape.params; ++i) {
+            double sum = 0.0;
+            for (uint32_t t = 0; t < tasks; ++t) sum += partials[i * per_param + first + t];
+            want.push_back(float(sum));
+          }
+          double loss = 0.0;
+          for (uint32_t t = 0; t < tasks; ++t) loss += task_loss[first + t];
+          want.push_back(float(loss) / float(tasks));  // the kernel's f32 division
+        }
+        CHECK(same_bits(got, want));
+      }
+    }
+  }
+}
+
 GPU_TEST_CASE("icl: a workspace made for evaluation keeps no gradients and refuses a backward pass", "[icl]") {
   using namespace rill::icl::detail;
   auto ctx = rill_test::make_context();
@@ -660,9 +716,9 @@ GPU_TEST_CASE("icl: a workspace made for evaluation keeps no gradients and refus
   // Whole 4-element texels (37 tasks: 37 x 2 x 16 x 2 = 2368 elements).
   CHECK(training.mats.element_count() == uint64_t(shape.layers) * 2 * shape.width * shape.width * training.batch);
   CHECK(evaluation.mats.element_count() == 4);
-  for (const rill::Tensor* t : {&evaluation.grad_a, &evaluation.grad_b}) CHECK(t->element_count() == 4);
-  CHECK(evaluation.partials.element_count() == 1);
-  CHECK(training.partials.element_count() == uint64_t(shape.params) * training.batch);
+  for (const rill::Tensor* t : {&evaluation.grad_a, &evaluation.grad_b, &evaluation.partials})
+    CHECK(t->element_count() == 4);
+  CHECK(training.partials.element_count() == (uint64_t(shape.params) * training.batch + 3) / 4 * 4);
   auto seq = ctx.sequence().value();
   CHECK(rec.forward(seq, evaluation, m).is_ok());
   CHECK(rec.loss(seq, evaluation).is_ok());

@@ -208,7 +208,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     const std::string layers =
         ", " + std::to_string(icl->layers_per_dispatch) + " of 3 layers per dispatch" +
         (icl->query_top_layer ? ", the top layer only what the loss reads" : ", the top layer whole") +
-        (icl->texel_reads ? ", the layers' reads as texels" : "");
+        (icl->texel_reads ? ", the layers' and the gradient reduction's reads as texels" : "");
     out.push_back({"icl layers", "d 10, n 20, L 3 (Vladymyrov et al.)",
                    icl->workgroup_per_task ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
                                                  std::to_string(icl->workgroup) + " (tasks x invocations)" + layers +

@@ -55,7 +55,7 @@ struct PlanOverrides {
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
   std::optional<bool> rmsnorm_texel;           // "rmsnorm_texel=off": the CPU RMSNorm kernels' rows as texels
   std::optional<bool> elementwise_texel;       // "elementwise_texel=off": the CPU elementwise kernels' texels
-  std::optional<bool> icl_texel;               // "icl_texel=off": the ICL backward's storage-buffer reads
+  std::optional<bool> icl_texel;               // "icl_texel=off": the ICL layers' and reduction's storage reads
   std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
   std::optional<uint32_t>

@@ -322,12 +322,16 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     per = 1;
   p.layers_per_dispatch = uint32_t(per);
   p.query_top_layer = d.forced.icl_query_top_layer.value_or(true);
-  // Texel reads in the per-task layers, where the largest array (every layer's tokens, or A and B)
-  // fits one view. On lavapipe each storage-buffer load loops over the SIMD lanes, and the
-  // backward's loads were a third of its time; texel fetches made it about 15 % faster at the
-  // Vladymyrov setting (tools/rill/bench-icl-lavapipe/README.md), the forward's reads of its input
-  // tokens 1.2-1.3x (.ci/timing/icl-forward-texels.txt).
-  const uint64_t largest = std::max(uint64_t(s.layers + 1) * token_elems, uint64_t(s.layers) * 2 * mat) * s.tasks;
+  // Texel reads in the per-task layers, where the largest array (every layer's tokens, A and B, or
+  // the per-task gradients) fits one view. On lavapipe each storage-buffer load loops over the SIMD
+  // lanes, and the backward's loads were a third of its time; texel fetches made it about 15 %
+  // faster at the Vladymyrov setting (tools/rill/bench-icl-lavapipe/README.md), the forward's reads
+  // of its input tokens 1.2-1.3x (.ci/timing/icl-forward-texels.txt). The gradient reduction reads
+  // the per-task gradients the same way where the layers do: 3.8-4.3x faster there
+  // (tools/rill/bench-icl-lavapipe/grad-reduce-texels.txt).
+  const uint64_t largest = std::max({uint64_t(s.layers + 1) * token_elems, uint64_t(s.layers) * 2 * mat,
+                                     uint64_t(s.layers) * s.layer_params}) *
+                           s.tasks;
   p.texel_reads = d.forced.icl_texel.value_or(true) && !p.workgroup_per_task && d.family == Family::kCpu &&
                   s.tasks > 0 && texel_views_fit(d, false, ceil_div(largest, 4), 3);
   return p;

@@ -50,8 +50,9 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
     RILL_ASSIGN_OR_RETURN(t, ctx.tensor(DType::kF32, {elements}, std::string("icl.") + name));
     return Status::ok();
   };
-  // What the backward reads, in whole 4-element texels so that it may read them as texel views
-  // (plan::IclLayersPlan::texel_reads); the last texel's spare elements are never read.
+  // What the backward and the gradient reduction read, in whole 4-element texels so that they may
+  // read them as texel views (plan::IclLayersPlan::texel_reads); the last texel's spare elements
+  // are never summed.
   auto texels = [](int64_t elements) { return (elements + 3) / 4 * 4; };
   RILL_RETURN_IF_ERROR(make(ws.acts, texels(int64_t(s.layers + 1) * s.token_elems * b), "acts"));
   RILL_RETURN_IF_ERROR(make(ws.targets, b, "targets"));
@@ -62,7 +63,7 @@ Result<Workspace> Workspace::create(Context& ctx, const Shape& s, uint32_t model
   RILL_RETURN_IF_ERROR(make(ws.mats, texels(grads(int64_t(s.layers) * 2 * mat * b)), "mats"));
   RILL_RETURN_IF_ERROR(make(ws.grad_a, texels(grads(int64_t(s.token_elems) * b)), "grad_a"));
   RILL_RETURN_IF_ERROR(make(ws.grad_b, texels(grads(int64_t(s.token_elems) * b)), "grad_b"));
-  RILL_RETURN_IF_ERROR(make(ws.partials, grads(int64_t(s.params) * b), "partials"));
+  RILL_RETURN_IF_ERROR(make(ws.partials, texels(grads(int64_t(s.params) * b)), "partials"));
   RILL_RETURN_IF_ERROR(make(ws.task_loss, b, "task_loss"));
   RILL_RETURN_IF_ERROR(make(ws.preds, b, "preds"));
   RILL_RETURN_IF_ERROR(make(ws.reduced, (int64_t(s.params) + 1) * models, "reduced"));
@@ -329,8 +330,12 @@ Status Recorder::reduce(Sequence& seq, const Workspace& ws) const {
   if (!ws.backward) return failed_precondition("icl: a gradient reduction on a workspace made without room for one");
   const uint32_t wg = workgroup(seq);
   const uint64_t outputs = uint64_t(shape_.params + 1) * ws.models;  // a workgroup each
+  // Where the layers read as texels (CPU drivers), the partials are read as texels too.
+  RILL_ASSIGN_OR_RETURN(const LayerLaunch launch, layer_launch(seq, ws, true));
+  const std::string variant = ops::detail::reduction_variant(seq);
+  const bool texels = launch.texel_reads && variant.empty();
   return seq.dispatch(
-      {.kernel = "icl/icl_grad_reduce" + std::string(ops::detail::reduction_variant(seq)),
+      {.kernel = "icl/icl_grad_reduce" + (texels ? std::string("_tx") : variant),
        .bindings = {&ws.partials, &ws.task_loss, &ws.reduced},
        .push = push_bytes(gpu::IclReducePush{shape_.params, ws.model_tasks, ws.model_stride, ws.models}),
        .groups = ops::detail::grid_for(outputs),
