@@ -38,9 +38,10 @@ inline std::vector<float> la_decays(const LinearAttentionCase& c, uint32_t seed)
 // The linear-attention algorithms a test forces through the kernel plan: the register scan (CPU
 // drivers), the serial chunked kernel and the parallel passes a GPU runs (forced on a CPU driver,
 // with the scores in their own walk): also over spans of 4 with the output pass's blocks over
-// neighbouring columns, and with its scores fused into the state product's walk (GPUs' default).
-inline constexpr const char* kLaAlgorithms[] = {"scan", "serial", "parallel", "parallel,la_span=4,la_columns=grouped",
-                                                "parallel,la_scores=fused"};
+// neighbouring columns in chunks of at most 32 positions, and with its scores fused into the state
+// product's walk (GPUs' default).
+inline constexpr const char* kLaAlgorithms[] = {
+    "scan", "serial", "parallel", "parallel,la_span=4,la_columns=grouped,la_chunk=32", "parallel,la_scores=fused"};
 
 // A context that runs `algorithm`; none (with a warning) for the GPU algorithms under emulation,
 // where compiling their kernels takes minutes.

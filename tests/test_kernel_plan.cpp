@@ -241,6 +241,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_scan_groups", "8"},
                                                       {"la_window", "256"},
                                                       {"la_span", "4"},
+                                                      {"la_chunk", "32"},
                                                       {"la_columns", "grouped"},
                                                       {"la_scores", "fused"},
                                                       {"block_tile", "8"},
@@ -720,6 +721,29 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   cpu.forced = parse_overrides("linear_attention=parallel").value();
   CHECK(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().span == 1);
   CHECK_FALSE(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().fused_scores);
+  // The caller's chunk unless a shorter one is forced; the output pass's workgroup has an invocation
+  // per block of a chunk's scores or outputs (in warps of 32): the states pass's 256 for chunks of
+  // 64, fewer for shorter chunks, which stay fused.
+  for (const uint32_t dim : {64u, 32u}) {
+    const auto plain = linear_attention_forward(h100_like(), la_shape(4, 1 << 16, dim)).value();
+    CHECK(plain.chunk == 64);
+    CHECK(plain.output_workgroup == 256);
+    CHECK(plain.workgroup == 256);
+  }
+  DeviceTraits short_chunks = h100_like();
+  short_chunks.forced = parse_overrides("la_chunk=32").value();
+  const auto c32 = linear_attention_forward(short_chunks, la_shape(4, 1 << 16, 64)).value();
+  CHECK(c32.chunk == 32);
+  CHECK(c32.output_workgroup == 128);  // 8 x 16 output blocks (8 x 8 of scores)
+  CHECK(c32.workgroup == 256);
+  CHECK(c32.fused_scores);
+  CHECK(linear_attention_forward(short_chunks, la_shape(8, 1 << 16, 32)).value().output_workgroup == 64);
+  CHECK(linear_attention_forward(short_chunks, la_shape(4, 1 << 16, 64, 16)).value().chunk == 16);  // never longer
+  CHECK(linear_attention_backward(short_chunks, la_shape(4, 1 << 16, 64)).value().chunk == 32);
+  short_chunks.forced = parse_overrides("la_chunk=8").value();
+  CHECK(linear_attention_forward(short_chunks, la_shape(4, 1 << 16, 64)).value().output_workgroup == 32);
+  for (const char* bad : {"la_chunk=0", "la_chunk=4", "la_chunk=12", "la_chunk=128", "la_chunk="})
+    CHECK_FALSE(parse_overrides(bad).is_ok());
 }
 
 TEST_CASE("kernel plan: the GPU matmul takes 8 x 8 accumulators for big f32 products with a long K", "[plan]") {

@@ -18,7 +18,8 @@
 # tasks per workgroup), la_plans (linear attention with output blocks over neighbouring columns,
 # with the scores in a walk of their own, and both),
 # la_sweep (linear attention at tile depths 4 and 16,
-# with the state scan one serial walk, with windows of 256 chunks and with spans of 1 and 8 chunks), block_sweep (block attention at tile depths 8 and 32),
+# with the state scan one serial walk, with windows of 256 chunks, with spans of 1 and 8 chunks and
+# with chunks of 32 and 16 positions), block_sweep (block attention at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with two shared stages per k
@@ -162,6 +163,13 @@ for s in "${steps[@]}"; do
               for span in 1 8; do
                 run_step "la_span_$span" 60 env RILL_KERNEL_PLAN="la_span=$span" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
+              done
+              # chunks of 32 and 16 positions (the callers' 64 in the default run): a position's causal
+              # scores and value rows halve or quarter, its share of the chunk states' writes and
+              # reads doubles or quadruples, and the output pass's workgroup shrinks with the chunk
+              for chunk in 32 16; do
+                run_step "la_chunk_$chunk" 60 env RILL_KERNEL_PLAN="la_chunk=$chunk" "$rill" bench \
+                  --op linear_attention --la-forms chunked_parallel
               done ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
           # Two alternating shared stages per k slice (one barrier each; the default's one stage ran

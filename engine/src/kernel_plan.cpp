@@ -184,7 +184,9 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
     if (la.value().algorithm != LinearAttentionAlgorithm::kRegisterScan)
       text += ", " + std::to_string(la.value().chunks_per_dispatch) + " chunks per window";
     if (la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel) {
-      text += ", tiles of " + std::to_string(la.value().tile);
+      text += ", chunks of " + std::to_string(la.value().chunk) + ", tiles of " + std::to_string(la.value().tile);
+      if (la.value().output_workgroup != la.value().workgroup)
+        text += ", output workgroups of " + std::to_string(la.value().output_workgroup);
       if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
       if (la.value().grouped_columns) text += ", output blocks of neighbouring columns";
       if (causal && la.value().fused_scores) text += ", scores fused with the state product";

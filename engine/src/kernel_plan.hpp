@@ -47,6 +47,7 @@ struct PlanOverrides {
   std::optional<uint32_t> la_scan_groups;      // "la_scan_groups=1": runs of chunks of the parallel state scan
   std::optional<uint32_t> la_window;           // "la_window=256": at most this many chunks per window (parallel form)
   std::optional<uint32_t> la_span;             // "la_span=4": chunks per span of the parallel form's states pass
+  std::optional<uint32_t> la_chunk;            // "la_chunk=32": at most this many positions per chunk (parallel form)
   std::optional<bool> la_grouped_columns;      // "la_columns=grouped|strided": the output pass's blocks
   std::optional<bool> la_fused_scores;         // "la_scores=fused|separate": the output pass's scores walk
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
@@ -327,6 +328,7 @@ struct LinearAttentionPlan {
   uint64_t positions_per_dispatch = 0;  // register scan
   uint32_t chunks_per_dispatch = 0;     // chunked kernels: chunks one dispatch (or window) covers
   uint32_t workgroup = 64;              // chunked kernels
+  uint32_t output_workgroup = 0;        // parallel: the output pass's workgroup (one per block of a chunk)
   uint32_t tile = 0;                    // parallel: rows (or inner slices) per shared-memory tile
   uint32_t scan_groups = 1;             // parallel: runs of the state scan's steps (chunks or spans)
   uint32_t span = 1;                    // parallel: chunks per states workgroup (the scan walks spans)

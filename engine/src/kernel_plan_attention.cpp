@@ -212,7 +212,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // (tools/rill/bench-h200/run6-3587ad7). Where even that does not fit, narrower tiles first, then
   // shorter chunks (the same result, more chunks to scan): 64-row chunks' scores alone fill a
   // Mali-class GPU's 16 KiB.
-  uint64_t c = s.chunk;
+  uint64_t c = d.forced.la_chunk ? std::min<uint64_t>(s.chunk, *d.forced.la_chunk) : s.chunk;
   uint32_t tile = d.forced.la_tile.value_or(8);
   // Unforced, the fused walk's extra tile never costs a narrower tile or a shorter chunk (a phone's
   // 16-32 KiB): there the scores keep their own walk.
@@ -228,15 +228,21 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
       return std::nullopt;
     }
   }
+  // The output pass's workgroup: as many invocations as a chunk has blocks of scores or of outputs
+  // (in warps of 32), so that a shorter chunk leaves none idle; at most the states pass's.
+  const uint64_t score_blocks = ceil_div(c, block) * ceil_div(c, block);
+  const uint64_t output_blocks = ceil_div(c, block) * ceil_div(std::max(s.dk, s.dv), block);
+  const uint32_t out_wg = uint32_t(std::min<uint64_t>(wg, round_up(std::max(score_blocks, output_blocks), 32)));
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
   // the scores times h(C), per round of blocks (fused, fewer).
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
-  const uint64_t score_rounds = ceil_div(ceil_div(c, block) * ceil_div(c, block), wg);
-  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), wg);
-  const uint64_t output_loops = score_rounds * k_steps * (2 * ceil_div(c * tile, wg) + tile) +
-                                out_rounds * (k_steps * (ceil_div(c * tile, wg) + ceil_div(tile * s.dv, wg) + tile) +
-                                              s_steps * (ceil_div(tile * s.dv, wg) + tile)) +
-                                8;
+  const uint64_t score_rounds = ceil_div(score_blocks, out_wg);
+  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), out_wg);
+  const uint64_t output_loops =
+      score_rounds * k_steps * (2 * ceil_div(c * tile, out_wg) + tile) +
+      out_rounds * (k_steps * (ceil_div(c * tile, out_wg) + ceil_div(tile * s.dv, out_wg) + tile) +
+                    s_steps * (ceil_div(tile * s.dv, out_wg) + tile)) +
+      8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
   uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
@@ -251,6 +257,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   p.chunk = uint32_t(c);
   p.chunks_per_dispatch = uint32_t(window);
   p.workgroup = wg;
+  p.output_workgroup = out_wg;
   p.tile = tile;
   // Spans (la_par_common.glsl): a states workgroup walks SPAN chunks with the span's state in
   // registers, so the scan reads and writes a state per span instead of per chunk (the chunks'
@@ -353,8 +360,8 @@ namespace {
 
 // Whether the context forces any linear-attention choice.
 bool forces_linear_attention(const PlanOverrides& f) {
-  return f.linear_attention || f.la_tile || f.la_scan_groups || f.la_window || f.la_span || f.la_grouped_columns ||
-         f.la_fused_scores;
+  return f.linear_attention || f.la_tile || f.la_scan_groups || f.la_window || f.la_span || f.la_chunk ||
+         f.la_grouped_columns || f.la_fused_scores;
 }
 
 // The tuned choices where they fit `fit` (refused choices fall back to the plan without them). A

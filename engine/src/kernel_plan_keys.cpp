@@ -114,6 +114,13 @@ constexpr KeyEntry kKeys[] = {
      "chunks per span of the parallel form's states pass, the span's state in registers (1: each chunk's own "
      "state)",
      true, [](S v, O& o) { return set_power_of_two(v, 1, 64, o.la_span); }},
+    {"la_chunk", "8, 16, 32 or 64",
+     "at most this many positions per chunk of the parallel form (shorter chunks: fewer causal scores per "
+     "position, more chunk states to write and scan; the same sums, grouped differently)",
+     true,
+     [](S v, O& o) {
+       return set_one_of(v, {8, 16, 32, 64}, o.la_chunk);
+     }},
     {"la_columns", "grouped or strided",
      "the parallel linear-attention output pass's 4 x 4 blocks over 4 neighbouring columns read as vectors, or "
      "4 strided ones",

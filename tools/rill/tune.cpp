@@ -52,8 +52,9 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
   if (gpu) {
     all = {{"lm prefill", "la_tile", {"4", "16"}},  // around the plan's 8
            {"lm prefill", "la_scan_groups", {"1"}},
-           {"lm prefill", "la_window", {"256"}},   // a window's chunk states small enough for L2
-           {"lm prefill", "la_span", {"1", "8"}},  // around the plan's 2-4 chunks per states workgroup
+           {"lm prefill", "la_window", {"256"}},      // a window's chunk states small enough for L2
+           {"lm prefill", "la_span", {"1", "8"}},     // around the plan's 2-4 chunks per states workgroup
+           {"lm prefill", "la_chunk", {"16", "32"}},  // fewer causal scores per position, more chunk states
            // The output pass's other forms (run 9 on an H200: fused scores, now the default, 1.13-1.17x
            // faster; grouped columns within 2 %).
            {"lm prefill", "la_columns", {"grouped"}},

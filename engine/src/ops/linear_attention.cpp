@@ -187,7 +187,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
   states_spec.insert(states_spec.end(), {gpu::spec("CHUNK", p.chunk), gpu::spec("LOCAL_PREFIXES", local_prefixes)});
   scan_spec.insert(scan_spec.end(), {gpu::spec("CHUNK", p.chunk * p.span), gpu::spec("GROUPS", p.scan_groups)});
   auto output_spec_of = [&](const Form& form, bool state_transposed) {
-    std::vector<SpecValue> out = spec_for(opt, p.workgroup);
+    std::vector<SpecValue> out = spec_for(opt, p.output_workgroup);
     out.insert(out.end(),
                {gpu::spec("PHI_A", form.phi_a), gpu::spec("PHI_B", form.phi_b), gpu::spec("PHI_C", form.phi_c),
                 gpu::spec("REVERSE", form.reverse), gpu::spec("CHUNK", p.chunk), gpu::spec("TILE", p.tile),
