@@ -82,12 +82,13 @@ vec4 rill_icl_weights(IclSampler s, uint task, uint step, uint c) {
   return rill_normal4(rill_icl_bits(s, RILL_ICL_STREAM_W, c, task, step));
 }
 
-// Adds w_k x_ik to token i's label. Tiny radii make tiny inputs: the product and the sum are
-// flushed (see rill_random.glsl).
-void rill_icl_add_label_term(uint i, uint k, uint d, float w_k) {
-  precise float wx = w_k * ICL_TOKEN(i, k);
-  precise float y = ICL_TOKEN(i, d) + rill_flush_denormal(wx);
-  ICL_TOKEN(i, d) = rill_flush_denormal(y);
+// A label's partial sum y plus w_k x_ik. Tiny radii make tiny inputs: the product and the sum are
+// flushed (see rill_random.glsl). Callers keep y in a register across terms: a label slot read and
+// written per term cost lavapipe a storage access loop each (a fifth of the sampler's time).
+float rill_icl_label_term(float y, float w_k, float x_ik) {
+  precise float wx = w_k * x_ik;
+  precise float sum = y + rill_flush_denormal(wx);
+  return rill_flush_denormal(sum);
 }
 
 // The task's noise level.
@@ -119,12 +120,16 @@ void rill_icl_sample_task(IclSampler s, uint task, uint step) {
   const uint token_count = s.n + 1u;
   const uint chunks = (d + 3u) / 4u;
   for (uint i = 0u; i < token_count; ++i) rill_icl_draw_input(s, task, step, i);
+  // w's four entries of a chunk, then every token's terms of them, in increasing k.
   for (uint c = 0u; c < chunks; ++c) {
     vec4 w = rill_icl_weights(s, task, step, c);
-    for (uint j = 0u; j < 4u; ++j) {
-      uint k = 4u * c + j;
-      if (k >= d) break;
-      for (uint i = 0u; i < token_count; ++i) rill_icl_add_label_term(i, k, d, w[j]);
+    for (uint i = 0u; i < token_count; ++i) {
+      precise float y = ICL_TOKEN(i, d);
+      for (uint j = 0u; j < 4u; ++j) {
+        uint k = 4u * c + j;
+        if (k < d) y = rill_icl_label_term(y, w[j], ICL_TOKEN(i, k));
+      }
+      ICL_TOKEN(i, d) = y;
     }
   }
   float sigma = rill_icl_sigma(s, task, step);
@@ -149,14 +154,15 @@ void rill_icl_sample_token(IclSampler s, uint task, uint step, uint i) {
   const uint d = s.d;
   const uint chunks = (d + 3u) / 4u;
   rill_icl_draw_input(s, task, step, i);
+  precise float y = 0.0f;
   for (uint c = 0u; c < chunks; ++c) {
     vec4 w = rill_icl_weights(s, task, step, c);
     for (uint j = 0u; j < 4u; ++j) {
       uint k = 4u * c + j;
-      if (k >= d) break;
-      rill_icl_add_label_term(i, k, d, w[j]);
+      if (k < d) y = rill_icl_label_term(y, w[j], ICL_TOKEN(i, k));
     }
   }
+  ICL_TOKEN(i, d) = y;
   float sigma = rill_icl_sigma(s, task, step);
   if (i == 0u) ICL_SIGMA = sigma;
   if (i == s.n) {
