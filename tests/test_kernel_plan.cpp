@@ -721,9 +721,9 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   cpu.forced = parse_overrides("linear_attention=parallel").value();
   CHECK(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().span == 1);
   CHECK_FALSE(linear_attention_forward(cpu, la_shape(4, 1 << 16, 64)).value().fused_scores);
-  // The caller's chunk unless a shorter one is forced; the output pass's workgroup has an invocation
-  // per block of a chunk's scores or outputs (in warps of 32): the states pass's 256 for chunks of
-  // 64, fewer for shorter chunks, which stay fused.
+  // The caller's chunk unless a shorter one is forced; then the output pass's workgroup has an
+  // invocation per block of a chunk's scores or outputs (in warps of 32): the states pass's 256
+  // for chunks of 64, fewer for shorter ones, which stay fused. Unforced it is the states pass's.
   for (const uint32_t dim : {64u, 32u}) {
     const auto plain = linear_attention_forward(h100_like(), la_shape(4, 1 << 16, dim)).value();
     CHECK(plain.chunk == 64);
@@ -739,6 +739,7 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   CHECK(c32.fused_scores);
   CHECK(linear_attention_forward(short_chunks, la_shape(8, 1 << 16, 32)).value().output_workgroup == 64);
   CHECK(linear_attention_forward(short_chunks, la_shape(4, 1 << 16, 64, 16)).value().chunk == 16);  // never longer
+  CHECK(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64, 16)).value().output_workgroup == 256);
   CHECK(linear_attention_backward(short_chunks, la_shape(4, 1 << 16, 64)).value().chunk == 32);
   short_chunks.forced = parse_overrides("la_chunk=8").value();
   CHECK(linear_attention_forward(short_chunks, la_shape(4, 1 << 16, 64)).value().output_workgroup == 32);

@@ -228,11 +228,14 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
       return std::nullopt;
     }
   }
-  // The output pass's workgroup: as many invocations as a chunk has blocks of scores or of outputs
-  // (in warps of 32), so that a shorter chunk leaves none idle; at most the states pass's.
+  // The output pass's workgroup. With a forced chunk: as many invocations as a chunk has blocks of
+  // scores or of outputs (in warps of 32), so that a shorter chunk leaves none idle, at most the
+  // states pass's. Else the states pass's: a small GPU whose shared memory shortened the chunk
+  // (untimed) keeps the invocations it had, which share the tiles' loads and hide latency.
   const uint64_t score_blocks = ceil_div(c, block) * ceil_div(c, block);
   const uint64_t output_blocks = ceil_div(c, block) * ceil_div(std::max(s.dk, s.dv), block);
-  const uint32_t out_wg = uint32_t(std::min<uint64_t>(wg, round_up(std::max(score_blocks, output_blocks), 32)));
+  const uint32_t out_wg =
+      d.forced.la_chunk ? uint32_t(std::min<uint64_t>(wg, round_up(std::max(score_blocks, output_blocks), 32))) : wg;
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
   // the scores times h(C), per round of blocks (fused, fewer).
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
