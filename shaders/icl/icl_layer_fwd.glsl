@@ -3,8 +3,7 @@
 // e_i <- e_i + B e_i for all tokens (query included). Every layer's output tokens and (p.save_mats)
 // its A and B are kept (acts, mats) for the backward pass; the tokens stay in the private array between layers.
 // The model's top layer (query: QUERY_TOP in icl_model.glsl) computes only what the loss reads, B's
-// last row and the query's label slot; its other outputs are left unwritten and B's other rows
-// stored as zero.
+// last row and the query's label slot; its other outputs and B's other rows are left unwritten.
 #include "icl_model.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { float params[]; };
@@ -74,9 +73,11 @@ void forward_layer(uint t, uint layer, bool carry, const bool query, inout float
   }
 
   if (p.save_mats != 0u) {
+    // At the top layer only B's last row, the one row the backward reads (icl_layer_bwd.glsl): the
+    // zeros of the others were stores for nothing (each one a loop over the SIMD lanes on lavapipe).
     UNROLL for (uint e = 0u; e < MAT; ++e) {
       mats[mats_base + e * p.batch] = a_mat[e];
-      mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
+      if (!query || e >= (D1 - 1u) * D1) mats[mats_base + (MAT + e) * p.batch] = b_mat[e];
     }
   }
   // A token's output reads only that token: a token at a time, through a row of D1, into x when
