@@ -151,11 +151,13 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
   struct Case {
     int d, n, layers, heads;
   };
-  // Both layer-kernel variants: a task per invocation (CPU drivers) and a workgroup per task (GPUs).
-  for (const char* variant : {"icl_layers=per-task", "icl_layers=per-workgroup"}) {
+  // Both layer-kernel variants: a task per invocation (CPU drivers) and a workgroup per task (GPUs),
+  // its products an output per invocation or in blocks of 3 x 3 (partial at d 1, 3 and 10).
+  for (const char* variant :
+       {"icl_layers=per-task", "icl_layers=per-workgroup", "icl_layers=per-workgroup,icl_block=3"}) {
     // Under emulation the 48 models' unrolled kernels took qemu 13 minutes to compile: the device's
-    // own variant only (the forced one is the same shaders, run natively in every other suite).
-    if (rill_test::emulated() && std::string_view(variant) == "icl_layers=per-workgroup") {
+    // own variant only (the forced ones are the same shaders, run natively in every other suite).
+    if (rill_test::emulated() && std::string_view(variant).starts_with("icl_layers=per-workgroup")) {
       WARN("the workgroup layer kernels left out under emulation (compile time)");
       continue;
     }
@@ -181,6 +183,32 @@ GPU_TEST_CASE("icl: forward and backward match the double-precision reference", 
           CHECK(rel_err(grad, probe.gradient) < 5e-4);
         }
       }
+    }
+  }
+}
+
+GPU_TEST_CASE("icl: the workgroup kernels' products in blocks of outputs give the bits of an output per invocation",
+              "[icl]") {
+  // Every output's sum runs over the same terms in the same order whichever invocation holds it
+  // (icl_wg_common.glsl's ICL_BLOCKS), so blocks change no bit. The Vladymyrov width (11) leaves a
+  // partial last block at every size; FULL with two heads and GD++ (whose per-head terms are not
+  // products) over the 3 layers in one dispatch, the top one computing only what the loss reads.
+  for (Parameterization p : {Parameterization::kFull, Parameterization::kGdPlusPlus}) {
+    const TrainConfig c = small_config(10, 13, 3, p == Parameterization::kFull ? 2 : 1, p, Convention::kVladymyrov, 37);
+    std::vector<float> reference;
+    for (int block = 1; block <= 4; ++block) {
+      INFO("param=" << name(p) << " icl_block=" << block);
+      auto options = rill_test::validated_options();
+      options.kernel_plan = "icl_layers=per-workgroup,icl_layers_per_dispatch=3,icl_block=" + std::to_string(block);
+      auto ctx = rill_test::make_context(options);
+      auto trainer = must(Trainer::create(ctx, c));
+      REQUIRE(must(trainer.train(4)).size() == 4);
+      const std::vector<float> params = must(trainer.parameters());
+      if (block == 1) {
+        reference = params;
+        continue;
+      }
+      CHECK(same_bits(params, reference));
     }
   }
 }
@@ -212,6 +240,13 @@ GPU_TEST_CASE(
       "icl_layers=per-task,icl_layers_per_dispatch=1,icl_texel=off",
       "icl_layers=per-task,icl_layers_per_dispatch=3,icl_texel=off",
       "icl_layers=per-workgroup,icl_top_layer=full",
+      // Outputs in blocks per invocation: widths of 5 and 10 tokens leave every block size a partial
+      // last block (clamped rows and columns, computed and not stored), with one task per workgroup
+      // and several, fused layers, and the top layer whole.
+      "icl_layers=per-workgroup,icl_block=2,icl_tasks_per_workgroup=8,icl_layers_per_dispatch=2",
+      "icl_layers=per-workgroup,icl_block=3",
+      "icl_layers=per-workgroup,icl_block=3,icl_top_layer=full,icl_layers_per_dispatch=1",
+      "icl_layers=per-workgroup,icl_block=4,icl_tasks_per_workgroup=1",
   };
   for (const char* variant : variants) {
     auto options = rill_test::validated_options();

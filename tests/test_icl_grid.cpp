@@ -76,8 +76,10 @@ std::vector<TrainConfig> mixed_grid() {
 }  // namespace
 
 GPU_TEST_CASE("icl grid: every model trains bit for bit as it does alone", "[icl][grid]") {
-  // With either layer-kernel variant (a task per invocation, or a workgroup per task as on GPUs).
-  for (const char* variant : {"icl_layers=per-task", "icl_layers=per-workgroup"}) {
+  // With either layer-kernel variant (a task per invocation, or a workgroup per task as on GPUs, its
+  // products an output per invocation or in blocks).
+  for (const char* variant :
+       {"icl_layers=per-task", "icl_layers=per-workgroup", "icl_layers=per-workgroup,icl_block=3"}) {
     INFO(variant);
     auto options = rill_test::validated_options();
     options.kernel_plan = variant;

@@ -261,6 +261,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"elementwise_texel", "on"},
                                                       {"icl_layers", "per-workgroup"},
                                                       {"icl_tasks_per_workgroup", "2"},
+                                                      {"icl_block", "3"},
                                                       {"icl_layers_per_dispatch", "3"},
                                                       {"icl_top_layer", "full"},
                                                       {"icl_texel", "off"},

@@ -346,6 +346,21 @@ TEST_CASE("kernel plan: ICL layers run a task per lane on CPU drivers and a work
   one_task.forced.icl_tasks_per_workgroup = 1;
   CHECK(icl_layers(one_task, vladymyrov).value().workgroup == 128);  // the 11 x 11 matrices
   CHECK(icl_layers(one_task, ahn).value().workgroup == 64);          // 6 x 6 = 36 entries
+  // Outputs in 3 x 3 blocks (forced): an invocation per block of the square matrices (Vladymyrov's
+  // 11 x 11 are 4 x 4 blocks, Ahn's 6 x 6 are 2 x 2), as many tasks as the shared memory leaves room
+  // for, and a workgroup at least a subgroup wide.
+  DeviceTraits blocked = h100_like();
+  blocked.forced.icl_block = 3;
+  const IclLayersPlan v3 = icl_layers(blocked, vladymyrov_full).value();
+  CHECK(v3.output_block == 3);
+  CHECK(v3.tasks_per_workgroup == 4);
+  CHECK(v3.workgroup == 16);
+  const IclLayersPlan a3 = icl_layers(blocked, ahn_full).value();
+  CHECK(a3.tasks_per_workgroup == 16);
+  CHECK(a3.workgroup == 4);
+  blocked.forced.icl_tasks_per_workgroup = 1;
+  CHECK(icl_layers(blocked, vladymyrov_full).value().workgroup == 32);
+  CHECK(full.output_block == 1);  // unforced: an output per invocation, as GPUs ran them
   const IclLayersPlan phone = icl_layers(mali_like(), vladymyrov).value();
   CHECK(phone.workgroup_per_task);  // a task's 4.7 KiB of shared arrays fit 16 KiB twice
   CHECK(phone.tasks_per_workgroup == 2);

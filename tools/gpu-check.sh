@@ -15,7 +15,8 @@
 # time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
 # what the loss reads, with the layers a task per invocation, and with the workgroup kernels at 1-8
-# tasks per workgroup), la_plans (linear attention with output blocks over neighbouring columns,
+# tasks per workgroup), icl_blocks (ICL training with the workgroup kernels' products in blocks of
+# 2 x 2 to 4 x 4 outputs per invocation), la_plans (linear attention with output blocks over neighbouring columns,
 # with the scores in a walk of their own, and both),
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks, with spans of 1 and 8 chunks and
@@ -204,6 +205,12 @@ for s in "${steps[@]}"; do
                  run_step "icl_${plan//[=,]/_}" 40 env RILL_KERNEL_PLAN="icl_layers=per-workgroup,$plan" \
                    "$rill" bench --op icl --no-torch
                done ;;
+    # The workgroup layer kernels' products in blocks of outputs per invocation (icl_block), to
+    # compare with the default run's `icl` records (the grid of 21 models is the goal they chase).
+    icl_blocks) for plan in icl_block=2 icl_block=3 icl_block=3,icl_tasks_per_workgroup=8 icl_block=4; do
+                  run_step "icl_${plan//[=,]/_}" 40 env RILL_KERNEL_PLAN="icl_layers=per-workgroup,$plan" \
+                    "$rill" bench --op icl --no-torch
+                done ;;
     tune) run_step tune 300 "$rill" tune --out "$work/tuning.json" ;;  # the tuning file comes back in the tgz
     # Issue 13's Table 1 at the paper's budget, one seed: rows L 1-4 (the cells the goal holds to
     # 10%) in the two single-sigma columns first. Resumable: REPRO_DIR (a folder kept between

@@ -212,10 +212,14 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
         (icl->query_top_layer ? ", the top layer only what the loss reads" : ", the top layer whole") +
         (icl->texel_reads ? ", the layers' and the gradient reduction's reads as texels" : "");
     out.push_back({"icl layers", "d 10, n 20, L 3 (Vladymyrov et al.)",
-                   icl->workgroup_per_task ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
-                                                 std::to_string(icl->workgroup) + " (tasks x invocations)" + layers +
-                                                 " (" + icl->reason + ")"
-                                           : "a task per invocation" + layers + " (" + icl->reason + ")"});
+                   icl->workgroup_per_task
+                       ? "workgroups of " + std::to_string(icl->tasks_per_workgroup) + " x " +
+                             std::to_string(icl->workgroup) + " (tasks x invocations)" +
+                             (icl->output_block > 1 ? ", outputs in " + std::to_string(icl->output_block) + " x " +
+                                                          std::to_string(icl->output_block) + " blocks"
+                                                    : "") +
+                             layers + " (" + icl->reason + ")"
+                       : "a task per invocation" + layers + " (" + icl->reason + ")"});
   }
   LmDecodeShape lm;  // the default model, f32
   lm.dense_f32 = true;

@@ -59,6 +59,7 @@ struct PlanOverrides {
   std::optional<bool> icl_texel;               // "icl_texel=off": the ICL layers' and reduction's storage reads
   std::optional<bool> block_dq_from_scores;    // "block_dq=rows|scores": the CPU block-attention backward's dq
   std::optional<uint32_t> icl_tasks_per_workgroup;  // "icl_tasks_per_workgroup=8": the workgroup kernels' tasks
+  std::optional<uint32_t> icl_block;  // "icl_block=3": the workgroup kernels' outputs per invocation, 3 x 3
   std::optional<uint32_t>
       icl_layers_per_dispatch;  // "icl_layers_per_dispatch=2": layers per dispatch (the loop budget bounds it)
   std::optional<std::pair<uint32_t, uint32_t>> matmul_tile;  // "matmul_tile=8x8": the GPU matmul's TM x TN
@@ -432,6 +433,7 @@ struct IclLayersPlan {
   bool workgroup_per_task = false;   // the workgroup kernels (several tasks per workgroup)
   uint32_t workgroup = 64;           // invocations per task (workgroup kernels)
   uint32_t tasks_per_workgroup = 1;  // workgroup kernels: a power of two up to 64
+  uint32_t output_block = 1;         // workgroup kernels: each invocation's products in blocks of this x this
   uint32_t layers_per_dispatch = 1;
   // The top layer computes only what the loss reads (the query's prediction and its gradient;
   // icl_layer_fwd.glsl); false (forced, "icl_top_layer=full") computes it whole, as the layers below.

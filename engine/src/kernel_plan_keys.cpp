@@ -201,6 +201,13 @@ constexpr KeyEntry kKeys[] = {
      [](S v, O& o) { return set_either(v, "per-workgroup", "per-task", o.icl_workgroup_per_task); }},
     {"icl_tasks_per_workgroup", "a power of two from 1 to 64", "the ICL workgroup kernels' tasks per workgroup", true,
      [](S v, O& o) { return set_power_of_two(v, 1, 64, o.icl_tasks_per_workgroup); }},
+    {"icl_block", "1, 2, 3 or 4",
+     "the ICL workgroup kernels' products in blocks of N x N outputs per invocation (each shared-memory load then "
+     "serves N multiply-adds; 1: an output each)",
+     false,
+     [](S v, O& o) {
+       return set_one_of(v, {1, 2, 3, 4}, o.icl_block);
+     }},
     {"icl_layers_per_dispatch", "a count from 1 to 1024",
      "ICL layers per dispatch (still bounded by the driver's loop limit)", true,
      [](S v, O& o) { return set_range(v, 1, 1024, o.icl_layers_per_dispatch); }},

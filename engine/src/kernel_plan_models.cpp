@@ -245,15 +245,31 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
   // share a workgroup of up to 256 invocations, at least a subgroup each, so each workgroup's
   // loads and stores of the task-minor arrays cover whole runs of neighbouring tasks.
   const uint32_t lanes_min = std::min(std::max<uint32_t>(d.subgroup, 32), d.max_invocations);
+  // Forced, each invocation computes blocks of block x block outputs of the products
+  // (icl_wg_common.glsl's ICL_BLOCKS): a task takes an invocation per block of its square matrices
+  // (the tokens' products go round a few times), a subgroup can span tasks, and a workgroup still
+  // holds at least lanes_min invocations.
+  const uint32_t block = d.forced.icl_block.value_or(1);
+  const uint64_t blocks = ceil_div(s.width, block) * ceil_div(s.width, block);
+  uint32_t lanes_least = lanes_min;
+  if (block > 1) {
+    lanes_least = 1;
+    while (lanes_least < 128 && lanes_least < blocks) lanes_least *= 2;
+    lanes_least = std::min(lanes_least, lanes_min);
+  }
   auto lanes_for = [&](uint32_t tasks) {
-    uint32_t lanes = lanes_min;
+    uint32_t lanes = lanes_least;
+    if (block > 1) {
+      while (lanes < 128 && uint64_t(lanes) * tasks < lanes_min) lanes *= 2;
+      return lanes;
+    }
     while (lanes < 128 && lanes < mat && uint64_t(lanes) * 2 * tasks <= std::min(256u, d.max_invocations)) lanes *= 2;
     return lanes;
   };
   uint32_t tasks = 1;
   if (const auto forced = d.forced.icl_tasks_per_workgroup) {
     tasks = *forced;
-    if (uint64_t(tasks) * lanes_min > d.max_invocations || shared_bytes(tasks) > d.shared_bytes)
+    if (uint64_t(tasks) * lanes_least > d.max_invocations || shared_bytes(tasks) > d.shared_bytes)
       return invalid_argument("icl: " + std::to_string(tasks) +
                               " tasks per workgroup do not fit the device's workgroup or shared memory");
   } else {
@@ -262,12 +278,13 @@ Result<IclLayersPlan> icl_layers(const DeviceTraits& d, const IclLayersShape& s)
     // ran 12,044 model-steps/s at 2 and 14,165 at 4 in run 9) and 8 with DIAG (38.5 KB). FULL's 8
     // (47.1 KB of NVIDIA's 48 KiB: half the workgroups a multiprocessor holds) are untimed, forced
     // by `icl_tasks_per_workgroup=8`.
-    while (tasks < 64 && uint64_t(tasks) * 2 * lanes_min <= std::min(256u, d.max_invocations) &&
+    while (tasks < 64 && uint64_t(tasks) * 2 * lanes_least <= std::min(256u, d.max_invocations) &&
            shared_bytes(tasks * 2) <= d.shared_bytes / 8 * 7)
       tasks *= 2;
   }
   p.tasks_per_workgroup = tasks;
   p.workgroup = lanes_for(tasks);
+  p.output_block = block;
   const bool fits = shared_bytes(tasks) <= d.shared_bytes;
   // A task per invocation keeps its task's arrays private (icl_layer_bwd.glsl: the tokens and their
   // gradient, A, B, dA, dB and a product, a row). A GPU spills them to per-invocation scratch,

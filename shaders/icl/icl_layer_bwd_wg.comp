@@ -58,62 +58,46 @@ void main() {
     const uint layer = p.layer - l;
     const uint mats_base = layer * 2u * MAT * p.batch;
     const bool query = QUERY_TOP && l == 0u;  // the gradient is the loss's one slot
+    const uint row_first = query ? D1 - 1u : 0u;  // query: dB, and the products from it, have one row
     icl_stage_params(layer);
     ICL_WG_LOAD(s_x, acts, layer * TOKEN_ELEMS * p.batch, TOKEN_ELEMS)
     ICL_WG_LOAD(s_a, mats, mats_base, MAT)
     barrier();  // tokens, gradient, A and parameters staged
+    // dB = sum over tokens of g x^T (query: its last row, from the query token alone; the rows
+    // above are zero). dA starts at zero.
     for (uint e = lane; e < MAT; e += LANES) {
-      const uint a = e / D1, b = e % D1;
-      float sum = 0.0;
-      if (!query || a + 1u == D1)
-        for (uint i = query ? NCTX : 0u; i < TOKENS; ++i) sum += s_g[x0 + i * D1 + a] * s_x[x0 + i * D1 + b];
-      s_db[m0 + e] = sum;
+      if (e < row_first * D1) s_db[m0 + e] = 0.0;
       s_da[m0 + e] = 0.0;
     }
+    ICL_BLOCKS(false, D1, row_first, 0u, 0.0,
+               ICL_ACCUMULATE(true, query ? NCTX : 0u, TOKENS, s_g[x0 + k_ * D1 + r_], s_x[x0 + k_ * D1 + c_]),
+               s_db[m0 + r_ * D1 + c_] = v_)
     barrier();
 
     for (uint h = 0u; h < HEADS; ++h) {
       const uint base = h * BLOCK;
       if (PARAM == 0u) {
-        // tmp = dB Q^T, then dP = s tmp A.
-        for (uint e = lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          float sum = 0.0;
-          if (!query || a + 1u == D1)
-            for (uint c = 0u; c < D1; ++c) sum += s_db[m0 + a * D1 + c] * param_q(base, b, c);
-          s_tmp[m0 + e] = sum;
-        }
+        // tmp = dB Q^T, then dP = s tmp A (query: their last rows; dP's others are zero).
+        ICL_BLOCKS(false, D1, row_first, 0u, 0.0,
+                   ICL_ACCUMULATE(true, 0u, D1, s_db[m0 + r_ * D1 + k_], param_q(base, c_, k_)),
+                   s_tmp[m0 + r_ * D1 + c_] = v_)
         barrier();
-        for (uint e = lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          if (query && a + 1u != D1) {
-            s_part[q0 + base + e] = 0.0;
-            continue;
-          }
-          float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += s_tmp[m0 + a * D1 + c] * s_a[m0 + c * D1 + b];
-          s_part[q0 + base + e] = p.scale * sum;
-        }
+        for (uint e = lane; e < row_first * D1; e += LANES) s_part[q0 + base + e] = 0.0;
+        ICL_BLOCKS(false, D1, row_first, 0u, 0.0,
+                   ICL_ACCUMULATE(true, 0u, D1, s_tmp[m0 + r_ * D1 + k_], s_a[m0 + k_ * D1 + c_]),
+                   s_part[q0 + base + r_ * D1 + c_] = p.scale * v_)
         barrier();
         // tmp = P^T dB, then dQ = s A tmp and dA += s tmp Q^T.
-        for (uint e = lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          float sum = 0.0;
-          for (uint c = query ? D1 - 1u : 0u; c < D1; ++c) sum += param_p(base, c, a) * s_db[m0 + c * D1 + b];
-          s_tmp[m0 + e] = sum;
-        }
+        ICL_BLOCKS(false, D1, 0u, 0u, 0.0,
+                   ICL_ACCUMULATE(true, query ? D1 - 1u : 0u, D1, param_p(base, k_, r_), s_db[m0 + k_ * D1 + c_]),
+                   s_tmp[m0 + r_ * D1 + c_] = v_)
         barrier();
-        for (uint e = lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          float dq = 0.0;
-          float dav = 0.0;
-          for (uint c = 0u; c < D1; ++c) {
-            dq += s_a[m0 + a * D1 + c] * s_tmp[m0 + c * D1 + b];
-            dav += s_tmp[m0 + a * D1 + c] * param_q(base, b, c);
-          }
-          s_part[q0 + base + MAT + e] = p.scale * dq;
-          s_da[m0 + e] += p.scale * dav;
-        }
+        ICL_BLOCKS(false, D1, 0u, 0u, 0.0,
+                   ICL_ACCUMULATE(true, 0u, D1, s_a[m0 + r_ * D1 + k_], s_tmp[m0 + k_ * D1 + c_]),
+                   s_part[q0 + base + MAT + r_ * D1 + c_] = p.scale * v_)
+        ICL_BLOCKS(false, D1, 0u, 0u, 0.0,
+                   ICL_ACCUMULATE(true, 0u, D1, s_tmp[m0 + r_ * D1 + k_], param_q(base, c_, k_)),
+                   s_da[m0 + r_ * D1 + c_] += p.scale * v_)
         barrier();  // s_tmp is rewritten by the next head
       } else {
         for (uint a = lane; a < D1; a += LANES) {
@@ -155,16 +139,13 @@ void main() {
     // dA + dA^T once per entry (dB is done with): the context tokens' terms then read one word, not two.
     for (uint e = lane; e < MAT; e += LANES) s_db[m0 + e] = s_da[m0 + e] + s_da[m0 + (e % D1) * D1 + e / D1];
     barrier();
-    for (uint e = lane; e < TOKEN_ELEMS; e += LANES) {
-      const uint i = e / D1, a = e % D1;
-      float sum = s_g[x0 + e];
-      if (!query || i == NCTX)
-        for (uint b = query ? D1 - 1u : 0u; b < D1; ++b) sum += s_tmp[m0 + b * D1 + a] * s_g[x0 + i * D1 + b];
-      if (i < NCTX) {
-        for (uint b = 0u; b < D1; ++b) sum += s_db[m0 + a * D1 + b] * s_x[x0 + i * D1 + b];
-      }
-      s_gn[x0 + e] = sum;
-    }
+    // gn = g + B^T g per token (query: only the query's, from its label slot) + (dA + dA^T) x per
+    // context token.
+    ICL_BLOCKS(false, TOKENS, 0u, 0u, s_g[x0 + r_ * D1 + c_],
+               ICL_ACCUMULATE(!query || r_ == NCTX, query ? D1 - 1u : 0u, D1, s_g[x0 + r_ * D1 + k_],
+                              s_tmp[m0 + k_ * D1 + c_])
+               ICL_ACCUMULATE(r_ < NCTX, 0u, D1, s_x[x0 + r_ * D1 + k_], s_db[m0 + c_ * D1 + k_]),
+               s_gn[x0 + r_ * D1 + c_] = v_)
     barrier();  // the input gradient complete; everything else read
     if (last) {
       ICL_WG_STORE(g_in, s_gn, 0u, TOKEN_ELEMS)

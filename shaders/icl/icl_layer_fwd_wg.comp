@@ -31,38 +31,25 @@ void main() {
   for (uint l = 0u; l < LAYERS; ++l) {
     const uint layer = p.layer + l;
     const bool query = QUERY_TOP && l + 1u == LAYERS;  // B's last row and the query's label slot only
-    const uint b_first = query ? (D1 - 1u) * D1 : 0u, y_first = query ? TOKEN_ELEMS - 1u : 0u;
+    const uint b_row = query ? D1 - 1u : 0u, b_first = b_row * D1, y_first = query ? TOKEN_ELEMS - 1u : 0u;
     icl_stage_params(layer);
     barrier();  // tokens and parameters staged
     // A is symmetric: each entry (a, b) of the upper triangle is summed once (in the per-task
     // kernel's order) and written to both halves.
-    for (uint u = lane; u < D1 * (D1 + 1u) / 2u; u += LANES) {
-      uint a = 0u, b = u;
-      for (; b >= D1 - a; ++a) b -= D1 - a;  // row a of the triangle holds its D1 - a entries
-      b += a;
-      float sum = 0.0;
-      for (uint j = 0u; j < NCTX; ++j) sum += s_x[x0 + j * D1 + a] * s_x[x0 + j * D1 + b];
-      s_a[m0 + a * D1 + b] = sum;
-      s_a[m0 + b * D1 + a] = sum;
-    }
+    ICL_BLOCKS(true, D1, 0u, 0u, 0.0,
+               ICL_ACCUMULATE(true, 0u, NCTX, s_x[x0 + k_ * D1 + r_], s_x[x0 + k_ * D1 + c_]),
+               s_a[m0 + r_ * D1 + c_] = v_;
+               s_a[m0 + c_ * D1 + r_] = v_)
     for (uint e = lane; e < MAT; e += LANES) s_b[m0 + e] = 0.0;
     barrier();
     for (uint h = 0u; h < HEADS; ++h) {
       const uint base = h * BLOCK;
       if (PARAM == 0u) {
-        for (uint e = lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += s_a[m0 + a * D1 + c] * param_q(base, c, b);
-          s_c[m0 + e] = sum;
-        }
+        ICL_BLOCKS(false, D1, 0u, 0u, 0.0, ICL_ACCUMULATE(true, 0u, D1, s_a[m0 + r_ * D1 + k_], param_q(base, k_, c_)),
+                   s_c[m0 + r_ * D1 + c_] = v_)
         barrier();
-        for (uint e = b_first + lane; e < MAT; e += LANES) {
-          const uint a = e / D1, b = e % D1;
-          float sum = 0.0;
-          for (uint c = 0u; c < D1; ++c) sum += param_p(base, a, c) * s_c[m0 + c * D1 + b];
-          s_b[m0 + e] += p.scale * sum;
-        }
+        ICL_BLOCKS(false, D1, b_row, 0u, 0.0, ICL_ACCUMULATE(true, 0u, D1, param_p(base, r_, k_), s_c[m0 + k_ * D1 + c_]),
+                   s_b[m0 + r_ * D1 + c_] += p.scale * v_)
         barrier();  // s_c is rewritten by the next head
       } else {
         // Each invocation owns its entries of B across heads: no barrier between them.
@@ -73,12 +60,10 @@ void main() {
       }
     }
     barrier();  // B complete
-    for (uint e = y_first + lane; e < TOKEN_ELEMS; e += LANES) {
-      const uint i = e / D1, a = e % D1;
-      float sum = s_x[x0 + e];
-      for (uint b = 0u; b < D1; ++b) sum += s_b[m0 + a * D1 + b] * s_x[x0 + i * D1 + b];
-      s_y[x0 + e] = sum;
-    }
+    // y = x + B x per token (query: the query's label slot only).
+    ICL_BLOCKS(false, TOKENS, query ? NCTX : 0u, query ? D1 - 1u : 0u, s_x[x0 + r_ * D1 + c_],
+               ICL_ACCUMULATE(true, 0u, D1, s_x[x0 + r_ * D1 + k_], s_b[m0 + c_ * D1 + k_]),
+               s_y[x0 + r_ * D1 + c_] = v_)
     barrier();  // outputs complete -> stored, and the next layer's input
     if (p.save_mats != 0u) {
       const uint mats_base = layer * 2u * MAT * p.batch;

@@ -225,6 +225,7 @@ Result<Recorder::LayerLaunch> Recorder::layer_launch(const Sequence& seq, const 
     l.groups = ops::detail::groups_for(ws.batch, tasks);
     l.spec = model_spec(seq, plan.workgroup * tasks);
     l.spec.push_back(gpu::spec("TASKS", tasks));
+    l.spec.push_back(gpu::spec("BS", plan.output_block));
   } else {
     l.kernel = std::string(pass) + (unrolled_ ? "_unrolled" : "") + (plan.texel_reads ? "_tx" : "");
     l.texel_reads = plan.texel_reads;
