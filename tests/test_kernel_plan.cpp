@@ -252,6 +252,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"matmul_tile", "8x4"},
                                                       {"matmul_layout", "grouped"},
                                                       {"matmul_depth", "32"},
+                                                      {"matmul_buffers", "2"},
                                                       {"matmul_splits", "3"},
                                                       {"matmul_coop", "emulated"},
                                                       {"matmul_coop_buffers", "1"},
@@ -911,6 +912,19 @@ TEST_CASE("kernel plan: GPU matmuls of few blocks and a long K are split along K
   CHECK(matmul(deep, {.m = 1024, .n = 1024, .k = 1024}).depth == 16);
   CHECK(parse_overrides("matmul_depth=8").value().matmul_depth == 8u);
   CHECK_FALSE(parse_overrides("matmul_depth=64").is_ok());
+  // One shared stage unless two are forced, and two only where both fit: 8 x 8 tiles 16 deep take
+  // 2 x 16.9 KB, 32 deep 2 x 33.8 KB (past the H100's 48 KiB: one stage); the register kernel has none.
+  CHECK(matmul(d, {.m = 4096, .n = 4096, .k = 4096}).stages == 1);
+  DeviceTraits staged = d;
+  staged.forced.matmul_buffers = 2;
+  CHECK(matmul(staged, {.m = 4096, .n = 4096, .k = 4096}).stages == 2);
+  staged.forced.matmul_depth = 32;
+  CHECK(matmul(staged, {.m = 4096, .n = 4096, .k = 4096}).stages == 1);
+  CHECK(matmul(staged, {.m = 1024, .n = 1024, .k = 256}).stages == 2);  // 4 x 4 tiles 32 deep: 2 x 17.4 KB
+  DeviceTraits staged_cpu = lavapipe_like();
+  staged_cpu.forced.matmul_buffers = 2;
+  CHECK(matmul(staged_cpu, {.m = 1024, .n = 1024, .k = 1024}).stages == 1);
+  CHECK_FALSE(parse_overrides("matmul_buffers=3").is_ok());
   CHECK_FALSE(parse_overrides("matmul_splits=0").is_ok());
   CHECK(parse_overrides("matmul_splits=64").value().matmul_splits == 64u);
 }

@@ -192,6 +192,17 @@ GPU_TEST_CASE("the GPU matmul with shallower and deeper slices matches the refer
     check_forced_gpu_plan(plan, {{70, 33, 200}, {5, 130, 17}, {129, 65, 96}}, seed);
 }
 
+// The GPU kernel's two shared stages taken in turn: one slice, several and a partial last one, with
+// the plan's tiles and 8 x 8 ones, strided and grouped, slices 8 and 32 deep, and split along K
+// (shares of one slice and empty ones).
+GPU_TEST_CASE("the GPU matmul with two shared stages matches the reference", "[matmul][gpu]") {
+  uint32_t seed = 1300;
+  for (const char* plan :
+       {"matmul_buffers=2", "matmul_buffers=2,matmul_tile=8x8,matmul_layout=strided", "matmul_buffers=2,matmul_depth=8",
+        "matmul_buffers=2,matmul_depth=32,matmul_splits=3", "matmul_buffers=2,matmul_splits=8"})
+    check_forced_gpu_plan(plan, {{70, 33, 200}, {5, 130, 17}, {129, 65, 16}, {3, 4, 1}}, seed);
+}
+
 namespace {
 
 // The kernel one matmul of this context dispatches (read from a timed sequence).

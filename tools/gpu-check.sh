@@ -10,7 +10,8 @@
 # Vladymyrov-setting steps), profile_icl_grid (the ICL bench, its grid of models included, under
 # the profiler), limits (the Mali limit profile's whole-suite run, open-file limit raised),
 # gpu_tests (the matmul, sampler and fused-decoding tests), matmul_sweep and decode_sweep (the bench
-# at each forced matmul tile, unsplit along K, with strided accumulators and with slices 32 deep, on
+# with two shared stages (slices 16 and 32 deep), at each forced matmul tile, unsplit along K, with
+# strided accumulators and with slices 32 deep, on
 # the goals' products / at each decoding grid from 256 x 32, with weight loads 1 and 8 rows at a
 # time), segment_sweep (LM prefill in longer segments and
 # forced matmul tiles), icl_sweep (ICL training with the top layer computed whole rather than only
@@ -109,7 +110,8 @@ for s in "${steps[@]}"; do
                   # The same products with slices 32 deep: one wait on memory per 32 k steps.
                   run_step matmul_probe_depth_32 60 env RILL_KERNEL_PLAN=matmul_depth=32 "$rill" bench --op matmul \
                     --matmul-shapes 65536x256x512,65536x512x256,65536x256x1024 ;;
-    matmul_sweep) for plan in matmul_tile=4x4 matmul_tile=8x4 matmul_splits=1 matmul_layout=strided matmul_depth=32; do
+    matmul_sweep) for plan in matmul_buffers=2 matmul_buffers=2,matmul_depth=32 matmul_tile=4x4 matmul_tile=8x4 \
+                              matmul_splits=1 matmul_layout=strided matmul_depth=32; do
                     name=${plan#matmul_}
                     run_step "matmul_${name//=/_}" 40 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op matmul \
                       --matmul-shapes "$goal_shapes"

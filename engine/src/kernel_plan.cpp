@@ -129,6 +129,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        std::to_string(m.wg_y) + ", tile " + std::to_string(m.wg_y * m.tm) + " x " +
                        std::to_string(m.wg_x * m.tn) +
                        (m.register_kernel ? "" : ", slices " + std::to_string(m.depth) + " deep") +
+                       (m.stages > 1 ? ", " + std::to_string(m.stages) + " shared stages" : "") +
                        (m.splits > 1 ? ", K in " + std::to_string(m.splits) + " shares" : "") +
                        (m.grouped ? ", grouped accumulators" : "") + (m.texel_rows ? ", rows read as texels" : "")});
   }

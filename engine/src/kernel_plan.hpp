@@ -76,6 +76,7 @@ struct PlanOverrides {
   std::optional<uint32_t> matmul_coop_depth;
   std::optional<uint32_t> matmul_splits;  // "matmul_splits=4": the GPU matmul's shares of K (1 to 64)
   std::optional<uint32_t> matmul_depth;   // "matmul_depth=32": the GPU matmul's k steps per slice (8, 16, 32)
+  std::optional<uint32_t> matmul_buffers;  // "matmul_buffers=2": the GPU matmul's shared stages (1 or 2)
   // "matmul_layout=grouped|strided": the GPU matmul's accumulators in runs of adjacent rows and
   // columns (vector shared loads) or strided over the block (matmul_shared.glsl says which is which).
   std::optional<bool> matmul_grouped;
@@ -235,6 +236,7 @@ struct MatmulPlan {
   uint32_t splits = 1;
   bool grouped = false;      // shared-memory kernel: accumulators in runs of adjacent rows and columns
   uint32_t depth = 16;       // shared-memory kernel: k steps per staged slice (spec constant BK)
+  uint32_t stages = 1;       // shared-memory kernel: sets of shared tiles taken in turn (spec constant STAGES)
   uint64_t inner_loops = 0;  // loop iterations per invocation (checked against the budget)
   std::string_view variant() const { return register_kernel ? "cpu" : "gpu"; }
 };

@@ -165,6 +165,13 @@ constexpr KeyEntry kKeys[] = {
      [](S v, O& o) {
        return set_one_of(v, {8, 16, 32}, o.matmul_depth);
      }},
+    {"matmul_buffers", "1 or 2",
+     "the GPU matmul's shared stages (two: the next slice stored while the current one is read, one barrier per "
+     "slice instead of two, twice the shared memory); a hint like `matmul_depth` (one where two do not fit)",
+     false,
+     [](S v, O& o) {
+       return set_one_of(v, {1, 2}, o.matmul_buffers);
+     }},
     {"matmul_splits", "1 to 64",
      "the GPU matmul's shares of K, summed in order by a second pass (unused by the CPU family's register kernel)",
      false, [](S v, O& o) { return set_range(v, 1, 64, o.matmul_splits); }},

@@ -109,6 +109,8 @@ MatmulPlan matmul(const DeviceTraits& device, const MatmulShape& s) {
     p.tm = p.wg_y == 8 ? 8 : 4;
     p.tn = 4;
   }
+  // Two stages of the tiles only where forced (untimed on a GPU) and where they fit.
+  if (!p.register_kernel && d.forced.matmul_buffers == 2u && 2 * tiles_bytes() <= d.shared_bytes) p.stages = 2;
   if (!p.register_kernel) {
     // Fewer than about 128 blocks leave most of a big GPU idle (256 x 1024 x 4096 on an H200: 64
     // blocks, 6 TFLOP/s against 17-29 for wide products): split K while the blocks stay within

@@ -18,6 +18,9 @@ layout(constant_id = 7) const uint SPLITS = 1;
 // compiler can read as 16-byte shared loads (TM / 4 + TN / 4 loads per step where strided takes
 // TM + TN), and C is written in runs of VN columns.
 layout(constant_id = 8) const bool GROUPED = false;
+// STAGES 2: two sets of shared tiles taken in turn, so the next slice is stored while others may
+// still read the current one: one barrier per slice instead of two, for twice the shared memory.
+layout(constant_id = 9) const uint STAGES = 1;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 #include "matmul_common.glsl"
@@ -34,8 +37,8 @@ const uint VM = TM < 4u ? TM : 4u, VN = TN < 4u ? TN : 4u;
 // k-major so that the inner loop reads along m and n; padding spreads the stores of a k-fastest
 // load over the memory banks: one column, or 4 with GROUPED (rows stay 16-byte aligned).
 const uint PAD = GROUPED ? 4u : 1u;
-shared afloat tile_a[BK][BM + PAD];
-shared afloat tile_b[BK][BN + PAD];
+shared afloat tile_a[STAGES][BK][BM + PAD];
+shared afloat tile_b[STAGES][BK][BN + PAD];
 
 // Row (within the block) of accumulator row i, and column of accumulator column j.
 uint row_of(uint i) {
@@ -72,16 +75,29 @@ void fetch(uint batch, uint a_base, uint block_m, uint block_n, uint k0, uint k_
   }
 }
 
-// The fetched slice into the shared tiles (the same element order as fetch).
-void store_slice(bool a_along_k, bool b_along_k) {
+// The fetched slice into shared stage `stage` (the same element order as fetch).
+void store_slice(uint stage, bool a_along_k, bool b_along_k) {
   const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
     const uint e = tid + i * THREADS;
-    if (e < BK * BM) tile_a[a_along_k ? e % BK : e / BM][a_along_k ? e / BK : e % BM] = next_a[i];
+    if (e < BK * BM) tile_a[stage][a_along_k ? e % BK : e / BM][a_along_k ? e / BK : e % BM] = next_a[i];
   }
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
-    if (e < BK * BN) tile_b[b_along_k ? e % BK : e / BN][b_along_k ? e / BK : e % BN] = next_b[i];
+    if (e < BK * BN) tile_b[stage][b_along_k ? e % BK : e / BN][b_along_k ? e / BK : e % BN] = next_b[i];
+  }
+}
+
+afloat acc[TM][TN];
+
+// acc += the slice in shared stage `stage`.
+void multiply_slice(uint stage) {
+  for (uint kk = 0; kk < BK; ++kk) {
+    afloat av[TM], bv[TN];
+    for (uint i = 0; i < TM; ++i) av[i] = tile_a[stage][kk][row_of(i)];
+    for (uint j = 0; j < TN; ++j) bv[j] = tile_b[stage][kk][column_of(j)];
+    for (uint i = 0; i < TM; ++i)
+      for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
   }
 }
 
@@ -98,24 +114,32 @@ void main() {
 #else
   const bool b_along_k = p.b_rs == 1u && p.b_cs != 1u;
 #endif
-  afloat acc[TM][TN];
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
   // The global loads of slice k0 + BK are in flight while slice k0 is multiplied: a workgroup
   // waits on memory once, not once per slice.
   fetch(batch, a_base, block_m, block_n, k_begin, k_end, a_along_k, b_along_k);
-  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    barrier();  // the previous slice read -> overwritten
-    store_slice(a_along_k, b_along_k);
-    barrier();  // tiles written -> read by every invocation
-    if (k0 + BK < k_end) fetch(batch, a_base, block_m, block_n, k0 + BK, k_end, a_along_k, b_along_k);
-    for (uint kk = 0; kk < BK; ++kk) {
-      afloat av[TM], bv[TN];
-      for (uint i = 0; i < TM; ++i) av[i] = tile_a[kk][row_of(i)];
-      for (uint j = 0; j < TN; ++j) bv[j] = tile_b[kk][column_of(j)];
-      for (uint i = 0; i < TM; ++i)
-        for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  if (STAGES == 1u) {
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+      barrier();  // the previous slice read -> overwritten
+      store_slice(0u, a_along_k, b_along_k);
+      barrier();  // tiles written -> read by every invocation
+      if (k0 + BK < k_end) fetch(batch, a_base, block_m, block_n, k0 + BK, k_end, a_along_k, b_along_k);
+      multiply_slice(0u);
+    }
+  } else {
+    if (k_begin < k_end) store_slice(0u, a_along_k, b_along_k);
+    barrier();  // the first slice written -> read
+    uint stage = 0u;
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+      const bool more = k0 + BK < k_end;  // uniform
+      if (more) fetch(batch, a_base, block_m, block_n, k0 + BK, k_end, a_along_k, b_along_k);
+      multiply_slice(stage);
+      // The other stage was last read before the previous barrier: free to overwrite.
+      if (more) store_slice(stage ^ 1u, a_along_k, b_along_k);
+      barrier();  // the next slice written -> read; this one read -> overwritten after the next
+      stage ^= 1u;
     }
   }
   const uint c_base = batch * p.c_bs, partial_base = (split * p.batches + batch) * p.M * p.N;

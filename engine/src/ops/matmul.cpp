@@ -156,6 +156,7 @@ Status check_and_dispatch(Sequence& seq, const Tensor& a, const Matrix& mb, uint
     d.spec.push_back(gpu::spec("SPLITS", p.splits));
     d.spec.push_back(gpu::spec("GROUPED", p.grouped));
     d.spec.push_back(gpu::spec("BK", p.depth));
+    d.spec.push_back(gpu::spec("STAGES", p.stages));
   }
   d.push = push_bytes(push);
   if (p.splits == 1) return seq.dispatch(d);
