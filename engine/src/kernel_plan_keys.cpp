@@ -168,7 +168,7 @@ constexpr KeyEntry kKeys[] = {
     {"matmul_buffers", "1 or 2",
      "the GPU matmul's shared stages (two: the next slice stored while the current one is read, one barrier per "
      "slice instead of two, twice the shared memory); a hint like `matmul_depth` (one where two do not fit)",
-     false,
+     true,
      [](S v, O& o) {
        return set_one_of(v, {1, 2}, o.matmul_buffers);
      }},
@@ -211,7 +211,7 @@ constexpr KeyEntry kKeys[] = {
     {"icl_block", "1, 2, 3 or 4",
      "the ICL workgroup kernels' products in blocks of N x N outputs per invocation (each shared-memory load then "
      "serves N multiply-adds; 1: an output each)",
-     false,
+     true,
      [](S v, O& o) {
        return set_one_of(v, {1, 2, 3, 4}, o.icl_block);
      }},

@@ -62,11 +62,13 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"strided"}},  // the plan's default is grouped since run 8
            {"lm prefill", "matmul_depth", {"32"}},
+           {"lm prefill", "matmul_buffers", {"2"}},  // one barrier per slice, untimed on a GPU
            {"lm decode", "lm_decode_grid", {"128x64", "256x32", "512x8"}},
            {"lm decode", "lm_decode_columns", {"1", "8"}},
            {"lm decode", "lm_decode_rows", {"1", "8"}},
            {"icl step", "icl_layers", {"per-task", "per-workgroup"}},
            {"icl step", "icl_tasks_per_workgroup", {"1", "2", "4", "8"}},
+           {"icl step", "icl_block", {"2", "3", "4"}},  // outputs per invocation, untimed on a GPU
            {"icl step", "icl_layers_per_dispatch", {"1"}},
            {"icl step", "icl_top_layer", {"full"}}};
   } else {

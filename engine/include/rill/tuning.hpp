@@ -27,10 +27,9 @@ struct TuningMeasurement {
 };
 
 struct TuningFile {
-  // The chosen plan, "key=value,..." as ContextOptions::kernel_plan takes it, tunable keys only:
-  // linear_attention, lm_decode, lm_decode_grid, lm_decode_columns, la_tile, la_scan_groups,
-  // block_tile, icl_layers, icl_tasks_per_workgroup, icl_layers_per_dispatch, matmul_layout and
-  // matmul_coop (off or native). Empty: the plan's own choices were fastest.
+  // The chosen plan, "key=value,..." as ContextOptions::kernel_plan takes it, tunable keys only (those
+  // `rill info --plan-keys` and rill::kernel_plan_keys() mark so; matmul_coop off or native). Empty:
+  // the plan's own choices were fastest.
   std::string kernel_plan;
   std::string family;  // the kernel family it was measured with ("cpu" or "gpu")
   std::vector<TuningMeasurement> measurements;
