@@ -7,22 +7,14 @@
 #include "access.hpp"
 #include "gpu_test.hpp"
 #include "icl/trainer_grid_impl.hpp"
+#include "icl_test.hpp"
 #include "rill/icl.hpp"
 
 namespace {
 
 using namespace rill::icl;
-
-template <typename T>
-T must(rill::Result<T> r) {
-  INFO(r.status().to_string());
-  REQUIRE(r.is_ok());
-  return std::move(r).value();
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using icl_test::must;
+using icl_test::same_bits;
 
 bool same_curve(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b) {
   if (a.size() != b.size()) return false;
