@@ -220,6 +220,29 @@ GPU_TEST_CASE("the tiled GPU block-attention kernels match the reference at ever
   }
 }
 
+// RILL_KERNEL_PLAN=block_rounds=fused|separate: products whose results take several rounds of a
+// workgroup's 4 x 4 blocks (heads past 64 at 256 invocations; widths that leave invocations idle)
+// walk their operand's tiles once for every round or once for all, in the tiled kernels (blocks up
+// to 64) and the flash ones (past 64), forward and backward, causal or not, partial last blocks.
+GPU_TEST_CASE("the GPU block-attention kernels match the reference with rounds walked together or apart",
+              "[block-attention][gpu]") {
+  const Case cases[] = {{1, 2, 130, 128, 128, 64, true},  {1, 1, 100, 100, 36, 64, false},
+                        {1, 1, 70, 24, 128, 48, true},    {1, 1, 150, 128, 128, 100, true},
+                        {1, 1, 200, 36, 100, 128, false}, {1, 1, 90, 128, 8, 80, true}};
+  for (const char* rounds : {"fused", "separate"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = "gpu";
+    options.kernel_plan = std::string("block_rounds=") + rounds;
+    auto ctx = rill_test::make_context(options);
+    INFO("block_rounds=" << rounds);
+    uint32_t seed = 2000;
+    for (const Case& c : cases) {
+      run_case(ctx, c, DType::kF32, seed += 3);
+      run_backward_case(ctx, c, DType::kF32, seed += 3);
+    }
+  }
+}
+
 GPU_TEST_CASE("block attention backward matches the reference gradients", "[block-attention][gpu]") {
   const Case cases[] = {{1, 1, 1, 1, 1, 64, true},
                         {1, 2, 7, 16, 17, 64, true},

@@ -139,6 +139,24 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
     CHECK_FALSE(block_attention_forward(phone, {.block = 32}).tiled);
     for (const char* bad : {"block_tile=2", "block_tile=64", "block_tile=x"}) CHECK_FALSE(parse_overrides(bad).is_ok());
   }
+  {
+    // Result rounds walked together: the flash kernels' default (their accumulators live over the
+    // whole walk anyway), forced either way for both kinds of kernel; CPU drivers have neither.
+    CHECK_FALSE(block_attention_forward(d, {.block = 64, .dk = 128, .dv = 128}).fused_rounds);
+    CHECK_FALSE(block_attention_backward(d, {.block = 64, .dk = 128, .dv = 128}).fused_rounds);
+    CHECK(block_attention_forward(d, {.block = 128, .dk = 128, .dv = 128}).fused_rounds);
+    CHECK(block_attention_backward(d, {.block = 128, .dk = 128, .dv = 128}).fused_rounds);
+    for (const char* rounds : {"fused", "separate"}) {
+      DeviceTraits forced = d;
+      forced.forced = parse_overrides(std::string("block_rounds=") + rounds).value();
+      const bool fused = rounds == std::string("fused");
+      for (const uint32_t block : {64u, 128u}) {
+        CHECK(block_attention_forward(forced, {.block = block, .dk = 128, .dv = 128}).fused_rounds == fused);
+        CHECK(block_attention_backward(forced, {.block = block, .dk = 128, .dv = 128}).fused_rounds == fused);
+      }
+    }
+    CHECK_FALSE(parse_overrides("block_rounds=both").is_ok());
+  }
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
     const auto la = linear_attention_forward(d, s);
     REQUIRE(la.is_ok());
@@ -245,6 +263,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_columns", "grouped"},
                                                       {"la_scores", "fused"},
                                                       {"block_tile", "8"},
+                                                      {"block_rounds", "fused"},
                                                       {"block_keys", "4"},
                                                       {"block_texel", "off"},
                                                       {"block_dq", "rows"},

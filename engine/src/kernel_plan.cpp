@@ -150,20 +150,21 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                        std::to_string(coop->buffers) + (coop->buffers == 1 ? " shared stage" : " shared stages") +
                        " of " + std::to_string(coop->depth) + " k steps"});
   // The bench's shapes: 4 heads of 64 over 16K positions, in blocks of 64 and 256.
+  auto rounds = [](bool fused) { return fused ? ", one walk for all rounds of result blocks" : ""; };
   for (const uint32_t block : {64u, 256u}) {
     const BlockAttentionShape bs{.block = block, .dk = 64, .dv = 64, .rows = 4 * 16384, .heads = 4};
     const std::string shape = "block " + std::to_string(block) + ", D 64";
     const BlockAttentionPlan b = block_attention_forward(d, bs);
-    out.push_back(
-        {"block_attention_forward", shape,
-         b.register_kernel
-             ? "register kernel, " + std::to_string(b.rows_per_lane) + " query rows per lane, " +
-                   std::to_string(b.keys_per_step) + " keys per step" + (b.texel_rows ? ", rows read as texels" : "")
-         : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) + " per block, tiles of " +
-                         std::to_string(b.tile)
-         : b.flash ? "flash kernel, one workgroup of " + std::to_string(b.workgroup) +
-                         " per 64-row query tile, online softmax over 64-key tiles, tiles of " + std::to_string(b.tile)
-                   : "generic kernel, one invocation per query row"});
+    out.push_back({"block_attention_forward", shape,
+                   b.register_kernel ? "register kernel, " + std::to_string(b.rows_per_lane) +
+                                           " query rows per lane, " + std::to_string(b.keys_per_step) +
+                                           " keys per step" + (b.texel_rows ? ", rows read as texels" : "")
+                   : b.tiled ? "tiled kernel, one workgroup of " + std::to_string(b.workgroup) +
+                                   " per block, tiles of " + std::to_string(b.tile) + rounds(b.fused_rounds)
+                   : b.flash ? "flash kernel, one workgroup of " + std::to_string(b.workgroup) +
+                                   " per 64-row query tile, online softmax over 64-key tiles, tiles of " +
+                                   std::to_string(b.tile) + rounds(b.fused_rounds)
+                             : "generic kernel, one invocation per query row"});
     const BlockAttentionBackwardPlan bb = block_attention_backward(d, bs);
     out.push_back(
         {"block_attention_backward", shape,
@@ -173,11 +174,11 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
                    std::to_string(bb.rows_per_lane) + " rows per lane" +
                    (bb.texel_rows ? ", rows read as texels" : "") + (bb.scores_texels ? ", dS too" : "")
          : bb.tiled ? "tiled kernel, one workgroup of " + std::to_string(bb.workgroup) +
-                          " per block for every gradient, tiles of " + std::to_string(bb.tile)
-         : bb.flash
-             ? "flash kernels, workgroups of " + std::to_string(bb.workgroup) +
-                   " per 64-row query tile (delta, dq), then per key tile (dk, dv), tiles of " + std::to_string(bb.tile)
-             : "generic kernels, one invocation per query row, then per key row"});
+                          " per block for every gradient, tiles of " + std::to_string(bb.tile) + rounds(bb.fused_rounds)
+         : bb.flash ? "flash kernels, workgroups of " + std::to_string(bb.workgroup) +
+                          " per 64-row query tile (delta, dq), then per key tile (dk, dv), tiles of " +
+                          std::to_string(bb.tile) + rounds(bb.fused_rounds)
+                    : "generic kernels, one invocation per query row, then per key row"});
   }
   auto describe = [](const Result<LinearAttentionPlan>& la, bool causal) {
     if (!la.is_ok()) return la.status().message();

@@ -51,6 +51,7 @@ struct PlanOverrides {
   std::optional<bool> la_grouped_columns;      // "la_columns=grouped|strided": the output pass's blocks
   std::optional<bool> la_fused_scores;         // "la_scores=fused|separate": the output pass's scores walk
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
+  std::optional<bool> block_fused_rounds;      // "block_rounds=fused|separate": the GPU kernels' result rounds
   std::optional<uint32_t> wait_spin_us;        // "wait_spin_us=200": host polling of a fence before sleeping
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels
@@ -296,6 +297,10 @@ struct BlockAttentionPlan {
   // the block's 64-key tiles); else the generic kernel (one invocation per query row).
   bool tiled = false, flash = false;
   uint32_t workgroup = 0, tile = 0;
+  // The tiled and flash kernels: a product whose results take several rounds of the workgroup's
+  // 4 x 4 blocks (heads past 64 at 256 invocations) walks the tiles of its operand once for every
+  // round (false) or once for all of them (block_attention_tiles.glsl's FUSE_ROUNDS).
+  bool fused_rounds = false;
 };
 BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAttentionShape& s);
 
@@ -307,6 +312,7 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
 struct BlockAttentionBackwardPlan {
   bool tiled = false, flash = false;
   uint32_t workgroup = 0, tile = 0;
+  bool fused_rounds = false;  // as the forward's
   bool register_kernel = false;
   uint32_t rows_per_lane = 1;
   bool texel_rows = false;  // the register kernel reads q, k, v, o and dO as 4-element texels (_tx)

@@ -45,6 +45,14 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
   return shared_bytes(tile) <= d.shared_bytes ? tile : 0;
 }
 
+// Whether the GPU block-attention kernels walk a product's operand tiles once for all of its rounds
+// of result blocks (block_attention_tiles.glsl's FUSE_ROUNDS). The flash kernels hold every round's
+// accumulators over their whole walk anyway, so one walk for all of them only drops work: the
+// operand's tile loads, barriers and shared reads of every round but one. The tiled kernels hold
+// one round at a time; fused, heads of 128 hold two (32 accumulators) for half the walks of P V,
+// untimed on a GPU (tools/gpu-check.sh block_sweep times it).
+bool fused_rounds(const DeviceTraits& d, bool flash) { return chosen(d).block_fused_rounds.value_or(flash); }
+
 }  // namespace
 
 namespace {
@@ -67,6 +75,7 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
     p.tile = block_attention_tile(d, block, std::min(256u, d.max_invocations));
     p.tiled = p.tile > 0;
     p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
+    p.fused_rounds = p.tiled && fused_rounds(d, false);
     return p;
   }
   if (d.family == Family::kGpu) {
@@ -78,6 +87,7 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
     p.tile = block_attention_tile(d, 64, std::min(256u, d.max_invocations) + 3 * 64);
     p.flash = p.tile > 0;
     p.workgroup = p.flash ? std::min(256u, d.max_invocations) : 0;
+    p.fused_rounds = p.flash && fused_rounds(d, true);
     if (p.flash) return p;
   }
   if (!register_kernels_fit(d)) return p;
@@ -130,6 +140,7 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
   p.tile = block_attention_tile(d, std::min(block, 64u), std::min(block, 64u));
   (block <= 64 ? p.tiled : p.flash) = p.tile > 0;
   p.workgroup = p.tile > 0 ? std::min(256u, d.max_invocations) : 0;
+  p.fused_rounds = p.tile > 0 && fused_rounds(d, p.flash);
   return p;
 }
 

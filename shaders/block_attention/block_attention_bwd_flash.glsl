@@ -15,9 +15,6 @@ layout(constant_id = 6) const uint KIND = 0;
 
 // The operands by index: 0 q, 1 k, 2 v, 3 do (rows of `width` elements).
 const uint kQ = 0u, kK = 1u, kV = 2u, kDo = 3u;
-// Register rounds of a tile's ROWS x D results in 4 x 4 blocks, WG_SIZE blocks a round.
-const uint K_ROUNDS = ((BLOCK4 / 4u) * ((DK + 3u) / 4u) + WG_SIZE - 1u) / WG_SIZE;
-const uint V_ROUNDS = ((BLOCK4 / 4u) * ((DV + 3u) / 4u) + WG_SIZE - 1u) / WG_SIZE;
 
 shared afloat delta_row[ROWS];
 uint q_row0, k_row0, q_rows, k_rows;  // the tiles' first rows in q (o, do) and k (v), and their rows
@@ -74,7 +71,7 @@ void zero(inout afloat acc[4][4]) {
 void store_rounds(uint b, uint width, uint rows, afloat acc[4][4], uint round) {
   uint r0, c0;
   if (!product_block(round, width, r0, c0)) return;
-  const uint blocks_c = (width + 3u) / 4u;
+  const uint blocks_c = blocks_across(width);
   for (uint r = 0; r < 4; ++r)
     for (uint c = 0; c < 4; ++c)
       if (r0 + r < rows && c0 + blocks_c * c < width) store_result(b, r0 + r, c0 + blocks_c * c, acc[r][c]);
@@ -97,8 +94,10 @@ void main() {
       delta_row[t] = d;
       if (t < q_rows) delta[q_row0 + t] = d;
     }
-    afloat acc[K_ROUNDS][4][4];
-    [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) zero(acc[i]);
+    // The result rounds of block_attention_tiles.glsl (those of the wider head: with Dk < Dv some
+    // of dQ's rounds own no block).
+    afloat acc[ROUNDS][4][4];
+    [[unroll]] for (uint i = 0; i < ROUNDS; ++i) zero(acc[i]);
     const uint last = CAUSAL ? own : tiles - 1u;
     for (uint kt = 0; kt <= last; ++kt) {
       k_rows = min(ROWS, block_len - kt * ROWS);
@@ -106,15 +105,17 @@ void main() {
       const bool diagonal = CAUSAL && kt == own;
       pair_scores(diagonal);
       pair_ds(diagonal);
-      [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) product_round(i, false, diagonal, kK, DK, acc[i]);
+      products(false, diagonal, kK, DK, acc);
     }
-    [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) store_rounds(kK, DK, q_rows, acc[i], i);
+    [[unroll]] for (uint i = 0; i < ROUNDS; ++i) store_rounds(kK, DK, q_rows, acc[i], i);
   } else {
     k_rows = min(ROWS, block_len - own * ROWS);
     k_row0 = first_row + own * ROWS;
-    afloat acc_k[K_ROUNDS][4][4], acc_v[V_ROUNDS][4][4];
-    [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) zero(acc_k[i]);
-    [[unroll]] for (uint i = 0; i < V_ROUNDS; ++i) zero(acc_v[i]);
+    afloat acc_k[ROUNDS][4][4], acc_v[ROUNDS][4][4];
+    [[unroll]] for (uint i = 0; i < ROUNDS; ++i) {
+      zero(acc_k[i]);
+      zero(acc_v[i]);
+    }
     for (uint qt = CAUSAL ? own : 0u; qt < tiles; ++qt) {
       q_rows = min(ROWS, block_len - qt * ROWS);
       q_row0 = first_row + qt * ROWS;
@@ -123,11 +124,13 @@ void main() {
       // products' barriers.
       for (uint t = tid; t < ROWS; t += WG_SIZE) delta_row[t] = t < q_rows ? delta[q_row0 + t] : 0.0;
       pair_scores(diagonal);
-      [[unroll]] for (uint i = 0; i < V_ROUNDS; ++i) product_round(i, true, diagonal, kDo, DV, acc_v[i]);
+      products(true, diagonal, kDo, DV, acc_v);
       pair_ds(diagonal);
-      [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) product_round(i, true, diagonal, kQ, DK, acc_k[i]);
+      products(true, diagonal, kQ, DK, acc_k);
     }
-    [[unroll]] for (uint i = 0; i < V_ROUNDS; ++i) store_rounds(kDo, DV, k_rows, acc_v[i], i);
-    [[unroll]] for (uint i = 0; i < K_ROUNDS; ++i) store_rounds(kQ, DK, k_rows, acc_k[i], i);
+    [[unroll]] for (uint i = 0; i < ROUNDS; ++i) {
+      store_rounds(kDo, DV, k_rows, acc_v[i], i);
+      store_rounds(kQ, DK, k_rows, acc_k[i], i);
+    }
   }
 }

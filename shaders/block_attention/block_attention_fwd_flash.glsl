@@ -13,8 +13,6 @@
 #include "block_attention_tiles.glsl"  // the specialization constants and shared tiles
 
 const uint kQ = 0u, kK = 1u, kV = 2u;
-// Output rounds: a tile's ROWS x DV outputs in 4 x 4 blocks, WG_SIZE blocks a round.
-const uint OUT_ROUNDS = ((BLOCK4 / 4u) * ((DV + 3u) / 4u) + WG_SIZE - 1u) / WG_SIZE;
 
 uint q_row0, k_row0, q_rows, k_rows;  // the tiles' first rows in q (and o) and k, and their rows
 
@@ -47,8 +45,8 @@ void main() {
     row_sum[t] = 0.0;
     row_alpha[t] = 1.0;  // rows past q_rows keep it (their zero accumulators are never stored)
   }
-  afloat acc[OUT_ROUNDS][4][4];
-  [[unroll]] for (uint i = 0; i < OUT_ROUNDS; ++i)
+  afloat acc[ROUNDS][4][4];  // the output rounds (block_attention_tiles.glsl)
+  [[unroll]] for (uint i = 0; i < ROUNDS; ++i)
     [[unroll]] for (uint r = 0; r < 4; ++r)
       [[unroll]] for (uint c = 0; c < 4; ++c) acc[i][r][c] = 0.0;
 
@@ -100,24 +98,24 @@ void main() {
       barrier();  // sums read and the running values written -> the next round or the products
     }
 
-    // 3. O = alpha O + P V, each output round's blocks in registers (product_round's first barrier
+    // 3. O = alpha O + P V, every output round's blocks in registers (the walks' first barrier
     //    orders the probabilities before their reads).
-    [[unroll]] for (uint i = 0; i < OUT_ROUNDS; ++i) {
+    [[unroll]] for (uint i = 0; i < ROUNDS; ++i) {
       uint r0, c0;
       if (product_block(i, DV, r0, c0))
         for (uint r = 0; r < 4; ++r) {
           const afloat alpha = row_alpha[r0 + r];
           for (uint c = 0; c < 4; ++c) acc[i][r][c] *= alpha;
         }
-      product_round(i, false, diagonal, kV, DV, acc[i]);
     }
+    products(false, diagonal, kV, DV, acc);
   }
 
   // O / l and the rows' log-sum-exp.
-  [[unroll]] for (uint i = 0; i < OUT_ROUNDS; ++i) {
+  [[unroll]] for (uint i = 0; i < ROUNDS; ++i) {
     uint r0, c0;
     if (!product_block(i, DV, r0, c0)) continue;
-    const uint blocks_c = (DV + 3u) / 4u;
+    const uint blocks_c = blocks_across(DV);
     for (uint r = 0; r < 4; ++r)
       for (uint c = 0; c < 4; ++c)
         if (r0 + r < q_rows && c0 + blocks_c * c < DV)

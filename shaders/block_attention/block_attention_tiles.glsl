@@ -147,27 +147,45 @@ void store_b_rows(uint width, afloat next[B_PREFETCH]) {
   }
 }
 
-// scores_product's rounds: WG_SIZE blocks of 4 x 4 results each over len rows and width columns.
-uint product_rounds(uint width) { return ((len + 3) / 4 * ((width + 3) / 4) + WG_SIZE - 1) / WG_SIZE; }
+// The products with B's rows as result columns (scores_product, product_walk): an invocation owns
+// the 4 strided columns c0 + blocks_c c (c0 = its index mod blocks_c) in every round, and in round
+// i the 4 rows of row block i * per_pass + its index / blocks_c, where per_pass = WG_SIZE /
+// blocks_c row blocks fill a round (invocations past per_pass * blocks_c own none). Widths up to
+// WIDEST take at most ROUNDS rounds.
+uint blocks_across(uint width) { return (width + 3u) / 4u; }
+uint rows_per_round(uint width) { return WG_SIZE / blocks_across(width); }
+const uint ROUNDS = (BLOCK4 / 4u + WG_SIZE / ((WIDEST + 3u) / 4u) - 1u) / (WG_SIZE / ((WIDEST + 3u) / 4u));
+// Rounds one walk over B's tiles serves: all of them with FUSE_ROUNDS (each tile of B loaded and
+// each of its words read from shared memory once for every round; the register blocks of every
+// round live at once), else one (a round's blocks live at a time; B walked once per round).
+layout(constant_id = 7) const bool FUSE_ROUNDS = false;  // (6 is the flash backward's KIND)
+const uint WALK_ROUNDS = FUSE_ROUNDS ? ROUNDS : 1u;
+
+// scores_product's rounds over len rows and width columns.
+uint product_rounds(uint width) { return ((len + 3u) / 4u + rows_per_round(width) - 1u) / rows_per_round(width); }
 
 // This invocation's block of round `round`: rows r0 + r, columns c0 + blocks_c c (neighbouring
 // invocations read neighbouring words of the tile); false past the last block.
 bool product_block(uint round, uint width, out uint r0, out uint c0) {
-  const uint blocks_c = (width + 3) / 4, blk = round * WG_SIZE + gl_LocalInvocationID.x;
-  const bool owner = blk < (len + 3) / 4 * blocks_c;
-  r0 = owner ? blk / blocks_c * 4 : 0;
-  c0 = owner ? blk % blocks_c : 0;
+  const uint blocks_c = blocks_across(width), tid = gl_LocalInvocationID.x;
+  const uint row_block = round * rows_per_round(width) + tid / blocks_c;
+  const bool owner = tid < rows_per_round(width) * blocks_c && row_block < (len + 3u) / 4u;
+  r0 = owner ? row_block * 4u : 0u;
+  c0 = tid % blocks_c;
   return owner;
 }
 
-// acc[r][c] += sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) for this invocation's block
-// of round `round` (product_block), with M = scores and B the rows of operand b (width columns),
-// TILE rows of B at a time. Every invocation calls it (it holds barriers). With `masked` (a causal
-// mask over rows and columns that start together) the steps that meet only its zeros are skipped.
-void product_round(uint round, bool transposed, bool masked, uint b, uint width, inout afloat acc[4][4]) {
-  uint r0, c0;
-  const bool owner = product_block(round, width, r0, c0);
-  const uint blocks_c = (width + 3) / 4, len4 = (len + 3) / 4 * 4u;  // the scores' written rows and columns
+// acc[w][r][c] += sum over x < len of M[r][x] B[x][c] (TRANSPOSED: M[x][r]) for this invocation's
+// blocks of rounds first + w, w < WALK_ROUNDS (product_block), with M = scores and B the rows of
+// operand b (width columns), TILE rows of B at a time. Every invocation calls it (it holds
+// barriers). With `masked` (a causal mask over rows and columns that start together) the steps that
+// meet only its zeros are skipped. Each result sums its terms in the order of x whether or not the
+// rounds share the walk.
+void product_walk(uint first, bool transposed, bool masked, uint b, uint width, inout afloat acc[WALK_ROUNDS][4][4]) {
+  const uint blocks_c = blocks_across(width), len4 = (len + 3u) / 4u * 4u;  // the scores' written rows and columns
+  uint r0[WALK_ROUNDS], c0 = 0u;
+  bool owner[WALK_ROUNDS];
+  [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) owner[w] = product_block(first + w, width, r0[w], c0);
   uint column[4];  // past width: a clamped (loaded) column, never stored
   for (uint c = 0; c < 4; ++c) column[c] = min(c0 + blocks_c * c, width - 1u);
   afloat next[B_PREFETCH];
@@ -177,42 +195,73 @@ void product_round(uint round, bool transposed, bool masked, uint b, uint width,
     store_b_rows(width, next);
     barrier();  // tile stored -> read by every block owner
     if (x0 + TILE < len) fetch_b_rows(b, x0 + TILE, width, next);  // in flight during the products
-    if (!owner) continue;
-    // Steps x of this tile that can be nonzero: x < len4, and masked M[r][x] = 0 for x > r (x <= r0
-    // + 3 matters) or, transposed, M[x][r] = 0 for x < r (x >= r0 matters). r0 and x0 are multiples
-    // of 4, so whole vectors.
-    uint x_begin = 0u, x_end = min(TILE, len4 - x0);
-    if (masked && !transposed) x_end = min(x_end, r0 + 4u > x0 ? r0 + 4u - x0 : 0u);
-    if (masked && transposed) x_begin = min(x_end, r0 > x0 ? r0 - x0 : 0u);
-    for (uint x4 = x_begin / 4u; x4 < x_end / 4u; ++x4) {
-      vec4 mv[4];  // [r][u] or, transposed, [u][r]
-      [[unroll]] for (uint i = 0; i < 4; ++i)
-        mv[i] = transposed ? scores[(x0 + 4u * x4 + i) * SROW4 + r0 / 4u] : scores[(r0 + i) * SROW4 + x0 / 4u + x4];
+    // Each round's steps x of this tile that can be nonzero: x < len4, and masked M[r][x] = 0 for
+    // x > r (x <= r0 + 3 matters) or, transposed, M[x][r] = 0 for x < r (x >= r0 matters). r0 and x0
+    // are multiples of 4, so whole vectors. The walk takes the union of the owned rounds' steps.
+    uint x_begin[WALK_ROUNDS], x_end[WALK_ROUNDS], lo = TILE, hi = 0u;
+    [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) {
+      x_begin[w] = 0u;
+      x_end[w] = min(TILE, len4 - x0);
+      if (masked && !transposed) x_end[w] = min(x_end[w], r0[w] + 4u > x0 ? r0[w] + 4u - x0 : 0u);
+      if (masked && transposed) x_begin[w] = min(x_end[w], r0[w] > x0 ? r0[w] - x0 : 0u);
+      if (owner[w] && x_begin[w] < x_end[w]) {
+        lo = min(lo, x_begin[w]);
+        hi = max(hi, x_end[w]);
+      }
+    }
+    for (uint x4 = lo / 4u; x4 < hi / 4u; ++x4) {
+      bool live[WALK_ROUNDS];
+      vec4 mv[WALK_ROUNDS][4];  // [r][u] or, transposed, [u][r]
+      [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) {
+        live[w] = owner[w] && 4u * x4 >= x_begin[w] && 4u * x4 < x_end[w];
+        if (live[w])
+          [[unroll]] for (uint i = 0; i < 4; ++i)
+            mv[w][i] = transposed ? scores[(x0 + 4u * x4 + i) * SROW4 + r0[w] / 4u]
+                                  : scores[(r0[w] + i) * SROW4 + x0 / 4u + x4];
+      }
       [[unroll]] for (uint u = 0; u < 4; ++u) {
         afloat bv[4];
         [[unroll]] for (uint c = 0; c < 4; ++c) bv[c] = other_tile[(4u * x4 + u) * MAX_D + column[c]];
-        [[unroll]] for (uint r = 0; r < 4; ++r)
-          [[unroll]] for (uint c = 0; c < 4; ++c) acc[r][c] += (transposed ? mv[u][r] : mv[r][u]) * bv[c];
+        [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w)
+          if (live[w])
+            [[unroll]] for (uint r = 0; r < 4; ++r)
+              [[unroll]] for (uint c = 0; c < 4; ++c)
+                acc[w][r][c] += (transposed ? mv[w][u][r] : mv[w][r][u]) * bv[c];
       }
     }
   }
 }
 
-// out = M B (TRANSPOSED: M^T B) as product_round's, every round, each result to the includer's
+// acc[i] += round i's blocks of M B (TRANSPOSED: M^T B), every round i < ROUNDS, in walks of
+// WALK_ROUNDS rounds (product_walk): the flash kernels' accumulators, which live over their walk
+// of a block's tiles.
+void products(bool transposed, bool masked, uint b, uint width, inout afloat acc[ROUNDS][4][4]) {
+  [[unroll]] for (uint first = 0; first < ROUNDS; first += WALK_ROUNDS) {
+    afloat walk[WALK_ROUNDS][4][4];
+    [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) walk[w] = acc[first + w];
+    product_walk(first, transposed, masked, b, width, walk);
+    [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) acc[first + w] = walk[w];
+  }
+}
+
+// out = M B (TRANSPOSED: M^T B) as product_walk's, every round, each result to the includer's
 // store_result(b, row, col, value).
 void scores_product(bool transposed, bool masked, uint b, uint width) {
-  const uint blocks_c = (width + 3) / 4;
-  for (uint round = 0; round < product_rounds(width); ++round) {
-    afloat acc[4][4];
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
-    product_round(round, transposed, masked, b, width, acc);
-    uint r0, c0;
-    if (!product_block(round, width, r0, c0)) continue;
-    for (uint r = 0; r < 4; ++r)
-      for (uint c = 0; c < 4; ++c) {
-        if (r0 + r >= len || c0 + blocks_c * c >= width) continue;
-        store_result(b, r0 + r, c0 + blocks_c * c, acc[r][c]);
-      }
+  const uint blocks_c = blocks_across(width);
+  for (uint first = 0; first < product_rounds(width); first += WALK_ROUNDS) {
+    afloat acc[WALK_ROUNDS][4][4];
+    [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w)
+      for (uint r = 0; r < 4; ++r)
+        for (uint c = 0; c < 4; ++c) acc[w][r][c] = 0.0;
+    product_walk(first, transposed, masked, b, width, acc);
+    [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) {
+      uint r0, c0;
+      if (!product_block(first + w, width, r0, c0)) continue;
+      for (uint r = 0; r < 4; ++r)
+        for (uint c = 0; c < 4; ++c) {
+          if (r0 + r >= len || c0 + blocks_c * c >= width) continue;
+          store_result(b, r0 + r, c0 + blocks_c * c, acc[w][r][c]);
+        }
+    }
   }
 }

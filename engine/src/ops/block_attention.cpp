@@ -121,8 +121,10 @@ Status block_attention_forward(Sequence& seq, const Tensor& q, const Tensor& k, 
     if (!p.tiled && !p.flash) RILL_RETURN_IF_ERROR(check_row_walk(seq, opt.block, dk, dv));
     if (p.tiled || p.flash) {
       d.kernel = tiled_kernel;
-      d.spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
-                gpu::spec("TILE", p.tile),         gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv))};
+      d.spec = {gpu::spec("WG_SIZE", p.workgroup),       gpu::spec("BLOCK", opt.block),
+                gpu::spec("CAUSAL", opt.causal),         gpu::spec("TILE", p.tile),
+                gpu::spec("DK", uint32_t(dk)),           gpu::spec("DV", uint32_t(dv)),
+                gpu::spec("FUSE_ROUNDS", p.fused_rounds)};
       if (p.flash) d.groups[2] = flash_tiles(opt.block);  // a block's 64-row query tiles
     } else if (p.register_kernel) {
       d.kernel = cpu_kernel;
@@ -181,7 +183,7 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
              .groups = {uint32_t(blocks), uint32_t(bh), flash_tiles(opt.block)},
              .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
                       gpu::spec("TILE", p.tile), gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv)),
-                      gpu::spec("KIND", kind)},
+                      gpu::spec("FUSE_ROUNDS", p.fused_rounds), gpu::spec("KIND", kind)},
              .label = kernel + (kind == 0 ? " (delta, dq)" : " (dk, dv)"),
              .flops = 2 * bh * pairs * (kind == 0 ? 2 * dk + dv : 2 * dk + 2 * dv),
              .bytes = bh * n * (kind == 0 ? es * (2 * dk + 2 * dv) + 8 : es * (4 * dk + 3 * dv) + 8)}));
@@ -196,7 +198,8 @@ Status block_attention_backward(Sequence& seq, const Tensor& q, const Tensor& k,
            .push = push_bytes(push),
            .groups = {uint32_t(blocks), uint32_t(bh), 1},
            .spec = {gpu::spec("WG_SIZE", p.workgroup), gpu::spec("BLOCK", opt.block), gpu::spec("CAUSAL", opt.causal),
-                    gpu::spec("TILE", p.tile), gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv))},
+                    gpu::spec("TILE", p.tile), gpu::spec("DK", uint32_t(dk)), gpu::spec("DV", uint32_t(dv)),
+                    gpu::spec("FUSE_ROUNDS", p.fused_rounds)},
            .flops = 2 * bh * pairs * (3 * dk + 2 * dv),
            .bytes = bh * n * (es * (4 * dk + 4 * dv) + 8)});
     }
