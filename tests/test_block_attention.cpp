@@ -221,22 +221,36 @@ GPU_TEST_CASE("the tiled GPU block-attention kernels match the reference at ever
 }
 
 // RILL_KERNEL_PLAN=block_rounds=fused|separate: products whose results take several rounds of a
-// workgroup's 4 x 4 blocks (heads past 64 at 256 invocations; widths that leave invocations idle)
-// walk their operand's tiles once for every round or once for all, in the tiled kernels (blocks up
-// to 64) and the flash ones (past 64), forward and backward, causal or not, partial last blocks.
+// workgroup's 4 x 4 blocks (heads past 64 at 256 invocations, past 32 at 128: up to four rounds;
+// widths that leave invocations idle) walk their operand's tiles once for every round or once for
+// all, in the tiled kernels (blocks up to 64) and the flash ones (past 64), forward and backward,
+// causal or not, partial last blocks.
 GPU_TEST_CASE("the GPU block-attention kernels match the reference with rounds walked together or apart",
               "[block-attention][gpu]") {
-  const Case cases[] = {{1, 2, 130, 128, 128, 64, true},  {1, 1, 100, 100, 36, 64, false},
-                        {1, 1, 70, 24, 128, 48, true},    {1, 1, 150, 128, 128, 100, true},
-                        {1, 1, 200, 36, 100, 128, false}, {1, 1, 90, 128, 8, 80, true}};
-  for (const char* rounds : {"fused", "separate"}) {
+  const Case tiled_128 = {1, 2, 130, 128, 128, 64, true}, tiled_100 = {1, 1, 100, 100, 36, 64, false},
+             tiled_wide_v = {1, 1, 70, 24, 128, 48, true}, tiled_88 = {1, 1, 100, 88, 88, 64, true},
+             flash_128 = {1, 1, 150, 128, 128, 100, true}, flash_narrow_k = {1, 1, 200, 36, 100, 128, false},
+             flash_narrow_v = {1, 1, 90, 128, 8, 80, true};
+  // The tiled kernels' default (apart, at 256 invocations) runs over these shapes in the tests above.
+  struct Sweep {
+    const char* plan;
+    std::vector<Case> cases;
+  };
+  const Sweep sweeps[] = {
+      {"block_rounds=fused", {tiled_128, tiled_100, tiled_wide_v, tiled_88, flash_128, flash_narrow_k, flash_narrow_v}},
+      {"block_rounds=separate", {flash_128, flash_narrow_k, flash_narrow_v}},
+      // Four rounds at heads of 128; heads of 88 (22 column groups) leave invocations idle fused.
+      {"block_rounds=fused,block_workgroup=128", {tiled_128, tiled_88, flash_128}},
+      {"block_rounds=separate,block_workgroup=128", {tiled_88, flash_narrow_v}},
+  };
+  for (const Sweep& sweep : sweeps) {
     auto options = rill_test::validated_options();
     options.kernel_variant = "gpu";
-    options.kernel_plan = std::string("block_rounds=") + rounds;
+    options.kernel_plan = sweep.plan;
     auto ctx = rill_test::make_context(options);
-    INFO("block_rounds=" << rounds);
+    INFO(sweep.plan);
     uint32_t seed = 2000;
-    for (const Case& c : cases) {
+    for (const Case& c : sweep.cases) {
       run_case(ctx, c, DType::kF32, seed += 3);
       run_backward_case(ctx, c, DType::kF32, seed += 3);
     }

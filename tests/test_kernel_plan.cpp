@@ -156,6 +156,13 @@ TEST_CASE("kernel plan: a datacenter GPU runs linear attention parallel over chu
       }
     }
     CHECK_FALSE(parse_overrides("block_rounds=both").is_ok());
+    DeviceTraits narrow = d;  // a chosen workgroup, never past the device's limit
+    narrow.forced = parse_overrides("block_workgroup=128").value();
+    CHECK(block_attention_forward(narrow, {.block = 64}).workgroup == 128);
+    CHECK(block_attention_backward(narrow, {.block = 128}).workgroup == 128);
+    CHECK(block_attention_forward(d, {.block = 64}).workgroup == 256);
+    narrow.max_invocations = 64;
+    CHECK(block_attention_forward(narrow, {.block = 128}).workgroup <= 64);
   }
   for (const auto& s : {la_shape(4, 16384, 64), la_shape(8, 1 << 20, 32), la_shape(4, 1 << 20, 64)}) {
     const auto la = linear_attention_forward(d, s);
@@ -264,6 +271,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_scores", "fused"},
                                                       {"block_tile", "8"},
                                                       {"block_rounds", "fused"},
+                                                      {"block_workgroup", "128"},
                                                       {"block_keys", "4"},
                                                       {"block_texel", "off"},
                                                       {"block_dq", "rows"},

@@ -22,7 +22,7 @@
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks, with spans of 1 and 8 chunks and
 # with chunks of 32 and 16 positions), block_sweep (block attention with the result rounds of its
-# products walked together and apart, and at tile depths 8 and 32),
+# products walked together and apart, in workgroups of 128, and at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
 # coop (the cooperative-matrix matmul's tests, the matmul bench with two shared stages per k
@@ -197,9 +197,11 @@ for s in "${steps[@]}"; do
             --lm-max-tokens 262144 ;;
     # The tiled kernels (blocks up to 64) with every round of result blocks in one walk of the
     # operand's tiles (heads of 128: two rounds), the flash ones (past 64) with a walk per round,
-    # then the tile depths (16 in the default run).
-    block_sweep) for plan in block_rounds=fused block_rounds=separate block_tile=8 block_tile=32; do
-                   run_step "block_${plan//=/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op block_attention
+    # workgroups of 128 (more per multiprocessor, twice the rounds), then the tile depths (16 in
+    # the default run).
+    block_sweep) for plan in block_rounds=fused block_rounds=separate block_workgroup=128 \
+                             block_workgroup=128,block_rounds=fused block_tile=8 block_tile=32; do
+                   run_step "block_${plan//[=,]/_}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op block_attention
                  done ;;
     icl_sweep) run_step icl_top_full 40 env RILL_KERNEL_PLAN=icl_top_layer=full "$rill" bench --op icl --no-torch
                run_step icl_per_task 40 env RILL_KERNEL_PLAN=icl_layers=per-task "$rill" bench --op icl --no-torch

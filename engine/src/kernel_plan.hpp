@@ -52,6 +52,7 @@ struct PlanOverrides {
   std::optional<bool> la_fused_scores;         // "la_scores=fused|separate": the output pass's scores walk
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<bool> block_fused_rounds;      // "block_rounds=fused|separate": the GPU kernels' result rounds
+  std::optional<uint32_t> block_workgroup;     // "block_workgroup=128": the GPU kernels' invocations (128, 256)
   std::optional<uint32_t> wait_spin_us;        // "wait_spin_us=200": host polling of a fence before sleeping
   std::optional<uint32_t> block_keys;          // "block_keys=4": the CPU block-attention forward's keys per step
   std::optional<bool> block_texel;             // "block_texel=off": the CPU block-attention kernels' rows as texels

@@ -49,9 +49,16 @@ uint32_t block_attention_tile(const DeviceTraits& d, uint32_t block, uint64_t ex
 // of result blocks (block_attention_tiles.glsl's FUSE_ROUNDS). The flash kernels hold every round's
 // accumulators over their whole walk anyway, so one walk for all of them only drops work: the
 // operand's tile loads, barriers and shared reads of every round but one. The tiled kernels hold
-// one round at a time; fused, heads of 128 hold two (32 accumulators) for half the walks of P V,
-// untimed on a GPU (tools/gpu-check.sh block_sweep times it).
+// one round at a time; fused, heads of 128 hold two at 256 invocations (32 accumulators; four at
+// 128) for half the walks of P V, untimed on a GPU (tools/gpu-check.sh block_sweep times it).
 bool fused_rounds(const DeviceTraits& d, bool flash) { return chosen(d).block_fused_rounds.value_or(flash); }
+
+// The GPU block-attention kernels' workgroup: 256 invocations, or 128 where forced or tuned (twice
+// the rounds of result blocks per product: more workgroups per multiprocessor, each with more
+// registers), never past the device's limit.
+uint32_t block_workgroup(const DeviceTraits& d) {
+  return std::min(chosen(d).block_workgroup.value_or(256u), d.max_invocations);
+}
 
 }  // namespace
 
@@ -72,9 +79,9 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
   const uint32_t block = s.block;
   if (d.family == Family::kGpu && block <= 64) {
     // Shared memory also holds the softmax's partial row maxima and sums, one per invocation.
-    p.tile = block_attention_tile(d, block, std::min(256u, d.max_invocations));
+    p.tile = block_attention_tile(d, block, block_workgroup(d));
     p.tiled = p.tile > 0;
-    p.workgroup = p.tiled ? std::min(256u, d.max_invocations) : 0;
+    p.workgroup = p.tiled ? block_workgroup(d) : 0;
     p.fused_rounds = p.tiled && fused_rounds(d, false);
     return p;
   }
@@ -84,9 +91,9 @@ BlockAttentionPlan block_attention_forward(const DeviceTraits& d, const BlockAtt
     // an H200's FMA peak, 0.05-0.16x SDPA: tools/rill/bench-h200/run9-0652bae/block.json). Shared
     // memory also holds the partial row maxima and sums and each row's running maximum, sum and
     // factor.
-    p.tile = block_attention_tile(d, 64, std::min(256u, d.max_invocations) + 3 * 64);
+    p.tile = block_attention_tile(d, 64, block_workgroup(d) + 3 * 64);
     p.flash = p.tile > 0;
-    p.workgroup = p.flash ? std::min(256u, d.max_invocations) : 0;
+    p.workgroup = p.flash ? block_workgroup(d) : 0;
     p.fused_rounds = p.flash && fused_rounds(d, true);
     if (p.flash) return p;
   }
@@ -139,7 +146,7 @@ BlockAttentionBackwardPlan block_attention_backward(const DeviceTraits& d, const
   // Shared memory also holds the rows' deltas; past 64, tiles of 64 rows (the forward says why).
   p.tile = block_attention_tile(d, std::min(block, 64u), std::min(block, 64u));
   (block <= 64 ? p.tiled : p.flash) = p.tile > 0;
-  p.workgroup = p.tile > 0 ? std::min(256u, d.max_invocations) : 0;
+  p.workgroup = p.tile > 0 ? block_workgroup(d) : 0;
   p.fused_rounds = p.tile > 0 && fused_rounds(d, p.flash);
   return p;
 }

@@ -138,6 +138,13 @@ constexpr KeyEntry kKeys[] = {
      "the tiled and flash GPU block-attention kernels walk a product's operand tiles once for all of its rounds of "
      "result blocks (heads past 64), or once per round; fused is the flash kernels' default, separate the tiled ones'",
      true, [](S v, O& o) { return set_either(v, "fused", "separate", o.block_fused_rounds); }},
+    {"block_workgroup", "128 or 256",
+     "the tiled and flash GPU block-attention kernels' invocations per workgroup (256 unless chosen; at most the "
+     "device's limit)",
+     true,
+     [](S v, O& o) {
+       return set_one_of(v, {128, 256}, o.block_workgroup);
+     }},
     {"block_keys", "1, 2, 4, 8 or 16", "the CPU block-attention forward's keys per softmax step", true,
      [](S v, O& o) { return set_power_of_two(v, 1, 16, o.block_keys); }},
     {"block_texel", "on or off",

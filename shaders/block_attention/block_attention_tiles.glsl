@@ -147,31 +147,48 @@ void store_b_rows(uint width, afloat next[B_PREFETCH]) {
   }
 }
 
-// The products with B's rows as result columns (scores_product, product_walk): an invocation owns
-// the 4 strided columns c0 + blocks_c c (c0 = its index mod blocks_c) in every round, and in round
-// i the 4 rows of row block i * per_pass + its index / blocks_c, where per_pass = WG_SIZE /
-// blocks_c row blocks fill a round (invocations past per_pass * blocks_c own none). Widths up to
-// WIDEST take at most ROUNDS rounds.
-uint blocks_across(uint width) { return (width + 3u) / 4u; }
-uint rows_per_round(uint width) { return WG_SIZE / blocks_across(width); }
-const uint ROUNDS = (BLOCK4 / 4u + WG_SIZE / ((WIDEST + 3u) / 4u) - 1u) / (WG_SIZE / ((WIDEST + 3u) / 4u));
-// Rounds one walk over B's tiles serves: all of them with FUSE_ROUNDS (each tile of B loaded and
-// each of its words read from shared memory once for every round; the register blocks of every
-// round live at once), else one (a round's blocks live at a time; B walked once per round).
+// The products with B's rows as result columns (scores_product, product_walk) hand out 4 x 4
+// result blocks in rounds of at most WG_SIZE. Rounds one walk over B's tiles serves: all of them
+// with FUSE_ROUNDS (each tile of B loaded and each of its words read from shared memory once for
+// every round; the register blocks of every round live at once), else one (a round's blocks live
+// at a time; B walked once per round).
 layout(constant_id = 7) const bool FUSE_ROUNDS = false;  // (6 is the flash backward's KIND)
+uint blocks_across(uint width) { return (width + 3u) / 4u; }
+// Fused, an invocation owns the same 4 strided columns c0 + blocks_c c (c0 = its index mod
+// blocks_c) in every round, so that the rounds share each read of B: round i holds row blocks
+// i * rows_per_round .. + rows_per_round - 1, rows_per_round = WG_SIZE / blocks_c (invocations
+// past rows_per_round * blocks_c own none). Apart, the rounds take the blocks in order, WG_SIZE at
+// a time (no invocation idles where blocks_c does not divide WG_SIZE; the two agree where it does).
+uint rows_per_round(uint width) { return WG_SIZE / blocks_across(width); }
+// The most rounds of any width up to WIDEST (rows of up to BLOCK4).
+const uint ROUNDS = FUSE_ROUNDS ? (BLOCK4 / 4u + WG_SIZE / ((WIDEST + 3u) / 4u) - 1u) / (WG_SIZE / ((WIDEST + 3u) / 4u))
+                                : (BLOCK4 / 4u * ((WIDEST + 3u) / 4u) + WG_SIZE - 1u) / WG_SIZE;
 const uint WALK_ROUNDS = FUSE_ROUNDS ? ROUNDS : 1u;
 
 // scores_product's rounds over len rows and width columns.
-uint product_rounds(uint width) { return ((len + 3u) / 4u + rows_per_round(width) - 1u) / rows_per_round(width); }
+uint product_rounds(uint width) {
+  const uint row_blocks = (len + 3u) / 4u;
+  return FUSE_ROUNDS ? (row_blocks + rows_per_round(width) - 1u) / rows_per_round(width)
+                     : (row_blocks * blocks_across(width) + WG_SIZE - 1u) / WG_SIZE;
+}
 
 // This invocation's block of round `round`: rows r0 + r, columns c0 + blocks_c c (neighbouring
 // invocations read neighbouring words of the tile); false past the last block.
 bool product_block(uint round, uint width, out uint r0, out uint c0) {
-  const uint blocks_c = blocks_across(width), tid = gl_LocalInvocationID.x;
-  const uint row_block = round * rows_per_round(width) + tid / blocks_c;
-  const bool owner = tid < rows_per_round(width) * blocks_c && row_block < (len + 3u) / 4u;
+  const uint blocks_c = blocks_across(width), tid = gl_LocalInvocationID.x, row_blocks = (len + 3u) / 4u;
+  uint row_block;
+  bool owner;
+  if (FUSE_ROUNDS) {
+    row_block = round * rows_per_round(width) + tid / blocks_c;
+    owner = tid < rows_per_round(width) * blocks_c && row_block < row_blocks;
+    c0 = tid % blocks_c;
+  } else {
+    const uint blk = round * WG_SIZE + tid;
+    row_block = blk / blocks_c;
+    owner = row_block < row_blocks;
+    c0 = blk % blocks_c;
+  }
   r0 = owner ? row_block * 4u : 0u;
-  c0 = tid % blocks_c;
   return owner;
 }
 
@@ -183,7 +200,7 @@ bool product_block(uint round, uint width, out uint r0, out uint c0) {
 // rounds share the walk.
 void product_walk(uint first, bool transposed, bool masked, uint b, uint width, inout afloat acc[WALK_ROUNDS][4][4]) {
   const uint blocks_c = blocks_across(width), len4 = (len + 3u) / 4u * 4u;  // the scores' written rows and columns
-  uint r0[WALK_ROUNDS], c0 = 0u;
+  uint r0[WALK_ROUNDS], c0 = 0u;  // c0: the same in every round of a walk (product_block)
   bool owner[WALK_ROUNDS];
   [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) owner[w] = product_block(first + w, width, r0[w], c0);
   uint column[4];  // past width: a clamped (loaded) column, never stored
@@ -237,6 +254,9 @@ void product_walk(uint first, bool transposed, bool masked, uint b, uint width, 
 // of a block's tiles.
 void products(bool transposed, bool masked, uint b, uint width, inout afloat acc[ROUNDS][4][4]) {
   [[unroll]] for (uint first = 0; first < ROUNDS; first += WALK_ROUNDS) {
+    // A narrower product than the widest (Dk != Dv) may need fewer rounds: no walk that owns
+    // nothing (the condition is the same for the whole workgroup, so the walk's barriers stay legal).
+    if (first >= product_rounds(width)) break;
     afloat walk[WALK_ROUNDS][4][4];
     [[unroll]] for (uint w = 0; w < WALK_ROUNDS; ++w) walk[w] = acc[first + w];
     product_walk(first, transposed, masked, b, width, walk);

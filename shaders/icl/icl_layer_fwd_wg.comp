@@ -1,6 +1,6 @@
 // Forward of LAYERS layers for TASKS tasks per workgroup (GPUs; icl_wg_common.glsl has the
 // layout): each task's tokens stay in shared memory from layer to layer, every matrix product is
-// spread over the task's LANES invocations, one output element each. The same arithmetic in the
+// spread over the task's LANES invocations, a BS x BS block of outputs each. The same arithmetic in the
 // same order as icl_layer_fwd.glsl (one task per invocation, for CPU drivers), which also says
 // what the top layer leaves out.
 #version 450
