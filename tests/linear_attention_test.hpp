@@ -55,6 +55,23 @@ inline std::optional<rill::Context> la_algorithm_context(const char* algorithm) 
   return make_context(options);
 }
 
+// Whether `ctx`'s forced plan fits heads of 64 (a forward of 64 positions, recorded, not run): a
+// refusal must name the forced tile; true where the plan fits. Tests of a plan that needs more
+// shared memory than a limit profile gives skip their cases there, with a warning.
+inline bool la_plan_fits_heads_of_64(rill::Context& ctx, const char* plan) {
+  auto q = empty_tensor(ctx, rill::DType::kF32, {1, 1, 64, 64});
+  auto o = empty_tensor(ctx, rill::DType::kF32, {1, 1, 64, 64});
+  auto state = empty_tensor(ctx, rill::DType::kF32, {1, 1, 64, 64});
+  auto seq = ctx.sequence();
+  const rill::Status recorded = rill::ops::linear_attention_forward(*seq, q, q, q, o, state, {});
+  if (recorded.is_ok()) return true;
+  CHECK(recorded.code() == rill::StatusCode::kInvalidArgument);
+  CHECK(recorded.message().find("tiles of") != std::string::npos);
+  WARN("skipped the cases of " << plan << ": the device's " << ctx.device().caps.shared_memory_bytes
+                               << " bytes of shared memory do not hold its tiles (refused by name)");
+  return false;
+}
+
 inline void require_la_close(const std::vector<float>& got, const std::vector<float>& want, rill::DType dtype,
                              const char* what, double f32_atol = 2e-6, double f32_rtol = 2e-5, double f16_tol = 2e-3) {
   const bool f16 = dtype == rill::DType::kF16;

@@ -198,7 +198,7 @@ TEST_CASE("kernel plan: a phone-class GPU fits its limits", "[plan]") {
   REQUIRE(la.is_ok());
   CHECK(la.value().algorithm == LinearAttentionAlgorithm::kChunkedParallel);
   CHECK(la.value().chunk == 32);
-  CHECK(la.value().tile == 8);  // 32 x 32 scores and two 16-row tiles of 128-wide heads are 16512 bytes
+  CHECK(la.value().tile == 8);  // the plan's tile at the shorter chunk (tiles of 4 at 64 rows did not fit)
   // Forced serial, 64-row chunks run in short dispatches for the watchdog.
   DeviceTraits serial = d;
   serial.forced.linear_attention = LinearAttentionAlgorithm::kChunkedSerial;
@@ -242,8 +242,10 @@ TEST_CASE("kernel plan: forced algorithms win, or are refused with a reason", "[
   CHECK(linear_attention_forward(varying, la_shape(2, 1000, 16)).value().algorithm !=
         LinearAttentionAlgorithm::kRegisterScan);
   g.forced.linear_attention = LinearAttentionAlgorithm::kChunkedParallel;
-  g.shared_bytes = 1024;
+  g.shared_bytes = 512;  // 8-row chunks with tiles of 4 take about 0.9 KiB at heads of 16
   CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).status().code() == rill::StatusCode::kInvalidArgument);
+  g.shared_bytes = 1024;
+  CHECK(linear_attention_forward(g, la_shape(2, 1000, 16)).value().chunk == 8);
 }
 
 TEST_CASE("kernel plan: overrides parse, and bad ones are named", "[plan]") {
@@ -673,7 +675,8 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   gpu.forced = parse_overrides("la_tile=32").value();
   const auto p = linear_attention_forward(gpu, la_shape(4, 16384, 64)).value();
   CHECK(p.algorithm == LinearAttentionAlgorithm::kChunkedParallel);
-  CHECK(p.tile == 32);  // 40.8 KiB of the output pass's arrays fit 48 KiB
+  CHECK(p.tile == 32);  // the output pass's arrays, in rows of the heads' width, fit 48 KiB
+  CHECK(p.fused_scores);
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().tile == 8);  // the default
   // The state scan's runs: about sqrt of the window's chunks (256 chunks of 64 at 16K), 32 at most.
   CHECK(linear_attention_forward(h100_like(), la_shape(4, 16384, 64)).value().scan_groups == 16);

@@ -153,6 +153,30 @@ GPU_TEST_CASE("the parallel state scan matches the reference with its window cut
   }
 }
 
+// Tiles as deep as the chunk (la_chunk=32,la_tile=32; 16 and 16): the output pass's causal walk
+// over the chunk's values is one tile, so no barrier paces it (bench-h200/FINDINGS.md says why
+// that matters), and its shared memory is sized by the head's widths. Heads up to 64 on a 32 KiB
+// device; partial last chunks, decay, windows carrying the state, fused scores and not.
+GPU_TEST_CASE("the parallel passes with tiles as deep as their chunks match the reference", "[linear-attention][gpu]") {
+  const Case cases[] = {{1, 2, 130, 64, 64, FeatureMap::kElu1, true, 64, 0},
+                        {2, 1, 200, 32, 32, FeatureMap::kIdentity, true, 64, 3},
+                        {1, 3, 77, 33, 5, FeatureMap::kRelu, true, 16, 0}};
+  for (const char* plan :
+       {"la_chunk=32,la_tile=32", "la_chunk=32,la_tile=32,la_scores=fused", "la_chunk=16,la_tile=16,la_scores=fused"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=parallel,") + plan;
+    rill::Context ctx = rill_test::make_context(options);
+    INFO(plan);
+    if (!rill_test::la_plan_fits_heads_of_64(ctx, plan)) continue;  // a phone-class limit profile
+    uint32_t seed = 1300;
+    for (const Case& c : cases) {
+      seed += 5;
+      INFO(plan << ": " << c);
+      check_causal_forward(ctx, c, DType::kF32, seed, false);
+    }
+  }
+}
+
 GPU_TEST_CASE("a bad kernel plan is refused when the context is created", "[linear-attention][gpu]") {
   for (const char* text : {"linear_attention=fast", "matmul=gpu", "linear_attention"}) {
     auto options = rill_test::validated_options();

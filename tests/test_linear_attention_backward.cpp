@@ -93,6 +93,27 @@ GPU_TEST_CASE("chunked linear attention backward matches the reference gradients
   check_causal_algorithms(std::span(rill_test::kLaAlgorithms).first(3));
 }
 
+// The backward's three forms with tiles as deep as the chunk (test_linear_attention.cpp has the
+// forward's): heads up to 64 on a 32 KiB device, Dk != Dv both ways, partial last chunks.
+GPU_TEST_CASE("the linear attention backward with tiles as deep as the chunk matches the reference",
+              "[linear-attention][gpu]") {
+  const Case cases[] = {{1, 2, 130, 64, 64, FeatureMap::kElu1, true, 64, 0},
+                        {1, 1, 100, 16, 40, FeatureMap::kIdentity, true, 64, 2},
+                        {1, 2, 77, 33, 5, FeatureMap::kRelu, true, 16, 0}};
+  for (const char* plan : {"la_chunk=32,la_tile=32,la_scores=fused", "la_chunk=16,la_tile=16"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=parallel,") + plan;
+    auto ctx = rill_test::make_context(options);
+    if (!rill_test::la_plan_fits_heads_of_64(ctx, plan)) continue;  // a phone-class limit profile
+    uint32_t seed = 1400;
+    for (const Case& c : cases) {
+      seed += 10;
+      INFO(plan << ": " << c);
+      check_backward(ctx, c, DType::kF32, seed, true);
+    }
+  }
+}
+
 GPU_TEST_CASE(
     "chunked linear attention backward over spans with grouped columns or with fused scores matches the reference",
     "[linear-attention][gpu][sweep]") {

@@ -216,13 +216,16 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   bool fuse_wanted = d.forced.la_fused_scores.value_or(d.family == Family::kGpu);
   // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
   // vectors padded by one, over the chunk rounded up to whole blocks of rows; the powers; the other
-  // tile, which holds g(B)'s tile too when fused) and of the states pass.
+  // tile, in rows of g(B)'s or the head's width, which holds g(B)'s tile too when fused) and of the
+  // states pass (a tile of each operand in rows of its width). The backward's forms exchange the
+  // widths: the wider one bounds every form.
+  const uint64_t widest = std::max(s.dk, s.dv);
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
     const uint64_t cr = ceil_div(c, block) * block;
     const uint64_t other =
-        tile * round_up(std::max(cr + 1, kMaxHeadDim), 4) + (fuse_wanted && scores_fuse(c) ? tile * (cr + 1) : 0);
+        tile * round_up(std::max(cr + 1, widest), 4) + (fuse_wanted && scores_fuse(c) ? tile * (cr + 1) : 0);
     const uint64_t output = cr * (cr + 4) + c + 1 + cr * (tile + 4) + other;
-    return 4 * std::max(output, c + 2 * tile * kMaxHeadDim);
+    return 4 * std::max(output, c + tile * (s.dk + s.dv));
   };
   // Tiles of 8 rows (or inner slices): on the H200 they ran the forward, non-causal and backward
   // passes 1.25-1.4x faster than tiles of 16 from N 4K on (23 KiB of shared memory per workgroup

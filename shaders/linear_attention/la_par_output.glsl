@@ -56,9 +56,10 @@ shared vec4 a_tile[CHUNKR * AROW4];                      // [t][k]: f(a_t) on TI
 // g(b) is stored transposed, so neighbouring invocations read neighbouring words (la_par_common.glsl:
 // shared-memory banks). Grouped output columns read runs of 4 neighbouring words of a P or h(c) row,
 // which start on a 16-byte boundary (rows a multiple of 4 words), so that a compiler can load them as
-// vectors; words of a row past DV hold whatever was there and feed only columns never stored.
+// vectors; words of a row past DV hold whatever was there and feed only columns never stored. Rows
+// are as wide as g(B)'s or this head's DV (a constant), not MAX_D: narrower heads take less memory.
 const uint BROW = CHUNKR + 1u;
-const uint OTHER_ROW = ((BROW > MAX_D ? BROW : MAX_D) + 3u) / 4u * 4u;
+const uint OTHER_ROW = ((BROW > DV ? BROW : DV) + 3u) / 4u * 4u;
 // Whether products 1 and 2 run fused: one round of blocks each (kernel_plan_attention.cpp decides
 // the same from the widest form). The fused walk holds g(B) and P_c at once: the wide tile (P or
 // h(C)) then starts past g(B)'s, at a multiple of 4 words (TILE is). (The comparisons are

@@ -22,8 +22,10 @@ layout(std430, binding = 2) readonly buffer Decay { float decay[]; };
 layout(std430, binding = 3) writeonly buffer ChunkStates { float chunk_states[]; };
 
 shared afloat weight[CHUNK];          // lambda^(len-1-s)
-shared afloat b_tile[TILE * MAX_D];   // [s][i]: lambda^(len-1-s) g(b_s)_i
-shared afloat c_tile[TILE * MAX_D];   // [s][j]: h(c_s)_j
+// Rows of the head's own widths (constants): a tile of heads narrower than MAX_D takes only their
+// shared memory, so that deeper tiles fit (kernel_plan_attention.cpp counts the same).
+shared afloat b_tile[TILE * DK];  // [s][i]: lambda^(len-1-s) g(b_s)_i
+shared afloat c_tile[TILE * DV];  // [s][j]: h(c_s)_j
 
 // Each tile's loads are issued into registers before the products on the tile before it, and
 // stored after the next barrier (as in la_par_output.glsl): one wait on memory overlapped with
@@ -49,11 +51,11 @@ void fetch_tile(uint s0, out afloat nb[B_PREFETCH], out afloat nc[C_PREFETCH]) {
 void store_tile(uint s0, uint rows, afloat nb[B_PREFETCH], afloat nc[C_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < B_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DK;
-    if (s < rows) b_tile[s * MAX_D + e % DK] = weight[s0 + s] * nb[i];
+    if (s < rows) b_tile[s * DK + e % DK] = weight[s0 + s] * nb[i];
   }
   [[unroll]] for (uint i = 0; i < C_PREFETCH; ++i) {
     const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DV;
-    if (s < rows) c_tile[s * MAX_D + e % DV] = nc[i];
+    if (s < rows) c_tile[s * DV + e % DV] = nc[i];
   }
 }
 
@@ -95,8 +97,8 @@ void main() {
         for (uint s = 0; s < rows; ++s) {
           afloat bv[4], cv[4];
           // Past the edge of DK or DV: a clamped (loaded) value, never written out.
-          for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * MAX_D + min(i0 + r, DK - 1)];
-          for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * MAX_D + min(j0 + blocks_j * q, DV - 1)];
+          for (uint r = 0; r < 4; ++r) bv[r] = b_tile[s * DK + min(i0 + r, DK - 1)];
+          for (uint q = 0; q < 4; ++q) cv[q] = c_tile[s * DV + min(j0 + blocks_j * q, DV - 1)];
           for (uint r = 0; r < 4; ++r)
             for (uint q = 0; q < 4; ++q) acc[r][q] += bv[r] * cv[q];
         }
