@@ -21,7 +21,7 @@
 # with the scores in a walk of their own, and both),
 # la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks, with spans of 1 and 8 chunks and
-# with chunks of 32 and 16 positions), block_sweep (block attention with the result rounds of its
+# with chunks of 32 and 16 positions, alone and with tiles as deep), block_sweep (block attention with the result rounds of its
 # products walked together and apart, in workgroups of 128, and at tile depths 8 and 32),
 # matmul_probe (products around the LM's slow 65536 x 256 x 512, to find which dimension makes it slow,
 # and three of them with slices 32 deep),
@@ -174,6 +174,13 @@ for s in "${steps[@]}"; do
               for chunk in 32 16; do
                 run_step "la_chunk_$chunk" 60 env RILL_KERNEL_PLAN="la_chunk=$chunk" "$rill" bench \
                   --op linear_attention --la-forms chunked_parallel
+              done
+              # and with tiles as deep as those chunks: the output pass's causal walk over the values
+              # is one tile, unpaced by barriers (run 9's records: the mask's zeros cost as much as
+              # the rest in walks of tiles of 8, FINDINGS.md)
+              for chunk in 32 16; do
+                run_step "la_chunk_${chunk}_tile_$chunk" 60 env RILL_KERNEL_PLAN="la_chunk=$chunk,la_tile=$chunk" \
+                  "$rill" bench --op linear_attention --la-forms chunked_parallel
               done ;;
     coop) run_step coop_tests 60 env RILL_TEST=1 build/release/bin/rill_tests "*cooperative*"
           # Two alternating shared stages per k slice (one barrier each; the default's one stage ran

@@ -50,11 +50,13 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
   const bool gpu = family == "gpu";
   std::vector<Knob> all;
   if (gpu) {
-    all = {{"lm prefill", "la_tile", {"4", "16"}},  // around the plan's 8
+    // Chunks before tiles (each knob is tried over the choices kept before it): a tile as deep as a
+    // short chunk walks its causal values unpaced by barriers (bench-h200/FINDINGS.md).
+    all = {{"lm prefill", "la_chunk", {"16", "32"}},      // fewer causal scores per position, more chunk states
+           {"lm prefill", "la_tile", {"4", "16", "32"}},  // around the plan's 8
            {"lm prefill", "la_scan_groups", {"1"}},
-           {"lm prefill", "la_window", {"256"}},      // a window's chunk states small enough for L2
-           {"lm prefill", "la_span", {"1", "8"}},     // around the plan's 2-4 chunks per states workgroup
-           {"lm prefill", "la_chunk", {"16", "32"}},  // fewer causal scores per position, more chunk states
+           {"lm prefill", "la_window", {"256"}},   // a window's chunk states small enough for L2
+           {"lm prefill", "la_span", {"1", "8"}},  // around the plan's 2-4 chunks per states workgroup
            // The output pass's other forms (run 9 on an H200: fused scores, now the default, 1.13-1.17x
            // faster; grouped columns within 2 %).
            {"lm prefill", "la_columns", {"grouped"}},
