@@ -271,6 +271,7 @@ TEST_CASE("kernel plan: every listed key parses its values and refuses others by
                                                       {"la_chunk", "32"},
                                                       {"la_columns", "grouped"},
                                                       {"la_scores", "fused"},
+                                                      {"la_rows", "paired"},
                                                       {"block_tile", "8"},
                                                       {"block_rounds", "fused"},
                                                       {"block_workgroup", "128"},
@@ -747,7 +748,26 @@ TEST_CASE("kernel plan: a forced tile depth for the parallel linear-attention pa
   separate.forced = parse_overrides("la_scores=separate").value();
   CHECK_FALSE(linear_attention_forward(separate, la_shape(4, 1 << 16, 64)).value().fused_scores);
   // The 8 x 8 output blocks were removed (slower on an H200): their key is unknown now.
-  for (const char* bad : {"la_block=8", "la_scores=yes"}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  for (const char* bad : {"la_block=8", "la_scores=yes", "la_rows=yes"}) CHECK_FALSE(parse_overrides(bad).is_ok());
+  // Row-block pairs only where forced. With heads of 64 a chunk of 64 takes 8 pairs x 32 column
+  // pairs (one round of 256: the scores stay fused) and its h(C) resident fits an H100's 48 KiB;
+  // lavapipe's 32 KiB holds it for chunks of 32.
+  CHECK_FALSE(linear_attention_forward(h100_like(), la_shape(4, 1 << 16, 64)).value().paired_rows);
+  DeviceTraits pairs = h100_like();
+  pairs.forced = parse_overrides("la_rows=paired").value();
+  const auto paired = linear_attention_forward(pairs, la_shape(4, 1 << 16, 64)).value();
+  CHECK(paired.paired_rows);
+  CHECK(paired.chunk == 64);
+  CHECK(paired.fused_scores);
+  CHECK(linear_attention_backward(pairs, la_shape(4, 1 << 16, 64)).value().paired_rows);
+  DeviceTraits cpu_pairs = lavapipe_like();
+  cpu_pairs.forced = parse_overrides("linear_attention=parallel,la_rows=paired").value();
+  const auto cpu_paired = linear_attention_forward(cpu_pairs, la_shape(4, 1 << 16, 64)).value();
+  CHECK(cpu_paired.paired_rows);
+  CHECK(cpu_paired.chunk == 32);
+  const auto flat = linear_attention_noncausal(cpu_pairs, la_shape(4, 1 << 16, 64)).value();  // no causal product
+  CHECK_FALSE(flat.paired_rows);
+  CHECK(flat.chunk == 64);
   // On a CPU driver the forced parallel form keeps spans of 1 unless one is forced.
   DeviceTraits cpu = lavapipe_like();
   cpu.forced = parse_overrides("linear_attention=parallel").value();

@@ -177,6 +177,34 @@ GPU_TEST_CASE("the parallel passes with tiles as deep as their chunks match the 
   }
 }
 
+// The output pass's blocks in row-block pairs (la_rows=paired: blocks i and last - i, walking the
+// causal product over the chunk's h(C) resident in shared memory). The shapes cover an odd count of
+// row blocks (a middle block without a partner: chunks ending 2, 8 and 20 positions in), Dk != Dv,
+// two rounds of blocks per workgroup (Dv 128 over chunks of 40: 5 pairs x 64 column pairs), windows
+// carrying the state, decay, and the scores fused or not, columns grouped or strided, deep tiles.
+GPU_TEST_CASE("the parallel output pass with row pairs over resident values matches the reference",
+              "[linear-attention][gpu]") {
+  const Case cases[] = {{1, 2, 130, 64, 64, FeatureMap::kElu1, true, 64, 0},
+                        {2, 1, 200, 32, 32, FeatureMap::kIdentity, true, 64, 3},
+                        {1, 3, 77, 33, 5, FeatureMap::kRelu, true, 16, 0},
+                        {1, 1, 100, 8, 128, FeatureMap::kSilu, true, 40, 0}};
+  for (const char* plan : {"la_rows=paired", "la_rows=paired,la_scores=fused",
+                           "la_rows=paired,la_columns=grouped,la_chunk=32", "la_rows=paired,la_chunk=16,la_tile=16"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=parallel,") + plan;
+    rill::Context ctx = rill_test::make_context(options);
+    INFO(plan);
+    uint32_t seed = 1500;
+    for (DType dtype : rill_test::float_dtypes(ctx)) {
+      for (const Case& c : cases) {
+        seed += 5;
+        INFO(plan << ": " << c << " f16 " << (dtype == DType::kF16));
+        check_causal_forward(ctx, c, dtype, seed, false);
+      }
+    }
+  }
+}
+
 GPU_TEST_CASE("a bad kernel plan is refused when the context is created", "[linear-attention][gpu]") {
   for (const char* text : {"linear_attention=fast", "matmul=gpu", "linear_attention"}) {
     auto options = rill_test::validated_options();

@@ -114,6 +114,27 @@ GPU_TEST_CASE("the linear attention backward with tiles as deep as the chunk mat
   }
 }
 
+// The backward's three forms (two of them backward in time) with the output pass's row-block pairs
+// over resident values (test_linear_attention.cpp has the forward's shapes and why).
+GPU_TEST_CASE("the linear attention backward with row pairs over resident values matches the reference",
+              "[linear-attention][gpu]") {
+  const Case cases[] = {{1, 2, 130, 64, 64, FeatureMap::kElu1, true, 64, 0},
+                        {1, 1, 100, 16, 40, FeatureMap::kIdentity, true, 64, 2},
+                        {1, 2, 77, 33, 5, FeatureMap::kRelu, true, 16, 0},
+                        {1, 1, 100, 8, 128, FeatureMap::kSilu, true, 40, 0}};
+  for (const char* plan : {"la_rows=paired", "la_rows=paired,la_scores=fused,la_chunk=32"}) {
+    auto options = rill_test::validated_options();
+    options.kernel_plan = std::string("linear_attention=parallel,") + plan;
+    auto ctx = rill_test::make_context(options);
+    uint32_t seed = 1600;
+    for (const Case& c : cases) {
+      seed += 10;
+      INFO(plan << ": " << c);
+      check_backward(ctx, c, DType::kF32, seed, true);
+    }
+  }
+}
+
 GPU_TEST_CASE(
     "chunked linear attention backward over spans with grouped columns or with fused scores matches the reference",
     "[linear-attention][gpu][sweep]") {

@@ -192,6 +192,7 @@ std::vector<PlanSummary> summarize(const DeviceTraits& d) {
       if (la.value().span > 1) text += ", states in spans of " + std::to_string(la.value().span) + " chunks";
       if (la.value().grouped_columns) text += ", output blocks of neighbouring columns";
       if (causal && la.value().fused_scores) text += ", scores fused with the state product";
+      if (causal && la.value().paired_rows) text += ", output rows in pairs over the chunk's values resident";
     }
     return text;
   };

@@ -50,6 +50,7 @@ struct PlanOverrides {
   std::optional<uint32_t> la_chunk;            // "la_chunk=32": at most this many positions per chunk (parallel form)
   std::optional<bool> la_grouped_columns;      // "la_columns=grouped|strided": the output pass's blocks
   std::optional<bool> la_fused_scores;         // "la_scores=fused|separate": the output pass's scores walk
+  std::optional<bool> la_paired_rows;          // "la_rows=paired|single": the output pass's row blocks
   std::optional<uint32_t> block_tile;          // "block_tile=32": the GPU block-attention kernels' tile depth
   std::optional<bool> block_fused_rounds;      // "block_rounds=fused|separate": the GPU kernels' result rounds
   std::optional<uint32_t> block_workgroup;     // "block_workgroup=128": the GPU kernels' invocations (128, 256)
@@ -344,12 +345,14 @@ struct LinearAttentionPlan {
   uint32_t span = 1;                    // parallel: chunks per states workgroup (the scan walks spans)
   bool grouped_columns = false;         // parallel: output blocks of 4 neighbouring columns (vector loads)
   bool fused_scores = false;            // parallel, causal forms: the scores in the same walk as f(A) P_c
+  bool paired_rows = false;             // parallel, causal forms: row-block pairs over h(C) resident
 };
 struct LinearAttentionShape {
   uint64_t heads = 1;  // B * H
   uint64_t n = 1;
   uint32_t dk = 64, dv = 64, chunk = 64;
   uint32_t chunks_per_dispatch = 0;  // the caller's bound (0: the plan's)
+  bool causal = true;                // the non-causal forms have no causal product (la_rows is moot)
 };
 // Plans the causal forward (the serial chunked kernel's chunks come from linear_attention_serial).
 // OutOfRange when even a chunk of one position exceeds the loop budget; InvalidArgument when a

@@ -204,11 +204,19 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // The output pass's register blocks, 4 x 4 (la_par_output.glsl's RB). Blocks of 8 x 8 in a
   // workgroup of a chunk's blocks ran 1.4-1.7x slower on an H200 (run 9) and were removed.
   const uint32_t block = 4;
+  // Output blocks of row-block pairs (la_par_output.glsl's PAIRED: two blocks of 4 rows, 2 columns,
+  // the chunk's h(C) resident for the causal product): forced only, untimed on a GPU.
+  const bool paired = s.causal && d.forced.la_paired_rows.value_or(false);
+  // A chunk's output blocks: units of rows (a row block, or a pair) times groups of columns.
+  auto output_blocks = [&](uint64_t c, uint64_t dv) {
+    const uint64_t blocks = ceil_div(c, block);
+    return (paired ? ceil_div(blocks, 2) : blocks) * ceil_div(dv, paired ? block / 2 : block);
+  };
   // Whether the output pass may fuse its scores into the walk of f(A) P_c (la_par_output.glsl's
   // FUSED): every invocation owns at most one scores block and one output block of a chunk.
   auto scores_fuse = [&](uint64_t c) {
     const uint64_t blocks = ceil_div(c, block);
-    return blocks * blocks <= wg && blocks * ceil_div(s.dv, block) <= wg;
+    return blocks * blocks <= wg && output_blocks(c, s.dv) <= wg;
   };
   // Fused on GPUs: the forward ran 1.10-1.16x faster from N 16K on an H200, causal with heads of
   // 64 and the LM's 32 (tools/rill/bench-h200/run9-0652bae: plan_la_scores_fused.json against la_par.json).
@@ -217,13 +225,15 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // Shared memory of the output pass (la_par_output.glsl: the scores and the A tile in rows of 4-word
   // vectors padded by one, over the chunk rounded up to whole blocks of rows; the powers; the other
   // tile, in rows of g(B)'s or the head's width, which holds g(B)'s tile too when fused) and of the
-  // states pass (a tile of each operand in rows of its width). The backward's forms exchange the
-  // widths: the wider one bounds every form.
+  // states pass (a tile of each operand in rows of its width); paired, the other tile holds the
+  // chunk's h(C) once the tiles are done. The backward's forms exchange the widths: the wider one
+  // bounds every form.
   const uint64_t widest = std::max(s.dk, s.dv);
   auto shared_bytes = [&](uint64_t c, uint64_t tile) {
     const uint64_t cr = ceil_div(c, block) * block;
-    const uint64_t other =
+    const uint64_t tiles =
         tile * round_up(std::max(cr + 1, widest), 4) + (fuse_wanted && scores_fuse(c) ? tile * (cr + 1) : 0);
+    const uint64_t other = std::max(tiles, paired ? cr * round_up(widest, 4) : 0);
     const uint64_t output = cr * (cr + 4) + c + 1 + cr * (tile + 4) + other;
     return 4 * std::max(output, c + tile * (s.dk + s.dv));
   };
@@ -254,19 +264,20 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // states pass's. Else the states pass's: a small GPU whose shared memory shortened the chunk
   // (untimed) keeps the invocations it had, which share the tiles' loads and hide latency.
   const uint64_t score_blocks = ceil_div(c, block) * ceil_div(c, block);
-  const uint64_t output_blocks = ceil_div(c, block) * ceil_div(std::max(s.dk, s.dv), block);
+  const uint64_t out_blocks = output_blocks(c, std::max(s.dk, s.dv));
   const uint32_t out_wg =
-      d.forced.la_chunk ? uint32_t(std::min<uint64_t>(wg, round_up(std::max(score_blocks, output_blocks), 32))) : wg;
+      d.forced.la_chunk ? uint32_t(std::min<uint64_t>(wg, round_up(std::max(score_blocks, out_blocks), 32))) : wg;
   // Loop iterations of one invocation of the output pass (the longest): scores, then f(A) P_c and
-  // the scores times h(C), per round of blocks (fused, fewer).
+  // the scores times h(C), per round of blocks (fused, fewer; paired, a walk of the chunk's
+  // positions over h(C) resident).
   const uint64_t k_steps = ceil_div(s.dk, tile), s_steps = ceil_div(c, tile);
   const uint64_t score_rounds = ceil_div(score_blocks, out_wg);
-  const uint64_t out_rounds = ceil_div(ceil_div(c, block) * ceil_div(s.dv, block), out_wg);
+  const uint64_t out_rounds = ceil_div(output_blocks(c, s.dv), out_wg);
+  const uint64_t causal_loops =
+      paired ? ceil_div(c * s.dv, out_wg) + ceil_div(c, 4) : s_steps * (ceil_div(tile * s.dv, out_wg) + tile);
   const uint64_t output_loops =
       score_rounds * k_steps * (2 * ceil_div(c * tile, out_wg) + tile) +
-      out_rounds * (k_steps * (ceil_div(c * tile, out_wg) + ceil_div(tile * s.dv, out_wg) + tile) +
-                    s_steps * (ceil_div(tile * s.dv, out_wg) + tile)) +
-      8;
+      out_rounds * (k_steps * (ceil_div(c * tile, out_wg) + ceil_div(tile * s.dv, out_wg) + tile) + causal_loops) + 8;
   if (output_loops > d.loop_budget) return std::nullopt;
   const uint64_t state_bytes = 4ull * s.dk * s.dv * s.heads;
   uint64_t window = std::min<uint64_t>(ceil_div(s.n, c), kParallelScratchBytes / state_bytes);
@@ -302,6 +313,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   // why): the output pass loads each slice of f(A) once instead of twice and takes 32 barriers per
   // chunk instead of 48 (C 64, D 64, tiles of 8), for 16 more accumulators per invocation.
   p.fused_scores = fuse_wanted && scores_fuse(c);
+  p.paired_rows = paired;
   // With spans the scratch holds the window's chunk states and its spans' states: both within the
   // scratch budget and one storage-buffer range.
   const uint64_t scratch_states = std::min<uint64_t>(kParallelScratchBytes, d.max_storage_range) / state_bytes;
@@ -385,7 +397,7 @@ namespace {
 // Whether the context forces any linear-attention choice.
 bool forces_linear_attention(const PlanOverrides& f) {
   return f.linear_attention || f.la_tile || f.la_scan_groups || f.la_window || f.la_span || f.la_chunk ||
-         f.la_grouped_columns || f.la_fused_scores;
+         f.la_grouped_columns || f.la_fused_scores || f.la_paired_rows;
 }
 
 // The tuned choices where they fit `fit` (refused choices fall back to the plan without them). A
@@ -405,7 +417,9 @@ Result<LinearAttentionPlan> linear_attention_forward(const DeviceTraits& d, cons
 }
 
 Result<LinearAttentionPlan> linear_attention_noncausal(const DeviceTraits& d, const LinearAttentionShape& s) {
-  return tuned_or_planned(d, s, s, "linear_attention");
+  LinearAttentionShape flat = s;
+  flat.causal = false;
+  return tuned_or_planned(d, flat, flat, "linear_attention");
 }
 
 Result<LinearAttentionPlan> linear_attention_backward(const DeviceTraits& d, const LinearAttentionShape& s) {

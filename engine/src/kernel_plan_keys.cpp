@@ -129,6 +129,11 @@ constexpr KeyEntry kKeys[] = {
      "the parallel linear-attention output pass's causal scores computed in the same walk over the inner "
      "dimension as f(A) P (where a chunk's blocks fit one workgroup round; GPUs' default), or in a walk of their own",
      true, [](S v, O& o) { return set_either(v, "fused", "separate", o.la_fused_scores); }},
+    {"la_rows", "paired or single",
+     "the parallel linear-attention output pass's blocks: two 4-row blocks of a pair (i, last - i) times 2 columns, "
+     "walking the causal product over the chunk's values resident in shared memory (every invocation's causal work "
+     "alike, no barrier in the walk), or one 4-row block times 4 columns over barrier-paced tiles",
+     true, [](S v, O& o) { return set_either(v, "paired", "single", o.la_paired_rows); }},
     {"block_tile", "4, 8, 16 or 32",
      "the tiled and flash GPU block-attention kernels' tile depth (refused where it does not fit)", true,
      [](S v, O& o) {

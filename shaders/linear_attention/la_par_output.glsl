@@ -23,13 +23,27 @@
 // block) products 1 and 2 share one walk over the inner dimension: each TILE slice of f(A), g(B)
 // and P_c is loaded once between one pair of barriers, where the separate walks load f(A) twice
 // and take twice the barriers (a third of the pass's barriers and loads of f(A) go).
+// With PAIRED_ROWS (causal) product 3's causal work is balanced over the invocations and walked
+// without barriers: an output block is two RB-row blocks of one row-block pair, i and
+// blocks - 1 - i, times RB / 2 strided columns (the same RB x RB accumulators), so that every
+// invocation's rows see RB + len positions in all, where a block of RB rows sees from RB to len;
+// and h(C) is staged whole in shared memory (over the tiles of products 1 and 2) before product 3,
+// so that each invocation walks its own rows' positions and no more. Barrier-paced tiles of h(C)
+// cost every step the slowest block's, which is why the causal mask's zeros cost as much as the
+// rest on an H200 (tools/rill/bench-h200/FINDINGS.md).
 layout(constant_id = 0) const uint WG_SIZE = 256;
 layout(constant_id = 9) const bool GRAD_SCALE = false;
 layout(constant_id = 11) const bool CAUSAL = true;
 layout(constant_id = 12) const bool STATE_TRANSPOSED = false;
 layout(constant_id = 13) const bool GROUPED_COLUMNS = false;
 layout(constant_id = 18) const bool FUSE_SCORES = false;
+layout(constant_id = 19) const bool PAIRED_ROWS = false;
 const uint RB = 4u;  // an invocation's block: RB x RB outputs
+// An output block: HALVES row blocks of RB rows (a pair with PAIRED), times OUT_COLS columns.
+const bool PAIRED = CAUSAL && PAIRED_ROWS;
+const uint HALVES = PAIRED ? 2u : 1u;
+const uint OUT_ROWS = RB * HALVES;
+const uint OUT_COLS = RB / HALVES;
 layout(local_size_x_id = 0) in;
 
 #include "la_par_common.glsl"
@@ -66,11 +80,17 @@ const uint OTHER_ROW = ((BROW > DV ? BROW : DV) + 3u) / 4u * 4u;
 // constants of their own: glslang 11 leaves an && chain with a comparison in it undefined where a
 // later constant uses it.)
 const uint CHUNK_BLOCKS = CHUNKR / RB;
+const uint ROW_UNITS = PAIRED ? (CHUNK_BLOCKS + 1u) / 2u : CHUNK_BLOCKS;  // an output block's rows: a unit
 const bool SCORES_FIT = CHUNK_BLOCKS * CHUNK_BLOCKS <= WG_SIZE;
-const bool OUTPUTS_FIT = CHUNK_BLOCKS * ((DV + RB - 1u) / RB) <= WG_SIZE;
+const bool OUTPUTS_FIT = ROW_UNITS * ((DV + OUT_COLS - 1u) / OUT_COLS) <= WG_SIZE;
 const bool FUSED = CAUSAL && FUSE_SCORES && SCORES_FIT && OUTPUTS_FIT;
 const uint WIDE_AT = FUSED ? TILE * BROW : 0u;
-shared afloat other_tile[WIDE_AT + TILE * OTHER_ROW];
+// PAIRED: the chunk's h(C), [s][j] in rows of DV rounded up to whole 4-word runs, takes the tiles'
+// place once products 1 and 2 are done.
+const uint RESIDENT_ROW = (DV + 3u) / 4u * 4u;
+const uint TILES_WORDS = WIDE_AT + TILE * OTHER_ROW;
+const uint RESIDENT_WORDS = PAIRED ? CHUNKR * RESIDENT_ROW : 0u;
+shared afloat other_tile[TILES_WORDS > RESIDENT_WORDS ? TILES_WORDS : RESIDENT_WORDS];
 
 // One word of a vec4 row tile.
 void set_word(bool in_scores, uint row, uint column, afloat value) {
@@ -163,11 +183,28 @@ void store_wide(bool is_state, afloat r[WIDE_PREFETCH]) {
   }
 }
 
-// An output block's RB columns of row `row` of the wide tile (P or h(C)): with GROUPED_COLUMNS
-// neighbouring words, in 16-byte aligned runs of 4.
-void wide_row(uint row, uint column[RB], out afloat v[RB]) {
+// An output block's columns of row `row` of the wide tile (P or h(C)): with GROUPED_COLUMNS
+// neighbouring words, in aligned runs of OUT_COLS (16 bytes unpaired).
+void wide_row(uint row, uint column[OUT_COLS], out afloat v[OUT_COLS]) {
   const uint at = WIDE_AT + row * OTHER_ROW;
-  [[unroll]] for (uint q = 0; q < RB; ++q) v[q] = other_tile[at + column[q]];
+  [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) v[q] = other_tile[at + column[q]];
+}
+
+// PAIRED: the chunk's h(C) into shared memory (zero past len), from registers loaded before the
+// barrier that ends products 1 and 2, so that the loads wait during their last products.
+const uint RESIDENT_PREFETCH = PAIRED ? (CHUNKR * DV + WG_SIZE - 1u) / WG_SIZE : 1u;
+void fetch_resident(out afloat r[RESIDENT_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < RESIDENT_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DV, j = e % DV;
+    const afloat value = la_f(PHI_C, afloat(c[c_base + la_row(t0 + min(s, len - 1u)) * DV + j]));
+    r[i] = s < len ? value : 0.0;
+  }
+}
+void store_resident(afloat r[RESIDENT_PREFETCH]) {
+  [[unroll]] for (uint i = 0; i < RESIDENT_PREFETCH; ++i) {
+    const uint e = gl_LocalInvocationID.x + i * WG_SIZE, s = e / DV;
+    if (s < CHUNKR) other_tile[s * RESIDENT_ROW + e % DV] = r[i];
+  }
 }
 
 // Product 1 on the staged slice: the scores block of rows r0 .. r0 + RB - 1 and columns
@@ -197,16 +234,50 @@ void store_scores(uint r0, uint s0, uint blocks_t, afloat acc[RB][RB]) {
     }
 }
 
-// Product 2 on the staged slice: f(A) P_c for the output block of rows r0 .. r0 + RB - 1 and `column`.
-void state_slice(uint r0, uint column[RB], inout afloat acc[RB][RB]) {
-  [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
+// Product 2 on the staged slice: f(A) P_c for the output block of rows r0[h] .. r0[h] + RB - 1
+// (each half h) and `column`. Paired, a 4-step's P words are read once for both halves (unpaired,
+// a step's words are read just before their products: fewer live registers).
+void state_slice(uint r0[HALVES], uint column[OUT_COLS], inout afloat acc[OUT_ROWS][OUT_COLS]) {
+  [[unroll]] for (uint k4 = 0; k4 < TILE / 4u && !PAIRED; ++k4) {
     vec4 av[RB];
-    [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
+    [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0[0] + r) * AROW4 + k4];
     [[unroll]] for (uint u = 0; u < 4; ++u) {
-      afloat pv[RB];
+      afloat pv[OUT_COLS];
       wide_row(4u * k4 + u, column, pv);
       [[unroll]] for (uint r = 0; r < RB; ++r)
-        [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] += av[r][u] * pv[q];
+        [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[r][q] += av[r][u] * pv[q];
+    }
+  }
+  [[unroll]] for (uint k4 = 0; k4 < TILE / 4u && PAIRED; ++k4) {
+    afloat pv[4][OUT_COLS];
+    [[unroll]] for (uint u = 0; u < 4; ++u) wide_row(4u * k4 + u, column, pv[u]);
+    [[unroll]] for (uint h = 0; h < HALVES; ++h) {
+      vec4 av[RB];
+      [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0[h] + r) * AROW4 + k4];
+      [[unroll]] for (uint u = 0; u < 4; ++u)
+        [[unroll]] for (uint r = 0; r < RB; ++r)
+          [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[h * RB + r][q] += av[r][u] * pv[u][q];
+    }
+  }
+}
+
+// PAIRED product 3: the scores times the resident h(C), each half only over the positions up to its
+// rows' end (the causal mask's zeros are not walked); the late half's walk covers the early one's.
+// `early_steps` 0: the unit's one block (an odd count's middle) is its late half.
+void resident_product(uint r0[HALVES], uint column[OUT_COLS], uint early_steps,
+                      inout afloat acc[OUT_ROWS][OUT_COLS]) {
+  const uint late_steps = (r0[HALVES - 1u] + RB) / 4u;
+  for (uint s4 = 0; s4 < late_steps; ++s4) {
+    afloat cv[4][OUT_COLS];
+    [[unroll]] for (uint u = 0; u < 4; ++u)
+      [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) cv[u][q] = other_tile[(4u * s4 + u) * RESIDENT_ROW + column[q]];
+    [[unroll]] for (uint h = 0; h < HALVES; ++h) {
+      if (h + 1u < HALVES && s4 >= early_steps) continue;
+      vec4 sv[RB];
+      [[unroll]] for (uint r = 0; r < RB; ++r) sv[r] = scores[(r0[h] + r) * SROW4 + s4];
+      [[unroll]] for (uint u = 0; u < 4; ++u)
+        [[unroll]] for (uint r = 0; r < RB; ++r)
+          [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[h * RB + r][q] += sv[r][u] * cv[u][q];
     }
   }
 }
@@ -257,20 +328,29 @@ void main() {
     if (owner) store_scores(r0, s0, blocks_t, acc);
   }
 
-  // 2 and 3. Outputs: RB x RB blocks of (t, j).
-  const uint blocks_j = (DV + RB - 1u) / RB;
-  for (uint round = 0; round * WG_SIZE < blocks_t * blocks_j; ++round) {
+  // 2 and 3. Outputs: RB x RB blocks of (t, j); PAIRED, two RB-row halves times OUT_COLS columns.
+  const uint blocks_j = (DV + OUT_COLS - 1u) / OUT_COLS;
+  const uint units_t = PAIRED ? (blocks_t + 1u) / 2u : blocks_t;
+  for (uint round = 0; round * WG_SIZE < units_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk < blocks_t * blocks_j;
-    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS RB j0 + q.
-    const uint r0 = owner ? blk / blocks_j * RB : 0, j0 = owner ? blk % blocks_j : 0;
+    const bool owner = blk < units_t * blocks_j;
+    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS OUT_COLS j0 + q.
+    const uint unit = owner ? blk / blocks_j : 0, j0 = owner ? blk % blocks_j : 0;
+    // The halves' first rows: unit i's row block, and paired, row block blocks_t - 1 - i. An odd
+    // count's middle unit has one block: its late half, the early one walking no positions and
+    // stored nowhere (its products repeat the late half's).
+    uint r0[HALVES];
+    r0[0] = unit * RB;
+    if (PAIRED) r0[HALVES - 1u] = (blocks_t - 1u - unit) * RB;
+    const bool early_live = !PAIRED || r0[0] != r0[HALVES - 1u];
     // Strided columns past DV read a clamped (loaded) column; grouped ones past DV read words no
     // fetch wrote. Neither is written out.
-    uint column[RB];
-    [[unroll]] for (uint q = 0; q < RB; ++q) column[q] = GROUPED_COLUMNS ? RB * j0 + q : min(j0 + blocks_j * q, DV - 1);
-    afloat acc[RB][RB];
-    [[unroll]] for (uint r = 0; r < RB; ++r)
-      [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] = 0.0;
+    uint column[OUT_COLS];
+    [[unroll]] for (uint q = 0; q < OUT_COLS; ++q)
+      column[q] = GROUPED_COLUMNS ? OUT_COLS * j0 + q : min(j0 + blocks_j * q, DV - 1);
+    afloat acc[OUT_ROWS][OUT_COLS];
+    [[unroll]] for (uint r = 0; r < OUT_ROWS; ++r)
+      [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[r][q] = 0.0;
     // f(A) P_c over TILE slices of the inner dimension; FUSED, the scores' products in the same walk
     // (one round: invocation tid owns scores block tid and output block tid, where they exist).
     const bool s_owner = FUSED && tid < blocks_t * blocks_t;
@@ -300,13 +380,24 @@ void main() {
       if (owner) state_slice(r0, column, acc);
     }
     if (s_owner) store_scores(sr0, s0, blocks_t, acc_s);  // read after product 3's first barriers
-    [[unroll]] for (uint r = 0; r < RB; ++r)
-      [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] *= power[min(r0 + r, len - 1) + 1];
+    [[unroll]] for (uint r = 0; r < OUT_ROWS; ++r)
+      [[unroll]] for (uint q = 0; q < OUT_COLS; ++q)
+        acc[r][q] *= power[min(r0[r / RB] + r % RB, len - 1) + 1];
+    if (PAIRED) {
+      // Plus the causal scores times the chunk's h(C), staged whole: one pair of barriers.
+      afloat resident[RESIDENT_PREFETCH];
+      fetch_resident(resident);
+      barrier();  // the tiles (and the scores) read -> overwritten; the scores stored
+      store_resident(resident);
+      barrier();  // h(C) stored -> read by every block owner
+      if (owner) resident_product(r0, column, early_live ? (r0[0] + RB) / 4u : 0u, acc);
+      // (A next round's walk stores its tiles over h(C) after a barrier of its own.)
+    }
     // Plus the causal scores times h(C), TILE rows of h(C) at a time.
     afloat next_c[WIDE_PREFETCH];
     uint rows = min(TILE, len);
-    if (CAUSAL) fetch_wide(false, 0, rows, next_c);
-    for (uint s0 = 0; CAUSAL && s0 < len; s0 += TILE) {
+    if (CAUSAL && !PAIRED) fetch_wide(false, 0, rows, next_c);
+    for (uint s0 = 0; CAUSAL && !PAIRED && s0 < len; s0 += TILE) {
       barrier();  // the previous tiles read -> overwritten
       store_wide(false, next_c);
       barrier();  // tile stored -> read by every block owner
@@ -319,23 +410,23 @@ void main() {
       // nothing, so the causal half of the product is skipped rather than multiplied by zero (in
       // whole 4-row steps: s0 and r0 + RB are multiples of 4). An owner's rows are shared by the
       // blocks_j neighbouring invocations, so whole subgroups stop together.
-      const uint steps = min(TILE, r0 + RB > s0 ? r0 + RB - s0 : 0u) / 4u;
+      const uint steps = min(TILE, r0[0] + RB > s0 ? r0[0] + RB - s0 : 0u) / 4u;
       for (uint s4 = 0; s4 < steps; ++s4) {
         vec4 sv[RB];
-        [[unroll]] for (uint r = 0; r < RB; ++r) sv[r] = scores[(r0 + r) * SROW4 + s0 / 4u + s4];
+        [[unroll]] for (uint r = 0; r < RB; ++r) sv[r] = scores[(r0[0] + r) * SROW4 + s0 / 4u + s4];
         [[unroll]] for (uint u = 0; u < 4; ++u) {
-          afloat cv[RB];
+          afloat cv[OUT_COLS];
           wide_row(4u * s4 + u, column, cv);
           [[unroll]] for (uint r = 0; r < RB; ++r)
-            [[unroll]] for (uint q = 0; q < RB; ++q) acc[r][q] += sv[r][u] * cv[q];
+            [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[r][q] += sv[r][u] * cv[q];
         }
       }
     }
     if (!owner) continue;
-    [[unroll]] for (uint r = 0; r < RB; ++r)
-      [[unroll]] for (uint q = 0; q < RB; ++q) {
-        const uint t = r0 + r, j = GROUPED_COLUMNS ? RB * j0 + q : j0 + blocks_j * q;
-        if (t >= len || j >= DV) continue;
+    [[unroll]] for (uint r = 0; r < OUT_ROWS; ++r)
+      [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) {
+        const uint t = r0[r / RB] + r % RB, j = GROUPED_COLUMNS ? OUT_COLS * j0 + q : j0 + blocks_j * q;
+        if ((r < RB && !early_live) || t >= len || j >= DV) continue;
         const uint at = c_base + la_row(t0 + t) * DV + j;
         afloat val = acc[r][q];
         if (GRAD_SCALE) val *= phi_grad(afloat(x[at]));

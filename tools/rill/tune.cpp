@@ -61,6 +61,7 @@ std::vector<Knob> knobs_for(const std::string& family, const std::vector<std::st
            // faster; grouped columns within 2 %).
            {"lm prefill", "la_columns", {"grouped"}},
            {"lm prefill", "la_scores", {"separate"}},
+           {"lm prefill", "la_rows", {"paired"}},  // untimed on a GPU: balanced causal work, no barriers
            {"lm prefill", "block_tile", {"8", "32"}},
            {"lm prefill", "matmul_layout", {"strided"}},  // the plan's default is grouped since run 8
            {"lm prefill", "matmul_depth", {"32"}},

@@ -76,7 +76,8 @@ plan::LinearAttentionShape shape_of(const Dims& d, const LinearAttentionOptions&
           .dk = d.dk,
           .dv = d.dv,
           .chunk = opt.chunk,
-          .chunks_per_dispatch = opt.chunks_per_dispatch};
+          .chunks_per_dispatch = opt.chunks_per_dispatch,
+          .causal = opt.causal};
 }
 
 // The chunk and the chunks per dispatch of the serial chunked kernels (the plan bounds each
@@ -194,7 +195,7 @@ Status parallel_chunks(Sequence& seq, const Dims& d, const std::string& suffix, 
                 gpu::spec("GRAD_SCALE", form.x != nullptr), gpu::spec("CAUSAL", opt.causal),
                 gpu::spec("STATE_TRANSPOSED", state_transposed), gpu::spec("DK", form.dk), gpu::spec("DV", form.dv),
                 gpu::spec("SPAN", p.span), gpu::spec("GROUPED_COLUMNS", p.grouped_columns),
-                gpu::spec("FUSE_SCORES", p.fused_scores)});
+                gpu::spec("FUSE_SCORES", p.fused_scores), gpu::spec("PAIRED_ROWS", p.paired_rows)});
     return out;
   };
   // The scan: workgroups of workgroup / scan_groups elements, each invocation one run of chunks
