@@ -181,21 +181,24 @@ GPU_TEST_CASE("the parallel passes with tiles as deep as their chunks match the 
 // causal product over the chunk's h(C) resident in shared memory). The shapes cover an odd count of
 // row blocks (a middle block without a partner: chunks ending 2, 8 and 20 positions in), Dk != Dv,
 // two rounds of blocks per workgroup (Dv 128 over chunks of 40: 5 pairs x 64 column pairs), windows
-// carrying the state, decay, and the scores fused or not, columns grouped or strided, deep tiles.
+// carrying the state, decay, and the scores fused or not, columns grouped or strided, deep tiles;
+// f16 storage under the first plan (its loads are the only part f16 changes).
 GPU_TEST_CASE("the parallel output pass with row pairs over resident values matches the reference",
               "[linear-attention][gpu]") {
   const Case cases[] = {{1, 2, 130, 64, 64, FeatureMap::kElu1, true, 64, 0},
                         {2, 1, 200, 32, 32, FeatureMap::kIdentity, true, 64, 3},
                         {1, 3, 77, 33, 5, FeatureMap::kRelu, true, 16, 0},
                         {1, 1, 100, 8, 128, FeatureMap::kSilu, true, 40, 0}};
-  for (const char* plan : {"la_rows=paired", "la_rows=paired,la_scores=fused",
-                           "la_rows=paired,la_columns=grouped,la_chunk=32", "la_rows=paired,la_chunk=16,la_tile=16"}) {
+  const char* plans[] = {"la_rows=paired", "la_rows=paired,la_scores=fused",
+                         "la_rows=paired,la_columns=grouped,la_chunk=32", "la_rows=paired,la_chunk=16,la_tile=16"};
+  for (const char* plan : plans) {
     auto options = rill_test::validated_options();
     options.kernel_plan = std::string("linear_attention=parallel,") + plan;
     rill::Context ctx = rill_test::make_context(options);
     INFO(plan);
     uint32_t seed = 1500;
     for (DType dtype : rill_test::float_dtypes(ctx)) {
+      if (dtype == DType::kF16 && plan != plans[0]) continue;
       for (const Case& c : cases) {
         seed += 5;
         INFO(plan << ": " << c << " f16 " << (dtype == DType::kF16));

@@ -19,7 +19,8 @@
 # tasks per workgroup), icl_blocks (ICL training with the workgroup kernels' products in blocks of
 # 2 x 2 to 4 x 4 outputs per invocation), la_plans (linear attention with output blocks over neighbouring columns,
 # with the scores in a walk of their own, and both),
-# la_sweep (linear attention with the output pass's row pairs over resident values, at tile depths 4 and 16,
+# la_pairs (linear attention's output pass in row-block pairs over the chunk's values resident, at
+# chunks of 64 and 32 and tiles of 16), la_sweep (linear attention at tile depths 4 and 16,
 # with the state scan one serial walk, with windows of 256 chunks, with spans of 1 and 8 chunks and
 # with chunks of 32 and 16 positions, alone and with tiles as deep), block_sweep (block attention with the result rounds of its
 # products walked together and apart, in workgroups of 128, and at tile depths 8 and 32),
@@ -152,15 +153,15 @@ for s in "${steps[@]}"; do
                 run_step "${step//,/+}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done ;;
-    la_sweep) # the output pass's row-block pairs over the chunk's values resident (balanced causal
-              # work, no barrier in its walk), at the caller's chunks of 64 and at 32 (first: the
-              # likeliest gain, FINDINGS.md)
-              for plan in la_rows=paired la_rows=paired,la_chunk=32; do
+    # The output pass's row-block pairs over the chunk's values resident (balanced causal work, no
+    # barrier in its walk): at the caller's chunks of 64, at 32, and with tiles of 16 (the resident
+    # values' 16 KiB hold the walk's tiles at 16 as at 8; FINDINGS.md). Against la_par's records.
+    la_pairs) for plan in la_rows=paired la_rows=paired,la_chunk=32 la_rows=paired,la_tile=16; do
                 step=${plan//=/_}
                 run_step "${step//,/+}" 60 env RILL_KERNEL_PLAN="$plan" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
-              done
-              for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)
+              done ;;
+    la_sweep) for tile in 4 16; do  # the parallel linear-attention passes' tile depth (8 in the default run)
                 run_step "la_tile_$tile" 60 env RILL_KERNEL_PLAN="la_tile=$tile" "$rill" bench --op linear_attention \
                   --la-forms chunked_parallel
               done
