@@ -274,7 +274,7 @@ std::optional<LinearAttentionPlan> parallel_plan(const DeviceTraits& d, const Li
   const uint64_t score_rounds = ceil_div(score_blocks, out_wg);
   const uint64_t out_rounds = ceil_div(output_blocks(c, s.dv), out_wg);
   const uint64_t causal_loops =
-      paired ? ceil_div(c * s.dv, out_wg) + ceil_div(c, 4) : s_steps * (ceil_div(tile * s.dv, out_wg) + tile);
+      paired ? ceil_div(c * s.dv, out_wg) + c : s_steps * (ceil_div(tile * s.dv, out_wg) + tile);
   const uint64_t output_loops =
       score_rounds * k_steps * (2 * ceil_div(c * tile, out_wg) + tile) +
       out_rounds * (k_steps * (ceil_div(c * tile, out_wg) + ceil_div(tile * s.dv, out_wg) + tile) + causal_loops) + 8;

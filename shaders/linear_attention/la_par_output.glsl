@@ -25,7 +25,8 @@
 // and take twice the barriers (a third of the pass's barriers and loads of f(A) go).
 // With PAIRED_ROWS (causal) product 3's causal work is balanced over the invocations and walked
 // without barriers: an output block is two RB-row blocks of one row-block pair, i and
-// blocks - 1 - i, times RB / 2 strided columns (the same RB x RB accumulators), so that every
+// blocks - 1 - i, times RB / 2 columns (strided, or neighbours with GROUPED_COLUMNS; the same RB x RB
+// accumulators), so that every
 // invocation's rows see RB + len positions in all, where a block of RB rows sees from RB to len;
 // and h(C) is staged whole in shared memory (over the tiles of products 1 and 2) before product 3,
 // so that each invocation walks its own rows' positions and no more. Barrier-paced tiles of h(C)
@@ -190,8 +191,9 @@ void wide_row(uint row, uint column[OUT_COLS], out afloat v[OUT_COLS]) {
   [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) v[q] = other_tile[at + column[q]];
 }
 
-// PAIRED: the chunk's h(C) into shared memory (zero past len), from registers loaded before the
-// barrier that ends products 1 and 2, so that the loads wait during their last products.
+// PAIRED: the chunk's h(C) into shared memory (zero past len), from registers loaded during the last
+// slice of products 1 and 2 (where no next slice's loads are in flight), so that the loads wait
+// during those products.
 const uint RESIDENT_PREFETCH = PAIRED ? (CHUNKR * DV + WG_SIZE - 1u) / WG_SIZE : 1u;
 void fetch_resident(out afloat r[RESIDENT_PREFETCH]) {
   [[unroll]] for (uint i = 0; i < RESIDENT_PREFETCH; ++i) {
@@ -360,6 +362,7 @@ void main() {
     [[unroll]] for (uint r = 0; r < RB; ++r)
       [[unroll]] for (uint q = 0; q < RB; ++q) acc_s[r][q] = 0.0;
     afloat next_a[ROW_PREFETCH], next_b[ROW_PREFETCH], next_p[WIDE_PREFETCH];
+    afloat resident[RESIDENT_PREFETCH];
     uint width = min(TILE, DK);
     fetch_rows(true, 0, width, next_a);
     if (FUSED) fetch_rows(false, 0, width, next_b);
@@ -375,6 +378,8 @@ void main() {
         fetch_rows(true, k0 + TILE, width, next_a);
         if (FUSED) fetch_rows(false, k0 + TILE, width, next_b);
         fetch_wide(true, k0 + TILE, width, next_p);
+      } else if (PAIRED) {
+        fetch_resident(resident);
       }
       if (s_owner) scores_slice(sr0, s0, blocks_t, live_q, acc_s);
       if (owner) state_slice(r0, column, acc);
@@ -385,8 +390,6 @@ void main() {
         acc[r][q] *= power[min(r0[r / RB] + r % RB, len - 1) + 1];
     if (PAIRED) {
       // Plus the causal scores times the chunk's h(C), staged whole: one pair of barriers.
-      afloat resident[RESIDENT_PREFETCH];
-      fetch_resident(resident);
       barrier();  // the tiles (and the scores) read -> overwritten; the scores stored
       store_resident(resident);
       barrier();  // h(C) stored -> read by every block owner
