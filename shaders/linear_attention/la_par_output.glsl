@@ -25,11 +25,11 @@
 // and take twice the barriers (a third of the pass's barriers and loads of f(A) go).
 // With PAIRED_ROWS (causal) product 3's causal work is balanced over the invocations and walked
 // without barriers: an output block is two RB-row blocks of one row-block pair, i and
-// blocks - 1 - i, times RB / 2 columns (strided, or neighbours with GROUPED_COLUMNS; the same RB x RB
-// accumulators), so that every
-// invocation's rows see RB + len positions in all, where a block of RB rows sees from RB to len;
-// and h(C) is staged whole in shared memory (over the tiles of products 1 and 2) before product 3,
-// so that each invocation walks its own rows' positions and no more. Barrier-paced tiles of h(C)
+// blocks - 1 - i, times RB / 2 columns (strided, or neighbours with GROUPED_COLUMNS; the same
+// RB x RB accumulators), so that every invocation's rows see RB + len positions in all, where a
+// block of RB rows sees from RB to len; and h(C) is staged whole in shared memory (over the tiles
+// of products 1 and 2) before product 3, so that each invocation walks its own rows' positions and
+// no more. Barrier-paced tiles of h(C)
 // cost every step the slowest block's, which is why the causal mask's zeros cost as much as the
 // rest on an H200 (tools/rill/bench-h200/FINDINGS.md).
 layout(constant_id = 0) const uint WG_SIZE = 256;
@@ -396,7 +396,7 @@ void main() {
       if (owner) resident_product(r0, column, early_live ? (r0[0] + RB) / 4u : 0u, acc);
       // (A next round's walk stores its tiles over h(C) after a barrier of its own.)
     }
-    // Plus the causal scores times h(C), TILE rows of h(C) at a time.
+    // Unpaired: plus the causal scores times h(C), TILE rows of h(C) at a time.
     afloat next_c[WIDE_PREFETCH];
     uint rows = min(TILE, len);
     if (CAUSAL && !PAIRED) fetch_wide(false, 0, rows, next_c);
