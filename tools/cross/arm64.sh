@@ -19,7 +19,7 @@ setup() {
   if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   local packages=(crossbuild-essential-arm64 qemu-user libvulkan-dev:arm64 mesa-vulkan-drivers:arm64
                   vulkan-validationlayers:arm64)
-  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  if ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
     echo "== adding the arm64 architecture"
     $sudo dpkg --add-architecture arm64
     $sudo apt-get update -qq

@@ -23,7 +23,9 @@ echo "== building (libcxx)"
 cmake --preset libcxx >/dev/null
 cmake --build --preset libcxx
 bin=build/libcxx/bin
-if ! ldd "$bin/hello_compute" | grep -q 'libc++\.so'; then
+# grep reads all of ldd's output (no -q): under pipefail, a grep that stops at the first match can
+# leave ldd killed by SIGPIPE, and the pipeline then fails though the line was there.
+if ! ldd "$bin/hello_compute" | grep 'libc++\.so' >/dev/null; then
   echo "libcxx: hello_compute is not linked against libc++" >&2
   exit 1
 fi
