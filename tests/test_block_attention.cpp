@@ -218,6 +218,37 @@ GPU_TEST_CASE("the tiled GPU block-attention kernels match the reference at ever
       run_backward_case(ctx, c, DType::kF32, seed += 3);
     }
   }
+  // 32-deep tiles past blocks of 32: the tiled kernels at blocks of 64 and the flash ones past 64
+  // take 40-45 KB (the flash forward at heads of 128: 44,800 bytes), which a GPU with NVIDIA's 48 KiB
+  // runs here before its sweep times them (tools/gpu-check.sh block_sweep); a smaller device (lavapipe,
+  // the limit profiles) refuses the flash kernels' too, by name.
+  {
+    auto options = rill_test::validated_options();
+    options.kernel_variant = "gpu";
+    options.kernel_plan = "block_tile=32";
+    auto ctx = rill_test::make_context(options);
+    if (ctx.device().caps.shared_memory_bytes >= 48 * 1024) {
+      const Case deep[] = {{1, 2, 130, 64, 64, 64, true},
+                           {1, 1, 100, 128, 128, 64, false},
+                           {1, 1, 150, 128, 128, 100, true},
+                           {1, 1, 300, 64, 40, 256, false},
+                           {1, 2, 200, 33, 5, 128, true}};
+      uint32_t seed = 170;
+      for (const Case& c : deep) {
+        run_case(ctx, c, DType::kF32, seed += 3);
+        run_backward_case(ctx, c, DType::kF32, seed += 3);
+      }
+    } else {
+      auto q = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 130, 64});
+      auto o = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 130, 64});
+      auto lse = rill_test::empty_tensor(ctx, DType::kF32, {1, 1, 130});
+      auto seq = ctx.sequence();
+      const rill::Status refused = rill::ops::block_attention_forward(*seq, q, q, q, o, lse, {.block = 128});
+      INFO(refused.to_string());
+      CHECK(refused.code() == rill::StatusCode::kInvalidArgument);
+      CHECK(refused.message().find("block_tile") != std::string::npos);
+    }
+  }
 }
 
 // RILL_KERNEL_PLAN=block_rounds=fused|separate: products whose results take several rounds of a
