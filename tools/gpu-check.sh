@@ -277,6 +277,11 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
                                   "ms_per_token", "skipped") if k in r}
         print(path.stem, json.dumps(keep, separators=(",", ":"))[:300])
 PY
+# Each forced plan's records against the call's default run of the same work: one line per plan
+# here, every record (with its kernels and registers) in compare.txt in the tgz.
+python3 tools/bench_compare.py --kernels --folder "$work" >"$work/compare.txt" 2>&1
+python3 tools/bench_compare.py --brief --folder "$work" 2>&1
+tar -czf "$out/gpu-check.tgz" -C "$work" .
 grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$work/tests.json" 2>/dev/null | head -30
 if [ ${#failed[@]} -gt 0 ]; then
   echo "gpu-check: ${#failed[@]} step(s) failed: ${failed[*]}"
