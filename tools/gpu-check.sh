@@ -281,6 +281,10 @@ PY
 # here, every record (with its kernels and registers) in compare.txt in the tgz.
 python3 tools/bench_compare.py --kernels --folder "$work" >"$work/compare.txt" 2>&1
 python3 tools/bench_compare.py --brief --folder "$work" 2>&1
+# The issues' goals against this call's records (the default plans'; each forced plan alone, with
+# the default run's peers, in goals.txt).
+python3 tools/bench_goals.py --forced "$work" >"$work/goals.txt" 2>&1
+python3 tools/bench_goals.py "$work" 2>&1 | grep -v "no record"
 tar -czf "$out/gpu-check.tgz" -C "$work" .
 grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$work/tests.json" 2>/dev/null | head -30
 if [ ${#failed[@]} -gt 0 ]; then
