@@ -419,6 +419,20 @@ TEST_CASE("kernel plan: GPUs keep narrow RMSNorm rows in registers where subgrou
   DeviceTraits small = d;
   small.shared_bytes = 16384;
   CHECK(rmsnorm_backward(small, 64, 1024)->subgroups == 4);
+  // Rows of up to 32 elements per lane, and 1024 at most: a 16-lane Mali's up to 512, lavapipe's
+  // forced GPU family's (8 lanes) up to 256, AMD's and Adreno's 64 and 128 lanes still 1024.
+  for (const uint32_t lanes : {4u, 8u, 16u, 64u, 128u}) {
+    DeviceTraits other = d;
+    other.subgroup = lanes;
+    INFO("subgroup " << lanes);
+    const uint32_t widest = std::min(1024u, 32u * lanes);
+    const RmsnormPlan widest_plan = rmsnorm_forward(other, widest);
+    CHECK(widest_plan.register_kernel);
+    CHECK(widest_plan.workgroup <= other.max_invocations);
+    CHECK_FALSE(rmsnorm_forward(other, widest + 1).register_kernel);
+    CHECK(rmsnorm_backward(other, 64, widest).has_value());
+    CHECK_FALSE(rmsnorm_backward(other, 64, widest + 1).has_value());
+  }
   // A driver that may vary the subgroup size (Intel's) keeps the generic kernels.
   DeviceTraits varying = d;
   varying.fixed_subgroup = false;
@@ -849,6 +863,16 @@ TEST_CASE("kernel plan: f16 matmuls take cooperative matrices where the device h
   CHECK(native->block_n() == 128);
   CHECK(native->workgroup() == 128);
   CHECK(cooperative_matmul(d, small)->block_n() == 64);  // 16 blocks of 128: smaller ones spread further
+  // Its subgroups own fragments by gl_SubgroupID: a driver that may run other sizes than it reports
+  // gets the other kernels, and the emulated form (ranges of invocations) still where forced.
+  DeviceTraits varying = d;
+  varying.fixed_subgroup = false;
+  CHECK_FALSE(cooperative_matmul(varying, big).has_value());
+  varying.forced.matmul_coop = PlanOverrides::Coop::kNative;
+  CHECK_FALSE(cooperative_matmul(varying, big).has_value());
+  varying.forced.matmul_coop = PlanOverrides::Coop::kEmulated;
+  REQUIRE(cooperative_matmul(varying, small).has_value());
+  CHECK(cooperative_matmul(varying, small)->emulated);
   d.cooperative_matrix_f16 = {16, 8, 16};                // narrower fragments, the same block
   CHECK(cooperative_matmul(d, big)->frags_n == 8);
   CHECK(cooperative_matmul(d, big)->block_n() == 128);

@@ -138,6 +138,10 @@ std::optional<CoopMatmulPlan> cooperative_matmul(const DeviceTraits& d, const Ma
     chosen = d.tuned->matmul_coop;
   const Coop mode = chosen.value_or(d.cooperative_matrix_f16[0] != 0 ? Coop::kNative : Coop::kOff);
   if (mode == Coop::kOff || !s.f16 || !s.rows_vectorizable || s.packed_per_word != 0) return std::nullopt;
+  // The native kernel's subgroups own its fragments by gl_SubgroupID, in a workgroup of exactly its
+  // subgroups: a driver that may run other sizes than it reports (no fixed size) would leave some
+  // fragments unowned or index past its stage. The emulated form's groups are ranges of invocations.
+  if (mode == Coop::kNative && !d.fixed_subgroup) return std::nullopt;
   CoopMatmulPlan p;
   p.emulated = mode == Coop::kEmulated;
   p.subgroup = d.subgroup;

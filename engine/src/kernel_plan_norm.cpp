@@ -22,13 +22,14 @@ uint32_t row_vector_width(std::initializer_list<uint64_t> row_lengths) {
 
 namespace {
 
-// GPUs: the register kernels for rows up to 1024 elements (8 vectors of 4 per lane and array with
-// 32-lane subgroups), where every subgroup has the planned lanes. The generic kernel's two passes
-// over a short row are each a wait on memory (16384 x 256 f32 ran at 59% of copy forward, 36%
-// backward on an H200, the backward's dgain reading x and dy a second time).
+// GPUs: the register kernels for rows of up to 32 elements per lane (8 vectors of 4 per array, as
+// 1024 with 32-lane subgroups; a 16-lane Mali's rows up to 512) and at most 1024, where every
+// subgroup has the planned lanes. The generic kernel's two passes over a short row are each a wait on
+// memory (16384 x 256 f32 ran at 59% of copy forward, 36% backward on an H200, the backward's dgain
+// reading x and dy a second time).
 bool gpu_register_rows(const DeviceTraits& d, uint32_t dim) {
   return d.family == Family::kGpu && d.subgroup_arithmetic && d.fixed_subgroup && d.subgroup >= 4 &&
-         d.subgroup <= d.max_invocations && dim <= 1024;
+         d.subgroup <= d.max_invocations && dim <= std::min(1024u, 32u * d.subgroup);
 }
 
 // GPUs, few long rows: the generic kernel's workgroup widened from 256 up to 1024 invocations

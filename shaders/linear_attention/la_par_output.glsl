@@ -22,8 +22,9 @@
 // With FUSE_SCORES (causal, where every invocation owns at most one scores block and one output
 // block) products 1 and 2 share one walk over the inner dimension: each TILE slice of f(A), g(B)
 // and P_c is loaded once between one pair of barriers, where the separate walks load f(A) twice
-// and take twice the barriers (a third of the pass's barriers and loads of f(A) go); unpaired, an
-// invocation's scores block and output block share their rows, and each load of f(A) serves both.
+// and take twice the barriers (a third of the pass's barriers and loads of f(A) go); unpaired with
+// heads as wide as the chunk is long (SHARED_ROWS), an invocation's scores block and output block
+// share their rows, and each load of f(A) serves both.
 // With PAIRED_ROWS (causal) product 3's causal work is balanced over the invocations and walked
 // without barriers: an output block is two RB-row blocks of one row-block pair, i and
 // blocks - 1 - i, times RB / 2 columns (strided, or neighbours with GROUPED_COLUMNS; the same
@@ -86,7 +87,13 @@ const uint ROW_UNITS = PAIRED ? (CHUNK_BLOCKS + 1u) / 2u : CHUNK_BLOCKS;  // an 
 const bool SCORES_FIT = CHUNK_BLOCKS * CHUNK_BLOCKS <= WG_SIZE;
 const bool OUTPUTS_FIT = ROW_UNITS * ((DV + OUT_COLS - 1u) / OUT_COLS) <= WG_SIZE;
 const bool FUSED = CAUSAL && FUSE_SCORES && SCORES_FIT && OUTPUTS_FIT;
-const bool SHARED_ROWS = FUSED && !PAIRED;  // products 1 and 2 in one walk on the same rows (main)
+// Where a chunk has as many row blocks as the outputs have column blocks (heads as wide as the
+// chunk is long), the scores block an invocation owns is dealt on its output block's rows, so that
+// each load of f(A)'s rows serves both products (fused_slice). Elsewhere the two dealings differ:
+// made the same, one product's blocks would spread over twice the warps, each half idle, which costs
+// a GPU more issue slots than the shared loads save.
+const bool ROWS_AS_COLUMNS = (DV + RB - 1u) / RB == CHUNK_BLOCKS;  // (a constant of its own: see FUSED)
+const bool SHARED_ROWS = FUSED && !PAIRED && ROWS_AS_COLUMNS;
 const uint WIDE_AT = FUSED ? TILE * BROW : 0u;
 // PAIRED: the chunk's h(C), [s][j] in rows of DV rounded up to whole 4-word runs, takes the tiles'
 // place once products 1 and 2 are done.
@@ -265,13 +272,13 @@ void state_slice(uint r0[HALVES], uint column[OUT_COLS], inout afloat acc[OUT_RO
   }
 }
 
-// Products 1 and 2 on the staged slice, FUSED and unpaired: the invocation's scores block (columns
-// s0 + blocks_t q for q < live_q; none where live_q is 0) and, where `outputs`, its output block lie
-// on the same RB rows from r0, so that each 16-byte load of those rows of f(A) serves both (a quarter
-// of the walk's shared-memory words); each accumulator's sum runs in the same order as in
-// scores_slice and state_slice.
-void fused_slice(uint r0, uint s0, uint blocks_t, uint live_q, bool outputs, uint column[OUT_COLS],
-                 inout afloat acc_s[RB][RB], inout afloat acc[OUT_ROWS][OUT_COLS]) {
+// Products 1 and 2 on the staged slice with SHARED_ROWS: the invocation's output block and its scores
+// block (columns s0 + blocks_t q for q < live_q; none where live_q is 0) lie on the same RB rows
+// from r0, so that each 16-byte load of those rows of f(A) serves both (a quarter of the walk's
+// shared-memory words); each accumulator's sum runs in the same order as in scores_slice and
+// state_slice.
+void fused_slice(uint r0, uint s0, uint blocks_t, uint live_q, uint column[OUT_COLS], inout afloat acc_s[RB][RB],
+                 inout afloat acc[OUT_ROWS][OUT_COLS]) {
   [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
     vec4 av[RB];
     [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
@@ -282,7 +289,6 @@ void fused_slice(uint r0, uint s0, uint blocks_t, uint live_q, bool outputs, uin
       [[unroll]] for (uint r = 0; r < RB; ++r)
         [[unroll]] for (uint q = 0; q < RB; ++q)
           if (q < live_q) acc_s[r][q] += av[r][u] * bv[q];
-      if (!outputs) continue;
       afloat pv[OUT_COLS];
       wide_row(4u * k4 + u, column, pv);
       [[unroll]] for (uint r = 0; r < RB; ++r)
@@ -359,19 +365,13 @@ void main() {
   }
 
   // 2 and 3. Outputs: RB x RB blocks of (t, j); PAIRED, two RB-row halves times OUT_COLS columns.
-  // Blocks are dealt in rows of `stride` invocations: blocks_j, or FUSED and unpaired (SHARED_ROWS)
-  // the wider of blocks_t and blocks_j, so that an invocation's scores block (at s0 < blocks_t) and
-  // output block (at j0 < blocks_j) lie on the same rows (fused_slice); the fits that allow FUSED
-  // (SCORES_FIT, OUTPUTS_FIT) keep every such block within the one round.
   const uint blocks_j = (DV + OUT_COLS - 1u) / OUT_COLS;
   const uint units_t = PAIRED ? (blocks_t + 1u) / 2u : blocks_t;
-  const uint stride = SHARED_ROWS ? max(blocks_t, blocks_j) : blocks_j;
-  for (uint round = 0; round * WG_SIZE < units_t * stride; ++round) {
+  for (uint round = 0; round * WG_SIZE < units_t * blocks_j; ++round) {
     const uint blk = round * WG_SIZE + tid;
-    const bool owner = blk / stride < units_t && blk % stride < blocks_j;
-    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS OUT_COLS j0 + q. SHARED_ROWS, an invocation
-    // on a row unit that owns no output block still reads that unit's rows for its scores block.
-    const uint unit = blk / stride < units_t ? blk / stride : 0, j0 = owner ? blk % stride : 0;
+    const bool owner = blk < units_t * blocks_j;
+    // Columns j0 + blocks_j q, or with GROUPED_COLUMNS OUT_COLS j0 + q.
+    const uint unit = owner ? blk / blocks_j : 0, j0 = owner ? blk % blocks_j : 0;
     // The halves' first rows: unit i's row block, and paired, row block blocks_t - 1 - i. An odd
     // count's middle unit has one block: its late half, the early one walking no positions and
     // stored nowhere (its products repeat the late half's).
@@ -388,11 +388,12 @@ void main() {
     [[unroll]] for (uint r = 0; r < OUT_ROWS; ++r)
       [[unroll]] for (uint q = 0; q < OUT_COLS; ++q) acc[r][q] = 0.0;
     // f(A) P_c over TILE slices of the inner dimension; FUSED, the scores' products in the same walk
-    // (one round; SHARED_ROWS, the scores block on the output block's rows, else scores block tid).
-    const bool s_owner = SHARED_ROWS ? blk / stride < blocks_t && blk % stride < blocks_t
-                                     : FUSED && tid < blocks_t * blocks_t;
+    // (one round): SHARED_ROWS, an output block's owner owns the scores block on its rows at column
+    // block j0 (blocks_j is the chunk's row blocks: in a shorter last chunk, those past its own are
+    // left), else invocation tid owns scores block tid.
+    const bool s_owner = SHARED_ROWS ? owner && j0 < blocks_t : FUSED && tid < blocks_t * blocks_t;
     const uint sr0 = SHARED_ROWS ? r0[0] : s_owner ? tid / blocks_t * RB : 0;
-    const uint s0 = !s_owner ? 0 : SHARED_ROWS ? blk % stride : tid % blocks_t;
+    const uint s0 = !s_owner ? 0 : SHARED_ROWS ? j0 : tid % blocks_t;
     const uint live_q = live_score_columns(sr0, blocks_t);
     afloat acc_s[RB][RB];
     [[unroll]] for (uint r = 0; r < RB; ++r)
@@ -418,7 +419,7 @@ void main() {
         fetch_resident(resident);
       }
       if (SHARED_ROWS) {
-        if (s_owner || owner) fused_slice(r0[0], s0, blocks_t, s_owner ? live_q : 0u, owner, column, acc_s, acc);
+        if (owner) fused_slice(r0[0], s0, blocks_t, s_owner ? live_q : 0u, column, acc_s, acc);
       } else {
         if (s_owner) scores_slice(sr0, s0, blocks_t, live_q, acc_s);
         if (owner) state_slice(r0, column, acc);
@@ -452,7 +453,7 @@ void main() {
       // scores[t][s] is 0 for s > t: rows of h(C) past the block's last row r0 + RB - 1 add
       // nothing, so the causal half of the product is skipped rather than multiplied by zero (in
       // whole 4-row steps: s0 and r0 + RB are multiples of 4). An owner's rows are shared by the
-      // `stride` neighbouring invocations, so whole subgroups stop together.
+      // blocks_j neighbouring invocations, so whole subgroups stop together.
       const uint steps = min(TILE, r0[0] + RB > s0 ? r0[0] + RB - s0 : 0u) / 4u;
       for (uint s4 = 0; s4 < steps; ++s4) {
         vec4 sv[RB];

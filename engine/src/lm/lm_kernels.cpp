@@ -123,8 +123,12 @@ Status attend(Sequence& seq, const Tensor& q, const Tensor& cache_k, const Tenso
   const float scale = float(1.0 / std::sqrt(double(dq.cols)));
   // The subgroup form keeps partial rows for up to 32 subgroups (4 (2 + Dv) 32 bytes, 16.6 KiB at
   // Dv 128): past a phone's 16 KiB the shared-memory form (8 KiB) takes it.
+  // It keeps them by gl_SubgroupID, so subgroups of 4 or more (whatever size a driver that varies it
+  // runs: at least its minimum) keep a workgroup of 128 within 32 of them.
   std::string variant = ops::detail::reduction_variant(seq);
-  if (variant.empty() && 4ull * 32 * (cv.cols + 2) > seq.device().caps.shared_memory_bytes) variant = "_nosubgroup";
+  if (variant.empty() &&
+      (4ull * 32 * (cv.cols + 2) > seq.device().caps.shared_memory_bytes || seq.device().caps.min_subgroup_size < 4))
+    variant = "_nosubgroup";
   return seq.dispatch({.kernel = "lm/attend" + variant + "_" + suffix,
                        .bindings = {&q, &cache_k, &cache_v, &pos, &o},
                        .push = push_bytes(gpu::AttendPush{dq.rows, ck.rows, scale}),
