@@ -218,20 +218,25 @@ void store_resident(afloat r[RESIDENT_PREFETCH]) {
   }
 }
 
+// Product 1's inner step u of a 4-step (row k = 4 k4 + u of the staged g(B)^T): the scores block's
+// columns s0 + blocks_t q for q < live_q (the rest lie past the mask), times column u of the block's
+// rows of f(A), `av`.
+void scores_step(vec4 av[RB], uint k, uint u, uint s0, uint blocks_t, uint live_q, inout afloat acc[RB][RB]) {
+  afloat bv[RB];
+  [[unroll]] for (uint q = 0; q < RB; ++q)
+    if (q < live_q) bv[q] = other_tile[k * BROW + s0 + blocks_t * q];
+  [[unroll]] for (uint r = 0; r < RB; ++r)
+    [[unroll]] for (uint q = 0; q < RB; ++q)
+      if (q < live_q) acc[r][q] += av[r][u] * bv[q];
+}
+
 // Product 1 on the staged slice: the scores block of rows r0 .. r0 + RB - 1 and columns
-// s0 + blocks_t q for q < live_q (the rest lie past the mask).
+// s0 + blocks_t q for q < live_q.
 void scores_slice(uint r0, uint s0, uint blocks_t, uint live_q, inout afloat acc[RB][RB]) {
   [[unroll]] for (uint k4 = 0; k4 < TILE / 4u; ++k4) {
     vec4 av[RB];
     [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
-    [[unroll]] for (uint u = 0; u < 4; ++u) {
-      afloat bv[RB];
-      [[unroll]] for (uint q = 0; q < RB; ++q)
-        if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
-      [[unroll]] for (uint r = 0; r < RB; ++r)
-        [[unroll]] for (uint q = 0; q < RB; ++q)
-          if (q < live_q) acc[r][q] += av[r][u] * bv[q];
-    }
+    [[unroll]] for (uint u = 0; u < 4; ++u) scores_step(av, 4u * k4 + u, u, s0, blocks_t, live_q, acc);
   }
 }
 
@@ -283,12 +288,7 @@ void fused_slice(uint r0, uint s0, uint blocks_t, uint live_q, uint column[OUT_C
     vec4 av[RB];
     [[unroll]] for (uint r = 0; r < RB; ++r) av[r] = a_tile[(r0 + r) * AROW4 + k4];
     [[unroll]] for (uint u = 0; u < 4; ++u) {
-      afloat bv[RB];
-      [[unroll]] for (uint q = 0; q < RB; ++q)
-        if (q < live_q) bv[q] = other_tile[(4u * k4 + u) * BROW + s0 + blocks_t * q];
-      [[unroll]] for (uint r = 0; r < RB; ++r)
-        [[unroll]] for (uint q = 0; q < RB; ++q)
-          if (q < live_q) acc_s[r][q] += av[r][u] * bv[q];
+      scores_step(av, 4u * k4 + u, u, s0, blocks_t, live_q, acc_s);
       afloat pv[OUT_COLS];
       wide_row(4u * k4 + u, column, pv);
       [[unroll]] for (uint r = 0; r < RB; ++r)
