@@ -20,18 +20,20 @@ import sys
 
 
 def load(path):
-    """The file's records and its forced plan (None without one); ([], None) for what is no bench file."""
+    """The file's records, its forced plan (None without one) and its device peaks ({} without them);
+    ([], None, {}) for what is no bench file."""
     try:
         data = json.loads(pathlib.Path(path).read_text())
     except (OSError, ValueError):
-        return [], None
+        return [], None, {}
     if isinstance(data, dict):
         records, plan = data.get("records", []), data.get("kernel_plan") or None
+        peak = data.get("device_peak") if isinstance(data.get("device_peak"), dict) else {}
     else:
-        records, plan = data, None
+        records, plan, peak = data, None, {}
     if not isinstance(records, list):
-        return [], None
-    return [r for r in records if isinstance(r, dict) and "op" in r], plan
+        return [], None, {}
+    return [r for r in records if isinstance(r, dict) and "op" in r], plan, peak
 
 
 def key_of(r):
@@ -112,7 +114,7 @@ def summary(ratios, threshold):
 def folder_pairs(folder):
     """(base file, other file) for every forced-plan file of the folder, its base the unforced file
     sharing the most timed records with it."""
-    files = {p: load(p) for p in sorted(pathlib.Path(folder).glob("*.json"))}
+    files = {p: load(p)[:2] for p in sorted(pathlib.Path(folder).glob("*.json"))}
     unforced = {p: timed(r) for p, (r, plan) in files.items() if r and plan is None}
     pairs = []
     for path, (records, plan) in files.items():

@@ -11,9 +11,10 @@ no record, with how many records it covers, the worst of them and the range. Exi
 bad arguments): it reports, it does not judge a run.
 """
 import argparse
-import json
 import pathlib
 import sys
+
+from bench_compare import key_of, load, shape_text  # this script's folder: one definition of each
 
 # Each goal: the records it covers (op, variant or None for any, a test of the shape), the figure
 # read from a record (None where the record lacks it) and the bound it must meet.
@@ -89,22 +90,6 @@ def bench_files(paths):
     return files
 
 
-def load(path):
-    """(records, device peaks, forced plan or None); no records for what is no bench file."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return [], {}, None
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        return [], {}, None
-    peak = data.get("device_peak") if isinstance(data.get("device_peak"), dict) else {}
-    return [r for r in data["records"] if isinstance(r, dict)], peak, data.get("kernel_plan") or None
-
-
-def key_of(r):
-    return (r.get("op"), r.get("variant"), json.dumps(r.get("shape"), sort_keys=True))
-
-
 def borrow_peers(records, default):
     """Forced plans' steps run without peers: a record without its own ratio gets one from the default
     run's peer for the same work, on the clock that run used (the GPU's: the peer's CUDA events against
@@ -123,11 +108,6 @@ def borrow_peers(records, default):
             continue
         given += 1
     return given
-
-
-def shape_text(shape):
-    flat = {k: v for k, v in (shape or {}).items() if not isinstance(v, (dict, list))}
-    return " ".join(f"{k} {v}" for k, v in flat.items())
 
 
 def board(found, quiet_missing=False):
@@ -165,7 +145,7 @@ def main():
             ap.error(f"{p}: no such file or folder")
     default, forced = [], []  # (record, its file's peaks, file name); (plan, file name, those)
     for path in bench_files(args.paths):
-        records, peak, plan = load(path)
+        records, plan, peak = load(path)
         if plan is None:
             default.extend((r, peak, path.name) for r in records)
         elif records:
